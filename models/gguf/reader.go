@@ -563,15 +563,12 @@ func (d *decoder) tensorInfo(i int64) TensorInfo {
 			t.Shape[0], t.Type, bs))
 		return t
 	}
-	rowBytes := t.Type.RowBytes(int64(t.Shape[0]))
-	rows := int64(elems / max(t.Shape[0], 1))
-	if t.Shape[0] == 0 {
-		rows = 0
-	}
-	if rows != 0 && rowBytes > math.MaxInt64/rows {
+	// The row length is a multiple of the block size, so the whole tensor is too.
+	blocks, blockBytes := int64(elems)/int64(t.Type.BlockSize()), int64(t.Type.TypeSize())
+	if blocks > math.MaxInt64/blockBytes {
 		d.fail(field+" shape", dimsAt, fmt.Sprintf("shape %v is too large in bytes", t.Shape))
 		return t
 	}
-	t.Bytes = rowBytes * rows
+	t.Bytes = blocks * blockBytes
 	return t
 }
