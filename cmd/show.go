@@ -68,7 +68,7 @@ func showSummary(out io.Writer, f *gguf.File) {
 		row("attention heads", fmt.Sprintf("%d (%d KV)", s.HeadCount, s.HeadCountKV))
 	}
 	row("quantization", orDash(s.Quantization)+typeMix(s))
-	tok := orDash(s.Tokenizer)
+	tok := orDash(tokenizerKinds[f.String("tokenizer.ggml.model")] + s.Tokenizer)
 	if s.VocabSize > 0 {
 		tok += fmt.Sprintf(", %d tokens", s.VocabSize)
 	}
@@ -76,6 +76,15 @@ func showSummary(out io.Writer, f *gguf.File) {
 	row("tensors", fmt.Sprintf("%d, %s", s.TensorCount, humanBytes(s.TensorBytes)))
 	row("file", fmt.Sprintf("%s (%s, GGUF v%d)", f.Path, humanBytes(f.Size), f.Version))
 	tw.Flush()
+}
+
+// tokenizerKinds names the algorithm behind each tokenizer.ggml.model value.
+var tokenizerKinds = map[string]string{
+	"llama": "SentencePiece BPE: ",
+	"gpt2":  "byte-level BPE: ",
+	"bert":  "WordPiece: ",
+	"t5":    "SentencePiece Unigram: ",
+	"rwkv":  "RWKV greedy: ",
 }
 
 // typeMix lists the tensor types by bytes, e.g. " (Q4_K 80%, Q6_K 15%, F32 5%)".
