@@ -12,14 +12,18 @@ import (
 //	bits  9..0  mantissa
 
 // F16ToF32 converts an IEEE half to float32. Every half is exactly
-// representable as a float32, so the conversion is exact; NaN payloads are
-// kept (shifted into the top of the float32 mantissa).
+// representable as a float32, so the conversion is exact. A NaN keeps its
+// payload (shifted into the top of the float32 mantissa) and comes out
+// quiet, as F16C's vcvtph2ps and ggml's GGML_FP16_TO_FP32 give it.
 func F16ToF32(h uint16) float32 {
 	sign := uint32(h&0x8000) << 16
 	exp := uint32(h>>10) & 0x1f
 	mant := uint32(h) & 0x3ff
 	switch exp {
 	case 0x1f: // inf or NaN
+		if mant != 0 {
+			mant |= 0x200 // the quiet bit
+		}
 		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
 	case 0: // zero or subnormal: mant * 2^-24, exact in float32
 		v := float32(mant) * (1.0 / (1 << 24))

@@ -242,6 +242,9 @@ func (w *Writer) WriteFile(path string) (err error) {
 	if _, err = w.WriteTo(tmp); err != nil {
 		return err
 	}
+	if err = tmp.Chmod(0o644); err != nil { // CreateTemp makes it 0600
+		return fmt.Errorf("gguf: %w", err)
+	}
 	if err = tmp.Sync(); err != nil {
 		return fmt.Errorf("gguf: %w", err)
 	}

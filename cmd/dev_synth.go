@@ -1,0 +1,140 @@
+package cmd
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"folio/models/gguf"
+	"folio/models/synth"
+)
+
+func init() {
+	var (
+		arch, preset, typeName, vocabPath, out, name string
+		seed                                         uint64
+		tie, noTie                                   bool
+		ropeBase, eps                                float32
+		shape                                        = map[string]*int{}
+	)
+	cmd := &cobra.Command{
+		Use:   "synth -o OUT.gguf",
+		Short: "Write a random-weight llama, qwen2 or qwen3 model",
+		Long: "synth writes a llama-family GGUF model with deterministic random weights and a\n" +
+			"working vocabulary, loadable by folio and llama.cpp. Presets give real models'\n" +
+			"shapes (" + strings.Join(synth.PresetNames(), ", ") + "); the shape flags override them.\n" +
+			"Without --vocab the vocabulary is byte-level (SentencePiece byte fallback);\n" +
+			"--vocab copies the tokenizer of another GGUF file and takes its size.\n" +
+			"The same flags always give the same bytes, and the same --seed gives the same\n" +
+			"weights whatever --type (up to quantization).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return fmt.Errorf("synth: no output file; pass -o OUT.gguf")
+			}
+			cfg, err := synth.Preset(preset)
+			if err != nil {
+				return err
+			}
+			cfg.Arch, cfg.Seed, cfg.Name = arch, seed, name
+			if cfg.Type, err = gguf.ParseTensorType(typeName); err != nil {
+				return err
+			}
+			if vocabPath != "" {
+				if cfg.Vocab, err = synth.LoadVocab(vocabPath); err != nil {
+					return err
+				}
+				cfg.VocabSize = 0 // the file's own size unless --vocab-size asks for more
+			}
+			flags := cmd.Flags()
+			for flag, dst := range map[string]*int{"n-embd": &cfg.Embd, "n-layer": &cfg.Layers,
+				"n-head": &cfg.Heads, "n-head-kv": &cfg.HeadsKV, "head-dim": &cfg.HeadDim,
+				"n-ff": &cfg.FFN, "ctx": &cfg.Ctx, "vocab-size": &cfg.VocabSize} {
+				if flags.Changed(flag) {
+					*dst = *shape[flag]
+				}
+			}
+			if tie && noTie {
+				return fmt.Errorf("synth: --tie-embeddings and --no-tie-embeddings both given")
+			}
+			if tie || noTie {
+				cfg.Tied = tie
+			}
+			if flags.Changed("rope-base") {
+				cfg.RopeBase = ropeBase
+			}
+			if flags.Changed("eps") {
+				cfg.NormEps = eps
+			}
+			return runSynth(cmd, cfg, out)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&out, "output", "o", "", "file to write (required)")
+	f.StringVar(&arch, "arch", "llama", "architecture: "+strings.Join(synth.Archs, ", "))
+	f.StringVar(&preset, "preset", "tiny", "shapes: "+strings.Join(synth.PresetNames(), ", "))
+	f.StringVar(&typeName, "type", "f16", "type of the 2-D weights: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k")
+	f.StringVar(&vocabPath, "vocab", "", "GGUF file whose tokenizer.* metadata to copy (default: byte-level vocabulary)")
+	f.Uint64Var(&seed, "seed", 1, "seed of the random weights")
+	f.StringVar(&name, "name", "", "general.name (default: derived from the shapes)")
+	for _, s := range []struct{ flag, usage string }{
+		{"n-embd", "hidden size"}, {"n-layer", "blocks"}, {"n-head", "query heads"},
+		{"n-head-kv", "key/value heads"}, {"head-dim", "per-head size (default n-embd/n-head)"},
+		{"n-ff", "feed-forward size"}, {"ctx", "context length"},
+		{"vocab-size", "tokens; pads the vocabulary with [PAD<n>] tokens"},
+	} {
+		shape[s.flag] = f.Int(s.flag, 0, s.usage+" (overrides the preset)")
+	}
+	f.BoolVar(&tie, "tie-embeddings", false, "no output.weight: token_embd is the output matrix")
+	f.BoolVar(&noTie, "no-tie-embeddings", false, "write a separate output.weight")
+	f.Float32Var(&ropeBase, "rope-base", 0, "RoPE frequency base (overrides the preset)")
+	f.Float32Var(&eps, "eps", 0, "RMS norm epsilon (default 1e-5 llama, 1e-6 qwen)")
+	devCmd.AddCommand(cmd)
+}
+
+func runSynth(cmd *cobra.Command, cfg synth.Config, out string) error {
+	m, err := synth.New(cfg)
+	if err != nil {
+		return err
+	}
+	reportFallbacks(cmd, m)
+	start := time.Now()
+	if err := m.WriteFile(out); err != nil {
+		return err
+	}
+	c := m.Config
+	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s, %.1fM params, %s weights, vocab %d, %d layers x %d, in %.1fs\n",
+		out, c.Arch, float64(m.Params())/1e6, c.Type, c.VocabSize, c.Layers, c.Embd, time.Since(start).Seconds())
+	return nil
+}
+
+// reportFallbacks says on stderr which weights could not take the asked
+// type, one line per row length, as llama.cpp's quantizer does per tensor.
+func reportFallbacks(cmd *cobra.Command, m *synth.Model) {
+	type key struct {
+		rowLen int
+		typ    gguf.TensorType
+	}
+	groups := map[key][]string{}
+	for _, fb := range m.Fallbacks {
+		k := key{fb.RowLen, fb.Type}
+		groups[k] = append(groups[k], fb.Tensor)
+	}
+	keys := make([]key, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].rowLen < keys[j].rowLen })
+	for _, k := range keys {
+		names := groups[k]
+		shown := strings.Join(names[:min(3, len(names))], ", ")
+		if len(names) > 3 {
+			shown += fmt.Sprintf(", ... (%d in all)", len(names))
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "synth: row length %d is not a multiple of the %s block size %d: %s written as %s\n",
+			k.rowLen, m.Config.Type, m.Config.Type.BlockSize(), shown, k.typ)
+	}
+}

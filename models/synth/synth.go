@@ -1,0 +1,234 @@
+// Package synth writes random-weight models of the llama family (llama,
+// qwen2, qwen3) as GGUF files that llama.cpp loads: the tensor names,
+// shapes and metadata keys are llama.cpp's, the vocabulary works (a
+// byte-level SentencePiece fallback, or the tokenizer of any GGUF file),
+// and the weights are a deterministic function of the seed.
+//
+// Determinism is per value: element j of row r of a tensor is drawn from a
+// generator seeded by (seed, tensor name, r), and the F32 value does not
+// depend on the output type. A model written as F32 and the same model
+// written as Q8_0 are therefore the same model up to quantization, and rows
+// can be generated in parallel without changing a byte.
+//
+// Tensors are generated and quantized a batch of rows at a time while the
+// file is written, so memory stays bounded whatever the model size.
+package synth
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"folio/models/gguf"
+)
+
+// ErrConfig is wrapped by New for a configuration that cannot make a model.
+var ErrConfig = errors.New("synth: bad model configuration")
+
+// Archs lists the architectures New can write.
+var Archs = []string{"llama", "qwen2", "qwen3"}
+
+// Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
+// take defaults (see New).
+type Config struct {
+	Arch      string // "llama", "qwen2" or "qwen3"
+	Name      string // general.name; empty: derived from the shapes
+	Embd      int    // hidden size, n_embd
+	Layers    int    // blocks, n_layer
+	Heads     int    // query heads
+	HeadsKV   int    // key/value heads; Heads must be a multiple
+	HeadDim   int    // per-head size; 0: Embd/Heads
+	FFN       int    // feed-forward hidden size
+	Ctx       int    // training context length written to the metadata
+	VocabSize int    // tokens; 0: the vocabulary's own count, else padded up to it
+	Tied      bool   // no output.weight: token_embd is also the output matrix
+	RopeBase  float32
+	NormEps   float32         // RMS norm epsilon; 0: 1e-5 for llama, 1e-6 for qwen
+	Type      gguf.TensorType // type of the 2-D weights; norms and biases stay F32
+	Seed      uint64
+	Vocab     *Vocab // nil: the byte-level vocabulary (ByteVocab)
+}
+
+// presets are shapes of real models (weights stay random). Type is left to
+// the caller; the zero value is F32.
+var presets = map[string]Config{
+	// A few MB; every row length is a multiple of 256, so K-quants apply to all.
+	"tiny": {Arch: "llama", Embd: 256, Layers: 2, Heads: 4, HeadsKV: 2, FFN: 512,
+		Ctx: 2048, VocabSize: 512, RopeBase: 10000},
+	// SmolLM-135M: n_embd 576 is not a multiple of 256, so K-quants fall back.
+	"smollm-135m": {Arch: "llama", Embd: 576, Layers: 30, Heads: 9, HeadsKV: 3, FFN: 1536,
+		Ctx: 8192, VocabSize: 49152, Tied: true, RopeBase: 10000},
+	// Llama 3.2 1B, without the llama3 RoPE scaling (ctx 8192, not 131072).
+	"llama-1b": {Arch: "llama", Embd: 2048, Layers: 16, Heads: 32, HeadsKV: 8, FFN: 8192,
+		Ctx: 8192, VocabSize: 128256, Tied: true, RopeBase: 500000},
+}
+
+// PresetNames returns the preset names, sorted.
+func PresetNames() []string {
+	names := make([]string, 0, len(presets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Preset returns the named preset's configuration.
+func Preset(name string) (Config, error) {
+	c, ok := presets[name]
+	if !ok {
+		return Config{}, fmt.Errorf("%w: unknown preset %q (known: %v)", ErrConfig, name, PresetNames())
+	}
+	return c, nil
+}
+
+// fileTypes maps a weight type to llama.cpp's general.file_type (enum
+// llama_ftype) for a file whose 2-D weights all have that type.
+var fileTypes = map[gguf.TensorType]uint32{
+	gguf.TypeF32: 0, gguf.TypeF16: 1, gguf.TypeQ4_0: 2, gguf.TypeQ4_1: 3,
+	gguf.TypeQ8_0: 7, gguf.TypeQ5_0: 8, gguf.TypeQ5_1: 9, gguf.TypeQ2_K: 10,
+	gguf.TypeQ3_K: 11, // Q3_K_S
+	gguf.TypeQ4_K: 14, // Q4_K_S
+	gguf.TypeQ5_K: 16, // Q5_K_S
+	gguf.TypeQ6_K: 18, gguf.TypeBF16: 32,
+}
+
+// Fallback records a 2-D weight written in another type than Config.Type
+// because its row length is not a multiple of that type's block size.
+type Fallback struct {
+	Tensor string
+	RowLen int
+	Type   gguf.TensorType // the type used instead
+}
+
+// Model is a planned synthetic model: its metadata and the recipe of every
+// tensor. Nothing is generated until WriteFile.
+type Model struct {
+	Config    Config // with defaults filled in
+	Fallbacks []Fallback
+
+	kv      []gguf.KV
+	tensors []tensorSpec
+}
+
+// New checks cfg, fills in defaults and plans the model.
+func New(cfg Config) (*Model, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	vocabKV, err := c.Vocab.padded(c.VocabSize)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Config: c}
+	m.planTensors()
+	m.planMetadata(vocabKV)
+	return m, nil
+}
+
+func (c Config) withDefaults() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return Config{}, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+	}
+	if !slices.Contains(Archs, c.Arch) {
+		return bad("unknown architecture %q (known: %v)", c.Arch, Archs)
+	}
+	if c.Embd <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.HeadsKV <= 0 || c.FFN <= 0 || c.Ctx <= 0 {
+		return bad("embd %d, layers %d, heads %d, kv heads %d, ffn %d and ctx %d must all be positive",
+			c.Embd, c.Layers, c.Heads, c.HeadsKV, c.FFN, c.Ctx)
+	}
+	if c.HeadDim == 0 {
+		if c.Embd%c.Heads != 0 {
+			return bad("embd %d is not a multiple of heads %d; set the head size (--head-dim)", c.Embd, c.Heads)
+		}
+		c.HeadDim = c.Embd / c.Heads
+	}
+	if c.HeadDim <= 0 || c.HeadDim%2 != 0 {
+		return bad("head size %d must be positive and even (RoPE rotates pairs)", c.HeadDim)
+	}
+	if c.Heads%c.HeadsKV != 0 {
+		return bad("heads %d is not a multiple of kv heads %d", c.Heads, c.HeadsKV)
+	}
+	if c.RopeBase == 0 {
+		c.RopeBase = 10000
+	}
+	if c.NormEps == 0 {
+		c.NormEps = 1e-5
+		if c.Arch != "llama" {
+			c.NormEps = 1e-6
+		}
+	}
+	if _, ok := fileTypes[c.Type]; !ok || !gguf.CanQuantize(c.Type) {
+		return bad("cannot write weights as %v; choose one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k", c.Type)
+	}
+	if c.Vocab == nil {
+		c.Vocab = ByteVocab()
+	}
+	if c.VocabSize == 0 {
+		c.VocabSize = c.Vocab.Len()
+	}
+	if c.VocabSize < c.Vocab.Len() {
+		return bad("vocab size %d is smaller than the vocabulary's %d tokens", c.VocabSize, c.Vocab.Len())
+	}
+	if c.Name == "" {
+		c.Name = fmt.Sprintf("synth-%s-%dx%d-%s", c.Arch, c.Layers, c.Embd, c.Type)
+	}
+	return c, nil
+}
+
+// planMetadata lays out the keys in the order llama.cpp's converter writes
+// them: general, architecture hyperparameters, tokenizer.
+func (m *Model) planMetadata(vocabKV []gguf.KV) {
+	c := m.Config
+	a := c.Arch + "."
+	set := func(k string, v any) { m.kv = append(m.kv, gguf.KV{Key: k, Value: v}) }
+	set("general.architecture", c.Arch)
+	set("general.name", c.Name)
+	set("general.file_type", fileTypes[c.Type])
+	set("general.quantization_version", uint32(2))
+	set(a+"vocab_size", uint32(c.VocabSize))
+	set(a+"context_length", uint32(c.Ctx))
+	set(a+"embedding_length", uint32(c.Embd))
+	set(a+"block_count", uint32(c.Layers))
+	set(a+"feed_forward_length", uint32(c.FFN))
+	set(a+"attention.head_count", uint32(c.Heads))
+	set(a+"attention.head_count_kv", uint32(c.HeadsKV))
+	if c.HeadDim*c.Heads != c.Embd {
+		set(a+"attention.key_length", uint32(c.HeadDim))
+		set(a+"attention.value_length", uint32(c.HeadDim))
+	}
+	set(a+"rope.dimension_count", uint32(c.HeadDim))
+	set(a+"rope.freq_base", c.RopeBase)
+	set(a+"attention.layer_norm_rms_epsilon", c.NormEps)
+	m.kv = append(m.kv, vocabKV...)
+}
+
+// Params returns the number of weights of the model.
+func (m *Model) Params() int64 {
+	var n int64
+	for _, t := range m.tensors {
+		n += t.elements()
+	}
+	return n
+}
+
+// Writer returns a gguf.Writer that generates the model's tensors while it
+// writes them.
+func (m *Model) Writer() *gguf.Writer {
+	w := gguf.NewWriter()
+	for _, kv := range m.kv {
+		w.Set(kv.Key, kv.Value)
+	}
+	for i := range m.tensors {
+		t := &m.tensors[i]
+		w.AddTensorFunc(t.name, t.typ, t.shape, t.write)
+	}
+	return w
+}
+
+// WriteFile writes the model to path atomically.
+func (m *Model) WriteFile(path string) error {
+	return m.Writer().WriteFile(path)
+}

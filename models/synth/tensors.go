@@ -1,0 +1,205 @@
+package synth
+
+import (
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"runtime"
+	"sync"
+
+	"folio/models/gguf"
+)
+
+// tensorSpec is the recipe of one tensor: value = mean + std*z, z a
+// zero-mean unit-variance draw from the row's generator.
+type tensorSpec struct {
+	name  string
+	shape []uint64 // GGUF order: shape[0] is the row length
+	typ   gguf.TensorType
+	mean  float32
+	std   float32
+	seed  uint64 // from Config.Seed and name
+}
+
+func (t *tensorSpec) elements() int64 {
+	n := int64(1)
+	for _, d := range t.shape {
+		n *= int64(d)
+	}
+	return n
+}
+
+// planTensors lists the tensors in llama.cpp's names and order. Scales keep
+// a forward pass sane: a matrix with fan-in n has std 1/sqrt(n), so unit
+// variance inputs give unit variance outputs; the two matrices that write
+// into the residual stream are halved; the output matrix gives logits of
+// std about 2. Norm weights are 1 with a little noise.
+func (m *Model) planTensors() {
+	c := m.Config
+	qDim, kvDim := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
+	invSqrt := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
+	outStd := 2 * invSqrt(c.Embd)
+
+	add := func(name string, typ gguf.TensorType, mean, std float32, shape ...int) {
+		t := tensorSpec{name: name, typ: typ, mean: mean, std: std, seed: tensorSeed(c.Seed, name)}
+		for _, d := range shape {
+			t.shape = append(t.shape, uint64(d))
+		}
+		m.tensors = append(m.tensors, t)
+	}
+	// weight is a 2-D matrix of Config.Type, [rowLen, rows] in GGUF order.
+	weight := func(name string, rowLen, rows int, std float32) {
+		add(name, m.weightType(name, rowLen), 0, std, rowLen, rows)
+	}
+	norm := func(name string, n int) { add(name, gguf.TypeF32, 1, 0.05, n) }
+	bias := func(name string, n int) { add(name, gguf.TypeF32, 0, 0.1, n) }
+
+	embdStd := float32(1)
+	if c.Tied {
+		embdStd = outStd // token_embd doubles as the output matrix
+	}
+	weight("token_embd.weight", c.Embd, c.VocabSize, embdStd) // [embd, vocab]
+	for l := range c.Layers {
+		p := fmt.Sprintf("blk.%d.", l)
+		norm(p+"attn_norm.weight", c.Embd)
+		weight(p+"attn_q.weight", c.Embd, qDim, invSqrt(c.Embd)) // [embd, heads*head_dim]
+		weight(p+"attn_k.weight", c.Embd, kvDim, invSqrt(c.Embd))
+		weight(p+"attn_v.weight", c.Embd, kvDim, invSqrt(c.Embd))
+		if c.Arch == "qwen2" {
+			bias(p+"attn_q.bias", qDim)
+			bias(p+"attn_k.bias", kvDim)
+			bias(p+"attn_v.bias", kvDim)
+		}
+		if c.Arch == "qwen3" {
+			norm(p+"attn_q_norm.weight", c.HeadDim) // per head, shared by all heads
+			norm(p+"attn_k_norm.weight", c.HeadDim)
+		}
+		weight(p+"attn_output.weight", qDim, c.Embd, invSqrt(qDim)/2) // [heads*head_dim, embd]
+		norm(p+"ffn_norm.weight", c.Embd)
+		weight(p+"ffn_gate.weight", c.Embd, c.FFN, invSqrt(c.Embd)) // [embd, ffn]
+		weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
+		weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN)/2) // [ffn, embd]
+	}
+	norm("output_norm.weight", c.Embd)
+	if !c.Tied {
+		weight("output.weight", c.Embd, c.VocabSize, outStd) // [embd, vocab]
+	}
+}
+
+// weightType is Config.Type when rowLen fills its blocks, else Q8_0 (as
+// llama.cpp falls back for K-quants), else F16; fallbacks are recorded.
+func (m *Model) weightType(name string, rowLen int) gguf.TensorType {
+	for _, t := range []gguf.TensorType{m.Config.Type, gguf.TypeQ8_0, gguf.TypeF16} {
+		if rowLen%t.BlockSize() == 0 {
+			if t != m.Config.Type {
+				m.Fallbacks = append(m.Fallbacks, Fallback{Tensor: name, RowLen: rowLen, Type: t})
+			}
+			return t
+		}
+	}
+	panic("unreachable: F16 has block size 1")
+}
+
+// tensorSeed derives a tensor's seed from the model seed and its name, so
+// adding a tensor never changes the values of another.
+func tensorSeed(seed uint64, name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return mix64(seed ^ mix64(h.Sum64()))
+}
+
+// mix64 is splitmix64's finalizer: a bijection that spreads every input bit.
+func mix64(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+const golden = 0x9e3779b97f4a7c15 // splitmix64's increment
+
+// fillRow writes row r of t into dst (len(dst) == shape[0]). z is the sum
+// of four 16-bit uniforms from one splitmix64 draw (Irwin-Hall, close to a
+// normal, bounded at ±3.5 std), centered and scaled to unit variance. Every
+// float32 operation is rounded explicitly, so no platform may fuse them and
+// the values are the same everywhere.
+func (t *tensorSpec) fillRow(r int, dst []float32) {
+	const (
+		center = 2 * 65535                    // mean of the sum
+		unit   = 1.7320508075688772 / 65536.0 // 1/std of the sum: sqrt(12/4)/65536
+	)
+	scale := float32(float64(t.std) * unit)
+	state := mix64(t.seed + uint64(r+1)*golden)
+	for j := range dst {
+		state += golden
+		x := mix64(state)
+		s := x&0xffff + x>>16&0xffff + x>>32&0xffff + x>>48
+		z := float32(float32(int64(s)-center) * scale)
+		dst[j] = float32(t.mean + z)
+	}
+}
+
+// batchBytes is the encoded size a batch of rows aims at: large enough to
+// share out among cores, small enough to keep memory low.
+const batchBytes = 4 << 20
+
+// write generates, encodes and writes t a batch of rows at a time, the
+// rows of a batch shared out among the cores.
+func (t *tensorSpec) write(w io.Writer) error {
+	rowLen := int(t.shape[0])
+	rows := int(t.elements() / int64(rowLen))
+	rowBytes := int(t.typ.RowBytes(int64(rowLen)))
+	perBatch := max(1, batchBytes/rowBytes)
+	workers := min(runtime.GOMAXPROCS(0), perBatch)
+	buf := make([]byte, min(perBatch, rows)*rowBytes)
+	scratch := make([][]float32, workers)
+	for i := range scratch {
+		scratch[i] = make([]float32, rowLen)
+	}
+	for first := 0; first < rows; first += perBatch {
+		n := min(perBatch, rows-first)
+		errs := make([]error, workers)
+		var wg sync.WaitGroup
+		for k := range workers {
+			lo, hi := n*k/workers, n*(k+1)/workers
+			wg.Go(func() {
+				for r := lo; r < hi; r++ {
+					t.fillRow(first+r, scratch[k])
+					if err := gguf.Quantize(t.typ, scratch[k], buf[r*rowBytes:(r+1)*rowBytes]); err != nil {
+						errs[k] = err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(buf[:n*rowBytes]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Row returns row r of the named tensor as F32, exactly the values the
+// file's tensor encodes (before quantization).
+func (m *Model) Row(name string, r int) ([]float32, error) {
+	for i := range m.tensors {
+		t := &m.tensors[i]
+		if t.name != name {
+			continue
+		}
+		rows := int(t.elements() / int64(t.shape[0]))
+		if r < 0 || r >= rows {
+			return nil, fmt.Errorf("synth: tensor %s has %d rows, not %d", name, rows, r)
+		}
+		dst := make([]float32, t.shape[0])
+		t.fillRow(r, dst)
+		return dst, nil
+	}
+	return nil, fmt.Errorf("synth: no tensor %s", name)
+}
