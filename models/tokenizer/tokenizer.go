@@ -1,0 +1,209 @@
+package tokenizer
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"folio/models/gguf"
+)
+
+// model is one tokenization algorithm over a vocabulary.
+type model interface {
+	// appendText appends the ids of a run of plain text, one that holds no
+	// special token, to ids. afterSpecial is true when the run starts the
+	// input or follows a special token (SentencePiece adds its space prefix
+	// only then).
+	appendText(ids []int32, text string, afterSpecial bool) []int32
+	// tokenBytes returns the bytes a normal or byte token stands for in
+	// decoded text (▁ back to a space, <0x0A> back to a newline, byte-level
+	// runes back to their bytes).
+	tokenBytes(id int32) []byte
+}
+
+// Tokenizer encodes and decodes text for one vocabulary. It is safe for
+// concurrent use: it holds no mutable state after New.
+type Tokenizer struct {
+	vocab *Vocab
+	model model
+
+	// special lists the tokens Encode splits the input at, longest text first
+	// (as llama.cpp matches them): control, user-defined and unknown tokens.
+	special []int32
+}
+
+// EncodeOptions say how Encode treats special tokens.
+type EncodeOptions struct {
+	// AddSpecial adds BOS and EOS as the vocabulary asks (add_bos_token,
+	// add_eos_token); for WordPiece these are [CLS] and [SEP].
+	AddSpecial bool
+	// ParseSpecial turns the text of control tokens ("<|eot_id|>", "<s>") in
+	// the input into those tokens: right for rendered chat templates, wrong
+	// for user content, where such text must stay plain text.
+	// User-defined tokens are matched either way, as llama.cpp does.
+	ParseSpecial bool
+}
+
+// New builds the tokenizer described by the metadata of f.
+func New(f *gguf.File) (*Tokenizer, error) {
+	v, err := LoadVocab(f)
+	if err != nil {
+		return nil, err
+	}
+	return NewFromVocab(v)
+}
+
+// NewFromVocab builds the tokenizer for a loaded vocabulary.
+func NewFromVocab(v *Vocab) (*Tokenizer, error) {
+	t := &Tokenizer{vocab: v}
+	var err error
+	switch v.Model {
+	case "llama":
+		t.model, err = newSPM(v)
+	case "gpt2":
+		t.model, err = newBPE(v)
+	case "bert":
+		t.model, err = newWPM(v)
+	default:
+		err = fmt.Errorf("%w: tokenizer.ggml.model %q is not supported (folio reads llama, gpt2 and bert)", ErrVocab, v.Model)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for id, typ := range v.Types {
+		if (typ == TypeControl || typ == TypeUserDefined || typ == TypeUnknown) && v.Tokens[id] != "" {
+			t.special = append(t.special, int32(id))
+		}
+	}
+	slices.SortStableFunc(t.special, func(a, b int32) int {
+		return cmp.Compare(len(v.Tokens[b]), len(v.Tokens[a]))
+	})
+	return t, nil
+}
+
+// Vocab returns the tokenizer's vocabulary. Callers must not modify it.
+func (t *Tokenizer) Vocab() *Vocab { return t.vocab }
+
+// Piece returns the stored text of token id ("▁Hello", "<0x0A>", "Ġworld").
+func (t *Tokenizer) Piece(id int32) string {
+	if id < 0 || int(id) >= len(t.vocab.Tokens) {
+		return ""
+	}
+	return t.vocab.Tokens[id]
+}
+
+// fragment is a piece of the input: plain text, or one special token.
+type fragment struct {
+	text  string
+	token int32 // NoToken for text
+}
+
+// Encode returns the token ids of text.
+func (t *Tokenizer) Encode(text string, opt EncodeOptions) []int32 {
+	v := t.vocab
+	ids := make([]int32, 0, len(text)/3+2)
+	if opt.AddSpecial && v.AddBOS && v.BOS != NoToken {
+		ids = append(ids, v.BOS)
+	}
+	afterSpecial := true
+	for _, fr := range t.partition(text, opt.ParseSpecial) {
+		if fr.token != NoToken {
+			ids = append(ids, fr.token)
+			afterSpecial = true
+			continue
+		}
+		ids = t.model.appendText(ids, fr.text, afterSpecial)
+		afterSpecial = false
+	}
+	if opt.AddSpecial && v.AddEOS && v.EOS != NoToken {
+		ids = append(ids, v.EOS)
+	}
+	return ids
+}
+
+// partition splits text at special tokens, longest token first, as
+// llama.cpp's tokenizer_st_partition does: each special token in turn claims
+// its occurrences in the text that earlier (longer) tokens left.
+func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
+	if text == "" {
+		return nil
+	}
+	frags := []fragment{{text: text, token: NoToken}}
+	for _, id := range t.special {
+		typ := t.vocab.Types[id]
+		if !parseSpecial && (typ == TypeControl || typ == TypeUnknown) {
+			continue
+		}
+		tok := t.vocab.Tokens[id]
+		var out []fragment
+		for i, fr := range frags {
+			if fr.token != NoToken || !strings.Contains(fr.text, tok) {
+				if out != nil {
+					out = append(out, fr)
+				}
+				continue
+			}
+			if out == nil {
+				out = append(make([]fragment, 0, len(frags)+2), frags[:i]...)
+			}
+			rest := fr.text
+			for {
+				k := strings.Index(rest, tok)
+				if k < 0 {
+					break
+				}
+				if k > 0 {
+					out = append(out, fragment{text: rest[:k], token: NoToken})
+				}
+				out = append(out, fragment{token: id})
+				rest = rest[k+len(tok):]
+			}
+			if rest != "" {
+				out = append(out, fragment{text: rest, token: NoToken})
+			}
+		}
+		if out != nil {
+			frags = out
+		}
+	}
+	return frags
+}
+
+// DecodeOptions say how Decode renders tokens that are not plain text.
+type DecodeOptions struct {
+	// Special renders control tokens as their text ("<|eot_id|>"); by default
+	// they produce nothing, as in llama.cpp's detokenizer.
+	Special bool
+}
+
+// Decode returns the text of ids. Bytes that do not form valid UTF-8 (a
+// sequence cut short) come out as U+FFFD.
+func (t *Tokenizer) Decode(ids []int32, opt DecodeOptions) string {
+	d := t.NewDetokenizer(opt)
+	var b strings.Builder
+	for _, id := range ids {
+		b.WriteString(d.Add(id))
+	}
+	b.WriteString(d.Flush())
+	return b.String()
+}
+
+// TokenBytes returns the bytes token id adds to decoded text.
+func (t *Tokenizer) TokenBytes(id int32, opt DecodeOptions) []byte {
+	v := t.vocab
+	if id < 0 || int(id) >= len(v.Tokens) {
+		return nil
+	}
+	switch v.Types[id] {
+	case TypeNormal, TypeByte, TypeUndefined:
+		return t.model.tokenBytes(id)
+	case TypeUserDefined:
+		return []byte(v.Tokens[id])
+	case TypeControl, TypeUnknown, TypeUnused:
+		if opt.Special {
+			return []byte(v.Tokens[id])
+		}
+	}
+	return nil
+}

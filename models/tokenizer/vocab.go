@@ -1,0 +1,207 @@
+// Package tokenizer turns text into token ids and back exactly as a model's
+// authors' tokenizer does, from the tokenizer.ggml.* metadata of a GGUF file.
+//
+// Three algorithms, chosen by tokenizer.ggml.model:
+//   - "llama": SentencePiece BPE (spm.go): score-ordered merges, byte fallback;
+//   - "gpt2": byte-level BPE (bpe.go): merges by rank after a pre-tokenizer
+//     chosen by tokenizer.ggml.pre (pretokenize.go);
+//   - "bert": WordPiece (wpm.go).
+//
+// Encode first splits the input at special tokens (tokenizer.go), then hands
+// each run of plain text to the algorithm. Decoding is byte-exact and
+// streaming-safe (detokenizer.go).
+package tokenizer
+
+import (
+	"errors"
+	"fmt"
+
+	"folio/models/gguf"
+)
+
+// TokenType is a token's kind as stored in tokenizer.ggml.token_type.
+type TokenType int32
+
+const (
+	TypeUndefined   TokenType = 0
+	TypeNormal      TokenType = 1
+	TypeUnknown     TokenType = 2
+	TypeControl     TokenType = 3
+	TypeUserDefined TokenType = 4
+	TypeUnused      TokenType = 5
+	TypeByte        TokenType = 6
+)
+
+func (t TokenType) String() string {
+	switch t {
+	case TypeNormal:
+		return "normal"
+	case TypeUnknown:
+		return "unknown"
+	case TypeControl:
+		return "control"
+	case TypeUserDefined:
+		return "user-defined"
+	case TypeUnused:
+		return "unused"
+	case TypeByte:
+		return "byte"
+	}
+	return fmt.Sprintf("type(%d)", int32(t))
+}
+
+// NoToken marks a special token id the vocabulary does not have.
+const NoToken int32 = -1
+
+// ErrVocab is wrapped by every error about unusable tokenizer metadata.
+var ErrVocab = errors.New("tokenizer: invalid vocabulary")
+
+// Vocab is the tokenizer metadata of a model, as read from GGUF.
+type Vocab struct {
+	Model  string      // tokenizer.ggml.model: "llama", "gpt2", "bert"
+	Pre    string      // tokenizer.ggml.pre: the pre-tokenizer of "gpt2" vocabularies
+	Tokens []string    // id -> piece as stored (▁ for spaces in SentencePiece, byte-level runes in gpt2)
+	Scores []float32   // id -> score (SentencePiece merge priority); nil when absent
+	Types  []TokenType // id -> type; all TypeNormal when absent
+	Merges []string    // "left right" pairs by rank (gpt2)
+
+	BOS, EOS, EOT, EOM, UNK, PAD, SEP, CLS, MASK int32 // NoToken when absent
+
+	AddBOS, AddEOS         bool // add BOS / EOS when encoding with AddSpecial
+	AddSpacePrefix         bool // SentencePiece: prefix plain text with a space
+	RemoveExtraWhitespaces bool // SentencePiece normalizer option, kept for completeness
+
+	ids map[string]int32
+}
+
+// ID returns the id of a piece.
+func (v *Vocab) ID(piece string) (int32, bool) {
+	id, ok := v.ids[piece]
+	return id, ok
+}
+
+// Size is the number of tokens.
+func (v *Vocab) Size() int { return len(v.Tokens) }
+
+// Type returns the type of token id.
+func (v *Vocab) Type(id int32) TokenType { return v.Types[id] }
+
+// LoadVocab reads the tokenizer.ggml.* keys of f.
+func LoadVocab(f *gguf.File) (*Vocab, error) {
+	v := &Vocab{Model: f.String("tokenizer.ggml.model"), Pre: f.String("tokenizer.ggml.pre")}
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrVocab, f.Path, fmt.Sprintf(format, args...))
+	}
+	if v.Model == "" {
+		return nil, fail("no tokenizer.ggml.model key: the file has no tokenizer")
+	}
+	tokens, ok := arrayOf[string](f, "tokenizer.ggml.tokens")
+	if !ok || len(tokens) == 0 {
+		return nil, fail("tokenizer.ggml.tokens is missing or not an array of strings")
+	}
+	if len(tokens) > 1<<30 {
+		return nil, fail("%d tokens is more than folio supports", len(tokens))
+	}
+	v.Tokens = tokens
+	if scores, ok := arrayOf[float32](f, "tokenizer.ggml.scores"); ok {
+		if len(scores) != len(tokens) {
+			return nil, fail("%d scores for %d tokens", len(scores), len(tokens))
+		}
+		v.Scores = scores
+	}
+	v.Types = make([]TokenType, len(tokens))
+	if types, ok := arrayOf[int32](f, "tokenizer.ggml.token_type"); ok {
+		if len(types) != len(tokens) {
+			return nil, fail("%d token types for %d tokens", len(types), len(tokens))
+		}
+		for i, t := range types {
+			v.Types[i] = TokenType(t)
+		}
+	} else {
+		for i := range v.Types {
+			v.Types[i] = TypeNormal
+		}
+	}
+	if merges, ok := arrayOf[string](f, "tokenizer.ggml.merges"); ok {
+		v.Merges = merges
+	}
+	v.ids = make(map[string]int32, len(tokens))
+	for i, t := range tokens {
+		if _, dup := v.ids[t]; !dup { // the first of duplicate pieces wins, as in llama.cpp
+			v.ids[t] = int32(i)
+		}
+	}
+
+	// Defaults per algorithm, as llama.cpp assumes them when keys are absent.
+	v.BOS, v.EOS, v.EOT, v.EOM, v.UNK, v.PAD, v.SEP, v.CLS, v.MASK =
+		NoToken, NoToken, NoToken, NoToken, NoToken, NoToken, NoToken, NoToken, NoToken
+	switch v.Model {
+	case "llama":
+		v.BOS, v.EOS, v.UNK = 1, 2, 0
+		v.AddBOS, v.AddSpacePrefix = true, true
+	case "gpt2":
+		v.BOS, v.EOS = 11, 11
+	case "bert":
+		v.UNK, v.CLS, v.SEP, v.PAD, v.MASK = 100, 101, 102, 0, 103
+		v.AddBOS, v.AddEOS = true, true
+	default:
+		return nil, fail("tokenizer.ggml.model %q is not supported (folio reads llama, gpt2 and bert)", v.Model)
+	}
+	for key, dst := range map[string]*int32{
+		"bos": &v.BOS, "eos": &v.EOS, "eot": &v.EOT, "eom": &v.EOM, "unknown": &v.UNK,
+		"padding": &v.PAD, "seperator": &v.SEP, "cls": &v.CLS, "mask": &v.MASK,
+	} {
+		id, ok := f.Int("tokenizer.ggml." + key + "_token_id")
+		if !ok {
+			continue
+		}
+		switch {
+		case id == 0xFFFFFFFF || id < 0:
+			*dst = NoToken
+		case id >= int64(len(tokens)):
+			return nil, fail("tokenizer.ggml.%s_token_id %d is outside the %d tokens", key, id, len(tokens))
+		default:
+			*dst = int32(id)
+		}
+	}
+	if v.Model == "bert" { // WordPiece's BOS/EOS are [CLS]/[SEP]
+		v.BOS, v.EOS = v.CLS, v.SEP
+	}
+	for key, dst := range map[string]*bool{
+		"add_bos_token": &v.AddBOS, "add_eos_token": &v.AddEOS,
+		"add_space_prefix": &v.AddSpacePrefix, "remove_extra_whitespaces": &v.RemoveExtraWhitespaces,
+	} {
+		if b, ok := boolOf(f, "tokenizer.ggml."+key); ok {
+			*dst = b
+		}
+	}
+	for _, id := range []*int32{&v.BOS, &v.EOS, &v.UNK, &v.CLS, &v.SEP, &v.PAD, &v.MASK} {
+		if *id >= int32(len(tokens)) { // a default that this small vocabulary lacks
+			*id = NoToken
+		}
+	}
+	return v, nil
+}
+
+// arrayOf returns the typed slice of an array metadata value.
+func arrayOf[T any](f *gguf.File, key string) ([]T, bool) {
+	val, ok := f.Get(key)
+	if !ok {
+		return nil, false
+	}
+	a, ok := val.(gguf.Array)
+	if !ok {
+		return nil, false
+	}
+	s, ok := a.Values.([]T)
+	return s, ok
+}
+
+func boolOf(f *gguf.File, key string) (bool, bool) {
+	val, ok := f.Get(key)
+	if !ok {
+		return false, false
+	}
+	b, ok := val.(bool)
+	return b, ok
+}
