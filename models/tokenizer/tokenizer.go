@@ -56,21 +56,27 @@ func New(f *gguf.File) (*Tokenizer, error) {
 
 // NewFromVocab builds the tokenizer for a loaded vocabulary.
 func NewFromVocab(v *Vocab) (*Tokenizer, error) {
-	t := &Tokenizer{vocab: v}
+	var m model
 	var err error
 	switch v.Model {
 	case "llama":
-		t.model, err = newSPM(v)
+		m, err = newSPM(v)
 	case "gpt2":
-		t.model, err = newBPE(v)
+		m, err = newBPE(v)
 	case "bert":
-		t.model, err = newWPM(v)
+		m, err = newWPM(v)
 	default:
 		err = fmt.Errorf("%w: tokenizer.ggml.model %q is not supported (folio reads llama, gpt2 and bert)", ErrVocab, v.Model)
 	}
 	if err != nil {
 		return nil, err
 	}
+	return newTokenizer(v, m), nil
+}
+
+// newTokenizer pairs a vocabulary with its algorithm.
+func newTokenizer(v *Vocab, m model) *Tokenizer {
+	t := &Tokenizer{vocab: v, model: m}
 	for id, typ := range v.Types {
 		if (typ == TypeControl || typ == TypeUserDefined || typ == TypeUnknown) && v.Tokens[id] != "" {
 			t.special = append(t.special, int32(id))
@@ -79,7 +85,7 @@ func NewFromVocab(v *Vocab) (*Tokenizer, error) {
 	slices.SortStableFunc(t.special, func(a, b int32) int {
 		return cmp.Compare(len(v.Tokens[b]), len(v.Tokens[a]))
 	})
-	return t, nil
+	return t
 }
 
 // Vocab returns the tokenizer's vocabulary. Callers must not modify it.

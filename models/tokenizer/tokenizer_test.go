@@ -1,0 +1,68 @@
+package tokenizer
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// specialTokenizer extends byteTokenizer with special tokens of each kind.
+func specialTokenizer() *Tokenizer {
+	t := byteTokenizer("gpt2")
+	m := t.model.(bytesModel)
+	add := func(text string, typ TokenType) {
+		t.vocab.Tokens = append(t.vocab.Tokens, text)
+		t.vocab.Types = append(t.vocab.Types, typ)
+		m.pieces = append(m.pieces, nil)
+	}
+	add("<|im|>", TypeControl)     // 257
+	add("<|im|>x", TypeControl)    // 258: longer, so it wins where both match
+	add("[USER]", TypeUserDefined) // 259
+	add("<unk>", TypeUnknown)      // 260
+	add("<|unused|>", TypeUnused)  // 261: never matched
+	t.vocab.BOS, t.vocab.EOS, t.vocab.AddBOS, t.vocab.AddEOS = 256, 256, true, true
+	return newTokenizer(t.vocab, m)
+}
+
+// render shows ids compactly: printable bytes as themselves, others as <id>.
+func render(ids []int32) string {
+	var b strings.Builder
+	for _, id := range ids {
+		if id >= 32 && id < 127 {
+			b.WriteByte(byte(id))
+		} else {
+			fmt.Fprintf(&b, "<%d>", id)
+		}
+	}
+	return b.String()
+}
+
+func TestEncodeSpecialTokens(t *testing.T) {
+	tok := specialTokenizer()
+	tests := []struct {
+		name string
+		text string
+		opt  EncodeOptions
+		want string
+	}{
+		{"plain", "ab", EncodeOptions{}, "^ab"},
+		{"empty", "", EncodeOptions{}, ""},
+		{"empty with BOS and EOS", "", EncodeOptions{AddSpecial: true}, "<256><256>"},
+		{"BOS and EOS", "ab", EncodeOptions{AddSpecial: true}, "<256>^ab<256>"},
+		{"control text stays text", "a<|im|>b", EncodeOptions{}, "^a<|im|>b"},
+		{"control parsed", "a<|im|>b", EncodeOptions{ParseSpecial: true}, "^a<257>^b"},
+		{"longest first", "<|im|>x<|im|>", EncodeOptions{ParseSpecial: true}, "<258><257>"},
+		{"user-defined always", "a[USER]b", EncodeOptions{}, "^a<259>^b"},
+		{"unknown only when parsing", "<unk>", EncodeOptions{}, "^<unk>"},
+		{"unknown parsed", "<unk>", EncodeOptions{ParseSpecial: true}, "<260>"},
+		{"unused never", "<|unused|>", EncodeOptions{ParseSpecial: true}, "^<|unused|>"},
+		{"adjacent", "[USER][USER]", EncodeOptions{}, "<259><259>"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := render(tok.Encode(tc.text, tc.opt)); got != tc.want {
+				t.Fatalf("Encode(%q) = %s, want %s", tc.text, got, tc.want)
+			}
+		})
+	}
+}
