@@ -36,7 +36,8 @@ type Tokenizer struct {
 // EncodeOptions say how Encode treats special tokens.
 type EncodeOptions struct {
 	// AddSpecial adds BOS and EOS as the vocabulary asks (add_bos_token,
-	// add_eos_token); for WordPiece these are [CLS] and [SEP].
+	// add_eos_token); WordPiece always gets BOS ([CLS]) and [SEP], as in
+	// llama.cpp.
 	AddSpecial bool
 	// ParseSpecial turns the text of control tokens ("<|eot_id|>", "<s>") in
 	// the input into those tokens: right for rendered chat templates, wrong
@@ -109,7 +110,8 @@ type fragment struct {
 func (t *Tokenizer) Encode(text string, opt EncodeOptions) []int32 {
 	v := t.vocab
 	ids := make([]int32, 0, len(text)/3+2)
-	if opt.AddSpecial && v.AddBOS && v.BOS != NoToken {
+	wpm := v.Model == "bert"
+	if opt.AddSpecial && (v.AddBOS || wpm) && v.BOS != NoToken {
 		ids = append(ids, v.BOS)
 	}
 	afterSpecial := true
@@ -122,7 +124,10 @@ func (t *Tokenizer) Encode(text string, opt EncodeOptions) []int32 {
 		ids = t.model.appendText(ids, fr.text, afterSpecial)
 		afterSpecial = false
 	}
-	if opt.AddSpecial && v.AddEOS && v.EOS != NoToken {
+	switch {
+	case opt.AddSpecial && wpm && v.SEP != NoToken:
+		ids = append(ids, v.SEP)
+	case opt.AddSpecial && !wpm && v.AddEOS && v.EOS != NoToken:
 		ids = append(ids, v.EOS)
 	}
 	return ids
@@ -202,7 +207,7 @@ func (t *Tokenizer) TokenBytes(id int32, opt DecodeOptions) []byte {
 		return nil
 	}
 	switch v.Types[id] {
-	case TypeNormal, TypeByte, TypeUndefined:
+	case TypeNormal, TypeByte:
 		return t.model.tokenBytes(id)
 	case TypeUserDefined:
 		return []byte(v.Tokens[id])

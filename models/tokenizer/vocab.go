@@ -70,6 +70,8 @@ type Vocab struct {
 	AddBOS, AddEOS         bool // add BOS / EOS when encoding with AddSpecial
 	AddSpacePrefix         bool // SentencePiece: prefix plain text with a space
 	RemoveExtraWhitespaces bool // SentencePiece normalizer option, kept for completeness
+	Lowercase              bool // WordPiece normalizer: lowercase (tokenizer.ggml.normalizer.lowercase)
+	StripAccents           bool // WordPiece normalizer: drop marks after NFD (.strip_accents, default Lowercase)
 
 	ids map[string]int32
 }
@@ -127,7 +129,9 @@ func LoadVocab(f *gguf.File) (*Vocab, error) {
 	}
 	v.ids = make(map[string]int32, len(tokens))
 	for i, t := range tokens {
-		if _, dup := v.ids[t]; !dup { // the first of duplicate pieces wins, as in llama.cpp
+		// The first of duplicate pieces wins (llama.cpp refuses such a
+		// vocabulary; folio keeps it usable).
+		if _, dup := v.ids[t]; !dup {
 			v.ids[t] = int32(i)
 		}
 	}
@@ -142,8 +146,8 @@ func LoadVocab(f *gguf.File) (*Vocab, error) {
 	case "gpt2":
 		v.BOS, v.EOS = 11, 11
 	case "bert":
-		v.UNK, v.CLS, v.SEP, v.PAD, v.MASK = 100, 101, 102, 0, 103
-		v.AddBOS, v.AddEOS = true, true
+		v.BOS, v.UNK, v.CLS, v.SEP, v.PAD, v.MASK = 101, 100, 101, 102, 0, 103
+		v.Lowercase = true
 	default:
 		return nil, fail("tokenizer.ggml.model %q is not supported (folio reads llama, gpt2 and bert)", v.Model)
 	}
@@ -164,16 +168,18 @@ func LoadVocab(f *gguf.File) (*Vocab, error) {
 			*dst = int32(id)
 		}
 	}
-	if v.Model == "bert" { // WordPiece's BOS/EOS are [CLS]/[SEP]
-		v.BOS, v.EOS = v.CLS, v.SEP
-	}
 	for key, dst := range map[string]*bool{
 		"add_bos_token": &v.AddBOS, "add_eos_token": &v.AddEOS,
 		"add_space_prefix": &v.AddSpacePrefix, "remove_extra_whitespaces": &v.RemoveExtraWhitespaces,
+		"normalizer.lowercase": &v.Lowercase,
 	} {
 		if b, ok := boolOf(f, "tokenizer.ggml."+key); ok {
 			*dst = b
 		}
+	}
+	v.StripAccents = v.Lowercase
+	if b, ok := boolOf(f, "tokenizer.ggml.normalizer.strip_accents"); ok {
+		v.StripAccents = b
 	}
 	for _, id := range []*int32{&v.BOS, &v.EOS, &v.UNK, &v.CLS, &v.SEP, &v.PAD, &v.MASK} {
 		if *id >= int32(len(tokens)) { // a default that this small vocabulary lacks
