@@ -70,4 +70,3 @@ func init() {
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"ids": [...], "pieces": [...]}`)
 	devCmd.AddCommand(cmd)
 }
-
