@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Byte-level BPE (tokenizer.ggml.model "gpt2"), as Hugging Face tokenizers
@@ -165,6 +167,9 @@ var scratchPool = sync.Pool{New: func() any { return new(bpeScratch) }}
 const maxPooledWord = 1 << 16
 
 func (m *bpe) appendText(ids []int32, text string, _ bool) []int32 {
+	if m.pre.nfc && !norm.NFC.IsNormalString(text) {
+		text = norm.NFC.String(text)
+	}
 	w := scratchPool.Get().(*bpeScratch)
 	m.pre.split(text, func(word string) { ids = m.appendWord(ids, word, w) })
 	if cap(w.syms) <= maxPooledWord {

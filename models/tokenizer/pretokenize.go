@@ -38,6 +38,10 @@ type splitter func(text string, yield func(piece string))
 type preTokenizer struct {
 	name   string     // the family, for tests and benchmarks
 	stages []splitter // applied in sequence, each to every piece of the previous
+	// nfc: the family's Hugging Face tokenizer normalizes text to NFC
+	// before splitting (Qwen 2 and 3). llama.cpp skips that step, so its
+	// ids differ from the model's own on text that is not NFC; ours do not.
+	nfc bool
 }
 
 // split calls yield for each word of text.
@@ -56,27 +60,27 @@ func (p *preTokenizer) split(text string, yield func(word string)) {
 // Regex lists of llama.cpp, by the family's name.
 var (
 	// 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
-	preGPT2 = preTokenizer{"gpt-2", []splitter{splitGPT2}}
+	preGPT2 = preTokenizer{name: "gpt-2", stages: []splitter{splitGPT2}}
 	// (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
 	//  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-	preLlama3 = preTokenizer{"llama3", []splitter{splitLlama3}}
+	preLlama3 = preTokenizer{name: "llama3", stages: []splitter{splitLlama3}}
 	// as llama3 with \p{N} for \p{N}{1,3}
-	preQwen2 = preTokenizer{"qwen2", []splitter{splitQwen2}}
+	preQwen2 = preTokenizer{name: "qwen2", stages: []splitter{splitQwen2}, nfc: true}
 	// [\p{P}\$\+<=>\^~\|]+, gpt-2, \p{N}+, [0-9][0-9][0-9]
-	preDefault = preTokenizer{"default", []splitter{
+	preDefault = preTokenizer{name: "default", stages: []splitter{
 		classRuns(isPunct | isSymPunct), splitGPT2, classRuns(isNumber), asciiDigits3}}
 	// [\p{P}\$\+<=>\^~\|`]+, gpt-2, [0-9][0-9][0-9]
-	preFalcon = preTokenizer{"falcon", []splitter{
+	preFalcon = preTokenizer{name: "falcon", stages: []splitter{
 		classRuns(isPunct | isSymPunct | isBacktick), splitGPT2, asciiDigits3}}
 	// \p{N}, gpt-2
-	preStarcoder = preTokenizer{"starcoder", []splitter{classSingles(isNumber), splitGPT2}}
+	preStarcoder = preTokenizer{name: "starcoder", stages: []splitter{classSingles(isNumber), splitGPT2}}
 	// [\r\n], \s?\p{L}+, \s?\p{P}+, [一-龥ࠀ-一가-퟿]+, \p{N}
-	preDeepseekCoder = preTokenizer{"deepseek-coder", []splitter{
+	preDeepseekCoder = preTokenizer{name: "deepseek-coder", stages: []splitter{
 		classSingles(isNewline), optSpaceRuns(isLetter), optSpaceRuns(isPunct),
 		classRuns(isCJK), classSingles(isNumber)}}
 	// [\r\n], \s?[A-Za-zµÀ-ÖØ-öø-ƺ...]+, \s?[!-/:-~！-／：-～‘-‟　-。]+, \s+$,
 	// [一-龥ࠀ-一가-퟿]+, \p{N}+
-	preDeepseekLLM = preTokenizer{"deepseek-llm", []splitter{
+	preDeepseekLLM = preTokenizer{name: "deepseek-llm", stages: []splitter{
 		classSingles(isNewline), optSpaceRuns(isDSLetter), optSpaceRuns(isDSPunct),
 		trailingSpace, classRuns(isCJK), classRuns(isNumber)}}
 )

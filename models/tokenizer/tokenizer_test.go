@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"folio/internal/fixtures"
 )
 
 // specialTokenizer extends byteTokenizer with special tokens of each kind.
@@ -64,5 +66,28 @@ func TestEncodeSpecialTokens(t *testing.T) {
 				t.Fatalf("Encode(%q) = %s, want %s", tc.text, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestEOG: end-of-turn tokens count as ends of generation, as llama.cpp
+// has it, and are control tokens even where the file calls them text.
+func TestEOG(t *testing.T) {
+	tok := openTokenizer(t, fixtures.Model(t, "ggml-vocab-phi-3.gguf"))
+	v := tok.Vocab()
+	end, ok := v.ID("<|end|>")
+	if !ok {
+		t.Fatal("phi-3 has no <|end|> token")
+	}
+	if !v.IsEOG(end) || !v.IsEOG(v.EOS) {
+		t.Errorf("EOG = %v: want <|end|> (%d) and EOS (%d) in it", v.EOG, end, v.EOS)
+	}
+	if v.Type(end) != TypeControl {
+		t.Errorf("<|end|> has type %v, want control", v.Type(end))
+	}
+	if got := tok.Decode([]int32{end}, DecodeOptions{}); got != "" {
+		t.Errorf("Decode(<|end|>) = %q without Special, want nothing", got)
+	}
+	if v.IsEOG(v.BOS) {
+		t.Errorf("BOS %d is in EOG %v", v.BOS, v.EOG)
 	}
 }

@@ -15,6 +15,7 @@ package tokenizer
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"folio/models/gguf"
 )
@@ -73,8 +74,24 @@ type Vocab struct {
 	Lowercase              bool // WordPiece normalizer: lowercase (tokenizer.ggml.normalizer.lowercase)
 	StripAccents           bool // WordPiece normalizer: drop marks after NFD (.strip_accents, default Lowercase)
 
+	// EOG are the tokens that end generation: EOS, EOT, EOM and the
+	// end-of-turn tokens of known chat formats, as llama.cpp collects them.
+	EOG []int32
+
 	ids map[string]int32
 }
+
+// eogTexts are end-of-turn tokens of chat formats whose GGUF files often
+// leave them out of eos/eot_token_id; llama.cpp treats them as ends of
+// generation, and as control tokens, when the vocabulary has them.
+var eogTexts = []string{
+	"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
+	"<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>",
+	"<｜end▁of▁sentence｜>", "<end_of_utterance>",
+}
+
+// IsEOG reports whether id ends generation.
+func (v *Vocab) IsEOG(id int32) bool { return slices.Contains(v.EOG, id) }
 
 // ID returns the id of a piece.
 func (v *Vocab) ID(piece string) (int32, bool) {
@@ -186,7 +203,29 @@ func LoadVocab(f *gguf.File) (*Vocab, error) {
 			*id = NoToken
 		}
 	}
+	v.collectEOG()
 	return v, nil
+}
+
+// collectEOG fills EOG; an end-of-turn token stored as normal text becomes
+// a control token, so that it is never shown as text.
+func (v *Vocab) collectEOG() {
+	for _, id := range []int32{v.EOS, v.EOT, v.EOM} {
+		if id != NoToken && !slices.Contains(v.EOG, id) {
+			v.EOG = append(v.EOG, id)
+		}
+	}
+	for _, text := range eogTexts {
+		id, ok := v.ids[text]
+		if !ok || slices.Contains(v.EOG, id) {
+			continue
+		}
+		if v.EOT == NoToken && (v.Types[id] == TypeControl || v.Types[id] == TypeUserDefined) {
+			v.EOT = id
+		}
+		v.Types[id] = TypeControl
+		v.EOG = append(v.EOG, id)
+	}
 }
 
 // arrayOf returns the typed slice of an array metadata value.
