@@ -1,5 +1,16 @@
-// Package gpu defines the compute backend interface the model architectures
-// are written against (quantized matmul, rmsnorm, rope, paged attention, ...)
-// with gpu/cpu always available and gpu/cuda loaded at run time when an
-// NVIDIA driver is present. Arrives with the forward-pass issue.
+// Package gpu defines the compute interface the model architectures are
+// written against: device tensors, a paged K/V pool, and the few ops a
+// llama-family forward pass needs (quantized matmul with fused
+// dequantization, rmsnorm, rope, SiLU·mul, add, softmax, embedding rows,
+// writes of K/V into block slots, paged attention through block tables,
+// copies of blocks for copy-on-write).
+//
+// Implementations: gpu/cpu, always available; gpu/cuda, loaded at run time
+// when an NVIDIA driver is present. Each one asserts
+// `var _ gpu.Backend = (*Backend)(nil)` and is checked op by op against the
+// CPU's scalar reference. Optional capabilities, found by type assertion,
+// are listed here as they arrive; there are none yet.
+//
+// gpu knows nothing of block allocation: the block tables it reads come
+// from paged/ through the runner, as plain block IDs.
 package gpu

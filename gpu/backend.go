@@ -1,0 +1,218 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+
+	"folio/models/gguf"
+)
+
+// Tensor is a 2-D array that lives on a backend's device: Rows rows of Cols
+// elements of Type, row-major. Weights keep their GGUF type (a row is
+// Type.RowBytes(Cols) bytes of blocks); activations are F32. A vector is
+// one row. Only the backend that made a tensor may use it.
+type Tensor interface {
+	Type() gguf.TensorType
+	Rows() int
+	Cols() int
+}
+
+// Backend is the compute interface the architectures are written against.
+// Ops are eager and ordered: each sees the results of the ones before it
+// (a device backend may queue them on one stream; Download waits). Every op
+// writes dst, which must not alias an input unless the op says so, and
+// panics on shapes that do not agree: those are programming errors of the
+// caller, never user input. Activations are F32.
+type Backend interface {
+	// Name identifies the backend in logs: "cpu", "cuda:0".
+	Name() string
+
+	// Weight makes a rows × cols tensor of type typ from data, which holds
+	// exactly rows·typ.RowBytes(cols) bytes. The CPU uses data in place (the
+	// mmap'd GGUF file), so data must stay valid and unchanged until Close.
+	Weight(name string, typ gguf.TensorType, rows, cols int, data []byte) (Tensor, error)
+	// NewTensor allocates an F32 rows × cols tensor for activations.
+	NewTensor(rows, cols int) (Tensor, error)
+	// Slice is a view of the first rows rows of t (a scratch buffer sized
+	// for the largest batch, used for a smaller one).
+	Slice(t Tensor, rows int) Tensor
+	// NewKVCache allocates the paged K/V pool of spec, zeroed.
+	NewKVCache(spec KVSpec) (KVCache, error)
+	// Upload copies src (len = Rows·Cols) into the F32 tensor dst.
+	Upload(dst Tensor, src []float32)
+	// Download copies the F32 tensor src into dst (len = Rows·Cols), after
+	// every queued op has finished.
+	Download(dst []float32, src Tensor)
+	// Close frees everything the backend allocated.
+	Close() error
+
+	// Embed: dst[i,:] = table[ids[i],:], dequantized. dst is [len(ids), table.Cols].
+	Embed(dst, table Tensor, ids []int32)
+	// MatMul: dst[i,o] = x[i,:] · w[o,:]. x [n, k] F32, w [m, k] any weight
+	// type, dst [n, m]. Dequantization happens inside the kernel.
+	MatMul(dst, x, w Tensor)
+	// RMSNorm: each run of w.Cols elements of x is scaled to unit RMS and
+	// multiplied by w: dst = x / sqrt(mean(x²) + eps) · w. With w.Cols equal
+	// to x.Cols that is one row; with w.Cols = headDim it is one head (the
+	// Q/K norms of qwen3). dst may be x.
+	RMSNorm(dst, x, w Tensor, eps float32)
+	// Add: dst = a + b, with b broadcast over rows when b.Rows == 1 (a bias).
+	// dst may be a.
+	Add(dst, a, b Tensor)
+	// SiLUMul: dst = silu(gate) · up, elementwise. dst may be gate.
+	SiLUMul(dst, gate, up Tensor)
+	// Rope rotates, in place, each head (x.Cols / r.HeadDim of them) of row
+	// i of x by the angles of position pos[i].
+	Rope(x Tensor, pos []int32, r *Rope)
+	// Softmax: each row of x becomes softmax(x row), in place.
+	Softmax(x Tensor)
+	// Gather: dst[i,:] = x[rows[i],:].
+	Gather(dst, x Tensor, rows []int32)
+
+	// WriteKV stores row i of k and v ([n, KVHeads·HeadDim]) into layer's
+	// K and V at slot slots[i] (block·BlockSize + offset), converting to the
+	// cache's type.
+	WriteKV(c KVCache, layer int, k, v Tensor, slots []int32)
+	// Attention is causal paged attention for one layer: q [n, Heads·HeadDim]
+	// with the rows of b's sequences, dst the same shape. Query head h reads
+	// K/V head h / (Heads/KVHeads) (GQA), through each sequence's block
+	// table, for positions 0 … its own position; scores are scaled by scale.
+	// K/V of every position read must have been written already.
+	Attention(dst, q Tensor, c KVCache, layer int, b *Batch, scale float32)
+	// CopyBlocks copies every layer's K and V of block Src to block Dst, for
+	// each copy, in order (copy-on-write after a fork).
+	CopyBlocks(c KVCache, copies []BlockCopy)
+}
+
+// KVSpec is the shape of a paged K/V pool: Blocks blocks of BlockSize
+// token slots, each slot holding K and V of KVHeads·HeadDim elements for
+// each of Layers layers. A block ID addresses the same slots in every layer.
+type KVSpec struct {
+	Layers, Blocks, BlockSize, KVHeads, HeadDim int
+	Type                                        gguf.TensorType // F16 (default) or F32
+}
+
+// Bytes is the memory the pool takes.
+func (s KVSpec) Bytes() int64 {
+	return 2 * int64(s.Layers) * int64(s.Blocks) * int64(s.BlockSize) * s.Type.RowBytes(int64(s.KVHeads*s.HeadDim))
+}
+
+// BytesPerToken is the memory one token's K and V take over all layers.
+func (s KVSpec) BytesPerToken() int64 {
+	return 2 * int64(s.Layers) * s.Type.RowBytes(int64(s.KVHeads*s.HeadDim))
+}
+
+// Check reports a spec a backend cannot allocate.
+func (s KVSpec) Check() error {
+	switch {
+	case s.Type != gguf.TypeF16 && s.Type != gguf.TypeF32:
+		return fmt.Errorf("%w: KV cache type %v (use f16 or f32)", ErrUnsupported, s.Type)
+	case s.Layers <= 0 || s.Blocks <= 0 || s.BlockSize <= 0 || s.KVHeads <= 0 || s.HeadDim <= 0:
+		return fmt.Errorf("gpu: KV cache shape %+v has a dimension ≤ 0", s)
+	}
+	return nil
+}
+
+// KVCache is a backend's paged K/V pool.
+type KVCache interface {
+	Spec() KVSpec
+}
+
+// BlockCopy asks for block Src's K/V to be copied into block Dst.
+type BlockCopy struct{ Src, Dst int32 }
+
+// Batch describes the sequences of one ragged forward pass: their rows in
+// the activations, their positions and their block tables.
+type Batch struct {
+	BlockSize int
+	Seqs      []Seq
+}
+
+// Seq is one sequence's part of a Batch. Rows Start … Start+Len-1 of the
+// batch are its tokens at positions Pos … Pos+Len-1; the token at position
+// p has its K/V in slot Blocks[p/BlockSize]·BlockSize + p%BlockSize.
+type Seq struct {
+	Start, Len, Pos int
+	Blocks          []int32
+}
+
+// Rows is the number of token rows of the batch.
+func (b *Batch) Rows() int {
+	n := 0
+	for _, s := range b.Seqs {
+		n = max(n, s.Start+s.Len)
+	}
+	return n
+}
+
+// Positions returns the position of every row, in dst's memory when it
+// is large enough.
+func (b *Batch) Positions(dst []int32) []int32 {
+	dst = growTo(dst, b.Rows())
+	for _, s := range b.Seqs {
+		for i := range s.Len {
+			dst[s.Start+i] = int32(s.Pos + i)
+		}
+	}
+	return dst
+}
+
+// Slots returns the K/V slot of every row, in dst's memory when it is
+// large enough.
+func (b *Batch) Slots(dst []int32) []int32 {
+	dst = growTo(dst, b.Rows())
+	bs := b.BlockSize
+	for _, s := range b.Seqs {
+		for i := range s.Len {
+			p := s.Pos + i
+			dst[s.Start+i] = s.Blocks[p/bs]*int32(bs) + int32(p%bs)
+		}
+	}
+	return dst
+}
+
+// Check reports a batch whose block tables do not cover its positions.
+func (b *Batch) Check() error {
+	if b.BlockSize <= 0 {
+		return fmt.Errorf("gpu: batch block size %d", b.BlockSize)
+	}
+	for i, s := range b.Seqs {
+		if s.Len <= 0 || s.Pos < 0 || s.Start < 0 {
+			return fmt.Errorf("gpu: batch sequence %d: start %d, len %d, pos %d", i, s.Start, s.Len, s.Pos)
+		}
+		if need := (s.Pos + s.Len + b.BlockSize - 1) / b.BlockSize; len(s.Blocks) < need {
+			return fmt.Errorf("gpu: batch sequence %d: %d blocks for %d positions of block size %d",
+				i, len(s.Blocks), s.Pos+s.Len, b.BlockSize)
+		}
+	}
+	return nil
+}
+
+func growTo(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	return s[:n]
+}
+
+// Rope describes rotary position embedding as llama.cpp computes it: pair
+// i (of Dims/2) of a head turns by pos · Scale · Base^(-2i/Dims) / Factors[i].
+type Rope struct {
+	HeadDim int     // elements per head
+	Dims    int     // leading elements of each head that rotate (≤ HeadDim, even)
+	Base    float32 // rope.freq_base
+	Scale   float32 // frequency scale: 1, or 1/factor for linear scaling
+	// Neox pairs element j with j+Dims/2 (GPT-NeoX, qwen2, qwen3); otherwise
+	// 2j with 2j+1 (llama).
+	Neox bool
+	// Factors divide each pair's frequency (llama3 scaling, rope_freqs);
+	// nil means all 1. Length Dims/2.
+	Factors []float32
+}
+
+var (
+	// ErrUnsupported is wrapped when a backend lacks a type or an op.
+	ErrUnsupported = errors.New("gpu: not supported")
+	// ErrOutOfMemory is wrapped when an allocation does not fit.
+	ErrOutOfMemory = errors.New("gpu: out of memory")
+)
