@@ -1,0 +1,260 @@
+package arch
+
+import (
+	"fmt"
+	"math"
+
+	"folio/gpu"
+	"folio/models/gguf"
+)
+
+// Model is a loaded llama-family decoder: its weights on a backend and the
+// scratch activations of one forward pass. It is not safe for concurrent
+// use: one goroutine (the engine's) runs its forward passes.
+type Model struct {
+	Config
+	be gpu.Backend
+
+	tokEmbd gpu.Tensor // [Vocab, Dim]
+	outNorm gpu.Tensor // [1, Dim]
+	output  gpu.Tensor // [Vocab, Dim]; token_embd itself when the embeddings are tied
+	blocks  []block    // one per layer
+
+	maxRows, maxOut int
+	buf             scratch // activations for maxRows rows
+	pos, slots      []int32 // [maxRows] host copies of the batch's positions and slots
+}
+
+// block is one transformer layer of an architecture: it reads and updates
+// the residual stream s.x of the step's rows.
+type block interface {
+	forward(m *Model, s *step)
+}
+
+// scratch holds the activation buffers, each sized for maxRows rows
+// (logits and sel for maxOut).
+type scratch struct {
+	x, xb   gpu.Tensor // [rows, Dim] residual stream; normed input / projection output
+	q, att  gpu.Tensor // [rows, QDim] queries; attention output
+	k, v    gpu.Tensor // [rows, KVDim]
+	hb, hb2 gpu.Tensor // [rows, FFN] gate and up projections
+	sel     gpu.Tensor // [maxOut, Dim] rows whose logits are asked for
+	logits  gpu.Tensor // [maxOut, Vocab]
+}
+
+// step is one forward pass: the scratch sliced to its rows, the batch and
+// the layer being computed.
+type step struct {
+	scratch
+	kv    gpu.KVCache
+	batch *gpu.Batch
+	pos   []int32 // [rows] position of each row
+	slots []int32 // [rows] K/V slot of each row
+	layer int
+}
+
+// Options size a model's scratch.
+type Options struct {
+	MaxRows int // tokens in one forward pass (num_batch); default 512
+	MaxOut  int // rows whose logits one pass returns; default MaxRows
+}
+
+// Load reads the model in f onto be. The weights stay where f maps them
+// when be is the CPU; f must stay open as long as the model is used.
+func Load(f *gguf.File, be gpu.Backend, opt Options) (*Model, error) {
+	cfg, err := ReadConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	if opt.MaxRows <= 0 {
+		opt.MaxRows = 512
+	}
+	if opt.MaxOut <= 0 || opt.MaxOut > opt.MaxRows {
+		opt.MaxOut = opt.MaxRows
+	}
+	m := &Model{Config: *cfg, be: be, maxRows: opt.MaxRows, maxOut: opt.MaxOut}
+	ld := &loader{f: f, be: be}
+	m.tokEmbd = ld.weight("token_embd.weight", cfg.Vocab, cfg.Dim)
+	m.outNorm = ld.weight("output_norm.weight", 1, cfg.Dim)
+	m.output = m.tokEmbd
+	if _, ok := f.Tensor("output.weight"); ok {
+		m.output = ld.weight("output.weight", cfg.Vocab, cfg.Dim)
+	}
+	newBlock := map[string]func(*loader, *Config, int) block{
+		"llama": newLlamaBlock, "qwen2": newQwen2Block, "qwen3": newQwen3Block,
+	}[cfg.Arch]
+	for i := range cfg.Layers {
+		m.blocks = append(m.blocks, newBlock(ld, cfg, i))
+	}
+	if ld.err != nil {
+		return nil, ld.err
+	}
+	if err := m.allocScratch(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Model) allocScratch() error {
+	r, c := m.maxRows, &m.Config
+	var err error
+	alloc := func(rows, cols int) gpu.Tensor {
+		if err != nil {
+			return nil
+		}
+		var t gpu.Tensor
+		t, err = m.be.NewTensor(rows, cols)
+		return t
+	}
+	m.buf = scratch{
+		x: alloc(r, c.Dim), xb: alloc(r, c.Dim),
+		q: alloc(r, c.QDim()), att: alloc(r, c.QDim()),
+		k: alloc(r, c.KVDim()), v: alloc(r, c.KVDim()),
+		hb: alloc(r, c.FFN), hb2: alloc(r, c.FFN),
+		sel: alloc(m.maxOut, c.Dim), logits: alloc(m.maxOut, c.Vocab),
+	}
+	m.pos, m.slots = make([]int32, r), make([]int32, r)
+	return err
+}
+
+// ScratchBytes is the activation memory of a model of cfg sized by opt.
+func ScratchBytes(cfg *Config, opt Options) int64 {
+	perRow := 2*cfg.Dim + 2*cfg.QDim() + 2*cfg.KVDim() + 2*cfg.FFN
+	return 4 * (int64(opt.MaxRows)*int64(perRow) + int64(opt.MaxOut)*int64(cfg.Dim+cfg.Vocab))
+}
+
+// KVSpec is the K/V pool of blocks blocks of blockSize tokens for m.
+func (m *Model) KVSpec(blocks, blockSize int, typ gguf.TensorType) gpu.KVSpec {
+	return gpu.KVSpec{Layers: m.Layers, Blocks: blocks, BlockSize: blockSize,
+		KVHeads: m.KVHeads, HeadDim: m.HeadDim, Type: typ}
+}
+
+// Backend is the backend the model's weights live on.
+func (m *Model) Backend() gpu.Backend { return m.be }
+
+// Forward runs one ragged batch: tokens[i] is row i of b. It writes every
+// row's K/V into kv and returns the logits of the rows listed in out, as
+// a [len(out), Vocab] tensor valid until the next Forward.
+func (m *Model) Forward(kv gpu.KVCache, b *gpu.Batch, tokens, out []int32) (gpu.Tensor, error) {
+	n := len(tokens)
+	switch {
+	case n == 0 || n > m.maxRows:
+		return nil, fmt.Errorf("arch: forward of %d tokens (this model's batch holds 1 to %d)", n, m.maxRows)
+	case len(out) == 0 || len(out) > m.maxOut:
+		return nil, fmt.Errorf("arch: %d logit rows asked (1 to %d)", len(out), m.maxOut)
+	case b.Rows() != n:
+		return nil, fmt.Errorf("arch: batch covers %d rows for %d tokens", b.Rows(), n)
+	}
+	if err := b.Check(); err != nil {
+		return nil, err
+	}
+	if sp := kv.Spec(); sp.Layers != m.Layers || sp.KVHeads != m.KVHeads || sp.HeadDim != m.HeadDim || sp.BlockSize != b.BlockSize {
+		return nil, fmt.Errorf("arch: KV cache %+v does not fit this model or batch", sp)
+	}
+	for i, tok := range tokens {
+		if tok < 0 || int(tok) >= m.Vocab {
+			return nil, fmt.Errorf("arch: token %d at row %d is outside the vocabulary of %d", tok, i, m.Vocab)
+		}
+	}
+	for _, r := range out {
+		if r < 0 || int(r) >= n {
+			return nil, fmt.Errorf("arch: logit row %d outside the %d rows", r, n)
+		}
+	}
+	be := m.be
+	s := &step{kv: kv, batch: b, pos: b.Positions(m.pos), slots: b.Slots(m.slots)}
+	s.scratch = scratch{
+		x: be.Slice(m.buf.x, n), xb: be.Slice(m.buf.xb, n),
+		q: be.Slice(m.buf.q, n), att: be.Slice(m.buf.att, n),
+		k: be.Slice(m.buf.k, n), v: be.Slice(m.buf.v, n),
+		hb: be.Slice(m.buf.hb, n), hb2: be.Slice(m.buf.hb2, n),
+		sel: be.Slice(m.buf.sel, len(out)), logits: be.Slice(m.buf.logits, len(out)),
+	}
+	be.Embed(s.x, m.tokEmbd, tokens) // x [n, Dim]
+	for i, blk := range m.blocks {
+		s.layer = i
+		blk.forward(m, s)
+	}
+	be.Gather(s.sel, s.x, out)                 // sel [len(out), Dim]
+	be.RMSNorm(s.sel, s.sel, m.outNorm, m.Eps) // final norm
+	be.MatMul(s.logits, s.sel, m.output)       // logits [len(out), Vocab]
+	return s.logits, nil
+}
+
+// attnScale is the scale of attention scores: 1/sqrt(head size).
+func (m *Model) attnScale() float32 { return float32(1 / math.Sqrt(float64(m.HeadDim))) }
+
+// ffn is the SwiGLU feed-forward every supported architecture shares:
+// x += down(silu(gate(norm(x))) · up(norm(x))).
+func (m *Model) ffn(s *step, norm, gate, up, down gpu.Tensor) {
+	be := m.be
+	be.RMSNorm(s.xb, s.x, norm, m.Eps) // xb [n, Dim]
+	be.MatMul(s.hb, s.xb, gate)        // hb [n, FFN]
+	be.MatMul(s.hb2, s.xb, up)         // hb2 [n, FFN]
+	be.SiLUMul(s.hb, s.hb, s.hb2)      // hb = silu(hb) · hb2
+	be.MatMul(s.xb, s.hb, down)        // xb [n, Dim]
+	be.Add(s.x, s.x, s.xb)             // residual
+}
+
+// attend finishes attention once q, k, v hold the step's projections: rope,
+// K/V into the cache, paged attention, output projection, residual.
+func (m *Model) attend(s *step, wo gpu.Tensor) {
+	be := m.be
+	be.Rope(s.q, s.pos, &m.Rope)
+	be.Rope(s.k, s.pos, &m.Rope)
+	be.WriteKV(s.kv, s.layer, s.k, s.v, s.slots)
+	be.Attention(s.att, s.q, s.kv, s.layer, s.batch, m.attnScale()) // att [n, QDim]
+	be.MatMul(s.xb, s.att, wo)                                      // xb [n, Dim]
+	be.Add(s.x, s.x, s.xb)                                          // residual
+}
+
+// loader makes backend tensors of a file's weights, checking each one's
+// shape; the first error sticks and later calls return nil.
+type loader struct {
+	f   *gguf.File
+	be  gpu.Backend
+	err error
+}
+
+// weight loads name as a rows × cols tensor (GGUF shape [cols, rows], or
+// [cols] when rows is 1).
+func (ld *loader) weight(name string, rows, cols int) gpu.Tensor {
+	if ld.err != nil {
+		return nil
+	}
+	fail := func(format string, args ...any) gpu.Tensor {
+		ld.err = fmt.Errorf("%w %s: tensor %s: %s", ErrModel, ld.f.Path, name, fmt.Sprintf(format, args...))
+		return nil
+	}
+	t, ok := ld.f.Tensor(name)
+	if !ok {
+		return fail("missing")
+	}
+	want := []uint64{uint64(cols), uint64(rows)}
+	if rows == 1 {
+		want = want[:1]
+	}
+	if fmt.Sprint(t.Shape) != fmt.Sprint(want) {
+		return fail("shape %v, want %v", t.Shape, want)
+	}
+	if !gguf.CanDequantize(t.Type) {
+		return fail("type %v has no kernel in folio", t.Type)
+	}
+	if cols%t.Type.BlockSize() != 0 {
+		return fail("rows of %d elements are not whole %v blocks", cols, t.Type)
+	}
+	w, err := ld.be.Weight(name, t.Type, rows, cols, ld.f.TensorData(t))
+	if err != nil {
+		ld.err = fmt.Errorf("loading %s: %w", name, err)
+		return nil
+	}
+	return w
+}
+
+// optional loads name if the file has it, else returns nil.
+func (ld *loader) optional(name string, rows, cols int) gpu.Tensor {
+	if _, ok := ld.f.Tensor(name); !ok {
+		return nil
+	}
+	return ld.weight(name, rows, cols)
+}
