@@ -16,8 +16,24 @@ var ErrNotFound = errors.New("models: model not found")
 
 // Locate returns the GGUF file a name refers to: an existing file path is
 // used as it is; otherwise NAME matches NAME.gguf (case-insensitively) in
-// the folders of FOLIO_MODELS_PATH, a list separated like PATH.
+// the folders of FOLIO_MODELS_PATH, a list separated like PATH. A catalog
+// name (stories260k) also matches its published file's name there, and the
+// file found must be the published one (size and sha256).
 func Locate(name string) (string, error) {
+	if e, ok := Catalog(name); ok {
+		path, err := locate(strings.TrimSuffix(e.File, ".gguf"))
+		if err != nil {
+			return "", fmt.Errorf("%w; folio cannot download models yet: fetch %s into a folder of FOLIO_MODELS_PATH", err, e.URL)
+		}
+		if err := e.Verify(path); err != nil {
+			return "", err
+		}
+		return path, nil
+	}
+	return locate(name)
+}
+
+func locate(name string) (string, error) {
 	if name == "" {
 		return "", fmt.Errorf("%w: empty model name", ErrNotFound)
 	}
