@@ -1,0 +1,319 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"folio/gpu"
+	"folio/models/gguf"
+)
+
+// attentionTol bounds Attention against float64 over the K/V as the cache
+// stores them (F16-rounded for an F16 cache).
+const attentionTol = 1e-5
+
+// attnCase is a batch of sequences over one layer of a paged cache, with
+// every position's K/V already written: the earlier positions by an
+// earlier WriteKV, the batch's own by WriteKV of the batch's slots.
+type attnCase struct {
+	spec   gpu.KVSpec
+	heads  int
+	batch  gpu.Batch
+	k, v   [][]float32 // per sequence: (Pos+Len) × KVHeads·HeadDim
+	q      []float32   // [rows, heads·HeadDim]
+	layer  int
+	scale  float32
+	cache  gpu.KVCache
+	output gpu.Tensor
+}
+
+type seqShape struct{ pos, len int }
+
+// newAttnCase builds the case on b. contiguous gives each sequence a run
+// of consecutive blocks in order; otherwise the blocks are shuffled over
+// the whole pool.
+func newAttnCase(t testing.TB, b *Backend, r *rand.Rand, typ gguf.TensorType, bs, kvHeads, group, hd int,
+	seqs []seqShape, contiguous bool) *attnCase {
+	t.Helper()
+	need := 0
+	for _, s := range seqs {
+		need += (s.pos + s.len + bs - 1) / bs
+	}
+	blocks := need + 3 // some blocks belong to no one
+	ids := make([]int32, blocks)
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	if !contiguous {
+		r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	}
+	c := &attnCase{
+		spec:  gpu.KVSpec{Layers: 2, Blocks: blocks, BlockSize: bs, KVHeads: kvHeads, HeadDim: hd, Type: typ},
+		heads: kvHeads * group, layer: 1,
+		scale: float32(1 / math.Sqrt(float64(hd))),
+	}
+	c.batch.BlockSize = bs
+	// The rows of the batch are the sequences in a shuffled order.
+	order := r.Perm(len(seqs))
+	start := make([]int, len(seqs))
+	rows := 0
+	for _, i := range order {
+		start[i] = rows
+		rows += seqs[i].len
+	}
+	for i, s := range seqs {
+		nb := (s.pos + s.len + bs - 1) / bs
+		c.batch.Seqs = append(c.batch.Seqs, gpu.Seq{Start: start[i], Len: s.len, Pos: s.pos, Blocks: ids[:nb:nb]})
+		ids = ids[nb:]
+		c.k = append(c.k, randFloats(r, (s.pos+s.len)*kvHeads*hd, 1))
+		c.v = append(c.v, randFloats(r, (s.pos+s.len)*kvHeads*hd, 1))
+	}
+	c.q = randFloats(r, rows*c.heads*hd, 1)
+	c.run(t, b)
+	return c
+}
+
+// run writes the K/V into a fresh cache and computes the attention.
+func (c *attnCase) run(t testing.TB, b *Backend) {
+	t.Helper()
+	cache, err := b.NewKVCache(c.spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.cache = cache
+	w := c.spec.KVHeads * c.spec.HeadDim
+	bs := c.spec.BlockSize
+	// Earlier positions, one sequence at a time.
+	for i, s := range c.batch.Seqs {
+		if s.Pos == 0 {
+			continue
+		}
+		slots := make([]int32, s.Pos)
+		for p := range slots {
+			slots[p] = s.Blocks[p/bs]*int32(bs) + int32(p%bs)
+		}
+		k, v := newAct(t, b, s.Pos, w, c.k[i][:s.Pos*w]), newAct(t, b, s.Pos, w, c.v[i][:s.Pos*w])
+		b.WriteKV(cache, c.layer, k, v, slots)
+	}
+	// The batch's own rows.
+	rows := c.batch.Rows()
+	kb, vb := make([]float32, rows*w), make([]float32, rows*w)
+	for i, s := range c.batch.Seqs {
+		copy(kb[s.Start*w:], c.k[i][s.Pos*w:])
+		copy(vb[s.Start*w:], c.v[i][s.Pos*w:])
+	}
+	b.WriteKV(cache, c.layer, newAct(t, b, rows, w, kb), newAct(t, b, rows, w, vb), c.batch.Slots(nil))
+
+	q := newAct(t, b, rows, c.heads*c.spec.HeadDim, c.q)
+	c.output = newAct(t, b, rows, c.heads*c.spec.HeadDim, nil)
+	b.Attention(c.output, q, cache, c.layer, &c.batch, c.scale)
+}
+
+// want is the float64 reference over contiguous K/V.
+func (c *attnCase) want() []float64 {
+	hd, kvh := c.spec.HeadDim, c.spec.KVHeads
+	w := kvh * hd
+	stored := func(x float32) float64 {
+		if c.spec.Type == gguf.TypeF16 {
+			return float64(gguf.F16ToF32(gguf.F32ToF16(x)))
+		}
+		return float64(x)
+	}
+	out := make([]float64, len(c.q))
+	for si, s := range c.batch.Seqs {
+		for i := range s.Len {
+			row, n := s.Start+i, s.Pos+i+1
+			for h := range c.heads {
+				q := c.q[(row*c.heads+h)*hd:][:hd]
+				kv := h / (c.heads / kvh) * hd
+				scores := make([]float64, n)
+				m := math.Inf(-1)
+				for p := range n {
+					var d float64
+					for j := range hd {
+						d += float64(q[j]) * stored(c.k[si][p*w+kv+j])
+					}
+					scores[p] = d * float64(c.scale)
+					m = max(m, scores[p])
+				}
+				var sum float64
+				for p := range scores {
+					scores[p] = math.Exp(scores[p] - m)
+					sum += scores[p]
+				}
+				o := out[(row*c.heads+h)*hd:][:hd]
+				for p := range n {
+					for j := range hd {
+						o[j] += scores[p] / sum * stored(c.v[si][p*w+kv+j])
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestAttention(t *testing.T) {
+	b := newTestBackend(t)
+	r := rand.New(rand.NewPCG(23, 24))
+	seqs := []seqShape{
+		{0, 1},  // the first token alone
+		{0, 19}, // a prompt
+		{37, 1}, // decode mid-way
+		{70, 5}, // a prefill chunk after earlier ones
+		{5, 2},
+	}
+	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
+		for _, bs := range []int{1, 8, 16, 32, 64} {
+			for _, group := range []int{1, 2, 4} {
+				for _, hd := range []int{8, 12} {
+					name := fmt.Sprintf("%v/block%d/gqa%d/hd%d", typ, bs, group, hd)
+					t.Run(name, func(t *testing.T) {
+						c := newAttnCase(t, b, r, typ, bs, 2, group, hd, seqs, false)
+						checkErr(t, "Attention", download(b, c.output), c.want(), attentionTol)
+					})
+				}
+			}
+		}
+	}
+}
+
+// Attention through shuffled block tables equals attention over the same
+// K/V laid out in consecutive blocks, bit for bit.
+func TestAttentionPagedEqualsContiguous(t *testing.T) {
+	b := newTestBackend(t)
+	r := rand.New(rand.NewPCG(25, 26))
+	for trial := range 40 {
+		typ := []gguf.TensorType{gguf.TypeF16, gguf.TypeF32}[trial%2]
+		bs := []int{1, 2, 8, 16, 32, 64}[r.IntN(6)]
+		group := []int{1, 2, 4}[r.IntN(3)]
+		seqs := make([]seqShape, 1+r.IntN(4))
+		for i := range seqs {
+			seqs[i] = seqShape{pos: r.IntN(150), len: 1 + r.IntN(12)}
+		}
+		paged := newAttnCase(t, b, r, typ, bs, 1+r.IntN(3), group, 4+2*r.IntN(8), seqs, false)
+		contig := *paged
+		contig.batch.Seqs = nil
+		next := int32(0)
+		for _, s := range paged.batch.Seqs {
+			ids := make([]int32, len(s.Blocks))
+			for i := range ids {
+				ids[i] = next
+				next++
+			}
+			s.Blocks = ids
+			contig.batch.Seqs = append(contig.batch.Seqs, s)
+		}
+		contig.run(t, b)
+		got, want := download(b, paged.output), download(b, contig.output)
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("trial %d (%v, block %d, seqs %v): element %d paged %v, contiguous %v",
+					trial, typ, bs, seqs, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+func TestAttentionNoAllocs(t *testing.T) {
+	b := newTestBackend(t)
+	r := rand.New(rand.NewPCG(27, 28))
+	c := newAttnCase(t, b, r, gguf.TypeF16, 16, 2, 4, 64, []seqShape{{300, 1}, {0, 40}}, false)
+	q := newAct(t, b, c.batch.Rows(), c.heads*c.spec.HeadDim, c.q)
+	op := func() { b.Attention(c.output, q, c.cache, c.layer, &c.batch, c.scale) }
+	op()
+	if a := testing.AllocsPerRun(20, op); a != 0 {
+		t.Errorf("Attention allocates %v times per call", a)
+	}
+}
+
+func TestWriteKVRounding(t *testing.T) {
+	b := newTestBackend(t)
+	spec := gpu.KVSpec{Layers: 1, Blocks: 2, BlockSize: 4, KVHeads: 1, HeadDim: 8, Type: gguf.TypeF16}
+	c, err := b.NewKVCache(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ties, subnormals, overflow and ordinary values.
+	vals := []float32{1 + 1.0/2048, 1 + 3.0/2048, 65520, 70000, 1e-8, 3e-8, -2.5e-5, 0.1,
+		-1 - 1.0/2048, 5.9604645e-8, 2.980232e-8, -0.0, 123.456, 1e-3, -65504, 0.33333334}
+	k := newAct(t, b, 2, 8, vals)
+	v := newAct(t, b, 2, 8, vals)
+	b.WriteKV(c, 0, k, v, []int32{6, 1})
+	cc := c.(*KVCache)
+	for i, x := range vals {
+		slot := []int{6, 1}[i/8]
+		got := cc.k16[0][slot*8+i%8]
+		if want := gguf.F32ToF16(x); got != want || cc.v16[0][slot*8+i%8] != want {
+			t.Errorf("WriteKV of %v stored %#04x, want %#04x", x, got, want)
+		}
+	}
+}
+
+func TestCopyBlocks(t *testing.T) {
+	b := newTestBackend(t)
+	r := rand.New(rand.NewPCG(29, 30))
+	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
+		spec := gpu.KVSpec{Layers: 3, Blocks: 5, BlockSize: 4, KVHeads: 2, HeadDim: 4, Type: typ}
+		c, err := b.NewKVCache(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := spec.KVHeads * spec.HeadDim
+		slots := make([]int32, spec.Blocks*spec.BlockSize)
+		for i := range slots {
+			slots[i] = int32(i)
+		}
+		n := len(slots)
+		ks, vs := make([][]float32, spec.Layers), make([][]float32, spec.Layers)
+		for l := range spec.Layers {
+			ks[l], vs[l] = randFloats(r, n*w, 1), randFloats(r, n*w, 1)
+			b.WriteKV(c, l, newAct(t, b, n, w, ks[l]), newAct(t, b, n, w, vs[l]), slots)
+		}
+		// In order: block 3 gets block 0's K/V, then block 4 gets block 3's
+		// (so block 0's too), then block 0 gets block 2's.
+		b.CopyBlocks(c, []gpu.BlockCopy{{Src: 0, Dst: 3}, {Src: 3, Dst: 4}, {Src: 2, Dst: 0}})
+		from := []int{2, 1, 2, 0, 0} // the original block each block now holds
+		cc := c.(*KVCache)
+		per := spec.BlockSize * w
+		for l := range spec.Layers {
+			for blk, src := range from {
+				for j := range per {
+					wk, wv := ks[l][src*per+j], vs[l][src*per+j]
+					var gk, gv float32
+					if typ == gguf.TypeF16 {
+						gk, gv = gguf.F16ToF32(cc.k16[l][blk*per+j]), gguf.F16ToF32(cc.v16[l][blk*per+j])
+						wk, wv = gguf.F16ToF32(gguf.F32ToF16(wk)), gguf.F16ToF32(gguf.F32ToF16(wv))
+					} else {
+						gk, gv = cc.k32[l][blk*per+j], cc.v32[l][blk*per+j]
+					}
+					if gk != wk || gv != wv {
+						t.Fatalf("%v layer %d block %d element %d: K/V %v/%v, want block %d's %v/%v", typ, l, blk, j, gk, gv, src, wk, wv)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestNewKVCacheErrors(t *testing.T) {
+	b := newTestBackend(t)
+	for _, spec := range []gpu.KVSpec{
+		{Layers: 1 << 20, Blocks: 1 << 30, BlockSize: 1 << 20, KVHeads: 8, HeadDim: 128, Type: gguf.TypeF16}, // overflows
+		{Layers: 32, Blocks: 1 << 24, BlockSize: 256, KVHeads: 8, HeadDim: 128, Type: gguf.TypeF32},          // 2^42 elements a layer
+		{Layers: 1, Blocks: 1 << 20, BlockSize: 256, KVHeads: 8, HeadDim: 128, Type: gguf.TypeF16},           // 1 TiB
+	} {
+		if _, err := b.NewKVCache(spec); !errors.Is(err, gpu.ErrOutOfMemory) {
+			t.Errorf("NewKVCache(%+v): err = %v, want ErrOutOfMemory", spec, err)
+		}
+	}
+	if _, err := b.NewKVCache(gpu.KVSpec{Layers: 1, Blocks: 1, BlockSize: 1, KVHeads: 1, HeadDim: 1, Type: gguf.TypeQ8_0}); !errors.Is(err, gpu.ErrUnsupported) {
+		t.Errorf("Q8_0 cache: err = %v, want ErrUnsupported", err)
+	}
+	if _, err := b.NewTensor(1<<40, 1<<30); !errors.Is(err, gpu.ErrOutOfMemory) {
+		t.Errorf("huge NewTensor: err = %v, want ErrOutOfMemory", err)
+	}
+}

@@ -1,0 +1,281 @@
+// Package cpu is the always-available compute backend: gpu.Backend on the
+// host's cores, in plain Go.
+//
+// Weights stay in their GGUF encoding, in the caller's memory (the mmap'd
+// file): a kernel dequantizes one weight row (or a tile of four) at a time
+// into a thread's scratch and uses it against every activation row, so no
+// dequantized copy of a weight ever exists. Activations are []float32.
+//
+// Every op splits its rows over a pool of threads started once by New; the
+// calling goroutine works too and returns when the op is done. Scratch
+// buffers are per thread and grow to the largest op seen, so a forward pass
+// in steady state neither starts goroutines nor allocates.
+//
+// A Backend is not safe for concurrent use: one goroutine (the runner's)
+// issues its ops.
+package cpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"folio/gpu"
+	"folio/models/gguf"
+)
+
+var _ gpu.Backend = (*Backend)(nil)
+
+// Backend runs the ops of gpu.Backend on the CPU.
+type Backend struct {
+	pool   *pool
+	closed bool
+
+	// The ops' kernels, filled in before each dispatch and cleared after,
+	// kept here so that handing one to the pool allocates nothing.
+	matmul    matmulTask
+	embed     embedTask
+	rmsnorm   rmsNormTask
+	add       addTask
+	silumul   siluMulTask
+	rope      ropeTask
+	softmax   softmaxTask
+	gather    gatherTask
+	writekv   writeKVTask
+	attention attentionTask
+	copies    copyBlocksTask
+
+	rowSeq []int32 // Attention: the sequence of each row, -1 for none
+}
+
+// New starts a backend on threads threads; threads ≤ 0 means one per
+// logical CPU (runtime.NumCPU).
+func New(threads int) *Backend {
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	initF16Table()
+	return &Backend{pool: newPool(threads)}
+}
+
+// Threads is the number of threads the backend computes on.
+func (b *Backend) Threads() int { return len(b.pool.workers) }
+
+// Name is "cpu".
+func (b *Backend) Name() string { return "cpu" }
+
+// Close stops the backend's threads. The backend, its tensors and its K/V
+// caches must not be used afterwards; the memory is the garbage collector's
+// to take back once the caller drops them.
+func (b *Backend) Close() error {
+	if !b.closed {
+		b.closed = true
+		b.pool.close()
+	}
+	return nil
+}
+
+// Tensor is the CPU's gpu.Tensor: a weight in its GGUF encoding, in the
+// caller's memory, or an F32 activation in Go memory.
+type Tensor struct {
+	name       string
+	typ        gguf.TensorType
+	rows, cols int
+	weight     bool // read-only: data (and f32, when set) alias the caller's bytes
+
+	data     []byte // weights: rows · rowBytes bytes, not copied
+	rowBytes int
+	// f32 holds the elements of an F32 tensor: the activations, and F32
+	// weights whose bytes can be read in place as float32s (aligned, on a
+	// little-endian machine). Nil for every other weight.
+	f32 []float32
+
+	views []*Tensor // Slice's views of this tensor, one per row count asked for
+}
+
+func (t *Tensor) Type() gguf.TensorType { return t.typ }
+func (t *Tensor) Rows() int             { return t.rows }
+func (t *Tensor) Cols() int             { return t.cols }
+
+func (t *Tensor) String() string {
+	if t.name != "" {
+		return fmt.Sprintf("%s %v [%d, %d]", t.name, t.typ, t.rows, t.cols)
+	}
+	return fmt.Sprintf("%v [%d, %d]", t.typ, t.rows, t.cols)
+}
+
+// Bytes returns a weight's encoded bytes (the slice Weight was given), nil
+// for an activation.
+func (t *Tensor) Bytes() []byte { return t.data }
+
+// littleEndian reports whether the machine stores a float32 as GGUF does.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// Weight wraps data, a rows × cols tensor of typ in its GGUF encoding,
+// without copying it.
+func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data []byte) (gpu.Tensor, error) {
+	if !gguf.CanDequantize(typ) {
+		return nil, fmt.Errorf("%w: cpu: weight %s has type %v, which folio cannot compute with; use a model quantized to F16, Q8_0, Q4_K or Q6_K",
+			gpu.ErrUnsupported, name, typ)
+	}
+	if rows <= 0 || cols <= 0 || cols%typ.BlockSize() != 0 {
+		return nil, fmt.Errorf("cpu: weight %s: shape [%d, %d] does not fit type %v (rows must be whole blocks of %d)",
+			name, rows, cols, typ, typ.BlockSize())
+	}
+	rb := typ.RowBytes(int64(cols))
+	if int64(len(data)) != int64(rows)*rb {
+		return nil, fmt.Errorf("cpu: weight %s: %v [%d, %d] takes %d bytes, got %d", name, typ, rows, cols, int64(rows)*rb, len(data))
+	}
+	t := &Tensor{name: name, typ: typ, rows: rows, cols: cols, weight: true, data: data, rowBytes: int(rb)}
+	if typ == gguf.TypeF32 && littleEndian && uintptr(unsafe.Pointer(&data[0]))%4 == 0 {
+		t.f32 = unsafe.Slice((*float32)(unsafe.Pointer(&data[0])), rows*cols)
+	}
+	return t, nil
+}
+
+// NewTensor allocates a zeroed F32 rows × cols activation.
+func (b *Backend) NewTensor(rows, cols int) (gpu.Tensor, error) {
+	if rows <= 0 || cols <= 0 {
+		return nil, fmt.Errorf("cpu: tensor shape [%d, %d] has a dimension ≤ 0", rows, cols)
+	}
+	n, ok := mulInts(rows, cols)
+	if !ok || n > maxElems {
+		return nil, fmt.Errorf("%w: cpu: tensor [%d, %d] is too large", gpu.ErrOutOfMemory, rows, cols)
+	}
+	if ram := physicalMemory(); ram > 0 && 4*int64(n) > ram {
+		return nil, fmt.Errorf("%w: cpu: tensor [%d, %d] takes %d bytes, more than this machine's %d", gpu.ErrOutOfMemory, rows, cols, 4*int64(n), ram)
+	}
+	return &Tensor{typ: gguf.TypeF32, rows: rows, cols: cols, f32: make([]float32, n)}, nil
+}
+
+// maxElems bounds one allocation (2^40 elements: 4 TiB of float32s), far
+// past any machine, so that a size is refused with an error rather than a
+// runtime panic.
+const maxElems = 1 << 40
+
+// mulInts returns the product of positive ints and whether it fits an int.
+func mulInts(xs ...int) (int, bool) {
+	p := 1
+	for _, x := range xs {
+		if x <= 0 {
+			return 0, false
+		}
+		if p > (1<<62)/x {
+			return 0, false
+		}
+		p *= x
+	}
+	return p, true
+}
+
+// Slice returns a view of the first rows rows of t, sharing its memory.
+// Views are kept on t, so asking again for the same size allocates nothing.
+func (b *Backend) Slice(t gpu.Tensor, rows int) gpu.Tensor {
+	ct := b.tensor(t)
+	if rows <= 0 || rows > ct.rows {
+		panic(fmt.Sprintf("cpu: Slice of %d rows from %v", rows, ct))
+	}
+	if rows == ct.rows {
+		return ct
+	}
+	for _, v := range ct.views {
+		if v.rows == rows {
+			return v
+		}
+	}
+	v := &Tensor{name: ct.name, typ: ct.typ, rows: rows, cols: ct.cols, weight: ct.weight, rowBytes: ct.rowBytes}
+	if ct.data != nil {
+		v.data = ct.data[:rows*ct.rowBytes]
+	}
+	if ct.f32 != nil {
+		v.f32 = ct.f32[:rows*ct.cols]
+	}
+	ct.views = append(ct.views, v)
+	return v
+}
+
+// Upload copies src into the F32 activation dst.
+func (b *Backend) Upload(dst gpu.Tensor, src []float32) {
+	d := b.act(dst)
+	if len(src) != len(d) {
+		panic(fmt.Sprintf("cpu: Upload of %d values into %v", len(src), dst))
+	}
+	copy(d, src)
+}
+
+// Download copies the F32 tensor src into dst.
+func (b *Backend) Download(dst []float32, src gpu.Tensor) {
+	s := b.f32(src)
+	if len(dst) != len(s) {
+		panic(fmt.Sprintf("cpu: Download of %v into %d values", src, len(dst)))
+	}
+	copy(dst, s)
+}
+
+// tensor returns t as this package's Tensor, panicking on another
+// backend's.
+func (b *Backend) tensor(t gpu.Tensor) *Tensor {
+	ct, ok := t.(*Tensor)
+	if !ok {
+		panic(fmt.Sprintf("cpu: tensor %v (%T) is not a cpu tensor", t, t))
+	}
+	return ct
+}
+
+// act returns the elements of t, which must be a writable F32 activation.
+func (b *Backend) act(t gpu.Tensor) []float32 {
+	ct := b.tensor(t)
+	if ct.weight || ct.f32 == nil {
+		panic(fmt.Sprintf("cpu: %v is a weight where an F32 activation is needed", ct))
+	}
+	return ct.f32
+}
+
+// f32 returns the elements of an F32 tensor, activation or weight.
+func (b *Backend) f32(t gpu.Tensor) []float32 {
+	ct := b.tensor(t)
+	if ct.f32 == nil {
+		panic(fmt.Sprintf("cpu: %v is not an F32 tensor readable in place", ct))
+	}
+	return ct.f32
+}
+
+// rowInto decodes row r of t into out (len t.cols).
+func (t *Tensor) rowInto(r int, out []float32) {
+	if t.f32 != nil {
+		copy(out, t.f32[r*t.cols:(r+1)*t.cols])
+		return
+	}
+	src := t.data[r*t.rowBytes : (r+1)*t.rowBytes]
+	switch t.typ {
+	case gguf.TypeF16:
+		f16RowToF32(src, out)
+	case gguf.TypeBF16:
+		for i := range out {
+			out[i] = gguf.BF16ToF32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+		}
+	default:
+		if err := gguf.Dequantize(t.typ, src, out); err != nil {
+			panic(fmt.Sprintf("cpu: %v: %v", t, err)) // Weight checked the type and shape
+		}
+	}
+}
+
+// rowView returns row r of t as float32s: the tensor's own memory when it
+// is F32, else the row decoded into buf (grown as needed).
+func (t *Tensor) rowView(r int, buf *[]float32) []float32 {
+	if t.f32 != nil {
+		return t.f32[r*t.cols : (r+1)*t.cols]
+	}
+	out := grow(buf, t.cols)
+	t.rowInto(r, out)
+	return out
+}
+
+// checkShape panics unless t is rows × cols.
+func checkShape(op, what string, t *Tensor, rows, cols int) {
+	if t.rows != rows || t.cols != cols {
+		panic(fmt.Sprintf("cpu: %s: %s is %v, want [%d, %d]", op, what, t, rows, cols))
+	}
+}

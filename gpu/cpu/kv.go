@@ -1,0 +1,190 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"folio/gpu"
+	"folio/models/gguf"
+)
+
+// KVCache is the CPU's paged K/V pool. Each layer's K and V are one flat
+// slice of Blocks·BlockSize slots; slot s holds KVHeads heads of HeadDim
+// elements, head h of slot s at [(s·KVHeads + h)·HeadDim, +HeadDim). Exactly
+// one of k16/v16 (F16) and k32/v32 (F32) is set, indexed by layer.
+type KVCache struct {
+	spec     gpu.KVSpec
+	k16, v16 [][]uint16
+	k32, v32 [][]float32
+	slots    int // Blocks · BlockSize
+	width    int // KVHeads · HeadDim: the elements of one slot
+}
+
+// Spec is the pool's shape.
+func (c *KVCache) Spec() gpu.KVSpec { return c.spec }
+
+// NewKVCache allocates the paged K/V pool of spec, zeroed. A pool whose
+// size overflows, or that Go cannot allocate, is an error wrapping
+// gpu.ErrOutOfMemory.
+func (b *Backend) NewKVCache(spec gpu.KVSpec) (kv gpu.KVCache, err error) {
+	if err := spec.Check(); err != nil {
+		return nil, err
+	}
+	perLayer, ok := mulInts(spec.Blocks, spec.BlockSize, spec.KVHeads, spec.HeadDim)
+	_, okAll := mulInts(perLayer, 2*spec.Layers, 4)
+	if !ok || !okAll || perLayer > maxElems {
+		return nil, fmt.Errorf("%w: cpu: a K/V cache of %d layers × %d blocks × %d slots × %d×%d elements overflows; lower the context size or the number of blocks",
+			gpu.ErrOutOfMemory, spec.Layers, spec.Blocks, spec.BlockSize, spec.KVHeads, spec.HeadDim)
+	}
+	if ram := physicalMemory(); ram > 0 && spec.Bytes() > ram {
+		return nil, fmt.Errorf("%w: cpu: a K/V cache of %d bytes is more than this machine's %d bytes of memory; lower the context size or the number of blocks",
+			gpu.ErrOutOfMemory, spec.Bytes(), ram)
+	}
+	// make panics (recoverably) when a size is past what the runtime can
+	// ever allocate; memory that the OS refuses later is beyond recovery.
+	defer func() {
+		if r := recover(); r != nil {
+			kv, err = nil, fmt.Errorf("%w: cpu: cannot allocate a K/V cache of %d bytes (%v); lower the context size or the number of blocks",
+				gpu.ErrOutOfMemory, spec.Bytes(), r)
+		}
+	}()
+	c := &KVCache{spec: spec, slots: spec.Blocks * spec.BlockSize, width: spec.KVHeads * spec.HeadDim}
+	if spec.Type == gguf.TypeF16 {
+		c.k16, c.v16 = make([][]uint16, spec.Layers), make([][]uint16, spec.Layers)
+		for l := range spec.Layers {
+			c.k16[l], c.v16[l] = make([]uint16, perLayer), make([]uint16, perLayer)
+		}
+	} else {
+		c.k32, c.v32 = make([][]float32, spec.Layers), make([][]float32, spec.Layers)
+		for l := range spec.Layers {
+			c.k32[l], c.v32[l] = make([]float32, perLayer), make([]float32, perLayer)
+		}
+	}
+	return c, nil
+}
+
+// kv returns c as this package's KVCache, panicking on another backend's.
+func (b *Backend) kv(c gpu.KVCache) *KVCache {
+	cc, ok := c.(*KVCache)
+	if !ok {
+		panic(fmt.Sprintf("cpu: K/V cache %T is not a cpu cache", c))
+	}
+	return cc
+}
+
+func (c *KVCache) checkLayer(op string, layer int) {
+	if layer < 0 || layer >= c.spec.Layers {
+		panic(fmt.Sprintf("cpu: %s: layer %d of a %d-layer cache", op, layer, c.spec.Layers))
+	}
+}
+
+// WriteKV stores row i of k and v into layer's K and V at slot slots[i],
+// converting to the cache's type (F16 rounds to nearest even).
+func (b *Backend) WriteKV(c gpu.KVCache, layer int, k, v gpu.Tensor, slots []int32) {
+	cc, ck, cv := b.kv(c), b.tensor(k), b.tensor(v)
+	cc.checkLayer("WriteKV", layer)
+	checkShape("WriteKV", "k", ck, len(slots), cc.width)
+	checkShape("WriteKV", "v", cv, len(slots), cc.width)
+	for i, s := range slots {
+		if s < 0 || int(s) >= cc.slots {
+			panic(fmt.Sprintf("cpu: WriteKV: slot %d (row %d) outside a pool of %d slots", s, i, cc.slots))
+		}
+	}
+	t := &b.writekv
+	*t = writeKVTask{c: cc, layer: layer, k: b.f32(k), v: b.f32(v), slots: slots}
+	b.pool.run(t, len(slots), 2*cc.width)
+	*t = writeKVTask{}
+}
+
+type writeKVTask struct {
+	c     *KVCache
+	layer int
+	k, v  []float32
+	slots []int32
+}
+
+func (t *writeKVTask) run(_ *worker, lo, hi int) {
+	w := t.c.width
+	for i := lo; i < hi; i++ {
+		k, v := t.k[i*w:(i+1)*w], t.v[i*w:(i+1)*w]
+		at := int(t.slots[i]) * w
+		if t.c.k16 != nil {
+			kd, vd := t.c.k16[t.layer][at:at+w], t.c.v16[t.layer][at:at+w]
+			for j := range w {
+				kd[j] = gguf.F32ToF16(k[j])
+				vd[j] = gguf.F32ToF16(v[j])
+			}
+		} else {
+			copy(t.c.k32[t.layer][at:at+w], k)
+			copy(t.c.v32[t.layer][at:at+w], v)
+		}
+	}
+}
+
+// CopyBlocks copies every layer's K and V of block Src to block Dst, for
+// each copy in order.
+func (b *Backend) CopyBlocks(c gpu.KVCache, copies []gpu.BlockCopy) {
+	cc := b.kv(c)
+	for _, cp := range copies {
+		if cp.Src < 0 || int(cp.Src) >= cc.spec.Blocks || cp.Dst < 0 || int(cp.Dst) >= cc.spec.Blocks {
+			panic(fmt.Sprintf("cpu: CopyBlocks: %d → %d in a pool of %d blocks", cp.Src, cp.Dst, cc.spec.Blocks))
+		}
+	}
+	if len(copies) == 0 {
+		return
+	}
+	// Layers are independent, so each thread takes whole layers and applies
+	// every copy to them in order.
+	t := &b.copies
+	*t = copyBlocksTask{c: cc, copies: copies}
+	b.pool.run(t, cc.spec.Layers, len(copies)*cc.spec.BlockSize*cc.width)
+	*t = copyBlocksTask{}
+}
+
+type copyBlocksTask struct {
+	c      *KVCache
+	copies []gpu.BlockCopy
+}
+
+func (t *copyBlocksTask) run(_ *worker, lo, hi int) {
+	n := t.c.spec.BlockSize * t.c.width // elements per block
+	for l := lo; l < hi; l++ {
+		for _, cp := range t.copies {
+			s, d := int(cp.Src)*n, int(cp.Dst)*n
+			if t.c.k16 != nil {
+				copy(t.c.k16[l][d:d+n], t.c.k16[l][s:s+n])
+				copy(t.c.v16[l][d:d+n], t.c.v16[l][s:s+n])
+			} else {
+				copy(t.c.k32[l][d:d+n], t.c.k32[l][s:s+n])
+				copy(t.c.v32[l][d:d+n], t.c.v32[l][s:s+n])
+			}
+		}
+	}
+}
+
+// f16Table maps every half to its float32 (256 KiB), as ggml's
+// ggml_table_f32_f16 does: a load is cheaper than decoding the bits.
+var (
+	f16Table     *[1 << 16]float32
+	f16TableOnce sync.Once
+)
+
+func initF16Table() {
+	f16TableOnce.Do(func() {
+		t := new([1 << 16]float32)
+		for h := range t {
+			t[h] = gguf.F16ToF32(uint16(h))
+		}
+		f16Table = t
+	})
+}
+
+// f16RowToF32 decodes the little-endian halves of src into out.
+func f16RowToF32(src []byte, out []float32) {
+	tab := f16Table
+	src = src[:2*len(out)]
+	for i := range out {
+		out[i] = tab[binary.LittleEndian.Uint16(src[2*i:])]
+	}
+}

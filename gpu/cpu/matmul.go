@@ -1,0 +1,187 @@
+package cpu
+
+import (
+	"fmt"
+
+	"folio/gpu"
+)
+
+// MatMul: dst[i,o] = x[i,:] · w[o,:]. x [n, k] F32, w [m, k] any weight
+// type, dst [n, m].
+func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
+	cd, cx, cw := b.tensor(dst), b.tensor(x), b.tensor(w)
+	n, k, m := cx.rows, cx.cols, cw.rows
+	if cw.cols != k {
+		panic(fmt.Sprintf("cpu: MatMul: x %v and w %v differ in k", cx, cw))
+	}
+	checkShape("MatMul", "dst", cd, n, m)
+	t := &b.matmul
+	*t = matmulTask{dst: b.act(dst), x: b.f32(x), w: cw, n: n, k: k, m: m}
+	// Units are (tile of x rows, tile of w rows) pairs, w tiles innermost.
+	// A weight tile is decoded once per unit and used by every x row of
+	// its tile; x is tiled only when it is tall, so that a unit's rows of
+	// x stay in cache and a decode of w is still shared by many of them.
+	t.nTile = n
+	if n > 2*xTile {
+		t.nTile = xTile
+	}
+	t.wTiles = (m + wTile - 1) / wTile
+	units := (n + t.nTile - 1) / t.nTile * t.wTiles
+	b.pool.run(t, units, wTile*k*(t.nTile+4))
+	*t = matmulTask{}
+}
+
+const (
+	wTile = 4  // weight rows decoded and dotted together
+	xTile = 64 // activation rows per MatMul unit when x is tall
+)
+
+type matmulTask struct {
+	dst, x  []float32
+	w       *Tensor
+	n, k, m int
+	nTile   int // x rows per unit
+	wTiles  int // units per x tile: ⌈m / wTile⌉
+}
+
+func (t *matmulTask) run(wk *worker, lo, hi int) {
+	k, m := t.k, t.m
+	for u := lo; u < hi; u++ {
+		i0 := u / t.wTiles * t.nTile
+		i1 := min(i0+t.nTile, t.n)
+		o0 := u % t.wTiles * wTile
+		o1 := min(o0+wTile, m)
+
+		// The tile's weight rows as float32s: in place for F32, else
+		// decoded into the worker's scratch.
+		var rows [wTile][]float32
+		if t.w.f32 != nil {
+			for j := range o1 - o0 {
+				rows[j] = t.w.f32[(o0+j)*k : (o0+j+1)*k]
+			}
+		} else {
+			buf := grow(&wk.rows, wTile*k)
+			for j := range o1 - o0 {
+				rows[j] = buf[j*k : (j+1)*k]
+				t.w.rowInto(o0+j, rows[j])
+			}
+		}
+
+		if o1-o0 == wTile {
+			for i := i0; i < i1; i++ {
+				xi := t.x[i*k : (i+1)*k]
+				d := t.dst[i*m+o0 : i*m+o0+wTile]
+				d[0], d[1], d[2], d[3] = dot4(xi, rows[0], rows[1], rows[2], rows[3])
+			}
+			continue
+		}
+		for i := i0; i < i1; i++ {
+			xi := t.x[i*k : (i+1)*k]
+			for j := range o1 - o0 {
+				t.dst[i*m+o0+j] = dot(xi, rows[j])
+			}
+		}
+	}
+}
+
+// dot returns a · b (len(b) ≥ len(a)), in four float32 accumulators.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		a4, b4 := a[i:i+4:i+4], b[i:i+4:i+4]
+		s0 += a4[0] * b4[0]
+		s1 += a4[1] * b4[1]
+		s2 += a4[2] * b4[2]
+		s3 += a4[3] * b4[3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// dot4 returns x · r0, x · r1, x · r2, x · r3, reading x once. Each sum
+// has two float32 accumulators.
+func dot4(x, r0, r1, r2, r3 []float32) (float32, float32, float32, float32) {
+	n := len(x)
+	r0, r1, r2, r3 = r0[:n], r1[:n], r2[:n], r3[:n]
+	var a0, a1, b0, b1, c0, c1, d0, d1 float32
+	i := 0
+	for ; i+2 <= n; i += 2 {
+		x0, x1 := x[i], x[i+1]
+		a0 += x0 * r0[i]
+		a1 += x1 * r0[i+1]
+		b0 += x0 * r1[i]
+		b1 += x1 * r1[i+1]
+		c0 += x0 * r2[i]
+		c1 += x1 * r2[i+1]
+		d0 += x0 * r3[i]
+		d1 += x1 * r3[i+1]
+	}
+	if i < n {
+		x0 := x[i]
+		a0 += x0 * r0[i]
+		b0 += x0 * r1[i]
+		c0 += x0 * r2[i]
+		d0 += x0 * r3[i]
+	}
+	return a0 + a1, b0 + b1, c0 + c1, d0 + d1
+}
+
+// Embed: dst[i,:] = table[ids[i],:], dequantized. dst is [len(ids), table.Cols].
+func (b *Backend) Embed(dst, table gpu.Tensor, ids []int32) {
+	cd, ct := b.tensor(dst), b.tensor(table)
+	checkShape("Embed", "dst", cd, len(ids), ct.cols)
+	for i, id := range ids {
+		if id < 0 || int(id) >= ct.rows {
+			panic(fmt.Sprintf("cpu: Embed: id %d (row %d) outside %v", id, i, ct))
+		}
+	}
+	t := &b.embed
+	*t = embedTask{dst: b.act(dst), table: ct, ids: ids}
+	b.pool.run(t, len(ids), 4*ct.cols)
+	*t = embedTask{}
+}
+
+type embedTask struct {
+	dst   []float32
+	table *Tensor
+	ids   []int32
+}
+
+func (t *embedTask) run(_ *worker, lo, hi int) {
+	c := t.table.cols
+	for i := lo; i < hi; i++ {
+		t.table.rowInto(int(t.ids[i]), t.dst[i*c:(i+1)*c])
+	}
+}
+
+// Gather: dst[i,:] = x[rows[i],:].
+func (b *Backend) Gather(dst, x gpu.Tensor, rows []int32) {
+	cd, cx := b.tensor(dst), b.tensor(x)
+	checkShape("Gather", "dst", cd, len(rows), cx.cols)
+	for i, r := range rows {
+		if r < 0 || int(r) >= cx.rows {
+			panic(fmt.Sprintf("cpu: Gather: row %d (index %d) outside %v", r, i, cx))
+		}
+	}
+	t := &b.gather
+	*t = gatherTask{dst: b.act(dst), x: cx, rows: rows}
+	b.pool.run(t, len(rows), cx.cols)
+	*t = gatherTask{}
+}
+
+type gatherTask struct {
+	dst  []float32
+	x    *Tensor
+	rows []int32
+}
+
+func (t *gatherTask) run(_ *worker, lo, hi int) {
+	c := t.x.cols
+	for i := lo; i < hi; i++ {
+		t.x.rowInto(int(t.rows[i]), t.dst[i*c:(i+1)*c])
+	}
+}

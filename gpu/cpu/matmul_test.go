@@ -1,0 +1,185 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+
+	"folio/gpu"
+	"folio/models/gguf"
+)
+
+// matmulTol bounds MatMul's error against a float64 dot of the same
+// dequantized weights: only float32 accumulation differs.
+const matmulTol = 1e-5
+
+func TestMatMul(t *testing.T) {
+	b := newTestBackend(t)
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, typ := range weightTypes {
+		bs := typ.BlockSize()
+		kb := max(bs, 32)   // one block of the type, at least 32 elements
+		shapes := [][3]int{ // n, k, m
+			{1, kb, 1}, {1, 2 * kb, 7}, {3, kb, 13}, {5, 3 * kb, 33},
+			{130, kb, 6}, {131, kb, 9}, {2, 16 * kb, 5},
+		}
+		if bs == 1 {
+			shapes = append(shapes, [3]int{1, 33, 5}, [3]int{4, 7, 3}, [3]int{9, 1, 2})
+		}
+		for _, s := range shapes {
+			n, k, m := s[0], s[1], s[2]
+			t.Run(fmt.Sprintf("%v/%dx%dx%d", typ, n, k, m), func(t *testing.T) {
+				data, wf := quantWeight(t, r, typ, m, k)
+				xf := randFloats(r, n*k, 1)
+				w := newWeight(t, b, typ, m, k, data)
+				x := newAct(t, b, n, k, xf)
+				dst := newAct(t, b, n, m, nil)
+				b.MatMul(dst, x, w)
+
+				want := make([]float64, n*m)
+				for i := range n {
+					for o := range m {
+						var s float64
+						for j := range k {
+							s += float64(xf[i*k+j]) * float64(wf[o*k+j])
+						}
+						want[i*m+o] = s
+					}
+				}
+				checkErr(t, "MatMul", download(b, dst), want, matmulTol)
+			})
+		}
+	}
+}
+
+func TestEmbed(t *testing.T) {
+	b := newTestBackend(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, typ := range weightTypes {
+		cols := max(typ.BlockSize(), 32) * 3
+		rows := 11
+		data, wf := quantWeight(t, r, typ, rows, cols)
+		w := newWeight(t, b, typ, rows, cols, data)
+		for _, ids := range [][]int32{{0}, {10, 3, 3, 0, 7}} {
+			dst := newAct(t, b, len(ids), cols, nil)
+			b.Embed(dst, w, ids)
+			got := download(b, dst)
+			for i, id := range ids {
+				for j := range cols {
+					if got[i*cols+j] != wf[int(id)*cols+j] {
+						t.Fatalf("%v: Embed row %d (id %d) element %d = %v, want %v", typ, i, id, j, got[i*cols+j], wf[int(id)*cols+j])
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestGather(t *testing.T) {
+	b := newTestBackend(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	xf := randFloats(r, 6*5, 1)
+	x := newAct(t, b, 6, 5, xf)
+	rows := []int32{5, 0, 5, 2}
+	dst := newAct(t, b, len(rows), 5, nil)
+	b.Gather(dst, x, rows)
+	got := download(b, dst)
+	for i, row := range rows {
+		for j := range 5 {
+			if got[i*5+j] != xf[int(row)*5+j] {
+				t.Fatalf("Gather row %d element %d = %v, want %v", i, j, got[i*5+j], xf[int(row)*5+j])
+			}
+		}
+	}
+}
+
+// Weight must use the caller's bytes in place: they are the mmap'd file.
+func TestWeightDoesNotCopy(t *testing.T) {
+	b := newTestBackend(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, typ := range weightTypes {
+		data, _ := quantWeight(t, r, typ, 3, max(32, typ.BlockSize()))
+		w := newWeight(t, b, typ, 3, max(32, typ.BlockSize()), data)
+		got := w.(*Tensor).Bytes()
+		if unsafe.SliceData(got) != unsafe.SliceData(data) || len(got) != len(data) {
+			t.Errorf("%v: Weight copied its data", typ)
+		}
+		if f := w.(*Tensor).f32; f != nil && unsafe.Pointer(unsafe.SliceData(f)) != unsafe.Pointer(unsafe.SliceData(data)) {
+			t.Errorf("%v: Weight's float32 view does not alias its data", typ)
+		}
+	}
+	// A change to the bytes shows in the tensor: nothing was copied.
+	data := make([]byte, 8)
+	w := newWeight(t, b, gguf.TypeF32, 1, 2, data)
+	x := newAct(t, b, 1, 2, []float32{1, 1})
+	dst := newAct(t, b, 1, 1, nil)
+	if err := gguf.Quantize(gguf.TypeF32, []float32{2, 3}, data); err != nil {
+		t.Fatal(err)
+	}
+	b.MatMul(dst, x, w)
+	if got := download(b, dst)[0]; got != 5 {
+		t.Errorf("MatMul after writing the weight's bytes = %v, want 5", got)
+	}
+}
+
+func TestWeightErrors(t *testing.T) {
+	b := newTestBackend(t)
+	if _, err := b.Weight("iq", gguf.TypeIQ2_XXS, 1, 256, make([]byte, 66)); !errors.Is(err, gpu.ErrUnsupported) {
+		t.Errorf("IQ2_XXS weight: err = %v, want ErrUnsupported", err)
+	}
+	if _, err := b.Weight("short", gguf.TypeQ8_0, 2, 32, make([]byte, 34)); err == nil {
+		t.Error("Q8_0 weight of 2 rows in 34 bytes: no error")
+	}
+	if _, err := b.Weight("partial", gguf.TypeQ8_0, 1, 48, make([]byte, 51)); err == nil {
+		t.Error("Q8_0 weight of 48 columns: no error")
+	}
+}
+
+func TestSlice(t *testing.T) {
+	b := newTestBackend(t)
+	x := newAct(t, b, 4, 3, []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
+	v := b.Slice(x, 2)
+	if v.Rows() != 2 || v.Cols() != 3 {
+		t.Fatalf("Slice: [%d, %d], want [2, 3]", v.Rows(), v.Cols())
+	}
+	b.Upload(v, []float32{-1, -2, -3, -4, -5, -6})
+	got := download(b, x)
+	if got[5] != -6 || got[6] != 6 {
+		t.Errorf("Slice does not share memory: %v", got)
+	}
+	if b.Slice(x, 2) != v {
+		t.Error("a second Slice of the same size made a new view")
+	}
+	if n := testing.AllocsPerRun(10, func() { b.Slice(x, 2) }); n != 0 {
+		t.Errorf("Slice allocates %v times", n)
+	}
+}
+
+// In steady state an op neither allocates nor starts goroutines.
+func TestNoAllocs(t *testing.T) {
+	b := newTestBackend(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	const n, k, m = 8, 512, 256
+	data, _ := quantWeight(t, r, gguf.TypeQ4_K, m, k)
+	w := newWeight(t, b, gguf.TypeQ4_K, m, k, data)
+	x := newAct(t, b, n, k, randFloats(r, n*k, 1))
+	dst := newAct(t, b, n, m, nil)
+	norm := f32Weight(t, b, 1, k, randFloats(r, k, 1))
+	ids := []int32{1, 2, 3, 4, 5, 6, 7, 8}
+	ops := map[string]func(){
+		"MatMul":  func() { b.MatMul(dst, x, w) },
+		"Embed":   func() { b.Embed(x, w, ids) },
+		"RMSNorm": func() { b.RMSNorm(x, x, norm, 1e-5) },
+		"Add":     func() { b.Add(x, x, norm) },
+		"SiLUMul": func() { b.SiLUMul(x, x, x) },
+		"Softmax": func() { b.Softmax(dst) },
+	}
+	for name, op := range ops {
+		op() // warm-up: the scratch grows
+		if a := testing.AllocsPerRun(20, op); a != 0 {
+			t.Errorf("%s allocates %v times per call", name, a)
+		}
+	}
+}

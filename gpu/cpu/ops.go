@@ -1,0 +1,227 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"folio/gpu"
+)
+
+// The elementwise ops round as ggml's CPU kernels do, step by step in
+// float32 (with a float64 sum where ggml sums in ggml_float), so that a
+// forward pass can be compared with llama.cpp's to the last bits.
+
+// RMSNorm: each run of w.Cols elements of x becomes x / sqrt(mean(x²) + eps)
+// · w. dst may be x.
+func (b *Backend) RMSNorm(dst, x, w gpu.Tensor, eps float32) {
+	cd, cx, cw := b.tensor(dst), b.tensor(x), b.tensor(w)
+	g := cw.cols
+	if cw.rows != 1 || cx.cols%g != 0 {
+		panic(fmt.Sprintf("cpu: RMSNorm: weight %v does not divide the rows of %v", cw, cx))
+	}
+	checkShape("RMSNorm", "dst", cd, cx.rows, cx.cols)
+	t := &b.rmsnorm
+	*t = rmsNormTask{dst: b.act(dst), x: b.f32(x), w: cw, g: g, eps: eps}
+	b.pool.run(t, cx.rows*cx.cols/g, 2*g)
+	*t = rmsNormTask{}
+}
+
+type rmsNormTask struct {
+	dst, x []float32
+	w      *Tensor
+	g      int // elements per run
+	eps    float32
+}
+
+// run normalizes runs lo … hi-1 as ggml_compute_forward_rms_norm_f32 and
+// the ggml_mul after it do: the squares in float32 summed in float64, the
+// mean rounded to float32, scale = 1/sqrtf(mean+eps), then (x·scale)·w.
+func (t *rmsNormTask) run(wk *worker, lo, hi int) {
+	g := t.g
+	w := t.w.rowView(0, &wk.row)
+	for r := lo; r < hi; r++ {
+		x, y := t.x[r*g:(r+1)*g], t.dst[r*g:(r+1)*g]
+		var sum float64
+		for _, v := range x {
+			sum += float64(v * v)
+		}
+		mean := float32(sum / float64(g))
+		scale := 1 / sqrt32(mean+t.eps)
+		for i, v := range x {
+			y[i] = (v * scale) * w[i]
+		}
+	}
+}
+
+// Add: dst = a + b, with b broadcast over rows when b.Rows == 1. dst may
+// be a.
+func (b *Backend) Add(dst, a, bias gpu.Tensor) {
+	cd, ca, cb := b.tensor(dst), b.tensor(a), b.tensor(bias)
+	if cb.cols != ca.cols || cb.rows != 1 && cb.rows != ca.rows {
+		panic(fmt.Sprintf("cpu: Add: %v cannot be added to %v", cb, ca))
+	}
+	checkShape("Add", "dst", cd, ca.rows, ca.cols)
+	t := &b.add
+	*t = addTask{dst: b.act(dst), a: b.f32(a), b: cb, c: ca.cols}
+	b.pool.run(t, ca.rows, ca.cols)
+	*t = addTask{}
+}
+
+type addTask struct {
+	dst, a []float32
+	b      *Tensor
+	c      int
+}
+
+func (t *addTask) run(wk *worker, lo, hi int) {
+	c := t.c
+	for r := lo; r < hi; r++ {
+		br := 0
+		if t.b.rows > 1 {
+			br = r
+		}
+		bv := t.b.rowView(br, &wk.row)
+		a, y := t.a[r*c:(r+1)*c], t.dst[r*c:(r+1)*c]
+		for i := range y {
+			y[i] = a[i] + bv[i]
+		}
+	}
+}
+
+// SiLUMul: dst = silu(gate) · up with silu(x) = x / (1 + e^-x), in float32.
+// dst may be gate.
+func (b *Backend) SiLUMul(dst, gate, up gpu.Tensor) {
+	cd, cg, cu := b.tensor(dst), b.tensor(gate), b.tensor(up)
+	checkShape("SiLUMul", "up", cu, cg.rows, cg.cols)
+	checkShape("SiLUMul", "dst", cd, cg.rows, cg.cols)
+	t := &b.silumul
+	*t = siluMulTask{dst: b.act(dst), gate: b.f32(gate), up: b.f32(up)}
+	b.pool.run(t, len(t.dst), 16)
+	*t = siluMulTask{}
+}
+
+type siluMulTask struct{ dst, gate, up []float32 }
+
+func (t *siluMulTask) run(_ *worker, lo, hi int) {
+	gate, up, y := t.gate[lo:hi], t.up[lo:hi], t.dst[lo:hi]
+	for i, g := range gate {
+		y[i] = g / (1 + exp32(-g)) * up[i]
+	}
+}
+
+// Softmax: each row of x becomes softmax(x row), in place.
+func (b *Backend) Softmax(x gpu.Tensor) {
+	cx := b.tensor(x)
+	t := &b.softmax
+	*t = softmaxTask{x: b.act(x), c: cx.cols}
+	b.pool.run(t, cx.rows, 8*cx.cols)
+	*t = softmaxTask{}
+}
+
+type softmaxTask struct {
+	x []float32
+	c int
+}
+
+func (t *softmaxTask) run(_ *worker, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		softmax(t.x[r*t.c : (r+1)*t.c])
+	}
+}
+
+// softmax replaces x by softmax(x) as ggml_vec_soft_max_f32 and its
+// caller do: e^(x - max) in float32, summed in float64, then scaled by the
+// float32 of 1/sum.
+func softmax(x []float32) {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		m = max(m, v)
+	}
+	var sum float64
+	for i, v := range x {
+		e := exp32(v - m)
+		x[i] = e
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+// Rope rotates, in place, each head of row i of x by the angles of
+// position pos[i].
+func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {
+	cx := b.tensor(x)
+	switch {
+	case r.HeadDim <= 0 || cx.cols%r.HeadDim != 0:
+		panic(fmt.Sprintf("cpu: Rope: head dim %d does not divide %v", r.HeadDim, cx))
+	case r.Dims <= 0 || r.Dims > r.HeadDim || r.Dims%2 != 0:
+		panic(fmt.Sprintf("cpu: Rope: %d rotated dims of a %d-element head (want even, ≤ head dim)", r.Dims, r.HeadDim))
+	case r.Factors != nil && len(r.Factors) != r.Dims/2:
+		panic(fmt.Sprintf("cpu: Rope: %d factors for %d pairs", len(r.Factors), r.Dims/2))
+	case r.Scale == 0 || r.Base <= 0:
+		panic(fmt.Sprintf("cpu: Rope: scale %v, base %v (scale is 1 without scaling)", r.Scale, r.Base))
+	case len(pos) != cx.rows:
+		panic(fmt.Sprintf("cpu: Rope: %d positions for %v", len(pos), cx))
+	}
+	t := &b.rope
+	*t = ropeTask{x: b.act(x), c: cx.cols, pos: pos, r: r,
+		thetaScale: float32(math.Pow(float64(r.Base), float64(-2/float32(r.Dims))))}
+	b.pool.run(t, cx.rows, 4*cx.cols)
+	*t = ropeTask{}
+}
+
+type ropeTask struct {
+	x          []float32
+	c          int
+	pos        []int32
+	r          *gpu.Rope
+	thetaScale float32 // powf(base, -2/dims)
+}
+
+// run rotates rows lo … hi-1. The angles follow ggml_rope_cache_init and
+// rope_yarn without YaRN: theta starts at the position and is multiplied by
+// thetaScale from one pair to the next; pair i turns by
+// scale · (theta / factor[i]), its cos and sin taken in float32.
+func (t *ropeTask) run(wk *worker, lo, hi int) {
+	r := t.r
+	half := r.Dims / 2
+	cs := grow(&wk.rope, r.Dims) // cos, sin of each pair
+	for row := lo; row < hi; row++ {
+		theta := float32(t.pos[row])
+		for i := range half {
+			ff := float32(1)
+			if r.Factors != nil {
+				ff = r.Factors[i]
+			}
+			a := r.Scale * (theta / ff)
+			cs[2*i] = float32(math.Cos(float64(a)))
+			cs[2*i+1] = float32(math.Sin(float64(a)))
+			theta *= t.thetaScale
+		}
+		x := t.x[row*t.c : (row+1)*t.c]
+		for h := 0; h < t.c; h += r.HeadDim {
+			head := x[h : h+r.HeadDim]
+			// Pair i is (2i, 2i+1), or (i, i+half) for NeoX.
+			stride, step := 1, 2
+			if r.Neox {
+				stride, step = half, 1
+			}
+			for i := range half {
+				j := i * step
+				c, s := cs[2*i], cs[2*i+1]
+				x0, x1 := head[j], head[j+stride]
+				head[j] = float32(x0*c) - float32(x1*s)
+				head[j+stride] = float32(x0*s) + float32(x1*c)
+			}
+		}
+	}
+}
+
+// exp32 is expf: e^x rounded to float32.
+func exp32(x float32) float32 { return float32(math.Exp(float64(x))) }
+
+// sqrt32 is sqrtf: the float64 square root rounded to float32 is the
+// correctly rounded float32 square root.
+func sqrt32(x float32) float32 { return float32(math.Sqrt(float64(x))) }
