@@ -1,0 +1,114 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"folio/internal/fixtures"
+)
+
+// TestRunStories260KGreedy: `folio run stories260k --temperature 0
+// --num-predict N ""` prints llama2.c's published greedy text byte for
+// byte, for both published step counts.
+func TestRunStories260KGreedy(t *testing.T) {
+	t.Setenv("FOLIO_MODELS_PATH", fixtures.Models(t))
+	data, err := os.ReadFile(fixtures.Model(t, "stories260K.llama2c-greedy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		Cases []struct {
+			Name         string `json:"name"`
+			Steps        int    `json:"steps"`
+			ExpectedText string `json:"expected_text"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &ref); err != nil {
+		t.Fatal(err)
+	}
+	if len(ref.Cases) == 0 {
+		t.Fatal("no cases in stories260K.llama2c-greedy.json")
+	}
+	for _, c := range ref.Cases {
+		for _, kv := range []string{"f16", "f32"} {
+			out, err := execute(t, "run", "stories260k", "--temperature", "0", "--kv-type", kv,
+				"--num-predict", fmt.Sprint(c.Steps), "")
+			if err != nil {
+				t.Fatalf("%s: %v", c.Name, err)
+			}
+			if got := strings.TrimSuffix(out, "\n"); got != c.ExpectedText {
+				t.Errorf("%s, %s KV cache: output differs from llama2.c's:\n--- got\n%s\n--- want\n%s", c.Name, kv, got, c.ExpectedText)
+			}
+		}
+	}
+}
+
+func TestRunSeededSampling(t *testing.T) {
+	t.Setenv("FOLIO_MODELS_PATH", fixtures.Models(t))
+	args := []string{"run", "stories260k", "--seed", "7", "--num-predict", "40", "--temperature", "0.9", "Once upon a time"}
+	a, err := execute(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := execute(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b || len(a) < 40 {
+		t.Errorf("seed 7 gave different or short texts:\n%q\n%q", a, b)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	t.Setenv("FOLIO_MODELS_PATH", t.TempDir())
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "stories260k"}, "fetch https://huggingface.co/ggml-org/models"},
+		{[]string{"run", "no-such-model"}, "no no-such-model.gguf is in FOLIO_MODELS_PATH"},
+	} {
+		_, err := execute(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want an error containing %q", c.args, err, c.want)
+		}
+	}
+	t.Setenv("FOLIO_MODELS_PATH", fixtures.Models(t))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "stories260k", "--temperature", "-1", "hi"}, "temperature -1"},
+		{[]string{"run", "stories260k", "--kv-type", "q4_0", "hi"}, "use f16 or f32"},
+		{[]string{"run", "stories260k", "--num-ctx", "8", strings.Repeat("word ", 20)}, "raise num_ctx"},
+	} {
+		_, err := execute(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want an error containing %q", c.args, err, c.want)
+		}
+	}
+}
+
+func TestDevLogitsJSON(t *testing.T) {
+	t.Setenv("FOLIO_MODELS_PATH", fixtures.Models(t))
+	out, err := execute(t, "dev", "logits", "stories260k", "--tokens", "[1,403,407]", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		IDs    []int32   `json:"ids"`
+		Logits []float32 `json:"logits"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v in %.200s", err, out)
+	}
+	if len(got.IDs) != 3 || len(got.Logits) != 512 {
+		t.Errorf("ids %v and %d logits, want 3 ids and 512 logits", got.IDs, len(got.Logits))
+	}
+	if _, err := execute(t, "dev", "logits", "stories260k", "--tokens", "[1,99999]"); err == nil || !strings.Contains(err.Error(), "outside the vocabulary") {
+		t.Errorf("token outside the vocabulary: got %v", err)
+	}
+}

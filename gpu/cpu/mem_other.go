@@ -1,6 +1,0 @@
-//go:build !linux
-
-package cpu
-
-// physicalMemory is the machine's RAM in bytes, 0 if unknown.
-func physicalMemory() int64 { return 0 }

@@ -1,0 +1,142 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+
+	"folio/gpu"
+	"folio/gpu/cpu"
+	"folio/models/arch"
+	"folio/models/gguf"
+	"folio/models/tokenizer"
+)
+
+// ErrNoMemory is wrapped when a model with its K/V cache does not fit.
+var ErrNoMemory = errors.New("runner: not enough memory")
+
+// LoadOptions say how a model is loaded. The zero value gives the defaults.
+type LoadOptions struct {
+	NumCtx    int    // longest sequence (prompt + output) in tokens; default min(4096, the model's)
+	NumBatch  int    // tokens per forward pass; default 512
+	BlockSize int    // tokens per K/V block; default 16
+	KVType    string // "f16" (default) or "f32"
+	Threads   int    // CPU threads; default all
+}
+
+func (o *LoadOptions) defaults(modelCtx int) {
+	if o.NumCtx <= 0 {
+		o.NumCtx = 4096
+		if modelCtx > 0 {
+			o.NumCtx = min(o.NumCtx, modelCtx)
+		}
+	}
+	if o.NumBatch <= 0 {
+		o.NumBatch = 512
+	}
+	if o.BlockSize <= 0 {
+		o.BlockSize = 16
+	}
+	if o.KVType == "" {
+		o.KVType = "f16"
+	}
+}
+
+// Model is a loaded model: file, weights on a backend, tokenizer and K/V
+// pool.
+type Model struct {
+	File  *gguf.File
+	Arch  *arch.Model
+	Tok   *tokenizer.Tokenizer
+	KV    gpu.KVCache
+	Opt   LoadOptions
+	Bytes MemoryNeed
+}
+
+// MemoryNeed is what a model takes, computed before anything is loaded.
+type MemoryNeed struct {
+	Weights, KV, Scratch int64
+}
+
+// Total is the sum of the parts.
+func (m MemoryNeed) Total() int64 { return m.Weights + m.KV + m.Scratch }
+
+// Load opens the GGUF file at path and loads it onto the CPU. The memory it
+// needs is computed first: a model that does not fit is refused with the
+// numbers and the knob to turn.
+func Load(path string, opt LoadOptions) (*Model, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := load(f, opt)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func load(f *gguf.File, opt LoadOptions) (*Model, error) {
+	cfg, err := arch.ReadConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	opt.defaults(cfg.Context)
+	kvType, err := gguf.ParseTensorType(opt.KVType)
+	if err != nil || (kvType != gguf.TypeF16 && kvType != gguf.TypeF32) {
+		return nil, fmt.Errorf("runner: KV cache type %q: use f16 or f32", opt.KVType)
+	}
+	tok, err := tokenizer.New(f)
+	if err != nil {
+		return nil, err
+	}
+	blocks := (opt.NumCtx + opt.BlockSize - 1) / opt.BlockSize
+	spec := gpu.KVSpec{Layers: cfg.Layers, Blocks: blocks, BlockSize: opt.BlockSize,
+		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Type: kvType}
+	aopt := arch.Options{MaxRows: opt.NumBatch, MaxOut: 1}
+	need := MemoryNeed{KV: spec.Bytes(), Scratch: arch.ScratchBytes(cfg, aopt)}
+	for _, t := range f.Tensors {
+		need.Weights += t.Bytes
+	}
+	if err := checkHostMemory(need, opt); err != nil {
+		return nil, err
+	}
+	be := cpu.New(opt.Threads)
+	am, err := arch.Load(f, be, aopt)
+	if err != nil {
+		be.Close()
+		return nil, err
+	}
+	kv, err := be.NewKVCache(spec)
+	if err != nil {
+		be.Close()
+		return nil, err
+	}
+	return &Model{File: f, Arch: am, Tok: tok, KV: kv, Opt: opt, Bytes: need}, nil
+}
+
+// checkHostMemory refuses a model whose K/V cache and scratch do not fit in
+// the available RAM, or whose weights (mapped from the file, read through
+// the page cache) exceed the machine's RAM.
+func checkHostMemory(need MemoryNeed, opt LoadOptions) error {
+	avail, total, ok := gpu.HostMemory()
+	if !ok {
+		return nil
+	}
+	gib := func(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
+	if alloc := need.KV + need.Scratch; alloc > avail {
+		return fmt.Errorf("%w: the K/V cache for num_ctx %d (%s) and scratch (%s) need %s, %s is available: lower num_ctx or num_batch, or use an f16 KV cache",
+			ErrNoMemory, opt.NumCtx, gib(need.KV), gib(need.Scratch), gib(alloc), gib(avail))
+	}
+	if need.Total() > total {
+		return fmt.Errorf("%w: the model needs %s (weights %s, K/V cache %s, scratch %s) and this machine has %s: use a smaller quantization or lower num_ctx",
+			ErrNoMemory, gib(need.Total()), gib(need.Weights), gib(need.KV), gib(need.Scratch), gib(total))
+	}
+	return nil
+}
+
+// Close frees the backend and unmaps the file.
+func (m *Model) Close() error {
+	err := m.Arch.Backend().Close()
+	return errors.Join(err, m.File.Close())
+}
