@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"folio/gpu"
 	"folio/models/gguf"
@@ -184,7 +185,24 @@ func initF16Table() {
 func f16RowToF32(src []byte, out []float32) {
 	tab := f16Table
 	src = src[:2*len(out)]
+	if littleEndian && uintptr(unsafe.Pointer(unsafe.SliceData(src)))%2 == 0 {
+		h := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(src))), len(out))
+		for i, v := range h {
+			out[i] = tab[v]
+		}
+		return
+	}
 	for i := range out {
 		out[i] = tab[binary.LittleEndian.Uint16(src[2*i:])]
 	}
+}
+
+// physicalMemory is the machine's RAM in bytes, 0 if unknown: a size past
+// it cannot be allocated, and asking Go to would kill the process.
+func physicalMemory() int64 {
+	_, total, ok := gpu.HostMemory()
+	if !ok {
+		return 0
+	}
+	return total
 }

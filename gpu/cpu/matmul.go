@@ -68,10 +68,15 @@ func (t *matmulTask) run(wk *worker, lo, hi int) {
 		}
 
 		if o1-o0 == wTile {
-			for i := i0; i < i1; i++ {
-				xi := t.x[i*k : (i+1)*k]
+			i := i0
+			for ; i+2 <= i1; i += 2 {
+				s := dot4x2(t.x[i*k:(i+1)*k], t.x[(i+1)*k:(i+2)*k], rows[0], rows[1], rows[2], rows[3])
+				copy(t.dst[i*m+o0:i*m+o0+wTile], s[:4])
+				copy(t.dst[(i+1)*m+o0:(i+1)*m+o0+wTile], s[4:])
+			}
+			if i < i1 {
 				d := t.dst[i*m+o0 : i*m+o0+wTile]
-				d[0], d[1], d[2], d[3] = dot4(xi, rows[0], rows[1], rows[2], rows[3])
+				d[0], d[1], d[2], d[3] = dot4(t.x[i*k:(i+1)*k], rows[0], rows[1], rows[2], rows[3])
 			}
 			continue
 		}
@@ -102,6 +107,27 @@ func dot(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
+// dot4x2 returns x0 · r0 … x0 · r3, then x1 · r0 … x1 · r3: a 2×4 tile
+// of the output from six loads per step (len(r) ≥ len(x0) = len(x1)).
+func dot4x2(x0, x1, r0, r1, r2, r3 []float32) (s [8]float32) {
+	n := len(x0)
+	x1, r0, r1, r2, r3 = x1[:n], r0[:n], r1[:n], r2[:n], r3[:n]
+	var a0, a1, a2, a3, b0, b1, b2, b3 float32
+	for i := range x0 {
+		u, v := x0[i], x1[i]
+		w0, w1, w2, w3 := r0[i], r1[i], r2[i], r3[i]
+		a0 += u * w0
+		a1 += u * w1
+		a2 += u * w2
+		a3 += u * w3
+		b0 += v * w0
+		b1 += v * w1
+		b2 += v * w2
+		b3 += v * w3
+	}
+	return [8]float32{a0, a1, a2, a3, b0, b1, b2, b3}
+}
+
 // dot4 returns x · r0, x · r1, x · r2, x · r3, reading x once. Each sum
 // has two float32 accumulators.
 func dot4(x, r0, r1, r2, r3 []float32) (float32, float32, float32, float32) {
@@ -110,7 +136,8 @@ func dot4(x, r0, r1, r2, r3 []float32) (float32, float32, float32, float32) {
 	var a0, a1, b0, b1, c0, c1, d0, d1 float32
 	i := 0
 	for ; i+2 <= n; i += 2 {
-		x0, x1 := x[i], x[i+1]
+		x2 := x[i : i+2 : i+2]
+		x0, x1 := x2[0], x2[1]
 		a0 += x0 * r0[i]
 		a1 += x1 * r0[i+1]
 		b0 += x0 * r1[i]

@@ -100,6 +100,9 @@ func (p *pool) run(t task, units, unitCost int) {
 	n := len(p.workers)
 	chunk := max(1, (units+4*n-1)/(4*n), minChunkCost/max(1, unitCost))
 	chunks := (units + chunk - 1) / chunk
+	if p.wake == nil && n > 1 {
+		panic("cpu: backend used after Close")
+	}
 	if n == 1 || chunks == 1 {
 		t.run(p.workers[0], 0, units)
 		return

@@ -1,0 +1,69 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"folio/gpu"
+	"folio/models/gguf"
+)
+
+// go test -bench . -run ^$ ./gpu/cpu: one kernel per weight type and size.
+// MatMul reports weight throughput (the bytes of w read per second).
+
+func BenchmarkMatMul(b *testing.B) {
+	for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+		for _, n := range []int{1, 64} {
+			const k, m = 4096, 4096
+			b.Run(fmt.Sprintf("%v/n=%d/%dx%d", typ, n, m, k), func(b *testing.B) {
+				be := New(0)
+				defer be.Close()
+				r := rand.New(rand.NewPCG(1, 1))
+				data, _ := quantWeight(b, r, typ, m, k)
+				w := newWeight(b, be, typ, m, k, data)
+				x := newAct(b, be, n, k, randFloats(r, n*k, 1))
+				dst := newAct(b, be, n, m, nil)
+				b.SetBytes(int64(len(data)))
+				for b.Loop() {
+					be.MatMul(dst, x, w)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkAttentionDecode is one decode step at context 4096: 32 query
+// heads over 8 K/V heads of 128, blocks of 16, an F16 cache.
+func BenchmarkAttentionDecode(b *testing.B) {
+	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
+		b.Run(typ.String(), func(b *testing.B) {
+			const ctx, bs, kvHeads, heads, hd = 4096, 16, 8, 32, 128
+			be := New(0)
+			defer be.Close()
+			spec := gpu.KVSpec{Layers: 1, Blocks: ctx / bs, BlockSize: bs, KVHeads: kvHeads, HeadDim: hd, Type: typ}
+			c, err := be.NewKVCache(spec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(2, 2))
+			blocks := make([]int32, spec.Blocks)
+			for i, p := range r.Perm(spec.Blocks) {
+				blocks[i] = int32(p)
+			}
+			batch := gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Start: 0, Len: 1, Pos: ctx - 1, Blocks: blocks}}}
+			slots := make([]int32, ctx)
+			for p := range slots {
+				slots[p] = blocks[p/bs]*bs + int32(p%bs)
+			}
+			kv := randFloats(r, ctx*kvHeads*hd, 1)
+			k := newAct(b, be, ctx, kvHeads*hd, kv)
+			be.WriteKV(c, 0, k, k, slots)
+			q := newAct(b, be, 1, heads*hd, randFloats(r, heads*hd, 1))
+			dst := newAct(b, be, 1, heads*hd, nil)
+			for b.Loop() {
+				be.Attention(dst, q, c, 0, &batch, 0.088)
+			}
+		})
+	}
+}
