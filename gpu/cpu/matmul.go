@@ -52,6 +52,17 @@ func (t *matmulTask) run(wk *worker, lo, hi int) {
 		o0 := u % t.wTiles * wTile
 		o1 := min(o0+wTile, m)
 
+		// One activation row (decode): each weight row is decoded and used
+		// at once, while it is still in L1.
+		if i1-i0 == 1 && t.w.f32 == nil {
+			buf := grow(&wk.rows, k)
+			for o := o0; o < o1; o++ {
+				t.w.rowInto(o, buf)
+				t.dst[i0*m+o] = dot(t.x[i0*k:(i0+1)*k], buf)
+			}
+			continue
+		}
+
 		// The tile's weight rows as float32s: in place for F32, else
 		// decoded into the worker's scratch.
 		var rows [wTile][]float32
