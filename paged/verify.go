@@ -1,0 +1,143 @@
+package paged
+
+import (
+	"fmt"
+	"slices"
+)
+
+// verify checks every invariant of m and its pool and tree, returning the
+// first one broken. It is the oracle of the tests and the fuzz target, and
+// runs after every operation when built with -tags invariants. It costs
+// time linear in the pool, the tables and the tree.
+//
+//   - The pool: a block is free exactly when its ref count is 0, and the
+//     free list holds the free count's worth of distinct blocks.
+//   - Every ref is accounted for: a block's ref count equals the tables
+//     holding it, plus one if the tree holds it, plus one for each pending
+//     copy naming it.
+//   - A table has ceil(Len/B) blocks.
+//   - The tree: edges are whole, non-empty runs of blocks; depths add up;
+//     siblings differ in their first block and sit under its key; no
+//     block appears twice; a node's lock count covers its children's and
+//     the sequences that lock it; a sequence's node is in the tree.
+func (m *Manager) verify() error {
+	if err := m.pool.verify(); err != nil {
+		return err
+	}
+	bs := m.pool.blockSize
+	holders := make([]int32, len(m.pool.refs))
+	inTree := make([]bool, len(m.pool.refs))
+	live := 0
+	for s := range m.seqs {
+		q := &m.seqs[s]
+		if !q.live {
+			continue
+		}
+		live++
+		if want := ceilDiv(q.n, bs); len(q.blocks) != want {
+			return fmt.Errorf("sequence %d holds %d tokens in %d blocks, want %d", s, q.n, len(q.blocks), want)
+		}
+		for _, b := range q.blocks {
+			if b < 0 || int(b) >= len(holders) {
+				return fmt.Errorf("sequence %d holds out-of-range block %d", s, b)
+			}
+			holders[b]++
+		}
+	}
+	if free := len(m.seqs) - live; len(m.freeIDs) != free {
+		return fmt.Errorf("%d sequence slots are free, the free ID list has %d", free, len(m.freeIDs))
+	}
+	for _, s := range m.freeIDs {
+		if m.seqs[s].live {
+			return fmt.Errorf("live sequence %d is on the free ID list", s)
+		}
+	}
+	for _, c := range m.copies {
+		if c.Src == c.Dst {
+			return fmt.Errorf("pending copy of block %d onto itself", c.Src)
+		}
+		holders[c.Src]++
+		holders[c.Dst]++
+	}
+
+	// Locks the sequences need, per node, propagated to the root.
+	need := map[*Node]int32{}
+	for s := range m.seqs {
+		q := &m.seqs[s]
+		if !q.live || q.node == nil {
+			continue
+		}
+		n := q.node
+		for n.parent != nil {
+			need[n]++
+			n = n.parent
+		}
+		if m.radix.roots[n.key] != n {
+			return fmt.Errorf("sequence %d locks radix node %d, which is not in the tree", s, q.node.id)
+		}
+	}
+	treeBlocks := 0
+	var err error
+	for key, root := range m.radix.roots {
+		if root.parent != nil || root.key != key || len(root.blocks) != 0 || root.depth != 0 {
+			return fmt.Errorf("radix root for key %q is malformed", key)
+		}
+		if len(root.children) == 0 {
+			return fmt.Errorf("radix tree for key %q is empty but kept", key)
+		}
+		root.walk(func(n *Node) {
+			if err != nil {
+				return
+			}
+			var children int32
+			for k, c := range n.children {
+				for s := c; s != nil; s = s.next {
+					switch {
+					case s.parent != n:
+						err = fmt.Errorf("radix node %d sits under node %d but names %v as parent", s.id, n.id, s.parent)
+					case len(s.blocks) == 0 || len(s.tokens) != len(s.blocks)*bs:
+						err = fmt.Errorf("radix node %d has %d tokens for %d blocks of %d", s.id, len(s.tokens), len(s.blocks), bs)
+					case blockKey(s.tokens[:bs]) != k:
+						err = fmt.Errorf("radix node %d is filed under the wrong key", s.id)
+					case s.depth != n.depth+len(s.tokens):
+						err = fmt.Errorf("radix node %d has depth %d, parent %d + edge %d", s.id, s.depth, n.depth, len(s.tokens))
+					}
+					for o := s.next; o != nil && err == nil; o = o.next {
+						if slices.Equal(o.tokens[:bs], s.tokens[:bs]) {
+							err = fmt.Errorf("radix nodes %d and %d start with the same block", s.id, o.id)
+						}
+					}
+					children += s.lock
+				}
+			}
+			if n.parent == nil || err != nil {
+				return
+			}
+			if n.lock < children || n.lock < need[n] {
+				err = fmt.Errorf("radix node %d has lock count %d; its children hold %d, sequences need %d", n.id, n.lock, children, need[n])
+				return
+			}
+			for _, b := range n.blocks {
+				if b < 0 || int(b) >= len(holders) || inTree[b] {
+					err = fmt.Errorf("radix node %d holds block %d, out of range or held twice by the tree", n.id, b)
+					return
+				}
+				inTree[b] = true
+				holders[b]++
+				treeBlocks++
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if treeBlocks != m.radix.nBlocks {
+		return fmt.Errorf("radix tree holds %d blocks, its count says %d", treeBlocks, m.radix.nBlocks)
+	}
+	for b, h := range holders {
+		if r := m.pool.refs[b]; r != h {
+			return fmt.Errorf("block %d has ref count %d but %d holders (tables, tree, pending copies)", b, r, h)
+		}
+	}
+	return nil
+}
