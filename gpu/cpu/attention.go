@@ -55,12 +55,23 @@ func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *
 	}
 
 	heads := cq.cols / d
+	group := heads / spec.KVHeads
+	// The units are (row, K/V head, run of hs of its query heads), rows
+	// outermost: a unit reads up to maxCtx positions of K and V once for
+	// all of its query heads. hs is as large as keeps every thread busy
+	// (a decode step has few rows); it changes no result, only the work
+	// each unit does.
+	hs := 1
+	for _, c := range []int{4, 2} {
+		if group%c == 0 && cq.rows*heads/c >= 2*b.Threads() {
+			hs = c
+			break
+		}
+	}
 	t := &b.attention
 	*t = attentionTask{dst: b.act(dst), q: b.f32(q), c: cc, layer: layer, seqs: batch.Seqs, rowSeq: rowSeq,
-		heads: heads, group: heads / spec.KVHeads, scale: scale}
-	// The units are (row, head) pairs, heads innermost; a unit reads up to
-	// maxCtx positions of K and V.
-	b.pool.run(t, cq.rows*heads, 2*d*maxCtx)
+		heads: heads, group: group, hs: hs, perKV: group / hs, scale: scale}
+	b.pool.run(t, cq.rows*heads/hs, 2*d*maxCtx*hs)
 	*t = attentionTask{}
 }
 
@@ -72,74 +83,88 @@ type attentionTask struct {
 	rowSeq []int32 // the sequence of each row of q, -1 for none
 	heads  int     // query heads
 	group  int     // query heads per K/V head
+	hs     int     // query heads per unit, a divisor of group
+	perKV  int     // units per K/V head: group / hs
 	scale  float32
 }
 
 func (t *attentionTask) run(w *worker, lo, hi int) {
 	spec := t.c.spec
 	d, bs := spec.HeadDim, spec.BlockSize
-	kvStride := spec.KVHeads * d // elements per slot
+	perRow := spec.KVHeads * t.perKV
+	f16 := t.c.k16 != nil
+	var kl, vl []float32
+	var kl16, vl16 []uint16
+	if f16 {
+		kl16, vl16 = t.c.k16[t.layer], t.c.v16[t.layer]
+	} else {
+		kl, vl = t.c.k32[t.layer], t.c.v32[t.layer]
+	}
 	for u := lo; u < hi; u++ {
-		row, h := u/t.heads, u%t.heads
+		row := u / perRow
 		if t.rowSeq[row] < 0 {
 			continue
 		}
+		kvh, part := u%perRow/t.perKV, u%perRow%t.perKV
+		h0 := kvh*t.group + part*t.hs
+		nh := t.hs // query heads h0 … h0+nh-1
 		s := &t.seqs[t.rowSeq[row]]
 		n := s.Pos + (row - s.Start) + 1 // positions attended to
-		at := (row*t.heads + h) * d
-		q, out := t.q[at:at+d], t.dst[at:at+d]
-		kvOff := h / t.group * d // the K/V head's offset within a slot
+		at := (row*t.heads + h0) * d
+		q, out := t.q[at:at+nh*d], t.dst[at:at+nh*d]
 
-		// scores[p] = scale · q · K[p], over the block table.
-		scores := grow(&w.scores, n)
+		// scores[j·n + p] = scale · q_j · K[p], over the block table; an F16
+		// K row is decoded once for the unit's heads.
+		scores := grow(&w.scores, nh*n)
+		kbuf := grow(&w.row, d)
 		for p0 := 0; p0 < n; p0 += bs {
-			base := int(s.Blocks[p0/bs]) * bs * kvStride
-			m := min(bs, n-p0)
-			for j := range m {
-				k := base + j*kvStride + kvOff
-				if t.c.k16 != nil {
-					scores[p0+j] = dotF16(q, t.c.k16[t.layer][k:k+d]) * t.scale
+			base := t.c.offset(int(s.Blocks[p0/bs])*bs, kvh) // a run of bs·d
+			for p := p0; p < min(p0+bs, n); p++ {
+				at := base + (p-p0)*d
+				var k []float32
+				if f16 {
+					k = kbuf
+					f16ToF32(kl16[at:at+d], k)
 				} else {
-					scores[p0+j] = dot(q, t.c.k32[t.layer][k:k+d]) * t.scale
+					k = kl[at : at+d]
+				}
+				for j := range nh {
+					scores[j*n+p] = dot(q[j*d:(j+1)*d], k) * t.scale
 				}
 			}
 		}
-		softmax(scores)
+		for j := range nh {
+			softmax(scores[j*n : (j+1)*n])
+		}
 
-		// out = Σ_p scores[p] · V[p].
+		// out_j = Σ_p scores[j·n + p] · V[p].
 		clear(out)
 		for p0 := 0; p0 < n; p0 += bs {
-			base := int(s.Blocks[p0/bs]) * bs * kvStride
-			m := min(bs, n-p0)
-			for j := range m {
-				v := base + j*kvStride + kvOff
-				if t.c.v16 != nil {
-					axpyF16(out, scores[p0+j], t.c.v16[t.layer][v:v+d])
+			base := t.c.offset(int(s.Blocks[p0/bs])*bs, kvh) // a run of bs·d
+			for p := p0; p < min(p0+bs, n); p++ {
+				at := base + (p-p0)*d
+				var v []float32
+				if f16 {
+					v = kbuf
+					f16ToF32(vl16[at:at+d], v)
 				} else {
-					axpy(out, scores[p0+j], t.c.v32[t.layer][v:v+d])
+					v = vl[at : at+d]
+				}
+				for j := range nh {
+					axpy(out[j*d:(j+1)*d], scores[j*n+p], v)
 				}
 			}
 		}
 	}
 }
 
-// dotF16 returns a · b with b in halves (len(b) ≥ len(a)).
-func dotF16(a []float32, b []uint16) float32 {
+// f16ToF32 decodes the halves of src into out (len(src) ≥ len(out)).
+func f16ToF32(src []uint16, out []float32) {
 	tab := f16Table
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		a4, b4 := a[i:i+4:i+4], b[i:i+4:i+4]
-		s0 += a4[0] * tab[b4[0]]
-		s1 += a4[1] * tab[b4[1]]
-		s2 += a4[2] * tab[b4[2]]
-		s3 += a4[3] * tab[b4[3]]
+	src = src[:len(out)]
+	for i, h := range src {
+		out[i] = tab[h]
 	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * tab[b[i]]
-	}
-	return (s0 + s1) + (s2 + s3)
 }
 
 // axpy adds a · x to y (len(x) ≥ len(y)).
@@ -147,14 +172,5 @@ func axpy(y []float32, a float32, x []float32) {
 	x = x[:len(y)]
 	for i := range y {
 		y[i] += a * x[i]
-	}
-}
-
-// axpyF16 adds a · x to y, x in halves (len(x) ≥ len(y)).
-func axpyF16(y []float32, a float32, x []uint16) {
-	tab := f16Table
-	x = x[:len(y)]
-	for i := range y {
-		y[i] += a * tab[x[i]]
 	}
 }

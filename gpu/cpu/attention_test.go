@@ -245,9 +245,9 @@ func TestWriteKVRounding(t *testing.T) {
 	b.WriteKV(c, 0, k, v, []int32{6, 1})
 	cc := c.(*KVCache)
 	for i, x := range vals {
-		slot := []int{6, 1}[i/8]
-		got := cc.k16[0][slot*8+i%8]
-		if want := gguf.F32ToF16(x); got != want || cc.v16[0][slot*8+i%8] != want {
+		at := cc.offset([]int{6, 1}[i/8], 0) + i%8
+		got := cc.k16[0][at]
+		if want := gguf.F32ToF16(x); got != want || cc.v16[0][at] != want {
 			t.Errorf("WriteKV of %v stored %#04x, want %#04x", x, got, want)
 		}
 	}
@@ -279,16 +279,19 @@ func TestCopyBlocks(t *testing.T) {
 		from := []int{2, 1, 2, 0, 0} // the original block each block now holds
 		cc := c.(*KVCache)
 		per := spec.BlockSize * w
+		hd := spec.HeadDim
 		for l := range spec.Layers {
 			for blk, src := range from {
 				for j := range per {
+					// Element j of block blk: slot blk·BlockSize + j/w, head j%w/hd.
+					at := cc.offset(blk*spec.BlockSize+j/w, j%w/hd) + j%hd
 					wk, wv := ks[l][src*per+j], vs[l][src*per+j]
 					var gk, gv float32
 					if typ == gguf.TypeF16 {
-						gk, gv = gguf.F16ToF32(cc.k16[l][blk*per+j]), gguf.F16ToF32(cc.v16[l][blk*per+j])
+						gk, gv = gguf.F16ToF32(cc.k16[l][at]), gguf.F16ToF32(cc.v16[l][at])
 						wk, wv = gguf.F16ToF32(gguf.F32ToF16(wk)), gguf.F16ToF32(gguf.F32ToF16(wv))
 					} else {
-						gk, gv = cc.k32[l][blk*per+j], cc.v32[l][blk*per+j]
+						gk, gv = cc.k32[l][at], cc.v32[l][at]
 					}
 					if gk != wk || gv != wv {
 						t.Fatalf("%v layer %d block %d element %d: K/V %v/%v, want block %d's %v/%v", typ, l, blk, j, gk, gv, src, wk, wv)
@@ -315,5 +318,37 @@ func TestNewKVCacheErrors(t *testing.T) {
 	}
 	if _, err := b.NewTensor(1<<40, 1<<30); !errors.Is(err, gpu.ErrOutOfMemory) {
 		t.Errorf("huge NewTensor: err = %v, want ErrOutOfMemory", err)
+	}
+}
+
+// The thread count changes how the work is split, never a result.
+func TestThreadCountInvariance(t *testing.T) {
+	one, many := New(1), New(16) // 16 threads split GQA groups that 1 keeps whole
+	defer one.Close()
+	defer many.Close()
+	seqs := []seqShape{{0, 3}, {40, 1}, {17, 6}}
+	for _, group := range []int{1, 2, 4, 8} {
+		a := newAttnCase(t, one, rand.New(rand.NewPCG(31, 32)), gguf.TypeF16, 8, 2, group, 16, seqs, false)
+		b := newAttnCase(t, many, rand.New(rand.NewPCG(31, 32)), gguf.TypeF16, 8, 2, group, 16, seqs, false)
+		got, want := download(many, b.output), download(one, a.output)
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("Attention, group %d: element %d is %v on 16 threads, %v on 1", group, i, got[i], want[i])
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(33, 34))
+	data, _ := quantWeight(t, r, gguf.TypeQ4_K, 37, 512)
+	xf := randFloats(r, 3*512, 1)
+	var outs [2][]float32
+	for i, be := range []*Backend{one, many} {
+		dst := newAct(t, be, 3, 37, nil)
+		be.MatMul(dst, newAct(t, be, 3, 512, xf), newWeight(t, be, gguf.TypeQ4_K, 37, 512, data))
+		outs[i] = download(be, dst)
+	}
+	for i := range outs[0] {
+		if outs[0][i] != outs[1][i] {
+			t.Fatalf("MatMul: element %d is %v on 16 threads, %v on 1", i, outs[1][i], outs[0][i])
+		}
 	}
 }

@@ -11,15 +11,23 @@ import (
 )
 
 // KVCache is the CPU's paged K/V pool. Each layer's K and V are one flat
-// slice of Blocks·BlockSize slots; slot s holds KVHeads heads of HeadDim
-// elements, head h of slot s at [(s·KVHeads + h)·HeadDim, +HeadDim). Exactly
-// one of k16/v16 (F16) and k32/v32 (F32) is set, indexed by layer.
+// slice of Blocks blocks, head-major within a block: head h of the slot at
+// offset o of block B is at [((B·KVHeads + h)·BlockSize + o)·HeadDim,
+// +HeadDim), so that attention streams one head of a block as one run of
+// BlockSize·HeadDim elements. Exactly one of k16/v16 (F16) and k32/v32
+// (F32) is set, indexed by layer.
 type KVCache struct {
 	spec     gpu.KVSpec
 	k16, v16 [][]uint16
 	k32, v32 [][]float32
 	slots    int // Blocks · BlockSize
 	width    int // KVHeads · HeadDim: the elements of one slot
+}
+
+// offset is where head h of slot s starts in a layer's K or V.
+func (c *KVCache) offset(s, h int) int {
+	bs := c.spec.BlockSize
+	return ((s/bs*c.spec.KVHeads+h)*bs + s%bs) * c.spec.HeadDim
 }
 
 // Spec is the pool's shape.
@@ -106,19 +114,22 @@ type writeKVTask struct {
 }
 
 func (t *writeKVTask) run(_ *worker, lo, hi int) {
-	w := t.c.width
+	w, d, bs := t.c.width, t.c.spec.HeadDim, t.c.spec.BlockSize
 	for i := lo; i < hi; i++ {
-		k, v := t.k[i*w:(i+1)*w], t.v[i*w:(i+1)*w]
-		at := int(t.slots[i]) * w
-		if t.c.k16 != nil {
-			kd, vd := t.c.k16[t.layer][at:at+w], t.c.v16[t.layer][at:at+w]
-			for j := range w {
-				kd[j] = gguf.F32ToF16(k[j])
-				vd[j] = gguf.F32ToF16(v[j])
+		at := t.c.offset(int(t.slots[i]), 0) // head h is h·BlockSize·HeadDim further
+		for h := 0; h < w; h += d {
+			k, v := t.k[i*w+h:i*w+h+d], t.v[i*w+h:i*w+h+d]
+			if t.c.k16 != nil {
+				kd, vd := t.c.k16[t.layer][at:at+d], t.c.v16[t.layer][at:at+d]
+				for j := range d {
+					kd[j] = gguf.F32ToF16(k[j])
+					vd[j] = gguf.F32ToF16(v[j])
+				}
+			} else {
+				copy(t.c.k32[t.layer][at:at+d], k)
+				copy(t.c.v32[t.layer][at:at+d], v)
 			}
-		} else {
-			copy(t.c.k32[t.layer][at:at+w], k)
-			copy(t.c.v32[t.layer][at:at+w], v)
+			at += bs * d
 		}
 	}
 }
