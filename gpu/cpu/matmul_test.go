@@ -124,6 +124,35 @@ func TestWeightDoesNotCopy(t *testing.T) {
 	}
 }
 
+// An F32 weight whose bytes are not 4-aligned is decoded row by row.
+func TestUnalignedF32Weight(t *testing.T) {
+	b := newTestBackend(t)
+	r := rand.New(rand.NewPCG(35, 36))
+	wf := randFloats(r, 3*5, 1)
+	data := make([]byte, 4*len(wf)+1)[1:]
+	if err := gguf.Quantize(gguf.TypeF32, wf, data); err != nil {
+		t.Fatal(err)
+	}
+	w := newWeight(t, b, gguf.TypeF32, 3, 5, data)
+	xf := randFloats(r, 2*5, 1)
+	dst := newAct(t, b, 2, 3, nil)
+	b.MatMul(dst, newAct(t, b, 2, 5, xf), w)
+	want := make([]float64, 6)
+	for i := range 2 {
+		for o := range 3 {
+			for j := range 5 {
+				want[i*3+o] += float64(xf[i*5+j]) * float64(wf[o*5+j])
+			}
+		}
+	}
+	checkErr(t, "MatMul, unaligned F32", download(b, dst), want, matmulTol)
+	e := newAct(t, b, 1, 5, nil)
+	b.Embed(e, w, []int32{2})
+	if got := download(b, e); got[4] != wf[14] {
+		t.Errorf("Embed, unaligned F32: %v, want row %v", got, wf[10:])
+	}
+}
+
 func TestWeightErrors(t *testing.T) {
 	b := newTestBackend(t)
 	if _, err := b.Weight("iq", gguf.TypeIQ2_XXS, 1, 256, make([]byte, 66)); !errors.Is(err, gpu.ErrUnsupported) {
@@ -168,13 +197,23 @@ func TestNoAllocs(t *testing.T) {
 	dst := newAct(t, b, n, m, nil)
 	norm := f32Weight(t, b, 1, k, randFloats(r, k, 1))
 	ids := []int32{1, 2, 3, 4, 5, 6, 7, 8}
+	copies := []gpu.BlockCopy{{Src: 1, Dst: 2}, {Src: 0, Dst: 1}}
+	rope := gpu.Rope{HeadDim: 64, Dims: 64, Base: 10000, Scale: 1}
+	cache, err := b.NewKVCache(gpu.KVSpec{Layers: 2, Blocks: 3, BlockSize: 4, KVHeads: 4, HeadDim: k / 4, Type: gguf.TypeF16})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ops := map[string]func(){
-		"MatMul":  func() { b.MatMul(dst, x, w) },
-		"Embed":   func() { b.Embed(x, w, ids) },
-		"RMSNorm": func() { b.RMSNorm(x, x, norm, 1e-5) },
-		"Add":     func() { b.Add(x, x, norm) },
-		"SiLUMul": func() { b.SiLUMul(x, x, x) },
-		"Softmax": func() { b.Softmax(dst) },
+		"MatMul":     func() { b.MatMul(dst, x, w) },
+		"Embed":      func() { b.Embed(x, w, ids) },
+		"RMSNorm":    func() { b.RMSNorm(x, x, norm, 1e-5) },
+		"Add":        func() { b.Add(x, x, norm) },
+		"SiLUMul":    func() { b.SiLUMul(x, x, x) },
+		"Softmax":    func() { b.Softmax(dst) },
+		"Gather":     func() { b.Gather(b.Slice(x, 2), x, ids[:2]) },
+		"Rope":       func() { b.Rope(x, ids, &rope) },
+		"WriteKV":    func() { b.WriteKV(cache, 1, x, x, ids) },
+		"CopyBlocks": func() { b.CopyBlocks(cache, copies) },
 	}
 	for name, op := range ops {
 		op() // warm-up: the scratch grows
