@@ -46,8 +46,9 @@ type Manager struct {
 	copies []Copy
 	// version changes with every change a Plan depends on (tables, refs,
 	// pending copies); Commit refuses a plan made before the last change.
-	version uint64
-	planIDs uint64 // the last Plan id handed out
+	version    uint64
+	planIDs    uint64 // the last Plan id handed out
+	appendPlan Plan   // Append's, kept for its memory
 }
 
 type seqState struct {

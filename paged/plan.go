@@ -125,11 +125,12 @@ func (m *Manager) Commit(p *Plan) {
 // Append adds n tokens to sequence s at once: Reserve and Commit of a plan
 // of its own.
 func (m *Manager) Append(s SeqID, n int) error {
-	var p Plan
-	if err := m.Reserve(&p, s, n); err != nil {
+	p := &m.appendPlan
+	*p = Plan{steps: p.steps[:0], cowSrc: p.cowSrc[:0]}
+	if err := m.Reserve(p, s, n); err != nil {
 		return err
 	}
-	m.Commit(&p)
+	m.Commit(p)
 	return nil
 }
 

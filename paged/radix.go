@@ -195,15 +195,8 @@ func (r *RadixCache) Evict(nBlocks int) int {
 	freed := 0
 	for freed < nBlocks && len(h) > 0 {
 		n := heap.Pop(&h).(*Node)
-		for i := len(n.blocks) - 1; i >= 0; i-- { // tail first, as Manager.Free
-			if r.m.pool.Release(n.blocks[i]) {
-				freed++
-			}
-		}
-		r.nBlocks -= len(n.blocks)
 		p := n.parent
-		p.removeChild(n, r.m.pool.blockSize)
-		n.parent = nil
+		freed += r.drop(n)
 		switch {
 		case p.parent == nil && len(p.children) == 0:
 			delete(r.roots, p.key)
@@ -213,6 +206,22 @@ func (r *RadixCache) Evict(nBlocks int) int {
 	}
 	r.m.version++
 	r.m.checkInvariants()
+	return freed
+}
+
+// drop removes the leaf n from the tree and releases the tree's refs on
+// its blocks, tail first as Manager.Free does. It returns the number of
+// blocks that went back to the pool.
+func (r *RadixCache) drop(n *Node) int {
+	freed := 0
+	for i := len(n.blocks) - 1; i >= 0; i-- {
+		if r.m.pool.Release(n.blocks[i]) {
+			freed++
+		}
+	}
+	r.nBlocks -= len(n.blocks)
+	n.parent.removeChild(n, r.m.pool.blockSize)
+	n.parent = nil
 	return freed
 }
 
