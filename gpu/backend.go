@@ -22,7 +22,8 @@ type Tensor interface {
 // (a device backend may queue them on one stream; Download waits). Every op
 // writes dst, which must not alias an input unless the op says so, and
 // panics on shapes that do not agree: those are programming errors of the
-// caller, never user input. Activations are F32.
+// caller, never user input. Activations are F32. A backend is used by one
+// goroutine at a time (the engine's); it is not safe for concurrent calls.
 type Backend interface {
 	// Name identifies the backend in logs: "cpu", "cuda:0".
 	Name() string
@@ -109,6 +110,8 @@ func (s KVSpec) Check() error {
 		return fmt.Errorf("%w: KV cache type %v (use f16 or f32)", ErrUnsupported, s.Type)
 	case s.Layers <= 0 || s.Blocks <= 0 || s.BlockSize <= 0 || s.KVHeads <= 0 || s.HeadDim <= 0:
 		return fmt.Errorf("gpu: KV cache shape %+v has a dimension ≤ 0", s)
+	case s.Layers > 1<<16 || s.BlockSize > 1<<16 || s.KVHeads*s.HeadDim > 1<<20 || s.Blocks > 1<<31/s.BlockSize:
+		return fmt.Errorf("%w: KV cache shape %+v is too large", ErrOutOfMemory, s)
 	}
 	return nil
 }
@@ -201,7 +204,7 @@ type Rope struct {
 	HeadDim int     // elements per head
 	Dims    int     // leading elements of each head that rotate (≤ HeadDim, even)
 	Base    float32 // rope.freq_base
-	Scale   float32 // frequency scale: 1, or 1/factor for linear scaling
+	Scale   float32 // frequency scale: 1, or 1/factor for linear scaling (0 is invalid)
 	// Neox pairs element j with j+Dims/2 (GPT-NeoX, qwen2, qwen3); otherwise
 	// 2j with 2j+1 (llama).
 	Neox bool
