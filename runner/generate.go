@@ -3,122 +3,62 @@ package runner
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"folio/gpu"
-	"folio/models/tokenizer"
 )
 
 // GenerateOptions are the options of one in-process generation.
 type GenerateOptions struct {
 	Sample     SampleOptions
 	NumPredict int // tokens to generate at most; ≤ 0: until an end token or the context is full
+	Stop       []string
 }
 
-// Stats describe a finished generation, with Ollama's meanings.
-type Stats struct {
-	PromptTokens   int
-	PromptDuration time.Duration
-	EvalTokens     int
-	EvalDuration   time.Duration
-	DoneReason     string // "stop": an end-of-generation token; "length": num_predict or the context
-}
-
-// Generate continues prompt (token ids; empty means BOS alone) with one
-// sequence and calls emit with each piece of complete UTF-8 text as it is
-// generated. It is the single-sequence path of `folio run`: the K/V blocks
-// of the sequence are the pool's first ones, in order. The engine (many
-// sequences, shared prefixes) replaces it.
+// Generate continues prompt (token ids; empty means BOS alone) and calls
+// emit with each piece of complete text as it is generated: one request on
+// an engine of its own, for `folio run`.
 func (m *Model) Generate(ctx context.Context, prompt []int32, opt GenerateOptions, emit func(text string) error) (Stats, error) {
-	var st Stats
-	if err := opt.Sample.Check(); err != nil {
-		return st, err
+	e, err := NewEngine(m, EngineOptions{})
+	if err != nil {
+		return Stats{}, err
 	}
-	vocab := m.Tok.Vocab()
-	if len(prompt) == 0 {
-		if vocab.BOS == tokenizer.NoToken {
-			return st, fmt.Errorf("runner: empty prompt and the model has no BOS token to start from")
-		}
-		prompt = []int32{vocab.BOS}
+	defer e.Close()
+	st, err := e.Submit(ctx, Request{Prompt: prompt, Sample: opt.Sample, NumPredict: opt.NumPredict, Stop: opt.Stop})
+	if err != nil {
+		return Stats{}, err
 	}
-	spec := m.KV.Spec()
-	capacity := spec.Blocks * spec.BlockSize
-	if len(prompt) >= capacity {
-		return st, fmt.Errorf("runner: the prompt has %d tokens and the context holds %d: shorten it or raise num_ctx", len(prompt), capacity)
-	}
-	table := firstBlocks(spec.Blocks)
-	tokens := append(make([]int32, 0, capacity), prompt...)
-	sampler := NewSampler(opt.Sample)
-	detok := m.Tok.NewDetokenizer(tokenizer.DecodeOptions{})
-	for _, id := range prompt { // the generated text continues the prompt's
-		detok.Add(id)
-	}
-	logits := make([]float32, m.Arch.Vocab)
-
-	// forward runs tokens[from:] and leaves the last row's logits in logits.
-	forward := func(from int) error {
-		for from < len(tokens) {
-			n := min(len(tokens)-from, m.Opt.NumBatch)
-			b := &gpu.Batch{BlockSize: spec.BlockSize, Seqs: []gpu.Seq{{Start: 0, Len: n, Pos: from, Blocks: table}}}
-			out, err := m.Arch.Forward(m.KV, b, tokens[from:from+n], []int32{int32(n - 1)})
-			if err != nil {
-				return err
-			}
-			from += n
-			if from == len(tokens) {
-				m.Arch.Backend().Download(logits, out)
-			}
-		}
-		return nil
-	}
-
-	start := time.Now()
-	if err := forward(0); err != nil {
-		return st, err
-	}
-	st.PromptTokens, st.PromptDuration = len(prompt), time.Since(start)
-	start = time.Now()
+	defer st.Cancel()
 	for {
-		if err := ctx.Err(); err != nil {
-			return st, err
+		ev, ok := st.Recv(ctx)
+		if !ok {
+			return Stats{}, ctx.Err()
 		}
-		next := sampler.Sample(logits, tokens)
-		if vocab.IsEOG(next) {
-			st.DoneReason = "stop"
-			break
-		}
-		tokens = append(tokens, next)
-		st.EvalTokens++
-		if text := detok.Add(next); text != "" {
-			if err := emit(text); err != nil {
-				return st, err
+		if ev.Text != "" {
+			if err := emit(ev.Text); err != nil {
+				return Stats{}, err
 			}
 		}
-		if (opt.NumPredict > 0 && st.EvalTokens >= opt.NumPredict) || len(tokens) >= capacity {
-			st.DoneReason = "length"
-			break
-		}
-		if err := forward(len(tokens) - 1); err != nil {
-			return st, err
-		}
-	}
-	st.EvalDuration = time.Since(start)
-	if text := detok.Flush(); text != "" {
-		if err := emit(text); err != nil {
-			return st, err
+		if ev.Done {
+			if ev.Err != nil {
+				return Stats{}, ev.Err
+			}
+			return *ev.Stats, nil
 		}
 	}
-	return st, nil
 }
 
 // Logits runs ids as one sequence over the pool's first blocks and returns
-// the last position's logits over the vocabulary.
+// the last position's logits over the vocabulary. It uses the K/V cache
+// directly: not while an engine runs on the model.
 func (m *Model) Logits(ids []int32) ([]float32, error) {
 	spec := m.KV.Spec()
 	if len(ids) == 0 || len(ids) > spec.Blocks*spec.BlockSize {
 		return nil, fmt.Errorf("runner: %d tokens: the context holds 1 to %d; raise num_ctx", len(ids), spec.Blocks*spec.BlockSize)
 	}
-	table := firstBlocks(spec.Blocks)
+	table := make([]int32, spec.Blocks)
+	for i := range table {
+		table[i] = int32(i)
+	}
 	var out gpu.Tensor
 	for from := 0; from < len(ids); {
 		n := min(len(ids)-from, m.Opt.NumBatch)
@@ -132,13 +72,4 @@ func (m *Model) Logits(ids []int32) ([]float32, error) {
 	logits := make([]float32, m.Arch.Vocab)
 	m.Arch.Backend().Download(logits, out)
 	return logits, nil
-}
-
-// firstBlocks is the block table 0, 1, …, n-1.
-func firstBlocks(n int) []int32 {
-	table := make([]int32, n)
-	for i := range table {
-		table[i] = int32(i)
-	}
-	return table
 }

@@ -20,6 +20,8 @@ type LoadOptions struct {
 	NumBatch  int    // tokens per forward pass; default 512
 	BlockSize int    // tokens per K/V block; default 16
 	KVType    string // "f16" (default) or "f32"
+	MaxSeqs   int    // sequences computed at once; default 64 (at most num_batch)
+	KVMemory  int64  // bytes of the K/V cache; default room for 4 × num_ctx tokens
 	Threads   int    // CPU threads; default all
 }
 
@@ -39,6 +41,10 @@ func (o *LoadOptions) defaults(modelCtx int) {
 	if o.KVType == "" {
 		o.KVType = "f16"
 	}
+	if o.MaxSeqs <= 0 {
+		o.MaxSeqs = 64
+	}
+	o.MaxSeqs = min(o.MaxSeqs, o.NumBatch)
 }
 
 // Model is a loaded model: file, weights on a backend, tokenizer and K/V
@@ -90,10 +96,18 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	blocks := (opt.NumCtx + opt.BlockSize - 1) / opt.BlockSize
-	spec := gpu.KVSpec{Layers: cfg.Layers, Blocks: blocks, BlockSize: opt.BlockSize,
+	spec := gpu.KVSpec{Layers: cfg.Layers, BlockSize: opt.BlockSize,
 		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Type: kvType}
-	aopt := arch.Options{MaxRows: opt.NumBatch, MaxOut: 1}
+	if opt.KVMemory > 0 {
+		spec.Blocks = int(opt.KVMemory / (spec.BytesPerToken() * int64(opt.BlockSize)))
+		if spec.Blocks*opt.BlockSize < opt.NumCtx {
+			return nil, fmt.Errorf("%w: a K/V cache of %d bytes holds %d tokens, less than num_ctx %d: raise FOLIO_KV_MEMORY or lower num_ctx",
+				ErrNoMemory, opt.KVMemory, spec.Blocks*opt.BlockSize, opt.NumCtx)
+		}
+	} else {
+		spec.Blocks = ceilDiv(4*opt.NumCtx, opt.BlockSize)
+	}
+	aopt := arch.Options{MaxRows: opt.NumBatch, MaxOut: opt.MaxSeqs}
 	need := MemoryNeed{KV: spec.Bytes(), Scratch: arch.ScratchBytes(cfg, aopt)}
 	for _, t := range f.Tensors {
 		need.Weights += t.Bytes

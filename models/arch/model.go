@@ -134,14 +134,15 @@ func (m *Model) Backend() gpu.Backend { return m.be }
 
 // Forward runs one ragged batch: tokens[i] is row i of b. It writes every
 // row's K/V into kv and returns the logits of the rows listed in out, as
-// a [len(out), Vocab] tensor valid until the next Forward.
+// a [len(out), Vocab] tensor valid until the next Forward (nil when out is
+// empty: a prefill chunk that samples nothing).
 func (m *Model) Forward(kv gpu.KVCache, b *gpu.Batch, tokens, out []int32) (gpu.Tensor, error) {
 	n := len(tokens)
 	switch {
 	case n == 0 || n > m.maxRows:
 		return nil, fmt.Errorf("arch: forward of %d tokens (this model's batch holds 1 to %d)", n, m.maxRows)
-	case len(out) == 0 || len(out) > m.maxOut:
-		return nil, fmt.Errorf("arch: %d logit rows asked (1 to %d)", len(out), m.maxOut)
+	case len(out) > m.maxOut:
+		return nil, fmt.Errorf("arch: %d logit rows asked (at most %d)", len(out), m.maxOut)
 	case b.Rows() != n:
 		return nil, fmt.Errorf("arch: batch covers %d rows for %d tokens", b.Rows(), n)
 	}
@@ -168,12 +169,17 @@ func (m *Model) Forward(kv gpu.KVCache, b *gpu.Batch, tokens, out []int32) (gpu.
 		q: be.Slice(m.buf.q, n), att: be.Slice(m.buf.att, n),
 		k: be.Slice(m.buf.k, n), v: be.Slice(m.buf.v, n),
 		hb: be.Slice(m.buf.hb, n), hb2: be.Slice(m.buf.hb2, n),
-		sel: be.Slice(m.buf.sel, len(out)), logits: be.Slice(m.buf.logits, len(out)),
+	}
+	if len(out) > 0 {
+		s.sel, s.logits = be.Slice(m.buf.sel, len(out)), be.Slice(m.buf.logits, len(out))
 	}
 	be.Embed(s.x, m.tokEmbd, tokens) // x [n, Dim]
 	for i, blk := range m.blocks {
 		s.layer = i
 		blk.forward(m, s)
+	}
+	if len(out) == 0 {
+		return nil, nil
 	}
 	be.Gather(s.sel, s.x, out)                 // sel [len(out), Dim]
 	be.RMSNorm(s.sel, s.sel, m.outNorm, m.Eps) // final norm

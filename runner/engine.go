@@ -1,0 +1,249 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"folio/gpu"
+	"folio/paged"
+)
+
+var (
+	// ErrClosed is returned by Submit after Close, and ends the streams of
+	// requests still running when the engine closes.
+	ErrClosed = errors.New("runner: engine closed")
+	// ErrBusy is returned by Submit when the queue is full.
+	ErrBusy = errors.New("runner: too many requests waiting")
+)
+
+// EngineOptions tune the scheduler. The zero value gives the defaults.
+type EngineOptions struct {
+	NumBatch      int  // tokens per step, shared by prefill chunks and decode tokens; default the model's num_batch
+	MaxSeqs       int  // sequences running at once; default (and at most) the model's MaxSeqs
+	NumCtx        int  // a request's context when it sets none; default the model's num_ctx
+	MaxQueue      int  // requests waiting for admission at most; 0: no limit
+	NoPrefixCache bool // compute every prompt in full (for comparisons)
+	// Watermark is the fraction of the pool kept free when admitting a
+	// new request, so that running sequences can grow; default 0.01.
+	Watermark float64
+}
+
+// Engine serves many requests at once on one model: continuous batching
+// over the paged K/V cache, chunked prefill, preemption by recomputation,
+// prefix reuse through the radix cache, and parallel sampling by forks.
+//
+// One goroutine (loop) owns the model, the paged.Manager and every
+// sequence; the rest of the program talks to it through Submit and the
+// request's Stream. Fields below "loop-owned" are touched by no other
+// goroutine.
+type Engine struct {
+	m     *Model
+	opt   EngineOptions
+	in    chan *request
+	calls chan func() // run on the loop goroutine (inspection, cache control)
+	quit  chan struct{}
+	done  chan struct{}
+	queue atomic.Int64 // requests submitted and not yet admitted or ended
+	peak  atomic.Int64 // the most blocks held at once (tables and cache)
+	used  atomic.Int64 // blocks held now
+	steps atomic.Int64
+
+	// loop-owned
+	pm      *paged.Manager
+	waiting []*sequence // preempted ones first, then by arrival
+	running []*sequence // by admission order
+	order   uint64      // last admission order handed out
+	logits  []float32   // [MaxSeqs, Vocab] host copy of a step's logits
+	plan    paged.Plan
+	// wantBlocks is how many blocks a prefill chunk lacked in the last
+	// plan: the prefix cache gives them up before the next one.
+	wantBlocks int
+	chunks     []chunk
+	copies     []paged.Copy
+	gcopies    []gpu.BlockCopy
+	tokens     []int32
+	outRows    []int32
+	batch      gpu.Batch
+}
+
+// chunk is one sequence's part of a step: n tokens from tokens[computed:].
+type chunk struct {
+	s      *sequence
+	n      int
+	sample bool // the chunk ends the sequence's tokens: sample from its last row
+}
+
+// NewEngine starts an engine on m, which it uses exclusively until Close.
+func NewEngine(m *Model, opt EngineOptions) (*Engine, error) {
+	spec := m.KV.Spec()
+	if opt.NumBatch <= 0 || opt.NumBatch > m.Opt.NumBatch {
+		opt.NumBatch = m.Opt.NumBatch
+	}
+	if opt.MaxSeqs <= 0 || opt.MaxSeqs > m.Opt.MaxSeqs {
+		opt.MaxSeqs = m.Opt.MaxSeqs
+	}
+	if opt.NumCtx <= 0 {
+		opt.NumCtx = m.Opt.NumCtx
+	}
+	opt.NumCtx = min(opt.NumCtx, spec.Blocks*spec.BlockSize)
+	if opt.Watermark <= 0 {
+		opt.Watermark = 0.01
+	}
+	pm, err := paged.New(paged.Config{Blocks: spec.Blocks, BlockSize: spec.BlockSize})
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{m: m, opt: opt, pm: pm, in: make(chan *request, 256), calls: make(chan func()),
+		quit: make(chan struct{}), done: make(chan struct{}),
+		logits: make([]float32, opt.MaxSeqs*m.Arch.Vocab)}
+	go e.loop()
+	return e, nil
+}
+
+// Model is the engine's model.
+func (e *Engine) Model() *Model { return e.m }
+
+// Submit queues a request and returns its stream. The request ends when
+// ctx does, or when the stream is cancelled.
+func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
+	spec := e.m.KV.Spec()
+	if len(req.Prompt) == 0 {
+		bos := e.m.Tok.Vocab().BOS
+		if bos < 0 {
+			return nil, fmt.Errorf("%w: empty prompt and the model has no BOS token to start from", ErrRequest)
+		}
+		req.Prompt = []int32{bos}
+	}
+	if err := req.check(e.opt.NumCtx, spec.Blocks*spec.BlockSize); err != nil {
+		return nil, err
+	}
+	for i, t := range req.Prompt {
+		if t < 0 || int(t) >= e.m.Arch.Vocab {
+			return nil, fmt.Errorf("%w: prompt token %d at %d is outside the vocabulary of %d", ErrRequest, t, i, e.m.Arch.Vocab)
+		}
+	}
+	if e.opt.MaxQueue > 0 && e.queue.Load() >= int64(e.opt.MaxQueue) {
+		return nil, fmt.Errorf("%w (%d queued): retry later or raise FOLIO_MAX_QUEUE", ErrBusy, e.queue.Load())
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	r := &request{Request: req, ctx: rctx, stream: newStream(cancel), arrived: time.Now(), extra: req.CacheKey, live: 1}
+	r.Prompt = append([]int32(nil), req.Prompt...)
+	e.queue.Add(1)
+	select {
+	case e.in <- r:
+		return r.stream, nil
+	case <-e.quit:
+		e.queue.Add(-1)
+		cancel()
+		return nil, ErrClosed
+	case <-ctx.Done():
+		e.queue.Add(-1)
+		cancel()
+		return nil, ctx.Err()
+	}
+}
+
+// Close stops the engine: requests still queued or running end with
+// ErrClosed. It does not close the model.
+func (e *Engine) Close() {
+	select {
+	case <-e.quit:
+	default:
+		close(e.quit)
+	}
+	<-e.done
+}
+
+// EngineStats is a snapshot of the engine's load.
+type EngineStats struct {
+	Blocks, UsedBlocks, PeakBlocks int
+	Queued                         int
+	Steps                          int64
+}
+
+// Stats returns the engine's figures so far.
+func (e *Engine) Stats() EngineStats {
+	return EngineStats{Blocks: e.m.KV.Spec().Blocks, UsedBlocks: int(e.used.Load()),
+		PeakBlocks: int(e.peak.Load()), Queued: int(e.queue.Load()), Steps: e.steps.Load()}
+}
+
+// do runs f on the loop goroutine, between steps, and waits for it.
+func (e *Engine) do(f func()) error {
+	done := make(chan struct{})
+	select {
+	case e.calls <- func() { f(); close(done) }:
+		<-done
+		return nil
+	case <-e.quit:
+		return ErrClosed
+	}
+}
+
+// DropPrefixCache evicts every cached prefix no sequence uses and returns
+// the number of blocks freed.
+func (e *Engine) DropPrefixCache() (freed int) {
+	e.do(func() { freed = e.pm.Radix().Evict(e.pm.NumBlocks()) })
+	return freed
+}
+
+// FreeBlocks is the number of blocks no sequence or cached prefix holds.
+func (e *Engine) FreeBlocks() (free int) {
+	e.do(func() { free = e.pm.FreeBlocks() })
+	return free
+}
+
+func (e *Engine) loop() {
+	defer close(e.done)
+	for {
+		if len(e.running) == 0 && len(e.waiting) == 0 {
+			select {
+			case r := <-e.in:
+				e.enqueue(r)
+			case f := <-e.calls:
+				f()
+			case <-e.quit:
+				e.shutdown()
+				return
+			}
+		}
+	drain:
+		for {
+			select {
+			case r := <-e.in:
+				e.enqueue(r)
+			case f := <-e.calls:
+				f()
+			case <-e.quit:
+				e.shutdown()
+				return
+			default:
+				break drain
+			}
+		}
+		e.step()
+	}
+}
+
+func (e *Engine) enqueue(r *request) {
+	s := &sequence{req: r, tokens: r.Prompt, nPrompt: len(r.Prompt), sampler: NewSampler(r.Sample),
+		detok: e.newDetok(r.Prompt)}
+	e.waiting = append(e.waiting, s)
+}
+
+func (e *Engine) shutdown() {
+	for _, s := range append(append([]*sequence{}, e.running...), e.waiting...) {
+		e.finish(s, "", ErrClosed)
+	}
+	for {
+		select {
+		case r := <-e.in:
+			e.enqueue(r)
+			e.finish(e.waiting[len(e.waiting)-1], "", ErrClosed)
+		default:
+			return
+		}
+	}
+}

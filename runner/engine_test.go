@@ -1,0 +1,341 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"folio/internal/fixtures"
+	"folio/models/gguf"
+	"folio/models/synth"
+)
+
+// tinyModel loads a small synthetic llama (256 wide, 2 layers, vocab 512)
+// with opt.
+func tinyModel(t testing.TB, opt LoadOptions) *Model {
+	t.Helper()
+	cfg, err := synth.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Type, cfg.Seed = gguf.TypeQ8_0, 5
+	sm, err := synth.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := sm.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Load(path, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func newEngine(t testing.TB, m *Model, opt EngineOptions) *Engine {
+	t.Helper()
+	e, err := NewEngine(m, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
+// result is what a client of one request saw.
+type result struct {
+	texts   []string  // per sample: the concatenated text
+	tokens  [][]int32 // per sample
+	reasons []string
+	stats   *Stats
+	err     error
+}
+
+func collect(t testing.TB, st *Stream, n int) result {
+	t.Helper()
+	res := result{texts: make([]string, n), tokens: make([][]int32, n), reasons: make([]string, n)}
+	for {
+		ev, ok := st.Recv(context.Background())
+		if !ok {
+			return res
+		}
+		if ev.Token >= 0 {
+			res.tokens[ev.Index] = append(res.tokens[ev.Index], ev.Token)
+		}
+		res.texts[ev.Index] += ev.Text
+		if ev.Done {
+			res.reasons[ev.Index] = ev.Reason
+			if ev.Err != nil {
+				res.err = ev.Err
+			}
+			if ev.Stats != nil {
+				res.stats = ev.Stats
+			}
+		}
+	}
+}
+
+func run(t testing.TB, e *Engine, req Request) result {
+	t.Helper()
+	st, err := e.Submit(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return collect(t, st, max(req.N, 1))
+}
+
+func promptOf(n int, seed uint64) []int32 {
+	r := rand.New(rand.NewPCG(seed, 7))
+	p := []int32{1}
+	for len(p) < n {
+		p = append(p, int32(3+r.IntN(500)))
+	}
+	return p
+}
+
+// TestEngineSameResultsUnderLoad: 32 requests at once on a pool so small
+// that sequences are preempted give each one what it gives alone.
+func TestEngineSameResultsUnderLoad(t *testing.T) {
+	m := tinyModel(t, LoadOptions{NumCtx: 256, KVMemory: 40 * 16 * 1024})
+	if got := m.KV.Spec().Blocks; got != 40 {
+		t.Fatalf("pool of %d blocks, want 40", got)
+	}
+	reqs := make([]Request, 32)
+	for i := range reqs {
+		opt := DefaultSampleOptions()
+		opt.Seed = int64(i)
+		if i%2 == 0 {
+			opt.Temperature = 0
+		}
+		reqs[i] = Request{Prompt: promptOf(10+i*3, uint64(i)), Sample: opt, NumPredict: 40}
+	}
+	alone := make([]result, len(reqs))
+	solo := newEngine(t, m, EngineOptions{})
+	for i, r := range reqs {
+		alone[i] = run(t, solo, r)
+		if alone[i].err != nil {
+			t.Fatalf("request %d alone: %v", i, alone[i].err)
+		}
+	}
+	solo.Close()
+
+	e := newEngine(t, m, EngineOptions{})
+	var wg sync.WaitGroup
+	together := make([]result, len(reqs))
+	for i, r := range reqs {
+		wg.Go(func() { together[i] = run(t, e, r) })
+	}
+	wg.Wait()
+	preempted := 0
+	for i := range reqs {
+		if together[i].err != nil {
+			t.Fatalf("request %d among 32: %v", i, together[i].err)
+		}
+		preempted += together[i].stats.Preemptions
+		if !slices.Equal(together[i].tokens[0], alone[i].tokens[0]) {
+			t.Errorf("request %d: tokens among 32 differ from alone:\n%v\n%v", i, together[i].tokens[0], alone[i].tokens[0])
+		}
+	}
+	if preempted == 0 {
+		t.Errorf("no preemption happened: the test does not test what it says")
+	}
+	t.Logf("%d preemptions, peak %d of %d blocks", preempted, e.Stats().PeakBlocks, e.Stats().Blocks)
+}
+
+// TestEngineCancelReturnsBlocks: cancelling half of 32 running requests
+// and finishing the rest gives the pool back its starting free count.
+func TestEngineCancelReturnsBlocks(t *testing.T) {
+	m := tinyModel(t, LoadOptions{NumCtx: 512})
+	e := newEngine(t, m, EngineOptions{})
+	start := e.FreeBlocks()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var streams []*Stream
+	for i := range 32 {
+		c := context.Background()
+		if i%2 == 1 {
+			c = ctx
+		}
+		st, err := e.Submit(c, Request{Prompt: promptOf(30+i, uint64(100+i)), Sample: SampleOptions{RepeatPenalty: 1}, NumPredict: 200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, st)
+	}
+	// wait until every request produced a token, then cancel half
+	for _, st := range streams {
+		if ev, ok := st.Recv(context.Background()); !ok || ev.Done {
+			t.Fatalf("request ended before its first token: %+v", ev)
+		}
+	}
+	cancel()
+	for i, st := range streams {
+		res := collect(t, st, 1)
+		if i%2 == 1 && !errors.Is(res.err, context.Canceled) {
+			t.Errorf("request %d: cancelled, ended with %v", i, res.err)
+		}
+		if i%2 == 0 && (res.err != nil || res.reasons[0] != "length") {
+			t.Errorf("request %d: %v, reason %q", i, res.err, res.reasons[0])
+		}
+	}
+	e.DropPrefixCache()
+	if got := e.FreeBlocks(); got != start {
+		t.Errorf("free blocks %d after all requests, want the starting %d", got, start)
+	}
+}
+
+// TestEngineParallelSampling: n=4 computes a 1,000-token prompt once; the
+// samples share its full blocks and each has its own last block; child i
+// samples with seed+i.
+func TestEngineParallelSampling(t *testing.T) {
+	m := tinyModel(t, LoadOptions{NumCtx: 2048})
+	e := newEngine(t, m, EngineOptions{NoPrefixCache: true})
+	opt := DefaultSampleOptions()
+	opt.Seed = 11
+	p := promptOf(1000, 3)
+	res := run(t, e, Request{Prompt: p, Sample: opt, NumPredict: 8, N: 4})
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if res.stats.PromptTokens != 1000 {
+		t.Errorf("prompt tokens computed %d, want 1000 (once)", res.stats.PromptTokens)
+	}
+	// 62 full prompt blocks shared; 8 prompt tokens + 8 generated fill each
+	// sample's own 63rd block.
+	if got, want := e.Stats().PeakBlocks, 1000/16+4; got != want {
+		t.Errorf("peak blocks %d, want %d (62 shared + 4 own)", got, want)
+	}
+	for i := range 4 {
+		o := opt
+		o.Seed = 11 + int64(i)
+		alone := run(t, e, Request{Prompt: p, Sample: o, NumPredict: 8})
+		if !slices.Equal(alone.tokens[0], res.tokens[i]) {
+			t.Errorf("sample %d: %v, alone with seed %d: %v", i, res.tokens[i], o.Seed, alone.tokens[0])
+		}
+	}
+}
+
+// TestEnginePrefixReuse: a second request sharing a 1,000-token prefix
+// computes only what follows the cached full blocks.
+func TestEnginePrefixReuse(t *testing.T) {
+	m := tinyModel(t, LoadOptions{NumCtx: 2048})
+	e := newEngine(t, m, EngineOptions{})
+	doc := promptOf(1000, 4)
+	greedy := SampleOptions{RepeatPenalty: 1}
+	first := run(t, e, Request{Prompt: append(slices.Clone(doc), 5, 6, 7), Sample: greedy, NumPredict: 4})
+	if first.stats.CachedTokens != 0 || first.stats.PromptTokens != 1003 {
+		t.Errorf("first: cached %d, computed %d; want 0 and 1003", first.stats.CachedTokens, first.stats.PromptTokens)
+	}
+	second := append(slices.Clone(doc), promptOf(50, 5)[1:]...)
+	res := run(t, e, Request{Prompt: second, Sample: greedy, NumPredict: 4})
+	if res.stats.CachedTokens != 992 || res.stats.PromptTokens != len(second)-992 {
+		t.Errorf("second: cached %d, computed %d; want 992 and %d", res.stats.CachedTokens, res.stats.PromptTokens, len(second)-992)
+	}
+	cold := newEngine(t, m, EngineOptions{NoPrefixCache: true})
+	if want := run(t, cold, Request{Prompt: second, Sample: greedy, NumPredict: 4}); !slices.Equal(res.tokens[0], want.tokens[0]) {
+		t.Errorf("with the cached prefix %v, without %v", res.tokens[0], want.tokens[0])
+	}
+}
+
+// TestEngineStopStrings: the streamed text ends before the first stop
+// string and never carries any of it, even split over tokens.
+func TestEngineStopStrings(t *testing.T) {
+	t.Setenv("FOLIO_MODELS_PATH", fixtures.Models(t))
+	m, err := Load(fixtures.Model(t, "stories260K.gguf"), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	e := newEngine(t, m, EngineOptions{})
+	greedy := SampleOptions{RepeatPenalty: 1}
+	full := run(t, e, Request{Sample: greedy, NumPredict: 120}).texts[0]
+	for _, stop := range []string{"Lily", "park. One", "red ball", "\n", "a big"} {
+		i := strings.Index(full, stop)
+		if i < 0 {
+			t.Fatalf("%q is not in the greedy text %q", stop, full)
+		}
+		st, err := e.Submit(context.Background(), Request{Sample: greedy, NumPredict: 120, Stop: []string{"never there", stop}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got strings.Builder
+		for {
+			ev, ok := st.Recv(context.Background())
+			if !ok {
+				break
+			}
+			got.WriteString(ev.Text)
+			if strings.Contains(got.String(), stop) {
+				t.Fatalf("stop %q: streamed %q", stop, got.String())
+			}
+			if ev.Done && ev.Reason != "stop" {
+				t.Errorf("stop %q: done with %q", stop, ev.Reason)
+			}
+		}
+		if got.String() != full[:i] {
+			t.Errorf("stop %q: streamed %q, want %q", stop, got.String(), full[:i])
+		}
+	}
+}
+
+func TestEngineRequestErrors(t *testing.T) {
+	m := tinyModel(t, LoadOptions{NumCtx: 256})
+	e := newEngine(t, m, EngineOptions{})
+	for _, c := range []struct {
+		req  Request
+		want string
+	}{
+		{Request{Prompt: promptOf(300, 1), Sample: DefaultSampleOptions()}, "raise num_ctx, or allow truncation"},
+		{Request{Prompt: promptOf(10, 1), Sample: DefaultSampleOptions(), NumCtx: 1 << 20}, "raise FOLIO_KV_MEMORY"},
+		{Request{Prompt: []int32{1, 99999}, Sample: DefaultSampleOptions()}, "outside the vocabulary"},
+		{Request{Prompt: promptOf(10, 1), Sample: DefaultSampleOptions(), Stop: []string{""}}, "empty stop string"},
+		{Request{Prompt: promptOf(10, 1), Sample: DefaultSampleOptions(), TopLogprobs: 21}, "top_logprobs 21"},
+	} {
+		_, err := e.Submit(context.Background(), c.req)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want an error containing %q", err, c.want)
+		}
+	}
+	// truncation keeps the first Keep tokens and the end
+	p := promptOf(300, 2)
+	res := run(t, e, Request{Prompt: p, Sample: SampleOptions{RepeatPenalty: 1}, NumPredict: 2, Truncate: true, Keep: 5})
+	if res.err != nil || res.stats.PromptTokens != 192 {
+		t.Errorf("truncated: %v, %d prompt tokens; want 192", res.err, res.stats.PromptTokens)
+	}
+}
+
+func TestEngineLogprobs(t *testing.T) {
+	m := tinyModel(t, LoadOptions{NumCtx: 256})
+	e := newEngine(t, m, EngineOptions{})
+	st, err := e.Submit(context.Background(), Request{Prompt: promptOf(20, 9), Sample: SampleOptions{RepeatPenalty: 1}, NumPredict: 5, TopLogprobs: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		ev, ok := st.Recv(context.Background())
+		if !ok {
+			break
+		}
+		if ev.Token < 0 {
+			continue
+		}
+		n++
+		lp := ev.Logprob
+		if lp == nil || len(lp.Top) != 3 || lp.Top[0].Token != ev.Token || lp.Top[0].Logprob != lp.Logprob ||
+			lp.Logprob > 0 || lp.Top[1].Logprob > lp.Top[0].Logprob {
+			t.Fatalf("greedy token %d: logprobs %+v", ev.Token, lp)
+		}
+	}
+	if n != 5 {
+		t.Errorf("%d tokens, want 5", n)
+	}
+}

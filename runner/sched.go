@@ -1,0 +1,343 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"folio/gpu"
+	"folio/models/tokenizer"
+	"folio/paged"
+)
+
+// step is one scheduler iteration: drop cancelled requests, admit waiting
+// ones, plan a batch (decode tokens first, then prefill chunks) that fits
+// the token budget and the free blocks — evicting cached prefixes, then
+// preempting the newest sequences when it does not — run it, and sample.
+func (e *Engine) step() {
+	e.reap()
+	e.admit()
+	if !e.planBatch() {
+		return
+	}
+	e.steps.Add(1)
+	e.pm.Commit(&e.plan)
+	if e.pm.PendingCopies() > 0 {
+		e.copies = e.pm.DrainCopies(e.copies[:0])
+		e.gcopies = e.gcopies[:0]
+		for _, c := range e.copies {
+			e.gcopies = append(e.gcopies, gpu.BlockCopy{Src: int32(c.Src), Dst: int32(c.Dst)})
+		}
+		e.m.Arch.Backend().CopyBlocks(e.m.KV, e.gcopies)
+	}
+	e.noteBlocks()
+
+	b := &e.batch
+	b.BlockSize, b.Seqs = e.pm.BlockSize(), b.Seqs[:0]
+	e.tokens, e.outRows = e.tokens[:0], e.outRows[:0]
+	for i := range e.chunks {
+		c := &e.chunks[i]
+		s := c.s
+		b.Seqs = append(b.Seqs, gpu.Seq{Start: len(e.tokens), Len: c.n, Pos: s.computed, Blocks: e.pm.Table32(s.id)})
+		e.tokens = append(e.tokens, s.tokens[s.computed:s.computed+c.n]...)
+		if c.sample = s.computed+c.n == len(s.tokens); c.sample {
+			e.outRows = append(e.outRows, int32(len(e.tokens)-1))
+		}
+	}
+	out, err := e.m.Arch.Forward(e.m.KV, b, e.tokens, e.outRows)
+	if err != nil {
+		// A bug, not a user error: end the requests in the batch, keep serving.
+		for _, c := range e.chunks {
+			e.finish(c.s, "", fmt.Errorf("runner: forward pass: %w", err))
+		}
+		return
+	}
+	vocab := e.m.Arch.Vocab
+	if len(e.outRows) > 0 {
+		e.m.Arch.Backend().Download(e.logits[:len(e.outRows)*vocab], out)
+	}
+	row := 0
+	for _, c := range e.chunks {
+		s := c.s
+		before := s.computed / e.pm.BlockSize()
+		s.computed += c.n
+		if !c.sample {
+			e.cache(s, before)
+			continue
+		}
+		logits := e.logits[row*vocab : (row+1)*vocab]
+		row++
+		for _, t := range e.fork(s) {
+			e.sample(t, logits)
+		}
+		if s.state == running {
+			e.cache(s, before)
+		}
+	}
+}
+
+// sample draws s's next token from logits and hands it to the sequence.
+func (e *Engine) sample(s *sequence, logits []float32) {
+	r := s.req
+	if r.sampled.IsZero() {
+		r.sampled = time.Now()
+	}
+	tok := s.sampler.Sample(logits, s.tokens)
+	var lp *TokenLogprob
+	if r.Logprobs || r.TopLogprobs > 0 {
+		lp = logprobs(logits, tok, r.TopLogprobs)
+	}
+	if done, reason := s.emit(tok, e.m.Tok.Vocab(), lp); done {
+		e.finish(s, reason, nil)
+	}
+}
+
+// fork returns the sequences that sample from s's logits: s alone, or,
+// the first time a request of N samples reaches the end of its prompt, s
+// and N-1 forks sharing its blocks (child i samples with seed+i).
+func (e *Engine) fork(s *sequence) []*sequence {
+	r := s.req
+	if r.forked || r.N <= 1 {
+		return []*sequence{s}
+	}
+	r.forked = true
+	out := []*sequence{s}
+	for i := 1; i < r.N; i++ {
+		opt := r.Sample
+		if opt.Seed != -1 {
+			opt.Seed += int64(i)
+		}
+		c := &sequence{req: r, index: i, state: running, id: e.pm.Fork(s.id), order: s.order,
+			tokens: slices.Clone(s.tokens), nPrompt: s.nPrompt, computed: s.computed,
+			sampler: NewSampler(opt), detok: e.newDetok(s.tokens)}
+		r.live++
+		e.running = append(e.running, c)
+		out = append(out, c)
+	}
+	return out
+}
+
+// cache offers s's newly full blocks to the prefix cache.
+func (e *Engine) cache(s *sequence, blocksBefore int) {
+	if e.opt.NoPrefixCache || s.computed/e.pm.BlockSize() == blocksBefore {
+		return
+	}
+	e.pm.CachePrefix(s.id, s.tokens[:s.computed])
+}
+
+// reap ends the sequences of cancelled requests.
+func (e *Engine) reap() {
+	for _, list := range [][]*sequence{e.running, e.waiting} {
+		for _, s := range slices.Clone(list) {
+			if err := s.req.ctx.Err(); err != nil && s.state != finished {
+				e.finish(s, "", err)
+			}
+		}
+	}
+}
+
+// admit moves waiting sequences to running, oldest first, while the pool
+// has room for their prompts above the watermark. A prompt that cannot
+// fit even in an empty pool ends its request with an error.
+func (e *Engine) admit() {
+	bs := e.pm.BlockSize()
+	for len(e.waiting) > 0 && len(e.running) < e.opt.MaxSeqs {
+		s := e.waiting[0]
+		cached := 0
+		if !e.opt.NoPrefixCache {
+			blocks, _ := e.pm.Radix().Match(s.req.extra, s.tokens[:len(s.tokens)-1])
+			cached = len(blocks)
+		}
+		need := ceilDiv(len(s.tokens)+1, bs) - cached
+		mark := 0
+		if len(e.running) > 0 {
+			mark = max(1, int(e.opt.Watermark*float64(e.pm.NumBlocks())))
+		}
+		if short := need + mark - e.pm.FreeBlocks(); short > 0 {
+			e.pm.Radix().Evict(short)
+		}
+		if need+mark > e.pm.FreeBlocks() {
+			if len(e.running) == 0 {
+				e.finish(s, "", fmt.Errorf("%w: the prompt needs %d K/V blocks and the cache has %d: lower num_ctx or raise FOLIO_KV_MEMORY",
+					ErrRequest, need, e.pm.FreeBlocks()))
+				continue
+			}
+			return
+		}
+		e.waiting = e.waiting[1:]
+		e.queue.Add(-1)
+		s.id, s.state = e.pm.NewSeq(s.req.extra), running
+		e.order++
+		s.order = e.order
+		s.computed = 0
+		if !e.opt.NoPrefixCache {
+			s.computed = e.pm.AttachPrefix(s.id, s.tokens[:len(s.tokens)-1])
+		}
+		r := s.req
+		if r.admitted.IsZero() {
+			r.admitted = time.Now()
+			r.stats.CachedTokens = s.computed
+			r.stats.PromptTokens = len(s.tokens) - s.computed
+		}
+		e.running = append(e.running, s)
+	}
+}
+
+// planBatch fills e.plan and e.chunks for this step. It reports false when
+// nothing can run.
+func (e *Engine) planBatch() bool {
+	if e.wantBlocks > 0 { // a prefill chunk was short of blocks last step
+		e.pm.Radix().Evict(e.wantBlocks)
+		e.wantBlocks = 0
+	}
+plan:
+	for len(e.running) > 0 {
+		e.plan, e.chunks = paged.Plan{}, e.chunks[:0]
+		budget := e.opt.NumBatch
+		for _, s := range e.running { // decode first: running requests never starve
+			if s.pending() != 1 || budget == 0 {
+				continue
+			}
+			if err := e.pm.Reserve(&e.plan, s.id, 1); err != nil {
+				var short *paged.OutOfBlocksError
+				if errors.As(err, &short) && e.pm.Radix().Evict(short.Need-short.Free) > 0 {
+					continue plan
+				}
+				e.preemptNewest()
+				continue plan
+			}
+			e.chunks = append(e.chunks, chunk{s: s, n: 1})
+			budget--
+		}
+		for _, s := range e.running { // then prefill chunks, oldest first
+			if s.pending() <= 1 || budget == 0 {
+				continue
+			}
+			// the largest chunk that fits, halving down to one block
+			for n := min(s.pending(), budget); n > 0; n /= 2 {
+				err := e.pm.Reserve(&e.plan, s.id, n)
+				if err == nil {
+					e.chunks = append(e.chunks, chunk{s: s, n: n})
+					budget -= n
+					break
+				}
+				var short *paged.OutOfBlocksError
+				if errors.As(err, &short) {
+					e.wantBlocks = max(e.wantBlocks, short.Need-short.Free)
+				}
+				if n < e.pm.BlockSize() {
+					break
+				}
+			}
+		}
+		if len(e.chunks) > 0 {
+			return true
+		}
+		// nothing fits: make room
+		if e.pm.Radix().Evict(max(e.wantBlocks, 1)) > 0 {
+			e.wantBlocks = 0
+			continue
+		}
+		e.preemptNewest()
+	}
+	return false
+}
+
+// preemptNewest preempts the most recently admitted sequence or, when it
+// runs alone, ends it: it cannot fit at all.
+func (e *Engine) preemptNewest() {
+	victim := e.running[len(e.running)-1]
+	for _, s := range e.running {
+		if s.order > victim.order {
+			victim = s
+		}
+	}
+	if len(e.running) > 1 {
+		e.preempt(victim)
+		return
+	}
+	spec := e.m.KV.Spec()
+	e.finish(victim, "", fmt.Errorf("%w: the sequence needs more than the %d tokens of the K/V cache: lower num_ctx or raise FOLIO_KV_MEMORY",
+		ErrRequest, spec.Blocks*spec.BlockSize))
+}
+
+// preempt frees s's blocks (its full ones stay in the prefix cache) and
+// queues it first, to be recomputed when there is room again.
+func (e *Engine) preempt(s *sequence) {
+	if !e.opt.NoPrefixCache {
+		e.pm.CachePrefix(s.id, s.tokens[:s.computed])
+	}
+	e.pm.Free(s.id)
+	e.running = slices.DeleteFunc(e.running, func(x *sequence) bool { return x == s })
+	s.state, s.computed = waiting, 0
+	s.req.stats.Preemptions++
+	e.waiting = slices.Insert(e.waiting, 0, s)
+	e.queue.Add(1)
+	e.noteBlocks()
+}
+
+// finish ends sequence s with reason or err, returns its blocks (full ones
+// to the prefix cache) and, for the last sample of its request, sends the
+// request's stats.
+func (e *Engine) finish(s *sequence, reason string, err error) {
+	switch s.state {
+	case finished:
+		return
+	case running:
+		if !e.opt.NoPrefixCache {
+			e.pm.CachePrefix(s.id, s.tokens[:s.computed])
+		}
+		e.pm.Free(s.id)
+		e.running = slices.DeleteFunc(e.running, func(x *sequence) bool { return x == s })
+	case waiting:
+		e.waiting = slices.DeleteFunc(e.waiting, func(x *sequence) bool { return x == s })
+		e.queue.Add(-1)
+	}
+	s.state = finished
+	e.noteBlocks()
+	r := s.req
+	r.live--
+	r.stats.EvalTokens += s.gen
+	ev := Event{Index: s.index, Token: -1, Done: true, Reason: reason, Err: err}
+	if r.live == 0 {
+		now := time.Now()
+		st := r.stats
+		st.DoneReason = reason
+		if !r.admitted.IsZero() {
+			st.QueueDuration = r.admitted.Sub(r.arrived)
+			if !r.sampled.IsZero() {
+				st.PromptDuration = r.sampled.Sub(r.admitted)
+				st.EvalDuration = now.Sub(r.sampled)
+			}
+		} else {
+			st.QueueDuration = now.Sub(r.arrived)
+		}
+		ev.Stats = &st
+		r.stream.push(ev, true)
+		r.stream.cancel() // release the context's resources
+		return
+	}
+	r.stream.push(ev, false)
+}
+
+// noteBlocks records the blocks in use and the peak.
+func (e *Engine) noteBlocks() {
+	used := int64(e.pm.NumBlocks() - e.pm.FreeBlocks())
+	e.used.Store(used)
+	if used > e.peak.Load() {
+		e.peak.Store(used)
+	}
+}
+
+// newDetok is a detokenizer primed with prompt, so that the generated text
+// continues it (SentencePiece drops the space of the first piece only).
+func (e *Engine) newDetok(prompt []int32) *tokenizer.Detokenizer {
+	d := e.m.Tok.NewDetokenizer(tokenizer.DecodeOptions{})
+	for _, id := range prompt {
+		d.Add(id)
+	}
+	return d
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
