@@ -15,6 +15,7 @@ type SampleOptions struct {
 	TopK             int     // keep the k most likely tokens; ≤ 0 keeps all
 	TopP             float32 // keep the smallest set whose probability reaches p; ≥ 1 keeps all
 	MinP             float32 // drop tokens less likely than min_p × the most likely; 0 keeps all
+	TypicalP         float32 // locally typical sampling: keep the tokens closest to the entropy up to this mass; ≥ 1 keeps all
 	RepeatPenalty    float32 // divide positive (multiply negative) logits of recent tokens; 1 is off
 	RepeatLastN      int     // how many recent tokens the penalties look at; -1: all, 0: none
 	PresencePenalty  float32 // subtracted once from the logit of each recent token
@@ -25,7 +26,7 @@ type SampleOptions struct {
 // DefaultSampleOptions are Ollama's defaults, with the repeat penalty off
 // as in llama.cpp and in Ollama's own engine (its Go sampler has none).
 func DefaultSampleOptions() SampleOptions {
-	return SampleOptions{Temperature: 0.8, TopK: 40, TopP: 0.9, RepeatPenalty: 1, RepeatLastN: 64, Seed: -1}
+	return SampleOptions{Temperature: 0.8, TopK: 40, TopP: 0.9, TypicalP: 1, RepeatPenalty: 1, RepeatLastN: 64, Seed: -1}
 }
 
 // Check reports an option outside its range, naming it.
@@ -35,6 +36,8 @@ func (o *SampleOptions) Check() error {
 		return fmt.Errorf("temperature %v: use 0 (greedy) or more", o.Temperature)
 	case o.TopP < 0 || isNaN(o.TopP):
 		return fmt.Errorf("top_p %v: use a value in (0, 1]", o.TopP)
+	case o.TypicalP < 0 || isNaN(o.TypicalP):
+		return fmt.Errorf("typical_p %v: use a value in (0, 1]", o.TypicalP)
 	case o.MinP < 0 || o.MinP > 1 || isNaN(o.MinP):
 		return fmt.Errorf("min_p %v: use a value in [0, 1]", o.MinP)
 	case o.RepeatPenalty <= 0 || isNaN(o.RepeatPenalty):
@@ -98,6 +101,13 @@ func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 		c[i].p = float32(p)
 		sum += p
 	}
+	if o.TypicalP > 0 && o.TypicalP < 1 {
+		c = s.typical(c, sum)
+		sum = 0
+		for _, x := range c {
+			sum += float64(x.p)
+		}
+	}
 	if o.TopP > 0 && o.TopP < 1 {
 		cum := float64(0)
 		for i := range c {
@@ -129,6 +139,38 @@ func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 		}
 	}
 	return c[len(c)-1].id
+}
+
+// typical keeps the candidates whose surprise −log p is closest to the
+// distribution's entropy, until their mass reaches typical_p (Meister et
+// al., "Locally Typical Sampling"), and returns them most likely first.
+// c is sorted most likely first, with unnormalized p summing to sum.
+func (s *Sampler) typical(c []candidate, sum float64) []candidate {
+	var h float64
+	for _, x := range c {
+		if p := float64(x.p) / sum; p > 0 {
+			h -= p * math.Log(p)
+		}
+	}
+	dist := func(x candidate) float64 {
+		p := float64(x.p) / sum
+		if p == 0 {
+			return math.Inf(1)
+		}
+		return math.Abs(-math.Log(p) - h)
+	}
+	slices.SortStableFunc(c, func(a, b candidate) int { return cmp.Compare(dist(a), dist(b)) })
+	cum, keep := 0.0, len(c)
+	for i, x := range c {
+		cum += float64(x.p) / sum
+		if cum >= float64(s.opt.TypicalP) {
+			keep = i + 1
+			break
+		}
+	}
+	c = c[:keep]
+	slices.SortFunc(c, byLogit)
+	return c
 }
 
 // byLogit orders candidates most likely first, the lower id first on ties.

@@ -140,3 +140,26 @@ func randomLogits(n int, seed uint64) []float32 {
 	}
 	return l
 }
+
+// TestTypicalP: with one token far more likely than the rest, the typical
+// set at a small mass is that token; typical_p 1 changes nothing.
+func TestTypicalP(t *testing.T) {
+	logits := []float32{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	s := NewSampler(SampleOptions{Temperature: 1, TopP: 1, TypicalP: 0.05, RepeatPenalty: 1, Seed: 3})
+	// uniform: every token is exactly typical; the set is the first by id
+	if got := s.Sample(logits, nil); got != 0 {
+		t.Errorf("uniform logits, typical_p 0.05: got %d, want 0", got)
+	}
+	skewed := []float32{8, 1, 1, 1, 1, 1, 1, 1, 1, 1}
+	counts := map[int32]int{}
+	s = NewSampler(SampleOptions{Temperature: 1, TopP: 1, TypicalP: 0.5, RepeatPenalty: 1, Seed: 3})
+	for range 200 {
+		counts[s.Sample(skewed, nil)]++
+	}
+	if counts[0] != 200 {
+		t.Errorf("skewed logits, typical_p 0.5: %v, want always token 0", counts)
+	}
+	if err := (&SampleOptions{Temperature: 1, TypicalP: -1, RepeatPenalty: 1}).Check(); err == nil {
+		t.Error("typical_p -1 accepted")
+	}
+}
