@@ -20,8 +20,13 @@ var ErrNotFound = errors.New("models: model not found")
 // name (stories260k) also matches its published file's name there, and the
 // file found must be the published one (size and sha256).
 func Locate(name string) (string, error) {
+	return LocateIn(name, filepath.SplitList(os.Getenv("FOLIO_MODELS_PATH")))
+}
+
+// LocateIn is Locate over the folders dirs instead of FOLIO_MODELS_PATH.
+func LocateIn(name string, dirs []string) (string, error) {
 	if e, ok := Catalog(name); ok {
-		path, err := locate(strings.TrimSuffix(e.File, ".gguf"))
+		path, err := locate(strings.TrimSuffix(e.File, ".gguf"), dirs)
 		if err != nil {
 			return "", fmt.Errorf("%w; folio cannot download models yet: fetch %s into a folder of FOLIO_MODELS_PATH", err, e.URL)
 		}
@@ -30,17 +35,16 @@ func Locate(name string) (string, error) {
 		}
 		return path, nil
 	}
-	return locate(name)
+	return locate(name, dirs)
 }
 
-func locate(name string) (string, error) {
+func locate(name string, dirs []string) (string, error) {
 	if name == "" {
 		return "", fmt.Errorf("%w: empty model name", ErrNotFound)
 	}
 	if st, err := os.Stat(name); err == nil && st.Mode().IsRegular() {
 		return name, nil
 	}
-	dirs := filepath.SplitList(os.Getenv("FOLIO_MODELS_PATH"))
 	if !strings.ContainsAny(name, `/\`) {
 		want := strings.ToLower(strings.TrimSuffix(name, ".gguf")) + ".gguf"
 		for _, dir := range dirs {

@@ -23,6 +23,7 @@ type Model struct {
 	maxRows, maxOut int
 	buf             scratch // activations for maxRows rows
 	pos, slots      []int32 // [maxRows] host copies of the batch's positions and slots
+	step            step    // the pass in progress, kept to allocate nothing per pass
 }
 
 // block is one transformer layer of an architecture: it reads and updates
@@ -137,6 +138,32 @@ func (m *Model) Backend() gpu.Backend { return m.be }
 // a [len(out), Vocab] tensor valid until the next Forward (nil when out is
 // empty: a prefill chunk that samples nothing).
 func (m *Model) Forward(kv gpu.KVCache, b *gpu.Batch, tokens, out []int32) (gpu.Tensor, error) {
+	s, err := m.layers(kv, b, tokens, out)
+	if err != nil || len(out) == 0 {
+		return nil, err
+	}
+	be := m.be
+	be.Gather(s.sel, s.x, out)                 // sel [len(out), Dim]
+	be.RMSNorm(s.sel, s.sel, m.outNorm, m.Eps) // final norm
+	be.MatMul(s.logits, s.sel, m.output)       // logits [len(out), Vocab]
+	return s.logits, nil
+}
+
+// Hidden runs a batch like Forward and returns, instead of logits, every
+// row's final hidden state after the output norm: [len(tokens), Dim],
+// valid until the next pass. Embeddings are made from it.
+func (m *Model) Hidden(kv gpu.KVCache, b *gpu.Batch, tokens []int32) (gpu.Tensor, error) {
+	s, err := m.layers(kv, b, tokens, nil)
+	if err != nil {
+		return nil, err
+	}
+	m.be.RMSNorm(s.xb, s.x, m.outNorm, m.Eps) // xb [n, Dim]
+	return s.xb, nil
+}
+
+// layers checks a batch and runs the embedding and every layer, leaving
+// the residual stream in the step's x.
+func (m *Model) layers(kv gpu.KVCache, b *gpu.Batch, tokens, out []int32) (*step, error) {
 	n := len(tokens)
 	switch {
 	case n == 0 || n > m.maxRows:
@@ -163,7 +190,8 @@ func (m *Model) Forward(kv gpu.KVCache, b *gpu.Batch, tokens, out []int32) (gpu.
 		}
 	}
 	be := m.be
-	s := &step{kv: kv, batch: b, pos: b.Positions(m.pos), slots: b.Slots(m.slots)}
+	s := &m.step
+	*s = step{kv: kv, batch: b, pos: b.Positions(m.pos), slots: b.Slots(m.slots)}
 	s.scratch = scratch{
 		x: be.Slice(m.buf.x, n), xb: be.Slice(m.buf.xb, n),
 		q: be.Slice(m.buf.q, n), att: be.Slice(m.buf.att, n),
@@ -178,13 +206,7 @@ func (m *Model) Forward(kv gpu.KVCache, b *gpu.Batch, tokens, out []int32) (gpu.
 		s.layer = i
 		blk.forward(m, s)
 	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	be.Gather(s.sel, s.x, out)                 // sel [len(out), Dim]
-	be.RMSNorm(s.sel, s.sel, m.outNorm, m.Eps) // final norm
-	be.MatMul(s.logits, s.sel, m.output)       // logits [len(out), Vocab]
-	return s.logits, nil
+	return s, nil
 }
 
 // attnScale is the scale of attention scores: 1/sqrt(head size).

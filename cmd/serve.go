@@ -1,0 +1,119 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"folio/server"
+)
+
+// hostAddr is FOLIO_HOST as host:port (default 127.0.0.1:11434, Ollama's
+// address, so that apps that expect Ollama find folio).
+func hostAddr() string {
+	h := strings.TrimSpace(os.Getenv("FOLIO_HOST"))
+	h = strings.TrimPrefix(strings.TrimPrefix(h, "http://"), "https://")
+	h = strings.TrimSuffix(h, "/")
+	switch {
+	case h == "":
+		return "127.0.0.1:11434"
+	case !strings.Contains(h, ":"):
+		return h + ":11434"
+	case strings.HasPrefix(h, ":"):
+		return "127.0.0.1" + h
+	}
+	return h
+}
+
+// envInt reads an integer setting, naming it in the error.
+func envInt(name string, def int64) (int64, error) {
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s=%q: use a non-negative whole number", name, v)
+	}
+	return n, nil
+}
+
+// serverConfig is the server's configuration from the environment.
+func serverConfig() (server.Config, error) {
+	cfg := server.Config{Registry: server.NewLibraryRegistry(), Version: Version}
+	var err error
+	get := func(name string, def int64) int64 {
+		if err != nil {
+			return 0
+		}
+		var n int64
+		n, err = envInt(name, def)
+		return n
+	}
+	cfg.MaxLoaded = int(get("FOLIO_MAX_LOADED_MODELS", 3))
+	cfg.MaxQueue = int(get("FOLIO_MAX_QUEUE", 512))
+	cfg.Load.KVMemory = get("FOLIO_KV_MEMORY", 0)
+	cfg.Load.NumCtx = int(get("FOLIO_CONTEXT_LENGTH", 0))
+	if err != nil {
+		return cfg, err
+	}
+	if ka := os.Getenv("FOLIO_KEEP_ALIVE"); ka != "" {
+		d, perr := time.ParseDuration(ka)
+		if perr != nil {
+			return cfg, fmt.Errorf("FOLIO_KEEP_ALIVE=%q: use a duration such as 5m or 1h", ka)
+		}
+		cfg.KeepAlive = d
+	}
+	return cfg, nil
+}
+
+func init() {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the Ollama and OpenAI APIs",
+		Long: "serve answers the Ollama API (/api/*) at FOLIO_HOST (default 127.0.0.1:11434).\n" +
+			"Models are the GGUF files in the folders of FOLIO_MODELS_PATH.\n" +
+			"Settings: FOLIO_KEEP_ALIVE (5m), FOLIO_MAX_LOADED_MODELS (3), FOLIO_MAX_QUEUE (512),\n" +
+			"FOLIO_KV_MEMORY (bytes of K/V cache per model), FOLIO_CONTEXT_LENGTH (4096).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := serverConfig()
+			if err != nil {
+				return err
+			}
+			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			ln, err := net.Listen("tcp", hostAddr())
+			if err != nil {
+				return fmt.Errorf("serve: %w (is another server on %s? set FOLIO_HOST)", err, hostAddr())
+			}
+			srv := server.New(cfg)
+			defer srv.Close()
+			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			go func() {
+				<-ctx.Done()
+				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				hs.Shutdown(sctx)
+			}()
+			cfg.Log.Info("folio serving", "addr", ln.Addr().String(), "version", Version)
+			if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	rootCmd.AddCommand(cmd)
+}

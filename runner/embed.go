@@ -1,0 +1,81 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"folio/gpu"
+)
+
+// Embed returns the embedding of ids: the mean of the final hidden states
+// (after the output norm) of every token, scaled to unit length. It runs
+// between scheduler steps on blocks of its own, which go back to the pool
+// before it returns; generation requests wait for it.
+func (e *Engine) Embed(ctx context.Context, ids []int32) ([]float32, error) {
+	spec := e.m.KV.Spec()
+	switch {
+	case len(ids) == 0:
+		return nil, fmt.Errorf("%w: nothing to embed: the input is empty", ErrRequest)
+	case len(ids) > e.opt.NumCtx:
+		return nil, fmt.Errorf("%w: the input has %d tokens and num_ctx is %d: shorten it, raise num_ctx, or allow truncation", ErrRequest, len(ids), e.opt.NumCtx)
+	}
+	for i, t := range ids {
+		if t < 0 || int(t) >= e.m.Arch.Vocab {
+			return nil, fmt.Errorf("%w: token %d at %d is outside the vocabulary of %d", ErrRequest, t, i, e.m.Arch.Vocab)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []float32
+	var err error
+	if derr := e.do(func() { out, err = e.embed(ids, spec.BlockSize) }); derr != nil {
+		return nil, derr
+	}
+	return out, err
+}
+
+// embed runs on the loop goroutine.
+func (e *Engine) embed(ids []int32, bs int) ([]float32, error) {
+	s := e.pm.NewSeq("\x00embed") // never matched: embeddings share no blocks
+	defer func() { e.pm.Free(s); e.noteBlocks() }()
+	dim := e.m.Arch.Dim
+	sum := make([]float64, dim)
+	hidden := make([]float32, min(len(ids), e.opt.NumBatch)*dim)
+	for from := 0; from < len(ids); {
+		n := min(len(ids)-from, e.opt.NumBatch)
+		if err := e.pm.Append(s, n); err != nil {
+			e.pm.Radix().Evict(ceilDiv(n, bs) + 1)
+			if err = e.pm.Append(s, n); err != nil {
+				return nil, fmt.Errorf("%w: the K/V cache is full with running requests (%v): retry, or raise FOLIO_KV_MEMORY", ErrBusy, err)
+			}
+		}
+		e.noteBlocks()
+		b := &gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Start: 0, Len: n, Pos: from, Blocks: e.pm.Table32(s)}}}
+		h, err := e.m.Arch.Hidden(e.m.KV, b, ids[from:from+n])
+		if err != nil {
+			return nil, err
+		}
+		e.m.Arch.Backend().Download(hidden[:n*dim], h)
+		for r := range n {
+			for j, v := range hidden[r*dim : (r+1)*dim] {
+				sum[j] += float64(v)
+			}
+		}
+		from += n
+	}
+	var norm float64
+	for _, v := range sum {
+		norm += v * v
+	}
+	norm = math.Sqrt(norm)
+	out := make([]float32, dim)
+	for j, v := range sum {
+		if norm > 0 {
+			out[j] = float32(v / norm)
+		}
+	}
+	return out, nil
+}
+

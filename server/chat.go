@@ -1,0 +1,219 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ollama/ollama/api"
+)
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	var req api.ChatRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := checkRequest(req.Model, req.Format, nil, req.Think); err != nil {
+		writeError(w, err)
+		return
+	}
+	for i, m := range req.Messages {
+		if len(m.Images) > 0 {
+			writeError(w, fmt.Errorf("%w: message %d has images: folio runs text models only", errBadRequest, i))
+			return
+		}
+		switch m.Role {
+		case "system", "user", "assistant", "tool":
+		default:
+			writeError(w, fmt.Errorf("%w: message %d has role %q: use system, user, assistant or tool", errBadRequest, i, m.Role))
+			return
+		}
+	}
+	opts, sample, err := options(req.Options)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	start := time.Now()
+	l, release, err := s.models.acquire(r.Context(), req.Model, keepAlive(req.KeepAlive))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer release()
+	if len(req.Messages) == 0 {
+		reason := "load"
+		if req.KeepAlive != nil && req.KeepAlive.Duration == 0 {
+			reason = "unload"
+			defer s.models.unload(req.Model)
+		}
+		writeJSON(w, http.StatusOK, api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(),
+			Message: api.Message{Role: "assistant"}, Done: true, DoneReason: reason})
+		return
+	}
+	text, err := s.render(l, "", req.Messages, req.Tools, req.Think)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	c := &completion{model: l, opts: opts, sample: sample, n: 1, logprobs: req.Logprobs, topLog: req.TopLogprobs,
+		truncate: req.Truncate != nil && *req.Truncate}
+	c.ids = encodePrompt(l.model.Tok, text, l.template != "")
+	c.thinking, c.parseThink = thinkState(text, req.Think)
+	if req.Truncate != nil && *req.Truncate && len(req.Messages) > 0 && req.Messages[0].Role == "system" {
+		sys, err := s.render(l, "", req.Messages[:1], req.Tools, req.Think)
+		if err == nil {
+			c.keep = len(encodePrompt(l.model.Tok, sys, l.template != ""))
+		}
+	}
+	st, err := c.start(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer st.Cancel()
+	out := newResponder(w, streamFlag(req.Stream))
+	think := newThinkSplitter(c.thinking, c.parseThink)
+	var content, thinking strings.Builder
+	var lps []api.Logprob
+	for {
+		ev, ok := st.Recv(r.Context())
+		if !ok {
+			return
+		}
+		resp := api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Message: api.Message{Role: "assistant"}}
+		resp.Message.Content, resp.Message.Thinking = think.add(ev.Text)
+		if ev.Logprob != nil {
+			resp.Logprobs = []api.Logprob{ollamaLogprob(l.model.Tok, ev.Logprob)}
+		}
+		if ev.Done {
+			if ev.Err != nil {
+				out.fail(ev.Err)
+				return
+			}
+			c2, t2 := think.flush()
+			resp.Message.Content += c2
+			resp.Message.Thinking += t2
+			resp.Done, resp.DoneReason = true, ev.Reason
+			resp.Metrics = metrics(ev.Stats, start, l)
+		}
+		if out.stream {
+			m := resp.Message
+			if m.Content != "" || m.Thinking != "" || resp.Logprobs != nil || resp.Done {
+				out.send(resp)
+			}
+		} else {
+			content.WriteString(resp.Message.Content)
+			thinking.WriteString(resp.Message.Thinking)
+			lps = append(lps, resp.Logprobs...)
+		}
+		if ev.Done {
+			if !out.stream {
+				resp.Message.Content, resp.Message.Thinking, resp.Logprobs = content.String(), thinking.String(), lps
+				out.send(resp)
+			}
+			return
+		}
+	}
+}
+
+// render turns messages into the model's prompt text with its chat
+// template (tmpl overrides it). A model without a template gets the
+// messages' contents, system first, separated by blank lines.
+func (s *Server) render(l *loaded, tmpl string, msgs []api.Message, tools api.Tools, think *api.ThinkValue) (string, error) {
+	if tmpl == "" {
+		tmpl = l.template
+	}
+	if tmpl == "" {
+		var parts []string
+		for _, m := range msgs {
+			if m.Content != "" {
+				parts = append(parts, m.Content)
+			}
+		}
+		return strings.Join(parts, "\n\n"), nil
+	}
+	return renderTemplate(l, tmpl, msgs, tools, think)
+}
+
+// thinkState says, from the rendered prompt and the request's think
+// option, whether generation starts inside a <think> block and whether
+// <think> blocks are split out of the text at all.
+func thinkState(prompt string, think *api.ThinkValue) (inside, parse bool) {
+	if think == nil {
+		return false, false
+	}
+	if b, ok := think.Value.(bool); ok && !b {
+		return false, false
+	}
+	trimmed := strings.TrimRight(prompt, " \n")
+	return strings.HasSuffix(trimmed, "<think>"), true
+}
+
+// thinkSplitter separates <think>…</think> from the answer in streamed
+// text, holding back what may be the start of a tag.
+type thinkSplitter struct {
+	inside, parse, seen bool
+	held                string
+}
+
+func newThinkSplitter(inside, parse bool) *thinkSplitter {
+	return &thinkSplitter{inside: inside, parse: parse}
+}
+
+// add returns the answer text and the thinking text that are final.
+func (t *thinkSplitter) add(text string) (content, thinking string) {
+	if !t.parse {
+		return text, ""
+	}
+	t.held += text
+	var c, th strings.Builder
+	for {
+		tag := "<think>"
+		if t.inside {
+			tag = "</think>"
+		}
+		i := strings.Index(t.held, tag)
+		if i < 0 {
+			keep := partialSuffix(t.held, tag)
+			emit := t.held[:len(t.held)-keep]
+			t.held = t.held[len(t.held)-keep:]
+			t.write(&c, &th, emit)
+			return c.String(), th.String()
+		}
+		t.write(&c, &th, t.held[:i])
+		t.held = t.held[i+len(tag):]
+		if t.inside {
+			t.held = strings.TrimLeft(t.held, "\n")
+		}
+		t.inside = !t.inside
+		t.seen = true
+	}
+}
+
+func (t *thinkSplitter) write(c, th *strings.Builder, s string) {
+	if t.inside {
+		th.WriteString(s)
+	} else {
+		c.WriteString(s)
+	}
+}
+
+func (t *thinkSplitter) flush() (content, thinking string) {
+	var c, th strings.Builder
+	t.write(&c, &th, t.held)
+	t.held = ""
+	return c.String(), th.String()
+}
+
+// partialSuffix is the length of the longest end of s that begins tag.
+func partialSuffix(s, tag string) int {
+	for k := min(len(tag)-1, len(s)); k > 0; k-- {
+		if strings.HasSuffix(s, tag[:k]) {
+			return k
+		}
+	}
+	return 0
+}

@@ -1,0 +1,102 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"folio/models/tokenizer"
+)
+
+func (s *Server) embed(w http.ResponseWriter, r *http.Request) {
+	var req api.EmbedRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	var inputs []string
+	switch in := req.Input.(type) {
+	case string:
+		inputs = []string{in}
+	case []any:
+		for i, v := range in {
+			str, ok := v.(string)
+			if !ok {
+				writeError(w, fmt.Errorf("%w: input[%d] is not a string", errBadRequest, i))
+				return
+			}
+			inputs = append(inputs, str)
+		}
+	case nil:
+	default:
+		writeError(w, fmt.Errorf("%w: input must be a string or a list of strings", errBadRequest))
+		return
+	}
+	if req.Model == "" {
+		writeError(w, fmt.Errorf("%w: model is required", errBadRequest))
+		return
+	}
+	if _, _, err := options(req.Options); err != nil {
+		writeError(w, err)
+		return
+	}
+	start := time.Now()
+	l, release, err := s.models.acquire(r.Context(), req.Model, keepAlive(req.KeepAlive))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer release()
+	resp := api.EmbedResponse{Model: req.Model, Embeddings: [][]float32{}}
+	for _, in := range inputs {
+		ids := encodePrompt(l.model.Tok, in, false)
+		if n := l.model.Opt.NumCtx; len(ids) > n && (req.Truncate == nil || *req.Truncate) {
+			ids = ids[:n] // Ollama truncates embedding input unless told not to
+		}
+		v, err := l.engine.Embed(r.Context(), ids)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if req.Dimensions > 0 && req.Dimensions < len(v) {
+			v = v[:req.Dimensions]
+		}
+		resp.Embeddings = append(resp.Embeddings, v)
+		resp.PromptEvalCount += len(ids)
+	}
+	resp.TotalDuration = time.Since(start)
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// embeddings is the legacy /api/embeddings: one prompt, float64 values.
+func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
+	var req api.EmbeddingRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.Model == "" {
+		writeError(w, fmt.Errorf("%w: model is required", errBadRequest))
+		return
+	}
+	l, release, err := s.models.acquire(r.Context(), req.Model, keepAlive(req.KeepAlive))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer release()
+	resp := api.EmbeddingResponse{Embedding: []float64{}}
+	if req.Prompt != "" {
+		v, err := l.engine.Embed(r.Context(), l.model.Tok.Encode(req.Prompt, tokenizer.EncodeOptions{AddSpecial: true}))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		for _, x := range v {
+			resp.Embedding = append(resp.Embedding, float64(x))
+		}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}

@@ -1,0 +1,276 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"folio/models/tokenizer"
+	"folio/runner"
+)
+
+// completion is what /api/generate, /api/chat and the OpenAI endpoints
+// share: a prompt of token ids on a loaded model, and how to sample.
+type completion struct {
+	model      *loaded
+	ids        []int32
+	opts       api.Options
+	sample     runner.SampleOptions
+	n          int
+	logprobs   bool
+	topLog     int
+	truncate   bool
+	keep       int
+	thinking   bool // the rendered prompt leaves the model inside <think>
+	parseThink bool // split <think>…</think> out of the text
+}
+
+// start submits c to the model's engine.
+func (c *completion) start(ctx context.Context) (*runner.Stream, error) {
+	req := runner.Request{Prompt: c.ids, Sample: c.sample, NumCtx: c.opts.NumCtx, Stop: c.opts.Stop, N: c.n,
+		Logprobs: c.logprobs, TopLogprobs: c.topLog, Truncate: c.truncate, Keep: c.keep}
+	if c.opts.NumPredict > 0 {
+		req.NumPredict = c.opts.NumPredict
+	}
+	return c.model.engine.Submit(ctx, req)
+}
+
+// encodePrompt tokenizes a prompt. Rendered templates hold special-token
+// text (parsed as tokens); BOS is added when the vocabulary wants one and
+// the text does not start with it already.
+func encodePrompt(tok *tokenizer.Tokenizer, text string, templated bool) []int32 {
+	v := tok.Vocab()
+	add := true
+	if templated && v.BOS != tokenizer.NoToken && strings.HasPrefix(text, tok.Piece(v.BOS)) {
+		add = false
+	}
+	return tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: add, ParseSpecial: templated})
+}
+
+// streamFlag is Ollama's stream field: true unless set to false.
+func streamFlag(p *bool) bool { return p == nil || *p }
+
+func keepAlive(d *api.Duration) *time.Duration {
+	if d == nil {
+		return nil
+	}
+	return &d.Duration
+}
+
+func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
+	var req api.GenerateRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := checkRequest(req.Model, req.Format, req.Images, req.Think); err != nil {
+		writeError(w, err)
+		return
+	}
+	opts, sample, err := options(req.Options)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	start := time.Now()
+	l, release, err := s.models.acquire(r.Context(), req.Model, keepAlive(req.KeepAlive))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer release()
+	if req.Prompt == "" && len(req.Context) == 0 && req.System == "" {
+		// a load (or, with keep_alive 0, an unload) request
+		reason := "load"
+		if req.KeepAlive != nil && req.KeepAlive.Duration == 0 {
+			reason = "unload"
+			defer s.models.unload(req.Model)
+		}
+		writeJSON(w, http.StatusOK, api.GenerateResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Done: true, DoneReason: reason})
+		return
+	}
+	c := &completion{model: l, opts: opts, sample: sample, n: 1, logprobs: req.Logprobs, topLog: req.TopLogprobs,
+		truncate: req.Truncate != nil && *req.Truncate}
+	for _, id := range req.Context {
+		if id < 0 || id >= l.model.Arch.Vocab {
+			writeError(w, fmt.Errorf("%w: context holds token %d, outside the vocabulary of %d: send back the context of this model's last response", errBadRequest, id, l.model.Arch.Vocab))
+			return
+		}
+		c.ids = append(c.ids, int32(id))
+	}
+	tok := l.model.Tok
+	switch {
+	case req.Raw || (l.template == "" && req.Template == ""):
+		text := req.Prompt
+		if req.System != "" && !req.Raw {
+			text = req.System + "\n\n" + text
+		}
+		if len(c.ids) > 0 {
+			c.ids = append(c.ids, tok.Encode(text, tokenizer.EncodeOptions{})...)
+		} else {
+			c.ids = encodePrompt(tok, text, false)
+		}
+	default:
+		var msgs []api.Message
+		if req.System != "" {
+			msgs = append(msgs, api.Message{Role: "system", Content: req.System})
+		}
+		msgs = append(msgs, api.Message{Role: "user", Content: req.Prompt})
+		text, err := s.render(l, req.Template, msgs, nil, req.Think)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		c.ids = append(c.ids, encodePrompt(tok, text, true)...)
+		c.thinking, c.parseThink = thinkState(text, req.Think)
+	}
+	st, err := c.start(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer st.Cancel()
+	out := newResponder(w, streamFlag(req.Stream))
+	base := api.GenerateResponse{Model: req.Model}
+	var full strings.Builder
+	var thinkAll strings.Builder
+	var lps []api.Logprob
+	think := newThinkSplitter(c.thinking, c.parseThink)
+	generated := append([]int32(nil), c.ids...)
+	for {
+		ev, ok := st.Recv(r.Context())
+		if !ok {
+			return
+		}
+		if ev.Token >= 0 {
+			generated = append(generated, ev.Token)
+		}
+		content, thought := think.add(ev.Text)
+		resp := base
+		resp.CreatedAt = s.cfg.Now().UTC()
+		resp.Response, resp.Thinking = content, thought
+		if ev.Logprob != nil {
+			resp.Logprobs = []api.Logprob{ollamaLogprob(tok, ev.Logprob)}
+		}
+		if ev.Done {
+			if ev.Err != nil {
+				out.fail(ev.Err)
+				return
+			}
+			c2, t2 := think.flush()
+			resp.Response += c2
+			resp.Thinking += t2
+			resp.Done, resp.DoneReason = true, ev.Reason
+			resp.Context = toInts(generated)
+			resp.Metrics = metrics(ev.Stats, start, l)
+		}
+		if out.stream {
+			if resp.Response != "" || resp.Thinking != "" || resp.Logprobs != nil || resp.Done {
+				out.send(resp)
+			}
+		} else {
+			full.WriteString(resp.Response)
+			thinkAll.WriteString(resp.Thinking)
+			lps = append(lps, resp.Logprobs...)
+		}
+		if ev.Done {
+			if !out.stream {
+				resp.Response, resp.Thinking, resp.Logprobs = full.String(), thinkAll.String(), lps
+				out.send(resp)
+			}
+			return
+		}
+	}
+}
+
+// checkRequest refuses what folio cannot do yet with a clear message,
+// rather than ignoring it.
+func checkRequest(model string, format json.RawMessage, images []api.ImageData, think *api.ThinkValue) error {
+	switch {
+	case model == "":
+		return fmt.Errorf("%w: model is required", errBadRequest)
+	case len(format) > 0 && string(format) != `""` && string(format) != "null":
+		return fmt.Errorf("%w: format (JSON output) is not supported yet: leave it out", errNotImplemented)
+	case len(images) > 0:
+		return fmt.Errorf("%w: images: folio runs text models only", errBadRequest)
+	case think != nil && !think.IsValid():
+		return fmt.Errorf("%w: think must be true, false, \"high\", \"medium\" or \"low\"", errBadRequest)
+	}
+	return nil
+}
+
+func toInts(ids []int32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
+}
+
+// metrics are Ollama's figures for a finished request.
+func metrics(st *runner.Stats, start time.Time, l *loaded) api.Metrics {
+	m := api.Metrics{TotalDuration: time.Since(start)}
+	if st != nil {
+		m.PromptEvalCount, m.PromptEvalDuration = st.PromptTokens, st.PromptDuration
+		m.EvalCount, m.EvalDuration = st.EvalTokens, st.EvalDuration
+	}
+	return m
+}
+
+func ollamaLogprob(tok *tokenizer.Tokenizer, lp *runner.TokenLogprob) api.Logprob {
+	one := func(id int32, v float32) api.TokenLogprob {
+		b := tok.TokenBytes(id, tokenizer.DecodeOptions{})
+		bytes := make([]int, len(b))
+		for i, c := range b {
+			bytes[i] = int(c)
+		}
+		return api.TokenLogprob{Token: string(b), Logprob: float64(v), Bytes: bytes}
+	}
+	out := api.Logprob{TokenLogprob: one(lp.Token, lp.Logprob)}
+	for _, t := range lp.Top {
+		out.TopLogprobs = append(out.TopLogprobs, one(t.Token, t.Logprob))
+	}
+	return out
+}
+
+// responder writes NDJSON lines (streaming) or one JSON object.
+type responder struct {
+	w       http.ResponseWriter
+	stream  bool
+	started bool
+}
+
+func newResponder(w http.ResponseWriter, stream bool) *responder {
+	return &responder{w: w, stream: stream}
+}
+
+func (o *responder) send(v any) {
+	if !o.started {
+		ct := "application/json; charset=utf-8"
+		if o.stream {
+			ct = "application/x-ndjson"
+		}
+		o.w.Header().Set("Content-Type", ct)
+		o.w.WriteHeader(http.StatusOK)
+		o.started = true
+	}
+	json.NewEncoder(o.w).Encode(v)
+	if f, ok := o.w.(http.Flusher); ok && o.stream {
+		f.Flush()
+	}
+}
+
+// fail reports an error: as the status before anything was sent, else as
+// a final {"error": ...} line, as Ollama does mid-stream.
+func (o *responder) fail(err error) {
+	if !o.started {
+		writeError(o.w, err)
+		return
+	}
+	o.send(map[string]string{"error": err.Error()})
+}

@@ -1,0 +1,150 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/ollama/ollama/api"
+	"github.com/ollama/ollama/types/model"
+
+	"folio/models/gguf"
+)
+
+func (s *Server) tags(w http.ResponseWriter, r *http.Request) {
+	list, err := s.cfg.Registry.List()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	resp := api.ListResponse{Models: []api.ListModelResponse{}}
+	for _, e := range list {
+		resp.Models = append(resp.Models, api.ListModelResponse{Name: e.Name, Model: e.Name, ModifiedAt: e.Modified,
+			Size: e.Size, Digest: e.Digest, Details: details(e.Path)})
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// details reads a model's headline facts from its header (no weights).
+func details(path string) api.ModelDetails {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return api.ModelDetails{Format: "gguf"}
+	}
+	defer f.Close()
+	sum := f.Summary()
+	return api.ModelDetails{Format: "gguf", Family: sum.Architecture, Families: []string{sum.Architecture},
+		ParameterSize: paramSize(sum.Parameters), QuantizationLevel: sum.Quantization}
+}
+
+// paramSize writes a parameter count as Ollama does: "8.0B", "135M".
+func paramSize(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.1fB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.0fM", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.0fK", float64(n)/1e3)
+}
+
+func (s *Server) show(w http.ResponseWriter, r *http.Request) {
+	var req api.ShowRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.Model == "" {
+		req.Model = req.Name
+	}
+	if req.Model == "" {
+		writeError(w, fmt.Errorf("%w: model is required", errBadRequest))
+		return
+	}
+	ent, err := s.cfg.Registry.Resolve(req.Model)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	f, err := gguf.Open(ent.Path)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer f.Close()
+	info := map[string]any{}
+	for _, kv := range f.KV {
+		if strings.HasPrefix(kv.Key, "tokenizer.ggml.") && !req.Verbose {
+			if arr, ok := kv.Value.(gguf.Array); ok && arr.Len() > 16 {
+				info[kv.Key] = nil // as Ollama: long arrays only with verbose
+				continue
+			}
+		}
+		info[kv.Key] = gguf.JSONValue(kv.Value, 0)
+	}
+	resp := api.ShowResponse{
+		Template:     f.String("tokenizer.chat_template"),
+		Details:      details(ent.Path),
+		ModelInfo:    info,
+		ModifiedAt:   ent.Modified,
+		Capabilities: []model.Capability{model.CapabilityCompletion},
+		Modelfile:    fmt.Sprintf("# folio model %s\nFROM %s\n", ent.Name, ent.Path),
+	}
+	if resp.Template != "" && strings.Contains(resp.Template, "tools") {
+		resp.Capabilities = append(resp.Capabilities, model.CapabilityTools)
+	}
+	if strings.Contains(resp.Template, "<think>") {
+		resp.Capabilities = append(resp.Capabilities, model.CapabilityThinking)
+	}
+	if req.Verbose {
+		for _, t := range f.Tensors {
+			resp.Tensors = append(resp.Tensors, api.Tensor{Name: t.Name, Type: t.Type.String(), Shape: t.Shape})
+		}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) ps(w http.ResponseWriter, r *http.Request) {
+	resp := api.ProcessResponse{Models: []api.ProcessModelResponse{}}
+	for _, l := range s.models.running() {
+		spec := l.model.KV.Spec()
+		resp.Models = append(resp.Models, api.ProcessModelResponse{Name: l.entry.Name, Model: l.entry.Name,
+			Size: l.model.Bytes.Total(), Digest: l.entry.Digest, Details: details(l.entry.Path),
+			ExpiresAt: s.models.expiry(l), ContextLength: min(l.model.Opt.NumCtx, spec.Blocks*spec.BlockSize)})
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) deleteModel(w http.ResponseWriter, r *http.Request) {
+	var req api.DeleteRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.Model == "" {
+		req.Model = req.Name
+	}
+	s.models.unload(req.Model)
+	if err := s.cfg.Registry.Delete(req.Model); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Server) copyModel(w http.ResponseWriter, r *http.Request) {
+	var req api.CopyRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.Source == "" || req.Destination == "" {
+		writeError(w, fmt.Errorf("%w: source and destination are required", errBadRequest))
+		return
+	}
+	if err := s.cfg.Registry.Copy(req.Source, req.Destination); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}

@@ -1,0 +1,233 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"folio/runner"
+)
+
+// loaded is a model in memory with its engine.
+type loaded struct {
+	entry    ModelEntry
+	model    *runner.Model
+	engine   *runner.Engine
+	template string // tokenizer.chat_template, "" when the file has none
+	loadTime time.Duration
+
+	// guarded by manager.mu
+	refs      int           // requests using it
+	keepAlive time.Duration // after the last request; < 0: forever
+	expires   time.Time     // zero while refs > 0 or keepAlive < 0
+	timer     *time.Timer
+	lastUse   time.Time
+}
+
+// manager loads models on first use, keeps them for keep_alive after
+// their last request, and holds at most cfg.MaxLoaded at once.
+type manager struct {
+	cfg *Config
+
+	mu      sync.Mutex                 // guards loaded, loading and every loaded's mutable fields
+	loaded  map[string]*loaded         // by file path
+	loading map[string]chan struct{}   // closed when the load in progress ends
+	errs    map[string]error           // the result of the load that just ended
+}
+
+func newManager(cfg *Config) *manager {
+	return &manager{cfg: cfg, loaded: map[string]*loaded{}, loading: map[string]chan struct{}{}, errs: map[string]error{}}
+}
+
+// keepAliveOf is the keep_alive a request asked for, or the default.
+func (m *manager) keepAliveOf(d *time.Duration) time.Duration {
+	if d == nil {
+		return m.cfg.KeepAlive
+	}
+	if *d < 0 || *d >= time.Duration(math.MaxInt64) {
+		return -1
+	}
+	return *d
+}
+
+// acquire returns the model of name, loading it if needed; release must
+// be called when the request is done. keepAlive applies from then.
+func (m *manager) acquire(ctx context.Context, name string, keepAlive *time.Duration) (*loaded, func(), error) {
+	ent, err := m.cfg.Registry.Resolve(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	ka := m.keepAliveOf(keepAlive)
+	for {
+		m.mu.Lock()
+		if l, ok := m.loaded[ent.Path]; ok {
+			l.refs++
+			l.lastUse = m.cfg.Now()
+			if l.timer != nil {
+				l.timer.Stop()
+				l.timer = nil
+			}
+			l.keepAlive, l.expires = ka, time.Time{}
+			m.mu.Unlock()
+			return l, func() { m.release(l) }, nil
+		}
+		if ch, ok := m.loading[ent.Path]; ok { // another request loads it
+			m.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		}
+		ch := make(chan struct{})
+		m.loading[ent.Path] = ch
+		m.mu.Unlock()
+
+		l, err := m.load(ent)
+
+		m.mu.Lock()
+		delete(m.loading, ent.Path)
+		close(ch)
+		if err != nil {
+			m.mu.Unlock()
+			return nil, nil, err
+		}
+		m.loaded[ent.Path] = l
+		m.mu.Unlock()
+	}
+}
+
+// load makes room under MaxLoaded and loads ent.
+func (m *manager) load(ent ModelEntry) (*loaded, error) {
+	if err := m.makeRoom(); err != nil {
+		return nil, err
+	}
+	if m.cfg.LoadModelHook != nil {
+		m.cfg.LoadModelHook(ent)
+	}
+	start := time.Now()
+	rm, err := runner.Load(ent.Path, m.cfg.Load)
+	if err != nil {
+		return nil, err
+	}
+	e, err := runner.NewEngine(rm, runner.EngineOptions{MaxQueue: m.cfg.MaxQueue})
+	if err != nil {
+		rm.Close()
+		return nil, err
+	}
+	m.cfg.Log.Info("model loaded", "model", ent.Name, "path", ent.Path, "seconds", time.Since(start).Seconds())
+	return &loaded{entry: ent, model: rm, engine: e, template: rm.File.String("tokenizer.chat_template"),
+		loadTime: time.Since(start), lastUse: m.cfg.Now()}, nil
+}
+
+// makeRoom unloads the least recently used idle model while MaxLoaded
+// are loaded; with none idle it refuses.
+func (m *manager) makeRoom() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for len(m.loaded)+len(m.loading) > m.cfg.MaxLoaded {
+		var victim *loaded
+		for _, l := range m.loaded {
+			if l.refs == 0 && (victim == nil || l.lastUse.Before(victim.lastUse)) {
+				victim = l
+			}
+		}
+		if victim == nil {
+			return fmt.Errorf("%w: %d models are loaded and busy (FOLIO_MAX_LOADED_MODELS): retry when one is idle",
+				runner.ErrBusy, len(m.loaded))
+		}
+		m.unloadLocked(victim)
+	}
+	return nil
+}
+
+func (m *manager) release(l *loaded) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l.refs--
+	l.lastUse = m.cfg.Now()
+	if l.refs > 0 || l.keepAlive < 0 {
+		return
+	}
+	if l.keepAlive == 0 {
+		m.unloadLocked(l)
+		return
+	}
+	l.expires = m.cfg.Now().Add(l.keepAlive)
+	l.timer = time.AfterFunc(l.keepAlive, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if l.refs == 0 && !l.expires.IsZero() && m.loaded[l.entry.Path] == l {
+			m.unloadLocked(l)
+		}
+	})
+}
+
+// unload ends a model now (keep_alive 0 on a request without a prompt).
+func (m *manager) unload(name string) error {
+	ent, err := m.cfg.Registry.Resolve(name)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l, ok := m.loaded[ent.Path]; ok {
+		if l.refs > 0 {
+			l.keepAlive = 0
+			return nil
+		}
+		m.unloadLocked(l)
+	}
+	return nil
+}
+
+func (m *manager) unloadLocked(l *loaded) {
+	if m.loaded[l.entry.Path] != l {
+		return
+	}
+	delete(m.loaded, l.entry.Path)
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	l.engine.Close()
+	l.model.Close()
+	m.cfg.Log.Info("model unloaded", "model", l.entry.Name)
+}
+
+// running lists the loaded models, most recently used first.
+func (m *manager) running() []*loaded {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*loaded
+	for _, l := range m.loaded {
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b *loaded) int { return b.lastUse.Compare(a.lastUse) })
+	return out
+}
+
+// expiry is when l unloads: far future when kept forever, now + keep
+// alive while busy.
+func (m *manager) expiry(l *loaded) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case l.keepAlive < 0:
+		return time.Date(2318, 11, 4, 0, 0, 0, 0, time.UTC)
+	case l.expires.IsZero():
+		return m.cfg.Now().Add(l.keepAlive)
+	}
+	return l.expires
+}
+
+func (m *manager) closeAll() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, l := range m.loaded {
+		m.unloadLocked(l)
+	}
+}

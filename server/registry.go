@@ -1,0 +1,199 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"folio/models"
+)
+
+// ErrModelNotFound is wrapped when a name matches no model.
+var ErrModelNotFound = errors.New("model not found")
+
+// ModelEntry is a model the server can run, as the registry knows it.
+type ModelEntry struct {
+	Name     string // "stories260K:latest"
+	Path     string // the GGUF file
+	Size     int64
+	Modified time.Time
+	Digest   string // sha256 of the file, hex; computed once
+}
+
+// Registry maps model names to files. The store issue replaces this
+// implementation with the SQLite registry; the server sees only this
+// interface.
+type Registry interface {
+	List() ([]ModelEntry, error)
+	Resolve(name string) (ModelEntry, error)
+	Copy(src, dst string) error
+	Delete(name string) error
+}
+
+// NormalizeName adds the default tag: "llama3" is "llama3:latest".
+func NormalizeName(name string) string {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return ""
+	}
+	if i := strings.LastIndexByte(name, ':'); i < 0 || strings.ContainsRune(name[i:], '/') {
+		name += ":latest"
+	}
+	return name
+}
+
+// LibraryRegistry lists the GGUF files in the folders of FOLIO_MODELS_PATH
+// (a library used in place: never written, never deleted) and keeps copies
+// made through the API as aliases in memory.
+type LibraryRegistry struct {
+	Dirs []string
+
+	mu      sync.Mutex        // guards aliases and digests
+	aliases map[string]string // normalized lower-case name → target name
+	digests map[string]string // path|size|mtime → sha256
+}
+
+// NewLibraryRegistry reads the folders from FOLIO_MODELS_PATH.
+func NewLibraryRegistry() *LibraryRegistry {
+	return &LibraryRegistry{Dirs: filepath.SplitList(os.Getenv("FOLIO_MODELS_PATH")),
+		aliases: map[string]string{}, digests: map[string]string{}}
+}
+
+// List returns every GGUF file of the library and every alias.
+func (r *LibraryRegistry) List() ([]ModelEntry, error) {
+	var out []ModelEntry
+	seen := map[string]bool{}
+	for _, dir := range r.Dirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if !e.Type().IsRegular() || !strings.EqualFold(filepath.Ext(e.Name()), ".gguf") {
+				continue
+			}
+			name := NormalizeName(strings.TrimSuffix(e.Name(), filepath.Ext(e.Name())))
+			if seen[strings.ToLower(name)] {
+				continue
+			}
+			ent, err := r.entry(name, filepath.Join(dir, e.Name()))
+			if err != nil {
+				continue
+			}
+			seen[strings.ToLower(name)] = true
+			out = append(out, ent)
+		}
+	}
+	r.mu.Lock()
+	aliases := make(map[string]string, len(r.aliases))
+	for k, v := range r.aliases {
+		aliases[k] = v
+	}
+	r.mu.Unlock()
+	for alias, target := range aliases {
+		ent, err := r.Resolve(target)
+		if err != nil {
+			continue
+		}
+		ent.Name = alias
+		out = append(out, ent)
+	}
+	slices.SortFunc(out, func(a, b ModelEntry) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Resolve finds a name: an alias, a library file, a catalog name, or a
+// path to a GGUF file.
+func (r *LibraryRegistry) Resolve(name string) (ModelEntry, error) {
+	norm := NormalizeName(name)
+	if norm == "" {
+		return ModelEntry{}, fmt.Errorf("%w: no model name given", ErrModelNotFound)
+	}
+	r.mu.Lock()
+	target, ok := r.aliases[strings.ToLower(norm)]
+	r.mu.Unlock()
+	if ok {
+		ent, err := r.Resolve(target)
+		ent.Name = norm
+		return ent, err
+	}
+	base, tag, _ := strings.Cut(norm, ":")
+	if tag != "latest" {
+		return ModelEntry{}, fmt.Errorf("%w: %q (the library has only :latest tags)", ErrModelNotFound, name)
+	}
+	path, err := models.LocateIn(base, r.Dirs)
+	if err != nil {
+		return ModelEntry{}, fmt.Errorf("%w: %q: %v", ErrModelNotFound, name, err)
+	}
+	return r.entry(norm, path)
+}
+
+func (r *LibraryRegistry) entry(name, path string) (ModelEntry, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return ModelEntry{}, err
+	}
+	ent := ModelEntry{Name: name, Path: path, Size: st.Size(), Modified: st.ModTime()}
+	key := fmt.Sprintf("%s|%d|%d", path, st.Size(), st.ModTime().UnixNano())
+	r.mu.Lock()
+	ent.Digest = r.digests[key]
+	r.mu.Unlock()
+	if ent.Digest == "" {
+		f, err := os.Open(path)
+		if err != nil {
+			return ModelEntry{}, err
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return ModelEntry{}, err
+		}
+		ent.Digest = hex.EncodeToString(h.Sum(nil))
+		r.mu.Lock()
+		r.digests[key] = ent.Digest
+		r.mu.Unlock()
+	}
+	return ent, nil
+}
+
+// Copy makes dst another name of src.
+func (r *LibraryRegistry) Copy(src, dst string) error {
+	if _, err := r.Resolve(src); err != nil {
+		return err
+	}
+	d := NormalizeName(dst)
+	if d == "" || strings.ContainsAny(d, " \t\n/\\") {
+		return fmt.Errorf("%w: destination name %q: use letters, digits, '-', '_', '.' and an optional :tag", errBadRequest, dst)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.aliases[strings.ToLower(d)] = NormalizeName(src)
+	return nil
+}
+
+// Delete removes a name made by Copy. Files of the library are the user's:
+// folio never deletes them.
+func (r *LibraryRegistry) Delete(name string) error {
+	n := strings.ToLower(NormalizeName(name))
+	r.mu.Lock()
+	_, ok := r.aliases[n]
+	delete(r.aliases, n)
+	r.mu.Unlock()
+	if ok {
+		return nil
+	}
+	if ent, err := r.Resolve(name); err == nil {
+		return fmt.Errorf("%w: %s is the file %s in FOLIO_MODELS_PATH; folio does not delete files it did not create: remove it yourself",
+			errBadRequest, ent.Name, ent.Path)
+	}
+	return fmt.Errorf("%w: %q", ErrModelNotFound, name)
+}

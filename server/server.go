@@ -1,0 +1,209 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"folio/gpu"
+	"folio/models"
+	"folio/models/arch"
+	"folio/models/gguf"
+	"folio/models/tokenizer"
+	"folio/runner"
+)
+
+// APIVersion is the Ollama API version folio answers to, for clients that
+// check it before using a feature.
+const APIVersion = "0.17.4"
+
+// Config is what a server needs. The zero value of each field but Registry
+// gives the default.
+type Config struct {
+	Registry      Registry
+	Version       string             // folio's version, for /api/version
+	Load          runner.LoadOptions // how models are loaded
+	KeepAlive     time.Duration      // default keep_alive; 0: 5 minutes
+	MaxLoaded     int                // models loaded at once; default 3
+	MaxQueue      int                // requests waiting per model before 503; 0: no limit
+	MaxBodyBytes  int64              // request body limit; default 32 MiB
+	Log           *slog.Logger
+	Now           func() time.Time // for tests; default time.Now
+	LoadModelHook func(ModelEntry) // called before a model loads (tests)
+}
+
+// Server serves the Ollama and OpenAI APIs over a set of models.
+type Server struct {
+	cfg    Config
+	mux    *http.ServeMux
+	models *manager
+}
+
+// New returns the server's handler.
+func New(cfg Config) *Server {
+	if cfg.KeepAlive == 0 {
+		cfg.KeepAlive = 5 * time.Minute
+	}
+	if cfg.MaxLoaded <= 0 {
+		cfg.MaxLoaded = 3
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 32 << 20
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	s.models = newManager(&s.cfg)
+	s.routes()
+	return s
+}
+
+// ServeHTTP makes Server an http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	s.mux.ServeHTTP(w, r)
+}
+
+// Close unloads every model.
+func (s *Server) Close() { s.models.closeAll() }
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("GET /{$}", s.root)
+	m.HandleFunc("HEAD /{$}", s.root)
+	m.HandleFunc("GET /api/version", s.version)
+	m.HandleFunc("HEAD /api/version", s.version)
+	m.HandleFunc("POST /api/generate", s.generate)
+	m.HandleFunc("POST /api/chat", s.chat)
+	m.HandleFunc("POST /api/embed", s.embed)
+	m.HandleFunc("POST /api/embeddings", s.embeddings)
+	m.HandleFunc("GET /api/tags", s.tags)
+	m.HandleFunc("HEAD /api/tags", s.tags)
+	m.HandleFunc("POST /api/show", s.show)
+	m.HandleFunc("GET /api/ps", s.ps)
+	m.HandleFunc("DELETE /api/delete", s.deleteModel)
+	m.HandleFunc("POST /api/copy", s.copyModel)
+	for _, p := range []string{"POST /api/pull", "POST /api/push", "POST /api/create", "POST /api/blobs/{digest}", "HEAD /api/blobs/{digest}"} {
+		m.HandleFunc(p, notYet)
+	}
+	s.openAIRoutes()
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, fmt.Errorf("%w: %s %s", errNotFoundPath, r.Method, r.URL.Path))
+	})
+}
+
+func (s *Server) root(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if r.Method == http.MethodHead {
+		return
+	}
+	io.WriteString(w, "folio is running (Ollama API)")
+}
+
+func (s *Server) version(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"version": APIVersion, "folio_version": s.cfg.Version})
+}
+
+func notYet(w http.ResponseWriter, r *http.Request) {
+	writeError(w, fmt.Errorf("%w: %s %s arrives with folio's installer; until then put GGUF files in a folder of FOLIO_MODELS_PATH",
+		errNotImplemented, r.Method, r.URL.Path))
+}
+
+var (
+	errBadRequest     = errors.New("bad request")
+	errNotImplemented = errors.New("not implemented yet")
+	errNotFoundPath   = errors.New("no such endpoint")
+)
+
+// statusOf maps an error to its HTTP status: the one place that decides.
+func statusOf(err error) int {
+	var maxBytes *http.MaxBytesError
+	var syntax *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &maxBytes):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, ErrModelNotFound), errors.Is(err, models.ErrNotFound), errors.Is(err, errNotFoundPath):
+		return http.StatusNotFound
+	case errors.Is(err, errBadRequest), errors.Is(err, runner.ErrRequest), errors.As(err, &syntax),
+		errors.As(err, &typeErr), errors.Is(err, io.ErrUnexpectedEOF):
+		return http.StatusBadRequest
+	case errors.Is(err, runner.ErrBusy):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, errNotImplemented):
+		return http.StatusNotImplemented
+	case errors.Is(err, runner.ErrNoMemory), errors.Is(err, gpu.ErrOutOfMemory):
+		return http.StatusInsufficientStorage
+	case errors.Is(err, arch.ErrModel), errors.Is(err, gguf.ErrFormat), errors.Is(err, tokenizer.ErrVocab):
+		return http.StatusUnprocessableEntity
+	case errors.Is(err, context.Canceled), errors.Is(err, runner.ErrClosed):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// writeError sends Ollama's error JSON.
+func writeError(w http.ResponseWriter, err error) {
+	writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// decode reads a JSON request body into v.
+func decode(r *http.Request, v any) error {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	if len(data) == 0 {
+		return fmt.Errorf("%w: empty request body: send a JSON object", errBadRequest)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%w: request JSON: %v", errBadRequest, err)
+	}
+	return nil
+}
+
+// options turns a request's options over Ollama's defaults into load-time
+// and sampling options, refusing values of the wrong type or out of range.
+func options(raw map[string]any) (api.Options, runner.SampleOptions, error) {
+	o := api.DefaultOptions()
+	o.NumCtx = 0
+	if err := o.FromMap(raw); err != nil {
+		return o, runner.SampleOptions{}, fmt.Errorf("%w: options: %v", errBadRequest, err)
+	}
+	sample := runner.SampleOptions{
+		Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP, TypicalP: o.TypicalP,
+		RepeatPenalty: 1, RepeatLastN: o.RepeatLastN, PresencePenalty: o.PresencePenalty,
+		FrequencyPenalty: o.FrequencyPenalty, Seed: int64(o.Seed),
+	}
+	// Ollama's engine applies no repeat penalty unless asked; neither do we.
+	if _, ok := raw["repeat_penalty"]; ok {
+		sample.RepeatPenalty = o.RepeatPenalty
+	}
+	if err := sample.Check(); err != nil {
+		return o, sample, fmt.Errorf("%w: %v", errBadRequest, err)
+	}
+	switch {
+	case o.NumPredict < -2:
+		return o, sample, fmt.Errorf("%w: num_predict %d: use -1 (no limit) or a count", errBadRequest, o.NumPredict)
+	case o.NumCtx < 0 || (raw["num_ctx"] != nil && o.NumCtx == 0):
+		return o, sample, fmt.Errorf("%w: num_ctx %d: use a positive context size", errBadRequest, o.NumCtx)
+	}
+	return o, sample, nil
+}
