@@ -78,4 +78,3 @@ func (e *Engine) embed(ids []int32, bs int) ([]float32, error) {
 	}
 	return out, nil
 }
-

@@ -32,10 +32,10 @@ type loaded struct {
 type manager struct {
 	cfg *Config
 
-	mu      sync.Mutex                 // guards loaded, loading and every loaded's mutable fields
-	loaded  map[string]*loaded         // by file path
-	loading map[string]chan struct{}   // closed when the load in progress ends
-	errs    map[string]error           // the result of the load that just ended
+	mu      sync.Mutex               // guards loaded, loading and every loaded's mutable fields
+	loaded  map[string]*loaded       // by file path
+	loading map[string]chan struct{} // closed when the load in progress ends
+	errs    map[string]error         // the result of the load that just ended
 }
 
 func newManager(cfg *Config) *manager {
