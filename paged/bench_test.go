@@ -5,7 +5,16 @@ import (
 	"testing"
 )
 
+// noInvariants skips a benchmark built with -tags invariants, where every
+// operation checks the whole state.
+func noInvariants(b *testing.B) {
+	if invariants {
+		b.Skip("built with -tags invariants: timings would be of the checker")
+	}
+}
+
 func BenchmarkAllocFree(b *testing.B) {
+	noInvariants(b)
 	p, _ := NewBlockPool(1024, 16)
 	for b.Loop() {
 		id, _ := p.Alloc()
@@ -16,6 +25,7 @@ func BenchmarkAllocFree(b *testing.B) {
 // BenchmarkAppend grows sequences one token at a time: a lone sequence
 // (a plan of one), and a decode step of 256 sequences in one plan.
 func BenchmarkAppend(b *testing.B) {
+	noInvariants(b)
 	b.Run("token", func(b *testing.B) {
 		m, _ := New(Config{Blocks: 1024})
 		s := m.NewSeq("")
@@ -54,6 +64,7 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 func BenchmarkFork4096(b *testing.B) {
+	noInvariants(b)
 	m, _ := New(Config{Blocks: 1024})
 	s := m.NewSeq("")
 	if err := m.Append(s, 4096); err != nil {
@@ -77,7 +88,7 @@ func radixMillion(b *testing.B) (m *Manager, prompts [][]int32, fresh []int32) {
 		}
 		return t
 	}
-	m, _ = New(Config{Blocks: (n+1)*length/16 + 64})
+	m, _ = New(Config{Blocks: (n+2)*length/16 + 64})
 	sys := random(system)
 	for range n + 1 {
 		prompts = append(prompts, cat(sys, random(length-system)))
@@ -98,23 +109,58 @@ func radixMillion(b *testing.B) (m *Manager, prompts [][]int32, fresh []int32) {
 	return m, prompts, fresh
 }
 
+// BenchmarkRadixMatch matches a cached 4,096-token prompt in a 1M-token
+// tree: "wide" ends in a leaf of 3,584 tokens under the shared system
+// prompt (two nodes); "deep" runs through 256 one-block nodes, because
+// another cached prompt leaves the path after every block.
 func BenchmarkRadixMatch(b *testing.B) {
-	m, prompts, _ := radixMillion(b)
-	r := m.Radix()
-	i := 0
-	for b.Loop() {
-		blocks, _ := r.Match("", prompts[i%len(prompts)])
-		if len(blocks) != 256 {
-			b.Fatalf("matched %d blocks", len(blocks))
+	noInvariants(b)
+	b.Run("wide", func(b *testing.B) {
+		m, prompts, _ := radixMillion(b)
+		r := m.Radix()
+		i := 0
+		for b.Loop() {
+			blocks, _ := r.Match("", prompts[i%len(prompts)])
+			if len(blocks) != 256 {
+				b.Fatalf("matched %d blocks", len(blocks))
+			}
+			i++
 		}
-		i++
-	}
+	})
+	b.Run("deep", func(b *testing.B) {
+		m, prompts, target := radixMillion(b)
+		rng := rand.New(rand.NewPCG(3, 4))
+		for k := range 256 { // leave target's path after k blocks
+			p := cat(target[:16*k], []int32{-1}, prompts[k][16*k+1:])
+			s := m.NewSeq("")
+			n := m.AttachPrefix(s, p)
+			if err := m.Append(s, len(p)-n); err != nil {
+				b.Fatal(err)
+			}
+			m.CachePrefix(s, p)
+			m.Free(s)
+			if m.FreeBlocks() < 256 {
+				m.Radix().Evict(256 + rng.IntN(16))
+			}
+		}
+		r := m.Radix()
+		if blocks, _ := r.Match("", target); len(blocks) != 255 {
+			b.Fatalf("target matches %d blocks", len(blocks))
+		}
+		for b.Loop() {
+			if blocks, _ := r.Match("", target); len(blocks) != 255 {
+				b.Fatalf("matched %d blocks", len(blocks))
+			}
+		}
+		b.ReportMetric(float64(r.Blocks()*16), "tokens_cached")
+	})
 }
 
 // BenchmarkRadixInsert inserts a 4,096-token prompt into the 1M-token
 // tree: a new one (the system prompt is cached; 224 blocks are adopted,
 // then dropped untimed) and one already cached (a walk and compare).
 func BenchmarkRadixInsert(b *testing.B) {
+	noInvariants(b)
 	b.Run("new", func(b *testing.B) {
 		m, _, fresh := radixMillion(b)
 		s := m.NewSeq("")
@@ -145,6 +191,7 @@ func BenchmarkRadixInsert(b *testing.B) {
 }
 
 func BenchmarkBlockHashes4096(b *testing.B) {
+	noInvariants(b)
 	t := toks(0, 4096)
 	for b.Loop() {
 		BlockHashes("model digest", t, 16)

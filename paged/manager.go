@@ -226,6 +226,7 @@ func (m *Manager) AttachPrefix(s SeqID, tokens []int32) int {
 	q.blocks = append(q.blocks, blocks...)
 	q.n = len(blocks) * m.pool.blockSize
 	m.radix.lock(node)
+	m.radix.unlock(q.node)
 	q.node = node
 	m.version++
 	m.checkInvariants()

@@ -49,13 +49,13 @@ func (p *pagedAlloc) admit(g *group) bool {
 	}
 	first := p.m.NewSeq("")
 	p.mustAppend(first, g.req.Prompt)
-	g.seqs = []int{int(first)}
+	g.seqs = []paged.SeqID{first}
 	for range g.n - 1 {
-		g.seqs = append(g.seqs, int(p.m.Fork(first)))
+		g.seqs = append(g.seqs, p.m.Fork(first))
 	}
 	if g.gen > 0 { // recompute after preemption
 		for _, s := range g.seqs {
-			p.mustAppend(paged.SeqID(s), g.gen)
+			p.mustAppend(s, g.gen)
 		}
 	}
 	p.m.DrainCopies(nil)
@@ -72,7 +72,7 @@ func (p *pagedAlloc) mustAppend(s paged.SeqID, n int) {
 
 func (p *pagedAlloc) grow(g *group) bool {
 	for _, s := range g.seqs {
-		if err := p.m.Reserve(&p.plan, paged.SeqID(s), 1); err != nil {
+		if err := p.m.Reserve(&p.plan, s, 1); err != nil {
 			p.plan = paged.Plan{}
 			return false
 		}
@@ -84,7 +84,7 @@ func (p *pagedAlloc) grow(g *group) bool {
 
 func (p *pagedAlloc) release(g *group) {
 	for _, s := range g.seqs {
-		p.m.Free(paged.SeqID(s))
+		p.m.Free(s)
 	}
 	g.seqs = nil
 }
@@ -97,8 +97,7 @@ func (p *pagedAlloc) usage(running []*group) (int64, int64) {
 	empty := int64(0)
 	for _, g := range running {
 		for _, s := range g.seqs {
-			id := paged.SeqID(s)
-			n, t := p.m.Len(id), p.m.Table(id)
+			n, t := p.m.Len(s), p.m.Table(s)
 			if n%p.bs == 0 || p.seen[t[len(t)-1]] == p.pass {
 				continue
 			}
@@ -113,7 +112,7 @@ func (p *pagedAlloc) footprint(g *group) (int64, int64) {
 	p.pass++
 	used, unshared := int64(0), int64(0)
 	for _, s := range g.seqs {
-		t := p.m.Table(paged.SeqID(s))
+		t := p.m.Table(s)
 		unshared += int64(len(t))
 		for _, b := range t {
 			if p.seen[b] != p.pass {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"folio/paged"
 )
 
 // Config is the memory a simulation has and how it steps.
@@ -96,8 +98,8 @@ type group struct {
 	n   int
 	gen int // tokens each sequence has generated
 	// one of these, by policy
-	seqs []int // paged: the sequences' IDs
-	caps []int // doubling: each sequence's buffer, in tokens
+	seqs []paged.SeqID // paged
+	caps []int         // doubling: each sequence's buffer, in tokens
 }
 
 func (g *group) len() int { return g.req.Prompt + g.gen }
