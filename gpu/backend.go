@@ -116,6 +116,21 @@ func (s KVSpec) Check() error {
 	return nil
 }
 
+// BlockBytes is the memory one block takes over all layers: the size of
+// the buffers BlockIO reads and writes.
+func (s KVSpec) BlockBytes() int64 { return s.BytesPerToken() * int64(s.BlockSize) }
+
+// BlockIO is an optional capability: copying one block's K and V, for
+// every layer, between the pool and host memory, so that blocks can be
+// persisted and restored. The bytes are in the canonical layout, the same
+// on every backend: for each layer, K then V, each KVHeads × BlockSize ×
+// HeadDim elements of the cache type (little-endian F16 or F32), head by
+// head, slot by slot within a head. len(buf) is Spec().BlockBytes().
+type BlockIO interface {
+	ReadBlock(c KVCache, block int32, dst []byte)
+	WriteBlock(c KVCache, block int32, src []byte)
+}
+
 // KVCache is a backend's paged K/V pool.
 type KVCache interface {
 	Spec() KVSpec

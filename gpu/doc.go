@@ -9,7 +9,8 @@
 // when an NVIDIA driver is present. Each one asserts
 // `var _ gpu.Backend = (*Backend)(nil)` and is checked op by op against the
 // CPU's scalar reference. Optional capabilities, found by type assertion,
-// are listed here as they arrive; there are none yet.
+// are listed here as they arrive: BlockIO (a block's K/V to and from host
+// memory, for persisted prefixes).
 //
 // gpu knows nothing of block allocation: the block tables it reads come
 // from paged/ through the runner, as plain block IDs.
