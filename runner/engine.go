@@ -29,6 +29,11 @@ type EngineOptions struct {
 	// Watermark is the fraction of the pool kept free when admitting a
 	// new request, so that running sequences can grow; default 0.01.
 	Watermark float64
+	// Store persists full blocks and restores them after a restart; nil
+	// keeps prefixes in memory only. Fingerprint names the model's K/V
+	// in it; empty: Fingerprint(FileDigest(model file), model).
+	Store       PrefixStore
+	Fingerprint string
 }
 
 // Engine serves many requests at once on one model: continuous batching
@@ -53,10 +58,11 @@ type Engine struct {
 
 	// loop-owned
 	pm      *paged.Manager
-	waiting []*sequence // preempted ones first, then by arrival
-	running []*sequence // by admission order
-	order   uint64      // last admission order handed out
-	logits  []float32   // [MaxSeqs, Vocab] host copy of a step's logits
+	persist *persistence // nil without a store
+	waiting []*sequence  // preempted ones first, then by arrival
+	running []*sequence  // by admission order
+	order   uint64       // last admission order handed out
+	logits  []float32    // [MaxSeqs, Vocab] host copy of a step's logits
 	plan    paged.Plan
 	// wantBlocks is how many blocks a prefill chunk lacked in the last
 	// plan: the prefix cache gives them up before the next one.
@@ -99,6 +105,21 @@ func NewEngine(m *Model, opt EngineOptions) (*Engine, error) {
 	e := &Engine{m: m, opt: opt, pm: pm, in: make(chan *request, 256), calls: make(chan func()),
 		quit: make(chan struct{}), done: make(chan struct{}),
 		logits: make([]float32, opt.MaxSeqs*m.Arch.Vocab)}
+	if opt.Store != nil {
+		bio, ok := m.Arch.Backend().(gpu.BlockIO)
+		if !ok {
+			return nil, fmt.Errorf("runner: backend %s cannot read blocks back: run without a prefix store", m.Arch.Backend().Name())
+		}
+		fp := opt.Fingerprint
+		if fp == "" {
+			digest, err := FileDigest(m.File.Path)
+			if err != nil {
+				return nil, err
+			}
+			fp = Fingerprint(digest, m)
+		}
+		e.persist = &persistence{store: opt.Store, fp: fp, bio: bio, dtype: spec.Type.String(), buf: make([]byte, spec.BlockBytes())}
+	}
 	go e.loop()
 	return e, nil
 }

@@ -54,6 +54,7 @@ type Event struct {
 type Stats struct {
 	PromptTokens   int           // prompt tokens computed (prompt_eval_count)
 	CachedTokens   int           // prompt tokens reused from the prefix cache (prompt_cached_count)
+	RestoredTokens int           // of those, the ones loaded from the persisted store
 	PromptDuration time.Duration // from admission to the first sampled token
 	EvalTokens     int           // tokens generated, all samples
 	EvalDuration   time.Duration

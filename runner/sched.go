@@ -110,6 +110,7 @@ func (e *Engine) fork(s *sequence) []*sequence {
 		}
 		c := &sequence{req: r, index: i, state: running, id: e.pm.Fork(s.id), order: s.order,
 			tokens: slices.Clone(s.tokens), nPrompt: s.nPrompt, computed: s.computed,
+			hashes: slices.Clone(s.hashes), saved: s.saved,
 			sampler: NewSampler(opt), detok: e.newDetok(s.tokens)}
 		r.live++
 		e.running = append(e.running, c)
@@ -118,12 +119,21 @@ func (e *Engine) fork(s *sequence) []*sequence {
 	return out
 }
 
-// cache offers s's newly full blocks to the prefix cache.
+// cache offers s's newly full blocks to the prefix cache and the store.
 func (e *Engine) cache(s *sequence, blocksBefore int) {
-	if e.opt.NoPrefixCache || s.computed/e.pm.BlockSize() == blocksBefore {
+	if s.computed/e.pm.BlockSize() == blocksBefore {
 		return
 	}
-	e.pm.CachePrefix(s.id, s.tokens[:s.computed])
+	e.keep(s)
+}
+
+// keep hands s's full blocks to the prefix cache and writes them behind to
+// the store.
+func (e *Engine) keep(s *sequence) {
+	if !e.opt.NoPrefixCache {
+		e.pm.CachePrefix(s.id, s.tokens[:s.computed])
+	}
+	e.save(s)
 }
 
 // reap ends the sequences of cancelled requests.
@@ -174,10 +184,13 @@ func (e *Engine) admit() {
 		if !e.opt.NoPrefixCache {
 			s.computed = e.pm.AttachPrefix(s.id, s.tokens[:len(s.tokens)-1])
 		}
+		s.saved = s.computed / bs // attached blocks came from the cache, and were saved when they entered it
+		e.restore(s)
 		r := s.req
 		if r.admitted.IsZero() {
 			r.admitted = time.Now()
 			r.stats.CachedTokens = s.computed
+			r.stats.RestoredTokens = s.restored
 			r.stats.PromptTokens = len(s.tokens) - s.computed
 		}
 		e.running = append(e.running, s)
@@ -265,9 +278,7 @@ func (e *Engine) preemptNewest() {
 // preempt frees s's blocks (its full ones stay in the prefix cache) and
 // queues it first, to be recomputed when there is room again.
 func (e *Engine) preempt(s *sequence) {
-	if !e.opt.NoPrefixCache {
-		e.pm.CachePrefix(s.id, s.tokens[:s.computed])
-	}
+	e.keep(s)
 	e.pm.Free(s.id)
 	e.running = slices.DeleteFunc(e.running, func(x *sequence) bool { return x == s })
 	s.state, s.computed = waiting, 0
@@ -285,9 +296,7 @@ func (e *Engine) finish(s *sequence, reason string, err error) {
 	case finished:
 		return
 	case running:
-		if !e.opt.NoPrefixCache {
-			e.pm.CachePrefix(s.id, s.tokens[:s.computed])
-		}
+		e.keep(s)
 		e.pm.Free(s.id)
 		e.running = slices.DeleteFunc(e.running, func(x *sequence) bool { return x == s })
 	case waiting:

@@ -52,6 +52,11 @@ type sequence struct {
 	// logits give the next token).
 	computed int
 	gen      int // tokens generated
+	// persistence: the chained hashes of its full blocks so far, how many
+	// leading blocks the store has (saved or loaded), tokens restored
+	hashes   []paged.BlockHash
+	saved    int
+	restored int
 	sampler  *Sampler
 	detok    *tokenizer.Detokenizer
 	held     string // text withheld because a stop string may be starting

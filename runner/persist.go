@@ -1,0 +1,149 @@
+package runner
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"folio/gpu"
+	"folio/paged"
+)
+
+// PrefixStore keeps full K/V blocks across restarts (store.Store is the
+// implementation). Blocks are keyed by the model's fingerprint and their
+// chained block hash; loading verifies the stored token IDs and a
+// checksum, so a hash alone is never trusted.
+type PrefixStore interface {
+	// HasBlocks is how many leading hashes are stored.
+	HasBlocks(fp string, hashes [][32]byte) int
+	// LoadBlock fills dst with the block's bytes, or fails (ErrCorrupt,
+	// ErrNotFound, a token mismatch): the caller then recomputes.
+	LoadBlock(fp string, hash [32]byte, tokens []int32, dst []byte) error
+	// SaveBlock queues a block for writing and returns at once; it owns
+	// data from then on.
+	SaveBlock(fp string, hash, parent [32]byte, tokens []int32, data []byte, dtype string)
+}
+
+// Fingerprint names everything that changes a model's K/V bytes: the
+// weights (the file's digest), the architecture and its shapes, the rope
+// settings, the K/V type and the block size. Persisted blocks of one
+// fingerprint are never used under another.
+func Fingerprint(weightsDigest string, m *Model) string {
+	h := sha256.New()
+	a := m.Arch
+	spec := m.KV.Spec()
+	fmt.Fprintf(h, "folio-kv-v1\x00%s\x00%s\x00%d %d %d %d %d %d\x00rope %d %v %v %v\x00kv %v %d\x00",
+		weightsDigest, a.Arch, a.Layers, a.Dim, a.Heads, a.KVHeads, a.HeadDim, a.FFN,
+		a.Rope.Dims, math.Float32bits(a.Rope.Base), math.Float32bits(a.Rope.Scale), a.Rope.Neox,
+		spec.Type, spec.BlockSize)
+	for _, f := range a.Rope.Factors {
+		binary.Write(h, binary.LittleEndian, math.Float32bits(f))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// FileDigest is the sha256 of a file, hex.
+func FileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// persistence is the engine's link to a PrefixStore.
+type persistence struct {
+	store PrefixStore
+	fp    string
+	bio   gpu.BlockIO
+	dtype string
+	buf   []byte // one block, for loads
+}
+
+// restore extends s, which holds only its cached prefix, with the
+// following full blocks of its prompt that the store has: each is loaded
+// into a fresh block. It stops at the first one that fails to load.
+func (e *Engine) restore(s *sequence) {
+	p := e.persist
+	bs := e.pm.BlockSize()
+	full := (len(s.tokens) - 1) / bs
+	have := s.computed / bs
+	if p == nil || full <= have {
+		return
+	}
+	s.hashUpTo(full, bs)
+	hashes := make([][32]byte, full-have)
+	for i := range hashes {
+		hashes[i] = s.hashes[have+i]
+	}
+	n := p.store.HasBlocks(p.fp, hashes)
+	loaded := 0
+	for i := range n {
+		b := have + i
+		if err := e.pm.Append(s.id, bs); err != nil {
+			break // no room: the rest is computed
+		}
+		err := p.store.LoadBlock(p.fp, s.hashes[b], s.tokens[b*bs:(b+1)*bs], p.buf)
+		if err != nil {
+			e.pm.Truncate(s.id, b*bs)
+			break
+		}
+		p.bio.WriteBlock(e.m.KV, int32(e.pm.Table(s.id)[b]), p.buf)
+		loaded++
+	}
+	if loaded == 0 {
+		return
+	}
+	s.computed = (have + loaded) * bs
+	s.saved = have + loaded
+	s.restored += loaded * bs
+	if !e.opt.NoPrefixCache {
+		e.pm.CachePrefix(s.id, s.tokens[:s.computed])
+	}
+}
+
+// save writes behind the full blocks of s that the store does not have
+// yet.
+func (e *Engine) save(s *sequence) {
+	p := e.persist
+	bs := e.pm.BlockSize()
+	full := s.computed / bs
+	if p == nil || full <= s.saved {
+		return
+	}
+	s.hashUpTo(full, bs)
+	table := e.pm.Table(s.id)
+	for b := s.saved; b < full; b++ {
+		if p.store.HasBlocks(p.fp, [][32]byte{s.hashes[b]}) == 1 {
+			continue
+		}
+		var parent [32]byte
+		if b > 0 {
+			parent = s.hashes[b-1]
+		}
+		data := make([]byte, len(p.buf))
+		p.bio.ReadBlock(e.m.KV, int32(table[b]), data)
+		p.store.SaveBlock(p.fp, s.hashes[b], parent, append([]int32(nil), s.tokens[b*bs:(b+1)*bs]...), data, p.dtype)
+	}
+	s.saved = full
+}
+
+// hashUpTo extends s.hashes to the first n full blocks of its tokens.
+func (s *sequence) hashUpTo(n, bs int) {
+	for i := len(s.hashes); i < n; i++ {
+		var parent paged.BlockHash
+		if i > 0 {
+			parent = s.hashes[i-1]
+		}
+		s.hashes = append(s.hashes, paged.HashBlock(parent, s.req.extra, s.tokens[i*bs:(i+1)*bs]))
+	}
+}
