@@ -114,6 +114,7 @@ func printServe(w io.Writer, r loadgen.ServeReport) {
 	fmt.Fprintf(w, "%d requests, %d at a time: %.1f s, %d prompt tokens, %d of %d asked output tokens (%d ended early)\n",
 		r.Requests, r.Concurrency, r.WallS, r.PromptTokens, r.OutputTokens, r.RequestedTokens, r.ShortRequests)
 	fmt.Fprintf(w, "throughput:       %.2f tok/s (%.2fx the single request)\n", r.ThroughputTPS, r.Speedup)
+	fmt.Fprintf(w, "through the model: %.2f tok/s prompt and output (single request %.2f tok/s)\n", r.ProcessedTPS, r.SingleProcessedTPS)
 	fmt.Fprintf(w, "TTFT:             p50 %.0f ms, p99 %.0f ms, mean %.0f ms\n", r.TTFTP50, r.TTFTP99, r.TTFTMean)
 	fmt.Fprintf(w, "inter-token:      p50 %.1f ms, p99 %.1f ms\n", r.ITLP50, r.ITLP99)
 	fmt.Fprintf(w, "request latency:  p50 %.0f ms\n", r.RequestLatencyP50)
