@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"time"
 
@@ -51,20 +53,13 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	resp := api.EmbedResponse{Model: req.Model, Embeddings: [][]float32{}}
 	for _, in := range inputs {
-		ids := encodePrompt(l.model.Tok, in, false)
-		if n := l.model.Opt.NumCtx; len(ids) > n && (req.Truncate == nil || *req.Truncate) {
-			ids = ids[:n] // Ollama truncates embedding input unless told not to
-		}
-		v, err := l.engine.Embed(r.Context(), ids)
+		v, n, err := embedIDs(r.Context(), l, encodePrompt(l.model.Tok, in, false), req.Truncate == nil || *req.Truncate, req.Dimensions)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		if req.Dimensions > 0 && req.Dimensions < len(v) {
-			v = v[:req.Dimensions]
-		}
 		resp.Embeddings = append(resp.Embeddings, v)
-		resp.PromptEvalCount += len(ids)
+		resp.PromptEvalCount += n
 	}
 	resp.TotalDuration = time.Since(start)
 	writeJSON(w, http.StatusOK, resp)
@@ -99,4 +94,33 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// embedIDs embeds one input of token ids, shared by /api/embed and
+// /v1/embeddings. Input longer than the context loses its end when
+// truncate is set (Ollama's default), else it is an error. dims > 0 keeps
+// that many leading values, normalized again, as Ollama does. It returns
+// the vector and the tokens embedded.
+func embedIDs(ctx context.Context, l *loaded, ids []int32, truncate bool, dims int) ([]float32, int, error) {
+	if n := l.model.Opt.NumCtx; len(ids) > n && truncate {
+		ids = ids[:n]
+	}
+	v, err := l.engine.Embed(ctx, ids)
+	if err != nil {
+		return nil, 0, err
+	}
+	if dims > 0 && dims < len(v) {
+		v = v[:dims]
+		var sum float64
+		for _, x := range v {
+			sum += float64(x) * float64(x)
+		}
+		if sum > 0 {
+			scale := float32(1 / math.Sqrt(sum))
+			for i := range v {
+				v[i] *= scale
+			}
+		}
+	}
+	return v, len(ids), nil
 }
