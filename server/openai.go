@@ -350,40 +350,6 @@ func (j *oaiJob) collect(ctx context.Context) ([]oaiChoice, error) {
 	return out, err
 }
 
-// oaiModel is OpenAI's model object.
-type oaiModel struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
-}
-
-func modelObject(e ModelEntry) oaiModel {
-	return oaiModel{ID: e.Name, Object: "model", Created: e.Modified.Unix(), OwnedBy: "library"}
-}
-
-func (s *Server) oaiModels(w http.ResponseWriter, r *http.Request) {
-	list, err := s.cfg.Registry.List()
-	if err != nil {
-		writeOAIError(w, err)
-		return
-	}
-	data := []oaiModel{}
-	for _, e := range list {
-		data = append(data, modelObject(e))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
-}
-
-func (s *Server) oaiModel(w http.ResponseWriter, r *http.Request) {
-	e, err := s.cfg.Registry.Resolve(r.PathValue("model"))
-	if err != nil {
-		writeOAIError(w, &paramError{"model", err})
-		return
-	}
-	writeJSON(w, http.StatusOK, modelObject(e))
-}
-
 // oaiHead starts every completion object and chunk.
 type oaiHead struct {
 	ID                string `json:"id"`

@@ -1,0 +1,194 @@
+// Drives a live folio server with two clients nobody here wrote: the npm
+// packages `ollama` (ollama-js) and `openai`. Usage: node clients.mjs BASE_URL
+//
+// The server must serve stories260K (greedy text starts ", there was") and
+// tiny-qwen2 (a synthetic qwen2 with 256-wide embeddings), as
+// server/clients_test.go sets up. Prints one JSON line, a summary
+// {"ok", "versions", "checks": [{"name", "ok", "error"?}]}, and exits 1 when a
+// check failed.
+import { readFileSync } from 'node:fs'
+import { Ollama } from 'ollama'
+import OpenAI from 'openai'
+
+const base = process.argv[2]
+if (!base) {
+  console.error('usage: node clients.mjs BASE_URL')
+  process.exit(2)
+}
+const ollama = new Ollama({ host: base })
+const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'folio', maxRetries: 0, timeout: 60_000 })
+
+const checks = []
+async function check(name, fn) {
+  try {
+    await fn()
+    checks.push({ name, ok: true })
+  } catch (e) {
+    checks.push({ name, ok: false, error: String(e?.stack ?? e) })
+  }
+}
+function assert(cond, what, got) {
+  if (!cond) throw new Error(`${what}; got ${JSON.stringify(got)}`)
+}
+// refused runs fn and returns the error it must throw.
+async function refused(fn) {
+  try {
+    await fn()
+  } catch (e) {
+    return e
+  }
+  throw new Error('the call succeeded; it must be refused')
+}
+function version(pkg) {
+  const url = new URL(`./node_modules/${pkg}/package.json`, import.meta.url)
+  return JSON.parse(readFileSync(url, 'utf8')).version
+}
+
+const story = { model: 'stories260k', options: { temperature: 0, num_predict: 12 } }
+const chatMsgs = [
+  { role: 'system', content: 'be brief' },
+  { role: 'user', content: 'hello' },
+]
+let greedy = '' // stories260K's greedy 12 tokens after "Once upon a time"
+
+// ---- ollama-js ----
+await check('ollama list', async () => {
+  const r = await ollama.list()
+  const names = r.models.map((m) => m.name)
+  assert(names.includes('stories260K:latest') && names.includes('tiny-qwen2:latest'), 'list names', names)
+  assert(r.models.every((m) => m.digest && m.size > 0 && m.details?.format === 'gguf'), 'list entries', r.models)
+})
+await check('ollama generate', async () => {
+  const r = await ollama.generate({ ...story, prompt: 'Once upon a time' })
+  assert(r.done && r.done_reason === 'length' && r.eval_count === 12, 'generate final fields', r)
+  assert(r.response.startsWith(', there was') && Array.isArray(r.context), 'generate text and context', r.response)
+  greedy = r.response
+})
+await check('ollama generate stream', async () => {
+  let text = ''
+  let last
+  for await (const part of await ollama.generate({ ...story, prompt: 'Once upon a time', stream: true })) {
+    text += part.response
+    last = part
+  }
+  assert(text === greedy && last.done && last.eval_count === 12, `streamed text equal to ${JSON.stringify(greedy)}`, { text, last })
+})
+await check('ollama chat', async () => {
+  const r = await ollama.chat({ model: 'tiny-qwen2', messages: chatMsgs, options: { num_predict: 8, seed: 1 } })
+  assert(r.done && r.message.role === 'assistant' && typeof r.message.content === 'string', 'chat response', r)
+})
+await check('ollama chat stream', async () => {
+  let parts = 0
+  let last
+  for await (const part of await ollama.chat({ model: 'tiny-qwen2', messages: chatMsgs, stream: true, options: { num_predict: 8, seed: 1 } })) {
+    parts++
+    last = part
+  }
+  assert(parts >= 1 && last.done && last.eval_count <= 8, 'chat stream end', last)
+})
+await check('ollama embed', async () => {
+  const r = await ollama.embed({ model: 'tiny-qwen2', input: ['hello', 'world'] })
+  assert(r.embeddings.length === 2 && r.embeddings[0].length === 256, 'embed shape', r.embeddings.map((e) => e.length))
+  const old = await ollama.embeddings({ model: 'tiny-qwen2', prompt: 'hello' })
+  assert(old.embedding.length === 256, 'legacy embeddings length', old.embedding.length)
+})
+await check('ollama show', async () => {
+  const r = await ollama.show({ model: 'tiny-qwen2' })
+  assert(r.details.family === 'qwen2' && r.model_info['qwen2.block_count'] > 0, 'show details', r.details)
+})
+await check('ollama ps', async () => {
+  const r = await ollama.ps()
+  const names = r.models.map((m) => m.name.toLowerCase())
+  assert(names.includes('stories260k:latest') && names.includes('tiny-qwen2:latest'), 'ps names', names)
+  assert(r.models.every((m) => m.size > 0 && m.expires_at), 'ps entries', r.models)
+})
+await check('ollama copy and delete', async () => {
+  assert((await ollama.copy({ source: 'tiny-qwen2', destination: 'clients-copy:v1' })).status === 'success', 'copy status', null)
+  let names = (await ollama.list()).models.map((m) => m.name)
+  assert(names.includes('clients-copy:v1'), 'the copy listed', names)
+  assert((await ollama.delete({ model: 'clients-copy:v1' })).status === 'success', 'delete status', null)
+  names = (await ollama.list()).models.map((m) => m.name)
+  assert(!names.includes('clients-copy:v1'), 'the copy gone', names)
+  // a file of the library is the user's: folio refuses to delete it
+  const e = await refused(() => ollama.delete({ model: 'tiny-qwen2' }))
+  assert(e.name === 'ResponseError' && e.status_code === 400 && /does not delete/.test(e.error), 'delete of a library file', String(e))
+})
+await check('ollama version', async () => {
+  const r = await ollama.version()
+  assert(typeof r.version === 'string' && r.version.length > 0, 'version', r)
+})
+
+// ---- openai ----
+const chatReq = {
+  model: 'stories260k',
+  messages: [{ role: 'user', content: 'Once upon a time' }],
+  temperature: 0,
+  max_tokens: 12,
+}
+await check('openai models.list', async () => {
+  const ids = []
+  for await (const m of openai.models.list()) ids.push(m.id)
+  assert(ids.includes('stories260K:latest') && ids.includes('tiny-qwen2:latest'), 'model ids', ids)
+  const m = await openai.models.retrieve('tiny-qwen2')
+  assert(m.id === 'tiny-qwen2:latest' && m.object === 'model', 'retrieve', m)
+})
+await check('openai chat.completions', async () => {
+  const r = await openai.chat.completions.create(chatReq)
+  const c = r.choices[0]
+  assert(r.object === 'chat.completion' && c.message.role === 'assistant' && c.finish_reason === 'length', 'completion', r)
+  assert(c.message.content === greedy, `content equal to ollama's ${JSON.stringify(greedy)}`, c.message.content)
+  assert(r.usage.completion_tokens === 12 && r.usage.total_tokens === r.usage.prompt_tokens + 12, 'usage', r.usage)
+})
+await check('openai chat.completions stream', async () => {
+  let text = ''
+  let usage
+  let finish
+  const stream = await openai.chat.completions.create({ ...chatReq, stream: true, stream_options: { include_usage: true } })
+  for await (const chunk of stream) {
+    for (const c of chunk.choices) {
+      text += c.delta.content ?? ''
+      finish = c.finish_reason ?? finish
+    }
+    usage = chunk.usage ?? usage
+  }
+  assert(text === greedy && finish === 'length' && usage?.completion_tokens === 12, 'stream', { text, finish, usage })
+})
+await check('openai chat.completions n=2 logprobs', async () => {
+  const r = await openai.chat.completions.create({ ...chatReq, n: 2, logprobs: true, top_logprobs: 2, max_tokens: 4, seed: 3, temperature: 1 })
+  assert(r.choices.length === 2 && r.choices[1].index === 1, 'two choices', r.choices)
+  for (const c of r.choices) {
+    const lp = c.logprobs.content
+    assert(lp.length === 4 && lp.every((t) => t.top_logprobs.length === 2 && t.logprob <= 0 && Array.isArray(t.bytes)), 'logprobs', lp)
+    assert(lp.map((t) => t.token).join('') === c.message.content, 'logprob tokens spell the content', c)
+  }
+})
+await check('openai completions', async () => {
+  const r = await openai.completions.create({ model: 'stories260k', prompt: 'Once upon a time', temperature: 0, max_tokens: 12, logprobs: 2 })
+  const c = r.choices[0]
+  assert(r.object === 'text_completion' && c.text === greedy && c.finish_reason === 'length', 'text completion', r)
+  assert(c.logprobs.tokens.join('') === greedy && c.logprobs.top_logprobs.length === 12, 'legacy logprobs', c.logprobs)
+})
+await check('openai completions stream', async () => {
+  let text = ''
+  const stream = await openai.completions.create({ model: 'stories260k', prompt: 'Once upon a time', temperature: 0, max_tokens: 12, stream: true })
+  for await (const chunk of stream) text += chunk.choices[0]?.text ?? ''
+  assert(text === greedy, `streamed completion equal to ${JSON.stringify(greedy)}`, text)
+})
+await check('openai embeddings', async () => {
+  // the client asks for base64 and decodes it unless told float
+  const b = await openai.embeddings.create({ model: 'tiny-qwen2', input: ['hello', 'world'] })
+  const f = await openai.embeddings.create({ model: 'tiny-qwen2', input: 'hello', encoding_format: 'float' })
+  assert(b.data.length === 2 && b.data[0].embedding.length === 256 && b.usage.prompt_tokens > 0, 'embeddings', b.data.map((d) => d.embedding.length))
+  const same = f.data[0].embedding.every((x, i) => Math.abs(x - b.data[0].embedding[i]) < 1e-6)
+  assert(same, 'base64 and float embeddings agree', null)
+})
+await check('openai errors', async () => {
+  const nf = await refused(() => openai.chat.completions.create({ ...chatReq, model: 'no-such-model' }))
+  assert(nf instanceof OpenAI.NotFoundError && nf.code === 'model_not_found' && nf.param === 'model', 'unknown model', String(nf))
+  const json = await refused(() => openai.chat.completions.create({ ...chatReq, response_format: { type: 'json_object' } }))
+  assert(json instanceof OpenAI.APIError && json.status === 501 && json.param === 'response_format', 'json_object', String(json))
+})
+
+const failed = checks.filter((c) => !c.ok)
+console.log(JSON.stringify({ ok: failed.length === 0, versions: { ollama: version('ollama'), openai: version('openai') }, checks }))
+process.exit(failed.length === 0 ? 0 : 1)
