@@ -330,6 +330,25 @@ func TestOpenAICompletions(t *testing.T) {
 		t.Errorf("no finish_reason in the last choice chunk")
 	}
 
+	// streaming n=2 with logprobs: per choice, the tokens spell the text
+	// and text_offset runs on from chunk to chunk
+	chunks = events[textObject](t, url, `{"model": "stories260k", "prompt": "Once upon a time", "temperature": 0, "max_tokens": 12,
+		"n": 2, "logprobs": 1, "stream": true}`)
+	texts, offsets := map[int]string{}, map[int]int{}
+	for _, ch := range chunks {
+		c := ch.Choices[0]
+		if lp := c.Logprobs; lp != nil {
+			if len(lp.Tokens) != 1 || lp.TextOffset[0] != offsets[c.Index] {
+				t.Errorf("choice %d: logprobs %+v at offset %d", c.Index, lp, offsets[c.Index])
+			}
+			offsets[c.Index] += len(lp.Tokens[0])
+		}
+		texts[c.Index] += c.Text
+	}
+	if texts[0] != want || texts[1] != want || offsets[0] != len(want) || offsets[1] != len(want) {
+		t.Errorf("streamed n=2: %v, offsets %v; want %q", texts, offsets, want)
+	}
+
 	// two prompts × n=2: four choices, p*n+i; as text and as token ids
 	ids, _ := json.Marshal(c2ids(t, c))
 	for _, prompt := range []string{`["Once upon a time", "Once upon a time"]`, "[" + string(ids) + "," + string(ids) + "]"} {
