@@ -12,15 +12,15 @@ import (
 	"folio/runner"
 )
 
-// The OpenAI API (/v1/*) over the same machinery as the Ollama API: a
-// request becomes Ollama options (so the same checks apply), the model is
-// acquired, the prompt rendered and tokenized as /api/chat and
-// /api/generate do, and one engine request per prompt runs n samples
-// forked after prefill. Field names and shapes follow OpenAI's reference;
-// sampling defaults follow Ollama's OpenAI layer (temperature 1, top_p 1,
-// no max_tokens limit; top_k stays Ollama's 40).
-
-// openAIRoutes registers the OpenAI-compatible endpoints (/v1/*).
+// openAIRoutes serves the OpenAI API (/v1/*) over the machinery of the
+// Ollama API: a request becomes Ollama options (so the same checks
+// apply), the model is acquired, the prompt rendered and tokenized as
+// /api/chat and /api/generate do, and one engine request per prompt runs
+// n samples forked after prefill. Field names and shapes follow OpenAI's
+// reference; sampling defaults follow Ollama's OpenAI layer (temperature
+// 1, top_p 1, no max_tokens limit; top_k stays Ollama's 40). What folio
+// cannot do yet (logit_bias, echo, suffix, best_of other than n, JSON
+// output) is refused with a 501 naming the field, never ignored.
 func (s *Server) openAIRoutes() {
 	m := s.mux
 	m.HandleFunc("POST /v1/chat/completions", s.oaiChat)
