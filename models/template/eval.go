@@ -243,7 +243,7 @@ func (e *evaluator) assign(t target, v Value, s *scope) error {
 	}
 	items, err := e.iterate(v)
 	if err != nil {
-		return err
+		return typeErrorf("cannot unpack non-iterable %s object", typeName(v))
 	}
 	if len(items) < len(t.tuple) {
 		return typeErrorf("not enough values to unpack (expected %d, got %d)", len(t.tuple), len(items))

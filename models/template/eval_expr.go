@@ -411,7 +411,7 @@ func numOp(op string, af float64, ai int64, aFloat bool, bf float64, bi int64, b
 			return r, nil
 		}
 		if bi == 0 {
-			return nil, zero("integer division or modulo by zero")
+			return nil, zero("integer modulo by zero")
 		}
 		if bi == -1 {
 			return int64(0), nil

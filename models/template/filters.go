@@ -196,6 +196,10 @@ func fInt(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 	def := or(a[0], int64(0))
 	base, _ := asInt(or(a[1], int64(10)))
 	if s, ok := v.(string); ok {
+		prefix := map[int64]string{2: "0b", 8: "0o", 16: "0x"}[base]
+		if t := strings.TrimFunc(s, isSpace); prefix != "" && len(t) > 2 && strings.EqualFold(t[:2], prefix) {
+			s = t[2:]
+		}
 		if i, ok := pyInt(s, int(base)); ok {
 			return i, nil
 		}
@@ -404,6 +408,10 @@ func fRound(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 	case "common":
 		if !isFloat && prec >= 0 {
 			return i, nil
+		}
+		if !isFloat {
+			p := math.Pow(10, float64(-prec))
+			return int64(math.RoundToEven(f/p) * p), nil
 		}
 		if prec >= 0 {
 			r, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'f', int(prec), 64), 64)

@@ -323,7 +323,7 @@ func fMinMax(sign int) filterFunc {
 		}
 		best := ks[0]
 		for _, k := range ks[1:] {
-			c, err := compare(k.key, best.key, "<", 0)
+			c, err := compare(k.key, best.key, map[int]string{1: ">", -1: "<"}[sign], 0)
 			if err != nil {
 				return nil, err
 			}

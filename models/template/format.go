@@ -136,6 +136,9 @@ func formatOne(conv byte, flags, width, prec string, arg Value) (string, error) 
 		if !ok {
 			return "", typeErrorf("must be real number, not %s", typeName(arg))
 		}
+		if prec == "" && (conv == 'g' || conv == 'G') {
+			spec += ".6" // Python's default; Go's %g is the shortest repr
+		}
 		return fmt.Sprintf(spec+string(conv), f), nil
 	case 'c':
 		if i, ok := asInt(arg); ok && i >= 0 && i <= 0x10ffff {

@@ -185,13 +185,13 @@ type jsonOptions struct {
 }
 
 type jsonWriter struct {
-	e                *evaluator
-	b                strings.Builder
-	opt              jsonOptions
-	indent           string
-	hasIndent        bool
-	itemSep, keySep  string
-	limit            int
+	e               *evaluator
+	b               strings.Builder
+	opt             jsonOptions
+	indent          string
+	hasIndent       bool
+	itemSep, keySep string
+	limit           int
 }
 
 func (e *evaluator) toJSON(v Value, opt jsonOptions) (Value, error) {

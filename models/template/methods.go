@@ -3,6 +3,9 @@ package template
 import (
 	"strings"
 	"unicode"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/language"
 )
 
 // method returns obj.name bound to obj for the Python methods templates call
@@ -359,9 +362,9 @@ func isCased(r rune) bool { return unicode.IsUpper(r) || unicode.IsLower(r) || u
 func caseMap(s, how string) string {
 	switch how {
 	case "upper":
-		return strings.ToUpper(s)
+		return cases.Upper(language.Und).String(s) // full mapping: ß becomes SS, as in Python
 	case "lower", "casefold":
-		return strings.ToLower(s)
+		return cases.Lower(language.Und).String(s) // final sigma, as in Python
 	}
 	var b strings.Builder
 	prevCased := false

@@ -140,7 +140,14 @@ func (p *parser) subparse(ends []string) ([]stmt, string, error) {
 		case tEOF:
 			if ends != nil {
 				want := "'" + strings.Join(ends, "' or '") + "'"
-				return nil, "", p.errorf("Unexpected end of template. Jinja was looking for the following tags: %s.", want)
+				inner := ""
+				for _, end := range ends {
+					if name, ok := strings.CutPrefix(end, "end"); ok {
+						inner = " The innermost block that needs to be closed is '" + name + "'."
+						break
+					}
+				}
+				return nil, "", p.errorf("Unexpected end of template. Jinja was looking for the following tags: %s.%s", want, inner)
 			}
 			return body, "", nil
 		default:

@@ -83,7 +83,7 @@ func isType(pred func(Value) bool) testFunc {
 
 func isCallable(v Value) bool {
 	switch v := v.(type) {
-	case *macro, *builtin:
+	case *macro, *builtin, *undefined:
 		return true
 	case *loopState:
 		return v.recurse != nil
