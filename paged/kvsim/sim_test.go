@@ -10,6 +10,9 @@ import (
 // static allocation; n=4 sampling on extraction saves at least 55% of the
 // blocks of four copies.
 func TestSeedClaims(t *testing.T) {
+	if invariantsTag {
+		t.Skip("with -tags invariants the replay checks the pool every step; TestSmallTrace runs instead")
+	}
 	chat, extraction := Chat(1, 2000), Extraction(1, 200)
 	run := func(tr Trace, p Policy, n int) Row {
 		r, err := Run(tr, p, n, DefaultConfig)
@@ -36,6 +39,28 @@ func TestSeedClaims(t *testing.T) {
 	}
 	if r := run(chat, Policy{"doubling", 0}, 1); r.WastePct < 20 || r.WastePct > 45 {
 		t.Errorf("chat: doubling wastes %.2f%%, outside 20-45%%", r.WastePct)
+	}
+}
+
+// TestSmallTrace replays a few requests through every policy and width:
+// every request completes, sharing never costs more than copies, and
+// static allocation never shares.
+func TestSmallTrace(t *testing.T) {
+	tr := Trace{Name: "small", MaxLen: 1024, Requests: []Request{
+		{0, 100, 20}, {0, 30, 10}, {0.01, 200, 50}, {0.02, 64, 5}, {0.5, 1000, 24}, {0.5, 17, 300},
+	}}
+	cfg := Config{Budget: 16 * 1024 * Llama8B, BytesPerToken: Llama8B, Step: 0.02} // 16 contexts
+	rows, err := RunAll([]Trace{tr}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Completed != len(tr.Requests) || r.BlocksUsed > r.BlocksUnshared || r.WastePct < 0 || r.WastePct >= 100 {
+			t.Errorf("%+v", r)
+		}
+		if r.Policy != "paged" && r.BlocksUsed != r.BlocksUnshared {
+			t.Errorf("%s shares blocks: %+v", r.Policy, r)
+		}
 	}
 }
 

@@ -1,0 +1,5 @@
+//go:build !invariants
+
+package kvsim
+
+const invariantsTag = false
