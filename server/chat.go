@@ -58,6 +58,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if req.DebugRenderOnly {
+		writeJSON(w, http.StatusOK, api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Done: true,
+			Message: api.Message{Role: "assistant"}, DebugInfo: &api.DebugInfo{RenderedTemplate: text}})
+		return
+	}
 	c := &completion{model: l, opts: opts, sample: sample, n: 1, logprobs: req.Logprobs, topLog: req.TopLogprobs,
 		truncate: req.Truncate != nil && *req.Truncate}
 	c.ids = encodePrompt(l.model.Tok, text, l.template != "")

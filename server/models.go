@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"folio/models/template"
 	"folio/runner"
 )
 
@@ -16,7 +17,8 @@ type loaded struct {
 	entry    ModelEntry
 	model    *runner.Model
 	engine   *runner.Engine
-	template string // tokenizer.chat_template, "" when the file has none
+	template string             // tokenizer.chat_template, "" when the file has none
+	parsed   *template.Template // template, parsed at load; nil when it has none or does not parse
 	loadTime time.Duration
 
 	// guarded by manager.mu
@@ -120,8 +122,14 @@ func (m *manager) load(ent ModelEntry) (*loaded, error) {
 		return nil, err
 	}
 	m.cfg.Log.Info("model loaded", "model", ent.Name, "path", ent.Path, "seconds", time.Since(start).Seconds())
-	return &loaded{entry: ent, model: rm, engine: e, template: rm.File.String("tokenizer.chat_template"),
-		loadTime: time.Since(start), lastUse: m.cfg.Now()}, nil
+	l := &loaded{entry: ent, model: rm, engine: e, template: rm.File.String("tokenizer.chat_template"),
+		loadTime: time.Since(start), lastUse: m.cfg.Now()}
+	if l.template != "" {
+		if l.parsed, err = template.Parse(l.template); err != nil {
+			m.cfg.Log.Warn("the model's chat template does not parse; chat will report it", "model", ent.Name, "err", err)
+		}
+	}
+	return l, nil
 }
 
 // makeRoom unloads the least recently used idle model while MaxLoaded

@@ -24,7 +24,7 @@ import (
 
 // newTestServer serves a library holding stories260K and a tiny synthetic
 // qwen2 model, and returns an Ollama client for it.
-func newTestServer(t *testing.T) (*api.Client, string) {
+func newTestServer(t *testing.T, edit ...func(*gguf.Writer)) (*api.Client, string) {
 	t.Helper()
 	dir := t.TempDir()
 	data, err := os.ReadFile(fixtures.Model(t, "stories260K.gguf"))
@@ -43,7 +43,11 @@ func newTestServer(t *testing.T) (*api.Client, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.WriteFile(filepath.Join(dir, "tiny-qwen2.gguf")); err != nil {
+	w := m.Writer()
+	for _, e := range edit {
+		e(w)
+	}
+	if err := w.WriteFile(filepath.Join(dir, "tiny-qwen2.gguf")); err != nil {
 		t.Fatal(err)
 	}
 	reg := server.NewLibraryRegistry()
@@ -228,4 +232,33 @@ func TestKeepAliveZeroUnloads(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
+}
+
+// TestChatTemplate: a model that carries a chat template gets its chat
+// rendered by it (Qwen 2.5's, read from ../shared/templates).
+func TestChatTemplate(t *testing.T) {
+	tmpl, err := os.ReadFile(filepath.Join(fixtures.Shared(t), "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := newTestServer(t, func(w *gguf.Writer) { w.Set("tokenizer.chat_template", string(tmpl)) })
+	stream := false
+	var got api.ChatResponse
+	err = c.Chat(context.Background(), &api.ChatRequest{Model: "tiny-qwen2", Stream: &stream, DebugRenderOnly: true,
+		Messages: []api.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "hello"}}},
+		func(r api.ChatResponse) error { got = r; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n"
+	if got.DebugInfo == nil || got.DebugInfo.RenderedTemplate != want {
+		t.Fatalf("rendered %+v, want %q", got.DebugInfo, want)
+	}
+	// and a real generation through it
+	err = c.Chat(context.Background(), &api.ChatRequest{Model: "tiny-qwen2", Stream: &stream,
+		Messages: []api.Message{{Role: "user", Content: "hello"}}, Options: map[string]any{"num_predict": 4}},
+		func(r api.ChatResponse) error { got = r; return nil })
+	if err != nil || !got.Done || got.EvalCount == 0 {
+		t.Errorf("chat through the template: %v %+v", err, got)
+	}
 }
