@@ -26,7 +26,7 @@ func init() {
 		host    string
 		asJSON  bool
 		noCache bool
-		cfg     = loadgen.ServeConfig{Concurrency: 16, Requests: 32, Seed: 1}
+		cfg     = loadgen.ServeConfig{Concurrency: 16, Requests: 32, Seed: 1, SingleReps: 3}
 	)
 	cfg.Shape.PromptMean, cfg.Shape.OutputMean = 64, 32
 	serve := &cobra.Command{
@@ -40,7 +40,9 @@ func init() {
 			"actually generated are counted (an end token may come early).\n\n" +
 			"Without --host the model is loaded in this process (the load flags apply); with\n" +
 			"--host URL requests go to an Ollama-compatible /api/generate (raw, streamed,\n" +
-			"prompts of words), --model naming the server's model.",
+			"prompts of words), --model naming the server's model.\n\n" +
+			"single_tps is the same measure for one request of the mean lengths sent alone\n" +
+			"(after an unmeasured warm-up request; the median of --single-reps runs).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if model == "" {
@@ -78,6 +80,7 @@ func init() {
 	f.Float32Var(&cfg.Temperature, "temperature", 0, "sampling temperature (0: greedy; otherwise seeded per request)")
 	f.Float64Var(&cfg.Shape.PromptMean, "prompt-mean", cfg.Shape.PromptMean, "mean prompt length in tokens")
 	f.Float64Var(&cfg.Shape.OutputMean, "output-mean", cfg.Shape.OutputMean, "mean num_predict")
+	f.IntVar(&cfg.SingleReps, "single-reps", cfg.SingleReps, "runs of the single request; the median counts")
 	f.IntVar(&cfg.Shape.Shared, "shared-prefix", 0, "tokens every prompt begins with (a system prompt)")
 	f.BoolVar(&noCache, "no-prefix-cache", false, "compute every prompt in full (in-process only)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")

@@ -130,8 +130,8 @@ func TestBenchServeHTTP(t *testing.T) {
 	if r.PrefixHitRate == nil || *r.PrefixHitRate <= 0 || *r.PrefixHitRate > 0.25 {
 		t.Errorf("prefix_hit_rate %v, want the server's quarter (rounded down)", r.PrefixHitRate)
 	}
-	if calls.Load() != 10 {
-		t.Errorf("%d requests reached the server, want a warm-up, 1 alone and 8", calls.Load())
+	if calls.Load() != 12 {
+		t.Errorf("%d requests reached the server, want a warm-up, 3 alone and 8", calls.Load())
 	}
 	if _, err := execute(t, "bench", "serve", "--host", srv.URL, "--model", "other"); err == nil || !strings.Contains(err.Error(), "400 Bad Request") {
 		t.Errorf("a refused request: got %v", err)

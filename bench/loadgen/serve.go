@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -16,6 +17,7 @@ type ServeConfig struct {
 	Concurrency int     // N: requests in flight at once (a closed loop)
 	Seed        uint64  // lengths, prompt contents and sampling seeds
 	Temperature float32 // 0: greedy; otherwise seeded by each request's seed
+	SingleReps  int     // runs of the single request (the median counts); ≤ 1: one
 }
 
 // ServeReport is what a serve run measured. Times are in milliseconds.
@@ -51,8 +53,9 @@ type ServeReport struct {
 	SingleProcessedTPS float64 `json:"single_processed_tps"`
 }
 
-// Serve measures t: first one request alone (prompt and output of the
-// shape's mean lengths), then cfg.Requests requests, cfg.Concurrency at a
+// Serve measures t: first a warm-up request, then one request alone
+// (prompt and output of the shape's mean lengths, cfg.SingleReps times),
+// then cfg.Requests requests, cfg.Concurrency at a
 // time. A request that fails ends the run with its error.
 func Serve(ctx context.Context, t Target, cfg ServeConfig) (ServeReport, error) {
 	if cfg.Requests < 1 || cfg.Concurrency < 1 {
@@ -69,17 +72,29 @@ func Serve(ctx context.Context, t Target, cfg ServeConfig) (ServeReport, error) 
 	if _, err := t.Do(ctx, Spec{Unique: 8, Output: 2, Seed: cfg.Seed ^ 0x3a7}, cfg.Temperature); err != nil {
 		return rep, fmt.Errorf("loadgen: the warm-up request: %w", err)
 	}
-	// One request alone, with its own prompt (sharing only the common part).
-	single := Spec{Shared: cfg.Shape.Shared, Output: int(math.Round(cfg.Shape.OutputMean)), Seed: cfg.Seed ^ 0xa11ce}
-	single.Unique = max(int(math.Round(cfg.Shape.PromptMean))-single.Shared, 1)
-	st, err := t.Do(ctx, single, cfg.Temperature)
-	if err != nil {
-		return rep, fmt.Errorf("loadgen: the single request: %w", err)
+	// One request alone, SingleReps times with prompts of their own
+	// (sharing only the common part); the run of median speed counts.
+	type singleRun struct {
+		tr  Trace
+		tps float64
 	}
-	rep.SingleTPS = float64(st.Output) / st.Done.Seconds()
+	var singles []singleRun
+	for i := range max(cfg.SingleReps, 1) {
+		spec := Spec{Shared: cfg.Shape.Shared, Output: int(math.Round(cfg.Shape.OutputMean)), Seed: cfg.Seed ^ 0xa11ce + uint64(i)}
+		spec.Unique = max(int(math.Round(cfg.Shape.PromptMean))-spec.Shared, 1)
+		tr, err := t.Do(ctx, spec, cfg.Temperature)
+		if err != nil {
+			return rep, fmt.Errorf("loadgen: the single request: %w", err)
+		}
+		singles = append(singles, singleRun{tr, float64(tr.Output) / tr.Done.Seconds()})
+		rep.SinglePrompt = spec.PromptLen()
+	}
+	slices.SortFunc(singles, func(a, b singleRun) int { return cmp.Compare(a.tps, b.tps) })
+	st := singles[len(singles)/2].tr
+	rep.SingleTPS = singles[len(singles)/2].tps
 	rep.SingleTTFT = ms(st.TTFT())
 	rep.SingleProcessedTPS = float64(st.Computed+st.Output) / st.Done.Seconds()
-	rep.SinglePrompt, rep.SingleOutput = single.PromptLen(), st.Output
+	rep.SingleOutput = st.Output
 	if n := len(st.Tokens); n > 1 {
 		rep.SingleDecodeTPS = float64(n-1) / (st.Tokens[n-1] - st.Tokens[0]).Seconds()
 	}
