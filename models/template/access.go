@@ -57,6 +57,9 @@ func (e *evaluator) getitem(obj, key Value) (Value, error) {
 			return nil, typeErrorf("list indices must be integers or slices, not tuple")
 		}
 	case string:
+		if err := e.chargeRead(len(o)); err != nil {
+			return nil, err
+		}
 		if i, ok := asInt(key); ok {
 			n := int64(runeLen(o))
 			if i < 0 {
@@ -158,7 +161,7 @@ func (e *evaluator) loopAttr(l *loopState, name string) Value {
 		return &builtin{name: "changed", fn: func(e *evaluator, args []Value, kw *kwargs) (Value, error) {
 			now := newTuple(args)
 			if l.hasLast {
-				if eq, err := equal(now, newTuple(l.changed), 0); err != nil || eq {
+				if eq, err := e.equal(now, newTuple(l.changed), 0); err != nil || eq {
 					return false, err
 				}
 			}

@@ -152,11 +152,11 @@ func (e *evaluator) callMacro(m *macro, args []Value, kw *kwargs, caller *macro)
 			if _, dup := kw.take(name); dup {
 				return nil, typeErrorf("macro '%s' got multiple values for argument '%s'", d.name, name)
 			}
-			ms.vars[name] = args[i]
+			ms.set(name, args[i])
 			continue
 		}
 		if v, ok := kw.take(name); ok {
-			ms.vars[name] = v
+			ms.set(name, v)
 			continue
 		}
 		if d.defaults[i] != nil {
@@ -164,34 +164,34 @@ func (e *evaluator) callMacro(m *macro, args []Value, kw *kwargs, caller *macro)
 			if err != nil {
 				return nil, err
 			}
-			ms.vars[name] = v
+			ms.set(name, v)
 			continue
 		}
-		ms.vars[name] = &undefined{name: name, hint: "parameter " + reprString(name) + " was not provided"}
+		ms.set(name, &undefined{name: name, hint: "parameter " + reprString(name) + " was not provided"})
 	}
 	if d.usesVarargs {
 		var extra []Value
 		if len(args) > len(d.params) {
 			extra = args[len(d.params):]
 		}
-		ms.vars["varargs"] = newTuple(extra)
+		ms.set("varargs", newTuple(extra))
 	}
 	if c, ok := kw.take("caller"); ok && caller == nil {
 		caller, _ = c.(*macro)
-		ms.vars["caller"] = c
+		ms.set("caller", c)
 	}
 	if caller != nil {
 		if !d.usesCaller {
 			return nil, typeErrorf("macro '%s' takes no keyword argument 'caller'", d.name)
 		}
-		ms.vars["caller"] = caller
+		ms.set("caller", caller)
 	}
 	if d.usesKwargs {
 		kd := newDict()
 		for i, n := range kw.names {
 			_ = kd.set(n, kw.vals[i])
 		}
-		ms.vars["kwargs"] = kd
+		ms.set("kwargs", kd)
 	} else if kw.len() > 0 {
 		return nil, typeErrorf("macro '%s' takes no keyword argument '%s'", d.name, kw.names[0])
 	}
@@ -330,7 +330,7 @@ func (e *evaluator) slice(obj, start, stop, step Value) (Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := e.charge(16 * n); err != nil {
+	if err := e.chargeItems(n); err != nil {
 		return nil, err
 	}
 	var outItems []Value

@@ -21,21 +21,37 @@ type evaluator struct {
 
 // scope holds the variables one level of the template assigns. A for loop
 // iteration, a macro call, a with block and the bodies of set and filter
-// blocks get their own; if does not (jinja2's rules).
+// blocks get their own; if does not (jinja2's rules). Scopes hold a few
+// names, so they are slices searched in order, not maps.
 type scope struct {
-	vars   map[string]Value
+	names  []string
+	vals   []Value
 	parent *scope
 }
 
-func newScope(parent *scope) *scope { return &scope{vars: map[string]Value{}, parent: parent} }
+func newScope(parent *scope) *scope { return &scope{parent: parent} }
 
 func (s *scope) lookup(name string) (Value, bool) {
 	for ; s != nil; s = s.parent {
-		if v, ok := s.vars[name]; ok {
-			return v, true
+		for i, n := range s.names {
+			if n == name {
+				return s.vals[i], true
+			}
 		}
 	}
 	return nil, false
+}
+
+// set binds name in this scope.
+func (s *scope) set(name string, v Value) {
+	for i, n := range s.names {
+		if n == name {
+			s.vals[i] = v
+			return
+		}
+	}
+	s.names = append(s.names, name)
+	s.vals = append(s.vals, v)
 }
 
 // errBreak and errContinue carry {% break %} and {% continue %} to their loop.
@@ -82,6 +98,29 @@ func (e *evaluator) charge(n int) error {
 	return e.checkLimits()
 }
 
+// chargeItems accounts for a list or dict of n items about to be built: a
+// step each, which bounds the memory lists take.
+func (e *evaluator) chargeItems(n int) error {
+	if n < 0 || n > e.lim.MaxSteps {
+		return limitErrorf("rendering takes more than %d steps", e.lim.MaxSteps)
+	}
+	e.steps += n
+	if e.steps < e.nextCheck {
+		return nil
+	}
+	return e.checkLimits()
+}
+
+// chargeRead accounts for a pass over n bytes of an existing string (a
+// search, a case mapping, a comparison): a step per 64 bytes.
+func (e *evaluator) chargeRead(n int) error {
+	e.steps += n >> 6
+	if e.steps < e.nextCheck {
+		return nil
+	}
+	return e.checkLimits()
+}
+
 func (e *evaluator) write(s string) error {
 	if e.out.Len()+len(s) > e.lim.MaxOutput {
 		return limitErrorf("output exceeds %d bytes", e.lim.MaxOutput)
@@ -91,6 +130,15 @@ func (e *evaluator) write(s string) error {
 	}
 	e.out.WriteString(s)
 	return nil
+}
+
+// writeValue writes str(v).
+func (e *evaluator) writeValue(v Value) error {
+	text, err := e.strChecked(v)
+	if err != nil {
+		return err
+	}
+	return e.write(text)
 }
 
 // capture runs fn with output going to a fresh buffer and returns what it wrote.
@@ -137,11 +185,7 @@ func (e *evaluator) exec(st stmt, s *scope) error {
 		if err != nil {
 			return err
 		}
-		text, err := strChecked(v)
-		if err != nil {
-			return err
-		}
-		return e.write(text)
+		return e.writeValue(v)
 	case *ifStmt:
 		for i, c := range st.conds {
 			v, err := e.eval(c, s)
@@ -176,14 +220,14 @@ func (e *evaluator) exec(st stmt, s *scope) error {
 		}
 		return e.assign(st.target, v, s)
 	case *macroStmt:
-		s.vars[st.m.name] = &macro{def: st.m, scope: s}
+		s.set(st.m.name, &macro{def: st.m, scope: s})
 		return nil
 	case *callBlockStmt:
 		v, err := e.evalCall(st.call, s, &macro{def: st.caller, scope: s})
 		if err != nil {
 			return err
 		}
-		return e.write(str(v))
+		return e.writeValue(v)
 	case *filterBlockStmt:
 		text, err := e.capture(func() error { return e.execBody(st.body, newScope(s)) })
 		if err != nil {
@@ -193,7 +237,7 @@ func (e *evaluator) exec(st stmt, s *scope) error {
 		if err != nil {
 			return err
 		}
-		return e.write(str(v))
+		return e.writeValue(v)
 	case *withStmt:
 		inner := newScope(s)
 		for i, t := range st.targets {
@@ -238,7 +282,7 @@ func (e *evaluator) assign(t target, v Value, s *scope) error {
 		}
 		return ns.attrs.set(t.name, v)
 	case !t.isTup:
-		s.vars[t.name] = v
+		s.set(t.name, v)
 		return nil
 	}
 	items, err := e.iterate(v)
@@ -317,7 +361,7 @@ func (e *evaluator) loop(st *forStmt, s *scope, v Value, depth int) error {
 			return err
 		}
 		ls.index = i
-		is.vars["loop"] = ls
+		is.set("loop", ls)
 		switch err := e.execBody(st.body, is); err {
 		case nil, errContinue:
 		case errBreak:
@@ -343,7 +387,7 @@ func (e *evaluator) iterate(v Value) ([]Value, error) {
 	case *namespace:
 		return nil, typeErrorf("'Namespace' object is not iterable")
 	case string:
-		if err := e.charge(16 * len(v)); err != nil {
+		if err := e.chargeItems(len(v)); err != nil {
 			return nil, err
 		}
 		out := make([]Value, 0, len(v))

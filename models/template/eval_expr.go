@@ -135,9 +135,9 @@ func (e *evaluator) evalCompare(x *compareExpr, s *scope) (Value, error) {
 func (e *evaluator) compareOp(op string, a, b Value) (bool, error) {
 	switch op {
 	case "==":
-		return equal(a, b, 0)
+		return e.equal(a, b, 0)
 	case "!=":
-		eq, err := equal(a, b, 0)
+		eq, err := e.equal(a, b, 0)
 		return !eq, err
 	case "in":
 		return e.contains(b, a)
@@ -145,7 +145,7 @@ func (e *evaluator) compareOp(op string, a, b Value) (bool, error) {
 		in, err := e.contains(b, a)
 		return !in, err
 	}
-	c, err := compare(a, b, op, 0)
+	c, err := e.compare(a, b, op, 0)
 	if err != nil {
 		return false, err
 	}
@@ -164,6 +164,9 @@ func (e *evaluator) compareOp(op string, a, b Value) (bool, error) {
 func (e *evaluator) contains(container, x Value) (bool, error) {
 	switch c := container.(type) {
 	case string:
+		if err := e.chargeRead(len(c)); err != nil {
+			return false, err
+		}
 		xs, ok := x.(string)
 		if !ok {
 			if u, isU := x.(*undefined); isU {
@@ -183,7 +186,7 @@ func (e *evaluator) contains(container, x Value) (bool, error) {
 			if err := e.step(); err != nil {
 				return false, err
 			}
-			if eq, err := equal(it, x, 0); err != nil || eq {
+			if eq, err := e.equal(it, x, 0); err != nil || eq {
 				return eq, err
 			}
 		}
@@ -241,11 +244,11 @@ func unsupported(op string, a, b Value) error {
 // binop is Python's a op b for + - * / // % ** and Jinja's ~.
 func (e *evaluator) binop(op string, a, b Value) (Value, error) {
 	if op == "~" {
-		as, err := strChecked(a)
+		as, err := e.strChecked(a)
 		if err != nil {
 			return nil, err
 		}
-		bs, err := strChecked(b)
+		bs, err := e.strChecked(b)
 		if err != nil {
 			return nil, err
 		}
@@ -307,7 +310,7 @@ func (e *evaluator) add(a, b Value) (Value, error) {
 			return nil, typeErrorf(`can only concatenate %s (not "%s") to %s`, typeName(a), typeName(b), typeName(a))
 		}
 		n := len(a.items) + len(bl.items)
-		if err := e.charge(16 * n); err != nil {
+		if err := e.chargeItems(n); err != nil {
 			return nil, err
 		}
 		items := make([]Value, 0, n)
@@ -329,10 +332,10 @@ func (e *evaluator) repeat(seq Value, n int64, num Value) (Value, error) {
 		}
 		return strings.Repeat(s, int(n)), nil
 	case *list:
-		if n > 0 && int64(16*len(s.items)) > int64(e.lim.MaxOutput)/n {
-			return nil, limitErrorf("a list of %d items repeated %d times exceeds the limit", len(s.items), n)
+		if n > 0 && int64(len(s.items)) > int64(e.lim.MaxSteps)/n {
+			return nil, limitErrorf("a list of %d items repeated %d times takes more than %d steps", len(s.items), n, e.lim.MaxSteps)
 		}
-		if err := e.charge(16 * len(s.items) * int(n)); err != nil {
+		if err := e.chargeItems(len(s.items) * int(n)); err != nil {
 			return nil, err
 		}
 		items := make([]Value, 0, len(s.items)*int(n))

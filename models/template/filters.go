@@ -32,10 +32,16 @@ func init() {
 	}
 }
 
-// applyFilter evaluates the arguments of f and applies it to v.
+// applyFilter evaluates the arguments of f and applies it to v. A filter
+// reads its whole input at most a few times: a string input is charged.
 func (e *evaluator) applyFilter(f *filterExpr, v Value, s *scope) (Value, error) {
 	if f.fn == nil {
 		return nil, &Error{Msg: "No filter named " + reprString(f.name) + " found.", kind: ErrType}
+	}
+	if sv, ok := v.(string); ok {
+		if err := e.chargeRead(len(sv)); err != nil {
+			return nil, err
+		}
 	}
 	args, kw, err := e.evalArgs(f.args, s)
 	if err != nil {
@@ -49,13 +55,13 @@ func strFilter(how string) filterFunc {
 		if _, err := argSpec(how, args, kw); err != nil {
 			return nil, err
 		}
-		s, err := strChecked(v)
+		s, err := e.strChecked(v)
 		return caseMap(s, how), err
 	}
 }
 
 func fString(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
-	return strChecked(v)
+	return e.strChecked(v)
 }
 
 func fAbs(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
@@ -103,7 +109,7 @@ func fCenter(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 	if !ok {
 		return nil, typeErrorf("'%s' object cannot be interpreted as an integer", typeName(a[0]))
 	}
-	s, err := strChecked(v)
+	s, err := e.strChecked(v)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +130,7 @@ func fDefault(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
 
 func fEscape(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
-	s, err := strChecked(v)
+	s, err := e.strChecked(v)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +236,7 @@ func fFloat(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 }
 
 func fFormat(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
-	s, err := strChecked(v)
+	s, err := e.strChecked(v)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +258,7 @@ func fIndent(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := strChecked(v)
+	s, err := e.strChecked(v)
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +303,7 @@ func fItems(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 	case *undefined:
 		return newList(nil), nil
 	case *dict:
-		if err := e.charge(48 * d.len()); err != nil {
+		if err := e.chargeItems(3 * d.len()); err != nil {
 			return nil, err
 		}
 		return dictItems(d), nil
@@ -319,7 +325,7 @@ func fJoin(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 			return nil, err
 		}
 	}
-	sep, err := strChecked(or(a[0], ""))
+	sep, err := e.strChecked(or(a[0], ""))
 	if err != nil {
 		return nil, err
 	}
@@ -347,6 +353,9 @@ func fList(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := e.chargeItems(len(items)); err != nil {
+		return nil, err
+	}
 	return newList(append([]Value(nil), items...)), nil
 }
 
@@ -355,15 +364,15 @@ func fReplace(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := strChecked(v)
+	s, err := e.strChecked(v)
 	if err != nil {
 		return nil, err
 	}
-	old, err := strChecked(a[0])
+	old, err := e.strChecked(a[0])
 	if err != nil {
 		return nil, err
 	}
-	repl, err := strChecked(a[1])
+	repl, err := e.strChecked(a[1])
 	if err != nil {
 		return nil, err
 	}
@@ -380,6 +389,9 @@ func fReverse(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 	}
 	items, err := e.iterate(v)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.chargeItems(len(items)); err != nil {
 		return nil, err
 	}
 	out := make([]Value, len(items))
@@ -434,7 +446,7 @@ var titleSplit = regexp.MustCompile(`[-\s({\[<]+`)
 // fTitle is jinja2's title: each word (split at spaces, dashes and opening
 // brackets) gets its first character upper-cased and the rest lower-cased.
 func fTitle(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
-	s, err := strChecked(v)
+	s, err := e.strChecked(v)
 	if err != nil {
 		return nil, err
 	}
@@ -464,7 +476,7 @@ func fTrim(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := strChecked(v)
+	s, err := e.strChecked(v)
 	if err != nil {
 		return nil, err
 	}
@@ -476,7 +488,7 @@ func fTruncate(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := strChecked(v)
+	s, err := e.strChecked(v)
 	if err != nil {
 		return nil, err
 	}
@@ -504,7 +516,7 @@ func fTruncate(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 }
 
 func fWordcount(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
-	s, err := strChecked(v)
+	s, err := e.strChecked(v)
 	if err != nil {
 		return nil, err
 	}

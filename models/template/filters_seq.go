@@ -150,12 +150,12 @@ func ignoreCase(v Value) Value {
 // sortItems sorts stably by key, as Python's sorted does; a comparison that
 // Python refuses ('<' between str and int) is an error.
 func (e *evaluator) sortItems(ks []sortKey, reverse bool) error {
-	if err := e.charge(16 * len(ks) * (1 + bitsLen(len(ks)))); err != nil {
+	if err := e.chargeItems(len(ks) * (1 + bitsLen(len(ks)))); err != nil {
 		return err
 	}
 	var cmpErr error
 	slices.SortStableFunc(ks, func(a, b sortKey) int {
-		c, err := compare(a.key, b.key, "<", 0)
+		c, err := e.compare(a.key, b.key, "<", 0)
 		if err != nil && cmpErr == nil {
 			cmpErr = err
 		}
@@ -323,7 +323,7 @@ func fMinMax(sign int) filterFunc {
 		}
 		best := ks[0]
 		for _, k := range ks[1:] {
-			c, err := compare(k.key, best.key, map[int]string{1: ">", -1: "<"}[sign], 0)
+			c, err := e.compare(k.key, best.key, map[int]string{1: ">", -1: "<"}[sign], 0)
 			if err != nil {
 				return nil, err
 			}

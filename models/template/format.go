@@ -91,7 +91,7 @@ func (e *evaluator) percentFormat(format string, args Value) (Value, error) {
 				return nil, err
 			}
 		}
-		s, err := formatOne(conv, flags, width, prec, arg)
+		s, err := e.formatOne(conv, flags, width, prec, arg)
 		if err != nil {
 			return nil, err
 		}
@@ -107,13 +107,16 @@ func (e *evaluator) percentFormat(format string, args Value) (Value, error) {
 }
 
 // formatOne formats one %-conversion.
-func formatOne(conv byte, flags, width, prec string, arg Value) (string, error) {
+func (e *evaluator) formatOne(conv byte, flags, width, prec string, arg Value) (string, error) {
 	spec := "%" + flags + width + prec
 	switch conv {
 	case 's', 'r', 'a':
-		s := str(arg)
+		s, err := e.strChecked(arg)
 		if conv != 's' {
-			s = repr(arg)
+			s, err = e.reprChecked(arg)
+		}
+		if err != nil {
+			return "", err
 		}
 		return fmt.Sprintf(strings.ReplaceAll(spec, "0", "")+"s", s), nil
 	case 'd', 'i', 'u':
@@ -203,7 +206,7 @@ func (e *evaluator) strFormat(format string, args []Value, kw *kwargs) (Value, e
 			kw.add(name, v)
 			arg = v
 		}
-		s, err := formatSpec(arg, spec, e.lim.MaxOutput)
+		s, err := e.formatSpec(arg, spec)
 		if err != nil {
 			return nil, err
 		}
@@ -215,10 +218,11 @@ func (e *evaluator) strFormat(format string, args []Value, kw *kwargs) (Value, e
 	return b.String(), nil
 }
 
-func formatSpec(arg Value, spec string, limit int) (string, error) {
+func (e *evaluator) formatSpec(arg Value, spec string) (string, error) {
 	if spec == "" {
-		return str(arg), nil
+		return e.strChecked(arg)
 	}
+	limit := e.lim.MaxOutput
 	fill, align := " ", byte(0)
 	r := []rune(spec)
 	if len(r) >= 2 && strings.ContainsRune("<>^=", r[1]) {
@@ -241,7 +245,9 @@ func formatSpec(arg Value, spec string, limit int) (string, error) {
 	var err error
 	switch typ {
 	case 0, 's':
-		s = str(arg)
+		if s, err = e.strChecked(arg); err != nil {
+			return "", err
+		}
 		if prec != "" {
 			p, _ := strconv.Atoi(prec)
 			if rs := []rune(s); p < len(rs) {
@@ -250,14 +256,14 @@ func formatSpec(arg Value, spec string, limit int) (string, error) {
 		}
 	case '%':
 		f, _, _, _ := asNumber(arg)
-		s, err = formatOne('f', "", "", "."+or6(prec), f*100)
+		s, err = e.formatOne('f', "", "", "."+or6(prec), f*100)
 		s += "%"
 	default:
 		p := ""
 		if prec != "" {
 			p = "." + prec
 		}
-		s, err = formatOne(typ, "", "", p, arg)
+		s, err = e.formatOne(typ, "", "", p, arg)
 	}
 	if err != nil {
 		return "", err

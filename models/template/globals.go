@@ -17,7 +17,7 @@ func (e *evaluator) globals(c Context) (*scope, error) {
 		e.now = time.Now()
 	}
 	for name, fn := range builtins {
-		g.vars[name] = &builtin{name: name, fn: fn}
+		g.set(name, &builtin{name: name, fn: fn})
 	}
 	msgs := make([]Value, len(c.Messages))
 	for i, m := range c.Messages {
@@ -27,29 +27,29 @@ func (e *evaluator) globals(c Context) (*scope, error) {
 		}
 		msgs[i] = v
 	}
-	g.vars["messages"] = newList(msgs)
-	g.vars["tools"] = nil
+	g.set("messages", newList(msgs))
+	g.set("tools", nil)
 	if c.Tools != nil {
 		tools, err := toValue(c.Tools, 0)
 		if err != nil {
 			return nil, err
 		}
-		g.vars["tools"] = tools
+		g.set("tools", tools)
 	}
-	g.vars["documents"] = nil
-	g.vars["add_generation_prompt"] = c.AddGenerationPrompt
+	g.set("documents", nil)
+	g.set("add_generation_prompt", c.AddGenerationPrompt)
 	if c.BOSToken != nil {
-		g.vars["bos_token"] = *c.BOSToken
+		g.set("bos_token", *c.BOSToken)
 	}
 	if c.EOSToken != nil {
-		g.vars["eos_token"] = *c.EOSToken
+		g.set("eos_token", *c.EOSToken)
 	}
 	for k, v := range c.Vars {
 		x, err := toValue(v, 0)
 		if err != nil {
 			return nil, err
 		}
-		g.vars[k] = x
+		g.set(k, x)
 	}
 	return g, nil
 }
@@ -139,7 +139,7 @@ func bRange(e *evaluator, args []Value, kw *kwargs) (Value, error) {
 	if n > maxRange || n < 0 {
 		return nil, &Error{Msg: fmt.Sprintf("Range too big. The sandbox blocks ranges larger than MAX_RANGE (%d).", maxRange), kind: ErrLimit}
 	}
-	if err := e.charge(16 * int(n)); err != nil {
+	if err := e.chargeItems(int(n)); err != nil {
 		return nil, err
 	}
 	items := make([]Value, n)

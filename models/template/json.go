@@ -311,7 +311,7 @@ func (w *jsonWriter) object(d *dict, level int) error {
 	if w.opt.sortKeys {
 		var err error
 		sort.SliceStable(order, func(a, b int) bool {
-			c, e := compare(d.keys[order[a]], d.keys[order[b]], "<", 0)
+			c, e := w.e.compare(d.keys[order[a]], d.keys[order[b]], "<", 0)
 			if e != nil && err == nil {
 				err = e
 			}

@@ -14,7 +14,14 @@ func method(obj Value, name string) *builtin {
 	var fn func(e *evaluator, args []Value, kw *kwargs) (Value, error)
 	switch o := obj.(type) {
 	case string:
-		fn = strMethod(o, name)
+		if inner := strMethod(o, name); inner != nil {
+			fn = func(e *evaluator, args []Value, kw *kwargs) (Value, error) {
+				if err := e.chargeRead(len(o)); err != nil {
+					return nil, err
+				}
+				return inner(e, args, kw)
+			}
+		}
 	case *dict:
 		fn = dictMethod(o, name)
 	case *list:
@@ -32,18 +39,18 @@ func dictMethod(d *dict, name string) methodFn {
 	switch name {
 	case "items":
 		return func(e *evaluator, args []Value, kw *kwargs) (Value, error) {
-			if err := e.charge(48 * d.len()); err != nil {
+			if err := e.chargeItems(3 * d.len()); err != nil {
 				return nil, err
 			}
 			return dictItems(d), nil
 		}
 	case "keys":
 		return func(e *evaluator, args []Value, kw *kwargs) (Value, error) {
-			return newList(append([]Value(nil), d.keys...)), nil
+			return newList(append([]Value(nil), d.keys...)), e.chargeItems(d.len())
 		}
 	case "values":
 		return func(e *evaluator, args []Value, kw *kwargs) (Value, error) {
-			return newList(append([]Value(nil), d.vals...)), nil
+			return newList(append([]Value(nil), d.vals...)), e.chargeItems(d.len())
 		}
 	case "get":
 		return func(e *evaluator, args []Value, kw *kwargs) (Value, error) {
@@ -58,6 +65,9 @@ func dictMethod(d *dict, name string) methodFn {
 		}
 	case "copy":
 		return func(e *evaluator, args []Value, kw *kwargs) (Value, error) {
+			if err := e.chargeItems(3 * d.len()); err != nil {
+				return nil, err
+			}
 			c := newDict()
 			for i, k := range d.keys {
 				_ = c.set(k, d.vals[i])
@@ -85,7 +95,7 @@ func listMethod(l *list, name string) methodFn {
 				return nil, err
 			}
 			for i, it := range l.items {
-				if eq, err := equal(it, a[0], 0); err != nil || eq {
+				if eq, err := e.equal(it, a[0], 0); err != nil || eq {
 					return int64(i), err
 				}
 			}
@@ -99,7 +109,7 @@ func listMethod(l *list, name string) methodFn {
 			}
 			n := int64(0)
 			for _, it := range l.items {
-				if eq, err := equal(it, a[0], 0); err != nil {
+				if eq, err := e.equal(it, a[0], 0); err != nil {
 					return nil, err
 				} else if eq {
 					n++
@@ -165,7 +175,7 @@ func strMethod(s, name string) methodFn {
 					return nil, typeErrorf("'%s' object cannot be interpreted as an integer", typeName(a[1]))
 				}
 			}
-			if err := e.charge(16 * len(s)); err != nil {
+			if err := e.chargeItems(len(s)); err != nil {
 				return nil, err
 			}
 			parts, err := pySplit(s, a[0], int(max(min(n, 1<<30), -1)), name == "rsplit")
@@ -184,7 +194,7 @@ func strMethod(s, name string) methodFn {
 			if err != nil {
 				return nil, err
 			}
-			if err := e.charge(16 * len(s)); err != nil {
+			if err := e.chargeItems(len(s)); err != nil {
 				return nil, err
 			}
 			var out []Value
@@ -557,7 +567,7 @@ func (e *evaluator) join(items []Value, sep string) (Value, error) {
 	size := len(sep) * max(len(items)-1, 0)
 	strs := make([]string, len(items))
 	for i, it := range items {
-		s, err := strChecked(it)
+		s, err := e.strChecked(it)
 		if err != nil {
 			return nil, err
 		}

@@ -25,8 +25,8 @@ func init() {
 		"escaped":     isType(func(v Value) bool { return false }),
 		"iterable":    isType(isIterable),
 		"sequence":    isType(isSequence),
-		"lower":       isType(func(v Value) bool { return strPredicate(str(v), "islower") }),
-		"upper":       isType(func(v Value) bool { return strPredicate(str(v), "isupper") }),
+		"lower":       strTest("islower"),
+		"upper":       strTest("isupper"),
 		"odd":         parity(1),
 		"even":        parity(0),
 		"divisibleby": tDivisibleBy,
@@ -79,6 +79,13 @@ func (e *evaluator) evalTest(t *testExpr, s *scope) (Value, error) {
 
 func isType(pred func(Value) bool) testFunc {
 	return func(e *evaluator, v Value, args []Value) (bool, error) { return pred(v), nil }
+}
+
+func strTest(pred string) testFunc {
+	return func(e *evaluator, v Value, args []Value) (bool, error) {
+		s, err := e.strChecked(v)
+		return strPredicate(s, pred), err
+	}
 }
 
 func isCallable(v Value) bool {
@@ -134,7 +141,7 @@ func tDivisibleBy(e *evaluator, v Value, args []Value) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return equal(r, int64(0), 0)
+	return e.equal(r, int64(0), 0)
 }
 
 func compareTest(op string) testFunc {

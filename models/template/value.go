@@ -210,40 +210,62 @@ func errTooDeep() error {
 	return &Error{Msg: "maximum recursion depth exceeded while walking a nested value", kind: ErrLimit}
 }
 
-// str is Python's str(v) as Jinja prints it; an undefined prints as "".
+// smallRepr bounds str and repr where no evaluator is at hand (error
+// messages): longer results are cut to "...".
+const smallRepr = 1 << 12
+
+// str is Python's str(v) as Jinja prints it, for messages: an undefined
+// prints as "", and a long result is cut short.
 func str(v Value) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
 	var b strings.Builder
-	if err := writeRepr(&b, v, false, 0); err != nil {
-		return "..."
+	if err := writeRepr(&b, v, false, 0, smallRepr); err != nil {
+		return b.String() + "..."
 	}
 	return b.String()
 }
 
-// repr is Python's repr(v).
+// repr is Python's repr(v), for messages.
 func repr(v Value) string {
 	var b strings.Builder
-	if err := writeRepr(&b, v, true, 0); err != nil {
-		return "..."
+	if err := writeRepr(&b, v, true, 0, smallRepr); err != nil {
+		return b.String() + "..."
 	}
 	return b.String()
 }
 
-// strChecked is str with the depth error reported.
-func strChecked(v Value) (string, error) {
+// strChecked is str(v) for output and string building: a result over
+// MaxOutput is an error, and its bytes are charged.
+func (e *evaluator) strChecked(v Value) (string, error) {
 	if s, ok := v.(string); ok {
 		return s, nil
 	}
 	var b strings.Builder
-	err := writeRepr(&b, v, false, 0)
-	return b.String(), err
+	if err := writeRepr(&b, v, false, 0, e.lim.MaxOutput); err != nil {
+		return "", err
+	}
+	return b.String(), e.charge(b.Len())
 }
 
-func writeRepr(b *strings.Builder, v Value, quote bool, depth int) error {
+// reprChecked is repr(v) with strChecked's bounds.
+func (e *evaluator) reprChecked(v Value) (string, error) {
+	var b strings.Builder
+	if err := writeRepr(&b, v, true, 0, e.lim.MaxOutput); err != nil {
+		return "", err
+	}
+	return b.String(), e.charge(b.Len())
+}
+
+// writeRepr writes str(v) (repr(v) if quote) and fails once b passes limit
+// bytes: a list holding one big list many times prints exponentially large.
+func writeRepr(b *strings.Builder, v Value, quote bool, depth, limit int) error {
 	if depth > maxValueDepth {
 		return errTooDeep()
+	}
+	if b.Len() > limit {
+		return limitErrorf("printing a value takes more than %d bytes", limit)
 	}
 	switch v := v.(type) {
 	case nil:
@@ -278,7 +300,7 @@ func writeRepr(b *strings.Builder, v Value, quote bool, depth int) error {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			if err := writeRepr(b, x, true, depth+1); err != nil {
+			if err := writeRepr(b, x, true, depth+1, limit); err != nil {
 				return err
 			}
 		}
@@ -287,10 +309,10 @@ func writeRepr(b *strings.Builder, v Value, quote bool, depth int) error {
 		}
 		b.WriteString(close)
 	case *dict:
-		return writeDict(b, v, depth)
+		return writeDict(b, v, depth, limit)
 	case *namespace:
 		b.WriteString("<Namespace ")
-		if err := writeDict(b, v.attrs, depth); err != nil {
+		if err := writeDict(b, v.attrs, depth, limit); err != nil {
 			return err
 		}
 		b.WriteString(">")
@@ -306,17 +328,17 @@ func writeRepr(b *strings.Builder, v Value, quote bool, depth int) error {
 	return nil
 }
 
-func writeDict(b *strings.Builder, d *dict, depth int) error {
+func writeDict(b *strings.Builder, d *dict, depth, limit int) error {
 	b.WriteString("{")
 	for i, k := range d.keys {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		if err := writeRepr(b, k, true, depth+1); err != nil {
+		if err := writeRepr(b, k, true, depth+1, limit); err != nil {
 			return err
 		}
 		b.WriteString(": ")
-		if err := writeRepr(b, d.vals[i], true, depth+1); err != nil {
+		if err := writeRepr(b, d.vals[i], true, depth+1, limit); err != nil {
 			return err
 		}
 	}
@@ -428,10 +450,14 @@ func asNumber(v Value) (f float64, i int64, isFloat, ok bool) {
 	return 0, 0, false, false
 }
 
-// equal is Python's ==.
-func equal(a, b Value, depth int) (bool, error) {
+// equal is Python's ==. Each value visited costs a step: comparing lists
+// that hold one list many times takes exponential time otherwise.
+func (e *evaluator) equal(a, b Value, depth int) (bool, error) {
 	if depth > maxValueDepth {
 		return false, errTooDeep()
+	}
+	if err := e.step(); err != nil {
+		return false, err
 	}
 	if af, ai, aFloat, ok := asNumber(a); ok {
 		bf, bi, bFloat, ok := asNumber(b)
@@ -448,6 +474,11 @@ func equal(a, b Value, depth int) (bool, error) {
 		return b == nil, nil
 	case string:
 		bs, ok := b.(string)
+		if ok && len(a) == len(bs) {
+			if err := e.chargeRead(len(a)); err != nil {
+				return false, err
+			}
+		}
 		return ok && a == bs, nil
 	case *undefined:
 		_, ok := b.(*undefined)
@@ -458,7 +489,7 @@ func equal(a, b Value, depth int) (bool, error) {
 			return false, nil
 		}
 		for i := range a.items {
-			if eq, err := equal(a.items[i], bl.items[i], depth+1); err != nil || !eq {
+			if eq, err := e.equal(a.items[i], bl.items[i], depth+1); err != nil || !eq {
 				return false, err
 			}
 		}
@@ -473,7 +504,7 @@ func equal(a, b Value, depth int) (bool, error) {
 			if !ok {
 				return false, nil
 			}
-			if eq, err := equal(a.vals[i], bv, depth+1); err != nil || !eq {
+			if eq, err := e.equal(a.vals[i], bv, depth+1); err != nil || !eq {
 				return false, err
 			}
 		}
@@ -483,9 +514,12 @@ func equal(a, b Value, depth int) (bool, error) {
 }
 
 // compare orders two values as Python's < does: -1, 0 or 1.
-func compare(a, b Value, op string, depth int) (int, error) {
+func (e *evaluator) compare(a, b Value, op string, depth int) (int, error) {
 	if depth > maxValueDepth {
 		return 0, errTooDeep()
+	}
+	if err := e.step(); err != nil {
+		return 0, err
 	}
 	if u, ok := a.(*undefined); ok {
 		return 0, u.err()
@@ -504,17 +538,20 @@ func compare(a, b Value, op string, depth int) (int, error) {
 	switch a := a.(type) {
 	case string:
 		if bs, ok := b.(string); ok {
+			if err := e.chargeRead(min(len(a), len(bs))); err != nil {
+				return 0, err
+			}
 			return strings.Compare(a, bs), nil
 		}
 	case *list:
 		if bl, ok := b.(*list); ok && bl.tuple == a.tuple {
 			for i := 0; i < len(a.items) && i < len(bl.items); i++ {
-				eq, err := equal(a.items[i], bl.items[i], depth+1)
+				eq, err := e.equal(a.items[i], bl.items[i], depth+1)
 				if err != nil {
 					return 0, err
 				}
 				if !eq {
-					return compare(a.items[i], bl.items[i], op, depth+1)
+					return e.compare(a.items[i], bl.items[i], op, depth+1)
 				}
 			}
 			return cmp3(len(a.items) < len(bl.items), len(a.items) > len(bl.items)), nil
