@@ -7,6 +7,7 @@ require (
 	github.com/ollama/ollama v0.17.4
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
+	golang.org/x/term v0.36.0
 	golang.org/x/text v0.40.0
 	gonum.org/v1/plot v0.17.0
 )

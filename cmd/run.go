@@ -2,14 +2,16 @@ package cmd
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"io"
 	"os"
-	"strings"
 
+	"github.com/ollama/ollama/api"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"folio/models"
-	"folio/models/tokenizer"
 	"folio/runner"
 )
 
@@ -35,6 +37,10 @@ func (m *modelFlags) load(name string) (*runner.Model, error) {
 	return runner.Load(path, m.opt)
 }
 
+// localOnlyFlags shape a model loaded in this process; a server loads
+// models its own way, so setting one of them runs the model here.
+var localOnlyFlags = []string{"num-batch", "block-size", "kv-type", "threads"}
+
 func init() {
 	var (
 		mf      modelFlags
@@ -44,56 +50,63 @@ func init() {
 	)
 	cmd := &cobra.Command{
 		Use:   "run MODEL [PROMPT]",
-		Short: "Generate text from a prompt",
-		Long: "run loads MODEL in this process and streams the text it generates after PROMPT\n" +
-			"(- reads the prompt from stdin; no prompt starts from BOS alone). MODEL is a\n" +
-			"path to a .gguf file, NAME for NAME.gguf in a folder of FOLIO_MODELS_PATH, or\n" +
-			"the catalog name stories260k (put stories260K.gguf from Hugging Face's\n" +
-			"ggml-org/models, tinyllamas/, into a folder of FOLIO_MODELS_PATH).\n" +
-			"The prompt is raw text: chat templates come with the server.",
+		Short: "Chat with a model, or generate text from a prompt",
+		Long: "run talks to the server at FOLIO_HOST (default 127.0.0.1:11434) when one answers,\n" +
+			"and otherwise loads MODEL in this process.\n\n" +
+			"With PROMPT (- reads stdin), or with stdin not a terminal (piped stdin is the\n" +
+			"prompt), run streams the text the model generates after the prompt, taken as\n" +
+			"raw text (no chat template; an empty prompt starts from BOS alone). Otherwise it\n" +
+			"starts a chat: type a message, \"\"\" to begin and end a multi-line one, /? for\n" +
+			"help, Ctrl-C to stop a reply, Ctrl-D or /bye to leave.\n\n" +
+			"MODEL is a path to a .gguf file, NAME for NAME.gguf in a folder of\n" +
+			"FOLIO_MODELS_PATH, or the catalog name stories260k (put stories260K.gguf from\n" +
+			"Hugging Face's ggml-org/models, tinyllamas/, into a folder of FOLIO_MODELS_PATH).\n" +
+			"--num-batch, --block-size, --kv-type and --threads shape a model loaded here:\n" +
+			"setting one runs the model in this process even when a server answers.",
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			prompt := ""
-			if len(args) == 2 {
-				prompt = args[1]
-			}
-			if prompt == "-" {
-				data, err := readAll(bufio.NewReader(os.Stdin))
-				if err != nil {
-					return err
-				}
-				prompt = data
-			}
-			m, err := mf.load(args[0])
+			name := args[0]
+			prompt, oneShot, err := runPrompt(cmd.InOrStdin(), args[1:])
 			if err != nil {
 				return err
 			}
-			defer m.Close()
-			var ids []int32
-			if prompt != "" {
-				ids = m.Tok.Encode(prompt, tokenizer.EncodeOptions{AddSpecial: true})
+			options := map[string]any{}
+			set := func(flag, key string, v any) {
+				if cmd.Flags().Changed(flag) {
+					options[key] = v
+				}
 			}
-			out := bufio.NewWriter(cmd.OutOrStdout())
-			st, err := m.Generate(cmd.Context(), ids, runner.GenerateOptions{Sample: opt, NumPredict: predict},
-				func(text string) error {
-					if _, err := out.WriteString(text); err != nil {
-						return err
-					}
-					return out.Flush()
-				})
-			fmt.Fprintln(out)
-			out.Flush()
+			set("temperature", "temperature", opt.Temperature)
+			set("top-k", "top_k", opt.TopK)
+			set("top-p", "top_p", opt.TopP)
+			set("min-p", "min_p", opt.MinP)
+			set("repeat-penalty", "repeat_penalty", opt.RepeatPenalty)
+			set("repeat-last-n", "repeat_last_n", opt.RepeatLastN)
+			set("seed", "seed", opt.Seed)
+			set("num-predict", "num_predict", predict)
+			local := false
+			for _, f := range localOnlyFlags {
+				local = local || cmd.Flags().Changed(f)
+			}
+			ctx := cmd.Context()
+			client, ls, err := runClient(ctx, name, mf.opt, local)
 			if err != nil {
 				return err
 			}
-			if verbose {
-				rate := func(n int, d float64) string {
-					return fmt.Sprintf("%d tokens, %.2f tokens/s", n, float64(n)/max(d, 1e-9))
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "prompt eval: %s\neval:        %s\ndone:        %s\n",
-					rate(st.PromptTokens, st.PromptDuration.Seconds()), rate(st.EvalTokens, st.EvalDuration.Seconds()), st.DoneReason)
+			if ls != nil {
+				defer ls.Close()
+			} else {
+				set("num-ctx", "num_ctx", mf.opt.NumCtx) // a server's models are loaded already
 			}
-			return nil
+			if oneShot {
+				var stats io.Writer
+				if verbose {
+					stats = cmd.ErrOrStderr()
+				}
+				return generateOnce(ctx, client, name, prompt, options, cmd.OutOrStdout(), stats)
+			}
+			return chatInTerminal(ctx, &repl{client: client, model: name, opts: options, verbose: verbose},
+				cmd.InOrStdin().(*os.File), cmd.OutOrStdout())
 		},
 	}
 	mf.register(cmd)
@@ -106,12 +119,85 @@ func init() {
 	f.IntVar(&opt.RepeatLastN, "repeat-last-n", opt.RepeatLastN, "how many recent tokens the penalties look at (-1: all)")
 	f.Int64Var(&opt.Seed, "seed", opt.Seed, "random seed (-1: random)")
 	f.IntVar(&predict, "num-predict", -1, "tokens to generate at most (-1: until the model stops or the context is full)")
-	f.BoolVar(&verbose, "verbose", false, "print token counts and speeds to stderr")
+	f.BoolVar(&verbose, "verbose", false, "print token counts and speeds (one-shot: to stderr)")
 	rootCmd.AddCommand(cmd)
 }
 
-func readAll(r *bufio.Reader) (string, error) {
-	var b strings.Builder
-	_, err := r.WriteTo(&b)
-	return b.String(), err
+// runPrompt decides between one prompt and a chat: a PROMPT argument (-
+// reads stdin) or stdin that is not a terminal is one prompt.
+func runPrompt(stdin io.Reader, args []string) (prompt string, oneShot bool, err error) {
+	if len(args) == 1 && args[0] != "-" {
+		return args[0], true, nil
+	}
+	if f, ok := stdin.(*os.File); ok && len(args) == 0 && term.IsTerminal(int(f.Fd())) {
+		return "", false, nil
+	}
+	prompt, err = readAll(stdin)
+	return prompt, true, err
+}
+
+// runClient is a client for the server at FOLIO_HOST when one answers and
+// local is false, else for a server of this process that holds name
+// (returned too, to be closed).
+func runClient(ctx context.Context, name string, opt runner.LoadOptions, local bool) (*api.Client, *localServer, error) {
+	if !local {
+		if c := hostClient(); serverAnswers(ctx, c) {
+			return c, nil, nil
+		}
+	}
+	return startLocal(name, opt)
+}
+
+// generateOnce streams the raw continuation of prompt to out, and with
+// stats != nil the token counts and speeds to it. An empty prompt starts
+// from the model's BOS token.
+func generateOnce(ctx context.Context, c *api.Client, model, prompt string, options map[string]any, out, stats io.Writer) error {
+	req := &api.GenerateRequest{Model: model, Prompt: prompt, Raw: true, Options: options}
+	if prompt == "" {
+		bos, err := bosToken(ctx, c, model)
+		if err != nil {
+			return err
+		}
+		req.Context = []int{bos}
+	}
+	w := bufio.NewWriter(out)
+	var last api.GenerateResponse
+	err := c.Generate(ctx, req, func(r api.GenerateResponse) error {
+		last = r
+		if _, err := w.WriteString(r.Response); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
+	fmt.Fprintln(w)
+	w.Flush()
+	if err != nil {
+		return serverErr(err)
+	}
+	if stats != nil {
+		m := last.Metrics
+		rate := func(n int, d float64) string {
+			return fmt.Sprintf("%d tokens, %.2f tokens/s", n, float64(n)/max(d, 1e-9))
+		}
+		fmt.Fprintf(stats, "prompt eval: %s\neval:        %s\ndone:        %s\n",
+			rate(m.PromptEvalCount, m.PromptEvalDuration.Seconds()), rate(m.EvalCount, m.EvalDuration.Seconds()), last.DoneReason)
+	}
+	return nil
+}
+
+// bosToken is the id of model's BOS token, from its metadata.
+func bosToken(ctx context.Context, c *api.Client, model string) (int, error) {
+	info, err := c.Show(ctx, &api.ShowRequest{Model: model})
+	if err != nil {
+		return 0, serverErr(err)
+	}
+	if id, ok := info.ModelInfo["tokenizer.ggml.bos_token_id"].(float64); ok {
+		return int(id), nil
+	}
+	return 0, fmt.Errorf("%s has no BOS token to start from: give a prompt", model)
+}
+
+func readAll(r io.Reader) (string, error) {
+	b, err := io.ReadAll(r)
+	return string(b), err
 }

@@ -113,3 +113,57 @@ func TestDevLogitsJSON(t *testing.T) {
 		t.Errorf("token outside the vocabulary: got %v", err)
 	}
 }
+
+// TestRunThroughServer: with a server at FOLIO_HOST, run uses it (the
+// model is not in FOLIO_MODELS_PATH here) and prints what it prints in
+// process: llama2.c's greedy text from BOS, the same continuation of a
+// prompt given as an argument or piped in.
+func TestRunThroughServer(t *testing.T) {
+	t.Setenv("FOLIO_MODELS_PATH", fixtures.Models(t))
+	args := []string{"run", "stories260k", "--seed", "3", "--temperature", "0.7", "--num-predict", "60", "Lily and Tom"}
+	local, err := execute(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(fixtures.Model(t, "stories260K.llama2c-greedy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		Cases []struct {
+			Steps        int    `json:"steps"`
+			ExpectedText string `json:"expected_text"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &ref); err != nil || len(ref.Cases) == 0 {
+		t.Fatalf("stories260K.llama2c-greedy.json: %v", err)
+	}
+
+	startServer(t)
+	out, err := execute(t, "run", "stories260k", "--temperature", "0", "--num-predict", fmt.Sprint(ref.Cases[0].Steps), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSuffix(out, "\n"); got != ref.Cases[0].ExpectedText {
+		t.Errorf("greedy from BOS through the server:\n--- got\n%s\n--- want\n%s", got, ref.Cases[0].ExpectedText)
+	}
+	remote, err := execute(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if remote != local {
+		t.Errorf("seeded sampling through the server:\n%q\nin process:\n%q", remote, local)
+	}
+	rootCmd.SetIn(strings.NewReader("Lily and Tom"))
+	defer rootCmd.SetIn(strings.NewReader(""))
+	piped, err := execute(t, args[:len(args)-1]...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if piped != local {
+		t.Errorf("prompt piped in:\n%q\nas an argument:\n%q", piped, local)
+	}
+	if _, err := execute(t, "run", "nosuch", "hi"); err == nil || !strings.Contains(err.Error(), "no nosuch.gguf") {
+		t.Errorf("an unknown model through the server: %v", err)
+	}
+}
