@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/dlclark/regexp2 v1.11.5
+	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/ollama/ollama v0.17.4
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9

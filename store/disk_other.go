@@ -1,0 +1,9 @@
+//go:build !linux && !darwin
+
+package store
+
+import "errors"
+
+func freeBytes(dir string) (int64, error) {
+	return 0, errors.New("store: free disk space is not known on this platform")
+}

@@ -1,0 +1,305 @@
+package store
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+)
+
+const testFP = "fp-test"
+
+// block is a deterministic test block: i names it, n is its data size.
+type block struct {
+	hash, parent [32]byte
+	tokens       []int32
+	data         []byte
+}
+
+func makeBlock(i, n int) block {
+	var b block
+	b.hash = sha256.Sum256(binary.LittleEndian.AppendUint64(nil, uint64(i)))
+	if i > 0 {
+		b.parent = sha256.Sum256(binary.LittleEndian.AppendUint64(nil, uint64(i-1)))
+	}
+	for j := range 16 {
+		b.tokens = append(b.tokens, int32(i*16+j))
+	}
+	b.data = make([]byte, n)
+	r := rand.New(rand.NewPCG(uint64(i), 7))
+	for j := range b.data {
+		b.data[j] = byte(r.Uint32())
+	}
+	return b
+}
+
+func save(s *Store, fp string, b block) {
+	s.SaveBlock(fp, b.hash, b.parent, b.tokens, bytes.Clone(b.data), "f16")
+}
+
+func load(s *Store, fp string, b block) error {
+	dst := make([]byte, len(b.data))
+	if err := s.LoadBlock(fp, b.hash, b.tokens, dst); err != nil {
+		return err
+	}
+	if !bytes.Equal(dst, b.data) {
+		return errors.New("loaded data differ from saved data")
+	}
+	return nil
+}
+
+func hashes(bs ...block) [][32]byte {
+	var hs [][32]byte
+	for _, b := range bs {
+		hs = append(hs, b.hash)
+	}
+	return hs
+}
+
+// rowCount is the number of rows in table (kv_blocks or kv_data).
+func rowCount(t *testing.T, s *Store, table string) int {
+	t.Helper()
+	var n int
+	if err := s.kv.QueryRow("SELECT count(*) FROM " + table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func TestSaveLoadRoundTrip(t *testing.T) {
+	s := openTest(t, "", Options{KVMaxBytes: 1 << 30})
+	b0, b1, b2 := makeBlock(0, 4096), makeBlock(1, 4096), makeBlock(2, 4096)
+	save(s, testFP, b0)
+	save(s, testFP, b1)
+	s.Flush()
+
+	if n := s.HasBlocks(testFP, hashes(b0, b1, b2)); n != 2 {
+		t.Fatalf("HasBlocks = %d, want 2", n)
+	}
+	if n := s.HasBlocks(testFP, hashes(b1, b0)); n != 2 {
+		t.Fatalf("HasBlocks(b1, b0) = %d, want 2", n)
+	}
+	if n := s.HasBlocks(testFP, hashes(b2, b0)); n != 0 {
+		t.Fatalf("HasBlocks(b2, b0) = %d, want 0 (stops at the first missing)", n)
+	}
+	if n := s.HasBlocks("other", hashes(b0)); n != 0 {
+		t.Fatalf("HasBlocks of another fingerprint = %d, want 0", n)
+	}
+	for _, b := range []block{b0, b1} {
+		if err := load(s, testFP, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := load(s, testFP, b2); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("LoadBlock of an unsaved block: %v, want ErrNotFound", err)
+	}
+	if err := load(s, "other", b0); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("LoadBlock under another fingerprint: %v, want ErrNotFound", err)
+	}
+
+	// Saving again is a no-op.
+	save(s, testFP, b0)
+	s.Flush()
+	want := KVStats{Blocks: 2, Bytes: 2 * 4096, Tokens: 32}
+	if st := s.KVStats(testFP); st != want {
+		t.Fatalf("KVStats = %+v, want %+v", st, want)
+	}
+	if st := s.KVStats(""); st != want {
+		t.Fatalf("KVStats(\"\") = %+v, want %+v", st, want)
+	}
+	if n := rowCount(t, s, "kv_blocks"); n != 2 {
+		t.Fatalf("%d rows, want 2", n)
+	}
+}
+
+// TestLoadRejects: a block whose tokens, length or bytes do not match is
+// ErrCorrupt, forgotten at once and deleted by the next write.
+func TestLoadRejects(t *testing.T) {
+	cases := []struct {
+		name   string
+		damage func(t *testing.T, s *Store, b *block) // makes the load fail
+	}{
+		{"token mismatch", func(t *testing.T, s *Store, b *block) {
+			b.tokens = append([]int32(nil), b.tokens...)
+			b.tokens[5]++
+		}},
+		{"short token list", func(t *testing.T, s *Store, b *block) { b.tokens = b.tokens[:15] }},
+		{"length mismatch", func(t *testing.T, s *Store, b *block) { b.data = b.data[:len(b.data)-2] }},
+		{"flipped data byte", func(t *testing.T, s *Store, b *block) {
+			_, err := s.kv.Exec("UPDATE kv_data SET data = substr(data, 1, 100) || x'5a' || substr(data, 102)")
+			if err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"flipped token byte", func(t *testing.T, s *Store, b *block) {
+			b.tokens[0] ^= 1 << 20
+			_, err := s.kv.Exec("UPDATE kv_blocks SET tokens = ?", encodeTokens(b.tokens))
+			if err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := openTest(t, "", Options{KVMaxBytes: 1 << 30})
+			b := makeBlock(3, 1000)
+			if b.data[100] == 0x5a {
+				t.Fatal("test block already has the flipped byte")
+			}
+			save(s, testFP, b)
+			s.Flush()
+			c.damage(t, s, &b)
+			if err := load(s, testFP, b); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("LoadBlock: %v, want ErrCorrupt", err)
+			}
+			if n := s.HasBlocks(testFP, hashes(b)); n != 0 {
+				t.Fatalf("HasBlocks after ErrCorrupt = %d, want 0", n)
+			}
+			s.Flush()
+			if n := rowCount(t, s, "kv_blocks"); n != 0 {
+				t.Fatalf("%d kv_blocks rows after ErrCorrupt, want 0", n)
+			}
+			if n := rowCount(t, s, "kv_data"); n != 0 {
+				t.Fatalf("%d kv_data rows after ErrCorrupt, want 0", n)
+			}
+			// Recomputed and saved again, it loads.
+			good := makeBlock(3, 1000)
+			save(s, testFP, good)
+			s.Flush()
+			if err := load(s, testFP, good); err != nil {
+				t.Fatalf("after saving again: %v", err)
+			}
+		})
+	}
+}
+
+// TestBudgetEvictsLRU: past the budget, the least recently used blocks
+// go first, with last use from the injected clock.
+func TestBudgetEvictsLRU(t *testing.T) {
+	const size = 1000
+	clk := newClock()
+	s := openTest(t, "", Options{KVMaxBytes: 4 * size, Now: clk.Now})
+	bs := make([]block, 6)
+	for i := range bs {
+		bs[i] = makeBlock(i, size)
+	}
+	step := func(f func()) {
+		clk.Add(time.Second)
+		f()
+		s.Flush()
+	}
+	for i := range 4 { // A..D at t=1..4
+		step(func() { save(s, testFP, bs[i]) })
+	}
+	step(func() { // A used at t=5: B is now the oldest
+		if err := load(s, testFP, bs[0]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	step(func() { save(s, testFP, bs[4]) }) // E: evicts B
+	if got := present(s, bs); got != "A.CDE." {
+		t.Fatalf("after E: %s, want A.CDE.", got)
+	}
+	step(func() { save(s, testFP, bs[5]) }) // F: evicts C
+	if got := present(s, bs); got != "A..DEF" {
+		t.Fatalf("after F: %s, want A..DEF", got)
+	}
+	if st := s.KVStats(""); st.Blocks != 4 || st.Bytes != 4*size {
+		t.Fatalf("KVStats = %+v, want 4 blocks of %d bytes", st, size)
+	}
+	if n := rowCount(t, s, "kv_data"); n != 4 {
+		t.Fatalf("%d kv_data rows, want 4 (cascade from kv_blocks)", n)
+	}
+	var total int64
+	s.kv.QueryRow("SELECT bytes FROM kv_totals").Scan(&total)
+	if total != 4*size {
+		t.Fatalf("kv_totals.bytes = %d, want %d", total, 4*size)
+	}
+	// A block larger than the whole budget is never queued.
+	save(s, testFP, makeBlock(9, 5*size))
+	s.Flush()
+	if got := present(s, bs); got != "A..DEF" {
+		t.Fatalf("after an oversized block: %s", got)
+	}
+}
+
+// present is one letter per block that HasBlocks reports, '.' otherwise.
+func present(s *Store, bs []block) string {
+	out := make([]byte, len(bs))
+	for i, b := range bs {
+		out[i] = '.'
+		if s.HasBlocks(testFP, hashes(b)) == 1 {
+			out[i] = byte('A' + i)
+		}
+	}
+	return string(out)
+}
+
+func TestReopenKeepsBlocks(t *testing.T) {
+	home := t.TempDir()
+	s, err := Open(home, Options{KVMaxBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := []block{makeBlock(0, 5000), makeBlock(1, 5000), makeBlock(2, 5000)}
+	for _, b := range bs {
+		save(s, testFP, b)
+	}
+	// No Flush: Close writes the queue.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, home, Options{KVMaxBytes: 1 << 30})
+	if n := s.HasBlocks(testFP, hashes(bs...)); n != 3 {
+		t.Fatalf("HasBlocks after reopen = %d, want 3", n)
+	}
+	for _, b := range bs {
+		if err := load(s, testFP, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.KVStats(testFP); st != (KVStats{Blocks: 3, Bytes: 15000, Tokens: 48}) {
+		t.Fatalf("KVStats after reopen = %+v", st)
+	}
+}
+
+// TestQueueFullDrops: SaveBlock never blocks; past QueueBytes it drops
+// and counts.
+func TestQueueFullDrops(t *testing.T) {
+	s := openTest(t, "", Options{KVMaxBytes: 1 << 30, QueueBytes: 3000})
+	// Hold the queue: the writer cannot take a batch while q.mu is held
+	// by this test, so the pushes below see the bound deterministically.
+	s.q.mu.Lock()
+	s.q.ops = append(s.q.ops, op{kind: opSave, key: key{"held", [32]byte{1}}, tokens: encodeTokens([]int32{1}), data: make([]byte, 2000)})
+	s.q.bytes += 2000
+	s.q.mu.Unlock()
+	s.SaveBlock(testFP, [32]byte{2}, [32]byte{}, []int32{1}, make([]byte, 2000), "f16")
+	s.SaveBlock(testFP, [32]byte{3}, [32]byte{}, []int32{1}, make([]byte, 500), "f16")
+	s.Flush()
+	if st := s.KVStats(""); st.Dropped != 1 {
+		t.Fatalf("Dropped = %d, want 1", st.Dropped)
+	}
+	if s.HasBlocks(testFP, [][32]byte{{2}}) != 0 || s.HasBlocks(testFP, [][32]byte{{3}}) != 1 {
+		t.Fatal("the dropped block was written or the small one was not")
+	}
+}
+
+func TestDefaultBudget(t *testing.T) {
+	s := openTest(t, "", Options{})
+	free, err := freeBytes(s.home)
+	if err != nil {
+		t.Skip(err)
+	}
+	if s.kvMax <= 0 || s.kvMax > maxDefaultKV || s.kvMax > free/10+(1<<30) {
+		t.Fatalf("default budget %d with %d bytes free", s.kvMax, free)
+	}
+}

@@ -1,0 +1,245 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Errors returned by the store, wrapped with what was asked for.
+var (
+	// ErrNotFound: no such model, blob or persisted block.
+	ErrNotFound = errors.New("store: not found")
+	// ErrCorrupt: a persisted block failed verification (its tokens, its
+	// length or its checksum) and was deleted; the caller recomputes it.
+	ErrCorrupt = errors.New("store: corrupt block")
+)
+
+const (
+	registryFile = "folio.db"   // the model registry: precious
+	kvFile       = "kvcache.db" // persisted prefix K/V: disposable
+
+	busyTimeout   = 5 * time.Second // how long a statement waits for another writer
+	maxDefaultKV  = 20 << 30        // the default budget never exceeds 20 GB
+	fallbackKV    = 2 << 30         // the budget when free disk space is unknown
+	defaultQueue  = 256 << 20       // bytes of blocks waiting to be written
+	closeWait     = 10 * time.Second
+	maxBatchBytes = 64 << 20 // bytes of block data per write transaction
+)
+
+// Options configure Open. The zero value is usable.
+type Options struct {
+	// KVMaxBytes is the budget of persisted K/V bytes; least recently used
+	// blocks are deleted beyond it. 0: min(10% of the free disk space at
+	// home plus the cache's own size, 20 GB). Negative: no K/V
+	// persistence, kvcache.db is not opened (for commands that only read
+	// the registry). The caller takes it from FOLIO_KV_STORE_MAX.
+	KVMaxBytes int64
+	// QueueBytes bounds the block data waiting in the write-behind queue;
+	// SaveBlock drops blocks beyond it. 0: 256 MiB.
+	QueueBytes int64
+	// Log receives one line per recovery or failed write. nil: slog.Default().
+	Log *slog.Logger
+	// Now is the clock for last_used (LRU) and timestamps. nil: time.Now.
+	Now func() time.Time
+}
+
+// Store is folio's durable state: the registry in folio.db and the
+// persisted prefix K/V in kvcache.db, both in one home directory. Its
+// methods are safe for concurrent use; see the package doc for the locks.
+// Several processes may open one home directory (SQLite WAL and a busy
+// timeout keep it consistent).
+type Store struct {
+	home string
+	log  *slog.Logger
+	now  func() time.Time
+
+	reg *sql.DB // folio.db; *sql.DB is safe for concurrent use
+	kv  *sql.DB // kvcache.db; nil when K/V persistence is off
+
+	kvMax    int64     // budget of kv_blocks.bytes, fixed at Open
+	loadStmt *sql.Stmt // LoadBlock's query, prepared on kv
+
+	idxMu sync.RWMutex
+	idx   map[string]*fpIndex // guarded by idxMu: the blocks this process knows are stored
+
+	q       queue        // write-behind queue, guarded by q.mu
+	dropped atomic.Int64 // blocks SaveBlock dropped (queue full) or the writer failed to write
+
+	cancel     context.CancelFunc // stops the writer's statements when Close gives up waiting
+	writerDone chan struct{}      // closed when the writer goroutine returns
+	closeOnce  sync.Once
+	closeErr   error
+}
+
+// Open opens (creating if needed) the home directory, folio.db and
+// kvcache.db. A damaged kvcache.db is moved aside and replaced by an empty
+// one; a damaged folio.db is an error, never replaced.
+func Open(home string, opt Options) (*Store, error) {
+	if home == "" {
+		return nil, errors.New("store: no home directory (set FOLIO_HOME)")
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, fmt.Errorf("store: create home directory: %w", err)
+	}
+	s := &Store{home: home, log: opt.Log, now: opt.Now, idx: map[string]*fpIndex{}}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	var err error
+	if s.reg, err = openRegistry(filepath.Join(home, registryFile)); err != nil {
+		return nil, err
+	}
+	if opt.KVMaxBytes >= 0 {
+		if err := s.openKV(opt); err != nil {
+			s.reg.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// openRegistry opens folio.db and checks it. It never moves or deletes
+// the file: a damaged registry is reported with what to do.
+func openRegistry(path string) (*sql.DB, error) {
+	db, err := openDB(path, "FULL", 4096)
+	if err == nil {
+		err = quickCheck(db, "")
+	}
+	if err == nil {
+		err = migrate(db, registryMigrations)
+	}
+	if err == nil {
+		return db, nil
+	}
+	if db != nil {
+		db.Close()
+	}
+	if isCorrupt(err) {
+		return nil, fmt.Errorf("store: %s is damaged (%v); it is the model registry, which folio never replaces on its own: restore it from a backup, or move it aside to start with an empty registry (models must then be pulled or created again)", path, err)
+	}
+	return nil, fmt.Errorf("store: open %s: %w", path, err)
+}
+
+// openKV opens kvcache.db, loads its index and starts the writer. A file
+// that is damaged (or marked damaged by an earlier run) is moved aside and
+// replaced by an empty cache, with one log line.
+func (s *Store) openKV(opt Options) error {
+	path := filepath.Join(s.home, kvFile)
+	var err error
+	if _, statErr := os.Stat(path + damagedSuffix); statErr == nil {
+		err = errMarkedDamaged
+	} else {
+		err = s.openKVFile(path)
+	}
+	if err != nil && isCorrupt(err) {
+		aside, mvErr := moveAside(path, s.now())
+		if mvErr != nil {
+			return fmt.Errorf("store: %s is damaged (%v) and cannot be moved aside: %w", path, err, mvErr)
+		}
+		s.log.Warn("store: persisted K/V cache was damaged; moved it aside and started an empty one", "file", path, "moved_to", aside, "err", err)
+		err = s.openKVFile(path)
+	}
+	if errors.Is(err, errNewerSchema) {
+		s.log.Warn("store: persisted K/V cache is off for this process", "file", path, "err", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", path, err)
+	}
+
+	s.kvMax = opt.KVMaxBytes
+	if s.kvMax == 0 {
+		s.kvMax = s.defaultBudget(path)
+	}
+	s.q.init(opt.QueueBytes)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.writerDone = make(chan struct{})
+	go s.writeLoop(ctx)
+	return nil
+}
+
+// openKVFile opens and checks one kvcache.db and loads the index; on
+// error nothing stays open.
+func (s *Store) openKVFile(path string) (err error) {
+	db, err := openDB(path, "NORMAL", kvPageSize)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			db.Close()
+		}
+	}()
+	if err = migrate(db, kvMigrations); err != nil {
+		return err
+	}
+	// The metadata and its indexes are checked in full; the block data is
+	// verified block by block on load (checksums), so the whole file,
+	// up to the budget in size, is not read at every start.
+	for _, table := range []string{"kv_blocks", "kv_totals"} {
+		if err = quickCheck(db, table); err != nil {
+			return err
+		}
+	}
+	idx, err := loadIndex(db)
+	if err != nil {
+		return err
+	}
+	stmt, err := db.Prepare(loadQuery)
+	if err != nil {
+		return err
+	}
+	s.kv, s.idx, s.loadStmt = db, idx, stmt
+	return nil
+}
+
+// defaultBudget is min(10% of (free disk + the cache's file), 20 GB).
+func (s *Store) defaultBudget(path string) int64 {
+	free, err := freeBytes(s.home)
+	if err != nil {
+		s.log.Warn("store: free disk space unknown; persisted K/V budget set to 2 GB (set FOLIO_KV_STORE_MAX to change it)", "err", err)
+		return fallbackKV
+	}
+	var own int64
+	if fi, err := os.Stat(path); err == nil {
+		own = fi.Size()
+	}
+	return min((free+own)/10, maxDefaultKV)
+}
+
+// Close writes what the write-behind queue holds (waiting at most 10 s,
+// then dropping the rest) and closes both databases.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		if s.kv != nil {
+			s.q.mu.Lock()
+			s.q.closing = true
+			s.q.cond.Broadcast()
+			s.q.mu.Unlock()
+			select {
+			case <-s.writerDone:
+			case <-time.After(closeWait):
+				s.log.Warn("store: persisted K/V writes did not finish in time; the rest are dropped", "wait", closeWait)
+				s.cancel()
+				<-s.writerDone
+			}
+			s.cancel()
+			s.loadStmt.Close()
+			s.closeErr = s.kv.Close()
+		}
+		s.closeErr = errors.Join(s.closeErr, s.reg.Close())
+	})
+	return s.closeErr
+}
