@@ -50,7 +50,7 @@ func TestManageThroughServer(t *testing.T) {
 	}
 	run("run", "stories260k", "--num-predict", "4", "Once")
 	ps := rows(run("ps"))
-	if len(ps) != 2 || ps[1][0] != "stories260k:latest" || ps[1][1] != id || ps[1][3] != "100% CPU" ||
+	if len(ps) != 2 || ps[1][0] != "stories260K:latest" || ps[1][1] != id || ps[1][3] != "100% CPU" ||
 		ps[1][4] != "512" || !strings.HasSuffix(ps[1][5], "from now") {
 		t.Errorf("ps after run: %q", ps)
 	}

@@ -133,6 +133,9 @@ func (r *LibraryRegistry) Resolve(name string) (ModelEntry, error) {
 	if err != nil {
 		return ModelEntry{}, fmt.Errorf("%w: %q: %v", ErrModelNotFound, name, err)
 	}
+	if !strings.ContainsAny(base, `/\`) { // a library file: named as /api/tags lists it
+		norm = NormalizeName(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	}
 	return r.entry(norm, path)
 }
 
