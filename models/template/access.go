@@ -53,9 +53,6 @@ func (e *evaluator) getitem(obj, key Value) (Value, error) {
 			}
 			return undefAttr(obj, key), nil
 		}
-		if k, ok := key.(*list); ok && k.tuple {
-			return nil, typeErrorf("list indices must be integers or slices, not tuple")
-		}
 	case string:
 		if err := e.chargeRead(len(o)); err != nil {
 			return nil, err

@@ -258,7 +258,7 @@ func (e *evaluator) exec(st stmt, s *scope) error {
 	case *unsupportedStmt:
 		return &Error{Msg: "no loader for this environment specified", kind: ErrType}
 	}
-	return fmt.Errorf("template: unknown statement %T", st)
+	return &Error{Msg: fmt.Sprintf("template: unknown statement %T", st), kind: ErrInternal}
 }
 
 func (e *evaluator) applyFilters(fs []*filterExpr, v Value, s *scope) (Value, error) {

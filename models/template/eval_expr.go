@@ -110,7 +110,7 @@ func (e *evaluator) eval(x expr, s *scope) (Value, error) {
 		}
 		return e.eval(x.els, s)
 	}
-	return nil, fmt.Errorf("template: unknown expression %T", x)
+	return nil, &Error{Msg: fmt.Sprintf("template: unknown expression %T", x), kind: ErrInternal}
 }
 
 func (e *evaluator) evalCompare(x *compareExpr, s *scope) (Value, error) {
@@ -433,7 +433,7 @@ func numOp(op string, af float64, ai int64, aFloat bool, bf float64, bi int64, b
 		}
 		return intPow(ai, bi)
 	}
-	return nil, fmt.Errorf("template: unknown operator %s", op)
+	return nil, &Error{Msg: "template: unknown operator " + op, kind: ErrInternal}
 }
 
 func absInt(i int64) int64 {

@@ -334,6 +334,13 @@ func (p *parser) parsePostfix(x expr) (expr, error) {
 					x = &getitemExpr{obj: x, key: keys[0]}
 				}
 			default:
+				// x[a:b, c] indexes with a tuple holding a slice object, which
+				// nothing here accepts: it gives an undefined, as in jinja2.
+				for i, k := range keys {
+					if _, ok := k.(*sliceExpr); ok {
+						keys[i] = &constExpr{v: &undefined{hint: "slice objects are not supported"}}
+					}
+				}
 				x = &getitemExpr{obj: x, key: &listExpr{items: keys, tuple: true}}
 			}
 		case p.isOp("("):

@@ -35,6 +35,7 @@ var (
 	ErrUndefined = errors.New("template: undefined")
 	ErrType      = errors.New("template: type error")
 	ErrLimit     = errors.New("template: limit exceeded")
+	ErrInternal  = errors.New("template: internal error") // a bug here, never the template's fault
 )
 
 // Error is a parse or render error. Error() is the message alone, as Python
@@ -47,7 +48,8 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Msg }
 
-// Unwrap returns the kind: ErrSyntax, ErrRaised, ErrUndefined, ErrType or ErrLimit.
+// Unwrap returns the kind: ErrSyntax, ErrRaised, ErrUndefined, ErrType,
+// ErrLimit or ErrInternal.
 func (e *Error) Unwrap() error { return e.kind }
 
 func typeErrorf(format string, args ...any) error {
@@ -115,7 +117,12 @@ type Template struct {
 const maxParseDepth = 200
 
 // Parse parses a template.
-func Parse(src string) (*Template, error) {
+func Parse(src string) (t *Template, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			t, err = nil, &Error{Msg: fmt.Sprintf("template: internal error: %v", r), kind: ErrInternal}
+		}
+	}()
 	toks, err := lex(src)
 	if err != nil {
 		return nil, err
@@ -144,7 +151,13 @@ func (t *Template) Render(c Context) (string, error) {
 
 // Execute renders the template, stopping with an ErrLimit error when ctx is
 // done or a limit is reached.
-func (t *Template) Execute(ctx context.Context, c Context) (string, error) {
+func (t *Template) Execute(ctx context.Context, c Context) (out string, err error) {
+	// A panic here is a bug in this package; the server must survive it.
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = "", &Error{Msg: fmt.Sprintf("template: internal error: %v", r), kind: ErrInternal}
+		}
+	}()
 	if t.Limits.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t.Limits.Timeout)
