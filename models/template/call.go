@@ -323,8 +323,10 @@ func (e *evaluator) slice(obj, start, stop, step Value) (Value, error) {
 		n = len(runes)
 	case *undefined:
 		return nil, o.err()
+	case *dict:
+		return nil, typeErrorf("unhashable type: 'slice'")
 	default:
-		return undefAttr(obj, nil), nil
+		return nil, typeErrorf("'%s' object is not subscriptable", typeName(obj))
 	}
 	a, b, st, err := sliceIndices(start, stop, step, n)
 	if err != nil {

@@ -257,6 +257,9 @@ func (e *evaluator) binop(op string, a, b Value) (Value, error) {
 		}
 		return as + bs, nil
 	}
+	if as, ok := a.(string); ok && op == "%" {
+		return e.percentFormat(as, b) // str % x takes any x, an undefined too
+	}
 	if err := firstUndefined(a, b); err != nil {
 		return nil, err
 	}

@@ -258,9 +258,16 @@ func fIndent(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := e.strChecked(v)
-	if err != nil {
-		return nil, err
+	s, ok := v.(string) // jinja2 appends "\n" to the value itself
+	switch {
+	case ok:
+	case v == nil || isNumberValue(v) || isDict(v):
+		return nil, typeErrorf("unsupported operand type(s) for +=: '%s' and 'str'", typeName(v))
+	default:
+		if u, isU := v.(*undefined); isU {
+			return nil, u.err()
+		}
+		return nil, typeErrorf("'%s' object has no attribute 'splitlines'", typeName(v))
 	}
 	ind, ok := or(a[0], int64(4)).(string)
 	if !ok {
@@ -297,6 +304,10 @@ func fIndent(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 	}
 	return rv, nil
 }
+
+func isNumberValue(v Value) bool { _, _, _, ok := asNumber(v); return ok }
+
+func isDict(v Value) bool { _, ok := v.(*dict); return ok }
 
 func fItems(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 	switch d := v.(type) {

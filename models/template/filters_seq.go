@@ -56,6 +56,9 @@ func (e *evaluator) mapAttr(items []Value, attr, def Value) ([]Value, error) {
 }
 
 func fMap(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
+	if !truthy(v) {
+		return newList(nil), nil // jinja2 maps "if value:" only
+	}
 	items, err := e.iterate(v)
 	if err != nil {
 		return nil, err
@@ -94,6 +97,9 @@ func fMap(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 // fSelect makes select, reject, selectattr and rejectattr.
 func fSelect(keep, byAttr bool) filterFunc {
 	return func(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
+		if !truthy(v) {
+			return newList(nil), nil // jinja2 selects "if value:" only
+		}
 		items, err := e.iterate(v)
 		if err != nil {
 			return nil, err

@@ -9,11 +9,23 @@ import (
 
 // percentFormat is Python's "format % args" (and the format filter).
 func (e *evaluator) percentFormat(format string, args Value) (Value, error) {
+	// As CPython: a tuple holds the arguments; anything else is the one
+	// argument, and one that can be indexed (a dict, a list, an undefined)
+	// may also serve %(key)s and need not be used up.
 	var pos []Value
-	mapping, isMap := args.(*dict)
-	if l, ok := args.(*list); ok && l.tuple {
-		pos = l.items
-	} else if !isMap {
+	mapping, _ := args.(*dict)
+	isMap := false
+	switch a := args.(type) {
+	case *list:
+		isMap = !a.tuple
+		pos = a.items
+		if isMap {
+			pos = []Value{args}
+		}
+	case *dict, *undefined:
+		isMap = true
+		pos = []Value{args}
+	default:
 		pos = []Value{args}
 	}
 	used := 0
@@ -44,6 +56,9 @@ func (e *evaluator) percentFormat(format string, args Value) (Value, error) {
 			}
 			if !isMap {
 				return nil, typeErrorf("format requires a mapping")
+			}
+			if mapping == nil {
+				return nil, typeErrorf("%s indices must be integers or slices, not str", typeName(args))
 			}
 			key := format[i+1 : i+end]
 			v, ok := mapping.get(key)

@@ -146,7 +146,11 @@ func bRange(e *evaluator, args []Value, kw *kwargs) (Value, error) {
 	for i := range items {
 		items[i] = start + int64(i)*step
 	}
-	return newList(items), nil
+	rng := fmt.Sprintf("range(%d, %d)", start, stop)
+	if step != 1 {
+		rng = fmt.Sprintf("range(%d, %d, %d)", start, stop, step)
+	}
+	return &list{items: items, rng: rng}, nil
 }
 
 // dictFromArgs is dict(mapping_or_pairs, **kw).

@@ -271,6 +271,9 @@ func (w *jsonWriter) value(v Value, level int) error {
 	case string:
 		w.str(v)
 	case *list:
+		if v.rng != "" {
+			return typeErrorf("Object of type range is not JSON serializable")
+		}
 		if len(v.items) == 0 {
 			w.b.WriteString("[]")
 			return nil

@@ -325,7 +325,7 @@ func (p *parser) parsePostfix(x expr) (expr, error) {
 			}
 			switch len(keys) {
 			case 0:
-				return nil, p.errorf("expected subscript expression")
+				x = &getitemExpr{obj: x, key: &listExpr{tuple: true}} // x[] is x[()] in jinja2
 			case 1:
 				if s, ok := keys[0].(*sliceExpr); ok {
 					s.obj = x

@@ -56,6 +56,11 @@ func init() {
 			return ok && tests[s] != nil, nil
 		},
 	}
+	for _, name := range []string{"boolean", "callable", "defined", "undefined", "none", "true", "false",
+		"string", "mapping", "float", "integer", "number", "escaped", "iterable", "sequence", "lower",
+		"upper", "odd", "even"} {
+		tests[name] = oneArg(name, tests[name])
+	}
 }
 
 func (e *evaluator) evalTest(t *testExpr, s *scope) (Value, error) {
@@ -79,6 +84,19 @@ func (e *evaluator) evalTest(t *testExpr, s *scope) (Value, error) {
 
 func isType(pred func(Value) bool) testFunc {
 	return func(e *evaluator, v Value, args []Value) (bool, error) { return pred(v), nil }
+}
+
+// oneArg wraps the tests that take no argument besides the value.
+func oneArg(name string, t testFunc) testFunc {
+	return func(e *evaluator, v Value, args []Value) (bool, error) {
+		if len(args) > 0 {
+			if name == "callable" {
+				return false, typeErrorf("callable() takes exactly one argument (%d given)", len(args)+1)
+			}
+			return false, typeErrorf("test_%s() takes 1 positional argument but %d were given", name, len(args)+1)
+		}
+		return t(e, v, args)
+	}
 }
 
 func strTest(pred string) testFunc {

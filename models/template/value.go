@@ -31,6 +31,7 @@ type Value = any
 type list struct {
 	items []Value
 	tuple bool
+	rng   string // for what range() returns: how Python prints it, "range(0, 3)"
 }
 
 func newList(items []Value) *list  { return &list{items: items} }
@@ -161,8 +162,11 @@ func typeName(v Value) string {
 	case string:
 		return "str"
 	case *list:
-		if v.tuple {
+		switch {
+		case v.tuple:
 			return "tuple"
+		case v.rng != "":
+			return "range"
 		}
 		return "list"
 	case *dict:
@@ -291,6 +295,10 @@ func writeRepr(b *strings.Builder, v Value, quote bool, depth, limit int) error 
 			b.WriteString("Undefined")
 		}
 	case *list:
+		if v.rng != "" {
+			b.WriteString(v.rng)
+			return nil
+		}
 		open, close := "[", "]"
 		if v.tuple {
 			open, close = "(", ")"
@@ -485,7 +493,7 @@ func (e *evaluator) equal(a, b Value, depth int) (bool, error) {
 		return ok, nil
 	case *list:
 		bl, ok := b.(*list)
-		if !ok || bl.tuple != a.tuple || len(bl.items) != len(a.items) {
+		if !ok || bl.tuple != a.tuple || (bl.rng == "") != (a.rng == "") || len(bl.items) != len(a.items) {
 			return false, nil
 		}
 		for i := range a.items {
