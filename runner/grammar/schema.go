@@ -1,0 +1,421 @@
+package grammar
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Schema compiles a JSON Schema into a grammar. The subset it enforces:
+//
+//   - type: object, array, string, number, integer, boolean, null, or a list
+//     of them; without type, the keywords present imply it (properties: an
+//     object, items: an array, ...), and with none the value is any JSON
+//   - properties, emitted in schema order; a property outside required may
+//     be skipped; additionalProperties false or absent allows no others
+//     (llama.cpp's converter does the same), and true or a schema is
+//     supported only without properties (a map: any keys, values of that
+//     schema)
+//   - items (a schema or a boolean), minItems, maxItems
+//   - minLength, maxLength (in code points; an escape counts as one)
+//   - enum, const: the values in their canonical JSON text only
+//   - anyOf, oneOf (as anyOf: exclusivity is not checked), allOf of one
+//   - $ref to anywhere in the document (#/$defs/..., #/definitions/..., #),
+//     recursion included; nullable (OpenAPI)
+//
+// Annotations (title, description, default, examples, format, ...) and
+// keywords it does not know are ignored, as JSON Schema says. Validation
+// keywords it cannot enforce (pattern, minimum, uniqueItems, ...) are an
+// error naming them, wrapping ErrFormat.
+func Schema(schema []byte) (*Grammar, error) {
+	root, err := parseValue(schema)
+	if err != nil {
+		return nil, fmt.Errorf("%w: schema: %v", ErrFormat, err)
+	}
+	c := &compiler{builder: newBuilder(), root: root, refs: map[string]int32{}, null: -1}
+	top, err := c.compile(root, "#")
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkCycles(); err != nil {
+		return nil, err
+	}
+	return c.finish(top), nil
+}
+
+// unsupported are validation keywords the grammar cannot enforce: a schema
+// using them is refused rather than silently loosened.
+var unsupported = map[string]bool{
+	"pattern": true, "minimum": true, "maximum": true, "exclusiveMinimum": true,
+	"exclusiveMaximum": true, "multipleOf": true, "uniqueItems": true, "contains": true,
+	"minContains": true, "maxContains": true, "prefixItems": true, "additionalItems": true,
+	"unevaluatedItems": true, "unevaluatedProperties": true, "patternProperties": true,
+	"propertyNames": true, "minProperties": true, "maxProperties": true,
+	"dependentRequired": true, "dependentSchemas": true, "dependencies": true, "not": true,
+	"if": true, "then": true, "else": true, "$dynamicRef": true, "$recursiveRef": true,
+	"contentSchema": true,
+}
+
+// shapeKeywords constrain a value directly; a combinator ($ref, anyOf,
+// oneOf, allOf) next to one of them would need an intersection.
+var shapeKeywords = []string{"type", "properties", "required", "additionalProperties",
+	"items", "minItems", "maxItems", "minLength", "maxLength", "enum", "const"}
+
+type compiler struct {
+	*builder
+	root  *value
+	refs  map[string]int32 // $ref -> its node, reserved before compiling it
+	named map[int32]string // reserved $ref nodes, for cycle errors
+	null  int32            // the null literal; -1 until first asked for
+}
+
+func (c *compiler) fail(at, format string, args ...any) error {
+	return fmt.Errorf("%w: schema at %s: %s", ErrFormat, at, fmt.Sprintf(format, args...))
+}
+
+// compile returns the node matching the values of schema s, found at at
+// (a JSON pointer, for errors).
+func (c *compiler) compile(s *value, at string) (int32, error) {
+	switch s.kind {
+	case 't':
+		return c.anyValue(), nil
+	case 'f':
+		return 0, c.fail(at, "false matches no value")
+	case '{':
+	default:
+		return 0, c.fail(at, "is %s, want an object or a boolean", s.describe())
+	}
+	for _, k := range s.keys {
+		if unsupported[k] {
+			return 0, c.fail(at, "keyword %q is not supported (supported: type, properties, required, additionalProperties, items, minItems, maxItems, minLength, maxLength, enum, const, anyOf, oneOf, $ref)", k)
+		}
+	}
+	idx, err := c.shape(s, at)
+	if err != nil {
+		return 0, err
+	}
+	if nb := s.get("nullable"); nb != nil && nb.kind == 't' {
+		idx = c.add(node{kind: kAnyOf, alts: []int32{idx, c.nullNode()}})
+	}
+	return idx, nil
+}
+
+// shape compiles s without nullable.
+func (c *compiler) shape(s *value, at string) (int32, error) {
+	for _, comb := range []string{"$ref", "anyOf", "oneOf", "allOf"} {
+		v := s.get(comb)
+		if v == nil {
+			continue
+		}
+		for _, k := range shapeKeywords {
+			if s.get(k) != nil {
+				return 0, c.fail(at, "%s next to %q is not supported: move %q into the %s", comb, k, k, comb)
+			}
+		}
+		switch comb {
+		case "$ref":
+			if v.kind != '"' {
+				return 0, c.fail(at, "$ref is %s, want a string", v.describe())
+			}
+			return c.ref(v.text, at)
+		case "allOf":
+			if v.kind != '[' || len(v.elems) != 1 {
+				return 0, c.fail(at, "allOf is supported with exactly one schema")
+			}
+			return c.compile(v.elems[0], at+"/allOf/0")
+		}
+		if v.kind != '[' || len(v.elems) == 0 {
+			return 0, c.fail(at, "%s must be a non-empty array of schemas", comb)
+		}
+		var alts []int32
+		for i, e := range v.elems {
+			a, err := c.compile(e, fmt.Sprintf("%s/%s/%d", at, comb, i))
+			if err != nil {
+				return 0, err
+			}
+			alts = append(alts, a)
+		}
+		return c.add(node{kind: kAnyOf, alts: alts}), nil
+	}
+	var types []string
+	switch t := s.get("type"); {
+	case t == nil:
+	case t.kind == '"' && t.text != "":
+		types = []string{t.text}
+	case t.kind == '[' && len(t.elems) > 0:
+		for _, e := range t.elems {
+			if e.kind != '"' || e.text == "" {
+				return 0, c.fail(at, "type lists %s, want type names", e.appendJSON(nil))
+			}
+			types = append(types, e.text)
+		}
+	default:
+		return 0, c.fail(at, "type must be a type name or a list of them")
+	}
+	if lits := literalValues(s); lits != nil {
+		return c.enum(lits, types, at)
+	}
+	if types == nil {
+		types = []string{impliedType(s)}
+	}
+	var alts []int32
+	for _, t := range types {
+		a, err := c.typed(s, t, at)
+		if err != nil {
+			return 0, err
+		}
+		alts = append(alts, a)
+	}
+	if len(alts) == 1 {
+		return alts[0], nil
+	}
+	return c.add(node{kind: kAnyOf, alts: alts}), nil
+}
+
+// literalValues returns the values a const or enum allows, nil if neither.
+func literalValues(s *value) []*value {
+	if v := s.get("const"); v != nil {
+		return []*value{v}
+	}
+	if v := s.get("enum"); v != nil {
+		if v.kind != '[' || len(v.elems) == 0 {
+			return []*value{} // not nil: refused below as allowing nothing
+		}
+		return v.elems
+	}
+	return nil
+}
+
+// enum compiles the values of an enum or const: of them, those of types
+// when given. Other keywords next to them are not checked: the values are
+// the schema's own.
+func (c *compiler) enum(vals []*value, types []string, at string) (int32, error) {
+	var lits [][]byte
+	for _, v := range vals {
+		if types == nil || slices.ContainsFunc(types, func(t string) bool { return v.is(t) }) {
+			lits = append(lits, v.appendJSON(nil))
+		}
+	}
+	if len(lits) == 0 {
+		return 0, c.fail(at, "enum or const allows no value (of the type given)")
+	}
+	return c.literals(lits), nil
+}
+
+// impliedType is the type a schema without one constrains, "" for any.
+func impliedType(s *value) string {
+	switch {
+	case s.get("properties") != nil || s.get("required") != nil || s.get("additionalProperties") != nil:
+		return "object"
+	case s.get("items") != nil || s.get("minItems") != nil || s.get("maxItems") != nil:
+		return "array"
+	case s.get("minLength") != nil || s.get("maxLength") != nil:
+		return "string"
+	}
+	return ""
+}
+
+// typed compiles s as a value of type t.
+func (c *compiler) typed(s *value, t, at string) (int32, error) {
+	switch t {
+	case "":
+		return c.anyValue(), nil
+	case "object":
+		return c.object(s, at)
+	case "array":
+		return c.array(s, at)
+	case "string":
+		lo, hi, err := c.bounds(s, at, "minLength", "maxLength")
+		if err != nil {
+			return 0, err
+		}
+		if lo == 0 && hi < 0 {
+			return c.plainString(), nil
+		}
+		return c.add(node{kind: kString, min: lo, max: hi}), nil
+	case "number":
+		return c.add(node{kind: kNumber}), nil
+	case "integer":
+		return c.add(node{kind: kNumber, integer: true}), nil
+	case "boolean":
+		return c.literals([][]byte{[]byte("true"), []byte("false")}), nil
+	case "null":
+		return c.nullNode(), nil
+	}
+	return 0, c.fail(at, "type %q is not a JSON Schema type", t)
+}
+
+// bounds reads a minimum and maximum count; the maximum is -1 when absent.
+func (c *compiler) bounds(s *value, at, minKey, maxKey string) (lo, hi int32, err error) {
+	hi = -1
+	if v := s.get(minKey); v != nil {
+		if lo, err = v.count(at, minKey); err != nil {
+			return 0, 0, err
+		}
+	}
+	if v := s.get(maxKey); v != nil {
+		if hi, err = v.count(at, maxKey); err != nil {
+			return 0, 0, err
+		}
+		if hi < lo {
+			return 0, 0, c.fail(at, "%s %d is below %s %d", maxKey, hi, minKey, lo)
+		}
+	}
+	return lo, hi, nil
+}
+
+func (c *compiler) array(s *value, at string) (int32, error) {
+	lo, hi, err := c.bounds(s, at, "minItems", "maxItems")
+	if err != nil {
+		return 0, err
+	}
+	items := c.anyValue()
+	switch v := s.get("items"); {
+	case v == nil:
+	case v.kind == 'f':
+		if lo > 0 {
+			return 0, c.fail(at, "items false with minItems %d matches no array", lo)
+		}
+		hi = 0
+	case v.kind == '[':
+		return 0, c.fail(at, "items as a list (tuple validation) is not supported")
+	default:
+		if items, err = c.compile(v, at+"/items"); err != nil {
+			return 0, err
+		}
+	}
+	return c.add(node{kind: kArray, child: items, min: lo, max: hi}), nil
+}
+
+func (c *compiler) object(s *value, at string) (int32, error) {
+	props := s.get("properties")
+	if props != nil && props.kind != '{' {
+		return 0, c.fail(at, "properties is %s, want an object", props.describe())
+	}
+	var required []string
+	if r := s.get("required"); r != nil {
+		if r.kind != '[' {
+			return 0, c.fail(at, "required is %s, want an array of names", r.describe())
+		}
+		for _, e := range r.elems {
+			if e.kind != '"' {
+				return 0, c.fail(at, "required lists %s, want property names", e.describe())
+			}
+			if props.get(e.text) == nil {
+				return 0, c.fail(at, "required property %q is not in properties", e.text)
+			}
+			required = append(required, e.text)
+		}
+	}
+	extra := s.get("additionalProperties")
+	if props == nil || len(props.keys) == 0 {
+		if extra == nil || extra.kind == 't' {
+			return c.freeObject(c.anyValue()), nil
+		}
+		if extra.kind != 'f' {
+			value, err := c.compile(extra, at+"/additionalProperties")
+			if err != nil {
+				return 0, err
+			}
+			return c.freeObject(value), nil
+		}
+	} else if extra != nil && extra.kind != 'f' {
+		return 0, c.fail(at, "additionalProperties next to properties is supported only as false")
+	}
+	n := node{kind: kObject, lastReq: -1}
+	var keys []string
+	if props != nil {
+		keys = props.keys
+	}
+	for i, k := range keys {
+		if slices.Contains(keys[:i], k) {
+			return 0, c.fail(at, "property %q is declared twice", k)
+		}
+		value, err := c.compile(props.elems[i], at+"/properties/"+escapePointer(k))
+		if err != nil {
+			return 0, err
+		}
+		n.props = append(n.props, prop{key: appendString(nil, k), value: value})
+		if slices.Contains(required, k) {
+			n.lastReq = int32(i)
+		}
+	}
+	// window: scanning back, the next required property at or after i
+	next := int32(len(n.props) - 1)
+	for i := len(n.props) - 1; i >= 0; i-- {
+		if slices.Contains(required, keys[i]) {
+			next = int32(i)
+		}
+		n.props[i].window = next
+	}
+	return c.add(n), nil
+}
+
+func escapePointer(k string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+}
+
+func (c *compiler) nullNode() int32 {
+	if c.null < 0 {
+		c.null = c.literals([][]byte{[]byte("null")})
+	}
+	return c.null
+}
+
+// ref returns the node of a $ref, compiling its target once. The node is
+// reserved before the target is compiled, so recursive schemas close on it.
+func (c *compiler) ref(ref, at string) (int32, error) {
+	if idx, ok := c.refs[ref]; ok {
+		return idx, nil
+	}
+	target, err := resolve(c.root, ref)
+	if err != nil {
+		return 0, c.fail(at, "%v", err)
+	}
+	idx := c.add(node{kind: kAnyOf})
+	c.refs[ref] = idx
+	if c.named == nil {
+		c.named = map[int32]string{}
+	}
+	c.named[idx] = ref
+	body, err := c.compile(target, ref)
+	if err != nil {
+		return 0, err
+	}
+	c.nodes[idx].alts = []int32{body}
+	return idx, nil
+}
+
+// checkCycles refuses anyOf chains that lead back to themselves without
+// reading a byte ({"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"}]}}}): the
+// matcher would expand them forever.
+func (c *compiler) checkCycles() error {
+	color := make([]uint8, len(c.nodes)) // 0 unseen, 1 on the path, 2 done
+	var visit func(i int32) error
+	visit = func(i int32) error {
+		if c.nodes[i].kind != kAnyOf || color[i] == 2 {
+			return nil
+		}
+		if color[i] == 1 {
+			name := c.named[i]
+			if name == "" {
+				name = "an anyOf"
+			}
+			return fmt.Errorf("%w: schema: %s refers to itself before any value starts", ErrFormat, name)
+		}
+		color[i] = 1
+		for _, a := range c.nodes[i].alts {
+			if err := visit(a); err != nil {
+				return err
+			}
+		}
+		color[i] = 2
+		return nil
+	}
+	for i := range c.nodes {
+		if err := visit(int32(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
