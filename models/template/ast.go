@@ -22,6 +22,8 @@ type (
 		body, els []stmt
 		recursive bool
 		line      int
+		// names bound to undefined when an iteration (or the else) starts
+		bodyUndef, elseUndef []string
 	}
 	setStmt struct {
 		target target
@@ -33,6 +35,7 @@ type (
 		filters []*filterExpr // applied to the captured body; arg is nil
 		body    []stmt
 		line    int
+		undef   []string
 	}
 	macroStmt struct {
 		m    *macroDef
@@ -47,12 +50,14 @@ type (
 		filters []*filterExpr
 		body    []stmt
 		line    int
+		undef   []string
 	}
 	withStmt struct {
 		targets []target
 		values  []expr
 		body    []stmt
 		line    int
+		undef   []string
 	}
 	loopCtlStmt struct {
 		brk  bool
@@ -93,6 +98,7 @@ type macroDef struct {
 	// the body refers to these special names, which decides which extra
 	// arguments the macro accepts, as jinja2 decides
 	usesVarargs, usesKwargs, usesCaller bool
+	undef                               []string // bound to undefined when a call starts
 }
 
 // Expressions.

@@ -143,7 +143,7 @@ func (e *evaluator) callMacro(m *macro, args []Value, kw *kwargs, caller *macro)
 	}
 	defer func() { e.depth-- }()
 	d := m.def
-	ms := newScope(m.scope)
+	ms := e.frame(m.scope, d.undef)
 	if len(args) > len(d.params) && !d.usesVarargs {
 		return nil, typeErrorf("macro '%s' takes not more than %d argument(s)", d.name, len(d.params))
 	}

@@ -54,6 +54,14 @@ func (s *scope) set(name string, v Value) {
 	s.vals = append(s.vals, v)
 }
 
+// frame starts the scope of a frame under s, with its names that are
+// undefined until assigned (scopes.go).
+func (e *evaluator) frame(s *scope, undef []string) *scope {
+	f := newScope(s)
+	bindUndefined(f, undef)
+	return f
+}
+
 // errBreak and errContinue carry {% break %} and {% continue %} to their loop.
 var (
 	errBreak    = errors.New("break")
@@ -210,7 +218,7 @@ func (e *evaluator) exec(st stmt, s *scope) error {
 		}
 		return e.assign(st.target, v, s)
 	case *setBlockStmt:
-		text, err := e.capture(func() error { return e.execBody(st.body, newScope(s)) })
+		text, err := e.capture(func() error { return e.execBody(st.body, e.frame(s, st.undef)) })
 		if err != nil {
 			return err
 		}
@@ -229,7 +237,7 @@ func (e *evaluator) exec(st stmt, s *scope) error {
 		}
 		return e.writeValue(v)
 	case *filterBlockStmt:
-		text, err := e.capture(func() error { return e.execBody(st.body, newScope(s)) })
+		text, err := e.capture(func() error { return e.execBody(st.body, e.frame(s, st.undef)) })
 		if err != nil {
 			return err
 		}
@@ -239,7 +247,7 @@ func (e *evaluator) exec(st stmt, s *scope) error {
 		}
 		return e.writeValue(v)
 	case *withStmt:
-		inner := newScope(s)
+		inner := e.frame(s, st.undef)
 		for i, t := range st.targets {
 			v, err := e.eval(st.values[i], s)
 			if err != nil {
@@ -356,7 +364,7 @@ func (e *evaluator) loop(st *forStmt, s *scope, v Value, depth int) error {
 		if err := e.step(); err != nil {
 			return err
 		}
-		is := newScope(s)
+		is := e.frame(s, st.bodyUndef)
 		if err := e.assign(st.target, it, is); err != nil {
 			return err
 		}
@@ -371,7 +379,7 @@ func (e *evaluator) loop(st *forStmt, s *scope, v Value, depth int) error {
 		}
 	}
 	if len(items) == 0 && st.els != nil {
-		return e.execBody(st.els, newScope(s))
+		return e.execBody(st.els, e.frame(s, st.elseUndef))
 	}
 	return nil
 }

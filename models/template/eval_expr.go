@@ -176,6 +176,9 @@ func (e *evaluator) contains(container, x Value) (bool, error) {
 		}
 		return strings.Contains(c, xs), nil
 	case *dict:
+		if _, ok := x.(*undefined); ok {
+			return false, nil // Undefined hashes, and is no key
+		}
 		if _, ok := hashKey(x); !ok {
 			return false, typeErrorf("unhashable type: '%s'", typeName(x))
 		}
@@ -309,6 +312,9 @@ func (e *evaluator) add(a, b Value) (Value, error) {
 		return a + bs, nil
 	case *list:
 		bl, ok := b.(*list)
+		if a.rng != "" || (ok && bl.rng != "") {
+			return nil, unsupported("+", a, b)
+		}
 		if !ok || bl.tuple != a.tuple {
 			return nil, typeErrorf(`can only concatenate %s (not "%s") to %s`, typeName(a), typeName(b), typeName(a))
 		}
@@ -335,6 +341,9 @@ func (e *evaluator) repeat(seq Value, n int64, num Value) (Value, error) {
 		}
 		return strings.Repeat(s, int(n)), nil
 	case *list:
+		if s.rng != "" {
+			return nil, unsupported("*", seq, num)
+		}
 		if n > 0 && int64(len(s.items)) > int64(e.lim.MaxSteps)/n {
 			return nil, limitErrorf("a list of %d items repeated %d times takes more than %d steps", len(s.items), n, e.lim.MaxSteps)
 		}

@@ -201,6 +201,9 @@ func fInt(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 	}
 	def := or(a[0], int64(0))
 	base, _ := asInt(or(a[1], int64(10)))
+	if u, ok := v.(*undefined); ok {
+		return nil, u.err() // int(Undefined) raises; jinja2 catches only TypeError and ValueError
+	}
 	if s, ok := v.(string); ok {
 		prefix := map[int64]string{2: "0b", 8: "0o", 16: "0x"}[base]
 		if t := strings.TrimFunc(s, isSpace); prefix != "" && len(t) > 2 && strings.EqualFold(t[:2], prefix) {
@@ -228,6 +231,9 @@ func fFloat(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 	a, err := argSpec("float", args, kw, "default")
 	if err != nil {
 		return nil, err
+	}
+	if u, ok := v.(*undefined); ok {
+		return nil, u.err()
 	}
 	if f, ok := pyFloat(v); ok {
 		return f, nil
@@ -466,9 +472,9 @@ func fTitle(e *evaluator, v Value, args []Value, kw *kwargs) (Value, error) {
 	word := func(w string) {
 		for i, r := range w {
 			if i == 0 {
-				b.WriteString(strings.ToUpper(string(r)))
+				b.WriteString(caseMap(string(r), "upper"))
 			} else {
-				b.WriteString(strings.ToLower(w[i:]))
+				b.WriteString(caseMap(w[i:], "lower"))
 				return
 			}
 		}

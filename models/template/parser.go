@@ -440,6 +440,9 @@ func (p *parser) parseWith(line int) (stmt, error) {
 
 // parseSignature parses "(a, b=default, ...)" into m.
 func (p *parser) parseSignature(m *macroDef) error {
+	soft := p.soft // defaults belong to the macro's frame, never directly inside an if
+	p.soft = false
+	defer func() { p.soft = soft }()
 	if err := p.expectOp("("); err != nil {
 		return err
 	}

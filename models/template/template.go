@@ -108,8 +108,9 @@ type Context struct {
 
 // Template is a parsed template. It is immutable and may render concurrently.
 type Template struct {
-	body   []stmt
-	Limits Limits // DefaultLimits unless changed before rendering
+	body      []stmt
+	rootUndef []string // see scopes.go
+	Limits    Limits   // DefaultLimits unless changed before rendering
 }
 
 // maxParseDepth bounds the nesting of blocks and expressions in the source
@@ -132,7 +133,7 @@ func Parse(src string) (t *Template, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Template{body: body, Limits: DefaultLimits}, nil
+	return &Template{body: body, rootUndef: analyzeFrame(nil, nil, nil, body), Limits: DefaultLimits}, nil
 }
 
 // Render parses src and renders it with DefaultLimits.
@@ -168,7 +169,9 @@ func (t *Template) Execute(ctx context.Context, c Context) (out string, err erro
 	if err != nil {
 		return "", err
 	}
-	if err := e.execBody(t.body, newScope(root)); err != nil {
+	top := newScope(root)
+	bindUndefined(top, t.rootUndef)
+	if err := e.execBody(t.body, top); err != nil {
 		switch err {
 		case errBreak, errContinue: // only inside loops, which the parser checks
 		default:
