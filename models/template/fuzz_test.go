@@ -68,7 +68,7 @@ func FuzzRender(f *testing.F) {
 		tm.Limits = fuzzLimits
 		start := time.Now()
 		out, err := tm.Render(ctx)
-		if d := time.Since(start); d > 4*time.Second {
+		if d := time.Since(start); d > 10*time.Second { // Timeout is 2s; slack for a loaded machine
 			t.Fatalf("rendering took %v", d)
 		}
 		if len(out) > fuzzLimits.MaxOutput {

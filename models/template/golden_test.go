@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,5 +171,38 @@ func TestGoldenErrorKinds(t *testing.T) {
 		if !errors.Is(err, want) {
 			t.Errorf("%s/%s: error %v is not %v", g.template, g.name, err, want)
 		}
+	}
+}
+
+// TestConcurrentRender renders one parsed Template from many goroutines, as
+// the server does (run with -race).
+func TestConcurrentRender(t *testing.T) {
+	cases := loadGolden(t)
+	parsed := map[string]*Template{}
+	for _, g := range cases {
+		if parsed[g.template] == nil {
+			tm, err := Parse(g.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parsed[g.template] = tm
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8*len(cases))
+	for range 8 {
+		wg.Go(func() {
+			for _, g := range cases {
+				got, err := parsed[g.template].Render(g.ctx)
+				if (err != nil) != g.wantErr || (err == nil && got != g.want) {
+					errs <- g.template + "/" + g.name
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Errorf("%s differs when rendered concurrently", e)
 	}
 }

@@ -58,7 +58,7 @@ func TestHostile(t *testing.T) {
 			if !strings.Contains(err.Error(), c.msg) {
 				t.Errorf("error %q does not say %q", err, c.msg)
 			}
-			if d := time.Since(start); d > 3*time.Second {
+			if d := time.Since(start); d > 15*time.Second { // generous: CI runs packages in parallel
 				t.Errorf("took %v", d)
 			}
 		})
