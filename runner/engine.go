@@ -9,6 +9,7 @@ import (
 
 	"folio/gpu"
 	"folio/paged"
+	"folio/runner/grammar"
 )
 
 var (
@@ -58,11 +59,12 @@ type Engine struct {
 
 	// loop-owned
 	pm      *paged.Manager
-	persist *persistence // nil without a store
-	waiting []*sequence  // preempted ones first, then by arrival
-	running []*sequence  // by admission order
-	order   uint64       // last admission order handed out
-	logits  []float32    // [MaxSeqs, Vocab] host copy of a step's logits
+	persist *persistence    // nil without a store
+	toks    *grammar.Tokens // the vocabulary for format constraints, built on first use
+	waiting []*sequence     // preempted ones first, then by arrival
+	running []*sequence     // by admission order
+	order   uint64          // last admission order handed out
+	logits  []float32       // [MaxSeqs, Vocab] host copy of a step's logits
 	plan    paged.Plan
 	// wantBlocks is how many blocks a prefill chunk lacked in the last
 	// plan: the prefix cache gives them up before the next one.
@@ -251,6 +253,12 @@ func (e *Engine) loop() {
 func (e *Engine) enqueue(r *request) {
 	s := &sequence{req: r, tokens: r.Prompt, nPrompt: len(r.Prompt), sampler: NewSampler(r.Sample),
 		detok: e.newDetok(r.Prompt)}
+	if r.Format != nil {
+		if e.toks == nil {
+			e.toks = grammar.TokensOf(e.m.Tok)
+		}
+		s.grammar = grammar.New(r.Format, e.toks)
+	}
 	e.waiting = append(e.waiting, s)
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"folio/runner/grammar"
 )
 
 // Request is one generation asked of an Engine: a tokenized prompt and
@@ -30,6 +32,9 @@ type Request struct {
 	// different keys never share blocks. The model's identity is always
 	// part of the key.
 	CacheKey string
+	// Format constrains the output to JSON (grammar.Format for Ollama's
+	// format, grammar.ResponseFormat for OpenAI's response_format).
+	Format *grammar.Grammar
 }
 
 // ErrRequest is wrapped by errors about a request that cannot be served

@@ -84,11 +84,31 @@ func (e *Engine) sample(s *sequence, logits []float32) {
 		r.sampled = time.Now()
 	}
 	tok := s.sampler.Sample(logits, s.tokens)
+	if g := s.grammar; g != nil {
+		// sample first, mask only when the format rejects the token
+		if !g.Allowed(tok) {
+			masked, n := g.Masked(logits) // a copy: forks share logits
+			if n == 0 {
+				e.finish(s, "", fmt.Errorf("%w: the format allows no token here", ErrRequest))
+				return
+			}
+			tok = s.sampler.Sample(masked, s.tokens)
+		}
+		if err := g.Accept(tok); err != nil {
+			e.finish(s, "", err)
+			return
+		}
+	}
 	var lp *TokenLogprob
 	if r.Logprobs || r.TopLogprobs > 0 {
 		lp = logprobs(logits, tok, r.TopLogprobs)
 	}
-	if done, reason := s.emit(tok, e.m.Tok.Vocab(), lp); done {
+	done, reason := s.emit(tok, e.m.Tok.Vocab(), lp)
+	if !done && s.grammar != nil && s.grammar.Done() { // the value is complete: nothing may follow
+		s.flush(nil, -1)
+		done, reason = true, "stop"
+	}
+	if done {
 		e.finish(s, reason, nil)
 	}
 }
@@ -112,6 +132,9 @@ func (e *Engine) fork(s *sequence) []*sequence {
 			tokens: slices.Clone(s.tokens), nPrompt: s.nPrompt, computed: s.computed,
 			hashes: slices.Clone(s.hashes), saved: s.saved,
 			sampler: NewSampler(opt), detok: e.newDetok(s.tokens)}
+		if s.grammar != nil {
+			c.grammar = s.grammar.Clone()
+		}
 		r.live++
 		e.running = append(e.running, c)
 		out = append(out, c)

@@ -9,6 +9,7 @@ import (
 
 	"folio/models/tokenizer"
 	"folio/paged"
+	"folio/runner/grammar"
 )
 
 // seqState is where a sequence is in its life.
@@ -58,6 +59,7 @@ type sequence struct {
 	saved    int
 	restored int
 	sampler  *Sampler
+	grammar  *grammar.Constraint // the request's format; nil: free text
 	detok    *tokenizer.Detokenizer
 	held     string // text withheld because a stop string may be starting
 }

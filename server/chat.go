@@ -15,7 +15,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := checkRequest(req.Model, req.Format, nil, req.Think); err != nil {
+	format, err := checkRequest(req.Model, req.Format, nil, req.Think)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -64,7 +65,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &completion{model: l, opts: opts, sample: sample, n: 1, logprobs: req.Logprobs, topLog: req.TopLogprobs,
-		truncate: req.Truncate != nil && *req.Truncate}
+		truncate: req.Truncate != nil && *req.Truncate, format: format}
 	c.ids = encodePrompt(l.model.Tok, text, l.template != "")
 	c.thinking, c.parseThink = thinkState(text, req.Think)
 	if req.Truncate != nil && *req.Truncate && len(req.Messages) > 0 && req.Messages[0].Role == "system" {

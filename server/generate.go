@@ -12,6 +12,7 @@ import (
 
 	"folio/models/tokenizer"
 	"folio/runner"
+	"folio/runner/grammar"
 )
 
 // completion is what /api/generate, /api/chat and the OpenAI endpoints
@@ -26,14 +27,15 @@ type completion struct {
 	topLog     int
 	truncate   bool
 	keep       int
-	thinking   bool // the rendered prompt leaves the model inside <think>
-	parseThink bool // split <think>…</think> out of the text
+	format     *grammar.Grammar // output constraint; nil: free text
+	thinking   bool             // the rendered prompt leaves the model inside <think>
+	parseThink bool             // split <think>…</think> out of the text
 }
 
 // start submits c to the model's engine.
 func (c *completion) start(ctx context.Context) (*runner.Stream, error) {
 	req := runner.Request{Prompt: c.ids, Sample: c.sample, NumCtx: c.opts.NumCtx, Stop: c.opts.Stop, N: c.n,
-		Logprobs: c.logprobs, TopLogprobs: c.topLog, Truncate: c.truncate, Keep: c.keep}
+		Logprobs: c.logprobs, TopLogprobs: c.topLog, Truncate: c.truncate, Keep: c.keep, Format: c.format}
 	if c.opts.NumPredict > 0 {
 		req.NumPredict = c.opts.NumPredict
 	}
@@ -68,7 +70,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := checkRequest(req.Model, req.Format, req.Images, req.Think); err != nil {
+	format, err := checkRequest(req.Model, req.Format, req.Images, req.Think)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -95,7 +98,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &completion{model: l, opts: opts, sample: sample, n: 1, logprobs: req.Logprobs, topLog: req.TopLogprobs,
-		truncate: req.Truncate != nil && *req.Truncate}
+		truncate: req.Truncate != nil && *req.Truncate, format: format}
 	for _, id := range req.Context {
 		if id < 0 || id >= l.model.Arch.Vocab {
 			writeError(w, fmt.Errorf("%w: context holds token %d, outside the vocabulary of %d: send back the context of this model's last response", errBadRequest, id, l.model.Arch.Vocab))
@@ -188,20 +191,23 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// checkRequest refuses what folio cannot do yet with a clear message,
-// rather than ignoring it.
-func checkRequest(model string, format json.RawMessage, images []api.ImageData, think *api.ThinkValue) error {
+// checkRequest refuses what folio cannot do with a clear message, rather
+// than ignoring it, and compiles the format (Ollama's "json" or a JSON
+// schema) into the grammar that constrains the output.
+func checkRequest(model string, format json.RawMessage, images []api.ImageData, think *api.ThinkValue) (*grammar.Grammar, error) {
 	switch {
 	case model == "":
-		return fmt.Errorf("%w: model is required", errBadRequest)
-	case len(format) > 0 && string(format) != `""` && string(format) != "null":
-		return fmt.Errorf("%w: format (JSON output) is not supported yet: leave it out", errNotImplemented)
+		return nil, fmt.Errorf("%w: model is required", errBadRequest)
 	case len(images) > 0:
-		return fmt.Errorf("%w: images: folio runs text models only", errBadRequest)
+		return nil, fmt.Errorf("%w: images: folio runs text models only", errBadRequest)
 	case think != nil && !think.IsValid():
-		return fmt.Errorf("%w: think must be true, false, \"high\", \"medium\" or \"low\"", errBadRequest)
+		return nil, fmt.Errorf("%w: think must be true, false, \"high\", \"medium\" or \"low\"", errBadRequest)
 	}
-	return nil
+	g, err := grammar.Format(format)
+	if err != nil {
+		return nil, fmt.Errorf("%w: format: %v", errBadRequest, err)
+	}
+	return g, nil
 }
 
 func toInts(ids []int32) []int {

@@ -120,8 +120,8 @@ func contentText(raw json.RawMessage, param string) (string, error) {
 	return strings.Join(texts, "\n"), nil
 }
 
-// format is response_format as Ollama's format field, so that the check
-// on /api/chat applies (a clear 501 until constrained decoding lands).
+// format is response_format as Ollama's format field, so that /api/chat's
+// check and grammar apply.
 func (q *oaiChatRequest) format() (json.RawMessage, error) {
 	rf := q.ResponseFormat
 	if rf == nil {
@@ -210,7 +210,8 @@ func (q *oaiChatRequest) check() (*completion, []api.Message, *api.ThinkValue, e
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := checkRequest(q.Model, format, nil, nil); err != nil {
+	g, err := checkRequest(q.Model, format, nil, nil)
+	if err != nil {
 		return nil, nil, nil, &paramError{"response_format", err}
 	}
 	think, err := q.think()
@@ -229,7 +230,7 @@ func (q *oaiChatRequest) check() (*completion, []api.Message, *api.ThinkValue, e
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return &completion{opts: opts, sample: sample, n: n, logprobs: logprobs, topLog: top}, msgs, think, nil
+	return &completion{opts: opts, sample: sample, n: n, logprobs: logprobs, topLog: top, format: g}, msgs, think, nil
 }
 
 // The chat.completion and chat.completion.chunk objects.

@@ -188,7 +188,8 @@ func TestBadInput(t *testing.T) {
 		{"/api/generate", long, 400, "num_ctx"},
 		{"/api/generate", `{"prompt": "hi"}`, 400, "model is required"},
 		{"/api/chat", `{"model": "stories260k", "messages": [{"role": "wizard", "content": "x"}]}`, 400, "role"},
-		{"/api/generate", `{"model": "stories260k", "prompt": "hi", "format": "json"}`, 501, "format"},
+		{"/api/generate", `{"model": "stories260k", "prompt": "hi", "format": {"type": "string", "pattern": "a+"}}`, 400, "pattern"},
+		{"/api/generate", `{"model": "stories260k", "prompt": "hi", "format": "yaml"}`, 400, "format"},
 		{"/api/embed", `{"model": "stories260k", "input": 5}`, 400, "input"},
 		{"/api/pull", `{"model": "llama3"}`, 501, "installer"},
 	} {
@@ -260,5 +261,29 @@ func TestChatTemplate(t *testing.T) {
 		func(r api.ChatResponse) error { got = r; return nil })
 	if err != nil || !got.Done || got.EvalCount == 0 {
 		t.Errorf("chat through the template: %v %+v", err, got)
+	}
+}
+
+// TestFormat: a JSON schema in format constrains the output to a value of
+// the schema, streaming or not.
+func TestFormat(t *testing.T) {
+	c, _ := newTestServer(t)
+	schema := `{"type": "object", "properties": {"ok": {"type": "boolean"}, "n": {"type": "integer"}}, "required": ["ok", "n"]}`
+	for _, stream := range []bool{false, true} {
+		var text strings.Builder
+		var last api.GenerateResponse
+		err := c.Generate(context.Background(), &api.GenerateRequest{Model: "tiny-qwen2", Prompt: "answer", Stream: &stream,
+			Format: json.RawMessage(schema), Options: map[string]any{"num_predict": 60, "seed": 4}},
+			func(r api.GenerateResponse) error { text.WriteString(r.Response); last = r; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			OK *bool `json:"ok"`
+			N  *int  `json:"n"`
+		}
+		if err := json.Unmarshal([]byte(text.String()), &v); err != nil || v.OK == nil || v.N == nil || last.DoneReason != "stop" {
+			t.Errorf("stream %v: %q (%v), done %q", stream, text.String(), err, last.DoneReason)
+		}
 	}
 }

@@ -185,8 +185,15 @@ await check('openai embeddings', async () => {
 await check('openai errors', async () => {
   const nf = await refused(() => openai.chat.completions.create({ ...chatReq, model: 'no-such-model' }))
   assert(nf instanceof OpenAI.NotFoundError && nf.code === 'model_not_found' && nf.param === 'model', 'unknown model', String(nf))
-  const json = await refused(() => openai.chat.completions.create({ ...chatReq, response_format: { type: 'json_object' } }))
-  assert(json instanceof OpenAI.APIError && json.status === 501 && json.param === 'response_format', 'json_object', String(json))
+  const bad = await refused(() => openai.chat.completions.create({ ...chatReq, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: 'a+' } } } }))
+  assert(bad instanceof OpenAI.BadRequestError && bad.param === 'response_format', 'unsupported schema keyword', String(bad))
+})
+await check('openai json_schema', async () => {
+  const schema = { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] }
+  const r = await openai.chat.completions.create({ model: 'tiny-qwen2', messages: [{ role: 'user', content: 'answer' }], max_tokens: 40, seed: 4,
+    response_format: { type: 'json_schema', json_schema: { name: 'answer', schema } } })
+  const v = JSON.parse(r.choices[0].message.content)
+  assert(typeof v.ok === 'boolean' && r.choices[0].finish_reason === 'stop', 'json_schema output', r.choices[0])
 })
 
 const failed = checks.filter((c) => !c.ok)
