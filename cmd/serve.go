@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"folio/server"
+	"folio/store"
 )
 
 // hostAddr is FOLIO_HOST as host:port (default 127.0.0.1:11434, Ollama's
@@ -78,6 +80,33 @@ func serverConfig() (server.Config, error) {
 	return cfg, nil
 }
 
+// folioHome is FOLIO_HOME, default ~/.folio.
+func folioHome() (string, error) {
+	if h := os.Getenv("FOLIO_HOME"); h != "" {
+		return h, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no home directory (%v): set FOLIO_HOME", err)
+	}
+	return filepath.Join(home, ".folio"), nil
+}
+
+// openStore opens the registry and prefix store in FOLIO_HOME; kvMax < 0
+// leaves the K/V cache closed (commands that only read the registry).
+func openStore(log *slog.Logger, kvMax int64) (*store.Store, error) {
+	home, err := folioHome()
+	if err != nil {
+		return nil, err
+	}
+	if kvMax == 0 {
+		if kvMax, err = envInt("FOLIO_KV_STORE_MAX", 0); err != nil {
+			return nil, err
+		}
+	}
+	return store.Open(home, store.Options{KVMaxBytes: kvMax, Log: log})
+}
+
 func init() {
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -85,7 +114,9 @@ func init() {
 		Long: "serve answers the Ollama API (/api/*) at FOLIO_HOST (default 127.0.0.1:11434).\n" +
 			"Models are the GGUF files in the folders of FOLIO_MODELS_PATH.\n" +
 			"Settings: FOLIO_KEEP_ALIVE (5m), FOLIO_MAX_LOADED_MODELS (3), FOLIO_MAX_QUEUE (512),\n" +
-			"FOLIO_KV_MEMORY (bytes of K/V cache per model), FOLIO_CONTEXT_LENGTH (4096).",
+			"FOLIO_KV_MEMORY (bytes of K/V cache per model), FOLIO_CONTEXT_LENGTH (4096),\n" +
+			"FOLIO_HOME (~/.folio: the registry and the persisted prefix cache),\n" +
+			"FOLIO_KV_STORE_MAX (bytes of persisted prefixes; default 10% of free disk, at most 20 GB).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := serverConfig()
@@ -93,6 +124,15 @@ func init() {
 				return err
 			}
 			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			st, err := openStore(cfg.Log, 0)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			cfg.Store = st
+			if reg, ok := cfg.Registry.(*server.LibraryRegistry); ok {
+				reg.Store = st
+			}
 			ln, err := net.Listen("tcp", hostAddr())
 			if err != nil {
 				return fmt.Errorf("serve: %w (is another server on %s? set FOLIO_HOST)", err, hostAddr())

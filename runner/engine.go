@@ -212,6 +212,21 @@ func (e *Engine) DropPrefixCache() (freed int) {
 	return freed
 }
 
+// CachedTokens is how many tokens the in-memory prefix cache holds.
+func (e *Engine) CachedTokens() (n int) {
+	e.do(func() { n = e.pm.Radix().Blocks() * e.pm.BlockSize() })
+	return n
+}
+
+// Fingerprint is the name of this engine's model and K/V settings in the
+// prefix store ("" without a store).
+func (e *Engine) Fingerprint() string {
+	if e.persist == nil {
+		return ""
+	}
+	return e.persist.fp
+}
+
 // FreeBlocks is the number of blocks no sequence or cached prefix holds.
 func (e *Engine) FreeBlocks() (free int) {
 	e.do(func() { free = e.pm.FreeBlocks() })

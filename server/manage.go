@@ -104,13 +104,28 @@ func (s *Server) show(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
+// psModel is Ollama's /api/ps entry plus the prefix tokens folio keeps for
+// the model, in memory and on disk.
+type psModel struct {
+	api.ProcessModelResponse
+	CachedTokens int   `json:"cached_tokens"`
+	StoredTokens int64 `json:"stored_tokens"`
+}
+
 func (s *Server) ps(w http.ResponseWriter, r *http.Request) {
-	resp := api.ProcessResponse{Models: []api.ProcessModelResponse{}}
+	resp := struct {
+		Models []psModel `json:"models"`
+	}{Models: []psModel{}}
 	for _, l := range s.models.running() {
 		spec := l.model.KV.Spec()
-		resp.Models = append(resp.Models, api.ProcessModelResponse{Name: l.entry.Name, Model: l.entry.Name,
+		p := psModel{ProcessModelResponse: api.ProcessModelResponse{Name: l.entry.Name, Model: l.entry.Name,
 			Size: l.model.Bytes.Total(), Digest: l.entry.Digest, Details: details(l.entry.Path),
-			ExpiresAt: s.models.expiry(l), ContextLength: min(l.model.Opt.NumCtx, spec.Blocks*spec.BlockSize)})
+			ExpiresAt: s.models.expiry(l), ContextLength: min(l.model.Opt.NumCtx, spec.Blocks*spec.BlockSize)},
+			CachedTokens: l.engine.CachedTokens()}
+		if fp := l.engine.Fingerprint(); fp != "" && s.cfg.Store != nil {
+			p.StoredTokens = s.cfg.Store.KVStats(fp).Tokens
+		}
+		resp.Models = append(resp.Models, p)
 	}
 	writeJSON(w, http.StatusOK, resp)
 }

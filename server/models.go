@@ -116,7 +116,11 @@ func (m *manager) load(ent ModelEntry) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := runner.NewEngine(rm, runner.EngineOptions{MaxQueue: m.cfg.MaxQueue})
+	eopt := runner.EngineOptions{MaxQueue: m.cfg.MaxQueue}
+	if m.cfg.Store != nil {
+		eopt.Store, eopt.Fingerprint = m.cfg.Store, runner.Fingerprint(ent.Digest, rm)
+	}
+	e, err := runner.NewEngine(rm, eopt)
 	if err != nil {
 		rm.Close()
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"folio/models"
+	"folio/store"
 )
 
 // ErrModelNotFound is wrapped when a name matches no model.
@@ -51,10 +52,12 @@ func NormalizeName(name string) string {
 }
 
 // LibraryRegistry lists the GGUF files in the folders of FOLIO_MODELS_PATH
-// (a library used in place: never written, never deleted) and keeps copies
-// made through the API as aliases in memory.
+// (a library used in place: never written, never deleted) and the models
+// of the store's registry (folio.db), where copies made through the API
+// are kept; without a store, copies live in memory.
 type LibraryRegistry struct {
-	Dirs []string
+	Dirs  []string
+	Store *store.Store // nil: no persistent registry
 
 	mu      sync.Mutex        // guards aliases and digests
 	aliases map[string]string // normalized lower-case name → target name
@@ -98,6 +101,17 @@ func (r *LibraryRegistry) List() ([]ModelEntry, error) {
 		aliases[k] = v
 	}
 	r.mu.Unlock()
+	if r.Store != nil {
+		stored, err := r.Store.Models()
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range stored {
+			if ent, err := r.entry(m.Name, m.Path); err == nil {
+				out = append(out, ent)
+			}
+		}
+	}
 	for alias, target := range aliases {
 		ent, err := r.Resolve(target)
 		if err != nil {
@@ -116,6 +130,11 @@ func (r *LibraryRegistry) Resolve(name string) (ModelEntry, error) {
 	norm := NormalizeName(name)
 	if norm == "" {
 		return ModelEntry{}, fmt.Errorf("%w: no model name given", ErrModelNotFound)
+	}
+	if r.Store != nil {
+		if m, err := r.Store.Model(norm); err == nil {
+			return r.entry(m.Name, m.Path)
+		}
 	}
 	r.mu.Lock()
 	target, ok := r.aliases[strings.ToLower(norm)]
@@ -170,12 +189,17 @@ func (r *LibraryRegistry) entry(name, path string) (ModelEntry, error) {
 
 // Copy makes dst another name of src.
 func (r *LibraryRegistry) Copy(src, dst string) error {
-	if _, err := r.Resolve(src); err != nil {
+	ent, err := r.Resolve(src)
+	if err != nil {
 		return err
 	}
 	d := NormalizeName(dst)
-	if d == "" || strings.ContainsAny(d, " \t\n/\\") {
+	if d == "" || strings.ContainsAny(d, " \t\n/\\") || strings.Contains(d, "..") {
 		return fmt.Errorf("%w: destination name %q: use letters, digits, '-', '_', '.' and an optional :tag", errBadRequest, dst)
+	}
+	if r.Store != nil {
+		now := time.Now()
+		return r.Store.PutModel(store.Model{Name: d, Digest: ent.Digest, Path: ent.Path, Size: ent.Size, Format: "gguf", Created: now, Modified: now})
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -186,6 +210,11 @@ func (r *LibraryRegistry) Copy(src, dst string) error {
 // Delete removes a name made by Copy. Files of the library are the user's:
 // folio never deletes them.
 func (r *LibraryRegistry) Delete(name string) error {
+	if r.Store != nil {
+		if _, err := r.Store.Model(NormalizeName(name)); err == nil {
+			return r.Store.DeleteModel(NormalizeName(name))
+		}
+	}
 	n := strings.ToLower(NormalizeName(name))
 	r.mu.Lock()
 	_, ok := r.aliases[n]

@@ -1,0 +1,98 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ollama/ollama/api"
+
+	"folio/models/gguf"
+	"folio/models/synth"
+	"folio/runner"
+	"folio/server"
+	"folio/store"
+)
+
+// TestPersistedPrefixAcrossRestart: turn 2 of a conversation, after the
+// server restarts on the same FOLIO_HOME, computes only its new tokens.
+func TestPersistedPrefixAcrossRestart(t *testing.T) {
+	lib, home := t.TempDir(), t.TempDir()
+	cfg, err := synth.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Type, cfg.Seed = gguf.TypeQ8_0, 8
+	m, err := synth.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WriteFile(filepath.Join(lib, "tiny.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	var base string
+	start := func() (*api.Client, func()) {
+		st, err := store.Open(home, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := server.NewLibraryRegistry()
+		reg.Dirs, reg.Store = []string{lib}, st
+		srv := server.New(server.Config{Registry: reg, Store: st, Load: runner.LoadOptions{NumCtx: 2048}})
+		hs := httptest.NewServer(srv)
+		base = hs.URL
+		u, _ := url.Parse(hs.URL)
+		return api.NewClient(u, hs.Client()), func() { hs.Close(); srv.Close(); st.Close() }
+	}
+	stream := false
+	history := strings.Repeat("the quick brown fox jumps over the lazy dog ", 25) // ~1,100 byte tokens
+	turn := func(c *api.Client, msgs []api.Message) api.ChatResponse {
+		var resp api.ChatResponse
+		err := c.Chat(context.Background(), &api.ChatRequest{Model: "tiny", Stream: &stream, Messages: msgs,
+			Options: map[string]any{"temperature": 0, "num_predict": 4}}, func(r api.ChatResponse) error { resp = r; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	c, stop := start()
+	msgs := []api.Message{{Role: "user", Content: history}}
+	first := turn(c, msgs)
+	stop() // unloads the model and writes the queue behind
+	if first.PromptEvalCount < 1000 {
+		t.Fatalf("turn 1 computed %d prompt tokens", first.PromptEvalCount)
+	}
+
+	c, stop = start()
+	defer stop()
+	msgs = append(msgs, first.Message, api.Message{Role: "user", Content: "and then?"})
+	second := turn(c, msgs)
+	// the new text (the answer and the next question, ~20 byte tokens) plus
+	// the unfinished last block of turn 1 (< 16 tokens)
+	if second.PromptEvalCount > 48 {
+		t.Errorf("turn 2 after a restart computed %d prompt tokens; want only the new ones (< 48)", second.PromptEvalCount)
+	}
+	t.Logf("turn 1 computed %d prompt tokens; turn 2 after the restart %d", first.PromptEvalCount, second.PromptEvalCount)
+
+	// /api/ps reports what is cached in memory and on disk
+	var ps struct {
+		Models []struct {
+			CachedTokens int   `json:"cached_tokens"`
+			StoredTokens int64 `json:"stored_tokens"`
+		} `json:"models"`
+	}
+	resp, err := http.Get(base + "/api/ps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&ps); err != nil || len(ps.Models) != 1 ||
+		ps.Models[0].CachedTokens < 1000 || ps.Models[0].StoredTokens < 1000 {
+		t.Errorf("ps: %v %+v", err, ps)
+	}
+}
