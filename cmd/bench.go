@@ -81,6 +81,7 @@ func init() {
 	f.Float64Var(&cfg.Shape.PromptMean, "prompt-mean", cfg.Shape.PromptMean, "mean prompt length in tokens")
 	f.Float64Var(&cfg.Shape.OutputMean, "output-mean", cfg.Shape.OutputMean, "mean num_predict")
 	f.IntVar(&cfg.SingleReps, "single-reps", cfg.SingleReps, "runs of the single request; the median counts")
+	f.BoolVar(&cfg.Shape.Fixed, "fixed-lengths", false, "give every request the mean lengths (no spread)")
 	f.IntVar(&cfg.Shape.Shared, "shared-prefix", 0, "tokens every prompt begins with (a system prompt)")
 	f.BoolVar(&noCache, "no-prefix-cache", false, "compute every prompt in full (in-process only)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")

@@ -38,6 +38,9 @@ type Shape struct {
 	// Shared tokens begin every prompt (a system prompt), counted in its
 	// length; the rest is the request's own.
 	Shared int
+	// Fixed gives every request the mean lengths (no spread): with short
+	// prompts, a measure of batched decoding alone.
+	Fixed bool
 }
 
 // Spec is one request of a workload.
@@ -78,8 +81,11 @@ func (s Shape) Specs(n int, seed uint64) ([]Spec, error) {
 	out := make([]Spec, n)
 	for i := range out {
 		p := lognormal(r, s.PromptMean, s.PromptSigma, s.Shared+1, max(s.MaxPrompt, s.Shared+1))
-		out[i] = Spec{Shared: s.Shared, Unique: p - s.Shared, Seed: seed*1_000_003 + uint64(i) + 1,
-			Output: lognormal(r, s.OutputMean, s.OutputSigma, 1, s.MaxOutput)}
+		o := lognormal(r, s.OutputMean, s.OutputSigma, 1, s.MaxOutput)
+		if s.Fixed {
+			p, o = max(int(math.Round(s.PromptMean)), s.Shared+1), int(math.Round(s.OutputMean))
+		}
+		out[i] = Spec{Shared: s.Shared, Unique: p - s.Shared, Output: o, Seed: seed*1_000_003 + uint64(i) + 1}
 	}
 	return out, nil
 }

@@ -40,6 +40,12 @@ func TestSpecsShape(t *testing.T) {
 	if median := math.Exp(logs[len(logs)/2]); math.Abs(median-200*math.Exp(-0.5)) > 8 {
 		t.Errorf("prompt median %.1f, want about %.1f (lognormal, σ 1)", median, 200*math.Exp(-0.5))
 	}
+	f, _ := Shape{PromptMean: 20.4, OutputMean: 7, Fixed: true}.Specs(3, 1)
+	for _, x := range f {
+		if x.PromptLen() != 20 || x.Output != 7 {
+			t.Errorf("fixed lengths: %+v", x)
+		}
+	}
 	if _, err := (Shape{PromptMean: 0, OutputMean: 5}).Specs(1, 1); err == nil {
 		t.Error("a zero prompt mean was accepted")
 	}
