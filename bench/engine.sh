@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The serving-engine benchmarks of issue 6, with llama.cpp's single-stream
 # speed on the same file for scale (../shared/tools/llamaref):
-#   - folio bench serve: 32 requests, 16 at a time, smollm-135m Q8_0 (synthetic);
+#   - folio bench serve: 32 requests, 16 at a time, smollm-135m Q8_0 (synthetic),
+#     also with num_batch 64, and batched decoding alone;
 #   - folio bench multiturn: a 2,000-token history, same model;
 #   - folio bench extraction: an 8,000-token document, 20 questions, 4 at a
 #     time, on the tiny synthetic model with a 16k context (smollm-135m would
-#     take most of an hour without the prefix cache on 2 cores);
-#   - llamaref cbench: pp512 and tg128 of smollm-135m with 2 threads.
-# Prints the JSON of each, with the load average before and after.
-# Usage: bench/engine.sh [WORKDIR]   (about 10 minutes on 2 idle cores)
+#     take over an hour without the prefix cache on 2 cores);
+#   - llamaref cbench: pp512 and tg128 of smollm-135m with 2 threads and 1.
+# Prints the JSON of each, with the load average before each step.
+# Usage: bench/engine.sh [WORKDIR]   (15 to 20 minutes on 2 idle cores; the
+# extraction without the prefix cache is most of it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${1:-$(mktemp -d)}
@@ -23,11 +25,19 @@ tiny=$work/tiny-ctx16k-q8_0.gguf
 step() { echo "== $1 (load average: $(cut -d' ' -f1-3 /proc/loadavg))"; }
 step "folio bench serve, smollm-135m Q8_0, 16 at a time"
 "$work/folio" bench serve --model "$smollm" --concurrency 16 --requests 32 --json
+step "folio bench serve, same, num_batch 64 (shorter steps: inter-token latency)"
+"$work/folio" bench serve --model "$smollm" --concurrency 16 --requests 32 --num-batch 64 --json
+step "folio bench serve, batched decoding alone: 16 requests of 4 + 32 tokens at once"
+"$work/folio" bench serve --model "$smollm" --concurrency 16 --requests 16 --fixed-lengths --prompt-mean 4 --output-mean 32 --json
 step "folio bench multiturn, smollm-135m Q8_0, history 2000"
 "$work/folio" bench multiturn --model "$smollm" --history 2000 --json
 step "folio bench extraction, tiny (ctx 16k) Q8_0, 8000-token document, 20 questions"
 "$work/folio" bench extraction --model "$tiny" --doc-tokens 8000 --questions 20 --concurrency 4 --num-ctx 8192 --json
-step "llamaref cbench, smollm-135m Q8_0, 2 threads"
-"$llamaref" cbench "$smollm" --threads 2 --pp 512 --tg 128 --reps 3 2>/dev/null |
-  jq -c '{pp512_tps: .pp_tokens_per_s, tg128_tps: .tg_tokens_per_s, cpu_backend: .versions.cpu_backend}'
+# On a loaded machine ggml's spinning thread barrier makes 2 threads far
+# slower than 1 (tg128 1.6 tok/s against 94): both are printed.
+for threads in 2 1; do
+  step "llamaref cbench, smollm-135m Q8_0, $threads thread(s)"
+  "$llamaref" cbench "$smollm" --threads $threads --pp 512 --tg 128 --reps 3 2>/dev/null |
+    jq -c '{pp512_tps: .pp_tokens_per_s, tg128_tps: .tg_tokens_per_s, cpu_backend: .versions.cpu_backend}'
+done
 step "done"
