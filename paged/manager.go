@@ -233,6 +233,38 @@ func (m *Manager) AttachPrefix(s SeqID, tokens []int32) int {
 	return q.n
 }
 
+// ExtendPrefix continues sequence s, whose length is a whole number of
+// blocks, with the cached blocks that follow it in the radix cache: tokens
+// are its tokens and the ones it is about to compute. The blocks join its
+// table by reference and the cache keeps them until s is freed. It returns
+// the number of tokens added (a multiple of BlockSize). This lets a
+// sequence admitted while another was computing the same prompt pick up
+// what that one has cached since.
+func (m *Manager) ExtendPrefix(s SeqID, tokens []int32) int {
+	q := m.seq(s)
+	bs := m.pool.blockSize
+	if q.n%bs != 0 || len(tokens) < q.n+bs {
+		return 0
+	}
+	blocks, node := m.radix.Match(q.extra, tokens)
+	have := q.n / bs
+	if len(blocks) <= have {
+		return 0
+	}
+	for _, b := range blocks[have:] {
+		m.pool.Retain(b)
+	}
+	q.blocks = append(q.blocks, blocks[have:]...)
+	added := (len(blocks) - have) * bs
+	q.n += added
+	m.radix.lock(node)
+	m.radix.unlock(q.node)
+	q.node = node
+	m.version++
+	m.checkInvariants()
+	return added
+}
+
 // CachePrefix offers the full blocks of sequence s's first len(tokens)
 // tokens (tokens are their IDs) to the radix cache under its key, and moves
 // s's lock to the inserted path. It returns how many of those blocks the

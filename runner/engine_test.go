@@ -339,3 +339,30 @@ func TestEngineLogprobs(t *testing.T) {
 		t.Errorf("%d tokens, want 5", n)
 	}
 }
+
+// TestEngineConcurrentSharedPrefix: four requests on one document, sent at
+// once, compute the document about once: the later ones pick up the
+// blocks the first caches as it goes.
+func TestEngineConcurrentSharedPrefix(t *testing.T) {
+	m := tinyModel(t, LoadOptions{NumCtx: 2048, NumBatch: 128})
+	e := newEngine(t, m, EngineOptions{})
+	doc := promptOf(1000, 31)
+	var wg sync.WaitGroup
+	res := make([]result, 4)
+	for i := range res {
+		p := append(slices.Clone(doc), promptOf(12, uint64(40+i))[1:]...)
+		wg.Go(func() { res[i] = run(t, e, Request{Prompt: p, Sample: SampleOptions{RepeatPenalty: 1}, NumPredict: 2}) })
+	}
+	wg.Wait()
+	computed := 0
+	for _, r := range res {
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		computed += r.stats.PromptTokens
+	}
+	if computed > 1000+4*(16+11)+128 {
+		t.Errorf("4 requests on a 1,000-token document computed %d prompt tokens in all", computed)
+	}
+	t.Logf("computed %d prompt tokens for 4 × 1,011", computed)
+}

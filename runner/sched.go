@@ -223,6 +223,21 @@ func (e *Engine) admit() {
 // planBatch fills e.plan and e.chunks for this step. It reports false when
 // nothing can run.
 func (e *Engine) planBatch() bool {
+	if !e.opt.NoPrefixCache { // pick up what other sequences cached since admission
+		bs := e.pm.BlockSize()
+		for _, s := range e.running {
+			if s.pending() > bs && s.computed%bs == 0 {
+				if n := e.pm.ExtendPrefix(s.id, s.tokens[:len(s.tokens)-1]); n > 0 {
+					s.computed += n
+					s.saved = s.computed / bs
+					if !s.req.forked && s.gen == 0 {
+						s.req.stats.CachedTokens += n
+						s.req.stats.PromptTokens -= n
+					}
+				}
+			}
+		}
+	}
 	if e.wantBlocks > 0 { // a prefill chunk was short of blocks last step
 		e.pm.Radix().Evict(e.wantBlocks)
 		e.wantBlocks = 0
