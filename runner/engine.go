@@ -22,7 +22,11 @@ var (
 
 // EngineOptions tune the scheduler. The zero value gives the defaults.
 type EngineOptions struct {
-	NumBatch      int  // tokens per step, shared by prefill chunks and decode tokens; default the model's num_batch
+	NumBatch int // tokens per step, shared by prefill chunks and decode tokens; default the model's num_batch
+	// PrefillShare caps the prefill tokens of a step that also decodes,
+	// bounding the inter-token latency of running requests while new ones
+	// start; default NumBatch/4 (at least one block).
+	PrefillShare  int
 	MaxSeqs       int  // sequences running at once; default (and at most) the model's MaxSeqs
 	NumCtx        int  // a request's context when it sets none; default the model's num_ctx
 	MaxQueue      int  // requests waiting for admission at most; 0: no limit
@@ -97,6 +101,9 @@ func NewEngine(m *Model, opt EngineOptions) (*Engine, error) {
 		opt.NumCtx = m.Opt.NumCtx
 	}
 	opt.NumCtx = min(opt.NumCtx, spec.Blocks*spec.BlockSize)
+	if opt.PrefillShare <= 0 || opt.PrefillShare > opt.NumBatch {
+		opt.PrefillShare = max(opt.NumBatch/4, min(spec.BlockSize, opt.NumBatch))
+	}
 	if opt.Watermark <= 0 {
 		opt.Watermark = 0.01
 	}

@@ -261,6 +261,11 @@ plan:
 			e.chunks = append(e.chunks, chunk{s: s, n: 1})
 			budget--
 		}
+		if len(e.chunks) > 0 {
+			// Sequences are decoding: a step carries at most PrefillShare
+			// prefill tokens, so their next token is not held up long.
+			budget = min(budget, e.opt.PrefillShare)
+		}
 		for _, s := range e.running { // then prefill chunks, oldest first
 			if s.pending() <= 1 || budget == 0 {
 				continue
