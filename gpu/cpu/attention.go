@@ -54,6 +54,11 @@ func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *
 		maxCtx = max(maxCtx, s.Pos+s.Len)
 	}
 
+	if b.level > levelScalar {
+		b.attentionSIMD(b.act(dst), b.f32(q), cq.cols, cc, layer, batch, scale, maxCtx)
+		return
+	}
+
 	heads := cq.cols / d
 	group := heads / spec.KVHeads
 	// The units are (row, K/V head, run of hs of its query heads), rows

@@ -156,8 +156,9 @@ func (c *attnCase) want() []float64 {
 	return out
 }
 
+// TestAttention runs at every SIMD level this machine has, over head
+// sizes that fill no vector (8, 12), leave a tail (20) or fill several (64).
 func TestAttention(t *testing.T) {
-	b := newTestBackend(t)
 	r := rand.New(rand.NewPCG(23, 24))
 	seqs := []seqShape{
 		{0, 1},  // the first token alone
@@ -166,15 +167,19 @@ func TestAttention(t *testing.T) {
 		{70, 5}, // a prefill chunk after earlier ones
 		{5, 2},
 	}
-	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
-		for _, bs := range []int{1, 8, 16, 32, 64} {
-			for _, group := range []int{1, 2, 4} {
-				for _, hd := range []int{8, 12} {
-					name := fmt.Sprintf("%v/block%d/gqa%d/hd%d", typ, bs, group, hd)
-					t.Run(name, func(t *testing.T) {
-						c := newAttnCase(t, b, r, typ, bs, 2, group, hd, seqs, false)
-						checkErr(t, "Attention", download(b, c.output), c.want(), attentionTol)
-					})
+	for _, l := range supportedLevels() {
+		b := newTestBackend(t)
+		b.level = l
+		for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
+			for _, bs := range []int{1, 8, 16, 32, 64} {
+				for _, group := range []int{1, 2, 4} {
+					for _, hd := range []int{8, 12, 20, 64} {
+						name := fmt.Sprintf("%v/%v/block%d/gqa%d/hd%d", l, typ, bs, group, hd)
+						t.Run(name, func(t *testing.T) {
+							c := newAttnCase(t, b, r, typ, bs, 2, group, hd, seqs, false)
+							checkErr(t, "Attention", download(b, c.output), c.want(), attentionTol)
+						})
+					}
 				}
 			}
 		}
@@ -184,7 +189,14 @@ func TestAttention(t *testing.T) {
 // Attention through shuffled block tables equals attention over the same
 // K/V laid out in consecutive blocks, bit for bit.
 func TestAttentionPagedEqualsContiguous(t *testing.T) {
-	b := newTestBackend(t)
+	for _, l := range supportedLevels() {
+		b := newTestBackend(t)
+		b.level = l
+		pagedEqualsContiguous(t, b)
+	}
+}
+
+func pagedEqualsContiguous(t *testing.T, b *Backend) {
 	r := rand.New(rand.NewPCG(25, 26))
 	for trial := range 40 {
 		typ := []gguf.TensorType{gguf.TypeF16, gguf.TypeF32}[trial%2]
@@ -211,8 +223,8 @@ func TestAttentionPagedEqualsContiguous(t *testing.T) {
 		got, want := download(b, paged.output), download(b, contig.output)
 		for i := range got {
 			if got[i] != want[i] {
-				t.Fatalf("trial %d (%v, block %d, seqs %v): element %d paged %v, contiguous %v",
-					trial, typ, bs, seqs, i, got[i], want[i])
+				t.Fatalf("%v trial %d (%v, block %d, seqs %v): element %d paged %v, contiguous %v",
+					b.level, trial, typ, bs, seqs, i, got[i], want[i])
 			}
 		}
 	}
@@ -326,6 +338,13 @@ func TestThreadCountInvariance(t *testing.T) {
 	one, many := New(1), New(16) // 16 threads split GQA groups that 1 keeps whole
 	defer one.Close()
 	defer many.Close()
+	for _, l := range supportedLevels() {
+		one.level, many.level = l, l
+		threadCountInvariance(t, one, many)
+	}
+}
+
+func threadCountInvariance(t *testing.T, one, many *Backend) {
 	seqs := []seqShape{{0, 3}, {40, 1}, {17, 6}}
 	for _, group := range []int{1, 2, 4, 8} {
 		a := newAttnCase(t, one, rand.New(rand.NewPCG(31, 32)), gguf.TypeF16, 8, 2, group, 16, seqs, false)
@@ -333,7 +352,7 @@ func TestThreadCountInvariance(t *testing.T) {
 		got, want := download(many, b.output), download(one, a.output)
 		for i := range got {
 			if got[i] != want[i] {
-				t.Fatalf("Attention, group %d: element %d is %v on 16 threads, %v on 1", group, i, got[i], want[i])
+				t.Fatalf("%v Attention, group %d: element %d is %v on 16 threads, %v on 1", one.level, group, i, got[i], want[i])
 			}
 		}
 	}
@@ -348,7 +367,7 @@ func TestThreadCountInvariance(t *testing.T) {
 	}
 	for i := range outs[0] {
 		if outs[0][i] != outs[1][i] {
-			t.Fatalf("MatMul: element %d is %v on 16 threads, %v on 1", i, outs[1][i], outs[0][i])
+			t.Fatalf("%v MatMul: element %d is %v on 16 threads, %v on 1", one.level, i, outs[1][i], outs[0][i])
 		}
 	}
 }

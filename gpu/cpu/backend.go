@@ -1,10 +1,18 @@
 // Package cpu is the always-available compute backend: gpu.Backend on the
-// host's cores, in plain Go.
+// host's cores.
 //
 // Weights stay in their GGUF encoding, in the caller's memory (the mmap'd
-// file): a kernel dequantizes one weight row (or a tile of four) at a time
-// into a thread's scratch and uses it against every activation row, so no
-// dequantized copy of a weight ever exists. Activations are []float32.
+// file). The hot loops (MatMul for Q8_0, Q4_0, Q4_K, Q6_K and F16 weights,
+// and Attention) run as C kernels with intrinsics (simd_*.c, through cgo),
+// AVX2 or AVX-512 chosen at start-up from CPUID, so one binary runs on any
+// x86-64 machine. As ggml does, MatMul quantizes the activations once per
+// call to the weight type's partner (8-bit blocks, or F16; xquant.go) and
+// takes integer dot products per block. Without cgo, off amd64, on a CPU
+// without AVX2, or for other weight types, the plain Go kernels run: they
+// dequantize one weight row (or a tile of four) at a time into a thread's
+// scratch and use it against every activation row, so no dequantized copy
+// of a weight ever exists. They are also the reference the C kernels are
+// tested against.
 //
 // Every op splits its rows over a pool of threads started once by New; the
 // calling goroutine works too and returns when the op is done. Scratch
@@ -31,22 +39,28 @@ var _ gpu.Backend = (*Backend)(nil)
 type Backend struct {
 	pool   *pool
 	closed bool
+	level  simdLevel // the kernels' instruction set: bestLevel, lower in tests
 
 	// The ops' kernels, filled in before each dispatch and cleared after,
 	// kept here so that handing one to the pool allocates nothing.
-	matmul    matmulTask
-	embed     embedTask
-	rmsnorm   rmsNormTask
-	add       addTask
-	silumul   siluMulTask
-	rope      ropeTask
-	softmax   softmaxTask
-	gather    gatherTask
-	writekv   writeKVTask
-	attention attentionTask
-	copies    copyBlocksTask
+	matmul     matmulTask
+	matmulX    simdMatmulTask
+	quant      quantTask
+	embed      embedTask
+	rmsnorm    rmsNormTask
+	add        addTask
+	silumul    siluMulTask
+	rope       ropeTask
+	softmax    softmaxTask
+	gather     gatherTask
+	writekv    writeKVTask
+	attention  attentionTask
+	attentionX simdAttentionTask
+	copies     copyBlocksTask
 
-	rowSeq []int32 // Attention: the sequence of each row, -1 for none
+	rowSeq    []int32    // Attention: the sequence of each row, -1 for none
+	xq        []byte     // MatMul: the activations quantized for the SIMD kernels
+	attnTiles []attnTile // Attention: the SIMD units' tiles of rows
 }
 
 // New starts a backend on threads threads; threads ≤ 0 means one per
@@ -56,7 +70,7 @@ func New(threads int) *Backend {
 		threads = runtime.NumCPU()
 	}
 	initF16Table()
-	return &Backend{pool: newPool(threads)}
+	return &Backend{pool: newPool(threads), level: bestLevel}
 }
 
 // Threads is the number of threads the backend computes on.

@@ -15,6 +15,10 @@ func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
 		panic(fmt.Sprintf("cpu: MatMul: x %v and w %v differ in k", cx, cw))
 	}
 	checkShape("MatMul", "dst", cd, n, m)
+	if kind, ok := kernelFor(cw.typ, b.level); ok {
+		b.matmulSIMD(kind, cd, b.f32(x), cw)
+		return
+	}
 	t := &b.matmul
 	*t = matmulTask{dst: b.act(dst), x: b.f32(x), w: cw, n: n, k: k, m: m}
 	// Units are (tile of x rows, tile of w rows) pairs, w tiles innermost.

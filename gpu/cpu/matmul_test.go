@@ -3,6 +3,7 @@ package cpu
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"unsafe"
@@ -12,44 +13,110 @@ import (
 )
 
 // matmulTol bounds MatMul's error against a float64 dot of the same
-// dequantized weights: only float32 accumulation differs.
+// dequantized weights and the activations as the kernel sees them (the
+// SIMD kernels quantize them first): only float32 accumulation differs. The
+// error of each dot is taken relative to Σ|x·w|, the scale of its rounding,
+// since a dot may cancel to near zero.
 const matmulTol = 1e-5
 
+// TestMatMul runs every weight type at every SIMD level this machine has
+// (the scalar Go kernels included) over awkward shapes: one row, odd rows,
+// more rows than a tile, tails of every block step.
 func TestMatMul(t *testing.T) {
-	b := newTestBackend(t)
 	r := rand.New(rand.NewPCG(1, 2))
-	for _, typ := range weightTypes {
-		bs := typ.BlockSize()
-		kb := max(bs, 32)   // one block of the type, at least 32 elements
-		shapes := [][3]int{ // n, k, m
-			{1, kb, 1}, {1, 2 * kb, 7}, {3, kb, 13}, {5, 3 * kb, 33},
-			{130, kb, 6}, {131, kb, 9}, {2, 16 * kb, 5},
-		}
-		if bs == 1 {
-			shapes = append(shapes, [3]int{1, 33, 5}, [3]int{4, 7, 3}, [3]int{9, 1, 2})
-		}
-		for _, s := range shapes {
-			n, k, m := s[0], s[1], s[2]
-			t.Run(fmt.Sprintf("%v/%dx%dx%d", typ, n, k, m), func(t *testing.T) {
-				data, wf := quantWeight(t, r, typ, m, k)
-				xf := randFloats(r, n*k, 1)
-				w := newWeight(t, b, typ, m, k, data)
-				x := newAct(t, b, n, k, xf)
-				dst := newAct(t, b, n, m, nil)
-				b.MatMul(dst, x, w)
-
-				want := make([]float64, n*m)
-				for i := range n {
-					for o := range m {
-						var s float64
-						for j := range k {
-							s += float64(xf[i*k+j]) * float64(wf[o*k+j])
+	for _, l := range supportedLevels() {
+		b := newTestBackend(t)
+		b.level = l
+		for _, typ := range weightTypes {
+			bs := typ.BlockSize()
+			kb := max(bs, 32)   // one block of the type, at least 32 elements
+			shapes := [][3]int{ // n, k, m
+				{1, kb, 1}, {1, 2 * kb, 7}, {3, kb, 13}, {5, 3 * kb, 33}, {17, 5 * kb, 17},
+				{64, kb, 3}, {130, kb, 6}, {131, kb, 9}, {2, 16 * kb, 5},
+			}
+			if bs == 1 {
+				shapes = append(shapes, [3]int{1, 33, 5}, [3]int{4, 7, 3}, [3]int{9, 1, 2}, [3]int{3, 17, 35})
+			}
+			for _, s := range shapes {
+				n, k, m := s[0], s[1], s[2]
+				t.Run(fmt.Sprintf("%v/%v/%dx%dx%d", l, typ, n, k, m), func(t *testing.T) {
+					data, wf := quantWeight(t, r, typ, m, k)
+					xf := randFloats(r, n*k, 1)
+					w := newWeight(t, b, typ, m, k, data)
+					x := newAct(t, b, n, k, xf)
+					dst := newAct(t, b, n, m, nil)
+					b.MatMul(dst, x, w)
+					xs := xf
+					if kind, ok := kernelFor(typ, l); ok {
+						xs = nil
+						for i := range n {
+							xs = append(xs, dequantizeXRef(kind, quantizeXRef(kind, xf[i*k:(i+1)*k]), k)...)
 						}
-						want[i*m+o] = s
 					}
+					checkDots(t, download(b, dst), xs, wf, n, k, m, matmulTol)
+				})
+			}
+		}
+	}
+}
+
+// checkDots checks got[i·m + o] against x row i · w row o in float64,
+// relative to Σ|x·w|.
+func checkDots(t *testing.T, got, x, w []float32, n, k, m int, tol float64) {
+	t.Helper()
+	for i := range n {
+		for o := range m {
+			var want, scale float64
+			for j := range k {
+				p := float64(x[i*k+j]) * float64(w[o*k+j])
+				want += p
+				scale += math.Abs(p)
+			}
+			if d := math.Abs(float64(got[i*m+o]) - want); !(d <= tol*scale) {
+				t.Fatalf("dst[%d,%d] = %v, want %v (error %.3g of Σ|x·w| %.4g)", i, o, got[i*m+o], want, d/scale, scale)
+			}
+		}
+	}
+}
+
+// quantXTol bounds a SIMD MatMul's normalized error against the scalar Go
+// kernels, which do not quantize the activations: 8-bit blocks (Q8_0, Q4_0,
+// Q8_K) lose up to half a step of 1/127 of a block's largest magnitude per
+// element, F16 half a step of 2^-11.
+func quantXTol(kind kernelKind) float64 {
+	if kind == kindF16 {
+		return 2e-3
+	}
+	return 3e-2
+}
+
+// TestSIMDMatchesScalar: each SIMD kernel equals the scalar Go kernel,
+// the oracle, within the error of quantizing the activations.
+func TestSIMDMatchesScalar(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	ref := newTestBackend(t)
+	ref.level = levelScalar
+	for _, l := range supportedLevels()[1:] {
+		b := newTestBackend(t)
+		b.level = l
+		for kind, typ := range kernelTypes {
+			for _, k := range awkwardKs(kind) {
+				for _, n := range []int{1, 3, 17, 64} {
+					const m = 37
+					data, _ := quantWeight(t, r, typ, m, k)
+					xf := randFloats(r, n*k, 1)
+					w := newWeight(t, b, typ, m, k, data)
+					x := newAct(t, b, n, k, xf)
+					got, want := newAct(t, b, n, m, nil), newAct(t, ref, n, m, nil)
+					b.MatMul(got, x, w)
+					ref.MatMul(want, x, w)
+					w64 := make([]float64, n*m)
+					for i, v := range download(ref, want) {
+						w64[i] = float64(v)
+					}
+					checkErr(t, fmt.Sprintf("%v %v n=%d k=%d", l, typ, n, k), download(b, got), w64, quantXTol(kind))
 				}
-				checkErr(t, "MatMul", download(b, dst), want, matmulTol)
-			})
+			}
 		}
 	}
 }

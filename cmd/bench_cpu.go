@@ -1,0 +1,293 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"folio/gpu"
+	"folio/gpu/cpu"
+	"folio/models/arch"
+	"folio/models/gguf"
+	"folio/runner"
+)
+
+// cpuReport is what `folio bench --model FILE` measures: prefill and decode
+// speed on the CPU backend as llama-bench measures pp and tg, the same
+// measurement of llama.cpp on the same file (with --vs-llamacpp), and the
+// machine's read bandwidth, the ceiling of decode.
+type cpuReport struct {
+	Model        string         `json:"model"`
+	ModelBytes   int64          `json:"model_bytes"` // weight bytes one decode step reads
+	Threads      int            `json:"threads"`
+	Prompt       int            `json:"prompt"`
+	Gen          int            `json:"gen"`
+	Repeat       int            `json:"repeat"`
+	SIMD         string         `json:"simd"`
+	PrefillTPS   float64        `json:"prefill_tps"` // medians over the repeats
+	DecodeTPS    float64        `json:"decode_tps"`
+	PrefillRuns  []float64      `json:"prefill_runs"`
+	DecodeRuns   []float64      `json:"decode_runs"`
+	LlamaCpp     *llamaCppSpeed `json:"llamacpp,omitempty"`
+	PrefillRatio float64        `json:"prefill_ratio,omitempty"`
+	DecodeRatio  float64        `json:"decode_ratio,omitempty"`
+	BandwidthGBs float64        `json:"bandwidth_gbs"`
+	// DecodeOfCeiling is decode_tps × model_bytes ÷ bandwidth: the share of
+	// the memory-bound ceiling decode reaches.
+	DecodeOfCeiling float64 `json:"decode_of_ceiling"`
+	PeakRSSBytes    int64   `json:"peak_rss_bytes"`
+}
+
+type llamaCppSpeed struct {
+	PrefillTPS   float64   `json:"prefill_tps"`
+	DecodeTPS    float64   `json:"decode_tps"`
+	PrefillRuns  []float64 `json:"prefill_runs"`
+	DecodeRuns   []float64 `json:"decode_runs"`
+	PeakRSSBytes int64     `json:"peak_rss_bytes"`
+	Backend      string    `json:"cpu_backend"`
+}
+
+func init() {
+	var (
+		model    string
+		prompt   int
+		gen      int
+		threads  int
+		repeat   int
+		vs       bool
+		asJSON   bool
+		llamaref string
+		profile  string
+	)
+	benchCmd.Long = "bench with --model measures the CPU backend: prefill of --prompt tokens in one\n" +
+		"forward pass and --gen single-token decode steps of one sequence, from an empty\n" +
+		"K/V cache (llama-bench's pp and tg), after one unmeasured round; tokens/s are\n" +
+		"medians over --repeat rounds. With --vs-llamacpp it runs `llamaref cbench` on the\n" +
+		"same file with the same threads and prints the ratios. The machine's read\n" +
+		"bandwidth is measured too: decode reads every weight once per token, so\n" +
+		"bandwidth ÷ model bytes is decode's ceiling.\n\n" +
+		"Its subcommands drive the serving engine under load."
+	benchCmd.Args = cobra.NoArgs
+	benchCmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if model == "" {
+			return cmd.Help()
+		}
+		if prompt < 1 || gen < 1 || repeat < 1 {
+			return fmt.Errorf("bench: --prompt %d, --gen %d, --repeat %d: each must be at least 1", prompt, gen, repeat)
+		}
+		if profile != "" {
+			f, err := os.Create(profile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
+		rep, err := benchCPU(model, prompt, gen, threads, repeat)
+		if err != nil {
+			return err
+		}
+		if vs {
+			if rep.LlamaCpp, err = benchLlamaCpp(cmd.Context(), llamaref, model, prompt, gen, rep.Threads, repeat); err != nil {
+				return err
+			}
+			rep.PrefillRatio = rep.PrefillTPS / rep.LlamaCpp.PrefillTPS
+			rep.DecodeRatio = rep.DecodeTPS / rep.LlamaCpp.DecodeTPS
+		}
+		if asJSON {
+			return printJSON(cmd.OutOrStdout(), rep)
+		}
+		printCPU(cmd.OutOrStdout(), rep)
+		return nil
+	}
+	f := benchCmd.Flags()
+	f.StringVar(&model, "model", "", "GGUF file to measure")
+	f.IntVar(&prompt, "prompt", 512, "prompt tokens, prefilled in one forward pass")
+	f.IntVar(&gen, "gen", 128, "tokens decoded one at a time")
+	f.IntVar(&threads, "threads", 0, "CPU threads (default all)")
+	f.IntVar(&repeat, "repeat", 3, "measured rounds; tokens/s are medians")
+	f.BoolVar(&vs, "vs-llamacpp", false, "measure llama.cpp on the same file (llamaref cbench) and print ratios")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.StringVar(&profile, "cpuprofile", "", "write a CPU profile of folio's rounds to this file")
+	f.StringVar(&llamaref, "llamaref", "", "the llamaref command (default: ../shared/tools/llamaref/llamaref, or $LLAMAREF)")
+}
+
+// benchCPU loads model and times prefill and decode on it.
+func benchCPU(model string, prompt, gen, threads, repeat int) (*cpuReport, error) {
+	const bs = 16
+	perToken, err := kvBytesPerToken(model)
+	if err != nil {
+		return nil, err
+	}
+	m, err := runner.Load(model, runner.LoadOptions{
+		NumCtx: prompt + gen, NumBatch: prompt, BlockSize: bs, MaxSeqs: 1, Threads: threads,
+		KVMemory: int64(ceilDivInt(prompt+gen, bs)*bs) * perToken,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	be := m.Arch.Backend().(*cpu.Backend)
+	rep := &cpuReport{Model: model, Threads: be.Threads(), Prompt: prompt, Gen: gen, Repeat: repeat, SIMD: cpu.SIMDLevel()}
+	for _, t := range m.File.Tensors {
+		rep.ModelBytes += t.Bytes
+	}
+	if emb, ok := m.File.Tensor("token_embd.weight"); ok {
+		if _, untied := m.File.Tensor("output.weight"); untied {
+			rep.ModelBytes -= emb.Bytes // only one row of it is read per token
+		}
+	}
+
+	blocks := make([]int32, ceilDivInt(prompt+gen, bs))
+	for i := range blocks {
+		blocks[i] = int32(i)
+	}
+	r := rand.New(rand.NewPCG(42, 1))
+	tokens := make([]int32, prompt+gen)
+	for i := range tokens {
+		tokens[i] = int32(r.IntN(m.Arch.Vocab))
+	}
+	forward := func(pos, n int, out []int32) error {
+		b := gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Start: 0, Len: n, Pos: pos, Blocks: blocks}}}
+		_, err := m.Arch.Forward(m.KV, &b, tokens[pos:pos+n], out)
+		return err
+	}
+	last := []int32{int32(prompt - 1)}
+	first := []int32{0}
+	for i := range repeat + 1 {
+		t0 := time.Now()
+		if err := forward(0, prompt, last); err != nil {
+			return nil, err
+		}
+		pp := float64(prompt) / time.Since(t0).Seconds()
+		t0 = time.Now()
+		for p := range gen {
+			if err := forward(p, 1, first); err != nil {
+				return nil, err
+			}
+		}
+		tg := float64(gen) / time.Since(t0).Seconds()
+		if i > 0 { // the first round warms up
+			rep.PrefillRuns = append(rep.PrefillRuns, pp)
+			rep.DecodeRuns = append(rep.DecodeRuns, tg)
+		}
+	}
+	rep.PrefillTPS, rep.DecodeTPS = median(rep.PrefillRuns), median(rep.DecodeRuns)
+	rep.PeakRSSBytes = peakRSS()
+	rep.BandwidthGBs = cpu.ReadBandwidth(be.Threads(), 512<<20) / 1e9
+	rep.DecodeOfCeiling = rep.DecodeTPS * float64(rep.ModelBytes) / (rep.BandwidthGBs * 1e9)
+	return rep, nil
+}
+
+// kvBytesPerToken is the bytes per token of an F16 K/V cache for model,
+// so that the cache holds exactly the measured context, as llama-bench's.
+func kvBytesPerToken(model string) (int64, error) {
+	f, err := gguf.Open(model)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	c, err := arch.ReadConfig(f)
+	if err != nil {
+		return 0, err
+	}
+	spec := gpu.KVSpec{Layers: c.Layers, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Type: gguf.TypeF16}
+	return spec.BytesPerToken(), nil
+}
+
+func ceilDivInt(a, b int) int { return (a + b - 1) / b }
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// peakRSS is this process's peak resident memory (the mapped weights it
+// touched included), as llamaref reports llama.cpp's.
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024 // kilobytes on Linux
+}
+
+// benchLlamaCpp runs `llamaref cbench` on model.
+func benchLlamaCpp(ctx context.Context, llamaref, model string, prompt, gen, threads, repeat int) (*llamaCppSpeed, error) {
+	if llamaref == "" {
+		llamaref = os.Getenv("LLAMAREF")
+	}
+	if llamaref == "" {
+		llamaref = filepath.Join("..", "shared", "tools", "llamaref", "llamaref")
+	}
+	c := exec.CommandContext(ctx, llamaref, "cbench", model, "--threads", strconv.Itoa(threads),
+		"--pp", strconv.Itoa(prompt), "--tg", strconv.Itoa(gen), "--reps", strconv.Itoa(repeat))
+	c.Stderr = io.Discard
+	out, err := c.Output()
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s cbench: %w (set --llamaref or $LLAMAREF to the llamaref command)", llamaref, err)
+	}
+	var res struct {
+		PP, TG struct {
+			Median float64   `json:"median"`
+			Runs   []float64 `json:"runs"`
+		}
+		PeakRSS  int64 `json:"peak_rss_bytes"`
+		Versions struct {
+			CPUBackend string `json:"cpu_backend"`
+		} `json:"versions"`
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(out, &raw); err != nil {
+		return nil, fmt.Errorf("bench: llamaref cbench printed no JSON: %w", err)
+	}
+	for key, dst := range map[string]any{"pp_tokens_per_s": &res.PP, "tg_tokens_per_s": &res.TG,
+		"peak_rss_bytes": &res.PeakRSS, "versions": &res.Versions} {
+		if v, ok := raw[key]; ok {
+			if err := json.Unmarshal(v, dst); err != nil {
+				return nil, fmt.Errorf("bench: llamaref cbench %s: %w", key, err)
+			}
+		}
+	}
+	if res.PP.Median == 0 || res.TG.Median == 0 {
+		return nil, fmt.Errorf("bench: llamaref cbench reported no speed: %s", out)
+	}
+	return &llamaCppSpeed{PrefillTPS: res.PP.Median, DecodeTPS: res.TG.Median, PrefillRuns: res.PP.Runs,
+		DecodeRuns: res.TG.Runs, PeakRSSBytes: res.PeakRSS, Backend: res.Versions.CPUBackend}, nil
+}
+
+func printCPU(w io.Writer, r *cpuReport) {
+	fmt.Fprintf(w, "model:     %s (%.1f MB of weights read per token), %d threads, SIMD %s\n",
+		r.Model, float64(r.ModelBytes)/1e6, r.Threads, r.SIMD)
+	fmt.Fprintf(w, "folio:     prefill %d: %8.2f tok/s   decode %d: %7.2f tok/s   (medians of %d; peak RSS %.0f MB)\n",
+		r.Prompt, r.PrefillTPS, r.Gen, r.DecodeTPS, r.Repeat, float64(r.PeakRSSBytes)/1e6)
+	if l := r.LlamaCpp; l != nil {
+		fmt.Fprintf(w, "llama.cpp: prefill %d: %8.2f tok/s   decode %d: %7.2f tok/s   (%s; peak RSS %.0f MB)\n",
+			r.Prompt, l.PrefillTPS, r.Gen, l.DecodeTPS, l.Backend, float64(l.PeakRSSBytes)/1e6)
+		fmt.Fprintf(w, "ratio:     prefill %.2fx   decode %.2fx\n", r.PrefillRatio, r.DecodeRatio)
+	}
+	fmt.Fprintf(w, "bandwidth: %.1f GB/s read; decode at %.0f%% of its ceiling (%.1f tok/s)\n",
+		r.BandwidthGBs, 100*r.DecodeOfCeiling, r.BandwidthGBs*1e9/float64(r.ModelBytes))
+}

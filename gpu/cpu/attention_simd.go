@@ -1,0 +1,80 @@
+package cpu
+
+import (
+	"unsafe"
+
+	"folio/gpu"
+)
+
+// attentionSIMD is Attention through the C kernels (simd_attn.c). A unit
+// is a tile of consecutive rows of one sequence and one K/V head with all
+// of its query heads: each K and V row is converted once for every query
+// of the tile. Each query's arithmetic is the same whatever tile it is in,
+// so results do not depend on the batch, the threads or the block size.
+func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer int, batch *gpu.Batch, scale float32, maxCtx int) {
+	spec := c.spec
+	group := qcols / spec.HeadDim / spec.KVHeads
+	tr := attnTileRows(group, maxCtx)
+	// Tiles, the last (costliest, being causal) of each sequence first.
+	b.attnTiles = b.attnTiles[:0]
+	for si, s := range batch.Seqs {
+		for r0 := (s.Len - 1) / tr * tr; r0 >= 0; r0 -= tr {
+			b.attnTiles = append(b.attnTiles, attnTile{seq: int32(si), row: int32(r0), rows: int32(min(tr, s.Len-r0))})
+		}
+	}
+	t := &b.attentionX
+	*t = simdAttentionTask{level: b.level, dst: dst, q: q, qcols: qcols, c: c, layer: layer, seqs: batch.Seqs,
+		tiles: b.attnTiles, group: group, scale: scale,
+		scratch: attnScratch(tr*group, spec.HeadDim, maxCtx, spec.BlockSize)}
+	b.pool.run(t, len(b.attnTiles)*spec.KVHeads, 2*spec.HeadDim*maxCtx*tr*group)
+	*t = simdAttentionTask{}
+}
+
+// attnTileRows is the query rows of a tile: up to 16, fewer when the
+// scores of a tile (rows · group · context floats) would outgrow 256 KiB.
+func attnTileRows(group, ctx int) int {
+	return max(1, min(16, 65536/(group*max(ctx, 1))))
+}
+
+// attnScratch is the floats a unit of nq queries of head size d over n
+// positions needs (simd_attn.c): the queries transposed and the scores,
+// nq rounded up to 16 lanes each, a K row and a block of V rows.
+func attnScratch(nq, d, n, bs int) int {
+	nqp := (nq + 15) &^ 15
+	return d*nqp + n*nqp + d + bs*d
+}
+
+type attnTile struct{ seq, row, rows int32 }
+
+type simdAttentionTask struct {
+	level   simdLevel
+	dst, q  []float32
+	qcols   int // Heads · HeadDim
+	c       *KVCache
+	layer   int
+	seqs    []gpu.Seq
+	tiles   []attnTile
+	group   int // query heads per K/V head
+	scale   float32
+	scratch int // floats of scratch per unit, at most
+}
+
+func (t *simdAttentionTask) run(w *worker, lo, hi int) {
+	spec := t.c.spec
+	d, kvh := spec.HeadDim, spec.KVHeads
+	scratch := grow(&w.scores, t.scratch)
+	var kl, vl unsafe.Pointer
+	f16 := t.c.k16 != nil
+	if f16 {
+		kl, vl = unsafe.Pointer(&t.c.k16[t.layer][0]), unsafe.Pointer(&t.c.v16[t.layer][0])
+	} else {
+		kl, vl = unsafe.Pointer(&t.c.k32[t.layer][0]), unsafe.Pointer(&t.c.v32[t.layer][0])
+	}
+	for u := lo; u < hi; u++ {
+		tile, h := t.tiles[u/kvh], u%kvh
+		s := &t.seqs[tile.seq]
+		at := (s.Start+int(tile.row))*t.qcols + h*t.group*d
+		attentionX(t.level, t.q[at:], t.qcols, int(tile.rows), t.group, d, kl, vl, f16,
+			s.Blocks, spec.BlockSize, kvh, h, s.Pos+int(tile.row), t.scale, t.dst[at:], scratch)
+	}
+}

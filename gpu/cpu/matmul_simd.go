@@ -1,0 +1,86 @@
+package cpu
+
+import "unsafe"
+
+// matmulSIMD is MatMul through the SIMD kernels of kind: the activation
+// rows are quantized once into the backend's scratch (a first pass over
+// the threads), then each unit dots a group of simdWRows weight rows with
+// a tile of activation rows in one cgo call. A weight row is read once per
+// tile, and a tile is every row of the batch unless it is tall (prefill):
+// batched decode reads each weight once per step for all sequences.
+func (b *Backend) matmulSIMD(kind kernelKind, dst *Tensor, x []float32, w *Tensor) {
+	n, k, m := dst.rows, w.cols, w.rows
+	stride := xRowBytes(kind, k)
+	xq := b.xqBuf(n * stride)
+	q := &b.quant
+	*q = quantTask{kind: kind, x: x, k: k, out: xq, stride: stride}
+	b.pool.run(q, n, 4*k)
+	*q = quantTask{}
+
+	t := &b.matmulX
+	*t = simdMatmulTask{kind: kind, level: b.level, dst: dst.f32, xq: xq, xstride: stride, w: w, n: n, k: k, m: m, nTile: n}
+	if n > 2*xTile {
+		t.nTile = xTile
+	}
+	t.wGroups = (m + simdWRows - 1) / simdWRows
+	units := (n + t.nTile - 1) / t.nTile * t.wGroups
+	b.pool.run(t, units, simdWRows*k*t.nTile/4)
+	*t = simdMatmulTask{}
+}
+
+// simdWRows is the weight rows of one unit of a SIMD MatMul.
+const simdWRows = 16
+
+// xqBuf returns n bytes of 64-byte aligned scratch for quantized
+// activations, kept for the next MatMul.
+func (b *Backend) xqBuf(n int) []byte {
+	if cap(b.xq) < n {
+		raw := make([]byte, n+63)
+		off := int(-uintptr(unsafe.Pointer(&raw[0])) & 63)
+		b.xq = raw[off:off]
+	}
+	return b.xq[:n]
+}
+
+// quantTask quantizes activation rows lo … hi-1 into kind's format.
+type quantTask struct {
+	kind   kernelKind
+	x      []float32
+	k      int
+	out    []byte
+	stride int
+}
+
+func (t *quantTask) run(_ *worker, lo, hi int) {
+	quantizeX(t.kind, t.x[lo*t.k:], t.k, hi-lo, t.k, t.out[lo*t.stride:], t.stride)
+}
+
+// simdMatmulTask's units are (tile of nTile activation rows, group of
+// simdWRows weight rows), weight groups innermost; a run of units within
+// one tile is one cgo call.
+type simdMatmulTask struct {
+	kind    kernelKind
+	level   simdLevel
+	dst     []float32
+	xq      []byte // quantized activations, xstride bytes a row
+	xstride int
+	w       *Tensor
+	n, k, m int
+	nTile   int // activation rows per tile
+	wGroups int // units per tile: ⌈m / simdWRows⌉
+}
+
+func (t *simdMatmulTask) run(_ *worker, lo, hi int) {
+	rb := t.w.rowBytes
+	for lo < hi {
+		tile := lo / t.wGroups
+		end := min(hi, (tile+1)*t.wGroups)
+		o0 := lo % t.wGroups * simdWRows
+		o1 := min((end-tile*t.wGroups)*simdWRows, t.m)
+		i0 := tile * t.nTile
+		i1 := min(i0+t.nTile, t.n)
+		matmulX(t.kind, t.level, t.w.data[o0*rb:o1*rb], rb, o1-o0, t.xq[i0*t.xstride:], t.xstride, i1-i0, t.k,
+			t.dst[i0*t.m+o0:], t.m)
+		lo = end
+	}
+}

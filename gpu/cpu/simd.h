@@ -1,0 +1,102 @@
+// Shared by the cgo kernels of package cpu (simd_*.c). The layouts of the
+// quantized activation rows are described in xquant.go, which sizes them;
+// the offsets below must agree with it (TestQuantizeX checks the bytes).
+#ifndef FOLIO_SIMD_H
+#define FOLIO_SIMD_H
+
+#include <stdint.h>
+#include <string.h>
+#include <immintrin.h>
+
+// Kernel kinds: the weight type, which also fixes the activation format.
+enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4 };
+// Dispatch levels (Go's simdLevel).
+enum { LEVEL_SCALAR = 0, LEVEL_AVX2 = 1, LEVEL_AVX512 = 2 };
+
+// Weight block sizes (ggml's block_q8_0, block_q4_0, block_q4_K, block_q6_K).
+#define Q8_0_BYTES 34
+#define Q4_0_BYTES 18
+#define Q4_K_BYTES 144
+#define Q6_K_BYTES 210
+
+// Activation formats. X8P: a pair of 32-element blocks (Q8_0 weights).
+#define X8P_BYTES 128 // qs[64], then float d[16]: each block's scale 8 times
+// X4G: a group of 4 blocks (Q4_0 weights): qs[128] with elements 0-15 of
+// blocks 0-3, then elements 16-31 of blocks 0-3; float d[16], each block's
+// scale 4 times; int32 bias[16], lane 4j holding -8 * sum(q of block j).
+#define X4G_BYTES 256
+// XK: a 256-element super-block (K-quants): qs[256], float d at 256,
+// int16 bsums[16] (sums of 16 quants) at 288.
+#define XK_BYTES 320
+#define XK_D 256
+#define XK_BSUMS 288
+
+// Every function with intrinsics carries the target of its level, so that
+// one binary holds all levels and runs on any x86-64 CPU.
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c")))
+
+// h2f reads the little-endian half at p.
+static inline AVX2 float h2f(const uint8_t *p) {
+	uint16_t h;
+	memcpy(&h, p, 2);
+	return _cvtsh_ss(h);
+}
+
+// The 6-bit scale and min of sub-block j of a Q4_K super-block (ggml's
+// get_scale_min_k4).
+static inline void q4k_scales(const uint8_t *s, uint8_t sc[8], uint8_t m[8]) {
+	for (int j = 0; j < 4; j++) {
+		sc[j] = s[j] & 63;
+		m[j] = s[j + 4] & 63;
+		sc[j + 4] = (s[j + 8] & 0xf) | (s[j] >> 6) << 4;
+		m[j + 4] = (s[j + 8] >> 4) | (s[j + 4] >> 6) << 4;
+	}
+}
+
+#define MM_ARGS const uint8_t *w, int64_t wstride, int rows, const uint8_t *x, int64_t xstride, int nx, int k, \
+	float *dst, int64_t dstride
+void folio_mm_q8_0_avx2(MM_ARGS);
+void folio_mm_q4_0_avx2(MM_ARGS);
+void folio_mm_q4_k_avx2(MM_ARGS);
+void folio_mm_q6_k_avx2(MM_ARGS);
+void folio_mm_f16_avx2(MM_ARGS);
+void folio_mm_q8_0_avx512(MM_ARGS);
+void folio_mm_q4_0_avx512(MM_ARGS);
+void folio_mm_q4_k_avx512(MM_ARGS);
+void folio_mm_q6_k_avx512(MM_ARGS);
+void folio_mm_f16_avx512(MM_ARGS);
+
+int folio_cpu_level(void);
+void folio_quantize(int kind, const float *x, int64_t xstride, int n, int k, uint8_t *out, int64_t ostride);
+void folio_matmul(int kind, int level, MM_ARGS);
+uint64_t folio_read_sum(const uint8_t *p, int64_t n);
+void folio_attention(int level, const float *q, int64_t qstride, int nr, int g, int d, const void *kl, const void *vl,
+                     int f16, const int32_t *blocks, int bs, int kvheads, int h, int pos0, float scale, float *out,
+                     float *scratch);
+
+// The microkernels take the activation rows in tiles of at most XT.
+#define XT 4
+
+#define INLINE static inline __attribute__((always_inline))
+
+// MM_DRIVER defines name(MM_ARGS) over row(w row, k, x tile, xstride, nx,
+// out, ostride), which dots one weight row with nx ≤ XT activation rows:
+// each weight row is decoded once per tile of XT activation rows, while
+// it is in L1.
+#define MM_DRIVER(name, row, target)                                                       \
+	target void name(MM_ARGS) {                                                        \
+		for (int r = 0; r < rows; r++) {                                           \
+			const uint8_t *wr = w + r * wstride;                                \
+			int i = 0;                                                        \
+			for (; i + XT <= nx; i += XT)                                     \
+				row(wr, k, x + i * xstride, xstride, XT, dst + i * dstride + r, dstride); \
+			switch (nx - i) {                                                 \
+			case 3: row(wr, k, x + i * xstride, xstride, 3, dst + i * dstride + r, dstride); break; \
+			case 2: row(wr, k, x + i * xstride, xstride, 2, dst + i * dstride + r, dstride); break; \
+			case 1: row(wr, k, x + i * xstride, xstride, 1, dst + i * dstride + r, dstride); break; \
+			}                                                                 \
+		}                                                                         \
+	}
+
+#endif

@@ -1,0 +1,266 @@
+//go:build amd64 && cgo
+
+// Causal paged attention for one unit of work: nr consecutive query rows of
+// one sequence and one K/V head with its g query heads, nq = nr·g queries.
+// The queries sit in the lanes of vectors (16 per chunk), so each K and V
+// row is converted once for all of them:
+//
+//	S[p][qi] = scale · q_qi · K[p]          K row p broadcast element by element
+//	S[p][qi] = e^(S - max_qi) for p ≤ lim_qi, 0 after (causal mask)
+//	out_qi   = Σ_p S[p][qi] · V[p] / Σ_p S[p][qi]
+//
+// Query qi is head qi % g of row qi / g, at position pos0 + qi / g, and
+// attends to positions 0 … its own. Position p's K/V is at element
+// ((blocks[p/bs]·kvheads + h)·bs + p%bs)·d of the layer's K and V, halves
+// (f16) or float32. Scratch holds d·nqp + n·nqp + d + bs·d floats, nqp being
+// nq rounded up to 16 and n = pos0 + nr.
+
+#include "simd.h"
+
+#define ATTN_ARGS                                                                                           \
+	const float *q, int64_t qstride, int nr, int g, int d, const void *kl, const void *vl, int f16,          \
+		const int32_t *blocks, int bs, int kvheads, int h, int pos0, float scale, float *out, float *scratch
+
+static inline int64_t kv_at(const int32_t *blocks, int bs, int kvheads, int h, int d, int p) {
+	return (((int64_t)blocks[p / bs] * kvheads + h) * bs + p % bs) * d;
+}
+
+// load_qt transposes the queries into qt[j·nqp + qi], zero past nq.
+static void load_qt(const float *q, int64_t qstride, int nr, int g, int d, float *qt, int nqp) {
+	memset(qt, 0, sizeof(float) * d * nqp);
+	for (int qi = 0; qi < nr * g; qi++) {
+		const float *src = q + (qi / g) * qstride + (qi % g) * d;
+		for (int j = 0; j < d; j++)
+			qt[j * nqp + qi] = src[j];
+	}
+}
+
+// ---- AVX-512
+
+// exp512 is e^x for x ≤ 0 (ggml's ggml_v_expf, within 1.5 ulp), 0 below
+// e^-87 where it would leave the normal range.
+static inline AVX512 __m512 exp512(__m512 x) {
+	x = _mm512_max_ps(x, _mm512_set1_ps(-87.f));
+	const __m512 r = _mm512_set1_ps(0x1.8p23f);
+	__m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
+	__m512 n = _mm512_sub_ps(z, r);
+	__m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+	__m512 u = _mm512_mul_ps(b, b);
+	__m512 j = _mm512_fmadd_ps(
+		_mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
+	                        _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f))),
+		u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.f)));
+	return _mm512_scalef_ps(j, n);
+}
+
+static inline AVX512 __mmask16 tail16(int left) { return left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1); }
+
+// row512 returns row at of a K or V layer as float32s: in place for
+// float32, else converted into buf.
+static inline AVX512 const float *row512(const void *base, int f16, int64_t at, int d, float *buf) {
+	if (!f16)
+		return (const float *)base + at;
+	const uint16_t *s = (const uint16_t *)base + at;
+	for (int j = 0; j < d; j += 16) {
+		__mmask16 m = tail16(d - j);
+		_mm512_mask_storeu_ps(buf + j, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, s + j)));
+	}
+	return buf;
+}
+
+AVX512 void folio_attn_avx512(ATTN_ARGS) {
+	int nq = nr * g, nqp = (nq + 15) & ~15, nc = nqp / 16, n = pos0 + nr;
+	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)n * nqp, *vb = kb + d;
+	load_qt(q, qstride, nr, g, d, qt, nqp);
+	const __m512 sv = _mm512_set1_ps(scale);
+
+	for (int p = 0; p < n; p++) {
+		const float *kr = row512(kl, f16, kv_at(blocks, bs, kvheads, h, d, p), d, kb);
+		for (int c0 = 0; c0 < nc; c0 += 4) {
+			int cn = nc - c0 < 4 ? nc - c0 : 4;
+			__m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+			for (int j = 0; j < d; j++) {
+				__m512 kj = _mm512_set1_ps(kr[j]);
+				for (int c = 0; c < cn; c++)
+					acc[c] = _mm512_fmadd_ps(kj, _mm512_loadu_ps(qt + (int64_t)j * nqp + 16 * (c0 + c)), acc[c]);
+			}
+			for (int c = 0; c < cn; c++)
+				_mm512_storeu_ps(S + (int64_t)p * nqp + 16 * (c0 + c), _mm512_mul_ps(acc[c], sv));
+		}
+	}
+
+	float inv[nqp];
+	for (int c = 0; c < nc; c++) {
+		int lim[16];
+		for (int l = 0; l < 16; l++)
+			lim[l] = 16 * c + l < nq ? pos0 + (16 * c + l) / g : n - 1;
+		__m512i limv = _mm512_loadu_si512(lim);
+		__m512 mx = _mm512_set1_ps(-__builtin_inff()), sum = _mm512_setzero_ps();
+		for (int p = 0; p < n; p++) {
+			__mmask16 ok = _mm512_cmple_epi32_mask(_mm512_set1_epi32(p), limv);
+			mx = _mm512_mask_max_ps(mx, ok, mx, _mm512_loadu_ps(S + (int64_t)p * nqp + 16 * c));
+		}
+		for (int p = 0; p < n; p++) {
+			__mmask16 ok = _mm512_cmple_epi32_mask(_mm512_set1_epi32(p), limv);
+			float *s = S + (int64_t)p * nqp + 16 * c;
+			__m512 e = _mm512_maskz_mov_ps(ok, exp512(_mm512_sub_ps(_mm512_loadu_ps(s), mx)));
+			_mm512_storeu_ps(s, e);
+			sum = _mm512_add_ps(sum, e);
+		}
+		_mm512_storeu_ps(inv + 16 * c, _mm512_div_ps(_mm512_set1_ps(1.f), sum));
+	}
+
+	for (int qi = 0; qi < nq; qi++)
+		memset(out + (qi / g) * qstride + (qi % g) * d, 0, sizeof(float) * d);
+	for (int b0 = 0; b0 < n; b0 += bs) {
+		int np = n - b0 < bs ? n - b0 : bs;
+		int64_t at = kv_at(blocks, bs, kvheads, h, d, b0); // np rows, d apart
+		const float *vr = (const float *)vl + at;
+		if (f16)
+			for (int p = 0; p < np; p++)
+				row512(vl, 1, at + (int64_t)p * d, d, vb + p * d);
+		if (f16)
+			vr = vb;
+		for (int qi = 0; qi < nq; qi++) {
+			int lim = pos0 + qi / g;
+			if (lim < b0)
+				continue;
+			int pe = lim - b0 + 1 < np ? lim - b0 + 1 : np;
+			float *o = out + (qi / g) * qstride + (qi % g) * d;
+			const float *s = S + (int64_t)b0 * nqp + qi;
+			for (int j = 0; j < d; j += 16) {
+				__mmask16 m = tail16(d - j);
+				__m512 acc = _mm512_maskz_loadu_ps(m, o + j);
+				for (int p = 0; p < pe; p++)
+					acc = _mm512_fmadd_ps(_mm512_set1_ps(s[(int64_t)p * nqp]), _mm512_maskz_loadu_ps(m, vr + p * d + j), acc);
+				_mm512_mask_storeu_ps(o + j, m, acc);
+			}
+		}
+	}
+	for (int qi = 0; qi < nq; qi++) {
+		float *o = out + (qi / g) * qstride + (qi % g) * d;
+		for (int j = 0; j < d; j += 16) {
+			__mmask16 m = tail16(d - j);
+			_mm512_mask_storeu_ps(o + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, o + j), _mm512_set1_ps(inv[qi])));
+		}
+	}
+}
+
+// ---- AVX2: the same steps, 8 lanes at a time.
+
+// exp256 is e^x for x ≤ 0 (ggml's ggml_v_expf for AVX2), 0 below e^-87.
+static inline AVX2 __m256 exp256(__m256 x) {
+	x = _mm256_max_ps(x, _mm256_set1_ps(-87.f));
+	const __m256 r = _mm256_set1_ps(0x1.8p23f);
+	__m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
+	__m256 n = _mm256_sub_ps(z, r);
+	__m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f), _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+	__m256 k = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(_mm256_castps_si256(z), 23), _mm256_castps_si256(_mm256_set1_ps(1.f))));
+	__m256 u = _mm256_mul_ps(b, b);
+	__m256 j = _mm256_fmadd_ps(
+		_mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+	                        _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
+		u, _mm256_mul_ps(_mm256_set1_ps(0x1.ffffecp-1f), b));
+	return _mm256_fmadd_ps(j, k, k);
+}
+
+static inline AVX2 __m256i tail8(int left) {
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+static inline AVX2 const float *row256(const void *base, int f16, int64_t at, int d, float *buf) {
+	if (!f16)
+		return (const float *)base + at;
+	const uint16_t *s = (const uint16_t *)base + at;
+	int j = 0;
+	for (; j + 8 <= d; j += 8)
+		_mm256_storeu_ps(buf + j, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + j))));
+	for (; j < d; j++)
+		buf[j] = _cvtsh_ss(s[j]);
+	return buf;
+}
+
+AVX2 void folio_attn_avx2(ATTN_ARGS) {
+	int nq = nr * g, nqp = (nq + 15) & ~15, nc = nqp / 8, n = pos0 + nr;
+	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)n * nqp, *vb = kb + d;
+	load_qt(q, qstride, nr, g, d, qt, nqp);
+	const __m256 sv = _mm256_set1_ps(scale);
+
+	for (int p = 0; p < n; p++) {
+		const float *kr = row256(kl, f16, kv_at(blocks, bs, kvheads, h, d, p), d, kb);
+		for (int c0 = 0; c0 < nc; c0 += 4) {
+			int cn = nc - c0 < 4 ? nc - c0 : 4;
+			__m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+			for (int j = 0; j < d; j++) {
+				__m256 kj = _mm256_set1_ps(kr[j]);
+				for (int c = 0; c < cn; c++)
+					acc[c] = _mm256_fmadd_ps(kj, _mm256_loadu_ps(qt + (int64_t)j * nqp + 8 * (c0 + c)), acc[c]);
+			}
+			for (int c = 0; c < cn; c++)
+				_mm256_storeu_ps(S + (int64_t)p * nqp + 8 * (c0 + c), _mm256_mul_ps(acc[c], sv));
+		}
+	}
+
+	float inv[nqp];
+	for (int c = 0; c < nc; c++) {
+		int lim[8];
+		for (int l = 0; l < 8; l++)
+			lim[l] = 8 * c + l < nq ? pos0 + (8 * c + l) / g : n - 1;
+		__m256i limv = _mm256_loadu_si256((const __m256i *)lim);
+		__m256 mx = _mm256_set1_ps(-__builtin_inff()), sum = _mm256_setzero_ps();
+		for (int p = 0; p < n; p++) {
+			__m256 ok = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(p), limv)); // lanes past their limit
+			mx = _mm256_blendv_ps(_mm256_max_ps(mx, _mm256_loadu_ps(S + (int64_t)p * nqp + 8 * c)), mx, ok);
+		}
+		for (int p = 0; p < n; p++) {
+			__m256 past = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(p), limv));
+			float *s = S + (int64_t)p * nqp + 8 * c;
+			__m256 e = _mm256_andnot_ps(past, exp256(_mm256_sub_ps(_mm256_loadu_ps(s), mx)));
+			_mm256_storeu_ps(s, e);
+			sum = _mm256_add_ps(sum, e);
+		}
+		_mm256_storeu_ps(inv + 8 * c, _mm256_div_ps(_mm256_set1_ps(1.f), sum));
+	}
+
+	for (int qi = 0; qi < nq; qi++)
+		memset(out + (qi / g) * qstride + (qi % g) * d, 0, sizeof(float) * d);
+	for (int b0 = 0; b0 < n; b0 += bs) {
+		int np = n - b0 < bs ? n - b0 : bs;
+		int64_t at = kv_at(blocks, bs, kvheads, h, d, b0);
+		const float *vr = (const float *)vl + at;
+		if (f16)
+			for (int p = 0; p < np; p++)
+				row256(vl, 1, at + (int64_t)p * d, d, vb + p * d);
+		if (f16)
+			vr = vb;
+		for (int qi = 0; qi < nq; qi++) {
+			int lim = pos0 + qi / g;
+			if (lim < b0)
+				continue;
+			int pe = lim - b0 + 1 < np ? lim - b0 + 1 : np;
+			float *o = out + (qi / g) * qstride + (qi % g) * d;
+			const float *s = S + (int64_t)b0 * nqp + qi;
+			for (int j = 0; j < d; j += 8) {
+				__m256i m = tail8(d - j);
+				__m256 acc = _mm256_maskload_ps(o + j, m);
+				for (int p = 0; p < pe; p++)
+					acc = _mm256_fmadd_ps(_mm256_set1_ps(s[(int64_t)p * nqp]), _mm256_maskload_ps(vr + p * d + j, m), acc);
+				_mm256_maskstore_ps(o + j, m, acc);
+			}
+		}
+	}
+	for (int qi = 0; qi < nq; qi++) {
+		float *o = out + (qi / g) * qstride + (qi % g) * d;
+		for (int j = 0; j < d; j += 8) {
+			__m256i m = tail8(d - j);
+			_mm256_maskstore_ps(o + j, m, _mm256_mul_ps(_mm256_maskload_ps(o + j, m), _mm256_set1_ps(inv[qi])));
+		}
+	}
+}
+
+void folio_attention(int level, ATTN_ARGS) {
+	if (level == LEVEL_AVX512)
+		folio_attn_avx512(q, qstride, nr, g, d, kl, vl, f16, blocks, bs, kvheads, h, pos0, scale, out, scratch);
+	else
+		folio_attn_avx2(q, qstride, nr, g, d, kl, vl, f16, blocks, bs, kvheads, h, pos0, scale, out, scratch);
+}

@@ -1,0 +1,207 @@
+//go:build amd64 && cgo
+
+// AVX2 (with FMA and F16C) matmul kernels, the same arithmetic as the
+// AVX-512 ones on 256-bit vectors: vpmaddubsw (unsigned bytes × signed
+// bytes, pairs summed into int16) then vpmaddwd into int32 lanes, scaled
+// per block in float32. No product can saturate int16: the unsigned side
+// is at most 128 (Q8_0, after the sign trick), 15 (Q4_0, Q4_K) or 63 (Q6_K)
+// and the activations lie in [-127, 127].
+
+#include "simd.h"
+
+static inline AVX2 float hsum8(__m256 v) {
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+// dot_u8s8 is the int32 lane sums of u·s, four bytes per lane.
+static inline AVX2 __m256i dot_u8s8(__m256i u, __m256i s) {
+	return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+// Q8_0 weights, X8P activations, one block per step: |w| against x with
+// w's signs (ggml's trick), so the unsigned side is |w| ≤ 128.
+INLINE AVX2 void q8_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	__m256 acc[XT];
+	for (int i = 0; i < nx; i++)
+		acc[i] = _mm256_setzero_ps();
+	for (int b = 0; b < k / 32; b++) {
+		const uint8_t *wb = w + (int64_t)b * Q8_0_BYTES;
+		__m256i wq = _mm256_loadu_si256((const __m256i *)(wb + 2));
+		__m256i aw = _mm256_sign_epi8(wq, wq);
+		float dw = h2f(wb);
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = x + i * xs + (int64_t)(b / 2) * X8P_BYTES + 32 * (b % 2);
+			__m256i p = dot_u8s8(aw, _mm256_sign_epi8(_mm256_load_si256((const __m256i *)xp), wq));
+			float dx;
+			memcpy(&dx, xp + 64, 4);
+			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * dx), acc[i]);
+		}
+	}
+	for (int i = 0; i < nx; i++)
+		out[i * os] = hsum8(acc[i]);
+}
+MM_DRIVER(folio_mm_q8_0_avx2, q8_0_row, AVX2)
+
+// Q4_0 weights, X4G activations, two blocks per step (half a group).
+INLINE AVX2 void q4_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const __m256i pair = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+	__m256 acc[XT];
+	for (int i = 0; i < nx; i++)
+		acc[i] = _mm256_setzero_ps();
+	int nb = k / 32;
+	uint8_t tail[4 * Q4_0_BYTES];
+	for (int g = 0; g < (nb + 3) / 4; g++) {
+		const uint8_t *wg = w + (int64_t)g * 4 * Q4_0_BYTES;
+		if (4 * g + 4 > nb) {
+			memset(tail, 0, sizeof tail);
+			memcpy(tail, wg, (nb - 4 * g) * Q4_0_BYTES);
+			wg = tail;
+		}
+		for (int hh = 0; hh < 2; hh++) {
+			const uint8_t *b0 = wg + 2 * hh * Q4_0_BYTES, *b1 = b0 + Q4_0_BYTES;
+			__m256i v = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(b1 + 2)), _mm_loadu_si128((const __m128i *)(b0 + 2)));
+			__m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+			uint16_t h0, h1;
+			memcpy(&h0, b0, 2);
+			memcpy(&h1, b1, 2);
+			__m256 dw = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi32_si128(h0 | (uint32_t)h1 << 16))), pair);
+			for (int i = 0; i < nx; i++) {
+				const uint8_t *xp = x + i * xs + (int64_t)g * X4G_BYTES + 32 * hh;
+				__m256i p = _mm256_add_epi32(dot_u8s8(lo, _mm256_load_si256((const __m256i *)xp)),
+				                             dot_u8s8(hi, _mm256_load_si256((const __m256i *)(xp + 64))));
+				p = _mm256_add_epi32(p, _mm256_load_si256((const __m256i *)(xp + 192)));
+				acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dw, _mm256_load_ps((const float *)(xp + 128))), acc[i]);
+			}
+		}
+	}
+	for (int i = 0; i < nx; i++)
+		out[i * os] = hsum8(acc[i]);
+}
+MM_DRIVER(folio_mm_q4_0_avx2, q4_0_row, AVX2)
+
+// Q4_K weights, XK activations: per 64 elements, the low and high nibbles
+// of 32 bytes, each sub-block's pair sums multiplied by its scale in
+// vpmaddwd.
+INLINE AVX2 void q4_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	__m256 accf[XT], accm[XT];
+	for (int i = 0; i < nx; i++)
+		accf[i] = accm[i] = _mm256_setzero_ps();
+	for (int s = 0; s < k / 256; s++) {
+		const uint8_t *wb = w + (int64_t)s * Q4_K_BYTES;
+		float d = h2f(wb), dmin = h2f(wb + 2);
+		uint8_t sc[8], m[8];
+		q4k_scales(wb + 4, sc, m);
+		__m128i m8 = _mm_loadl_epi64((const __m128i *)m);
+		__m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8)); // m0 m0 m1 m1 …
+		__m256i isum[XT];
+		for (int i = 0; i < nx; i++)
+			isum[i] = _mm256_setzero_si256();
+		for (int p = 0; p < 4; p++) {
+			__m256i v = _mm256_loadu_si256((const __m256i *)(wb + 16 + 32 * p));
+			__m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+			__m256i s0 = _mm256_set1_epi16(sc[2 * p]), s1 = _mm256_set1_epi16(sc[2 * p + 1]);
+			for (int i = 0; i < nx; i++) {
+				const uint8_t *xp = x + i * xs + (int64_t)s * XK_BYTES + 64 * p;
+				__m256i a = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_load_si256((const __m256i *)xp)), s0);
+				__m256i b = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_load_si256((const __m256i *)(xp + 32))), s1);
+				isum[i] = _mm256_add_epi32(isum[i], _mm256_add_epi32(a, b));
+			}
+		}
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = x + i * xs + (int64_t)s * XK_BYTES;
+			float dx;
+			memcpy(&dx, xp + XK_D, 4);
+			accf[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_set1_ps(d * dx), accf[i]);
+			__m256i mm = _mm256_madd_epi16(_mm256_load_si256((const __m256i *)(xp + XK_BSUMS)), mins);
+			accm[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm), _mm256_set1_ps(dmin * dx), accm[i]);
+		}
+	}
+	for (int i = 0; i < nx; i++)
+		out[i * os] = hsum8(accf[i]) - hsum8(accm[i]);
+}
+MM_DRIVER(folio_mm_q4_k_avx2, q4_k_row, AVX2)
+
+// Q6_K weights, XK activations: 32 quants (q+32) per step, two sub-blocks
+// of 16 whose pair sums vpmaddwd multiplies by their scales; the offset's
+// share, 32·Σ sc_g·Σx_g, comes from the activations' sums.
+INLINE AVX2 void q6_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+	__m256 acc[XT];
+	for (int i = 0; i < nx; i++)
+		acc[i] = _mm256_setzero_ps();
+	for (int s = 0; s < k / 256; s++) {
+		const uint8_t *wb = w + (int64_t)s * Q6_K_BYTES;
+		float d = h2f(wb + 208);
+		const int8_t *sc = (const int8_t *)(wb + 192);
+		__m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+		__m256i isum[XT];
+		for (int i = 0; i < nx; i++)
+			isum[i] = _mm256_setzero_si256();
+		for (int h = 0; h < 2; h++) {
+			__m256i ql0 = _mm256_loadu_si256((const __m256i *)(wb + 64 * h));
+			__m256i ql1 = _mm256_loadu_si256((const __m256i *)(wb + 64 * h + 32));
+			__m256i qh = _mm256_loadu_si256((const __m256i *)(wb + 128 + 32 * h));
+			__m256i q[4] = {
+				_mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)),
+				_mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)),
+				_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30)),
+				_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)),
+			};
+			for (int g = 0; g < 4; g++) {
+				int j = 8 * h + 2 * g; // the sub-blocks of 16 of these 32 quants
+				__m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[j + 1]), _mm_set1_epi16(sc[j]));
+				for (int i = 0; i < nx; i++) {
+					const uint8_t *xp = x + i * xs + (int64_t)s * XK_BYTES + 128 * h + 32 * g;
+					__m256i p = _mm256_maddubs_epi16(q[g], _mm256_load_si256((const __m256i *)xp));
+					isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(p, scv));
+				}
+			}
+		}
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = x + i * xs + (int64_t)s * XK_BYTES;
+			float dx;
+			memcpy(&dx, xp + XK_D, 4);
+			__m256i corr = _mm256_madd_epi16(_mm256_load_si256((const __m256i *)(xp + XK_BSUMS)), sc16);
+			__m256i sum = _mm256_sub_epi32(isum[i], _mm256_slli_epi32(corr, 5));
+			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(d * dx), acc[i]);
+		}
+	}
+	for (int i = 0; i < nx; i++)
+		out[i * os] = hsum8(acc[i]);
+}
+MM_DRIVER(folio_mm_q6_k_avx2, q6_k_row, AVX2)
+
+// F16 weights, F16 activations, float32 sums: 16 elements per step in two
+// accumulators, then 8, then one at a time.
+INLINE AVX2 void f16_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	__m256 a0[XT], a1[XT];
+	for (int i = 0; i < nx; i++)
+		a0[i] = a1[i] = _mm256_setzero_ps();
+	int j = 0;
+	for (; j + 16 <= k; j += 16) {
+		__m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * j)));
+		__m256 w1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * j + 16)));
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = x + i * xs + 2 * j;
+			a0[i] = _mm256_fmadd_ps(w0, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)xp)), a0[i]);
+			a1[i] = _mm256_fmadd_ps(w1, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(xp + 16))), a1[i]);
+		}
+	}
+	for (; j + 8 <= k; j += 8) {
+		__m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * j)));
+		for (int i = 0; i < nx; i++)
+			a0[i] = _mm256_fmadd_ps(w0, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i * xs + 2 * j))), a0[i]);
+	}
+	for (int i = 0; i < nx; i++) {
+		float s = hsum8(_mm256_add_ps(a0[i], a1[i]));
+		for (int t = j; t < k; t++)
+			s += h2f(w + 2 * t) * h2f(x + i * xs + 2 * t);
+		out[i * os] = s;
+	}
+}
+MM_DRIVER(folio_mm_f16_avx2, f16_row, AVX2)

@@ -1,0 +1,224 @@
+//go:build amd64 && cgo
+
+// AVX-512 (F, BW, VL, DQ, VNNI) matmul kernels: integer dot products of
+// weight blocks with 8-bit activation blocks by vpdpbusd (unsigned bytes ×
+// signed bytes, four at a time, into int32 lanes), scaled per block in
+// float32. Each *_row dots one weight row with nx ≤ XT activation rows,
+// decoding each weight block once for all of them.
+
+#include "simd.h"
+
+static inline AVX512 __m512i zero512(void) { return _mm512_setzero_si512(); }
+
+// Q8_0 weights, X8P activations, two blocks per step. vpdpbusd wants one
+// side unsigned: the activations are biased by 128 (x ^ 0x80), and the
+// bias's share, 128·Σw, is taken off by starting each sum at -128·Σw
+// (computed once per weight pair for every activation row).
+INLINE AVX512 void q8_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	const __m512i u128 = _mm512_set1_epi8((char)0x80);
+	const __m512i pair = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+	__m512 acc[XT];
+	for (int i = 0; i < nx; i++)
+		acc[i] = _mm512_setzero_ps();
+	int nb = k / 32;
+	uint8_t tail[2 * Q8_0_BYTES];
+	for (int p = 0; p < (nb + 1) / 2; p++) {
+		const uint8_t *wb = w + (int64_t)p * 2 * Q8_0_BYTES;
+		if (2 * p + 1 == nb) { // an odd last block, paired with a zero one
+			memcpy(tail, wb, Q8_0_BYTES);
+			memset(tail + Q8_0_BYTES, 0, Q8_0_BYTES);
+			wb = tail;
+		}
+		__m512i wq = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(wb + 2))),
+		                                _mm256_loadu_si256((const __m256i *)(wb + Q8_0_BYTES + 2)), 1);
+		uint16_t h0, h1;
+		memcpy(&h0, wb, 2);
+		memcpy(&h1, wb + Q8_0_BYTES, 2);
+		__m512 dw = _mm512_permutexvar_ps(pair, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(h0 | (uint32_t)h1 << 16))));
+		__m512i bias = _mm512_sub_epi32(zero512(), _mm512_dpbusd_epi32(zero512(), u128, wq));
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = x + i * xs + (int64_t)p * X8P_BYTES;
+			__m512i s = _mm512_dpbusd_epi32(bias, _mm512_xor_si512(_mm512_load_si512(xp), u128), wq);
+			acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_load_ps((const float *)(xp + 64))), acc[i]);
+		}
+	}
+	for (int i = 0; i < nx; i++)
+		out[i * os] = _mm512_reduce_add_ps(acc[i]);
+}
+MM_DRIVER(folio_mm_q8_0_avx512, q8_0_row, AVX512)
+
+// Q4_0 weights, X4G activations, four blocks per step: the low nibbles of
+// the four blocks against their elements 0-15, the high nibbles against
+// 16-31. Nibbles are unsigned (q+8); the activations' bias lanes hold
+// -8·Σx, which makes each sum Σ(q-8)·x.
+INLINE AVX512 void q4_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+	__m512 acc[XT];
+	for (int i = 0; i < nx; i++)
+		acc[i] = _mm512_setzero_ps();
+	int nb = k / 32;
+	uint8_t tail[4 * Q4_0_BYTES];
+	for (int g = 0; g < (nb + 3) / 4; g++) {
+		const uint8_t *wb = w + (int64_t)g * 4 * Q4_0_BYTES;
+		if (4 * g + 4 > nb) { // the last blocks, padded with zero ones
+			memset(tail, 0, sizeof tail);
+			memcpy(tail, wb, (nb - 4 * g) * Q4_0_BYTES);
+			wb = tail;
+		}
+		__m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(wb + 2)));
+		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(wb + Q4_0_BYTES + 2)), 1);
+		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(wb + 2 * Q4_0_BYTES + 2)), 2);
+		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(wb + 3 * Q4_0_BYTES + 2)), 3);
+		__m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+		uint16_t h[4];
+		for (int j = 0; j < 4; j++)
+			memcpy(&h[j], wb + j * Q4_0_BYTES, 2);
+		__m128i hv = _mm_setr_epi16(h[0], h[1], h[2], h[3], 0, 0, 0, 0);
+		__m512 dw = _mm512_permutexvar_ps(quad, _mm512_castps128_ps512(_mm_cvtph_ps(hv)));
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = x + i * xs + (int64_t)g * X4G_BYTES;
+			__m512i s = _mm512_dpbusd_epi32(_mm512_load_si512(xp + 192), lo, _mm512_load_si512(xp));
+			s = _mm512_dpbusd_epi32(s, hi, _mm512_load_si512(xp + 64));
+			acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_load_ps((const float *)(xp + 128))), acc[i]);
+		}
+	}
+	for (int i = 0; i < nx; i++)
+		out[i * os] = _mm512_reduce_add_ps(acc[i]);
+}
+MM_DRIVER(folio_mm_q4_0_avx512, q4_0_row, AVX512)
+
+static inline AVX512 float hsum256(__m256 v) {
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+// Q4_K weights, XK activations. Per 64 elements (sub-blocks 2p and 2p+1:
+// the low and high nibbles of 32 bytes), vpdpbusd gives 8 lanes of each
+// sub-block, multiplied by its 6-bit scale; the mins' share, dmin·Σ m_j
+// Σx_j, comes from the activations' sums of 16.
+INLINE AVX512 void q4_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	__m512i idx[4];
+	for (int p = 0; p < 4; p++)
+		idx[p] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(2 * p)), _mm256_set1_epi32(2 * p + 1), 1);
+	__m512 accf[XT];
+	__m256 accm[XT];
+	for (int i = 0; i < nx; i++) {
+		accf[i] = _mm512_setzero_ps();
+		accm[i] = _mm256_setzero_ps();
+	}
+	for (int s = 0; s < k / 256; s++) {
+		const uint8_t *wb = w + (int64_t)s * Q4_K_BYTES;
+		float d = h2f(wb), dmin = h2f(wb + 2);
+		uint8_t sc[8], m[8];
+		q4k_scales(wb + 4, sc, m);
+		__m128i sc8 = _mm_loadl_epi64((const __m128i *)sc), m8 = _mm_loadl_epi64((const __m128i *)m);
+		__m512i sc32 = _mm512_cvtepu8_epi32(sc8);
+		__m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8)); // m0 m0 m1 m1 …
+		__m512i isum[XT];
+		for (int i = 0; i < nx; i++)
+			isum[i] = zero512();
+		for (int p = 0; p < 4; p++) {
+			__m256i v = _mm256_loadu_si256((const __m256i *)(wb + 16 + 32 * p));
+			__m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, m4)),
+			                               _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), 1);
+			__m512i scv = _mm512_permutexvar_epi32(idx[p], sc32);
+			for (int i = 0; i < nx; i++) {
+				const uint8_t *xp = x + i * xs + (int64_t)s * XK_BYTES;
+				__m512i t = _mm512_dpbusd_epi32(zero512(), q, _mm512_load_si512(xp + 64 * p));
+				isum[i] = _mm512_add_epi32(isum[i], _mm512_mullo_epi32(t, scv));
+			}
+		}
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = x + i * xs + (int64_t)s * XK_BYTES;
+			float dx;
+			memcpy(&dx, xp + XK_D, 4);
+			accf[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_set1_ps(d * dx), accf[i]);
+			__m256i mm = _mm256_madd_epi16(_mm256_load_si256((const __m256i *)(xp + XK_BSUMS)), mins);
+			accm[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm), _mm256_set1_ps(dmin * dx), accm[i]);
+		}
+	}
+	for (int i = 0; i < nx; i++)
+		out[i * os] = _mm512_reduce_add_ps(accf[i]) - hsum256(accm[i]);
+}
+MM_DRIVER(folio_mm_q4_k_avx512, q4_k_row, AVX512)
+
+// Q6_K weights, XK activations. Per half of a super-block, 64 bytes of low
+// bits and 32 of high bits make 128 unsigned quants (q+32) in order, in two
+// steps of 64: four sub-blocks of 16, each 4 lanes, times its int8 scale.
+// The offset's share, 32·Σ sc_g·Σx_g, comes from the activations' sums.
+INLINE AVX512 void q6_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+	__m512i idx[4];
+	for (int c = 0; c < 4; c++)
+		idx[c] = _mm512_setr_epi32(4 * c, 4 * c, 4 * c, 4 * c, 4 * c + 1, 4 * c + 1, 4 * c + 1, 4 * c + 1,
+		                           4 * c + 2, 4 * c + 2, 4 * c + 2, 4 * c + 2, 4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 3);
+	__m512 acc[XT];
+	for (int i = 0; i < nx; i++)
+		acc[i] = _mm512_setzero_ps();
+	for (int s = 0; s < k / 256; s++) {
+		const uint8_t *wb = w + (int64_t)s * Q6_K_BYTES;
+		float d = h2f(wb + 208);
+		__m128i sc8 = _mm_loadu_si128((const __m128i *)(wb + 192));
+		__m512i sc32 = _mm512_cvtepi8_epi32(sc8);
+		__m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+		__m512i isum[XT];
+		for (int i = 0; i < nx; i++)
+			isum[i] = zero512();
+		for (int h = 0; h < 2; h++) {
+			__m512i v = _mm512_loadu_si512(wb + 64 * h);
+			__m256i qh = _mm256_loadu_si256((const __m256i *)(wb + 128 + 32 * h));
+			__m512i qh2 = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+			__m512i lo = _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(_mm512_slli_epi16(qh2, 4), m30));
+			__m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_and_si512(qh2, m30));
+			__m512i slo = _mm512_permutexvar_epi32(idx[2 * h], sc32), shi = _mm512_permutexvar_epi32(idx[2 * h + 1], sc32);
+			for (int i = 0; i < nx; i++) {
+				const uint8_t *xp = x + i * xs + (int64_t)s * XK_BYTES + 128 * h;
+				__m512i t = _mm512_dpbusd_epi32(zero512(), lo, _mm512_load_si512(xp));
+				__m512i u = _mm512_dpbusd_epi32(zero512(), hi, _mm512_load_si512(xp + 64));
+				isum[i] = _mm512_add_epi32(isum[i], _mm512_add_epi32(_mm512_mullo_epi32(t, slo), _mm512_mullo_epi32(u, shi)));
+			}
+		}
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = x + i * xs + (int64_t)s * XK_BYTES;
+			float dx;
+			memcpy(&dx, xp + XK_D, 4);
+			__m256i corr = _mm256_madd_epi16(_mm256_load_si256((const __m256i *)(xp + XK_BSUMS)), sc16);
+			__m512i sum = _mm512_sub_epi32(isum[i], _mm512_zextsi256_si512(_mm256_slli_epi32(corr, 5)));
+			acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(d * dx), acc[i]);
+		}
+	}
+	for (int i = 0; i < nx; i++)
+		out[i * os] = _mm512_reduce_add_ps(acc[i]);
+}
+MM_DRIVER(folio_mm_q6_k_avx512, q6_k_row, AVX512)
+
+// F16 weights, F16 activations (as ggml rounds them), float32 sums: 32
+// elements per step in two accumulators, then 16, then a masked tail.
+INLINE AVX512 void f16_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	__m512 a0[XT], a1[XT];
+	for (int i = 0; i < nx; i++)
+		a0[i] = a1[i] = _mm512_setzero_ps();
+	int j = 0;
+	for (; j + 32 <= k; j += 32) {
+		__m512 w0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 2 * j)));
+		__m512 w1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 2 * j + 32)));
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = x + i * xs + 2 * j;
+			a0[i] = _mm512_fmadd_ps(w0, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)xp)), a0[i]);
+			a1[i] = _mm512_fmadd_ps(w1, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(xp + 32))), a1[i]);
+		}
+	}
+	for (; j < k; j += 16) {
+		__mmask16 m = k - j >= 16 ? 0xffff : (__mmask16)((1u << (k - j)) - 1);
+		__m512 w0 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, w + 2 * j));
+		for (int i = 0; i < nx; i++)
+			a0[i] = _mm512_fmadd_ps(w0, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + i * xs + 2 * j)), a0[i]);
+	}
+	for (int i = 0; i < nx; i++)
+		out[i * os] = _mm512_reduce_add_ps(_mm512_add_ps(a0[i], a1[i]));
+}
+MM_DRIVER(folio_mm_f16_avx512, f16_row, AVX512)

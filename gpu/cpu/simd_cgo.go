@@ -1,0 +1,61 @@
+//go:build amd64 && cgo
+
+package cpu
+
+// #cgo CFLAGS: -O3
+// #include "simd.h"
+import "C"
+
+import "unsafe"
+
+func detectLevel() simdLevel { return simdLevel(C.folio_cpu_level()) }
+
+// quantizeX writes n rows of x (k elements, xstride apart) into out in
+// kind's activation format, ostride bytes apart. One cgo call.
+func quantizeX(kind kernelKind, x []float32, xstride, n, k int, out []byte, ostride int) {
+	_ = x[(n-1)*xstride+k-1]
+	_ = out[(n-1)*ostride+xRowBytes(kind, k)-1]
+	C.folio_quantize(C.int(kind), (*C.float)(unsafe.Pointer(&x[0])), C.int64_t(xstride), C.int(n), C.int(k),
+		(*C.uint8_t)(unsafe.Pointer(&out[0])), C.int64_t(ostride))
+}
+
+// matmulX sets dst[i·dstride + r] = w row r · x row i for r < rows and
+// i < nx: rows weight rows of wstride bytes from w, nx activation rows of
+// kind's format, xstride bytes apart, from x (64-byte aligned). One cgo
+// call.
+func matmulX(kind kernelKind, l simdLevel, w []byte, wstride, rows int, x []byte, xstride, nx, k int, dst []float32, dstride int) {
+	_ = w[(rows-1)*wstride+wstride-1]
+	_ = x[(nx-1)*xstride+xRowBytes(kind, k)-1]
+	_ = dst[(nx-1)*dstride+rows-1]
+	C.folio_matmul(C.int(kind), C.int(l), (*C.uint8_t)(unsafe.Pointer(&w[0])), C.int64_t(wstride), C.int(rows),
+		(*C.uint8_t)(unsafe.Pointer(&x[0])), C.int64_t(xstride), C.int(nx), C.int(k),
+		(*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(dstride))
+}
+
+// readSum sums the bytes of p (len a multiple of 128, 32-byte aligned) in
+// 64-bit lanes, at the speed of memory.
+func readSum(p []byte) uint64 {
+	if bestLevel < levelAVX2 {
+		return readSumGo(p)
+	}
+	return uint64(C.folio_read_sum((*C.uint8_t)(unsafe.Pointer(&p[0])), C.int64_t(len(p))))
+}
+
+// attentionX runs one unit of SIMD attention (simd_attn.c): nr query rows
+// of one sequence, K/V head h and its g query heads. q and out start at
+// the unit's first row and head; kl and vl are the layer's K and V
+// (halves when f16, else float32s). One cgo call.
+func attentionX(l simdLevel, q []float32, qstride, nr, g, d int, kl, vl unsafe.Pointer, f16 bool,
+	blocks []int32, bs, kvheads, h, pos0 int, scale float32, out, scratch []float32) {
+	_ = q[(nr-1)*qstride+g*d-1]
+	_ = out[(nr-1)*qstride+g*d-1]
+	_ = blocks[(pos0+nr-1)/bs]
+	_ = scratch[attnScratch(nr*g, d, pos0+nr, bs)-1]
+	f := 0
+	if f16 {
+		f = 1
+	}
+	C.folio_attention(C.int(l), (*C.float)(unsafe.Pointer(&q[0])), C.int64_t(qstride), C.int(nr), C.int(g), C.int(d),
+		kl, vl, C.int(f), (*C.int32_t)(unsafe.Pointer(&blocks[0])), C.int(bs), C.int(kvheads), C.int(h), C.int(pos0),
+		C.float(scale), (*C.float)(unsafe.Pointer(&out[0])), (*C.float)(unsafe.Pointer(&scratch[0])))
+}

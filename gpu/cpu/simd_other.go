@@ -1,0 +1,24 @@
+//go:build !amd64 || !cgo
+
+package cpu
+
+import "unsafe"
+
+// Without cgo, or off amd64, the backend runs its plain Go kernels.
+
+func detectLevel() simdLevel { return levelScalar }
+
+func quantizeX(kernelKind, []float32, int, int, int, []byte, int) {
+	panic("cpu: SIMD kernels are not built in")
+}
+
+func matmulX(kernelKind, simdLevel, []byte, int, int, []byte, int, int, int, []float32, int) {
+	panic("cpu: SIMD kernels are not built in")
+}
+
+func readSum(p []byte) uint64 { return readSumGo(p) }
+
+func attentionX(simdLevel, []float32, int, int, int, int, unsafe.Pointer, unsafe.Pointer, bool,
+	[]int32, int, int, int, int, float32, []float32, []float32) {
+	panic("cpu: SIMD kernels are not built in")
+}
