@@ -15,7 +15,6 @@ import (
 
 	"github.com/ollama/ollama/api"
 
-	"folio/models"
 	"folio/runner"
 	"folio/server"
 )
@@ -71,7 +70,7 @@ type localServer struct {
 // startLocal serves the model MODEL names (found as show finds it) with
 // load options opt. Logs are dropped: the terminal is the conversation's.
 func startLocal(name string, opt runner.LoadOptions) (*api.Client, *localServer, error) {
-	path, err := models.Locate(name)
+	path, err := locateModel(name) // installer hook (pull.go): models.Locate, then FOLIO_HOME's registry
 	if err != nil {
 		return nil, nil, err
 	}

@@ -142,8 +142,11 @@ func runPrompt(stdin io.Reader, args []string) (prompt string, oneShot bool, err
 func runClient(ctx context.Context, name string, opt runner.LoadOptions, local bool) (*api.Client, *localServer, error) {
 	if !local {
 		if c := hostClient(); serverAnswers(ctx, c) {
-			return c, nil, nil
+			return c, nil, pullMissing(ctx, c, name, os.Stderr) // installer hook (pull.go): pull what the server lacks
 		}
+	}
+	if err := pullMissing(ctx, nil, name, os.Stderr); err != nil { // installer hook (pull.go)
+		return nil, nil, err
 	}
 	return startLocal(name, opt)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"folio/installer"
 	"folio/server"
 	"folio/store"
 )
@@ -130,6 +131,9 @@ func init() {
 			}
 			defer st.Close()
 			cfg.Store = st
+			if home, err := folioHome(); err == nil { // installer hook: /api/pull, /api/create and /api/blobs install here
+				cfg.Install = &installer.Options{Home: home, Store: st}
+			}
 			if reg, ok := cfg.Registry.(*server.LibraryRegistry); ok {
 				reg.Store = st
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"folio/gpu"
+	"folio/installer"
 	"folio/models"
 	"folio/models/arch"
 	"folio/models/gguf"
@@ -39,6 +40,9 @@ type Config struct {
 	Log           *slog.Logger
 	Now           func() time.Time // for tests; default time.Now
 	LoadModelHook func(ModelEntry) // called before a model loads (tests)
+	// Install is where /api/pull, /api/create and /api/blobs put models
+	// (home, registry, download settings); nil: they answer 501.
+	Install *installer.Options
 }
 
 // Server serves the Ollama and OpenAI APIs over a set of models.
@@ -73,7 +77,9 @@ func New(cfg Config) *Server {
 
 // ServeHTTP makes Server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	if !unlimitedBody(r) { // blob uploads: see pull.go
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -96,9 +102,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/ps", s.ps)
 	m.HandleFunc("DELETE /api/delete", s.deleteModel)
 	m.HandleFunc("POST /api/copy", s.copyModel)
-	for _, p := range []string{"POST /api/pull", "POST /api/push", "POST /api/create", "POST /api/blobs/{digest}", "HEAD /api/blobs/{digest}"} {
-		m.HandleFunc(p, notYet)
-	}
+	s.installRoutes() // pull, create, blobs (pull.go); push answers notYet
 	s.openAIRoutes()
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: %s %s", errNotFoundPath, r.Method, r.URL.Path))
