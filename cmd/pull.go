@@ -163,7 +163,7 @@ func (v *progressView) update(p installer.Progress) {
 	if !isBar && p.Total > 0 && strings.HasPrefix(p.Status, "pulling ") {
 		bar = progressbar.NewOptions64(p.Total, progressbar.OptionSetWriter(io.Discard),
 			progressbar.OptionSetDescription(p.Status), progressbar.OptionShowBytes(true),
-			progressbar.OptionShowTotalBytes(true), progressbar.OptionSetWidth(25),
+			progressbar.OptionShowTotalBytes(true), progressbar.OptionShowCount(), progressbar.OptionSetWidth(25),
 			progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(0))
 		v.bars[p.Status], isBar = bar, true
 	}
@@ -207,8 +207,8 @@ func (v *progressView) draw() {
 		if bar, ok := v.bars[r]; ok {
 			line = strings.TrimSpace(strings.TrimLeft(bar.String(), "\r"))
 		}
-		if v.width > 1 && len(line) >= v.width {
-			line = line[:v.width-1]
+		if r := []rune(line); v.width > 1 && len(r) >= v.width { // a wrapped line would break the redraw
+			line = string(r[:v.width-1])
 		}
 		b.WriteString("\r\x1b[2K" + line + "\n")
 	}

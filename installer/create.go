@@ -53,7 +53,11 @@ func Create(ctx context.Context, req CreateRequest, opt Options) (store.Model, e
 			return store.Model{}, fmt.Errorf("%w: parameter %q: not one of Ollama's options", ErrName, k)
 		}
 	}
-	if err := (&api.Options{}).FromMap(req.Parameters); err != nil {
+	// Types are checked as JSON gives them (FormatParams gives Go's).
+	var asJSON map[string]any
+	data, _ := json.Marshal(req.Parameters)
+	json.Unmarshal(data, &asJSON)
+	if err := (&api.Options{}).FromMap(asJSON); err != nil {
 		return store.Model{}, fmt.Errorf("%w: parameters: %v", ErrName, err)
 	}
 	m, err := o.create(ctx, n, req)

@@ -21,15 +21,21 @@
 //
 // # Downloads
 //
-// A blob of at least two ranges' worth (Options.MinPartSize, 64 MiB) is
-// fetched as up to Options.Parts (4) byte ranges at once. A range that
-// fails or stalls (Options.StallTimeout without a byte) is asked again
-// from where it stopped, after an exponential backoff that resets once it
-// makes progress. The resume record is a snapshot of the ranges taken
-// before the partial file is synced and written after it, so it never
-// claims bytes that are not on disk: a pull killed at any point resumes
-// without fetching again what the record holds. A server that ignores
-// byte ranges gets one stream, restarted from zero on failure.
+// A blob is split into ranges of about Options.MinPartSize (64 MiB; at
+// most 1024 ranges), which Options.Parts (4) workers fetch in order. A
+// range that fails or stalls (Options.StallTimeout without a byte) is
+// asked again from where it stopped, after an exponential backoff that
+// resets once it makes progress. The resume record is a snapshot of the
+// ranges taken before the partial file is synced and written after it,
+// so it never claims bytes that are not on disk: a pull killed at any
+// point resumes without fetching again what the record holds. A server
+// that ignores byte ranges gets one stream, restarted from zero on
+// failure.
+//
+// The sha256 is computed while the ranges arrive: a hasher reads the
+// file's written prefix in order (ranges are taken in order, so the prefix
+// keeps growing), and the check at the end reads only the rest. A resumed
+// download is hashed from the start of the file.
 //
 // # Concurrency
 //

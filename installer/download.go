@@ -55,38 +55,6 @@ type partialState struct {
 	Parts  []part `json:"parts"`
 }
 
-// statusError is an HTTP answer other than the one asked for.
-type statusError struct {
-	URL  string
-	Code int
-	Body string
-}
-
-func (e *statusError) Error() string {
-	msg := fmt.Sprintf("GET %s: %d %s", e.URL, e.Code, http.StatusText(e.Code))
-	if e.Body != "" {
-		msg += ": " + e.Body
-	}
-	return msg
-}
-
-// retryable: server trouble and rate limits are retried, other answers
-// (not found, unauthorized) are final.
-func (e *statusError) retryable() bool {
-	return e.Code >= 500 || e.Code == http.StatusTooManyRequests || e.Code == http.StatusRequestTimeout
-}
-
-func newStatusError(resp *http.Response) *statusError {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	return &statusError{URL: resp.Request.URL.Redacted(), Code: resp.StatusCode, Body: strings.TrimSpace(string(b))}
-}
-
-// diskError is a failure to write the partial file: never retried.
-type diskError struct{ err error }
-
-func (e diskError) Error() string { return e.err.Error() }
-func (e diskError) Unwrap() error { return e.err }
-
 // download is one running download, owned by one flight.
 type download struct {
 	o       *Options
@@ -98,14 +66,23 @@ type download struct {
 	mu    sync.Mutex
 	st    partialState // guarded by mu
 	fresh bool         // st starts from nothing: the file is emptied first
+
+	more chan struct{} // poked (without blocking) after each write, for hs
+	hs   *hasher       // hashes a ranged download as it arrives; nil otherwise
 }
 
-// planParts splits size bytes into ranges of at least o.MinPartSize, at
-// most o.Parts of them.
+// maxParts bounds the ranges of one blob (and so the resume record):
+// beyond 1024 × MinPartSize the ranges grow instead.
+const maxParts = 1024
+
+// planParts splits size bytes into ranges of about o.MinPartSize (at
+// least that, at most maxParts of them). o.Parts of them are fetched at
+// once, in order, so the written prefix of the file, which the hasher
+// reads, keeps growing.
 func (o *Options) planParts(size int64) []part {
 	n := int64(1)
 	if size > 0 {
-		n = max(1, min(int64(o.Parts), size/o.MinPartSize))
+		n = max(1, min(maxParts, size/o.MinPartSize))
 	}
 	ps := make([]part, n)
 	for i := range n {
@@ -204,16 +181,34 @@ func (d *download) run(ctx context.Context) error {
 	}
 	d.fl.total.Store(d.f.size)
 	d.fl.completed.Store(d.done())
+	if d.f.ranges {
+		d.hs = d.startHasher()
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, len(d.st.Parts))
+	// o.Parts workers take the ranges in order.
+	jobs := make(chan int, len(d.st.Parts))
 	for i := range d.st.Parts {
-		go func() { errs <- d.runPart(ctx, i) }()
+		jobs <- i
+	}
+	close(jobs)
+	workers := min(d.o.Parts, len(d.st.Parts))
+	errs := make(chan error, workers)
+	for range workers {
+		go func() {
+			for i := range jobs {
+				if err := d.runPart(ctx, i); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
 	}
 	tick := time.NewTicker(d.o.SaveEvery)
 	defer tick.Stop()
 	var first error
-	for left := len(d.st.Parts); left > 0; {
+	for left := workers; left > 0; {
 		select {
 		case err := <-errs:
 			left--
@@ -231,7 +226,19 @@ func (d *download) run(ctx context.Context) error {
 	if err := d.save(); err != nil && first == nil {
 		first = diskError{err}
 	}
+	if first != nil && d.hs != nil {
+		d.hs.abandon()
+		d.hs = nil
+	}
 	return first
+}
+
+// verify returns the digest and size of the finished file.
+func (d *download) verify() (string, int64, error) {
+	if d.hs != nil {
+		return d.hs.finish()
+	}
+	return hashFile(d.file)
 }
 
 // runPart fetches range i until it is complete, retrying failures with
@@ -270,7 +277,7 @@ func (d *download) runPart(ctx context.Context, i int) error {
 		case errors.Is(err, errNoRanges), errors.As(err, &de), errors.As(err, &se) && !se.retryable():
 			return err
 		}
-		if n > 0 {
+		if n > 0 && d.f.ranges { // progress that a retry keeps
 			failures = 0
 		}
 		failures++
@@ -348,6 +355,10 @@ func (d *download) fetchPart(ctx context.Context, i int, p part, buf []byte) (in
 			d.st.Parts[i].Done += int64(m)
 			d.mu.Unlock()
 			d.fl.completed.Add(int64(m))
+			select {
+			case d.more <- struct{}{}:
+			default:
+			}
 		}
 		if rerr == io.EOF && p.Len < 0 {
 			return written, nil
@@ -360,14 +371,6 @@ func (d *download) fetchPart(ctx context.Context, i int, p part, buf []byte) (in
 		}
 	}
 	return written, nil
-}
-
-// stallCause names the stall timeout when it is what ended a request.
-func stallCause(ctx context.Context, err error) error {
-	if errors.Is(context.Cause(ctx), errStalled) {
-		return errStalled
-	}
-	return err
 }
 
 // downloadBlob fetches f into the blob store and returns its digest: the
@@ -385,7 +388,7 @@ func (o *Options) downloadBlob(ctx context.Context, f fetch, fl *flight) (string
 			return f.digest, nil
 		}
 	}
-	d := &download{o: o, f: f, fl: fl, partial: filepath.Join(dir, f.key+"-partial")}
+	d := &download{o: o, f: f, fl: fl, partial: filepath.Join(dir, f.key+"-partial"), more: make(chan struct{}, 1)}
 	file, err := os.OpenFile(d.partial, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return "", err
@@ -411,8 +414,7 @@ func (o *Options) downloadBlob(ctx context.Context, f fetch, fl *flight) (string
 	if err != nil {
 		return "", err
 	}
-	fl.verifying.Store(true)
-	got, size, err := hashFile(file)
+	got, size, err := d.verify()
 	if err != nil {
 		return "", err
 	}

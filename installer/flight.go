@@ -23,7 +23,6 @@ var flights = struct {
 type flight struct {
 	total     atomic.Int64 // bytes; -1 while unknown
 	completed atomic.Int64 // bytes on disk
-	verifying atomic.Bool  // every byte is in; hashing
 
 	done   chan struct{} // closed when the download has ended
 	digest string        // written before done is closed

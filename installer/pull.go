@@ -35,7 +35,7 @@ type Options struct {
 	HFEndpoint string
 
 	Parts         int           // byte ranges fetched at once per blob; 0: 4
-	MinPartSize   int64         // smallest range in bytes; 0: 64 MiB
+	MinPartSize   int64         // bytes per range (more for blobs over 1024 of them); 0: 64 MiB
 	StallTimeout  time.Duration // a range that receives nothing this long is retried; 0: 30 s
 	RetryBase     time.Duration // first wait before a retry, doubled each time; 0: 250 ms
 	Retries       int           // tries in a row without progress before giving up; 0: 8
@@ -53,12 +53,20 @@ type Progress struct {
 	Completed int64
 }
 
+// defaultClient keeps a connection per range worker open between ranges
+// (the default transport keeps two per host).
+var defaultClient = func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 16
+	return &http.Client{Transport: t}
+}()
+
 func (o Options) withDefaults() (*Options, error) {
 	if o.Home == "" || o.Store == nil {
 		return nil, errors.New("installer: Options.Home and Options.Store are required")
 	}
 	if o.HTTP == nil {
-		o.HTTP = &http.Client{}
+		o.HTTP = defaultClient
 	}
 	if o.Parts <= 0 {
 		o.Parts = 4

@@ -81,7 +81,7 @@ func TestPullRegistry(t *testing.T) {
 func TestPullDroppedConnections(t *testing.T) {
 	hub := fakehub.New()
 	defer hub.Close()
-	hub.DropEvery = 300_000
+	hub.DropEvery.Store(300_000)
 	weights := publishTiny(t, hub, gguf.TypeF32)
 	home, st := newHome(t)
 	if _, err := installer.Pull(context.Background(), hub.Host()+"/library/tiny", testOptions(home, st)); err != nil {
@@ -100,7 +100,7 @@ func TestPullDroppedConnections(t *testing.T) {
 func TestPullNoRanges(t *testing.T) {
 	hub := fakehub.New()
 	defer hub.Close()
-	hub.NoRanges = true
+	hub.NoRanges.Store(true)
 	publishTiny(t, hub, gguf.TypeF32)
 	home, st := newHome(t)
 	if _, err := installer.Pull(context.Background(), hub.Host()+"/library/tiny", testOptions(home, st)); err != nil {
@@ -151,6 +151,7 @@ func TestPullRefusesTraversal(t *testing.T) {
 		`{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:` + strings.Repeat("a", 63) + `/","size":10}`,
 		good + `,{"mediaType":"application/vnd.ollama.image.template","digest":"sha256:/etc/passwd","size":1}`,
 		strings.Replace(good, `"size":10`, `"size":-1`, 1),
+		strings.Replace(good, `"size":10`, `"size":10,"folio_path":"/etc/passwd"`, 1),
 	} {
 		tag := "t" + string(rune('0'+i))
 		hub.SetManifest("library", "evil", tag, []byte(`{"schemaVersion":2,"layers":[`+layer+`]}`))
@@ -185,7 +186,8 @@ func TestPullRefusesTraversal(t *testing.T) {
 func TestConcurrentPullsShare(t *testing.T) {
 	hub := fakehub.New()
 	defer hub.Close()
-	hub.Hold, hub.HoldAfter = make(chan struct{}), 64<<10
+	hub.Hold = make(chan struct{})
+	hub.HoldAfter.Store(64 << 10)
 	weights := publishTiny(t, hub, gguf.TypeF32)
 	home, st := newHome(t)
 	name := hub.Host() + "/library/tiny"

@@ -124,6 +124,11 @@ func (o *Options) fetchManifest(ctx context.Context, n Name) (Manifest, error) {
 	if err := m.check(); err != nil {
 		return Manifest{}, fmt.Errorf("manifest of %s: %w", n, err)
 	}
+	for _, l := range m.blobs() {
+		if l.Path != "" { // only folio create --link writes it, never a registry
+			return Manifest{}, fmt.Errorf("%w: manifest of %s names a local file (%q)", ErrName, n, l.Path)
+		}
+	}
 	return m, nil
 }
 

@@ -21,20 +21,21 @@ import (
 	"sync/atomic"
 )
 
-// Hub is the fake server. Set its fault fields before the first request.
+// Hub is the fake server. The faults may change between requests.
 type Hub struct {
 	*httptest.Server
 
-	DropEvery int64         // > 0: a response is cut after this many body bytes
-	HoldAfter int64         // > 0 with Hold set: a response waits after this many bytes
-	Hold      chan struct{} // closed to let held responses go on
-	NoRanges  bool          // answer 200 with the whole body to range requests
-	NoTree    bool          // 404 for the tree listing (the siblings listing still works)
+	DropEvery atomic.Int64  // > 0: a response is cut after this many body bytes
+	NoRanges  atomic.Bool   // answer 200 with the whole body to range requests
+	NoTree    atomic.Bool   // 404 for the tree listing (the siblings listing still works)
+	HoldAfter atomic.Int64  // > 0 with Hold set: a response begun now waits after this many bytes
+	Hold      chan struct{} // set before the first request; closed to let held responses go on
 
 	Served   atomic.Int64 // body bytes of blobs and files written
 	Requests atomic.Int64 // requests for blobs and files
 
 	mu        sync.Mutex
+	servedBy  map[string]int64             // guarded by mu: body bytes by blob digest or file name
 	blobs     map[string][]byte            // guarded by mu: digest → bytes served
 	manifests map[string][]byte            // guarded by mu: "ns/model/tag" → JSON
 	repos     map[string]map[string][]byte // guarded by mu: "org/repo" → path → bytes
@@ -45,7 +46,7 @@ type Hub struct {
 // New starts a hub on 127.0.0.1.
 func New() *Hub {
 	h := &Hub{blobs: map[string][]byte{}, manifests: map[string][]byte{}, repos: map[string]map[string][]byte{},
-		files: map[string][]byte{}, lfs: map[string]string{}}
+		files: map[string][]byte{}, lfs: map[string]string{}, servedBy: map[string]int64{}}
 	h.Server = httptest.NewServer(h)
 	return h
 }
@@ -108,6 +109,14 @@ func (h *Hub) Bytes(ns, model, tag string) int64 {
 	return n
 }
 
+// ServedOf is how many body bytes of one blob (by digest) or file (by
+// name) were sent.
+func (h *Hub) ServedOf(key string) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.servedBy[key]
+}
+
 // SetManifest serves raw manifest JSON at ns/model:tag.
 func (h *Hub) SetManifest(ns, model, tag string, data []byte) {
 	h.mu.Lock()
@@ -157,7 +166,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write(data)
 	case len(p) == 5 && p[0] == "v2" && p[3] == "blobs":
 		data, ok := h.lookup(h.blobs, p[4])
-		h.serve(w, r, data, ok)
+		h.serve(w, r, p[4], data, ok)
 	case len(p) == 6 && p[0] == "api" && p[1] == "models" && p[4] == "tree" && p[5] == "main":
 		h.tree(w, p[2]+"/"+p[3])
 	case len(p) == 4 && p[0] == "api" && p[1] == "models":
@@ -166,10 +175,10 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
 		data, ok := h.repos[p[0]+"/"+p[1]][strings.Join(p[4:], "/")]
 		h.mu.Unlock()
-		h.serve(w, r, data, ok)
+		h.serve(w, r, strings.Join(p[4:], "/"), data, ok)
 	case len(p) == 2 && p[0] == "files":
 		data, ok := h.lookup(h.files, p[1])
-		h.serve(w, r, data, ok)
+		h.serve(w, r, p[1], data, ok)
 	default:
 		http.NotFound(w, r)
 	}
@@ -201,7 +210,7 @@ func (h *Hub) repoFiles(repo string) (map[string][]byte, map[string]string, bool
 
 func (h *Hub) tree(w http.ResponseWriter, repo string) {
 	files, sums, ok := h.repoFiles(repo)
-	if !ok || h.NoTree {
+	if !ok || h.NoTree.Load() {
 		http.Error(w, `{"error":"Repository not found"}`, http.StatusNotFound)
 		return
 	}
@@ -234,7 +243,7 @@ func (h *Hub) siblings(w http.ResponseWriter, repo string) {
 }
 
 // serve answers a GET or HEAD for data, with byte ranges and the faults.
-func (h *Hub) serve(w http.ResponseWriter, r *http.Request, data []byte, ok bool) {
+func (h *Hub) serve(w http.ResponseWriter, r *http.Request, key string, data []byte, ok bool) {
 	if !ok {
 		http.NotFound(w, r)
 		return
@@ -243,7 +252,7 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request, data []byte, ok bool
 	start, end := int64(0), size-1
 	status := http.StatusOK
 	w.Header().Set("Accept-Ranges", "bytes")
-	if rng := r.Header.Get("Range"); rng != "" && !h.NoRanges {
+	if rng := r.Header.Get("Range"); rng != "" && !h.NoRanges.Load() {
 		a, b, ok := parseRange(rng, size)
 		if !ok {
 			w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
@@ -262,22 +271,28 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request, data []byte, ok bool
 	h.Requests.Add(1)
 	body := data[start : end+1]
 	var sent int64
-	holdAt := h.HoldAfter // 0 once released
+	holdAt := h.HoldAfter.Load() // 0 once released
+	drop := h.DropEvery.Load()
 	for len(body) > 0 {
 		n := min(int64(len(body)), 32<<10)
-		if h.DropEvery > 0 && sent+n > h.DropEvery {
-			n = h.DropEvery - sent
+		if drop > 0 && sent+n > drop {
+			n = drop - sent
 		}
 		if h.Hold != nil && holdAt > 0 && sent+n > holdAt {
 			n = holdAt - sent
 		}
 		if n > 0 {
-			w.Write(body[:n])
+			if _, err := w.Write(body[:n]); err != nil {
+				return // the client has gone
+			}
 			h.Served.Add(n)
+			h.mu.Lock()
+			h.servedBy[key] += n
+			h.mu.Unlock()
 			sent += n
 			body = body[n:]
 		}
-		if h.DropEvery > 0 && sent >= h.DropEvery && len(body) > 0 {
+		if drop > 0 && sent >= drop && len(body) > 0 {
 			w.(http.Flusher).Flush()
 			panic(http.ErrAbortHandler) // the client sees the connection drop
 		}

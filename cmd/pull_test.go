@@ -1,0 +1,110 @@
+package cmd
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"folio/installer"
+	"folio/installer/fakehub"
+	"folio/models/gguf"
+	"folio/models/synth"
+)
+
+func tinyModel(t *testing.T, seed uint64) []byte {
+	t.Helper()
+	cfg, _ := synth.Preset("tiny")
+	cfg.Type, cfg.Seed = gguf.TypeQ8_0, seed
+	m, err := synth.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := m.WriteFile(p); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestPullCommand: folio pull (no terminal: plain lines) registers the
+// model in FOLIO_HOME, and run finds it there.
+func TestPullCommand(t *testing.T) {
+	hub := fakehub.New()
+	defer hub.Close()
+	weights := tinyModel(t, 1)
+	hub.Publish("library", "tiny", "latest", fakehub.Layer{MediaType: installer.MediaModel, Data: weights})
+	t.Setenv("FOLIO_HOME", t.TempDir())
+	t.Setenv("FOLIO_MODELS_PATH", t.TempDir())
+	name := hub.Host() + "/library/tiny"
+	out, err := execute(t, "pull", "--insecure", name)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	layer := "pulling " + fakehub.Digest(weights)[7:19]
+	size := humanBytes(int64(len(weights)))
+	for _, want := range []string{"pulling manifest\n", layer + ": 0% of " + size + "\n", layer + ": 100% of " + size + "\n",
+		"verifying sha256 digest\n", "writing manifest\n", "success\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("pull printed\n%s\nwithout %q", out, want)
+		}
+	}
+	out, err = execute(t, "run", name, "--num-predict", "3", "--temperature", "0", "hi")
+	if err != nil || out == "\n" {
+		t.Errorf("run the pulled model: %q, %v", out, err)
+	}
+	if _, err := execute(t, "pull", "--insecure", hub.Host()+"/library/nosuch"); err == nil || !strings.Contains(err.Error(), "no such model") {
+		t.Errorf("pull a missing model: %v", err)
+	}
+}
+
+// TestRunPullsMissing: run pulls a model neither FOLIO_MODELS_PATH nor the
+// registry has, then runs it.
+func TestRunPullsMissing(t *testing.T) {
+	hub := fakehub.New()
+	defer hub.Close()
+	hub.AddRepoFile("org/tiny-GGUF", "tiny-Q4_K_M.gguf", tinyModel(t, 2), "")
+	t.Setenv("FOLIO_HF_ENDPOINT", hub.URL)
+	t.Setenv("FOLIO_HOME", t.TempDir())
+	t.Setenv("FOLIO_MODELS_PATH", t.TempDir())
+	out, err := execute(t, "run", "hf.co/org/tiny-GGUF", "--num-predict", "3", "--temperature", "0", "hi")
+	if err != nil || out == "\n" {
+		t.Fatalf("run: %q, %v", out, err)
+	}
+	if hub.Requests.Load() == 0 {
+		t.Error("nothing was pulled")
+	}
+}
+
+// TestCreateCommand: folio create from a Modelfile (copied and --link),
+// and a Modelfile error names the file and the line.
+func TestCreateCommand(t *testing.T) {
+	dir := t.TempDir()
+	home := t.TempDir()
+	t.Setenv("FOLIO_HOME", home)
+	t.Setenv("FOLIO_MODELS_PATH", t.TempDir())
+	if err := os.WriteFile(filepath.Join(dir, "tiny.gguf"), tinyModel(t, 3), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mf := filepath.Join(dir, "Modelfile")
+	os.WriteFile(mf, []byte("FROM ./tiny.gguf\nPARAMETER temperature 0\nSYSTEM \"\"\"Be\nbrief.\"\"\"\n"), 0o644)
+	for _, args := range [][]string{{"create", "copied", "-f", mf}, {"create", "linked", "--link", "-f", mf}} {
+		out, err := execute(t, args...)
+		if err != nil || !strings.HasSuffix(out, "success\n") {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		out, err = execute(t, "run", args[1], "--num-predict", "3", "hi")
+		if err != nil || out == "\n" {
+			t.Errorf("run %s: %q, %v", args[1], out, err)
+		}
+	}
+	bad := filepath.Join(dir, "Bad")
+	os.WriteFile(bad, []byte("FROM ./tiny.gguf\n\nPARAMETR temperature 0\n"), 0o644)
+	if _, err := execute(t, "create", "x", "-f", bad); err == nil || err.Error() != bad+` line 3: unknown instruction "PARAMETR": use FROM, PARAMETER, TEMPLATE, SYSTEM, MESSAGE or LICENSE` {
+		t.Errorf("a bad Modelfile: %v", err)
+	}
+}
