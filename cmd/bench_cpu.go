@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -259,8 +260,8 @@ func benchLlamaCpp(ctx context.Context, llamaref, model string, prompt, gen, thr
 			CPUBackend string `json:"cpu_backend"`
 		} `json:"versions"`
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(out, &raw); err != nil {
+	var raw map[string]json.RawMessage // the first JSON value: llamabench may print more after it
+	if err := json.NewDecoder(bytes.NewReader(out)).Decode(&raw); err != nil {
 		return nil, fmt.Errorf("bench: llamaref cbench printed no JSON: %w", err)
 	}
 	for key, dst := range map[string]any{"pp_tokens_per_s": &res.PP, "tg_tokens_per_s": &res.TG,

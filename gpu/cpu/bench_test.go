@@ -3,32 +3,41 @@ package cpu
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"syscall"
 	"testing"
 
 	"folio/gpu"
 	"folio/models/gguf"
 )
 
-// go test -bench . -run ^$ ./gpu/cpu: one kernel per weight type and size.
-// MatMul reports weight throughput (the bytes of w read per second).
+// go test -bench . -run ^$ ./gpu/cpu: one kernel per weight type, size
+// and SIMD level. MatMul reports weight throughput (the bytes of w read
+// per second); n=1 is a decode step, n=64 a tile of a prefill.
 
 func BenchmarkMatMul(b *testing.B) {
-	for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
-		for _, n := range []int{1, 64} {
-			const k, m = 4096, 4096
-			b.Run(fmt.Sprintf("%v/n=%d/%dx%d", typ, n, m, k), func(b *testing.B) {
-				be := New(0)
-				defer be.Close()
-				r := rand.New(rand.NewPCG(1, 1))
-				data, _ := quantWeight(b, r, typ, m, k)
-				w := newWeight(b, be, typ, m, k, data)
-				x := newAct(b, be, n, k, randFloats(r, n*k, 1))
-				dst := newAct(b, be, n, m, nil)
-				b.SetBytes(int64(len(data)))
-				for b.Loop() {
-					be.MatMul(dst, x, w)
-				}
-			})
+	for _, l := range supportedLevels() {
+		for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+			for _, n := range []int{1, 64} {
+				const k, m = 4096, 4096
+				b.Run(fmt.Sprintf("%v/%v/n=%d/%dx%d", l, typ, n, m, k), func(b *testing.B) {
+					if _, ok := kernelFor(typ, l); !ok && l != levelScalar {
+						b.Skip("no kernel at this level")
+					}
+					be := New(0)
+					defer be.Close()
+					be.level = l
+					r := rand.New(rand.NewPCG(1, 1))
+					data, _ := quantWeight(b, r, typ, m, k)
+					w := newWeight(b, be, typ, m, k, data)
+					x := newAct(b, be, n, k, randFloats(r, n*k, 1))
+					dst := newAct(b, be, n, m, nil)
+					b.SetBytes(int64(len(data)))
+					for b.Loop() {
+						be.MatMul(dst, x, w)
+					}
+				})
+			}
 		}
 	}
 }
@@ -66,4 +75,47 @@ func BenchmarkAttentionDecode(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkKernel times one SIMD matmul kernel on one thread (a cgo call
+// over a 1024 × k weight and n activation rows), in thread CPU time too,
+// which other processes on a busy machine disturb less than wall time:
+// cpu-ns/op, and GMAC/s by it.
+func BenchmarkKernel(b *testing.B) {
+	for _, l := range supportedLevels()[1:] {
+		for kind, typ := range kernelTypes {
+			for _, n := range []int{1, 4, 64} {
+				for _, k := range []int{576, 2048} {
+					b.Run(fmt.Sprintf("%v/%v/n=%d/k=%d", l, typ, n, k), func(b *testing.B) {
+						const m = 1024
+						r := rand.New(rand.NewPCG(1, 1))
+						data, _ := quantWeight(b, r, typ, m, k)
+						stride := xRowBytes(kind, k)
+						xq := alignedBytes(n * stride)
+						quantizeX(kind, randFloats(r, n*k, 1), k, n, k, xq, stride)
+						dst := make([]float32, n*m)
+						runtime.LockOSThread()
+						defer runtime.UnlockOSThread()
+						t0 := threadCPU()
+						for b.Loop() {
+							matmulX(kind, l, data, len(data)/m, m, xq, stride, n, k, dst, m)
+						}
+						cpu := float64(threadCPU()-t0) / float64(b.N)
+						b.ReportMetric(cpu, "cpu-ns/op")
+						b.ReportMetric(float64(n*m*k)/cpu, "GMAC/s")
+						b.SetBytes(int64(len(data)))
+					})
+				}
+			}
+		}
+	}
+}
+
+// threadCPU is the calling thread's CPU time in nanoseconds.
+func threadCPU() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -24,7 +24,9 @@ func (b *Backend) matmulSIMD(kind kernelKind, dst *Tensor, x []float32, w *Tenso
 	}
 	t.wGroups = (m + simdWRows - 1) / simdWRows
 	units := (n + t.nTile - 1) / t.nTile * t.wGroups
-	b.pool.run(t, units, simdWRows*k*t.nTile/4)
+	// A unit's cost, in the pool's rough multiply-adds of Go: twice its
+	// weight bytes per activation row (memory-bound when decoding).
+	b.pool.run(t, units, 2*simdWRows*w.rowBytes*t.nTile)
 	*t = simdMatmulTask{}
 }
 

@@ -95,15 +95,26 @@ func (b *Backend) SiLUMul(dst, gate, up gpu.Tensor) {
 	checkShape("SiLUMul", "up", cu, cg.rows, cg.cols)
 	checkShape("SiLUMul", "dst", cd, cg.rows, cg.cols)
 	t := &b.silumul
-	*t = siluMulTask{dst: b.act(dst), gate: b.f32(gate), up: b.f32(up)}
-	b.pool.run(t, len(t.dst), 16)
+	*t = siluMulTask{dst: b.act(dst), gate: b.f32(gate), up: b.f32(up), level: b.level}
+	cost := 16
+	if t.level > levelScalar {
+		cost = 2
+	}
+	b.pool.run(t, len(t.dst), cost)
 	*t = siluMulTask{}
 }
 
-type siluMulTask struct{ dst, gate, up []float32 }
+type siluMulTask struct {
+	dst, gate, up []float32
+	level         simdLevel
+}
 
 func (t *siluMulTask) run(_ *worker, lo, hi int) {
 	gate, up, y := t.gate[lo:hi], t.up[lo:hi], t.dst[lo:hi]
+	if t.level > levelScalar {
+		siluMulX(t.level, gate, up, y)
+		return
+	}
 	for i, g := range gate {
 		y[i] = g / (1 + exp32(-g)) * up[i]
 	}

@@ -1,8 +1,10 @@
 package cpu
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // task is one op's kernel over a range of its work units (output rows,
@@ -18,7 +20,7 @@ type task interface {
 type worker struct {
 	rows   []float32 // dequantized weight rows (MatMul: a tile of them)
 	row    []float32 // one dequantized row (Add's bias, RMSNorm's weight)
-	scores []float32 // attention scores of one (row, head)
+	scores []float32 // attention scores of one (row, head), or of a SIMD unit
 	rope   []float32 // cos, sin of one position's pairs
 }
 
@@ -30,51 +32,113 @@ func grow(buf *[]float32, n int) []float32 {
 	return (*buf)[:n]
 }
 
-// minChunkCost is the least work (in multiply-adds or so) worth handing to
-// another thread: waking one costs a few microseconds.
-const minChunkCost = 1 << 15
+// minChunkCost is the least work (in multiply-adds of the Go kernels or
+// so, about a nanosecond each) worth handing to another thread. Helpers
+// spin between ops, so starting one costs well under a microsecond.
+const minChunkCost = 1 << 12
+
+// spinTime is how long a thread waits for the next op, or for the others
+// to finish one, before it sleeps: longer than the gaps between the ops of
+// a forward pass, short enough not to burn a core when the model is idle.
+const spinTime = 200 * time.Microsecond
 
 // pool is a fixed set of threads that split an op's work units between
 // them. Goroutines start in newPool and stop in close; the calling
 // goroutine takes part as workers[0], so a pool of one thread starts none.
 //
 // A pool runs one op at a time and belongs to the goroutine that calls the
-// Backend (the Backend is not safe for concurrent use). The fields below
-// workers are written by that goroutine before it wakes the helpers (the
-// channel send orders the writes before their reads) and read-only until
-// every helper has called done.Done.
+// Backend (the Backend is not safe for concurrent use). It publishes an op
+// by writing t, units and chunk and then bumping epoch; a helper that sees
+// the new epoch (spinning on it, or woken on its channel after it went to
+// sleep) takes chunks until none are left and counts pending down. The
+// fields from t to chunk are read-only from the bump until pending is 0.
 type pool struct {
 	workers []*worker
-	wake    []chan struct{} // wake[i] starts helper i (workers[i+1])
+	wake    []chan struct{} // wake[i] wakes helper i (workers[i+1]) when it sleeps
+	asleep  []atomic.Bool   // asleep[i]: helper i sleeps or is about to
 	exited  sync.WaitGroup  // helpers that have not returned
+	closing atomic.Bool
+	spin    bool // spin before sleeping: there are no more threads than Ps
 
 	t     task
 	units int
 	chunk int
 	next  atomic.Int64 // the next unit to hand out
-	done  sync.WaitGroup
+
+	epoch   atomic.Uint64 // ops published so far
+	pending atomic.Int32  // helpers not done with the current op
+	waiting atomic.Bool   // the caller sleeps until pending is 0
+	done    chan struct{} // wakes the caller
 }
 
 func newPool(threads int) *pool {
-	p := &pool{workers: make([]*worker, threads)}
+	p := &pool{workers: make([]*worker, threads), done: make(chan struct{}, 1),
+		spin: threads <= runtime.GOMAXPROCS(0)}
 	for i := range p.workers {
 		p.workers[i] = new(worker)
 	}
 	p.wake = make([]chan struct{}, threads-1)
+	p.asleep = make([]atomic.Bool, threads-1)
 	for i := range p.wake {
 		p.wake[i] = make(chan struct{}, 1)
-		w := p.workers[i+1]
 		p.exited.Add(1)
-		go p.helper(p.wake[i], w)
+		go p.helper(i, p.workers[i+1])
 	}
 	return p
 }
 
-func (p *pool) helper(wake <-chan struct{}, w *worker) {
+// spinUntil calls cond until it holds, for up to spinTime (only once
+// without p.spin), and reports whether it held.
+func (p *pool) spinUntil(cond func() bool) bool {
+	var start time.Time
+	for i := 0; ; i++ {
+		if cond() {
+			return true
+		}
+		if !p.spin {
+			return false
+		}
+		if i&255 == 255 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) > spinTime {
+				return false
+			}
+			// When the machine is busier than the pool thinks, the thread
+			// waited for may be ready to run but without a core.
+			osYield()
+		}
+	}
+}
+
+func (p *pool) helper(i int, w *worker) {
 	defer p.exited.Done()
-	for range wake {
-		p.work(w)
-		p.done.Done()
+	var seen uint64 // not epoch.Load(): an op may be published before this goroutine runs
+	for {
+		if !p.spinUntil(func() bool { return p.epoch.Load() != seen }) {
+			// Sleep. Announce it first, then look again: the caller bumps
+			// the epoch before it looks at asleep, so one of the two sees
+			// the other. A wake token left over from an op seen while
+			// announcing only makes a later sleep end early.
+			p.asleep[i].Store(true)
+			if p.epoch.Load() == seen && !p.closing.Load() {
+				<-p.wake[i]
+			}
+			p.asleep[i].Store(false)
+		}
+		if p.closing.Load() {
+			return
+		}
+		if e := p.epoch.Load(); e != seen {
+			seen = e
+			p.work(w)
+			if p.pending.Add(-1) == 0 && p.waiting.Load() {
+				select {
+				case p.done <- struct{}{}:
+				default:
+				}
+			}
+		}
 	}
 }
 
@@ -91,8 +155,9 @@ func (p *pool) work(w *worker) {
 
 // run calls t.run over units 0 … units-1, split into chunks spread over
 // the threads, and returns when all are done. unitCost is a unit's work,
-// roughly in multiply-adds: it keeps chunks large enough to be worth a
-// thread, while about four chunks per thread balance uneven units.
+// roughly in multiply-adds of the Go kernels: it keeps chunks large enough
+// to be worth a thread, while about four chunks per thread balance uneven
+// units.
 func (p *pool) run(t task, units, unitCost int) {
 	if units <= 0 {
 		return
@@ -100,7 +165,7 @@ func (p *pool) run(t task, units, unitCost int) {
 	n := len(p.workers)
 	chunk := max(1, (units+4*n-1)/(4*n), minChunkCost/max(1, unitCost))
 	chunks := (units + chunk - 1) / chunk
-	if p.wake == nil && n > 1 {
+	if p.closing.Load() {
 		panic("cpu: backend used after Close")
 	}
 	if n == 1 || chunks == 1 {
@@ -109,21 +174,37 @@ func (p *pool) run(t task, units, unitCost int) {
 	}
 	p.t, p.units, p.chunk = t, units, chunk
 	p.next.Store(0)
-	helpers := min(n, chunks) - 1
-	p.done.Add(helpers)
-	for i := range helpers {
-		p.wake[i] <- struct{}{}
+	p.pending.Store(int32(n - 1))
+	p.epoch.Add(1)
+	for i := range p.wake {
+		if p.asleep[i].Load() {
+			select {
+			case p.wake[i] <- struct{}{}:
+			default:
+			}
+		}
 	}
 	p.work(p.workers[0])
-	p.done.Wait()
+	if !p.spinUntil(func() bool { return p.pending.Load() == 0 }) {
+		// Sleep until the last helper sends a token. One left over from
+		// an earlier op (sent after that op's check) only costs a turn.
+		p.waiting.Store(true)
+		for p.pending.Load() != 0 {
+			<-p.done
+		}
+		p.waiting.Store(false)
+	}
 	p.t = nil
 }
 
 // close stops the helpers and waits for them to return.
 func (p *pool) close() {
+	p.closing.Store(true)
 	for _, c := range p.wake {
-		close(c)
+		select {
+		case c <- struct{}{}:
+		default:
+		}
 	}
 	p.exited.Wait()
-	p.wake = nil
 }

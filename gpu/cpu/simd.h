@@ -43,15 +43,19 @@ static inline AVX2 float h2f(const uint8_t *p) {
 	return _cvtsh_ss(h);
 }
 
-// The 6-bit scale and min of sub-block j of a Q4_K super-block (ggml's
-// get_scale_min_k4).
-static inline void q4k_scales(const uint8_t *s, uint8_t sc[8], uint8_t m[8]) {
-	for (int j = 0; j < 4; j++) {
-		sc[j] = s[j] & 63;
-		m[j] = s[j + 4] & 63;
-		sc[j + 4] = (s[j + 8] & 0xf) | (s[j] >> 6) << 4;
-		m[j + 4] = (s[j + 8] >> 4) | (s[j + 4] >> 6) << 4;
-	}
+// q4k_scales16 unpacks the 12 scale bytes of a Q4_K super-block into the
+// 8 6-bit scales (bytes 0-7) and 8 6-bit mins (bytes 8-15), as ggml's
+// kernels do with 32-bit words (ggml's get_scale_min_k4 one at a time).
+static inline AVX2 __m128i q4k_scales16(const uint8_t *s) {
+	const uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
+	uint32_t u[4];
+	memcpy(u, s, 12);
+	u[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
+	uint32_t mins03 = u[1] & kmask1;
+	u[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
+	u[2] = mins03;
+	u[0] &= kmask1;
+	return _mm_loadu_si128((const __m128i *)u);
 }
 
 #define MM_ARGS const uint8_t *w, int64_t wstride, int rows, const uint8_t *x, int64_t xstride, int nx, int k, \
@@ -71,6 +75,9 @@ int folio_cpu_level(void);
 void folio_quantize(int kind, const float *x, int64_t xstride, int n, int k, uint8_t *out, int64_t ostride);
 void folio_matmul(int kind, int level, MM_ARGS);
 uint64_t folio_read_sum(const uint8_t *p, int64_t n);
+void folio_silu_mul(int level, const float *gate, const float *up, float *dst, int64_t n);
+AVX512 __m512 exp512(__m512 x);
+AVX2 __m256 exp256(__m256 x);
 void folio_attention(int level, const float *q, int64_t qstride, int nr, int g, int d, const void *kl, const void *vl,
                      int f16, const int32_t *blocks, int bs, int kvheads, int h, int pos0, float scale, float *out,
                      float *scratch);
@@ -81,22 +88,30 @@ void folio_attention(int level, const float *q, int64_t qstride, int nr, int g, 
 #define INLINE static inline __attribute__((always_inline))
 
 // MM_DRIVER defines name(MM_ARGS) over row(w row, k, x tile, xstride, nx,
-// out, ostride), which dots one weight row with nx ≤ XT activation rows:
-// each weight row is decoded once per tile of XT activation rows, while
-// it is in L1.
-#define MM_DRIVER(name, row, target)                                                       \
-	target void name(MM_ARGS) {                                                        \
-		for (int r = 0; r < rows; r++) {                                           \
-			const uint8_t *wr = w + r * wstride;                                \
-			int i = 0;                                                        \
-			for (; i + XT <= nx; i += XT)                                     \
-				row(wr, k, x + i * xstride, xstride, XT, dst + i * dstride + r, dstride); \
-			switch (nx - i) {                                                 \
-			case 3: row(wr, k, x + i * xstride, xstride, 3, dst + i * dstride + r, dstride); break; \
-			case 2: row(wr, k, x + i * xstride, xstride, 2, dst + i * dstride + r, dstride); break; \
-			case 1: row(wr, k, x + i * xstride, xstride, 1, dst + i * dstride + r, dstride); break; \
-			}                                                                 \
-		}                                                                         \
+// out, ostride), which dots one weight row with nx ≤ XT activation rows,
+// decoding each weight block once for all of them. The rows are blocked so
+// that a run of weight rows (MM_WBLOCK bytes) and a tile of activation
+// rows stay in L1 while every pair of them is dotted.
+#define MM_WBLOCK 12288
+#define MM_DRIVER(name, row, target)                                                                     \
+	target void name(MM_ARGS) {                                                                      \
+		int rb = wstride < MM_WBLOCK ? (int)(MM_WBLOCK / wstride) : 1;                            \
+		for (int r0 = 0; r0 < rows; r0 += rb) {                                                  \
+			int r1 = r0 + rb < rows ? r0 + rb : rows;                                        \
+			for (int i = 0; i < nx; i += XT) {                                               \
+				const uint8_t *xt = x + i * xstride;                                     \
+				float *dt = dst + i * dstride;                                           \
+				for (int r = r0; r < r1; r++) {                                          \
+					const uint8_t *wr = w + r * wstride;                             \
+					switch (nx - i) {                                                \
+					case 1: row(wr, k, xt, xstride, 1, dt + r, dstride); break;      \
+					case 2: row(wr, k, xt, xstride, 2, dt + r, dstride); break;      \
+					case 3: row(wr, k, xt, xstride, 3, dt + r, dstride); break;      \
+					default: row(wr, k, xt, xstride, XT, dt + r, dstride); break;    \
+					}                                                                \
+				}                                                                        \
+			}                                                                                \
+		}                                                                                        \
 	}
 
 #endif

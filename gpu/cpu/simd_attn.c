@@ -37,10 +37,10 @@ static void load_qt(const float *q, int64_t qstride, int nr, int g, int d, float
 
 // ---- AVX-512
 
-// exp512 is e^x for x ≤ 0 (ggml's ggml_v_expf, within 1.5 ulp), 0 below
-// e^-87 where it would leave the normal range.
-static inline AVX512 __m512 exp512(__m512 x) {
-	x = _mm512_max_ps(x, _mm512_set1_ps(-87.f));
+// exp512 is e^x (ggml's ggml_v_expf, within 1.5 ulp): 0 below e^-104,
+// +inf above e^89.
+AVX512 __m512 exp512(__m512 x) {
+	x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.f)), _mm512_set1_ps(89.f));
 	const __m512 r = _mm512_set1_ps(0x1.8p23f);
 	__m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
 	__m512 n = _mm512_sub_ps(z, r);
@@ -148,9 +148,10 @@ AVX512 void folio_attn_avx512(ATTN_ARGS) {
 
 // ---- AVX2: the same steps, 8 lanes at a time.
 
-// exp256 is e^x for x ≤ 0 (ggml's ggml_v_expf for AVX2), 0 below e^-87.
-static inline AVX2 __m256 exp256(__m256 x) {
-	x = _mm256_max_ps(x, _mm256_set1_ps(-87.f));
+// exp256 is e^x (ggml's ggml_v_expf for AVX2, without its range
+// extension), with x clamped to [-87, 88] where 2^n stays normal.
+AVX2 __m256 exp256(__m256 x) {
+	x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.f)), _mm256_set1_ps(88.f));
 	const __m256 r = _mm256_set1_ps(0x1.8p23f);
 	__m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
 	__m256 n = _mm256_sub_ps(z, r);

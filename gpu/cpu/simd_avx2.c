@@ -94,10 +94,10 @@ INLINE AVX2 void q4_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs,
 	for (int s = 0; s < k / 256; s++) {
 		const uint8_t *wb = w + (int64_t)s * Q4_K_BYTES;
 		float d = h2f(wb), dmin = h2f(wb + 2);
-		uint8_t sc[8], m[8];
-		q4k_scales(wb + 4, sc, m);
-		__m128i m8 = _mm_loadl_epi64((const __m128i *)m);
-		__m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8)); // m0 m0 m1 m1 …
+		__m128i sm = q4k_scales16(wb + 4);
+		uint8_t sc[16];
+		_mm_storeu_si128((__m128i *)sc, sm);
+		__m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm)); // m0 m0 m1 m1 …
 		__m256i isum[XT];
 		for (int i = 0; i < nx; i++)
 			isum[i] = _mm256_setzero_si256();

@@ -96,14 +96,15 @@ static inline AVX512 float hsum256(__m256 v) {
 }
 
 // Q4_K weights, XK activations. Per 64 elements (sub-blocks 2p and 2p+1:
-// the low and high nibbles of 32 bytes), vpdpbusd gives 8 lanes of each
-// sub-block, multiplied by its 6-bit scale; the mins' share, dmin·Σ m_j
-// Σx_j, comes from the activations' sums of 16.
+// the low and high nibbles of 32 bytes), vpmaddubsw sums pairs of q·x into
+// int16 and vpdpwssd multiplies them by the sub-blocks' 6-bit scales into
+// int32 lanes; the mins' share, dmin·Σ m_j Σx_j, comes from the
+// activations' sums of 16.
 INLINE AVX512 void q4_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
-	const __m256i m4 = _mm256_set1_epi8(0x0f);
-	__m512i idx[4];
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	__m512i idx[4]; // int16 lanes 0-15 take scale 2p, lanes 16-31 scale 2p+1
 	for (int p = 0; p < 4; p++)
-		idx[p] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(2 * p)), _mm256_set1_epi32(2 * p + 1), 1);
+		idx[p] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(2 * p)), _mm256_set1_epi16(2 * p + 1), 1);
 	__m512 accf[XT];
 	__m256 accm[XT];
 	for (int i = 0; i < nx; i++) {
@@ -113,23 +114,19 @@ INLINE AVX512 void q4_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t x
 	for (int s = 0; s < k / 256; s++) {
 		const uint8_t *wb = w + (int64_t)s * Q4_K_BYTES;
 		float d = h2f(wb), dmin = h2f(wb + 2);
-		uint8_t sc[8], m[8];
-		q4k_scales(wb + 4, sc, m);
-		__m128i sc8 = _mm_loadl_epi64((const __m128i *)sc), m8 = _mm_loadl_epi64((const __m128i *)m);
-		__m512i sc32 = _mm512_cvtepu8_epi32(sc8);
-		__m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8)); // m0 m0 m1 m1 …
+		__m128i sm = q4k_scales16(wb + 4);
+		__m512i sc = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sm));
+		__m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm)); // m0 m0 m1 m1 …
 		__m512i isum[XT];
 		for (int i = 0; i < nx; i++)
 			isum[i] = zero512();
 		for (int p = 0; p < 4; p++) {
 			__m256i v = _mm256_loadu_si256((const __m256i *)(wb + 16 + 32 * p));
-			__m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, m4)),
-			                               _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), 1);
-			__m512i scv = _mm512_permutexvar_epi32(idx[p], sc32);
+			__m512i q = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1), m4);
+			__m512i scv = _mm512_permutexvar_epi16(idx[p], sc);
 			for (int i = 0; i < nx; i++) {
-				const uint8_t *xp = x + i * xs + (int64_t)s * XK_BYTES;
-				__m512i t = _mm512_dpbusd_epi32(zero512(), q, _mm512_load_si512(xp + 64 * p));
-				isum[i] = _mm512_add_epi32(isum[i], _mm512_mullo_epi32(t, scv));
+				const uint8_t *xp = x + i * xs + (int64_t)s * XK_BYTES + 64 * p;
+				isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(q, _mm512_load_si512(xp)), scv);
 			}
 		}
 		for (int i = 0; i < nx; i++) {
@@ -148,23 +145,26 @@ MM_DRIVER(folio_mm_q4_k_avx512, q4_k_row, AVX512)
 
 // Q6_K weights, XK activations. Per half of a super-block, 64 bytes of low
 // bits and 32 of high bits make 128 unsigned quants (q+32) in order, in two
-// steps of 64: four sub-blocks of 16, each 4 lanes, times its int8 scale.
-// The offset's share, 32·Σ sc_g·Σx_g, comes from the activations' sums.
+// steps of 64: four sub-blocks of 16, whose pair sums (vpmaddubsw) are
+// multiplied by their int8 scales into int32 lanes (vpdpwssd). The
+// offset's share, 32·Σ sc_g·Σx_g, comes from the activations' sums.
 INLINE AVX512 void q6_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
 	const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
-	__m512i idx[4];
+	__m512i idx[4]; // int16 lanes 8j … 8j+7 take scale 4c + j
 	for (int c = 0; c < 4; c++)
-		idx[c] = _mm512_setr_epi32(4 * c, 4 * c, 4 * c, 4 * c, 4 * c + 1, 4 * c + 1, 4 * c + 1, 4 * c + 1,
-		                           4 * c + 2, 4 * c + 2, 4 * c + 2, 4 * c + 2, 4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 3);
+		idx[c] = _mm512_inserti64x4(
+			_mm512_castsi256_si512(_mm256_setr_epi16(4 * c, 4 * c, 4 * c, 4 * c, 4 * c, 4 * c, 4 * c, 4 * c,
+		                                                 4 * c + 1, 4 * c + 1, 4 * c + 1, 4 * c + 1, 4 * c + 1, 4 * c + 1, 4 * c + 1, 4 * c + 1)),
+			_mm256_setr_epi16(4 * c + 2, 4 * c + 2, 4 * c + 2, 4 * c + 2, 4 * c + 2, 4 * c + 2, 4 * c + 2, 4 * c + 2,
+		                          4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 3), 1);
 	__m512 acc[XT];
 	for (int i = 0; i < nx; i++)
 		acc[i] = _mm512_setzero_ps();
 	for (int s = 0; s < k / 256; s++) {
 		const uint8_t *wb = w + (int64_t)s * Q6_K_BYTES;
 		float d = h2f(wb + 208);
-		__m128i sc8 = _mm_loadu_si128((const __m128i *)(wb + 192));
-		__m512i sc32 = _mm512_cvtepi8_epi32(sc8);
-		__m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+		__m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(wb + 192)));
+		__m512i sc = _mm512_castsi256_si512(sc16);
 		__m512i isum[XT];
 		for (int i = 0; i < nx; i++)
 			isum[i] = zero512();
@@ -174,12 +174,11 @@ INLINE AVX512 void q6_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t x
 			__m512i qh2 = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
 			__m512i lo = _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(_mm512_slli_epi16(qh2, 4), m30));
 			__m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_and_si512(qh2, m30));
-			__m512i slo = _mm512_permutexvar_epi32(idx[2 * h], sc32), shi = _mm512_permutexvar_epi32(idx[2 * h + 1], sc32);
+			__m512i slo = _mm512_permutexvar_epi16(idx[2 * h], sc), shi = _mm512_permutexvar_epi16(idx[2 * h + 1], sc);
 			for (int i = 0; i < nx; i++) {
 				const uint8_t *xp = x + i * xs + (int64_t)s * XK_BYTES + 128 * h;
-				__m512i t = _mm512_dpbusd_epi32(zero512(), lo, _mm512_load_si512(xp));
-				__m512i u = _mm512_dpbusd_epi32(zero512(), hi, _mm512_load_si512(xp + 64));
-				isum[i] = _mm512_add_epi32(isum[i], _mm512_add_epi32(_mm512_mullo_epi32(t, slo), _mm512_mullo_epi32(u, shi)));
+				isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(lo, _mm512_load_si512(xp)), slo);
+				isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(hi, _mm512_load_si512(xp + 64)), shi);
 			}
 		}
 		for (int i = 0; i < nx; i++) {

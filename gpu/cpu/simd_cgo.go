@@ -59,3 +59,11 @@ func attentionX(l simdLevel, q []float32, qstride, nr, g, d int, kl, vl unsafe.P
 		kl, vl, C.int(f), (*C.int32_t)(unsafe.Pointer(&blocks[0])), C.int(bs), C.int(kvheads), C.int(h), C.int(pos0),
 		C.float(scale), (*C.float)(unsafe.Pointer(&out[0])), (*C.float)(unsafe.Pointer(&scratch[0])))
 }
+
+// siluMulX: dst = silu(gate) · up over len(dst) elements. One cgo call.
+func siluMulX(l simdLevel, gate, up, dst []float32) {
+	n := len(dst)
+	_, _ = gate[n-1], up[n-1]
+	C.folio_silu_mul(C.int(l), (*C.float)(unsafe.Pointer(&gate[0])), (*C.float)(unsafe.Pointer(&up[0])),
+		(*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(n))
+}

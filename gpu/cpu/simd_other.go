@@ -22,3 +22,5 @@ func attentionX(simdLevel, []float32, int, int, int, int, unsafe.Pointer, unsafe
 	[]int32, int, int, int, int, float32, []float32, []float32) {
 	panic("cpu: SIMD kernels are not built in")
 }
+
+func siluMulX(simdLevel, []float32, []float32, []float32) { panic("cpu: SIMD kernels are not built in") }
