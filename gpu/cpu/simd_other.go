@@ -23,4 +23,6 @@ func attentionX(simdLevel, []float32, int, int, int, int, unsafe.Pointer, unsafe
 	panic("cpu: SIMD kernels are not built in")
 }
 
-func siluMulX(simdLevel, []float32, []float32, []float32) { panic("cpu: SIMD kernels are not built in") }
+func siluMulX(simdLevel, []float32, []float32, []float32) {
+	panic("cpu: SIMD kernels are not built in")
+}
