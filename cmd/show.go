@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"folio/models"
 	"folio/models/gguf"
 )
 
@@ -25,7 +24,7 @@ func init() {
 			"MODEL is a path to a .gguf file or a name found in FOLIO_MODELS_PATH.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path, err := models.Locate(args[0])
+			path, err := locateModel(args[0])
 			if err != nil {
 				return err
 			}
