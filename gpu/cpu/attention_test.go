@@ -242,25 +242,37 @@ func TestAttentionNoAllocs(t *testing.T) {
 	}
 }
 
+// TestWriteKVRounding: at every level, F16 caches round as F32ToF16 (and
+// F16C) do, through heads of 12 (a vector and a tail) in shuffled slots.
 func TestWriteKVRounding(t *testing.T) {
-	b := newTestBackend(t)
-	spec := gpu.KVSpec{Layers: 1, Blocks: 2, BlockSize: 4, KVHeads: 1, HeadDim: 8, Type: gguf.TypeF16}
-	c, err := b.NewKVCache(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Ties, subnormals, overflow and ordinary values.
 	vals := []float32{1 + 1.0/2048, 1 + 3.0/2048, 65520, 70000, 1e-8, 3e-8, -2.5e-5, 0.1,
 		-1 - 1.0/2048, 5.9604645e-8, 2.980232e-8, -0.0, 123.456, 1e-3, -65504, 0.33333334}
-	k := newAct(t, b, 2, 8, vals)
-	v := newAct(t, b, 2, 8, vals)
-	b.WriteKV(c, 0, k, v, []int32{6, 1})
-	cc := c.(*KVCache)
-	for i, x := range vals {
-		at := cc.offset([]int{6, 1}[i/8], 0) + i%8
-		got := cc.k16[0][at]
-		if want := gguf.F32ToF16(x); got != want || cc.v16[0][at] != want {
-			t.Errorf("WriteKV of %v stored %#04x, want %#04x", x, got, want)
+	const heads, hd = 2, 12
+	kf, vf := make([]float32, 2*heads*hd), make([]float32, 2*heads*hd)
+	for i := range kf {
+		kf[i], vf[i] = vals[i%len(vals)], -vals[(i+5)%len(vals)]
+	}
+	slots := []int32{6, 1}
+	for _, l := range supportedLevels() {
+		b := newTestBackend(t)
+		b.level = l
+		spec := gpu.KVSpec{Layers: 1, Blocks: 2, BlockSize: 4, KVHeads: heads, HeadDim: hd, Type: gguf.TypeF16}
+		c, err := b.NewKVCache(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteKV(c, 0, newAct(t, b, 2, heads*hd, kf), newAct(t, b, 2, heads*hd, vf), slots)
+		cc := c.(*KVCache)
+		for i := range kf {
+			row, h, j := i/(heads*hd), i%(heads*hd)/hd, i%hd
+			at := cc.offset(int(slots[row]), h) + j
+			if got, want := cc.k16[0][at], gguf.F32ToF16(kf[i]); got != want {
+				t.Errorf("%v: WriteKV of K %v stored %#04x, want %#04x", l, kf[i], got, want)
+			}
+			if got, want := cc.v16[0][at], gguf.F32ToF16(vf[i]); got != want {
+				t.Errorf("%v: WriteKV of V %v stored %#04x, want %#04x", l, vf[i], got, want)
+			}
 		}
 	}
 }

@@ -70,7 +70,7 @@ func New(threads int) *Backend {
 		threads = runtime.NumCPU()
 	}
 	initF16Table()
-	return &Backend{pool: newPool(threads), level: bestLevel}
+	return &Backend{pool: newPool(threads, threads <= runtime.GOMAXPROCS(0)), level: bestLevel}
 }
 
 // Threads is the number of threads the backend computes on.

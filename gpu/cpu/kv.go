@@ -101,7 +101,7 @@ func (b *Backend) WriteKV(c gpu.KVCache, layer int, k, v gpu.Tensor, slots []int
 		}
 	}
 	t := &b.writekv
-	*t = writeKVTask{c: cc, layer: layer, k: b.f32(k), v: b.f32(v), slots: slots}
+	*t = writeKVTask{c: cc, layer: layer, k: b.f32(k), v: b.f32(v), slots: slots, simd: b.level > levelScalar}
 	b.pool.run(t, len(slots), 2*cc.width)
 	*t = writeKVTask{}
 }
@@ -111,10 +111,15 @@ type writeKVTask struct {
 	layer int
 	k, v  []float32
 	slots []int32
+	simd  bool // convert to F16 in C
 }
 
 func (t *writeKVTask) run(_ *worker, lo, hi int) {
 	w, d, bs := t.c.width, t.c.spec.HeadDim, t.c.spec.BlockSize
+	if t.simd && t.c.k16 != nil {
+		writeKVX(t.k[lo*w:hi*w], t.v[lo*w:hi*w], t.slots[lo:hi], t.c.k16[t.layer], t.c.v16[t.layer], bs, t.c.spec.KVHeads, d)
+		return
+	}
 	for i := lo; i < hi; i++ {
 		at := t.c.offset(int(t.slots[i]), 0) // head h is h·BlockSize·HeadDim further
 		for h := 0; h < w; h += d {

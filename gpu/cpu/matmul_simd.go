@@ -24,14 +24,19 @@ func (b *Backend) matmulSIMD(kind kernelKind, dst *Tensor, x []float32, w *Tenso
 	}
 	t.wGroups = (m + simdWRows - 1) / simdWRows
 	units := (n + t.nTile - 1) / t.nTile * t.wGroups
-	// A unit's cost, in the pool's rough multiply-adds of Go: twice its
-	// weight bytes per activation row (memory-bound when decoding).
-	b.pool.run(t, units, 2*simdWRows*w.rowBytes*t.nTile)
+	// A unit's cost is in the pool's units (minChunkCost is the least worth
+	// a thread): a chunk reads at least minChunkBytes of weights per
+	// activation row, a few microseconds of streaming from memory.
+	b.pool.run(t, units, max(1, minChunkCost*simdWRows*w.rowBytes*t.nTile/minChunkBytes))
 	*t = simdMatmulTask{}
 }
 
 // simdWRows is the weight rows of one unit of a SIMD MatMul.
 const simdWRows = 16
+
+// minChunkBytes is the least weight bytes (per activation row) worth
+// handing to another thread: handing over costs a microsecond or so.
+const minChunkBytes = 64 << 10
 
 // xqBuf returns n bytes of 64-byte aligned scratch for quantized
 // activations, kept for the next MatMul.

@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +41,10 @@ const minChunkCost = 1 << 12
 // a forward pass, short enough not to burn a core when the model is idle.
 const spinTime = 200 * time.Microsecond
 
+// yieldAfter is how long a thread spins before it starts to give its core
+// away between checks.
+const yieldAfter = 20 * time.Microsecond
+
 // pool is a fixed set of threads that split an op's work units between
 // them. Goroutines start in newPool and stop in close; the calling
 // goroutine takes part as workers[0], so a pool of one thread starts none.
@@ -71,9 +74,10 @@ type pool struct {
 	done    chan struct{} // wakes the caller
 }
 
-func newPool(threads int) *pool {
-	p := &pool{workers: make([]*worker, threads), done: make(chan struct{}, 1),
-		spin: threads <= runtime.GOMAXPROCS(0)}
+// newPool starts threads-1 helpers; they spin between ops when spin
+// (there are no more threads than Ps), else sleep at once.
+func newPool(threads int, spin bool) *pool {
+	p := &pool{workers: make([]*worker, threads), done: make(chan struct{}, 1), spin: spin}
 	for i := range p.workers {
 		p.workers[i] = new(worker)
 	}
@@ -90,23 +94,29 @@ func newPool(threads int) *pool {
 // spinUntil calls cond until it holds, for up to spinTime (only once
 // without p.spin), and reports whether it held.
 func (p *pool) spinUntil(cond func() bool) bool {
+	if !p.spin {
+		return cond()
+	}
 	var start time.Time
 	for i := 0; ; i++ {
 		if cond() {
 			return true
 		}
-		if !p.spin {
-			return false
-		}
-		if i&255 == 255 {
+		if i&127 == 127 {
 			if start.IsZero() {
 				start = time.Now()
-			} else if time.Since(start) > spinTime {
+				continue
+			}
+			d := time.Since(start)
+			if d > spinTime {
 				return false
 			}
-			// When the machine is busier than the pool thinks, the thread
-			// waited for may be ready to run but without a core.
-			osYield()
+			// A wait this long means the machine is busier than the pool
+			// thinks: the thread waited for may be ready to run but
+			// without a core.
+			if d > yieldAfter {
+				osYield()
+			}
 		}
 	}
 }
@@ -142,28 +152,38 @@ func (p *pool) helper(i int, w *worker) {
 	}
 }
 
-// work takes chunks of units until none are left.
+// work takes chunks of units until none are left. Chunks are guided: each
+// takes 1/n of what is left (at least p.chunk units), so that the first
+// ones are long runs of rows (weights stream from memory best that way)
+// and the last ones short, which balances the threads at the end.
 func (p *pool) work(w *worker) {
+	n := int64(len(p.workers))
 	for {
-		lo := int(p.next.Add(int64(p.chunk))) - p.chunk
-		if lo >= p.units {
+		lo := p.next.Load()
+		left := int64(p.units) - lo
+		if left <= 0 {
 			return
 		}
-		p.t.run(w, lo, min(lo+p.chunk, p.units))
+		size := min(left, max(int64(p.chunk), (left+n-1)/n))
+		if !p.next.CompareAndSwap(lo, lo+size) {
+			continue
+		}
+		p.t.run(w, int(lo), int(lo+size))
 	}
 }
 
 // run calls t.run over units 0 … units-1, split into chunks spread over
 // the threads, and returns when all are done. unitCost is a unit's work,
-// roughly in multiply-adds of the Go kernels: it keeps chunks large enough
-// to be worth a thread, while about four chunks per thread balance uneven
-// units.
+// roughly in multiply-adds of the Go kernels: no chunk holds less than
+// minChunkCost of it, and an op of one such chunk runs on the calling
+// goroutine alone.
+
 func (p *pool) run(t task, units, unitCost int) {
 	if units <= 0 {
 		return
 	}
 	n := len(p.workers)
-	chunk := max(1, (units+4*n-1)/(4*n), minChunkCost/max(1, unitCost))
+	chunk := max(1, minChunkCost/max(1, unitCost)) // the least a chunk holds
 	chunks := (units + chunk - 1) / chunk
 	if p.closing.Load() {
 		panic("cpu: backend used after Close")

@@ -76,6 +76,8 @@ void folio_quantize(int kind, const float *x, int64_t xstride, int n, int k, uin
 void folio_matmul(int kind, int level, MM_ARGS);
 uint64_t folio_read_sum(const uint8_t *p, int64_t n);
 void folio_silu_mul(int level, const float *gate, const float *up, float *dst, int64_t n);
+void folio_write_kv_f16(const float *k, const float *v, int n, const int32_t *slots, uint16_t *kd, uint16_t *vd,
+                        int bs, int kvheads, int d);
 AVX512 __m512 exp512(__m512 x);
 AVX2 __m256 exp256(__m256 x);
 void folio_attention(int level, const float *q, int64_t qstride, int nr, int g, int d, const void *kl, const void *vl,
@@ -93,9 +95,17 @@ void folio_attention(int level, const float *q, int64_t qstride, int nr, int g, 
 // that a run of weight rows (MM_WBLOCK bytes) and a tile of activation
 // rows stay in L1 while every pair of them is dotted.
 #define MM_WBLOCK 12288
+// The weights are mmap'd in 4 KiB pages, which the hardware prefetchers do
+// not cross: each row is fetched from MM_PREFETCH bytes ahead by hand.
+#define MM_PREFETCH 8192
+static inline void mm_prefetch(const uint8_t *p, int64_t n) {
+	for (int64_t o = 0; o < n; o += 64)
+		__builtin_prefetch(p + o, 0, 3);
+}
 #define MM_DRIVER(name, row, target)                                                                     \
 	target void name(MM_ARGS) {                                                                      \
 		int rb = wstride < MM_WBLOCK ? (int)(MM_WBLOCK / wstride) : 1;                            \
+		mm_prefetch(w, rows * wstride < MM_PREFETCH ? rows * wstride : MM_PREFETCH);               \
 		for (int r0 = 0; r0 < rows; r0 += rb) {                                                  \
 			int r1 = r0 + rb < rows ? r0 + rb : rows;                                        \
 			for (int i = 0; i < nx; i += XT) {                                               \
@@ -103,6 +113,8 @@ void folio_attention(int level, const float *q, int64_t qstride, int nr, int g, 
 				float *dt = dst + i * dstride;                                           \
 				for (int r = r0; r < r1; r++) {                                          \
 					const uint8_t *wr = w + r * wstride;                             \
+					if (i == 0)                                                      \
+						mm_prefetch(wr + MM_PREFETCH, wstride);                  \
 					switch (nx - i) {                                                \
 					case 1: row(wr, k, xt, xstride, 1, dt + r, dstride); break;      \
 					case 2: row(wr, k, xt, xstride, 2, dt + r, dstride); break;      \

@@ -6,6 +6,7 @@
 // row is converted once for all of them:
 //
 //	S[p][qi] = scale · q_qi · K[p]          K row p broadcast element by element
+//	                                        (a few queries: dot products)
 //	S[p][qi] = e^(S - max_qi) for p ≤ lim_qi, 0 after (causal mask)
 //	out_qi   = Σ_p S[p][qi] · V[p] / Σ_p S[p][qi]
 //
@@ -68,13 +69,42 @@ static inline AVX512 const float *row512(const void *base, int f16, int64_t at, 
 	return buf;
 }
 
+// scores_few512 fills S for a unit of at most 8 queries (a decode step):
+// each K row dotted with each query directly, unused lanes zero.
+static AVX512 void scores_few512(const float *q, int64_t qstride, int nq, int g, int d, const void *kl, int f16,
+                                 const int32_t *blocks, int bs, int kvheads, int h, int n, float scale, float *S, int nqp) {
+	const float *qs[8];
+	for (int qi = 0; qi < nq; qi++)
+		qs[qi] = q + (qi / g) * qstride + (qi % g) * d;
+	for (int p = 0; p < n; p++) {
+		int64_t at = kv_at(blocks, bs, kvheads, h, d, p);
+		__m512 acc[8];
+		for (int qi = 0; qi < nq; qi++)
+			acc[qi] = _mm512_setzero_ps();
+		for (int j = 0; j < d; j += 16) {
+			__mmask16 m = tail16(d - j);
+			__m512 kv = f16 ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)kl + at + j))
+			                : _mm512_maskz_loadu_ps(m, (const float *)kl + at + j);
+			for (int qi = 0; qi < nq; qi++)
+				acc[qi] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, qs[qi] + j), kv, acc[qi]);
+		}
+		float *sp = S + (int64_t)p * nqp;
+		memset(sp, 0, sizeof(float) * nqp);
+		for (int qi = 0; qi < nq; qi++)
+			sp[qi] = _mm512_reduce_add_ps(acc[qi]) * scale;
+	}
+}
+
 AVX512 void folio_attn_avx512(ATTN_ARGS) {
 	int nq = nr * g, nqp = (nq + 15) & ~15, nc = nqp / 16, n = pos0 + nr;
 	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)n * nqp, *vb = kb + d;
-	load_qt(q, qstride, nr, g, d, qt, nqp);
 	const __m512 sv = _mm512_set1_ps(scale);
+	if (nq <= 8)
+		scores_few512(q, qstride, nq, g, d, kl, f16, blocks, bs, kvheads, h, n, scale, S, nqp);
+	else
+		load_qt(q, qstride, nr, g, d, qt, nqp);
 
-	for (int p = 0; p < n; p++) {
+	for (int p = 0; p < n && nq > 8; p++) {
 		const float *kr = row512(kl, f16, kv_at(blocks, bs, kvheads, h, d, p), d, kb);
 		for (int c0 = 0; c0 < nc; c0 += 4) {
 			int cn = nc - c0 < 4 ? nc - c0 : 4;
@@ -181,13 +211,52 @@ static inline AVX2 const float *row256(const void *base, int f16, int64_t at, in
 	return buf;
 }
 
+static inline AVX2 float hsum256(__m256 v) {
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+// scores_few256 is scores_few512 in AVX2.
+static AVX2 void scores_few256(const float *q, int64_t qstride, int nq, int g, int d, const void *kl, int f16,
+                               const int32_t *blocks, int bs, int kvheads, int h, int n, float scale, float *S, int nqp) {
+	const float *qs[8];
+	for (int qi = 0; qi < nq; qi++)
+		qs[qi] = q + (qi / g) * qstride + (qi % g) * d;
+	for (int p = 0; p < n; p++) {
+		int64_t at = kv_at(blocks, bs, kvheads, h, d, p);
+		__m256 acc[8];
+		for (int qi = 0; qi < nq; qi++)
+			acc[qi] = _mm256_setzero_ps();
+		int j = 0;
+		for (; j + 8 <= d; j += 8) {
+			__m256 kv = f16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)kl + at + j)))
+			                : _mm256_loadu_ps((const float *)kl + at + j);
+			for (int qi = 0; qi < nq; qi++)
+				acc[qi] = _mm256_fmadd_ps(_mm256_loadu_ps(qs[qi] + j), kv, acc[qi]);
+		}
+		float *sp = S + (int64_t)p * nqp;
+		memset(sp, 0, sizeof(float) * nqp);
+		for (int qi = 0; qi < nq; qi++) {
+			float s = hsum256(acc[qi]);
+			for (int t = j; t < d; t++)
+				s += qs[qi][t] * (f16 ? _cvtsh_ss(((const uint16_t *)kl)[at + t]) : ((const float *)kl)[at + t]);
+			sp[qi] = s * scale;
+		}
+	}
+}
+
 AVX2 void folio_attn_avx2(ATTN_ARGS) {
 	int nq = nr * g, nqp = (nq + 15) & ~15, nc = nqp / 8, n = pos0 + nr;
 	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)n * nqp, *vb = kb + d;
-	load_qt(q, qstride, nr, g, d, qt, nqp);
 	const __m256 sv = _mm256_set1_ps(scale);
+	if (nq <= 8)
+		scores_few256(q, qstride, nq, g, d, kl, f16, blocks, bs, kvheads, h, n, scale, S, nqp);
+	else
+		load_qt(q, qstride, nr, g, d, qt, nqp);
 
-	for (int p = 0; p < n; p++) {
+	for (int p = 0; p < n && nq > 8; p++) {
 		const float *kr = row256(kl, f16, kv_at(blocks, bs, kvheads, h, d, p), d, kb);
 		for (int c0 = 0; c0 < nc; c0 += 4) {
 			int cn = nc - c0 < 4 ? nc - c0 : 4;

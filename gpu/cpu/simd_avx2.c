@@ -45,38 +45,42 @@ INLINE AVX2 void q8_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs,
 }
 MM_DRIVER(folio_mm_q8_0_avx2, q8_0_row, AVX2)
 
-// Q4_0 weights, X4G activations, two blocks per step (half a group).
-INLINE AVX2 void q4_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+// Q4_0 weights, X4G activations, two blocks per step (half a group); a
+// missing second block of an odd count counts as zero.
+INLINE AVX2 void q4_0_pair(const uint8_t *b0, int two, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
 	const __m256i m4 = _mm256_set1_epi8(0x0f);
 	const __m256i pair = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+	const uint8_t *b1 = b0 + Q4_0_BYTES;
+	uint16_t h0, h1 = 0;
+	memcpy(&h0, b0, 2);
+	__m128i v1 = _mm_setzero_si128();
+	if (two) {
+		v1 = _mm_loadu_si128((const __m128i *)(b1 + 2));
+		memcpy(&h1, b1, 2);
+	}
+	__m256i v = _mm256_set_m128i(v1, _mm_loadu_si128((const __m128i *)(b0 + 2)));
+	__m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+	__m256 dw = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi32_si128(h0 | (uint32_t)h1 << 16))), pair);
+	for (int i = 0; i < nx; i++) {
+		const uint8_t *xp = x + i * xs;
+		__m256i p = _mm256_add_epi32(dot_u8s8(lo, _mm256_load_si256((const __m256i *)xp)),
+		                             dot_u8s8(hi, _mm256_load_si256((const __m256i *)(xp + 64))));
+		p = _mm256_add_epi32(p, _mm256_load_si256((const __m256i *)(xp + 192)));
+		acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dw, _mm256_load_ps((const float *)(xp + 128))), acc[i]);
+	}
+}
+
+INLINE AVX2 void q4_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
 	__m256 acc[XT];
 	for (int i = 0; i < nx; i++)
 		acc[i] = _mm256_setzero_ps();
 	int nb = k / 32;
-	uint8_t tail[4 * Q4_0_BYTES];
-	for (int g = 0; g < (nb + 3) / 4; g++) {
-		const uint8_t *wg = w + (int64_t)g * 4 * Q4_0_BYTES;
-		if (4 * g + 4 > nb) {
-			memset(tail, 0, sizeof tail);
-			memcpy(tail, wg, (nb - 4 * g) * Q4_0_BYTES);
-			wg = tail;
-		}
-		for (int hh = 0; hh < 2; hh++) {
-			const uint8_t *b0 = wg + 2 * hh * Q4_0_BYTES, *b1 = b0 + Q4_0_BYTES;
-			__m256i v = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(b1 + 2)), _mm_loadu_si128((const __m128i *)(b0 + 2)));
-			__m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-			uint16_t h0, h1;
-			memcpy(&h0, b0, 2);
-			memcpy(&h1, b1, 2);
-			__m256 dw = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi32_si128(h0 | (uint32_t)h1 << 16))), pair);
-			for (int i = 0; i < nx; i++) {
-				const uint8_t *xp = x + i * xs + (int64_t)g * X4G_BYTES + 32 * hh;
-				__m256i p = _mm256_add_epi32(dot_u8s8(lo, _mm256_load_si256((const __m256i *)xp)),
-				                             dot_u8s8(hi, _mm256_load_si256((const __m256i *)(xp + 64))));
-				p = _mm256_add_epi32(p, _mm256_load_si256((const __m256i *)(xp + 192)));
-				acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dw, _mm256_load_ps((const float *)(xp + 128))), acc[i]);
-			}
-		}
+	for (int b = 0; b < nb; b += 2) { // blocks b and b+1: half hh of group b/4
+		const uint8_t *xg = x + (int64_t)(b / 4) * X4G_BYTES + 32 * (b % 4 / 2);
+		if (b + 2 <= nb)
+			q4_0_pair(w + (int64_t)b * Q4_0_BYTES, 1, xg, xs, nx, acc);
+		else
+			q4_0_pair(w + (int64_t)b * Q4_0_BYTES, 0, xg, xs, nx, acc);
 	}
 	for (int i = 0; i < nx; i++)
 		out[i * os] = hsum8(acc[i]);

@@ -14,34 +14,37 @@ static inline AVX512 __m512i zero512(void) { return _mm512_setzero_si512(); }
 // side unsigned: the activations are biased by 128 (x ^ 0x80), and the
 // bias's share, 128·Σw, is taken off by starting each sum at -128·Σw
 // (computed once per weight pair for every activation row).
-INLINE AVX512 void q8_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+// q8_0_pair adds the dot products of the weight pair at wb (two blocks, or
+// one when two is 0) with the activation pairs of nx rows into acc.
+INLINE AVX512 void q8_0_pair(const uint8_t *wb, int two, const uint8_t *x, int64_t xs, int nx, __m512 *acc) {
 	const __m512i u128 = _mm512_set1_epi8((char)0x80);
-	const __m512i pair = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+	const __m512i pair = _mm512_set_epi64(0, 0, 0, 0, 0x0011001100110011, 0x0011001100110011, 0, 0);
+	__m512i wq = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(wb + 2)));
+	__m512 dw;
+	if (two) {
+		wq = _mm512_inserti64x4(wq, _mm256_loadu_si256((const __m256i *)(wb + Q8_0_BYTES + 2)), 1);
+		// Both scales lie in the pair's first 64 bytes, at halves 0 and 17.
+		dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(pair, _mm512_loadu_si512(wb))));
+	} else {
+		dw = _mm512_maskz_mov_ps(0xff, _mm512_set1_ps(h2f(wb)));
+	}
+	__m512i bias = _mm512_sub_epi32(zero512(), _mm512_dpbusd_epi32(zero512(), u128, wq));
+	for (int i = 0; i < nx; i++) {
+		const uint8_t *xp = x + i * xs;
+		__m512i s = _mm512_dpbusd_epi32(bias, _mm512_xor_si512(_mm512_load_si512(xp), u128), wq);
+		acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_load_ps((const float *)(xp + 64))), acc[i]);
+	}
+}
+
+INLINE AVX512 void q8_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
 	__m512 acc[XT];
 	for (int i = 0; i < nx; i++)
 		acc[i] = _mm512_setzero_ps();
-	int nb = k / 32;
-	uint8_t tail[2 * Q8_0_BYTES];
-	for (int p = 0; p < (nb + 1) / 2; p++) {
-		const uint8_t *wb = w + (int64_t)p * 2 * Q8_0_BYTES;
-		if (2 * p + 1 == nb) { // an odd last block, paired with a zero one
-			memcpy(tail, wb, Q8_0_BYTES);
-			memset(tail + Q8_0_BYTES, 0, Q8_0_BYTES);
-			wb = tail;
-		}
-		__m512i wq = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(wb + 2))),
-		                                _mm256_loadu_si256((const __m256i *)(wb + Q8_0_BYTES + 2)), 1);
-		uint16_t h0, h1;
-		memcpy(&h0, wb, 2);
-		memcpy(&h1, wb + Q8_0_BYTES, 2);
-		__m512 dw = _mm512_permutexvar_ps(pair, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(h0 | (uint32_t)h1 << 16))));
-		__m512i bias = _mm512_sub_epi32(zero512(), _mm512_dpbusd_epi32(zero512(), u128, wq));
-		for (int i = 0; i < nx; i++) {
-			const uint8_t *xp = x + i * xs + (int64_t)p * X8P_BYTES;
-			__m512i s = _mm512_dpbusd_epi32(bias, _mm512_xor_si512(_mm512_load_si512(xp), u128), wq);
-			acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_load_ps((const float *)(xp + 64))), acc[i]);
-		}
-	}
+	int nb = k / 32, p = 0;
+	for (; 2 * p + 2 <= nb; p++)
+		q8_0_pair(w + (int64_t)p * 2 * Q8_0_BYTES, 1, x + (int64_t)p * X8P_BYTES, xs, nx, acc);
+	if (nb % 2) // an odd last block, against the zero half of its pair
+		q8_0_pair(w + (int64_t)p * 2 * Q8_0_BYTES, 0, x + (int64_t)p * X8P_BYTES, xs, nx, acc);
 	for (int i = 0; i < nx; i++)
 		out[i * os] = _mm512_reduce_add_ps(acc[i]);
 }
@@ -51,37 +54,49 @@ MM_DRIVER(folio_mm_q8_0_avx512, q8_0_row, AVX512)
 // the four blocks against their elements 0-15, the high nibbles against
 // 16-31. Nibbles are unsigned (q+8); the activations' bias lanes hold
 // -8·Σx, which makes each sum Σ(q-8)·x.
-INLINE AVX512 void q4_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+// q4_0_group adds the dot products of the nb ≤ 4 weight blocks at wb with
+// the activation groups of nx rows into acc; missing blocks count as zero.
+INLINE AVX512 void q4_0_group(const uint8_t *wb, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc) {
 	const __m512i m4 = _mm512_set1_epi8(0x0f);
-	const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+	const __m512i quad = _mm512_set_epi64(0, 0, 0, 0, 0x001b001b001b001b, 0x0012001200120012, 0x0009000900090009, 0);
+	__m512i v = _mm512_zextsi128_si512(_mm_loadu_si128((const __m128i *)(wb + 2)));
+	if (nb > 1)
+		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(wb + Q4_0_BYTES + 2)), 1);
+	if (nb > 2)
+		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(wb + 2 * Q4_0_BYTES + 2)), 2);
+	if (nb > 3)
+		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(wb + 3 * Q4_0_BYTES + 2)), 3);
+	__m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+	__m512 dw;
+	if (nb == 4) { // the four scales lie in the group's first 64 bytes, at halves 0, 9, 18, 27
+		dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(quad, _mm512_loadu_si512(wb))));
+	} else {
+		uint16_t h[4] = {0, 0, 0, 0};
+		for (int j = 0; j < nb; j++)
+			memcpy(&h[j], wb + j * Q4_0_BYTES, 2);
+		__m128i hv = _mm_cvtsi64_si128((int64_t)(h[0] | (uint64_t)h[1] << 16 | (uint64_t)h[2] << 32 | (uint64_t)h[3] << 48));
+		dw = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+		                           _mm512_castps128_ps512(_mm_cvtph_ps(hv)));
+	}
+	for (int i = 0; i < nx; i++) {
+		const uint8_t *xp = x + i * xs;
+		__m512i s = _mm512_dpbusd_epi32(_mm512_load_si512(xp + 192), lo, _mm512_load_si512(xp));
+		s = _mm512_dpbusd_epi32(s, hi, _mm512_load_si512(xp + 64));
+		acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_load_ps((const float *)(xp + 128))), acc[i]);
+	}
+}
+
+INLINE AVX512 void q4_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
 	__m512 acc[XT];
 	for (int i = 0; i < nx; i++)
 		acc[i] = _mm512_setzero_ps();
-	int nb = k / 32;
-	uint8_t tail[4 * Q4_0_BYTES];
-	for (int g = 0; g < (nb + 3) / 4; g++) {
-		const uint8_t *wb = w + (int64_t)g * 4 * Q4_0_BYTES;
-		if (4 * g + 4 > nb) { // the last blocks, padded with zero ones
-			memset(tail, 0, sizeof tail);
-			memcpy(tail, wb, (nb - 4 * g) * Q4_0_BYTES);
-			wb = tail;
-		}
-		__m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(wb + 2)));
-		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(wb + Q4_0_BYTES + 2)), 1);
-		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(wb + 2 * Q4_0_BYTES + 2)), 2);
-		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(wb + 3 * Q4_0_BYTES + 2)), 3);
-		__m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-		uint16_t h[4];
-		for (int j = 0; j < 4; j++)
-			memcpy(&h[j], wb + j * Q4_0_BYTES, 2);
-		__m128i hv = _mm_setr_epi16(h[0], h[1], h[2], h[3], 0, 0, 0, 0);
-		__m512 dw = _mm512_permutexvar_ps(quad, _mm512_castps128_ps512(_mm_cvtph_ps(hv)));
-		for (int i = 0; i < nx; i++) {
-			const uint8_t *xp = x + i * xs + (int64_t)g * X4G_BYTES;
-			__m512i s = _mm512_dpbusd_epi32(_mm512_load_si512(xp + 192), lo, _mm512_load_si512(xp));
-			s = _mm512_dpbusd_epi32(s, hi, _mm512_load_si512(xp + 64));
-			acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_load_ps((const float *)(xp + 128))), acc[i]);
-		}
+	int nb = k / 32, g = 0;
+	for (; 4 * g + 4 <= nb; g++)
+		q4_0_group(w + (int64_t)g * 4 * Q4_0_BYTES, 4, x + (int64_t)g * X4G_BYTES, xs, nx, acc);
+	switch (nb % 4) { // the last blocks, against the zero ones of their group
+	case 1: q4_0_group(w + (int64_t)g * 4 * Q4_0_BYTES, 1, x + (int64_t)g * X4G_BYTES, xs, nx, acc); break;
+	case 2: q4_0_group(w + (int64_t)g * 4 * Q4_0_BYTES, 2, x + (int64_t)g * X4G_BYTES, xs, nx, acc); break;
+	case 3: q4_0_group(w + (int64_t)g * 4 * Q4_0_BYTES, 3, x + (int64_t)g * X4G_BYTES, xs, nx, acc); break;
 	}
 	for (int i = 0; i < nx; i++)
 		out[i * os] = _mm512_reduce_add_ps(acc[i]);

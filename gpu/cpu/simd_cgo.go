@@ -67,3 +67,13 @@ func siluMulX(l simdLevel, gate, up, dst []float32) {
 	C.folio_silu_mul(C.int(l), (*C.float)(unsafe.Pointer(&gate[0])), (*C.float)(unsafe.Pointer(&up[0])),
 		(*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(n))
 }
+
+// writeKVX stores rows of k and v (len(slots) rows of kvheads·d) as halves
+// at their slots of a layer's K and V (kd, vd). One cgo call.
+func writeKVX(k, v []float32, slots []int32, kd, vd []uint16, bs, kvheads, d int) {
+	n := len(slots)
+	_, _ = k[n*kvheads*d-1], v[n*kvheads*d-1]
+	C.folio_write_kv_f16((*C.float)(unsafe.Pointer(&k[0])), (*C.float)(unsafe.Pointer(&v[0])), C.int(n),
+		(*C.int32_t)(unsafe.Pointer(&slots[0])), (*C.uint16_t)(unsafe.Pointer(&kd[0])), (*C.uint16_t)(unsafe.Pointer(&vd[0])),
+		C.int(bs), C.int(kvheads), C.int(d))
+}

@@ -39,3 +39,27 @@ void folio_silu_mul(int level, const float *gate, const float *up, float *dst, i
 	else
 		silu_mul256(gate, up, dst, n);
 }
+
+// folio_write_kv_f16 stores n rows of k and v (width = kvheads·d floats
+// each) as halves (round to nearest even, as F16C and ggml do) at the K/V
+// slots slots[i]: head h of slot s starts at ((s/bs·kvheads + h)·bs +
+// s%bs)·d of kd and vd.
+AVX2 void folio_write_kv_f16(const float *k, const float *v, int n, const int32_t *slots, uint16_t *kd, uint16_t *vd,
+                             int bs, int kvheads, int d) {
+	int width = kvheads * d;
+	for (int i = 0; i < n; i++) {
+		int64_t s = slots[i];
+		for (int h = 0; h < kvheads; h++) {
+			int64_t at = ((s / bs * kvheads + h) * bs + s % bs) * d;
+			const float *src[2] = {k + (int64_t)i * width + h * d, v + (int64_t)i * width + h * d};
+			uint16_t *dst[2] = {kd + at, vd + at};
+			for (int t = 0; t < 2; t++) {
+				int j = 0;
+				for (; j + 8 <= d; j += 8)
+					_mm_storeu_si128((__m128i *)(dst[t] + j), _mm256_cvtps_ph(_mm256_loadu_ps(src[t] + j), 0));
+				for (; j < d; j++)
+					dst[t][j] = _cvtss_sh(src[t][j], 0);
+			}
+		}
+	}
+}

@@ -26,3 +26,7 @@ func attentionX(simdLevel, []float32, int, int, int, int, unsafe.Pointer, unsafe
 func siluMulX(simdLevel, []float32, []float32, []float32) {
 	panic("cpu: SIMD kernels are not built in")
 }
+
+func writeKVX([]float32, []float32, []int32, []uint16, []uint16, int, int, int) {
+	panic("cpu: SIMD kernels are not built in")
+}

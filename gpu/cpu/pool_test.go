@@ -1,0 +1,51 @@
+package cpu
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"folio/models/gguf"
+)
+
+// TestPoolHandOff runs ops on a spinning pool (as when there are no more
+// threads than cores) and on a sleeping one, back to back and after pauses
+// long enough for the helpers to go to sleep: every op must see its units
+// done exactly once, whichever way the helpers were woken.
+func TestPoolHandOff(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	const n, k, m = 3, 256, 4096 // enough weight rows for several chunks
+	data, wf := quantWeight(t, r, gguf.TypeQ4_K, m, k)
+	xf := randFloats(r, n*k, 1)
+	for _, spin := range []bool{true, false} {
+		b := &Backend{pool: newPool(3, spin), level: bestLevel}
+		w := newWeight(t, b, gguf.TypeQ4_K, m, k, data)
+		x := newAct(t, b, n, k, xf)
+		var want []float32
+		for i := range 40 {
+			dst := newAct(t, b, n, m, nil)
+			b.MatMul(dst, x, w)
+			got := download(b, dst)
+			if want == nil {
+				want = got
+				xs := xf
+				if kind, ok := kernelFor(gguf.TypeQ4_K, b.level); ok {
+					xs = nil
+					for row := range n {
+						xs = append(xs, dequantizeXRef(kind, quantizeXRef(kind, xf[row*k:(row+1)*k]), k)...)
+					}
+				}
+				checkDots(t, got, xs, wf, n, k, m, matmulTol)
+			}
+			for j := range got {
+				if got[j] != want[j] {
+					t.Fatalf("spin %v, op %d: element %d is %v, was %v", spin, i, j, got[j], want[j])
+				}
+			}
+			if i%8 == 7 {
+				time.Sleep(2 * spinTime) // the helpers go to sleep
+			}
+		}
+		b.Close()
+	}
+}
