@@ -84,8 +84,10 @@ void folio_attention(int level, const float *q, int64_t qstride, int nr, int g, 
                      int f16, const int32_t *blocks, int bs, int kvheads, int h, int pos0, float scale, float *out,
                      float *scratch);
 
-// The microkernels take the activation rows in tiles of at most XT.
-#define XT 4
+// The microkernels take the activation rows in tiles of at most XT: 8
+// accumulators (and their temporaries) fit AVX-512's 32 registers; AVX2's 16
+// hold 4 (MM_DRIVER's tile).
+#define XT 8
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -102,28 +104,33 @@ static inline void mm_prefetch(const uint8_t *p, int64_t n) {
 	for (int64_t o = 0; o < n; o += 64)
 		__builtin_prefetch(p + o, 0, 3);
 }
-#define MM_DRIVER(name, row, target)                                                                     \
-	target void name(MM_ARGS) {                                                                      \
-		int rb = wstride < MM_WBLOCK ? (int)(MM_WBLOCK / wstride) : 1;                            \
-		mm_prefetch(w, rows * wstride < MM_PREFETCH ? rows * wstride : MM_PREFETCH);               \
-		for (int r0 = 0; r0 < rows; r0 += rb) {                                                  \
-			int r1 = r0 + rb < rows ? r0 + rb : rows;                                        \
-			for (int i = 0; i < nx; i += XT) {                                               \
-				const uint8_t *xt = x + i * xstride;                                     \
-				float *dt = dst + i * dstride;                                           \
-				for (int r = r0; r < r1; r++) {                                          \
-					const uint8_t *wr = w + r * wstride;                             \
-					if (i == 0)                                                      \
-						mm_prefetch(wr + MM_PREFETCH, wstride);                  \
-					switch (nx - i) {                                                \
-					case 1: row(wr, k, xt, xstride, 1, dt + r, dstride); break;      \
-					case 2: row(wr, k, xt, xstride, 2, dt + r, dstride); break;      \
-					case 3: row(wr, k, xt, xstride, 3, dt + r, dstride); break;      \
-					default: row(wr, k, xt, xstride, XT, dt + r, dstride); break;    \
-					}                                                                \
-				}                                                                        \
-			}                                                                                \
-		}                                                                                        \
+#define MM_DRIVER(name, row, target, tile)                                                          \
+	target void name(MM_ARGS) {                                                                 \
+		int rb = wstride < MM_WBLOCK ? (int)(MM_WBLOCK / wstride) : 1;                       \
+		mm_prefetch(w, rows * wstride < MM_PREFETCH ? rows * wstride : MM_PREFETCH);          \
+		for (int r0 = 0; r0 < rows; r0 += rb) {                                             \
+			int r1 = r0 + rb < rows ? r0 + rb : rows;                                   \
+			for (int i = 0; i < nx; i += tile) {                                        \
+				const uint8_t *xt = x + i * xstride;                                \
+				float *dt = dst + i * dstride;                                      \
+				int t = nx - i < tile ? nx - i : tile;                              \
+				for (int r = r0; r < r1; r++) {                                     \
+					const uint8_t *wr = w + r * wstride;                        \
+					if (i == 0)                                                 \
+						mm_prefetch(wr + MM_PREFETCH, wstride);             \
+					switch (t) {                                                \
+					case 1: row(wr, k, xt, xstride, 1, dt + r, dstride); break; \
+					case 2: row(wr, k, xt, xstride, 2, dt + r, dstride); break; \
+					case 3: row(wr, k, xt, xstride, 3, dt + r, dstride); break; \
+					case 4: row(wr, k, xt, xstride, 4, dt + r, dstride); break; \
+					case 5: row(wr, k, xt, xstride, 5, dt + r, dstride); break; \
+					case 6: row(wr, k, xt, xstride, 6, dt + r, dstride); break; \
+					case 7: row(wr, k, xt, xstride, 7, dt + r, dstride); break; \
+					default: row(wr, k, xt, xstride, 8, dt + r, dstride); break; \
+					}                                                           \
+				}                                                                   \
+			}                                                                           \
+		}                                                                                   \
 	}
 
 #endif

@@ -43,7 +43,7 @@ INLINE AVX2 void q8_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs,
 	for (int i = 0; i < nx; i++)
 		out[i * os] = hsum8(acc[i]);
 }
-MM_DRIVER(folio_mm_q8_0_avx2, q8_0_row, AVX2)
+MM_DRIVER(folio_mm_q8_0_avx2, q8_0_row, AVX2, 4)
 
 // Q4_0 weights, X4G activations, two blocks per step (half a group); a
 // missing second block of an odd count counts as zero.
@@ -85,7 +85,7 @@ INLINE AVX2 void q4_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs,
 	for (int i = 0; i < nx; i++)
 		out[i * os] = hsum8(acc[i]);
 }
-MM_DRIVER(folio_mm_q4_0_avx2, q4_0_row, AVX2)
+MM_DRIVER(folio_mm_q4_0_avx2, q4_0_row, AVX2, 4)
 
 // Q4_K weights, XK activations: per 64 elements, the low and high nibbles
 // of 32 bytes, each sub-block's pair sums multiplied by its scale in
@@ -128,7 +128,7 @@ INLINE AVX2 void q4_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs,
 	for (int i = 0; i < nx; i++)
 		out[i * os] = hsum8(accf[i]) - hsum8(accm[i]);
 }
-MM_DRIVER(folio_mm_q4_k_avx2, q4_k_row, AVX2)
+MM_DRIVER(folio_mm_q4_k_avx2, q4_k_row, AVX2, 4)
 
 // Q6_K weights, XK activations: 32 quants (q+32) per step, two sub-blocks
 // of 16 whose pair sums vpmaddwd multiplies by their scales; the offset's
@@ -178,7 +178,7 @@ INLINE AVX2 void q6_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs,
 	for (int i = 0; i < nx; i++)
 		out[i * os] = hsum8(acc[i]);
 }
-MM_DRIVER(folio_mm_q6_k_avx2, q6_k_row, AVX2)
+MM_DRIVER(folio_mm_q6_k_avx2, q6_k_row, AVX2, 4)
 
 // F16 weights, F16 activations, float32 sums: 16 elements per step in two
 // accumulators, then 8, then one at a time.
@@ -208,4 +208,4 @@ INLINE AVX2 void f16_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 		out[i * os] = s;
 	}
 }
-MM_DRIVER(folio_mm_f16_avx2, f16_row, AVX2)
+MM_DRIVER(folio_mm_f16_avx2, f16_row, AVX2, 4)

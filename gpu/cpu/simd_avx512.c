@@ -48,7 +48,7 @@ INLINE AVX512 void q8_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t x
 	for (int i = 0; i < nx; i++)
 		out[i * os] = _mm512_reduce_add_ps(acc[i]);
 }
-MM_DRIVER(folio_mm_q8_0_avx512, q8_0_row, AVX512)
+MM_DRIVER(folio_mm_q8_0_avx512, q8_0_row, AVX512, XT)
 
 // Q4_0 weights, X4G activations, four blocks per step: the low nibbles of
 // the four blocks against their elements 0-15, the high nibbles against
@@ -101,7 +101,7 @@ INLINE AVX512 void q4_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t x
 	for (int i = 0; i < nx; i++)
 		out[i * os] = _mm512_reduce_add_ps(acc[i]);
 }
-MM_DRIVER(folio_mm_q4_0_avx512, q4_0_row, AVX512)
+MM_DRIVER(folio_mm_q4_0_avx512, q4_0_row, AVX512, XT)
 
 static inline AVX512 float hsum256(__m256 v) {
 	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -156,7 +156,7 @@ INLINE AVX512 void q4_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t x
 	for (int i = 0; i < nx; i++)
 		out[i * os] = _mm512_reduce_add_ps(accf[i]) - hsum256(accm[i]);
 }
-MM_DRIVER(folio_mm_q4_k_avx512, q4_k_row, AVX512)
+MM_DRIVER(folio_mm_q4_k_avx512, q4_k_row, AVX512, XT)
 
 // Q6_K weights, XK activations. Per half of a super-block, 64 bytes of low
 // bits and 32 of high bits make 128 unsigned quants (q+32) in order, in two
@@ -208,7 +208,7 @@ INLINE AVX512 void q6_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t x
 	for (int i = 0; i < nx; i++)
 		out[i * os] = _mm512_reduce_add_ps(acc[i]);
 }
-MM_DRIVER(folio_mm_q6_k_avx512, q6_k_row, AVX512)
+MM_DRIVER(folio_mm_q6_k_avx512, q6_k_row, AVX512, XT)
 
 // F16 weights, F16 activations (as ggml rounds them), float32 sums: 32
 // elements per step in two accumulators, then 16, then a masked tail.
@@ -235,4 +235,4 @@ INLINE AVX512 void f16_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs
 	for (int i = 0; i < nx; i++)
 		out[i * os] = _mm512_reduce_add_ps(_mm512_add_ps(a0[i], a1[i]));
 }
-MM_DRIVER(folio_mm_f16_avx512, f16_row, AVX512)
+MM_DRIVER(folio_mm_f16_avx512, f16_row, AVX512, XT)
