@@ -42,38 +42,47 @@ func BenchmarkMatMul(b *testing.B) {
 	}
 }
 
-// BenchmarkAttentionDecode is one decode step at context 4096: 32 query
-// heads over 8 K/V heads of 128, blocks of 16, an F16 cache.
+// BenchmarkAttentionDecode is one decode step of one sequence: at
+// context 4096 with 32 query heads over 8 K/V heads of 128 (Llama-3-8B's
+// shape), and at context 64 with 9 over 3 of 64 (smollm-135m's); blocks of
+// 16.
 func BenchmarkAttentionDecode(b *testing.B) {
-	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
-		b.Run(typ.String(), func(b *testing.B) {
-			const ctx, bs, kvHeads, heads, hd = 4096, 16, 8, 32, 128
-			be := New(0)
-			defer be.Close()
-			spec := gpu.KVSpec{Layers: 1, Blocks: ctx / bs, BlockSize: bs, KVHeads: kvHeads, HeadDim: hd, Type: typ}
-			c, err := be.NewKVCache(spec)
-			if err != nil {
-				b.Fatal(err)
+	shapes := []struct{ ctx, kvHeads, heads, hd int }{{4096, 8, 32, 128}, {64, 3, 9, 64}}
+	for _, l := range supportedLevels() {
+		for _, sh := range shapes {
+			for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
+				b.Run(fmt.Sprintf("%v/ctx=%d/%v", l, sh.ctx, typ), func(b *testing.B) {
+					const bs = 16
+					ctx, kvHeads, heads, hd := sh.ctx, sh.kvHeads, sh.heads, sh.hd
+					be := New(0)
+					defer be.Close()
+					be.level = l
+					spec := gpu.KVSpec{Layers: 1, Blocks: ctx / bs, BlockSize: bs, KVHeads: kvHeads, HeadDim: hd, Type: typ}
+					c, err := be.NewKVCache(spec)
+					if err != nil {
+						b.Fatal(err)
+					}
+					r := rand.New(rand.NewPCG(2, 2))
+					blocks := make([]int32, spec.Blocks)
+					for i, p := range r.Perm(spec.Blocks) {
+						blocks[i] = int32(p)
+					}
+					batch := gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Start: 0, Len: 1, Pos: ctx - 1, Blocks: blocks}}}
+					slots := make([]int32, ctx)
+					for p := range slots {
+						slots[p] = blocks[p/bs]*bs + int32(p%bs)
+					}
+					kv := randFloats(r, ctx*kvHeads*hd, 1)
+					k := newAct(b, be, ctx, kvHeads*hd, kv)
+					be.WriteKV(c, 0, k, k, slots)
+					q := newAct(b, be, 1, heads*hd, randFloats(r, heads*hd, 1))
+					dst := newAct(b, be, 1, heads*hd, nil)
+					for b.Loop() {
+						be.Attention(dst, q, c, 0, &batch, 0.088)
+					}
+				})
 			}
-			r := rand.New(rand.NewPCG(2, 2))
-			blocks := make([]int32, spec.Blocks)
-			for i, p := range r.Perm(spec.Blocks) {
-				blocks[i] = int32(p)
-			}
-			batch := gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Start: 0, Len: 1, Pos: ctx - 1, Blocks: blocks}}}
-			slots := make([]int32, ctx)
-			for p := range slots {
-				slots[p] = blocks[p/bs]*bs + int32(p%bs)
-			}
-			kv := randFloats(r, ctx*kvHeads*hd, 1)
-			k := newAct(b, be, ctx, kvHeads*hd, kv)
-			be.WriteKV(c, 0, k, k, slots)
-			q := newAct(b, be, 1, heads*hd, randFloats(r, heads*hd, 1))
-			dst := newAct(b, be, 1, heads*hd, nil)
-			for b.Loop() {
-				be.Attention(dst, q, c, 0, &batch, 0.088)
-			}
-		})
+		}
 	}
 }
 

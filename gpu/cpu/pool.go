@@ -72,7 +72,22 @@ type pool struct {
 	pending atomic.Int32  // helpers not done with the current op
 	waiting atomic.Bool   // the caller sleeps until pending is 0
 	done    chan struct{} // wakes the caller
+
+	// When the machine is busier than the pool (other programs hold the
+	// cores), a helper that took a chunk may not run for a scheduler slice
+	// while the caller waits for it. The caller sums the time it worked
+	// and the time it waited over windows of contentionWindow ops; after a
+	// window where waiting exceeded working, the next soloOps ops run on
+	// the caller alone. Owned by the calling goroutine.
+	worked, waited time.Duration
+	windowOps      int
+	solo           int // ops left to run alone
 }
+
+const (
+	contentionWindow = 64
+	soloOps          = 1024
+)
 
 // newPool starts threads-1 helpers; they spin between ops when spin
 // (there are no more threads than Ps), else sleep at once.
@@ -188,7 +203,8 @@ func (p *pool) run(t task, units, unitCost int) {
 	if p.closing.Load() {
 		panic("cpu: backend used after Close")
 	}
-	if n == 1 || chunks == 1 {
+	if n == 1 || chunks == 1 || p.solo > 0 {
+		p.solo = max(0, p.solo-1)
 		t.run(p.workers[0], 0, units)
 		return
 	}
@@ -204,7 +220,9 @@ func (p *pool) run(t task, units, unitCost int) {
 			}
 		}
 	}
+	t0 := time.Now()
 	p.work(p.workers[0])
+	t1 := time.Now()
 	if !p.spinUntil(func() bool { return p.pending.Load() == 0 }) {
 		// Sleep until the last helper sends a token. One left over from
 		// an earlier op (sent after that op's check) only costs a turn.
@@ -215,6 +233,14 @@ func (p *pool) run(t task, units, unitCost int) {
 		p.waiting.Store(false)
 	}
 	p.t = nil
+	p.worked += t1.Sub(t0)
+	p.waited += time.Since(t1)
+	if p.windowOps++; p.windowOps == contentionWindow {
+		if p.waited > p.worked {
+			p.solo = soloOps
+		}
+		p.worked, p.waited, p.windowOps = 0, 0, 0
+	}
 }
 
 // close stops the helpers and waits for them to return.

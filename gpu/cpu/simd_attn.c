@@ -69,10 +69,11 @@ static inline AVX512 const float *row512(const void *base, int f16, int64_t at, 
 	return buf;
 }
 
-// scores_few512 fills S for a unit of at most 8 queries (a decode step):
-// each K row dotted with each query directly, unused lanes zero.
-static AVX512 void scores_few512(const float *q, int64_t qstride, int nq, int g, int d, const void *kl, int f16,
-                                 const int32_t *blocks, int bs, int kvheads, int h, int n, float scale, float *S, int nqp) {
+// scores_few512 fills S[qi·ns + p] for a unit of nq ≤ 8 queries (a decode
+// step): each K row dotted with each query directly, the accumulators in
+// registers (nq is a constant where it is inlined).
+INLINE AVX512 void scores_few512(const float *q, int64_t qstride, int nq, int g, int d, const void *kl, int f16,
+                                 const int32_t *blocks, int bs, int kvheads, int h, int n, float scale, float *S, int ns) {
 	const float *qs[8];
 	for (int qi = 0; qi < nq; qi++)
 		qs[qi] = q + (qi / g) * qstride + (qi % g) * d;
@@ -88,23 +89,36 @@ static AVX512 void scores_few512(const float *q, int64_t qstride, int nq, int g,
 			for (int qi = 0; qi < nq; qi++)
 				acc[qi] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, qs[qi] + j), kv, acc[qi]);
 		}
-		float *sp = S + (int64_t)p * nqp;
-		memset(sp, 0, sizeof(float) * nqp);
 		for (int qi = 0; qi < nq; qi++)
-			sp[qi] = _mm512_reduce_add_ps(acc[qi]) * scale;
+			S[qi * ns + p] = _mm512_reduce_add_ps(acc[qi]) * scale;
 	}
 }
 
-AVX512 void folio_attn_avx512(ATTN_ARGS) {
-	int nq = nr * g, nqp = (nq + 15) & ~15, nc = nqp / 16, n = pos0 + nr;
-	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)n * nqp, *vb = kb + d;
-	const __m512 sv = _mm512_set1_ps(scale);
-	if (nq <= 8)
-		scores_few512(q, qstride, nq, g, d, kl, f16, blocks, bs, kvheads, h, n, scale, S, nqp);
-	else
-		load_qt(q, qstride, nr, g, d, qt, nqp);
+// softmax_few512 turns query qi's scores S[qi·ns + 0 … lim] into e^(s -
+// max) and returns 1/Σ.
+static AVX512 float softmax_few512(float *s, int lim) {
+	__m512 mx = _mm512_set1_ps(-__builtin_inff()), sum = _mm512_setzero_ps();
+	for (int p = 0; p <= lim; p += 16)
+		mx = _mm512_mask_max_ps(mx, tail16(lim + 1 - p), mx, _mm512_maskz_loadu_ps(tail16(lim + 1 - p), s + p));
+	__m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+	for (int p = 0; p <= lim; p += 16) {
+		__mmask16 k = tail16(lim + 1 - p);
+		__m512 e = _mm512_maskz_mov_ps(k, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + p), m)));
+		_mm512_mask_storeu_ps(s + p, k, e);
+		sum = _mm512_add_ps(sum, e);
+	}
+	return 1.f / _mm512_reduce_add_ps(sum);
+}
 
-	for (int p = 0; p < n && nq > 8; p++) {
+// scores_many512 fills S[p·nqp + qi] for nq > 8 queries: the queries
+// transposed into qt, K row p broadcast element by element against them.
+static AVX512 void scores_many512(const float *q, int64_t qstride, int nr, int g, int d, const void *kl, int f16,
+                                  const int32_t *blocks, int bs, int kvheads, int h, int n, float scale, float *qt,
+                                  float *S, float *kb) {
+	int nq = nr * g, nqp = (nq + 15) & ~15, nc = nqp / 16;
+	load_qt(q, qstride, nr, g, d, qt, nqp);
+	const __m512 sv = _mm512_set1_ps(scale);
+	for (int p = 0; p < n; p++) {
 		const float *kr = row512(kl, f16, kv_at(blocks, bs, kvheads, h, d, p), d, kb);
 		for (int c0 = 0; c0 < nc; c0 += 4) {
 			int cn = nc - c0 < 4 ? nc - c0 : 4;
@@ -119,8 +133,12 @@ AVX512 void folio_attn_avx512(ATTN_ARGS) {
 		}
 	}
 
-	float inv[nqp];
-	for (int c = 0; c < nc; c++) {
+}
+
+// softmax_many512 turns the scores of S[p·nqp + qi] into e^(s - max_qi)
+// up to each query's position (0 after) and sets inv[qi] to 1/Σ.
+static AVX512 void softmax_many512(float *S, int nq, int nqp, int g, int pos0, int n, float *inv) {
+	for (int c = 0; c < nqp / 16; c++) {
 		int lim[16];
 		for (int l = 0; l < 16; l++)
 			lim[l] = 16 * c + l < nq ? pos0 + (16 * c + l) / g : n - 1;
@@ -139,7 +157,13 @@ AVX512 void folio_attn_avx512(ATTN_ARGS) {
 		}
 		_mm512_storeu_ps(inv + 16 * c, _mm512_div_ps(_mm512_set1_ps(1.f), sum));
 	}
+}
 
+// values512 sets each query's output to Σ_p S[p·ps + qi·qs]·V[p] · inv[qi],
+// converting each block of V rows once (into vb) for all queries.
+static AVX512 void values512(float *out, int64_t qstride, int nq, int g, int d, const void *vl, int f16,
+                             const int32_t *blocks, int bs, int kvheads, int h, int pos0, int n, const float *S,
+                             int64_t ps, int64_t qs, const float *inv, float *vb) {
 	for (int qi = 0; qi < nq; qi++)
 		memset(out + (qi / g) * qstride + (qi % g) * d, 0, sizeof(float) * d);
 	for (int b0 = 0; b0 < n; b0 += bs) {
@@ -157,12 +181,12 @@ AVX512 void folio_attn_avx512(ATTN_ARGS) {
 				continue;
 			int pe = lim - b0 + 1 < np ? lim - b0 + 1 : np;
 			float *o = out + (qi / g) * qstride + (qi % g) * d;
-			const float *s = S + (int64_t)b0 * nqp + qi;
+			const float *s = S + b0 * ps + qi * qs;
 			for (int j = 0; j < d; j += 16) {
 				__mmask16 m = tail16(d - j);
 				__m512 acc = _mm512_maskz_loadu_ps(m, o + j);
 				for (int p = 0; p < pe; p++)
-					acc = _mm512_fmadd_ps(_mm512_set1_ps(s[(int64_t)p * nqp]), _mm512_maskz_loadu_ps(m, vr + p * d + j), acc);
+					acc = _mm512_fmadd_ps(_mm512_set1_ps(s[p * ps]), _mm512_maskz_loadu_ps(m, vr + p * d + j), acc);
 				_mm512_mask_storeu_ps(o + j, m, acc);
 			}
 		}
@@ -174,6 +198,30 @@ AVX512 void folio_attn_avx512(ATTN_ARGS) {
 			_mm512_mask_storeu_ps(o + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, o + j), _mm512_set1_ps(inv[qi])));
 		}
 	}
+}
+
+AVX512 void folio_attn_avx512(ATTN_ARGS) {
+	int nq = nr * g, nqp = (nq + 15) & ~15, n = pos0 + nr;
+	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)n * nqp, *vb = kb + d;
+	float inv[nqp];
+	int64_t ps = nqp, qs = 1; // S[p·ps + qi·qs]
+	if (nq <= 8) {
+		// Few queries: S is query-major at the start of scratch (the
+		// transposed queries are not needed), a run of ns per query.
+		int ns = (n + 15) & ~15;
+		S = scratch, ps = 1, qs = ns;
+		switch (nq) {
+#define FEW(c) case c: scores_few512(q, qstride, c, g, d, kl, f16, blocks, bs, kvheads, h, n, scale, S, ns); break;
+			FEW(1) FEW(2) FEW(3) FEW(4) FEW(5) FEW(6) FEW(7) FEW(8)
+#undef FEW
+		}
+		for (int qi = 0; qi < nq; qi++)
+			inv[qi] = softmax_few512(S + qi * ns, pos0 + qi / g);
+	} else {
+		scores_many512(q, qstride, nr, g, d, kl, f16, blocks, bs, kvheads, h, n, scale, qt, S, kb);
+		softmax_many512(S, nq, nqp, g, pos0, n, inv);
+	}
+	values512(out, qstride, nq, g, d, vl, f16, blocks, bs, kvheads, h, pos0, n, S, ps, qs, inv, vb);
 }
 
 // ---- AVX2: the same steps, 8 lanes at a time.
