@@ -9,10 +9,8 @@ import (
 // attentionSIMD is Attention through the C kernels (simd_attn.c). A unit
 // is a tile of consecutive rows of one sequence and one K/V head with all
 // of its query heads: each K and V row is converted once for every query
-// of the tile. A query's sums run in the same order whatever the threads
-// or the block size; a tile of at most 8 queries (a decode step) takes its
-// scores as dot products, a larger one by broadcasting K, which rounds a
-// little differently.
+// of the tile. A query's sums run in the same order whatever its tile, the
+// threads or the block size, so results do not depend on the schedule.
 func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer int, batch *gpu.Batch, scale float32, maxCtx int) {
 	spec := c.spec
 	group := qcols / spec.HeadDim / spec.KVHeads

@@ -383,3 +383,44 @@ func threadCountInvariance(t *testing.T, one, many *Backend) {
 		}
 	}
 }
+
+// A token's attention is bit for bit the same decoded alone as in its
+// prompt, at every level: the models quantize activations to 8 bits, so the
+// least difference could flip a quant and change a schedule's logits.
+func TestAttentionDecodeEqualsPrefill(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 38))
+	const n, kvh, g, hd, bs = 45, 2, 3, 64, 16
+	blocks := []int32{3, 1, 5, 0, 2, 4, 6, 7}
+	slots := make([]int32, n)
+	for p := range slots {
+		slots[p] = blocks[p/bs]*bs + int32(p%bs)
+	}
+	kf, vf := randFloats(r, n*kvh*hd, 1), randFloats(r, n*kvh*hd, 1)
+	w := kvh * g * hd
+	qf := randFloats(r, n*w, 4)
+	for _, l := range supportedLevels() {
+		for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
+			b := newTestBackend(t)
+			b.level = l
+			c, err := b.NewKVCache(gpu.KVSpec{Layers: 1, Blocks: 8, BlockSize: bs, KVHeads: kvh, HeadDim: hd, Type: typ})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.WriteKV(c, 0, newAct(t, b, n, kvh*hd, kf), newAct(t, b, n, kvh*hd, vf), slots)
+			dst := newAct(t, b, n, w, nil)
+			all := gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Start: 0, Len: n, Pos: 0, Blocks: blocks}}}
+			b.Attention(dst, newAct(t, b, n, w, qf), c, 0, &all, 0.125)
+			want := download(b, dst)
+			one := newAct(t, b, 1, w, nil)
+			for p := range n {
+				step := gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Start: 0, Len: 1, Pos: p, Blocks: blocks}}}
+				b.Attention(one, newAct(t, b, 1, w, qf[p*w:(p+1)*w]), c, 0, &step, 0.125)
+				for i, v := range download(b, one) {
+					if v != want[p*w+i] {
+						t.Fatalf("%v %v: position %d element %d is %v decoded alone, %v in the prompt", l, typ, p, i, v, want[p*w+i])
+					}
+				}
+			}
+		}
+	}
+}

@@ -6,15 +6,18 @@
 // row is converted once for all of them:
 //
 //	S[p][qi] = scale · q_qi · K[p]          K row p broadcast element by element
-//	                                        (a few queries: dot products)
 //	S[p][qi] = e^(S - max_qi) for p ≤ lim_qi, 0 after (causal mask)
 //	out_qi   = Σ_p S[p][qi] · V[p] / Σ_p S[p][qi]
 //
 // Query qi is head qi % g of row qi / g, at position pos0 + qi / g, and
 // attends to positions 0 … its own. Position p's K/V is at element
 // ((blocks[p/bs]·kvheads + h)·bs + p%bs)·d of the layer's K and V, halves
-// (f16) or float32. Scratch holds d·nqp + n·nqp + d + bs·d floats, nqp being
-// nq rounded up to 16 and n = pos0 + nr.
+// (f16) or float32. Each query's sums run in the same order whatever the
+// tile it is in (a lane, over j, then over p), so a token's attention is
+// bit for bit the same alone (decode) or in a prompt: with activations
+// quantized to 8 bits, the least difference could flip a quant. Scratch
+// holds d·nqp + n·nqp + d + bs·d floats, nqp being nq rounded up to 16 and
+// n = pos0 + nr.
 
 #include "simd.h"
 
@@ -69,47 +72,6 @@ static inline AVX512 const float *row512(const void *base, int f16, int64_t at, 
 	return buf;
 }
 
-// scores_few512 fills S[qi·ns + p] for a unit of nq ≤ 8 queries (a decode
-// step): each K row dotted with each query directly, the accumulators in
-// registers (nq is a constant where it is inlined).
-INLINE AVX512 void scores_few512(const float *q, int64_t qstride, int nq, int g, int d, const void *kl, int f16,
-                                 const int32_t *blocks, int bs, int kvheads, int h, int n, float scale, float *S, int ns) {
-	const float *qs[8];
-	for (int qi = 0; qi < nq; qi++)
-		qs[qi] = q + (qi / g) * qstride + (qi % g) * d;
-	for (int p = 0; p < n; p++) {
-		int64_t at = kv_at(blocks, bs, kvheads, h, d, p);
-		__m512 acc[8];
-		for (int qi = 0; qi < nq; qi++)
-			acc[qi] = _mm512_setzero_ps();
-		for (int j = 0; j < d; j += 16) {
-			__mmask16 m = tail16(d - j);
-			__m512 kv = f16 ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)kl + at + j))
-			                : _mm512_maskz_loadu_ps(m, (const float *)kl + at + j);
-			for (int qi = 0; qi < nq; qi++)
-				acc[qi] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, qs[qi] + j), kv, acc[qi]);
-		}
-		for (int qi = 0; qi < nq; qi++)
-			S[qi * ns + p] = _mm512_reduce_add_ps(acc[qi]) * scale;
-	}
-}
-
-// softmax_few512 turns query qi's scores S[qi·ns + 0 … lim] into e^(s -
-// max) and returns 1/Σ.
-static AVX512 float softmax_few512(float *s, int lim) {
-	__m512 mx = _mm512_set1_ps(-__builtin_inff()), sum = _mm512_setzero_ps();
-	for (int p = 0; p <= lim; p += 16)
-		mx = _mm512_mask_max_ps(mx, tail16(lim + 1 - p), mx, _mm512_maskz_loadu_ps(tail16(lim + 1 - p), s + p));
-	__m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
-	for (int p = 0; p <= lim; p += 16) {
-		__mmask16 k = tail16(lim + 1 - p);
-		__m512 e = _mm512_maskz_mov_ps(k, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + p), m)));
-		_mm512_mask_storeu_ps(s + p, k, e);
-		sum = _mm512_add_ps(sum, e);
-	}
-	return 1.f / _mm512_reduce_add_ps(sum);
-}
-
 // scores_many512 fills S[p·nqp + qi] for nq > 8 queries: the queries
 // transposed into qt, K row p broadcast element by element against them.
 static AVX512 void scores_many512(const float *q, int64_t qstride, int nr, int g, int d, const void *kl, int f16,
@@ -159,11 +121,12 @@ static AVX512 void softmax_many512(float *S, int nq, int nqp, int g, int pos0, i
 	}
 }
 
-// values512 sets each query's output to Σ_p S[p·ps + qi·qs]·V[p] · inv[qi],
+// values512 sets each query's output to Σ_p S[p·nqp + qi]·V[p] · inv[qi],
 // converting each block of V rows once (into vb) for all queries.
 static AVX512 void values512(float *out, int64_t qstride, int nq, int g, int d, const void *vl, int f16,
                              const int32_t *blocks, int bs, int kvheads, int h, int pos0, int n, const float *S,
-                             int64_t ps, int64_t qs, const float *inv, float *vb) {
+                             const float *inv, float *vb) {
+	int nqp = (nq + 15) & ~15;
 	for (int qi = 0; qi < nq; qi++)
 		memset(out + (qi / g) * qstride + (qi % g) * d, 0, sizeof(float) * d);
 	for (int b0 = 0; b0 < n; b0 += bs) {
@@ -181,12 +144,12 @@ static AVX512 void values512(float *out, int64_t qstride, int nq, int g, int d, 
 				continue;
 			int pe = lim - b0 + 1 < np ? lim - b0 + 1 : np;
 			float *o = out + (qi / g) * qstride + (qi % g) * d;
-			const float *s = S + b0 * ps + qi * qs;
+			const float *s = S + (int64_t)b0 * nqp + qi;
 			for (int j = 0; j < d; j += 16) {
 				__mmask16 m = tail16(d - j);
 				__m512 acc = _mm512_maskz_loadu_ps(m, o + j);
 				for (int p = 0; p < pe; p++)
-					acc = _mm512_fmadd_ps(_mm512_set1_ps(s[p * ps]), _mm512_maskz_loadu_ps(m, vr + p * d + j), acc);
+					acc = _mm512_fmadd_ps(_mm512_set1_ps(s[(int64_t)p * nqp]), _mm512_maskz_loadu_ps(m, vr + p * d + j), acc);
 				_mm512_mask_storeu_ps(o + j, m, acc);
 			}
 		}
@@ -204,24 +167,9 @@ AVX512 void folio_attn_avx512(ATTN_ARGS) {
 	int nq = nr * g, nqp = (nq + 15) & ~15, n = pos0 + nr;
 	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)n * nqp, *vb = kb + d;
 	float inv[nqp];
-	int64_t ps = nqp, qs = 1; // S[p·ps + qi·qs]
-	if (nq <= 8) {
-		// Few queries: S is query-major at the start of scratch (the
-		// transposed queries are not needed), a run of ns per query.
-		int ns = (n + 15) & ~15;
-		S = scratch, ps = 1, qs = ns;
-		switch (nq) {
-#define FEW(c) case c: scores_few512(q, qstride, c, g, d, kl, f16, blocks, bs, kvheads, h, n, scale, S, ns); break;
-			FEW(1) FEW(2) FEW(3) FEW(4) FEW(5) FEW(6) FEW(7) FEW(8)
-#undef FEW
-		}
-		for (int qi = 0; qi < nq; qi++)
-			inv[qi] = softmax_few512(S + qi * ns, pos0 + qi / g);
-	} else {
-		scores_many512(q, qstride, nr, g, d, kl, f16, blocks, bs, kvheads, h, n, scale, qt, S, kb);
-		softmax_many512(S, nq, nqp, g, pos0, n, inv);
-	}
-	values512(out, qstride, nq, g, d, vl, f16, blocks, bs, kvheads, h, pos0, n, S, ps, qs, inv, vb);
+	scores_many512(q, qstride, nr, g, d, kl, f16, blocks, bs, kvheads, h, n, scale, qt, S, kb);
+	softmax_many512(S, nq, nqp, g, pos0, n, inv);
+	values512(out, qstride, nq, g, d, vl, f16, blocks, bs, kvheads, h, pos0, n, S, inv, vb);
 }
 
 // ---- AVX2: the same steps, 8 lanes at a time.
@@ -259,52 +207,13 @@ static inline AVX2 const float *row256(const void *base, int f16, int64_t at, in
 	return buf;
 }
 
-static inline AVX2 float hsum256(__m256 v) {
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_movehdup_ps(s));
-	return _mm_cvtss_f32(s);
-}
-
-// scores_few256 is scores_few512 in AVX2.
-static AVX2 void scores_few256(const float *q, int64_t qstride, int nq, int g, int d, const void *kl, int f16,
-                               const int32_t *blocks, int bs, int kvheads, int h, int n, float scale, float *S, int nqp) {
-	const float *qs[8];
-	for (int qi = 0; qi < nq; qi++)
-		qs[qi] = q + (qi / g) * qstride + (qi % g) * d;
-	for (int p = 0; p < n; p++) {
-		int64_t at = kv_at(blocks, bs, kvheads, h, d, p);
-		__m256 acc[8];
-		for (int qi = 0; qi < nq; qi++)
-			acc[qi] = _mm256_setzero_ps();
-		int j = 0;
-		for (; j + 8 <= d; j += 8) {
-			__m256 kv = f16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)kl + at + j)))
-			                : _mm256_loadu_ps((const float *)kl + at + j);
-			for (int qi = 0; qi < nq; qi++)
-				acc[qi] = _mm256_fmadd_ps(_mm256_loadu_ps(qs[qi] + j), kv, acc[qi]);
-		}
-		float *sp = S + (int64_t)p * nqp;
-		memset(sp, 0, sizeof(float) * nqp);
-		for (int qi = 0; qi < nq; qi++) {
-			float s = hsum256(acc[qi]);
-			for (int t = j; t < d; t++)
-				s += qs[qi][t] * (f16 ? _cvtsh_ss(((const uint16_t *)kl)[at + t]) : ((const float *)kl)[at + t]);
-			sp[qi] = s * scale;
-		}
-	}
-}
-
 AVX2 void folio_attn_avx2(ATTN_ARGS) {
 	int nq = nr * g, nqp = (nq + 15) & ~15, nc = nqp / 8, n = pos0 + nr;
 	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)n * nqp, *vb = kb + d;
+	load_qt(q, qstride, nr, g, d, qt, nqp);
 	const __m256 sv = _mm256_set1_ps(scale);
-	if (nq <= 8)
-		scores_few256(q, qstride, nq, g, d, kl, f16, blocks, bs, kvheads, h, n, scale, S, nqp);
-	else
-		load_qt(q, qstride, nr, g, d, qt, nqp);
 
-	for (int p = 0; p < n && nq > 8; p++) {
+	for (int p = 0; p < n; p++) {
 		const float *kr = row256(kl, f16, kv_at(blocks, bs, kvheads, h, d, p), d, kb);
 		for (int c0 = 0; c0 < nc; c0 += 4) {
 			int cn = nc - c0 < 4 ? nc - c0 : 4;
