@@ -38,10 +38,10 @@ func attnTileRows(group, ctx int) int {
 
 // attnScratch is the floats a unit of nq queries of head size d over n
 // positions needs (simd_attn.c): the queries transposed and the scores,
-// nq rounded up to 16 lanes each, a K row and a block of V rows.
+// nq rounded up to 16 lanes each, four K rows and a block of V rows.
 func attnScratch(nq, d, n, bs int) int {
 	nqp := (nq + 15) &^ 15
-	return d*nqp + n*nqp + d + bs*d
+	return d*nqp + n*nqp + 4*d + bs*d
 }
 
 type attnTile struct{ seq, row, rows int32 }

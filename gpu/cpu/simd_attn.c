@@ -16,7 +16,7 @@
 // tile it is in (a lane, over j, then over p), so a token's attention is
 // bit for bit the same alone (decode) or in a prompt: with activations
 // quantized to 8 bits, the least difference could flip a quant. Scratch
-// holds d·nqp + n·nqp + d + bs·d floats, nqp being nq rounded up to 16 and
+// holds d·nqp + n·nqp + 4·d + bs·d floats, nqp being nq rounded up to 16 and
 // n = pos0 + nr.
 
 #include "simd.h"
@@ -72,29 +72,68 @@ static inline AVX512 const float *row512(const void *base, int f16, int64_t at, 
 	return buf;
 }
 
-// scores_many512 fills S[p·nqp + qi] for nq > 8 queries: the queries
-// transposed into qt, K row p broadcast element by element against them.
+// score_tile512 sets S[pp·nqp + 16(c0+c) + lane] for PB K rows kr[pp]
+// against CN chunks of 16 transposed queries: each score an FMA chain over
+// j in order, the K elements broadcast, the query loads shared by the rows.
+INLINE AVX512 void score_tile512(const float *const *kr, int PB, const float *qt, int64_t nqp, int c0, int CN, int d,
+                                 __m512 sv, float *Sp) {
+	__m512 acc[4][4];
+	for (int pp = 0; pp < PB; pp++)
+		for (int c = 0; c < CN; c++)
+			acc[pp][c] = _mm512_setzero_ps();
+	for (int j = 0; j < d; j++) {
+		__m512 qv[4];
+		for (int c = 0; c < CN; c++)
+			qv[c] = _mm512_loadu_ps(qt + (int64_t)j * nqp + 16 * (c0 + c));
+		for (int pp = 0; pp < PB; pp++) {
+			__m512 kj = _mm512_set1_ps(kr[pp][j]);
+			for (int c = 0; c < CN; c++)
+				acc[pp][c] = _mm512_fmadd_ps(kj, qv[c], acc[pp][c]);
+		}
+	}
+	for (int pp = 0; pp < PB; pp++)
+		for (int c = 0; c < CN; c++)
+			_mm512_storeu_ps(Sp + pp * nqp + 16 * (c0 + c), _mm512_mul_ps(acc[pp][c], sv));
+}
+
+// scores_many512 fills S[p·nqp + qi]: the queries transposed into qt, then
+// four K rows at a time (converted into kb, 4·d floats) against them.
 static AVX512 void scores_many512(const float *q, int64_t qstride, int nr, int g, int d, const void *kl, int f16,
                                   const int32_t *blocks, int bs, int kvheads, int h, int n, float scale, float *qt,
                                   float *S, float *kb) {
 	int nq = nr * g, nqp = (nq + 15) & ~15, nc = nqp / 16;
 	load_qt(q, qstride, nr, g, d, qt, nqp);
 	const __m512 sv = _mm512_set1_ps(scale);
-	for (int p = 0; p < n; p++) {
-		const float *kr = row512(kl, f16, kv_at(blocks, bs, kvheads, h, d, p), d, kb);
+	for (int p0 = 0; p0 < n; p0 += 4) {
+		int pb = n - p0 < 4 ? n - p0 : 4;
+		const float *kr[4];
+		for (int pp = 0; pp < pb; pp++)
+			kr[pp] = row512(kl, f16, kv_at(blocks, bs, kvheads, h, d, p0 + pp), d, kb + pp * d);
+		float *Sp = S + (int64_t)p0 * nqp;
 		for (int c0 = 0; c0 < nc; c0 += 4) {
 			int cn = nc - c0 < 4 ? nc - c0 : 4;
-			__m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-			for (int j = 0; j < d; j++) {
-				__m512 kj = _mm512_set1_ps(kr[j]);
-				for (int c = 0; c < cn; c++)
-					acc[c] = _mm512_fmadd_ps(kj, _mm512_loadu_ps(qt + (int64_t)j * nqp + 16 * (c0 + c)), acc[c]);
+#define TILE(P, C) score_tile512(kr, P, qt, nqp, c0, C, d, sv, Sp)
+			if (pb == 4) {
+				switch (cn) {
+				case 1: TILE(4, 1); break;
+				case 2: TILE(4, 2); break;
+				case 3: TILE(4, 3); break;
+				default: TILE(4, 4); break;
+				}
+			} else {
+				for (int pp = 0; pp < pb; pp++) {
+					const float *k1[1] = {kr[pp]};
+					switch (cn) {
+					case 1: score_tile512(k1, 1, qt, nqp, c0, 1, d, sv, Sp + pp * nqp); break;
+					case 2: score_tile512(k1, 1, qt, nqp, c0, 2, d, sv, Sp + pp * nqp); break;
+					case 3: score_tile512(k1, 1, qt, nqp, c0, 3, d, sv, Sp + pp * nqp); break;
+					default: score_tile512(k1, 1, qt, nqp, c0, 4, d, sv, Sp + pp * nqp); break;
+					}
+				}
 			}
-			for (int c = 0; c < cn; c++)
-				_mm512_storeu_ps(S + (int64_t)p * nqp + 16 * (c0 + c), _mm512_mul_ps(acc[c], sv));
+#undef TILE
 		}
 	}
-
 }
 
 // softmax_many512 turns the scores of S[p·nqp + qi] into e^(s - max_qi)
@@ -121,51 +160,95 @@ static AVX512 void softmax_many512(float *S, int nq, int nqp, int g, int pos0, i
 	}
 }
 
+// value_tile512 adds Σ_p s[p·nqp + qq]·V[p] (p < pe) to the outputs o[qq]
+// of QB queries, d = 16·DV (the last chunk masked by m): each V row is
+// loaded once for the QB queries, each output element an FMA chain over p
+// in order. Scores past a query's position are 0, adding exactly nothing.
+INLINE AVX512 void value_tile512(float *const *o, int QB, const float *s, int64_t nqp, const float *vr, int pe, int d,
+                                 int DV, __mmask16 m) {
+	__m512 acc[4][8];
+	for (int qq = 0; qq < QB; qq++)
+		for (int c = 0; c < DV; c++)
+			acc[qq][c] = _mm512_maskz_loadu_ps(c == DV - 1 ? m : 0xffff, o[qq] + 16 * c);
+	for (int p = 0; p < pe; p++) {
+		__m512 v[8];
+		for (int c = 0; c < DV; c++)
+			v[c] = _mm512_maskz_loadu_ps(c == DV - 1 ? m : 0xffff, vr + p * d + 16 * c);
+		for (int qq = 0; qq < QB; qq++) {
+			__m512 sp = _mm512_set1_ps(s[(int64_t)p * nqp + qq]);
+			for (int c = 0; c < DV; c++)
+				acc[qq][c] = _mm512_fmadd_ps(sp, v[c], acc[qq][c]);
+		}
+	}
+	for (int qq = 0; qq < QB; qq++)
+		for (int c = 0; c < DV; c++)
+			_mm512_mask_storeu_ps(o[qq] + 16 * c, c == DV - 1 ? m : 0xffff, acc[qq][c]);
+}
+
 // values512 sets each query's output to Σ_p S[p·nqp + qi]·V[p] · inv[qi],
-// converting each block of V rows once (into vb) for all queries.
+// converting each block of V rows once (into vb) for all queries, which it
+// takes four (two for d > 64, one for d > 128) at a time.
 static AVX512 void values512(float *out, int64_t qstride, int nq, int g, int d, const void *vl, int f16,
                              const int32_t *blocks, int bs, int kvheads, int h, int pos0, int n, const float *S,
                              const float *inv, float *vb) {
-	int nqp = (nq + 15) & ~15;
+	int nqp = (nq + 15) & ~15, dv = (d + 15) / 16;
+	int qb = dv <= 4 ? 4 : dv <= 8 ? 2 : 1;
+	__mmask16 m = tail16(d - 16 * (dv - 1));
 	for (int qi = 0; qi < nq; qi++)
 		memset(out + (qi / g) * qstride + (qi % g) * d, 0, sizeof(float) * d);
 	for (int b0 = 0; b0 < n; b0 += bs) {
 		int np = n - b0 < bs ? n - b0 : bs;
 		int64_t at = kv_at(blocks, bs, kvheads, h, d, b0); // np rows, d apart
 		const float *vr = (const float *)vl + at;
-		if (f16)
+		if (f16) {
 			for (int p = 0; p < np; p++)
 				row512(vl, 1, at + (int64_t)p * d, d, vb + p * d);
-		if (f16)
 			vr = vb;
-		for (int qi = 0; qi < nq; qi++) {
-			int lim = pos0 + qi / g;
+		}
+		for (int qi0 = 0; qi0 < nq; qi0 += qb) {
+			int nqb = nq - qi0 < qb ? nq - qi0 : qb;
+			int lim = pos0 + (qi0 + nqb - 1) / g; // the group's last position
 			if (lim < b0)
 				continue;
 			int pe = lim - b0 + 1 < np ? lim - b0 + 1 : np;
-			float *o = out + (qi / g) * qstride + (qi % g) * d;
-			const float *s = S + (int64_t)b0 * nqp + qi;
-			for (int j = 0; j < d; j += 16) {
-				__mmask16 m = tail16(d - j);
-				__m512 acc = _mm512_maskz_loadu_ps(m, o + j);
-				for (int p = 0; p < pe; p++)
-					acc = _mm512_fmadd_ps(_mm512_set1_ps(s[(int64_t)p * nqp]), _mm512_maskz_loadu_ps(m, vr + p * d + j), acc);
-				_mm512_mask_storeu_ps(o + j, m, acc);
+			float *o[4];
+			for (int qq = 0; qq < nqb; qq++)
+				o[qq] = out + ((qi0 + qq) / g) * qstride + ((qi0 + qq) % g) * d;
+			const float *s = S + (int64_t)b0 * nqp + qi0;
+			if (nqb == qb && dv <= 4) {
+				switch (dv) {
+				case 1: value_tile512(o, 4, s, nqp, vr, pe, d, 1, m); break;
+				case 2: value_tile512(o, 4, s, nqp, vr, pe, d, 2, m); break;
+				case 3: value_tile512(o, 4, s, nqp, vr, pe, d, 3, m); break;
+				default: value_tile512(o, 4, s, nqp, vr, pe, d, 4, m); break;
+				}
+			} else if (nqb == qb && dv == 8) {
+				value_tile512(o, 2, s, nqp, vr, pe, d, 8, m);
+			} else {
+				for (int qq = 0; qq < nqb; qq++)
+					for (int j = 0; j < d; j += 16) {
+						__mmask16 mj = tail16(d - j);
+						__m512 acc = _mm512_maskz_loadu_ps(mj, o[qq] + j);
+						for (int p = 0; p < pe; p++)
+							acc = _mm512_fmadd_ps(_mm512_set1_ps(s[(int64_t)p * nqp + qq]),
+							                      _mm512_maskz_loadu_ps(mj, vr + p * d + j), acc);
+						_mm512_mask_storeu_ps(o[qq] + j, mj, acc);
+					}
 			}
 		}
 	}
 	for (int qi = 0; qi < nq; qi++) {
 		float *o = out + (qi / g) * qstride + (qi % g) * d;
 		for (int j = 0; j < d; j += 16) {
-			__mmask16 m = tail16(d - j);
-			_mm512_mask_storeu_ps(o + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, o + j), _mm512_set1_ps(inv[qi])));
+			__mmask16 mj = tail16(d - j);
+			_mm512_mask_storeu_ps(o + j, mj, _mm512_mul_ps(_mm512_maskz_loadu_ps(mj, o + j), _mm512_set1_ps(inv[qi])));
 		}
 	}
 }
 
 AVX512 void folio_attn_avx512(ATTN_ARGS) {
 	int nq = nr * g, nqp = (nq + 15) & ~15, n = pos0 + nr;
-	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)n * nqp, *vb = kb + d;
+	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)n * nqp, *vb = kb + 4 * d;
 	float inv[nqp];
 	scores_many512(q, qstride, nr, g, d, kl, f16, blocks, bs, kvheads, h, n, scale, qt, S, kb);
 	softmax_many512(S, nq, nqp, g, pos0, n, inv);

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# CPU backend against llama.cpp (issue 10): for each model, ROUNDS runs of
+#   folio bench --model M --threads T --prompt 512 --gen 128 --repeat 3 --vs-llamacpp --json
+# (folio's rounds, then llamaref cbench's on the same file, then the read
+# bandwidth), one JSON report a line in $OUT, and a table of the medians
+# over the runs.
+#
+#   bench/cpu.sh [MODEL.gguf ...]
+#
+# Without models it makes the issue's three synthetic ones in $DIR (once;
+# llama-1b Q4_K takes a few minutes): smollm-135m Q8_0 and Q4_0, llama-1b
+# Q4_K. Environment: THREADS (2), ROUNDS (3), DIR (/tmp/folio-bench-cpu),
+# OUT ($DIR/results.jsonl), FOLIO (go run .), LLAMAREF
+# (../shared/tools/llamaref/llamaref).
+#
+# Needs jq. On a machine shared with other work, runs differ a lot: use
+# several rounds, and compare folio and llama.cpp within one run only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+threads=${THREADS:-2}
+rounds=${ROUNDS:-3}
+dir=${DIR:-/tmp/folio-bench-cpu}
+out=${OUT:-$dir/results.jsonl}
+llamaref=${LLAMAREF:-$PWD/../shared/tools/llamaref/llamaref}
+mkdir -p "$dir"
+if [ -n "${FOLIO:-}" ]; then
+	folio=$FOLIO
+else
+	go build -o "$dir/folio" .
+	folio=$dir/folio
+fi
+
+models=("$@")
+if [ ${#models[@]} -eq 0 ]; then
+	for spec in smollm-135m:q8_0 smollm-135m:q4_0 llama-1b:q4_k; do
+		preset=${spec%:*} type=${spec#*:}
+		f=$dir/$preset-$type.gguf
+		[ -f "$f" ] || "$folio" dev synth --preset "$preset" --type "$type" -o "$f" >&2
+		models+=("$f")
+	done
+fi
+
+: >"$out"
+for r in $(seq "$rounds"); do
+	for m in "${models[@]}"; do
+		echo "round $r: $m" >&2
+		"$folio" bench --model "$m" --threads "$threads" --prompt 512 --gen 128 --repeat 3 \
+			--vs-llamacpp --llamaref "$llamaref" --json | jq -c . >>"$out"
+	done
+done
+
+printf '%-28s %9s %9s %7s %9s %9s %7s %8s %7s\n' model prefill llama ratio decode llama ratio 'GB/s' ceiling
+jq -s -r 'group_by(.model)[] |
+	def med: sort | if length % 2 == 1 then .[length/2|floor] else (.[length/2-1] + .[length/2]) / 2 end;
+	[(.[0].model | split("/") | last),
+	 (map(.prefill_tps) | med), (map(.llamacpp.prefill_tps) | med), (map(.prefill_ratio) | med),
+	 (map(.decode_tps) | med), (map(.llamacpp.decode_tps) | med), (map(.decode_ratio) | med),
+	 (map(.bandwidth_gbs) | med), (map(.decode_of_ceiling * 100) | med)] |
+	@tsv' "$out" |
+	awk -F'\t' '{printf "%-28s %9.1f %9.1f %6.2fx %9.1f %9.1f %6.2fx %8.1f %6.0f%%\n", $1, $2, $3, $4, $5, $6, $7, $8, $9}'
+echo "(medians over $rounds runs; reports in $out)"
