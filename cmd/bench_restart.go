@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"folio/bench/loadgen"
+	"folio/models"
 	"folio/runner"
 	"folio/store"
 )
@@ -66,7 +67,7 @@ func init() {
 				}
 				defer os.RemoveAll(dir)
 			}
-			digest, err := runner.FileDigest(m.File.Path)
+			digest, _, err := models.FileDigest(m.File.Path)
 			if err != nil {
 				return err
 			}

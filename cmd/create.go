@@ -2,8 +2,6 @@ package cmd
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"folio/installer"
+	"folio/models"
 )
 
 func init() {
@@ -93,16 +92,11 @@ func createModel(ctx context.Context, req installer.CreateRequest, out io.Writer
 // uploadBlob sends a file to the server's /api/blobs unless it has it
 // already, and returns its digest.
 func uploadBlob(ctx context.Context, c *api.Client, path string) (string, error) {
-	f, err := os.Open(path)
+	sum, _, err := models.FileDigest(path)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	digest := "sha256:" + hex.EncodeToString(h.Sum(nil))
+	digest := "sha256:" + sum
 	u := url.URL{Scheme: "http", Host: hostAddr(), Path: "/api/blobs/" + digest}
 	if req, err := http.NewRequestWithContext(ctx, http.MethodHead, u.String(), nil); err == nil {
 		if resp, err := http.DefaultClient.Do(req); err == nil {
@@ -112,8 +106,10 @@ func uploadBlob(ctx context.Context, c *api.Client, path string) (string, error)
 			}
 		}
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	f, err := os.Open(path)
+	if err != nil {
 		return "", err
 	}
+	defer f.Close()
 	return digest, serverErr(c.CreateBlob(ctx, digest, f))
 }

@@ -42,7 +42,7 @@ func (o *Options) register(n Name, man Manifest) (store.Model, error) {
 		return store.Model{}, fmt.Errorf("%s: %w", n, err)
 	}
 	m := store.Model{Name: n.String(), Digest: ml.Digest, Path: p, Size: ml.Size, Format: "gguf",
-		Family: sum.Architecture, ParameterSize: paramSize(sum.Parameters), Quantization: sum.Quantization,
+		Family: sum.Architecture, ParameterSize: gguf.ParamSize(sum.Parameters), Quantization: sum.Quantization,
 		Template: cfg.Template}
 	if cfg.Parameters != nil {
 		var b strings.Builder
@@ -68,17 +68,6 @@ func (o *Options) register(n Name, man Manifest) (store.Model, error) {
 		return store.Model{}, err
 	}
 	return o.Store.Model(m.Name)
-}
-
-// paramSize writes a parameter count as Ollama does: "8.0B", "135M".
-func paramSize(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.1fB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.0fM", float64(n)/1e6)
-	}
-	return fmt.Sprintf("%.0fK", float64(n)/1e3)
 }
 
 func writeManifest(p string, man Manifest) error {

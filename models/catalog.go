@@ -1,11 +1,7 @@
 package models
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 )
 
@@ -40,17 +36,11 @@ func Catalog(name string) (CatalogEntry, bool) {
 // Verify checks that the file at path is the published one: its size and
 // sha256.
 func (e CatalogEntry) Verify(path string) error {
-	f, err := os.Open(path)
+	got, n, err := FileDigest(path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return err
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); n != e.Size || got != e.SHA256 {
+	if n != e.Size || got != e.SHA256 {
 		return fmt.Errorf("models: %s is not the published %s (%d bytes, sha256 %s; want %d bytes, sha256 %s): replace it with a fresh download of %s",
 			path, e.File, n, got, e.Size, e.SHA256, e.URL)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"folio/gpu"
+	"folio/models"
 	"folio/paged"
 	"folio/runner/grammar"
 )
@@ -36,7 +37,7 @@ type EngineOptions struct {
 	Watermark float64
 	// Store persists full blocks and restores them after a restart; nil
 	// keeps prefixes in memory only. Fingerprint names the model's K/V
-	// in it; empty: Fingerprint(FileDigest(model file), model).
+	// in it; empty: Fingerprint(models.FileDigest(model file), model).
 	Store       PrefixStore
 	Fingerprint string
 }
@@ -121,7 +122,7 @@ func NewEngine(m *Model, opt EngineOptions) (*Engine, error) {
 		}
 		fp := opt.Fingerprint
 		if fp == "" {
-			digest, err := FileDigest(m.File.Path)
+			digest, _, err := models.FileDigest(m.File.Path)
 			if err != nil {
 				return nil, err
 			}

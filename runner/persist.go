@@ -5,9 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"math"
-	"os"
 
 	"folio/gpu"
 	"folio/paged"
@@ -44,20 +42,6 @@ func Fingerprint(weightsDigest string, m *Model) string {
 		binary.Write(h, binary.LittleEndian, math.Float32bits(f))
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// FileDigest is the sha256 of a file, hex.
-func FileDigest(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // persistence is the engine's link to a PrefixStore.

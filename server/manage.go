@@ -34,18 +34,7 @@ func details(path string) api.ModelDetails {
 	defer f.Close()
 	sum := f.Summary()
 	return api.ModelDetails{Format: "gguf", Family: sum.Architecture, Families: []string{sum.Architecture},
-		ParameterSize: paramSize(sum.Parameters), QuantizationLevel: sum.Quantization}
-}
-
-// paramSize writes a parameter count as Ollama does: "8.0B", "135M".
-func paramSize(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.1fB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.0fM", float64(n)/1e6)
-	}
-	return fmt.Sprintf("%.0fK", float64(n)/1e3)
+		ParameterSize: gguf.ParamSize(sum.Parameters), QuantizationLevel: sum.Quantization}
 }
 
 func (s *Server) show(w http.ResponseWriter, r *http.Request) {

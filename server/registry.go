@@ -1,11 +1,8 @@
 package server
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -169,17 +166,11 @@ func (r *LibraryRegistry) entry(name, path string) (ModelEntry, error) {
 	ent.Digest = r.digests[key]
 	r.mu.Unlock()
 	if ent.Digest == "" {
-		f, err := os.Open(path)
+		digest, _, err := models.FileDigest(path)
 		if err != nil {
 			return ModelEntry{}, err
 		}
-		h := sha256.New()
-		_, err = io.Copy(h, f)
-		f.Close()
-		if err != nil {
-			return ModelEntry{}, err
-		}
-		ent.Digest = hex.EncodeToString(h.Sum(nil))
+		ent.Digest = digest
 		r.mu.Lock()
 		r.digests[key] = ent.Digest
 		r.mu.Unlock()

@@ -41,6 +41,17 @@ type Summary struct {
 	TensorBytes     int64
 }
 
+// ParamSize writes a parameter count as Ollama does: "8.0B", "135M", "260K".
+func ParamSize(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.1fB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.0fM", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.0fK", float64(n)/1e3)
+}
+
 // Summary gathers the headline facts of f from its metadata and tensor infos;
 // it reads no tensor data.
 func (f *File) Summary() Summary {
