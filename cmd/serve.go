@@ -22,21 +22,50 @@ import (
 	"folio/store"
 )
 
-// hostAddr is FOLIO_HOST as host:port (default 127.0.0.1:11434, Ollama's
-// address, so that apps that expect Ollama find folio).
+// hostAddr is FOLIO_HOST as host:port: where serve listens and where the
+// other commands look for a server. It takes Ollama's forms ("host",
+// "host:port", ":port", "http://host:port", IPv6 with or without
+// brackets); the host defaults to 127.0.0.1 (this machine only: other
+// machines reach folio when FOLIO_HOST names their interface, 0.0.0.0 for
+// all) and the port to 11434, Ollama's, so that apps that expect Ollama
+// find folio. A FOLIO_HOST that parses as none of these is returned as it
+// is, for the error of whatever uses it to show (serve checks it first).
 func hostAddr() string {
-	h := strings.TrimSpace(os.Getenv("FOLIO_HOST"))
-	h = strings.TrimPrefix(strings.TrimPrefix(h, "http://"), "https://")
-	h = strings.TrimSuffix(h, "/")
-	switch {
-	case h == "":
-		return "127.0.0.1:11434"
-	case !strings.Contains(h, ":"):
-		return h + ":11434"
-	case strings.HasPrefix(h, ":"):
-		return "127.0.0.1" + h
+	addr, err := parseHost(os.Getenv("FOLIO_HOST"))
+	if err != nil {
+		return strings.TrimSpace(os.Getenv("FOLIO_HOST"))
 	}
-	return h
+	return addr
+}
+
+// parseHost is hostAddr's parser.
+func parseHost(s string) (string, error) {
+	const defaultHost, defaultPort = "127.0.0.1", "11434"
+	h := strings.TrimSpace(s)
+	if scheme, rest, ok := strings.Cut(h, "://"); ok {
+		if scheme != "http" && scheme != "https" {
+			return "", fmt.Errorf("FOLIO_HOST=%q: scheme %q: use host:port or http://host:port", s, scheme)
+		}
+		h = rest
+	}
+	h, _, _ = strings.Cut(h, "/") // a path after the address names nothing to listen on
+	host, port, err := net.SplitHostPort(h)
+	if err != nil { // no port: "host", "::1", "[::1]" or ""
+		host, port = strings.Trim(h, "[]"), defaultPort
+	}
+	if host == "" {
+		host = defaultHost
+	}
+	if port == "" {
+		port = defaultPort
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return "", fmt.Errorf("FOLIO_HOST=%q: port %q: use a number from 1 to 65535", s, port)
+	}
+	if strings.ContainsAny(host, " /@?#[]") || (strings.Contains(host, ":") && net.ParseIP(host) == nil) {
+		return "", fmt.Errorf("FOLIO_HOST=%q: host %q: use a host name or an IP address", s, host)
+	}
+	return net.JoinHostPort(host, port), nil
 }
 
 // envInt reads an integer setting, naming it in the error.
@@ -68,8 +97,12 @@ func serverConfig() (server.Config, error) {
 	cfg.MaxQueue = int(get("FOLIO_MAX_QUEUE", 512))
 	cfg.Load.KVMemory = get("FOLIO_KV_MEMORY", 0)
 	cfg.Load.NumCtx = int(get("FOLIO_CONTEXT_LENGTH", 0))
+	cfg.MaxBodyBytes = get("FOLIO_MAX_BODY", 32<<20)
 	if err != nil {
 		return cfg, err
+	}
+	if o := os.Getenv("FOLIO_ORIGINS"); o != "" {
+		cfg.Origins = strings.Split(o, ",")
 	}
 	if ka := os.Getenv("FOLIO_KEEP_ALIVE"); ka != "" {
 		d, perr := time.ParseDuration(ka)
@@ -117,7 +150,10 @@ func init() {
 			"Settings: FOLIO_KEEP_ALIVE (5m), FOLIO_MAX_LOADED_MODELS (3), FOLIO_MAX_QUEUE (512),\n" +
 			"FOLIO_KV_MEMORY (bytes of K/V cache per model), FOLIO_CONTEXT_LENGTH (4096),\n" +
 			"FOLIO_HOME (~/.folio: the registry and the persisted prefix cache),\n" +
-			"FOLIO_KV_STORE_MAX (bytes of persisted prefixes; default 10% of free disk, at most 20 GB).",
+			"FOLIO_KV_STORE_MAX (bytes of persisted prefixes; default 10% of free disk, at most 20 GB),\n" +
+			"FOLIO_ORIGINS (browser origins allowed beyond localhost and app pages, comma-separated; * for all),\n" +
+			"FOLIO_MAX_BODY (bytes of a request body, 32 MiB; blob uploads are not limited).\n" +
+			"The default address serves this machine only: set FOLIO_HOST=0.0.0.0 to serve the network.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := serverConfig()
@@ -137,9 +173,13 @@ func init() {
 			if reg, ok := cfg.Registry.(*server.LibraryRegistry); ok {
 				reg.Store = st
 			}
-			ln, err := net.Listen("tcp", hostAddr())
+			addr, err := parseHost(os.Getenv("FOLIO_HOST"))
 			if err != nil {
-				return fmt.Errorf("serve: %w (is another server on %s? set FOLIO_HOST)", err, hostAddr())
+				return err
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("serve: %w (is another server on %s? set FOLIO_HOST)", err, addr)
 			}
 			srv := server.New(cfg)
 			defer srv.Close()

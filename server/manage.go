@@ -50,6 +50,10 @@ func (s *Server) show(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: model is required", errBadRequest))
 		return
 	}
+	if err := checkModelName(r.Context(), req.Model); err != nil {
+		writeError(w, err)
+		return
+	}
 	ent, err := s.cfg.Registry.Resolve(req.Model)
 	if err != nil {
 		writeError(w, err)
@@ -128,6 +132,10 @@ func (s *Server) deleteModel(w http.ResponseWriter, r *http.Request) {
 	if req.Model == "" {
 		req.Model = req.Name
 	}
+	if err := checkModelName(r.Context(), req.Model); err != nil {
+		writeError(w, err)
+		return
+	}
 	s.models.unload(req.Model)
 	if err := s.cfg.Registry.Delete(req.Model); err != nil {
 		writeError(w, err)
@@ -144,6 +152,10 @@ func (s *Server) copyModel(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Source == "" || req.Destination == "" {
 		writeError(w, fmt.Errorf("%w: source and destination are required", errBadRequest))
+		return
+	}
+	if err := checkModelName(r.Context(), req.Source); err != nil {
+		writeError(w, err)
 		return
 	}
 	if err := s.cfg.Registry.Copy(req.Source, req.Destination); err != nil {

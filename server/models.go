@@ -58,6 +58,9 @@ func (m *manager) keepAliveOf(d *time.Duration) time.Duration {
 // acquire returns the model of name, loading it if needed; release must
 // be called when the request is done. keepAlive applies from then.
 func (m *manager) acquire(ctx context.Context, name string, keepAlive *time.Duration) (*loaded, func(), error) {
+	if err := checkModelName(ctx, name); err != nil {
+		return nil, nil, err
+	}
 	ent, err := m.cfg.Registry.Resolve(name)
 	if err != nil {
 		return nil, nil, err

@@ -28,7 +28,11 @@ func (s *Server) oaiModels(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) oaiModel(w http.ResponseWriter, r *http.Request) {
-	e, err := s.cfg.Registry.Resolve(r.PathValue("model"))
+	err := checkModelName(r.Context(), r.PathValue("model"))
+	var e ModelEntry
+	if err == nil {
+		e, err = s.cfg.Registry.Resolve(r.PathValue("model"))
+	}
 	if err != nil {
 		writeOAIError(w, &paramError{"model", err})
 		return

@@ -105,6 +105,10 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: model is required", errBadRequest))
 		return
 	}
+	if _, err := installer.ParseName(req.Model); err != nil { // refused before the stream's 200
+		writeError(w, installErr(err))
+		return
+	}
 	opt, ok := s.installOptions(w)
 	if !ok {
 		return
@@ -145,9 +149,16 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		why = "quantize: folio does not quantize models yet; create from a GGUF file of the type you want"
 	case len(req.Adapters) > 0:
 		why = "adapters: folio does not apply LoRA adapters yet"
+	case looksLikePath(req.From):
+		why = fmt.Sprintf("from %q is a file path: over the API a model is created from a model name or from files "+
+			"uploaded to /api/blobs (folio create -f Modelfile uploads a FROM file)", req.From)
 	}
 	if why != "" {
 		writeError(w, fmt.Errorf("%w: %s", errBadRequest, why))
+		return
+	}
+	if err := checkCreateNames(cr); err != nil { // refused before the stream's 200
+		writeError(w, installErr(err))
 		return
 	}
 	opt, ok := s.installOptions(w)
@@ -187,4 +198,18 @@ func (s *Server) postBlob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusCreated)
+}
+
+// checkCreateNames checks the new model's name and the digests of files,
+// which become paths under the home, before anything is streamed.
+func checkCreateNames(cr installer.CreateRequest) error {
+	if _, err := installer.ParseName(cr.Name); err != nil {
+		return err
+	}
+	for name, d := range cr.Files {
+		if err := installer.CheckDigest(d); err != nil {
+			return fmt.Errorf("files: %s: %w", name, err)
+		}
+	}
+	return nil
 }

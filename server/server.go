@@ -36,7 +36,8 @@ type Config struct {
 	KeepAlive     time.Duration      // default keep_alive; 0: 5 minutes
 	MaxLoaded     int                // models loaded at once; default 3
 	MaxQueue      int                // requests waiting per model before 503; 0: no limit
-	MaxBodyBytes  int64              // request body limit; default 32 MiB
+	MaxBodyBytes  int64              // request body limit but for blob uploads; default 32 MiB (FOLIO_MAX_BODY)
+	Origins       []string           // browser origins allowed beyond localhost and app schemes (FOLIO_ORIGINS); "*": all
 	Log           *slog.Logger
 	Now           func() time.Time // for tests; default time.Now
 	LoadModelHook func(ModelEntry) // called before a model loads (tests)
@@ -47,9 +48,10 @@ type Config struct {
 
 // Server serves the Ollama and OpenAI APIs over a set of models.
 type Server struct {
-	cfg    Config
-	mux    *http.ServeMux
-	models *manager
+	cfg     Config
+	mux     *http.ServeMux
+	models  *manager
+	origins origins
 }
 
 // New returns the server's handler.
@@ -69,16 +71,18 @@ func New(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), origins: newOrigins(cfg.Origins)}
 	s.models = newManager(&s.cfg)
 	s.routes()
 	return s
 }
 
-// ServeHTTP makes Server an http.Handler.
+// ServeHTTP makes Server an http.Handler. Every request passes the guard
+// (guard.go: Host, Origin, body size) first.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !unlimitedBody(r) { // blob uploads: see pull.go
-		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	r, ok := s.guard(w, r)
+	if !ok {
+		return
 	}
 	s.mux.ServeHTTP(w, r)
 }
@@ -140,6 +144,8 @@ func statusOf(err error) int {
 	switch {
 	case errors.As(err, &maxBytes):
 		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errForbidden):
+		return http.StatusForbidden
 	case errors.Is(err, ErrModelNotFound), errors.Is(err, models.ErrNotFound), errors.Is(err, errNotFoundPath):
 		return http.StatusNotFound
 	case errors.Is(err, errBadRequest), errors.Is(err, runner.ErrRequest), errors.As(err, &syntax),
@@ -174,7 +180,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func decode(r *http.Request, v any) error {
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
-		return err
+		return bodyErr(err)
 	}
 	if len(data) == 0 {
 		return fmt.Errorf("%w: empty request body: send a JSON object", errBadRequest)

@@ -1,0 +1,58 @@
+package cmd
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestParseHost: FOLIO_HOST in Ollama's forms; without a host serve
+// listens on 127.0.0.1 (this machine only), without a port on 11434.
+func TestParseHost(t *testing.T) {
+	for _, c := range []struct{ in, want, err string }{
+		{"", "127.0.0.1:11434", ""},
+		{"   ", "127.0.0.1:11434", ""},
+		{":8080", "127.0.0.1:8080", ""},
+		{"0.0.0.0", "0.0.0.0:11434", ""},
+		{"0.0.0.0:9000", "0.0.0.0:9000", ""},
+		{"localhost", "localhost:11434", ""},
+		{"http://127.0.0.1:11435", "127.0.0.1:11435", ""},
+		{"https://example.org/", "example.org:11434", ""},
+		{"http://host:1234/api", "host:1234", ""},
+		{"::1", "[::1]:11434", ""},
+		{"[::1]", "[::1]:11434", ""},
+		{"[::1]:8080", "[::1]:8080", ""},
+		{"http://[::]:8080", "[::]:8080", ""},
+		{"host:0", "", "port"},
+		{"host:99999", "", "port"},
+		{"host:http", "", "port"},
+		{"ftp://host", "", "scheme"},
+		{"a b:80", "", "host"},
+		{"user@host:80", "", "host"},
+	} {
+		got, err := parseHost(c.in)
+		switch {
+		case c.err == "" && (err != nil || got != c.want):
+			t.Errorf("parseHost(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "FOLIO_HOST")):
+			t.Errorf("parseHost(%q) = %q, %v; want an error about the %s naming FOLIO_HOST", c.in, got, err, c.err)
+		}
+	}
+}
+
+// TestServeConfigSecurity: FOLIO_ORIGINS and FOLIO_MAX_BODY reach the
+// server's configuration; a bad FOLIO_MAX_BODY is refused by name.
+func TestServeConfigSecurity(t *testing.T) {
+	t.Setenv("FOLIO_ORIGINS", "https://a.example,chrome-extension://*")
+	t.Setenv("FOLIO_MAX_BODY", "1048576")
+	cfg, err := serverConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.Origins, ",") != "https://a.example,chrome-extension://*" || cfg.MaxBodyBytes != 1<<20 {
+		t.Errorf("origins %q, max body %d", cfg.Origins, cfg.MaxBodyBytes)
+	}
+	t.Setenv("FOLIO_MAX_BODY", "lots")
+	if _, err := serverConfig(); err == nil || !strings.Contains(err.Error(), "FOLIO_MAX_BODY") {
+		t.Errorf("FOLIO_MAX_BODY=lots: %v", err)
+	}
+}
