@@ -105,6 +105,10 @@ type Tensor struct {
 	// little-endian machine). Nil for every other weight.
 	f32 []float32
 
+	// packed is the weight repacked for the SIMD kernels (repack.go), nil
+	// when its type or the SIMD level has no packed kernel.
+	packed *packedWeight
+
 	views []*Tensor // Slice's views of this tensor, one per row count asked for
 }
 
@@ -127,7 +131,8 @@ func (t *Tensor) Bytes() []byte { return t.data }
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // Weight wraps data, a rows × cols tensor of typ in its GGUF encoding,
-// without copying it.
+// without copying it; Q4_0 and Q4_K weights also get a repacked copy for
+// the SIMD kernels (repack.go).
 func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data []byte) (gpu.Tensor, error) {
 	if !gguf.CanDequantize(typ) {
 		return nil, fmt.Errorf("%w: cpu: weight %s has type %v, which folio cannot compute with; use a model quantized to F16, Q8_0, Q4_K or Q6_K",
@@ -144,6 +149,9 @@ func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data 
 	t := &Tensor{name: name, typ: typ, rows: rows, cols: cols, weight: true, data: data, rowBytes: int(rb)}
 	if typ == gguf.TypeF32 && littleEndian && uintptr(unsafe.Pointer(&data[0]))%4 == 0 {
 		t.f32 = unsafe.Slice((*float32)(unsafe.Pointer(&data[0])), rows*cols)
+	}
+	if kind, ok := packedKind(typ, b.level); ok {
+		t.packed = b.repack(t, kind)
 	}
 	return t, nil
 }
@@ -204,6 +212,9 @@ func (b *Backend) Slice(t gpu.Tensor, rows int) gpu.Tensor {
 	}
 	if ct.f32 != nil {
 		v.f32 = ct.f32[:rows*ct.cols]
+	}
+	if p := ct.packed; p != nil && rows%packRows == 0 { // else the view's MatMul reads data
+		v.packed = &packedWeight{kind: p.kind, data: p.data[:rows/packRows*p.group], group: p.group, blocks: p.blocks}
 	}
 	ct.views = append(ct.views, v)
 	return v

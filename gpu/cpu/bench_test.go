@@ -95,20 +95,40 @@ func BenchmarkKernel(b *testing.B) {
 					if k%typ.BlockSize() != 0 {
 						continue
 					}
-					b.Run(fmt.Sprintf("%v/%v/n=%d/k=%d", l, typ, n, k), func(b *testing.B) {
-						const m = 1024
-						r := rand.New(rand.NewPCG(1, 1))
-						data, _ := quantWeight(b, r, typ, m, k)
-						stride := xRowBytes(kind, k)
-						xq := alignedBytes(n * stride)
-						quantizeX(kind, randFloats(r, n*k, 1), k, n, k, xq, stride)
-						dst := make([]float32, n*m)
-						b.SetBytes(int64(len(data)))
-						for b.Loop() {
-							matmulX(kind, l, data, len(data)/m, m, xq, stride, n, k, dst, m)
+					for _, packed := range []bool{false, true} {
+						if _, ok := packedKind(typ, l); packed && !ok {
+							continue
 						}
-						b.ReportMetric(float64(b.N)*float64(n*m*k)/b.Elapsed().Seconds()/1e9, "GMAC/s")
-					})
+						name := fmt.Sprintf("%v/%v/n=%d/k=%d", l, typ, n, k)
+						if packed {
+							name = fmt.Sprintf("%v/%v-packed/n=%d/k=%d", l, typ, n, k)
+						}
+						b.Run(name, func(b *testing.B) {
+							const m = 1024
+							r := rand.New(rand.NewPCG(1, 1))
+							data, _ := quantWeight(b, r, typ, m, k)
+							stride := xRowBytes(kind, k)
+							xq := alignedBytes(n * stride)
+							quantizeX(kind, randFloats(r, n*k, 1), k, n, k, xq, stride)
+							dst := make([]float32, n*m)
+							b.SetBytes(int64(len(data)))
+							if packed {
+								be := New(1)
+								defer be.Close()
+								be.level = l
+								p := newWeight(b, be, typ, m, k, data).(*Tensor).packed
+								b.ResetTimer()
+								for b.Loop() {
+									matmulPackedX(kind, l, p.data, p.group, p.blocks, m, xq, stride, n, k, dst, m)
+								}
+							} else {
+								for b.Loop() {
+									matmulX(kind, l, data, len(data)/m, m, xq, stride, n, k, dst, m)
+								}
+							}
+							b.ReportMetric(float64(b.N)*float64(n*m*k)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+						})
+					}
 				}
 			}
 		}

@@ -31,7 +31,8 @@ func (b *Backend) matmulSIMD(kind kernelKind, dst *Tensor, x []float32, w *Tenso
 	*t = simdMatmulTask{}
 }
 
-// simdWRows is the weight rows of one unit of a SIMD MatMul.
+// simdWRows is the weight rows of one unit of a SIMD MatMul: a multiple of
+// packRows, so that a unit starts at a packed group.
 const simdWRows = 16
 
 // minChunkBytes is the least weight bytes (per activation row) worth
@@ -86,6 +87,12 @@ func (t *simdMatmulTask) run(_ *worker, lo, hi int) {
 		o1 := min((end-tile*t.wGroups)*simdWRows, t.m)
 		i0 := tile * t.nTile
 		i1 := min(i0+t.nTile, t.n)
+		if p := t.w.packed; p != nil {
+			matmulPackedX(t.kind, t.level, p.data[o0/packRows*p.group:], p.group, p.blocks, o1-o0,
+				t.xq[i0*t.xstride:], t.xstride, i1-i0, t.k, t.dst[i0*t.m+o0:], t.m)
+			lo = end
+			continue
+		}
 		matmulX(t.kind, t.level, t.w.data[o0*rb:o1*rb], rb, o1-o0, t.xq[i0*t.xstride:], t.xstride, i1-i0, t.k,
 			t.dst[i0*t.m+o0:], t.m)
 		lo = end

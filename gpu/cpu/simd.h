@@ -25,11 +25,17 @@ enum { LEVEL_SCALAR = 0, LEVEL_AVX2 = 1, LEVEL_AVX512 = 2 };
 // blocks 0-3, then elements 16-31 of blocks 0-3; float d[16], each block's
 // scale 4 times; int32 bias[16], lane 4j holding -8 * sum(q of block j).
 #define X4G_BYTES 256
-// XK: a 256-element super-block (K-quants): qs[256], float d at 256,
-// int16 bsums[16] (sums of 16 quants) at 288.
+// XK: a 256-element super-block (K-quants): qs[256], float d at 256, int16
+// sums of 32 quants at 260 (packed Q4_K), int16 bsums[16] (sums of 16
+// quants) at 288.
 #define XK_BYTES 320
 #define XK_D 256
+#define XK_BS32 260
 #define XK_BSUMS 288
+
+// Repacked weights (repack.go): the bytes of a Q4_K super-block of a group
+// of 16 rows (a Q4_0 group keeps its quants and scales apart).
+#define Q4_KP_BYTES 2368
 
 // Every function with intrinsics carries the target of its level, so that
 // one binary holds all levels and runs on any x86-64 CPU.
@@ -70,6 +76,10 @@ void folio_mm_q4_0_avx512(MM_ARGS);
 void folio_mm_q4_k_avx512(MM_ARGS);
 void folio_mm_q6_k_avx512(MM_ARGS);
 void folio_mm_f16_avx512(MM_ARGS);
+
+#define PM_ARGS const uint8_t *w, int64_t group_bytes, int nb, int rows, const uint8_t *x, int64_t xs, int nx, \
+	float *dst, int64_t ds
+void folio_matmul_packed(int kind, int level, PM_ARGS);
 
 int folio_cpu_level(void);
 void folio_quantize(int kind, const float *x, int64_t xstride, int n, int k, uint8_t *out, int64_t ostride);

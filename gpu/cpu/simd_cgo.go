@@ -32,6 +32,17 @@ func matmulX(kind kernelKind, l simdLevel, w []byte, wstride, rows int, x []byte
 		(*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(dstride))
 }
 
+// matmulPackedX sets dst[i·dstride + r] = w row r · x row i for r < rows
+// and i < nx: w holds ⌈rows/packRows⌉ groups of nb blocks of kind's packed
+// layout (repack.go), group bytes apart, 64-byte aligned. One cgo call.
+func matmulPackedX(kind kernelKind, l simdLevel, w []byte, group, nb, rows int, x []byte, xstride, nx, k int, dst []float32, dstride int) {
+	_ = w[((rows+packRows-1)/packRows)*group-1]
+	_ = x[(nx-1)*xstride+xRowBytes(kind, k)-1]
+	_ = dst[(nx-1)*dstride+rows-1]
+	C.folio_matmul_packed(C.int(kind), C.int(l), (*C.uint8_t)(unsafe.Pointer(&w[0])), C.int64_t(group), C.int(nb), C.int(rows),
+		(*C.uint8_t)(unsafe.Pointer(&x[0])), C.int64_t(xstride), C.int(nx), (*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(dstride))
+}
+
 // readSum sums the bytes of p (len a multiple of 128, 32-byte aligned) in
 // 64-bit lanes, at the speed of memory.
 func readSum(p []byte) uint64 {

@@ -16,6 +16,10 @@ func matmulX(kernelKind, simdLevel, []byte, int, int, []byte, int, int, int, []f
 	panic("cpu: SIMD kernels are not built in")
 }
 
+func matmulPackedX(kernelKind, simdLevel, []byte, int, int, int, []byte, int, int, int, []float32, int) {
+	panic("cpu: SIMD kernels are not built in")
+}
+
 func readSum(p []byte) uint64 { return readSumGo(p) }
 
 func attentionX(simdLevel, []float32, int, int, int, int, unsafe.Pointer, unsafe.Pointer, bool,

@@ -136,6 +136,9 @@ static AVX2 void quant_xk(const float *x, int k, uint8_t *out) {
 		float d = 1.f / iscale;
 		memcpy(out + XK_D, &d, 4);
 		memset(out + XK_D + 4, 0, XK_BSUMS - XK_D - 4);
+		int16_t *bs32 = (int16_t *)(out + XK_BS32);
+		for (int j = 0; j < 8; j++)
+			bs32[j] = (int16_t)(bsums[2 * j] + bsums[2 * j + 1]);
 	}
 }
 

@@ -16,7 +16,8 @@ package cpu
 //	          is -8·Σq of block j: Q4_0's offset). Missing blocks are zero.
 //	kindQ4_K  XK: per 256-element super-block, 320 bytes: int8 q[256],
 //	kindQ6_K  float32 d at 256, int16 bsums[16] at 288 (sums of 16 quants),
-//	          as ggml's block_q8_K.
+//	          as ggml's block_q8_K, and int16[8] at 260: the sums of 32
+//	          (Q4_K's sub-blocks, for the packed kernel's mins).
 //	kindF16   halves, the row padded to 64 bytes.
 //
 // The 8-bit blocks round as ggml's x86 quantizers do: Q8_0's d = amax/127

@@ -86,6 +86,10 @@ func quantizeXRef(kind kernelKind, x []float32) []byte {
 				}
 				le.PutUint16(blk[288+2*g:], uint16(int16(sum)))
 			}
+			for j := range 8 { // sums of 32: a sub-block of Q4_K
+				s := int16(le.Uint16(blk[288+4*j:])) + int16(le.Uint16(blk[290+4*j:]))
+				le.PutUint16(blk[260+2*j:], uint16(s))
+			}
 			le.PutUint32(blk[256:], math.Float32bits(1/iscale))
 		}
 	case kindF16:

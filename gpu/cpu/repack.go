@@ -1,0 +1,156 @@
+package cpu
+
+import (
+	"unsafe"
+
+	"folio/models/gguf"
+)
+
+// Q4_0 and Q4_K weights are repacked once, in Weight, into groups of
+// packRows rows whose blocks are interleaved, so that the kernels
+// (simd_packed.c) hold one weight row per 32-bit lane and broadcast the
+// activations: a block's scales then cost one vector op for 16 rows, and
+// the 4-bit quants of 16 rows unpack with three vector ops per 64 bytes.
+// This is what llama.cpp's REPACK does (q4_0_8x8, q4_K_8x8) for the same
+// reason. The copy is as large as the weight (Q4_K's 2.8% more, below),
+// and the mmap'd bytes stay the tensor's data for Embed and the scalar
+// kernels. A group past the last row is padded with zero rows, whose sums
+// the kernels never store.
+//
+// Q4_0, per group of blocks blocks: the quants of every block, then the
+// scales of every block (so that the quants' vectors stay 64-byte aligned),
+// q4_0PackBytes = 16 · 18 bytes a block:
+//
+//	qs[blocks][4][64] block b's vector j, lane r: bytes 4j … 4j+3 of row
+//	                  r's 16 quant bytes; low nibbles are elements
+//	                  4j … 4j+3, high nibbles 16+4j … 16+4j+3.
+//	d[blocks][16]     block b's scales (halves).
+//
+// Q4_K, per group and 256-element super-block, q4KPackBytes = 16 · 148:
+//
+//	d[16], dmin[16]  halves
+//	sc[8][16]        sub-block j's 6-bit scale of row r, a byte
+//	mins[4][16][2]   vector p, lane r: the mins of sub-blocks 2p, 2p+1
+//	qs[4][8][64]     vector (p, j), lane r: bytes 32p+4j … 32p+4j+3 of row
+//	                 r's quants: sub-block 2p's elements 4j … 4j+3 in the
+//	                 low nibbles, sub-block 2p+1's in the high ones.
+//
+// Every SIMD level reads the same layout (AVX2 a vector's first or second
+// 32 bytes: lanes 0-7 or 8-15), so the result of a row never depends on
+// which other rows share its group or its batch.
+const (
+	packRows      = 16
+	q4_0PackBytes = packRows * 18
+	q4KPackBytes  = packRows * 148
+)
+
+// packedKind reports whether weights of typ are repacked at level l, and
+// the kernel kind they then use.
+func packedKind(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
+	kind, ok := kernelFor(typ, l)
+	return kind, ok && (kind == kindQ4_0 || kind == kindQ4_K)
+}
+
+// packBlockBytes is the bytes of one packed block (or super-block) of
+// packRows rows of kind.
+func packBlockBytes(kind kernelKind) int {
+	if kind == kindQ4_K {
+		return q4KPackBytes
+	}
+	return q4_0PackBytes
+}
+
+// packedWeight is a weight's repacked copy.
+type packedWeight struct {
+	kind   kernelKind
+	data   []byte // ⌈rows/packRows⌉ groups of blocks · packBlockBytes, 64-byte aligned
+	group  int    // bytes of one group
+	blocks int    // blocks (or super-blocks) per row
+}
+
+// repack returns t's weight in the packed layout of kind, repacked over
+// the pool, one unit per group.
+func (b *Backend) repack(t *Tensor, kind kernelKind) *packedWeight {
+	bs := 32
+	if kind == kindQ4_K {
+		bs = 256
+	}
+	p := &packedWeight{kind: kind, blocks: t.cols / bs}
+	p.group = p.blocks * packBlockBytes(kind)
+	groups := (t.rows + packRows - 1) / packRows
+	p.data = alignedAlloc(groups * p.group)
+	task := &repackTask{src: t, dst: p}
+	b.pool.run(task, groups, p.group)
+	return p
+}
+
+// alignedAlloc returns n zeroed bytes that start on a 64-byte boundary.
+func alignedAlloc(n int) []byte {
+	raw := make([]byte, n+63)
+	off := int(-uintptr(unsafe.Pointer(&raw[0])) & 63)
+	return raw[off : off+n : off+n]
+}
+
+type repackTask struct {
+	src *Tensor
+	dst *packedWeight
+}
+
+func (t *repackTask) run(_ *worker, lo, hi int) {
+	for g := lo; g < hi; g++ {
+		out := t.dst.data[g*t.dst.group : (g+1)*t.dst.group]
+		for r := range packRows {
+			row := g*packRows + r
+			if row >= t.src.rows {
+				break // the padding rows stay zero
+			}
+			src := t.src.data[row*t.src.rowBytes : (row+1)*t.src.rowBytes]
+			if t.dst.kind == kindQ4_K {
+				packQ4KRow(out, src, r, t.dst.blocks)
+			} else {
+				packQ4_0Row(out, src, r, t.dst.blocks)
+			}
+		}
+	}
+}
+
+// packQ4_0Row places one Q4_0 row (18-byte blocks: a half d, 16 quant
+// bytes) at lane r of a group.
+func packQ4_0Row(out, src []byte, r, blocks int) {
+	for b := range blocks {
+		blk, qs := src[18*b:18*b+18], out[256*b:]
+		copy(out[256*blocks+32*b+2*r:], blk[:2])
+		for j := range 4 {
+			copy(qs[64*j+4*r:], blk[2+4*j:6+4*j])
+		}
+	}
+}
+
+// packQ4KRow places one Q4_K row (144-byte super-blocks: halves d and
+// dmin, 12 bytes of 6-bit scales and mins, 128 quant bytes) at lane r.
+func packQ4KRow(out, src []byte, r, blocks int) {
+	for s := range blocks {
+		blk, dst := src[144*s:144*s+144], out[s*q4KPackBytes:]
+		copy(dst[2*r:], blk[:2])
+		copy(dst[32+2*r:], blk[2:4])
+		for j := range 8 {
+			sc, m := q4KScaleMin(blk[4:16], j)
+			dst[64+16*j+r] = sc
+			dst[192+32*(j/2)+2*r+j%2] = m
+		}
+		for p := range 4 {
+			for j := range 8 {
+				copy(dst[320+512*p+64*j+4*r:], blk[16+32*p+4*j:20+32*p+4*j])
+			}
+		}
+	}
+}
+
+// q4KScaleMin is ggml's get_scale_min_k4: sub-block j's 6-bit scale and
+// min from a Q4_K super-block's 12 scale bytes.
+func q4KScaleMin(s []byte, j int) (byte, byte) {
+	if j < 4 {
+		return s[j] & 63, s[j+4] & 63
+	}
+	return s[j+4]&0x0f | (s[j-4]>>6)<<4, s[j+4]>>4 | (s[j]>>6)<<4
+}

@@ -1,0 +1,143 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"folio/models/gguf"
+)
+
+// unpackRowRef decodes row r of a packed weight back to float32s, reading
+// the layout as repack.go documents it: the reference the layout is tested
+// against.
+func unpackRowRef(p *packedWeight, r, k int) []float32 {
+	le := binary.LittleEndian
+	h := func(b []byte) float32 { return gguf.F16ToF32(le.Uint16(b)) }
+	g, lane := p.data[r/packRows*p.group:], r%packRows
+	out := make([]float32, k)
+	for e := range out {
+		switch p.kind {
+		case kindQ4_0:
+			b, j := e/32, e%32
+			d := h(g[256*p.blocks+32*b+2*lane:])
+			byteAt := 256*b + 64*(j%16/4) + 4*lane + j%4
+			q := g[byteAt] & 0x0f
+			if j >= 16 {
+				q = g[byteAt] >> 4
+			}
+			out[e] = d * float32(int(q)-8)
+		case kindQ4_K:
+			s, j := e/256, e%256
+			sb, t := j/32, j%32
+			blk := g[s*q4KPackBytes:]
+			d, dmin := h(blk[2*lane:]), h(blk[32+2*lane:])
+			sc := blk[64+16*sb+lane]
+			m := blk[192+32*(sb/2)+2*lane+sb%2]
+			qb := blk[320+512*(sb/2)+64*(t/4)+4*lane+t%4]
+			q := qb & 0x0f
+			if sb%2 == 1 {
+				q = qb >> 4
+			}
+			out[e] = d*float32(sc)*float32(q) - dmin*float32(m)
+		}
+	}
+	return out
+}
+
+// TestRepack: a packed weight holds the same values as the GGUF bytes
+// (within float32 rounding of the two ways of decoding), row by row, and
+// its padding rows are zero.
+func TestRepack(t *testing.T) {
+	if bestLevel == levelScalar {
+		t.Skip("no SIMD kernels on this machine")
+	}
+	b := newTestBackend(t)
+	r := rand.New(rand.NewPCG(50, 51))
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ4_K} {
+		for _, rk := range [][2]int{{1, 256}, {16, 512}, {17, 768}, {45, 256}} {
+			rows, k := rk[0], rk[1]
+			data, wf := quantWeight(t, r, typ, rows, k)
+			p := newWeight(t, b, typ, rows, k, data).(*Tensor).packed
+			if p == nil {
+				t.Fatalf("%v: no packed copy", typ)
+			}
+			for row := range (rows + packRows - 1) / packRows * packRows {
+				got := unpackRowRef(p, row, k)
+				for j, v := range got {
+					want := float32(0)
+					if row < rows {
+						want = wf[row*k+j]
+					}
+					if d := math.Abs(float64(v - want)); d > 1e-6*math.Max(1, math.Abs(float64(want))) {
+						t.Fatalf("%v %dx%d: packed row %d element %d = %v, want %v", typ, rows, k, row, j, v, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPackedKernels checks the packed kernels at every SIMD level against
+// the float64 dot of the values their inputs stand for, over awkward
+// shapes (rows not a whole group, one activation row, odd tiles), and that
+// a row's result is the same bits whatever rows are computed with it and
+// at whichever level.
+func TestPackedKernels(t *testing.T) {
+	if bestLevel == levelScalar {
+		t.Skip("no SIMD kernels on this machine")
+	}
+	r := rand.New(rand.NewPCG(52, 53))
+	b := newTestBackend(t)
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ4_K} {
+		kind, _ := packedKind(typ, bestLevel)
+		for _, k := range awkwardKs(kind) {
+			for _, nm := range [][2]int{{1, 1}, {1, 17}, {3, 5}, {5, 16}, {9, 33}, {17, 48}} {
+				n, m := nm[0], nm[1]
+				t.Run(fmt.Sprintf("%v/n=%d,k=%d,m=%d", typ, n, k, m), func(t *testing.T) {
+					data, wf := quantWeight(t, r, typ, m, k)
+					p := newWeight(t, b, typ, m, k, data).(*Tensor).packed
+					x := randFloats(r, n*k, 1)
+					stride := xRowBytes(kind, k)
+					xq := alignedBytes(n * stride)
+					quantizeX(kind, x, k, n, k, xq, stride)
+					var xs []float32
+					for i := range n {
+						xs = append(xs, dequantizeXRef(kind, xq[i*stride:], k)...)
+					}
+					var first []float32
+					for _, l := range supportedLevels()[1:] {
+						dst := make([]float32, n*m+1)
+						dst[n*m] = 42 // a guard past the end
+						matmulPackedX(kind, l, p.data, p.group, p.blocks, m, xq, stride, n, k, dst, m)
+						if dst[n*m] != 42 {
+							t.Fatalf("%v: the kernel wrote past dst", l)
+						}
+						checkDots(t, dst[:n*m], xs, wf, n, k, m, matmulTol)
+						// Each row alone, and the rows from the second on.
+						for i := range n {
+							one := make([]float32, m)
+							matmulPackedX(kind, l, p.data, p.group, p.blocks, m, xq[i*stride:], stride, 1, k, one, m)
+							for o := range m {
+								if math.Float32bits(one[o]) != math.Float32bits(dst[i*m+o]) {
+									t.Fatalf("%v: row %d alone: dst[%d] = %v, in a tile of %d: %v", l, i, o, one[o], n, dst[i*m+o])
+								}
+							}
+						}
+						if first == nil {
+							first = dst
+							continue
+						}
+						for j := range first {
+							if math.Float32bits(first[j]) != math.Float32bits(dst[j]) {
+								t.Fatalf("%v: dst[%d] = %v, at %v %v", l, j, dst[j], supportedLevels()[1], first[j])
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}

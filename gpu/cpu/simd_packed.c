@@ -1,0 +1,268 @@
+//go:build amd64 && cgo
+
+// Kernels over repacked Q4_0 and Q4_K weights (repack.go has the layout):
+// one weight row per 32-bit lane, 16 rows a group, the activations
+// broadcast four bytes at a time. vpdpbusd (AVX-512 VNNI) or vpmaddubsw
+// and vpmaddwd (AVX2) multiply a row's unsigned 4-bit quants by four
+// signed 8-bit activations into its lane; a block's scales are then one
+// vector op for all 16 rows. Every row's sums are taken in the same order
+// whatever the tile or the level, so a row's result does not depend on the
+// rows computed with it.
+
+#include "simd.h"
+
+INLINE uint32_t ld32(const uint8_t *p) {
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+INLINE float ldf(const uint8_t *p) {
+	float v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+// ---- AVX-512: a group's 16 rows in one vector ----
+
+// pq4_0_512 adds the dot products of a Q4_0 group (nb blocks, quants at w,
+// scales at w + 256·nb) with nx X4G activation rows into acc.
+INLINE AVX512 void pq4_0_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	const uint8_t *ds = w + 256 * (int64_t)nb;
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + 256 * (int64_t)b;
+		if (pf)
+			mm_prefetch(wb + MM_PREFETCH, 256);
+		__m512i lo[4], hi[4];
+		for (int j = 0; j < 4; j++) {
+			__m512i v = _mm512_load_si512(wb + 64 * j);
+			lo[j] = _mm512_and_si512(v, m4);
+			hi[j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+		}
+		__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ds + 32 * b)));
+		const uint8_t *xb = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = xb + i * xs;
+			__m512i s = _mm512_set1_epi32((int)ld32(xp + 192)); // -8·Σq
+			for (int j = 0; j < 4; j++)
+				s = _mm512_dpbusd_epi32(s, lo[j], _mm512_set1_epi32((int)ld32(xp + 4 * j)));
+			for (int j = 0; j < 4; j++)
+				s = _mm512_dpbusd_epi32(s, hi[j], _mm512_set1_epi32((int)ld32(xp + 64 + 4 * j)));
+			acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(ldf(xp + 128))), acc[i]);
+		}
+	}
+}
+
+// pq4_k_512 adds the dot products of a Q4_K group (nb super-blocks at w)
+// with nx XK activation rows into acc: per sub-block, the integer sum of
+// q·x times its scale; per super-block, d·dx·that − dmin·dx·Σ min·Σx.
+INLINE AVX512 void pq4_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	for (int s = 0; s < nb; s++) {
+		const uint8_t *wb = w + (int64_t)s * Q4_KP_BYTES;
+		const uint8_t *xb = x + (int64_t)s * XK_BYTES;
+		if (pf)
+			mm_prefetch(wb + MM_PREFETCH, Q4_KP_BYTES);
+		__m512i isum[XT];
+		for (int i = 0; i < nx; i++)
+			isum[i] = _mm512_setzero_si512();
+		for (int j = 0; j < 8; j++) {
+			const uint8_t *qb = wb + 320 + 512 * (j / 2);
+			__m512i q[8];
+			for (int t = 0; t < 8; t++) {
+				__m512i v = _mm512_load_si512(qb + 64 * t);
+				q[t] = _mm512_and_si512(j % 2 ? _mm512_srli_epi16(v, 4) : v, m4);
+			}
+			__m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(wb + 64 + 16 * j)));
+			for (int i = 0; i < nx; i++) {
+				const uint8_t *xp = xb + i * xs + 32 * j;
+				__m512i t = _mm512_setzero_si512();
+				for (int u = 0; u < 8; u++)
+					t = _mm512_dpbusd_epi32(t, q[u], _mm512_set1_epi32((int)ld32(xp + 4 * u)));
+				isum[i] = _mm512_add_epi32(isum[i], _mm512_mullo_epi32(t, sc));
+			}
+		}
+		__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)wb));
+		__m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wb + 32)));
+		__m512i mins[4];
+		for (int p = 0; p < 4; p++)
+			mins[p] = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(wb + 192 + 32 * p)));
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = xb + i * xs;
+			__m512i ms = _mm512_setzero_si512();
+			for (int p = 0; p < 4; p++)
+				ms = _mm512_dpwssd_epi32(ms, mins[p], _mm512_set1_epi32((int)ld32(xp + XK_BS32 + 4 * p)));
+			__m512 dx = _mm512_set1_ps(ldf(xp + XK_D));
+			acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(d, dx), acc[i]);
+			acc[i] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_mul_ps(dmin, dx), acc[i]);
+		}
+	}
+}
+
+#define PACKED512(name, group)                                                                                  \
+	INLINE AVX512 void name##_tile(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, float *dst,   \
+	                               int64_t ds, __mmask16 m, int pf) {                                             \
+		__m512 acc[XT];                                                                                       \
+		for (int i = 0; i < nx; i++)                                                                          \
+			acc[i] = _mm512_setzero_ps();                                                                 \
+		group(w, nb, x, xs, nx, acc, pf);                                                                     \
+		for (int i = 0; i < nx; i++)                                                                          \
+			_mm512_mask_storeu_ps(dst + i * ds, m, acc[i]);                                               \
+	}                                                                                                             \
+	static AVX512 void name(PM_ARGS) {                                                                            \
+		for (int r = 0; r < rows; r += 16) {                                                                  \
+			const uint8_t *wg = w + (int64_t)(r / 16) * group_bytes;                                      \
+			__mmask16 m = rows - r >= 16 ? 0xffff : (__mmask16)((1u << (rows - r)) - 1);                  \
+			for (int i = 0; i < nx; i += XT) {                                                            \
+				const uint8_t *xt = x + i * xs;                                                       \
+				float *dt = dst + i * ds + r;                                                         \
+				switch (nx - i < XT ? nx - i : XT) {                                                  \
+				case 1: name##_tile(wg, nb, xt, xs, 1, dt, ds, m, i == 0); break;                     \
+				case 2: name##_tile(wg, nb, xt, xs, 2, dt, ds, m, i == 0); break;                     \
+				case 3: name##_tile(wg, nb, xt, xs, 3, dt, ds, m, i == 0); break;                     \
+				case 4: name##_tile(wg, nb, xt, xs, 4, dt, ds, m, i == 0); break;                     \
+				case 5: name##_tile(wg, nb, xt, xs, 5, dt, ds, m, i == 0); break;                     \
+				case 6: name##_tile(wg, nb, xt, xs, 6, dt, ds, m, i == 0); break;                     \
+				case 7: name##_tile(wg, nb, xt, xs, 7, dt, ds, m, i == 0); break;                     \
+				default: name##_tile(wg, nb, xt, xs, 8, dt, ds, m, i == 0); break;                    \
+				}                                                                                     \
+			}                                                                                             \
+		}                                                                                                     \
+	}
+
+PACKED512(pm_q4_0_512, pq4_0_512)
+PACKED512(pm_q4_k_512, pq4_k_512)
+
+// ---- AVX2: a group as two halves of 8 rows (a vector's bytes 0-31 or
+// 32-63), each in one 256-bit vector. Without VNNI, vpmaddubsw sums pairs
+// of q·x into int16 (at most 2·15·127 = 3810), eight steps of them add up
+// without overflow (30480), and vpmaddwd turns them into int32. ----
+
+#define XT2 4 // activation rows per tile: AVX2 has 16 vectors
+
+// sum8 returns lane r's Σ over a 32-element block of q·x as int16 pairs:
+// q[u] holds steps u (four quants a lane), xp the block's 32 activations.
+INLINE AVX2 __m256i sum8(const __m256i *q, const uint8_t *xp, int64_t hi) {
+	__m256i s = _mm256_maddubs_epi16(q[0], _mm256_set1_epi32((int)ld32(xp)));
+	for (int u = 1; u < 8; u++)
+		s = _mm256_add_epi16(s, _mm256_maddubs_epi16(q[u], _mm256_set1_epi32((int)ld32(xp + (u < 4 ? 4 * u : hi + 4 * (u - 4))))));
+	return s;
+}
+
+// pq4_0_256 is pq4_0_512 for half h of a group.
+INLINE AVX2 void pq4_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+	const uint8_t *ds = w + 256 * (int64_t)nb;
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + 256 * (int64_t)b + 32 * h;
+		__m256i q[8];
+		for (int j = 0; j < 4; j++) {
+			__m256i v = _mm256_load_si256((const __m256i *)(wb + 64 * j));
+			q[j] = _mm256_and_si256(v, m4);
+			q[4 + j] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+		}
+		__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * b + 16 * h)));
+		const uint8_t *xb = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = xb + i * xs;
+			__m256i s = _mm256_add_epi32(_mm256_set1_epi32((int)ld32(xp + 192)), _mm256_madd_epi16(sum8(q, xp, 64), ones));
+			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xp + 128))), acc[i]);
+		}
+	}
+}
+
+// pq4_k_256 is pq4_k_512 for half h of a group; vpmaddwd by (scale,
+// scale) pairs takes a sub-block's int16 sums to int32 times its scale.
+INLINE AVX2 void pq4_k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	for (int s = 0; s < nb; s++) {
+		const uint8_t *wb = w + (int64_t)s * Q4_KP_BYTES;
+		const uint8_t *xb = x + (int64_t)s * XK_BYTES;
+		__m256i isum[XT2];
+		for (int i = 0; i < nx; i++)
+			isum[i] = _mm256_setzero_si256();
+		for (int j = 0; j < 8; j++) {
+			const uint8_t *qb = wb + 320 + 512 * (j / 2) + 32 * h;
+			__m256i q[8];
+			for (int t = 0; t < 8; t++) {
+				__m256i v = _mm256_load_si256((const __m256i *)(qb + 64 * t));
+				q[t] = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(v, 4) : v, m4);
+			}
+			__m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(wb + 64 + 16 * j + 8 * h)));
+			sc = _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
+			for (int i = 0; i < nx; i++)
+				isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(sum8(q, xb + i * xs + 32 * j, 16), sc));
+		}
+		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 16 * h)));
+		__m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 32 + 16 * h)));
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = xb + i * xs;
+			__m256i ms = _mm256_setzero_si256();
+			for (int p = 0; p < 4; p++) {
+				__m256i mv = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(wb + 192 + 32 * p + 16 * h)));
+				ms = _mm256_add_epi32(ms, _mm256_madd_epi16(mv, _mm256_set1_epi32((int)ld32(xp + XK_BS32 + 4 * p))));
+			}
+			__m256 dx = _mm256_set1_ps(ldf(xp + XK_D));
+			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_mul_ps(d, dx), acc[i]);
+			acc[i] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_mul_ps(dmin, dx), acc[i]);
+		}
+	}
+}
+
+// store8 writes the first n ≤ 8 lanes of v to p.
+INLINE AVX2 void store8(float *p, __m256 v, int n) {
+	if (n >= 8) {
+		_mm256_storeu_ps(p, v);
+		return;
+	}
+	__m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+	_mm256_maskstore_ps(p, m, v);
+}
+
+#define PACKED256(name, group)                                                                                 \
+	INLINE AVX2 void name##_tile(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx,          \
+	                             float *dst, int64_t ds, int n) {                                                \
+		__m256 acc[XT2];                                                                                     \
+		for (int i = 0; i < nx; i++)                                                                         \
+			acc[i] = _mm256_setzero_ps();                                                                \
+		group(w, nb, h, x, xs, nx, acc);                                                                     \
+		for (int i = 0; i < nx; i++)                                                                         \
+			store8(dst + i * ds, acc[i], n);                                                             \
+	}                                                                                                            \
+	static AVX2 void name(PM_ARGS) {                                                                             \
+		for (int r = 0; r < rows; r += 8) {                                                                  \
+			const uint8_t *wg = w + (int64_t)(r / 16) * group_bytes;                                     \
+			int h = r / 8 % 2, n = rows - r < 8 ? rows - r : 8;                                          \
+			for (int i = 0; i < nx; i += XT2) {                                                          \
+				const uint8_t *xt = x + i * xs;                                                      \
+				float *dt = dst + i * ds + r;                                                        \
+				switch (nx - i < XT2 ? nx - i : XT2) {                                               \
+				case 1: name##_tile(wg, nb, h, xt, xs, 1, dt, ds, n); break;                         \
+				case 2: name##_tile(wg, nb, h, xt, xs, 2, dt, ds, n); break;                         \
+				case 3: name##_tile(wg, nb, h, xt, xs, 3, dt, ds, n); break;                         \
+				default: name##_tile(wg, nb, h, xt, xs, 4, dt, ds, n); break;                        \
+				}                                                                                    \
+			}                                                                                            \
+		}                                                                                                    \
+	}
+
+PACKED256(pm_q4_0_256, pq4_0_256)
+PACKED256(pm_q4_k_256, pq4_k_256)
+
+// folio_matmul_packed: dst[i·ds + r] = w row r · x row i for r < rows and
+// i < nx, w being groups of 16 rows of nb blocks (group_bytes apart) in
+// kind's packed layout, at SIMD level level.
+void folio_matmul_packed(int kind, int level, PM_ARGS) {
+	if (level == LEVEL_AVX512) {
+		if (kind == KIND_Q4_K)
+			pm_q4_k_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+		else
+			pm_q4_0_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+	} else {
+		if (kind == KIND_Q4_K)
+			pm_q4_k_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+		else
+			pm_q4_0_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+	}
+}
