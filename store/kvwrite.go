@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"path/filepath"
 	"sync"
 )
 
@@ -212,10 +213,21 @@ func (s *Store) writeBatch(ctx context.Context, b batch) {
 		if isCorrupt(err) {
 			s.markDamaged(err)
 		}
-		if ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+		case isFull(err):
+			// once per episode: every batch fails while the disk is full
+			if !s.diskFull.Swap(true) {
+				s.log.Warn("store: the disk holding the persisted K/V cache is full; new prefix blocks are dropped (requests go on, computing their prompts): free disk space or lower FOLIO_KV_STORE_MAX",
+					"file", filepath.Join(s.home, kvFile), "err", err)
+			}
+		default:
 			s.log.Warn("store: persisted K/V write failed; blocks dropped", "blocks", saves, "err", err)
 		}
 		return
+	}
+	if s.diskFull.Swap(false) {
+		s.log.Info("store: persisted K/V writes resumed after a full disk")
 	}
 	s.idxMu.Lock()
 	for _, w := range added {

@@ -48,6 +48,9 @@ func (s *Store) PutModel(m Model) error {
 			created = CASE WHEN ?13 THEN created ELSE ?11 END, modified = ?12`,
 		m.Name, m.Digest, m.Path, m.Size, m.Format, m.Family, m.ParameterSize,
 		m.Quantization, m.Template, m.Parameters, m.Created.UnixNano(), m.Modified.UnixNano(), keepCreated)
+	if isFull(err) {
+		return fmt.Errorf("store: put model %q: the disk holding %s is full: free disk space and try again: %w", m.Name, s.home, err)
+	}
 	if err != nil {
 		return fmt.Errorf("store: put model %q: %w", m.Name, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -121,6 +122,13 @@ func isCorrupt(err error) bool {
 		return true
 	}
 	return errors.Is(err, errCheckFailed) || errors.Is(err, errMarkedDamaged)
+}
+
+// isFull reports whether err is a full disk: SQLite's "database or disk
+// is full" or the system's ENOSPC.
+func isFull(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.Code == sqlite3.ErrFull || errors.Is(err, syscall.ENOSPC)
 }
 
 // isBusy reports whether err is another connection holding the lock past

@@ -70,8 +70,9 @@ type Store struct {
 	idxMu sync.RWMutex
 	idx   map[string]*fpIndex // guarded by idxMu: the blocks this process knows are stored
 
-	q       queue        // write-behind queue, guarded by q.mu
-	dropped atomic.Int64 // blocks SaveBlock dropped (queue full) or the writer failed to write
+	q        queue        // write-behind queue, guarded by q.mu
+	dropped  atomic.Int64 // blocks SaveBlock dropped (queue full) or the writer failed to write
+	diskFull atomic.Bool  // the writer's last batch failed for a full disk (logged once)
 
 	cancel     context.CancelFunc // stops the writer's statements when Close gives up waiting
 	writerDone chan struct{}      // closed when the writer goroutine returns
