@@ -1,10 +1,12 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/ollama/ollama/api"
@@ -48,6 +50,10 @@ func installErr(err error) error {
 		return fmt.Errorf("%w: %w", ErrModelNotFound, err)
 	case errors.Is(err, installer.ErrName), errors.Is(err, installer.ErrDigest), errors.Is(err, installer.ErrModelfile):
 		return fmt.Errorf("%w: %w", errBadRequest, err)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%w: %w", errUpstream, err)
 	}
 	return err
 }

@@ -134,6 +134,7 @@ var (
 	errBadRequest     = errors.New("bad request")
 	errNotImplemented = errors.New("not implemented yet")
 	errNotFoundPath   = errors.New("no such endpoint")
+	errUpstream       = errors.New("the registry could not be reached")
 )
 
 // statusOf maps an error to its HTTP status: the one place that decides.
@@ -155,6 +156,8 @@ func statusOf(err error) int {
 		return http.StatusServiceUnavailable
 	case errors.Is(err, errNotImplemented):
 		return http.StatusNotImplemented
+	case errors.Is(err, errUpstream):
+		return http.StatusBadGateway
 	case errors.Is(err, runner.ErrNoMemory), errors.Is(err, gpu.ErrOutOfMemory):
 		return http.StatusInsufficientStorage
 	case errors.Is(err, arch.ErrModel), errors.Is(err, gguf.ErrFormat), errors.Is(err, tokenizer.ErrVocab):
