@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/dlclark/regexp2 v1.11.5
+	github.com/ebitengine/purego v0.11.3
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/ollama/ollama v0.17.4
 	github.com/schollz/progressbar/v3 v3.19.1

@@ -1,0 +1,418 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"folio/gpu"
+	"folio/models/gguf"
+)
+
+var _ gpu.Backend = (*Backend)(nil)
+
+// Backend runs gpu.Backend's ops on one NVIDIA GPU.
+type Backend struct {
+	d       *driver
+	dev     Device
+	devH    int32   // CUdevice
+	ctx     uintptr // the device's primary context
+	stream  uintptr
+	module  uintptr
+	fn      [numKernels]uintptr
+	allocs  map[uint64]int64 // every device allocation of this backend, by pointer: its bytes
+	used    int64            // Σ allocs
+	closed  bool
+	a       args    // the parameters of the launch being made
+	ids     devInts // Embed, Gather
+	pos     devInts // Rope
+	slots   devInts // WriteKV
+	meta    devInts // Attention
+	factors devInts // Rope's factors, as float bits
+	host    []int32 // Attention's meta, built here before upload
+	Cached  bool    // the kernels came from the disk cache
+}
+
+// Options say how Open makes a backend; the zero value gives the defaults.
+type Options struct {
+	Ordinal  int    // the device; default 0
+	CacheDir string // compiled kernels; default $FOLIO_HOME/cache/cuda or the user cache dir
+	NoCache  bool   // compile even when the cache holds the kernels
+}
+
+// Open makes a backend on the GPU opt.Ordinal: it loads the driver and
+// NVRTC, makes the device's context current and a stream, and loads the
+// kernels, compiled for the device (or found in the cache). Without a
+// driver or a device the error wraps ErrNoDriver.
+func Open(opt Options) (*Backend, error) {
+	d, err := initDriver()
+	if err != nil {
+		return nil, err
+	}
+	nv, err := loadNVRTC()
+	if err != nil {
+		return nil, err
+	}
+	return open(d, nv, opt)
+}
+
+func open(d *driver, nv *compiler, opt Options) (b *Backend, err error) {
+	n := new(int32)
+	if err := d.check("cuDeviceGetCount", d.DeviceGetCount(n)); err != nil {
+		return nil, fmt.Errorf("%w (%v)", ErrNoDriver, err)
+	}
+	if opt.Ordinal < 0 || opt.Ordinal >= int(*n) {
+		return nil, fmt.Errorf("%w: device %d asked for, the driver sees %d", ErrNoDriver, opt.Ordinal, *n)
+	}
+	dev, err := describe(d, opt.Ordinal)
+	if err != nil {
+		return nil, err
+	}
+	v := new(int32)
+	if err := d.check("cuDriverGetVersion", d.DriverGetVersion(v)); err != nil {
+		return nil, err
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b = &Backend{d: d, dev: dev, allocs: map[uint64]int64{}}
+	h, ctx, stream := new(int32), new(uintptr), new(uintptr)
+	if err := d.check("cuDeviceGet", d.DeviceGet(h, int32(opt.Ordinal))); err != nil {
+		return nil, err
+	}
+	b.devH = *h
+	if err := d.check("cuDevicePrimaryCtxRetain", d.PrimaryCtxRetain(ctx, b.devH)); err != nil {
+		return nil, err
+	}
+	b.ctx = *ctx
+	defer func() {
+		if err != nil {
+			b.Close()
+			b = nil
+		}
+	}()
+	if err := d.check("cuCtxSetCurrent", d.CtxSetCurrent(b.ctx)); err != nil {
+		return b, err
+	}
+	if err := d.check("cuStreamCreate", d.StreamCreate(stream, streamNonBlocking)); err != nil {
+		return b, err
+	}
+	b.stream = *stream
+
+	dir := opt.CacheDir
+	if dir == "" {
+		dir = defaultCacheDir()
+	}
+	cache := kernelCache{dir: dir}
+	if opt.NoCache {
+		cache.dir = ""
+	}
+	src, opts := kernelSource(), compileOptions(dev)
+	image, cached, err := cache.build(nv, src, "folio.cu", opts, int(*v))
+	if err != nil {
+		return b, err
+	}
+	mod := new(uintptr)
+	r := d.ModuleLoadData(mod, image)
+	if r != 0 && cached { // a cubin the driver refuses is compiled again
+		if image, _, err = (kernelCache{}).build(nv, src, "folio.cu", opts, int(*v)); err != nil {
+			return b, err
+		}
+		cached = false
+		r = d.ModuleLoadData(mod, image)
+	}
+	if err := d.check("cuModuleLoadData", r); err != nil {
+		return b, err
+	}
+	b.module, b.Cached = *mod, cached
+	for k := range numKernels {
+		f := new(uintptr)
+		if err := d.check("cuModuleGetFunction "+k.String(), d.ModuleGetFunction(f, b.module, k.String())); err != nil {
+			return b, err
+		}
+		b.fn[k] = *f
+	}
+	return b, nil
+}
+
+// compileOptions compile for the device's own architecture (a cubin: no
+// PTX for the driver to JIT, whatever NVRTC's version).
+func compileOptions(dev Device) []string {
+	return []string{fmt.Sprintf("--gpu-architecture=sm_%d%d", dev.Major, dev.Minor)}
+}
+
+// Name is "cuda:N".
+func (b *Backend) Name() string { return fmt.Sprintf("cuda:%d", b.dev.Ordinal) }
+
+// Device is the GPU the backend runs on.
+func (b *Backend) Device() Device { return b.dev }
+
+// Used is the device memory the backend has allocated.
+func (b *Backend) Used() int64 { return b.used }
+
+// enter pins the calling goroutine to its thread and makes the context
+// current there; leave undoes the pin. Every op runs between them.
+func (b *Backend) enter() {
+	if b.closed {
+		panic("cuda: backend used after Close")
+	}
+	runtime.LockOSThread()
+	b.d.must("cuCtxSetCurrent", b.d.CtxSetCurrent(b.ctx))
+}
+
+func (b *Backend) leave() { runtime.UnlockOSThread() }
+
+// Close frees every allocation, the kernels, the stream and the context.
+func (b *Backend) Close() error {
+	if b.closed {
+		return nil
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var errs []error
+	if b.ctx != 0 {
+		errs = append(errs, b.d.check("cuCtxSetCurrent", b.d.CtxSetCurrent(b.ctx)))
+	}
+	if b.stream != 0 {
+		errs = append(errs, b.d.check("cuStreamSynchronize", b.d.StreamSynchronize(b.stream)))
+	}
+	for p := range b.allocs {
+		errs = append(errs, b.d.check("cuMemFree", b.d.MemFree(p)))
+	}
+	b.allocs, b.used = nil, 0
+	if b.module != 0 {
+		errs = append(errs, b.d.check("cuModuleUnload", b.d.ModuleUnload(b.module)))
+	}
+	if b.stream != 0 {
+		errs = append(errs, b.d.check("cuStreamDestroy", b.d.StreamDestroy(b.stream)))
+	}
+	if b.ctx != 0 {
+		errs = append(errs, b.d.check("cuDevicePrimaryCtxRelease", b.d.PrimaryCtxRelease(b.devH)))
+	}
+	b.closed = true
+	return errors.Join(errs...)
+}
+
+// alloc allocates n bytes of device memory (at least 1). what names it in
+// the error.
+func (b *Backend) alloc(n int64, what string) (uint64, error) {
+	p := new(uint64)
+	if err := b.d.check("cuMemAlloc", b.d.MemAlloc(p, uint64(max(n, 1)))); err != nil {
+		return 0, fmt.Errorf("cuda: allocating %d bytes for %s on %s (%d in use): %w", n, what, b.Name(), b.used, err)
+	}
+	b.allocs[*p] = n
+	b.used += n
+	return *p, nil
+}
+
+// Tensor is a device tensor: Rows × Cols of Type at ptr, rowBytes apart.
+type Tensor struct {
+	name       string
+	typ        gguf.TensorType
+	rows, cols int
+	rowBytes   int64
+	ptr        uint64
+	weight     bool
+	views      []*Tensor
+}
+
+func (t *Tensor) Type() gguf.TensorType { return t.typ }
+func (t *Tensor) Rows() int             { return t.rows }
+func (t *Tensor) Cols() int             { return t.cols }
+
+func (t *Tensor) String() string {
+	if t.name != "" {
+		return fmt.Sprintf("%s %v [%d, %d]", t.name, t.typ, t.rows, t.cols)
+	}
+	return fmt.Sprintf("%v [%d, %d]", t.typ, t.rows, t.cols)
+}
+
+func (t *Tensor) bytes() int64 { return int64(t.rows) * t.rowBytes }
+
+// Weight copies data, a rows × cols tensor of typ in its GGUF encoding, to
+// the device. The types the kernels read (nativeTypes) stay encoded; a
+// one-row weight (a norm or a bias) and every other type are decoded to
+// F32 first.
+func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data []byte) (gpu.Tensor, error) {
+	if !gguf.CanDequantize(typ) {
+		return nil, fmt.Errorf("%w: cuda: weight %s has type %v, which folio cannot compute with; use a model quantized to F16, Q8_0, Q4_K or Q6_K",
+			gpu.ErrUnsupported, name, typ)
+	}
+	if rows <= 0 || cols <= 0 || cols%typ.BlockSize() != 0 {
+		return nil, fmt.Errorf("cuda: weight %s: shape [%d, %d] does not fit type %v (rows must be whole blocks of %d)",
+			name, rows, cols, typ, typ.BlockSize())
+	}
+	rb := typ.RowBytes(int64(cols))
+	if int64(len(data)) != int64(rows)*rb {
+		return nil, fmt.Errorf("cuda: weight %s: %v [%d, %d] takes %d bytes, got %d", name, typ, rows, cols, int64(rows)*rb, len(data))
+	}
+	if _, native := nativeTypes[typ]; !native || rows == 1 && typ != gguf.TypeF32 {
+		f := make([]float32, rows*cols)
+		if err := gguf.Dequantize(typ, data, f); err != nil {
+			return nil, fmt.Errorf("cuda: weight %s: %w", name, err)
+		}
+		typ, rb = gguf.TypeF32, 4*int64(cols)
+		data = unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f))
+	}
+	b.enter()
+	defer b.leave()
+	t := &Tensor{name: name, typ: typ, rows: rows, cols: cols, rowBytes: rb, weight: true}
+	var err error
+	if t.ptr, err = b.alloc(t.bytes(), "weight "+name); err != nil {
+		return nil, err
+	}
+	if err := b.d.check("cuMemcpyHtoDAsync", b.d.MemcpyHtoDAsync(t.ptr, unsafe.Pointer(&data[0]), uint64(len(data)), b.stream)); err != nil {
+		return nil, fmt.Errorf("cuda: uploading weight %s: %w", name, err)
+	}
+	return t, nil
+}
+
+// NewTensor allocates a zeroed F32 rows × cols activation.
+func (b *Backend) NewTensor(rows, cols int) (gpu.Tensor, error) {
+	if rows <= 0 || cols <= 0 || int64(rows)*int64(cols) > 1<<40 {
+		return nil, fmt.Errorf("cuda: tensor shape [%d, %d] has a dimension ≤ 0 or is too large", rows, cols)
+	}
+	b.enter()
+	defer b.leave()
+	t := &Tensor{typ: gguf.TypeF32, rows: rows, cols: cols, rowBytes: 4 * int64(cols)}
+	var err error
+	if t.ptr, err = b.alloc(t.bytes(), fmt.Sprintf("a [%d, %d] activation", rows, cols)); err != nil {
+		return nil, err
+	}
+	if err := b.d.check("cuMemsetD8Async", b.d.MemsetD8Async(t.ptr, 0, uint64(t.bytes()), b.stream)); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Slice is a view of t's first rows rows, kept on t for the next ask.
+func (b *Backend) Slice(t gpu.Tensor, rows int) gpu.Tensor {
+	ct := b.tensor(t)
+	if rows <= 0 || rows > ct.rows {
+		panic(fmt.Sprintf("cuda: Slice of %d rows from %v", rows, ct))
+	}
+	if rows == ct.rows {
+		return ct
+	}
+	for _, v := range ct.views {
+		if v.rows == rows {
+			return v
+		}
+	}
+	v := &Tensor{name: ct.name, typ: ct.typ, rows: rows, cols: ct.cols, rowBytes: ct.rowBytes, ptr: ct.ptr, weight: ct.weight}
+	ct.views = append(ct.views, v)
+	return v
+}
+
+// Upload copies src into the F32 activation dst.
+func (b *Backend) Upload(dst gpu.Tensor, src []float32) {
+	d := b.act(dst)
+	if len(src) != d.rows*d.cols {
+		panic(fmt.Sprintf("cuda: Upload of %d values into %v", len(src), d))
+	}
+	b.enter()
+	defer b.leave()
+	b.d.must("cuMemcpyHtoDAsync", b.d.MemcpyHtoDAsync(d.ptr, unsafe.Pointer(&src[0]), uint64(4*len(src)), b.stream))
+}
+
+// Download copies the F32 tensor src into dst once every queued op is done.
+func (b *Backend) Download(dst []float32, src gpu.Tensor) {
+	s := b.f32(src)
+	if len(dst) != s.rows*s.cols {
+		panic(fmt.Sprintf("cuda: Download of %v into %d values", s, len(dst)))
+	}
+	b.enter()
+	defer b.leave()
+	b.d.must("cuMemcpyDtoHAsync", b.d.MemcpyDtoHAsync(unsafe.Pointer(&dst[0]), s.ptr, uint64(4*len(dst)), b.stream))
+	b.d.must("cuStreamSynchronize", b.d.StreamSynchronize(b.stream))
+}
+
+// Sync waits for every queued op: for timing.
+func (b *Backend) Sync() error {
+	b.enter()
+	defer b.leave()
+	return b.d.check("cuStreamSynchronize", b.d.StreamSynchronize(b.stream))
+}
+
+func (b *Backend) tensor(t gpu.Tensor) *Tensor {
+	ct, ok := t.(*Tensor)
+	if !ok {
+		panic(fmt.Sprintf("cuda: tensor %v (%T) is not a cuda tensor", t, t))
+	}
+	return ct
+}
+
+// act is t, which must be a writable F32 activation.
+func (b *Backend) act(t gpu.Tensor) *Tensor {
+	ct := b.tensor(t)
+	if ct.weight || ct.typ != gguf.TypeF32 {
+		panic(fmt.Sprintf("cuda: %v is a weight where an F32 activation is needed", ct))
+	}
+	return ct
+}
+
+// f32 is t, which must be F32 (an activation or an F32 weight).
+func (b *Backend) f32(t gpu.Tensor) *Tensor {
+	ct := b.tensor(t)
+	if ct.typ != gguf.TypeF32 {
+		panic(fmt.Sprintf("cuda: %v is not F32", ct))
+	}
+	return ct
+}
+
+func checkShape(op, what string, t *Tensor, rows, cols int) {
+	if t.rows != rows || t.cols != cols {
+		panic(fmt.Sprintf("cuda: %s: %s is %v, want [%d, %d]", op, what, t, rows, cols))
+	}
+}
+
+// launch runs kernel k with the parameters in b.a.
+func (b *Backend) launch(k kernel, d dims) {
+	b.d.must("cuLaunchKernel "+k.String(), b.d.LaunchKernel(b.fn[k], d.grid, d.block, 0, b.stream, b.a.params()))
+}
+
+// devInts is a device buffer of int32s that ops refill per call, with the
+// host copy of what it holds: an op that passes the same values as the
+// last one (Rope, WriteKV and Attention in every layer of a pass) does not
+// upload them again. Reuse is safe because copies and kernels run in
+// stream order.
+type devInts struct {
+	ptr  uint64
+	cap  int // int32s
+	last []int32
+}
+
+// put makes buf hold vals and returns its device pointer.
+func (b *Backend) put(buf *devInts, vals []int32, what string) uint64 {
+	if len(vals) == 0 {
+		return buf.ptr
+	}
+	if buf.ptr != 0 && len(vals) == len(buf.last) && equalInts(vals, buf.last) {
+		return buf.ptr
+	}
+	if len(vals) > buf.cap {
+		if buf.ptr != 0 {
+			b.d.must("cuMemFree", b.d.MemFree(buf.ptr))
+			b.used -= b.allocs[buf.ptr]
+			delete(b.allocs, buf.ptr)
+		}
+		n := max(len(vals), 2*buf.cap, 1024)
+		p, err := b.alloc(4*int64(n), what)
+		if err != nil {
+			panic(err)
+		}
+		buf.ptr, buf.cap = p, n
+	}
+	buf.last = append(buf.last[:0], vals...)
+	b.d.must("cuMemcpyHtoDAsync", b.d.MemcpyHtoDAsync(buf.ptr, unsafe.Pointer(&buf.last[0]), uint64(4*len(vals)), b.stream))
+	return buf.ptr
+}
+
+func equalInts(a, b []int32) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

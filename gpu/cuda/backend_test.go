@@ -1,0 +1,281 @@
+package cuda
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"folio/gpu"
+	"folio/models/gguf"
+)
+
+func TestOpenLoadsEveryKernelAndCaches(t *testing.T) {
+	dir := t.TempDir()
+	b, f, c, err := openFake(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Name() != "cuda:0" || b.Cached || c.calls != 1 || f.modules != 1 {
+		t.Errorf("name %s, cached %v, %d compiles, %d modules", b.Name(), b.Cached, c.calls, f.modules)
+	}
+	for k, fn := range b.fn {
+		if fn != uintptr(100+k) {
+			t.Errorf("kernel %s resolved to %d", kernel(k), fn)
+		}
+	}
+	if !strings.Contains(string(f.loaded[0]), "sm_90") {
+		t.Errorf("image %q not compiled for the device's sm_90", f.loaded[0])
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b2, _, c2, err := openFake(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	if !b2.Cached || c2.calls != 0 {
+		t.Errorf("second open: cached %v, %d compiles", b2.Cached, c2.calls)
+	}
+}
+
+// A cached image the driver refuses is compiled again and loaded.
+func TestOpenRecompilesARefusedCachedImage(t *testing.T) {
+	dir := t.TempDir()
+	b, _, _, err := openFake(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	f, c := newFakeGPU(), &fakeCompiler{ver: [2]int{13, 0}}
+	f.fail["cuModuleLoadData"] = 200
+	b, err = open(f.driver(), c.compiler(), Options{CacheDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.Cached || c.calls != 1 || len(f.loaded) != 2 {
+		t.Errorf("cached %v, %d compiles, %d loads", b.Cached, c.calls, len(f.loaded))
+	}
+}
+
+func TestOpenFailuresNameTheCall(t *testing.T) {
+	for call, code := range map[string]result{"cuStreamCreate": 2, "cuDevicePrimaryCtxRetain": 100, "cuModuleLoadData": 200} {
+		f, c := newFakeGPU(), &fakeCompiler{}
+		f.fail[call] = code
+		_, err := open(f.driver(), c.compiler(), Options{NoCache: true})
+		if err == nil || !strings.Contains(err.Error(), call) {
+			t.Errorf("%s failing: %v", call, err)
+		}
+		if len(f.mem) != 0 {
+			t.Errorf("%s failing: %d allocations left", call, len(f.mem))
+		}
+	}
+	f, c := newFakeGPU(), &fakeCompiler{fail: true}
+	if _, err := open(f.driver(), c.compiler(), Options{NoCache: true}); err == nil || !strings.Contains(err.Error(), "compiling") {
+		t.Errorf("compile failure: %v", err)
+	}
+	if _, err := open(newFakeGPU().driver(), c.compiler(), Options{Ordinal: 3}); !errors.Is(err, ErrNoDriver) {
+		t.Errorf("device 3 of 1: %v", err)
+	}
+}
+
+func TestTensorsRoundTripAndClose(t *testing.T) {
+	b, f, _, err := openFake(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := b.NewTensor(3, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := make([]float32, 15)
+	for i := range in {
+		in[i] = float32(i) - 7.5
+	}
+	b.Upload(x, in)
+	out := make([]float32, 15)
+	b.Download(out, x)
+	if !slices.Equal(in, out) {
+		t.Errorf("round trip %v", out)
+	}
+	v := b.Slice(x, 2)
+	if b.Slice(x, 2) != v || b.Slice(x, 3) != x || v.Rows() != 2 {
+		t.Error("Slice does not reuse its views")
+	}
+	b.Download(out[:10], v)
+	if !slices.Equal(in[:10], out[:10]) {
+		t.Errorf("view %v", out[:10])
+	}
+	// A native weight stays encoded; a one-row weight and another type
+	// become F32.
+	q := make([]byte, gguf.TypeQ8_0.RowBytes(64)*2)
+	w, err := b.Weight("w", gguf.TypeQ8_0, 2, 64, q)
+	if err != nil || w.Type() != gguf.TypeQ8_0 {
+		t.Fatalf("Q8_0 weight %v, %v", w, err)
+	}
+	h := make([]byte, 2*8)
+	h[0], h[1] = 0x00, 0x3c // 1.0 in F16
+	norm, err := b.Weight("norm", gguf.TypeF16, 1, 8, h)
+	if err != nil || norm.Type() != gguf.TypeF32 {
+		t.Fatalf("F16 norm %v, %v", norm, err)
+	}
+	got := make([]byte, 4)
+	copy(got, f.bytes(norm.(*Tensor).ptr, 4))
+	if math.Float32frombits(uint32(got[0])|uint32(got[1])<<8|uint32(got[2])<<16|uint32(got[3])<<24) != 1 {
+		t.Errorf("norm's first element bytes %v, want 1.0", got)
+	}
+	if _, err := b.Weight("bad", gguf.TypeQ4_K, 2, 100, nil); err == nil {
+		t.Error("a Q4_K row of 100 elements was accepted")
+	}
+	if _, err := b.Weight("short", gguf.TypeF32, 2, 4, make([]byte, 8)); err == nil {
+		t.Error("8 bytes for a 2×4 F32 weight were accepted")
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.mem) != 0 {
+		t.Errorf("Close left %d allocations", len(f.mem))
+	}
+}
+
+func TestOpsLaunchWithTheirParameters(t *testing.T) {
+	b, f, _, err := openFake(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	x, _ := b.NewTensor(1, 256)
+	y, _ := b.NewTensor(1, 512)
+	w, err := b.Weight("w", gguf.TypeQ4_K, 512, 256, make([]byte, 512*gguf.TypeQ4_K.RowBytes(256)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.MatMul(y, x, w)
+	l := f.launches[len(f.launches)-1]
+	if l.fn != b.fn[kMatvecQ4_K] || l.grid != [3]uint32{128, 1, 1} {
+		t.Fatalf("launch %+v", l)
+	}
+	wt := w.(*Tensor)
+	want := []uint64{wt.ptr, 144, x.(*Tensor).ptr, y.(*Tensor).ptr, 256, 512}
+	if !slices.Equal(l.params, want) {
+		t.Errorf("matvec parameters %v, want %v", l.params, want)
+	}
+
+	// Rope's positions are uploaded once for the layers that reuse them.
+	q, _ := b.NewTensor(2, 64)
+	r := &gpu.Rope{HeadDim: 32, Dims: 32, Base: 10000, Scale: 1}
+	pos := []int32{5, 6}
+	before := f.htod
+	b.Rope(q, pos, r)
+	b.Rope(q, pos, r)
+	if f.htod != before+1 {
+		t.Errorf("%d uploads for the same positions twice", f.htod-before)
+	}
+	b.Rope(q, []int32{6, 7}, r)
+	if f.htod != before+2 {
+		t.Errorf("new positions were not uploaded")
+	}
+	l = f.launches[len(f.launches)-1]
+	if l.fn != b.fn[kRope] || math.Float32frombits(uint32(l.params[8])) != 1 ||
+		math.Float32frombits(uint32(l.params[9])) != float32(math.Pow(10000, -2.0/32)) {
+		t.Errorf("rope launch %+v", l)
+	}
+	mustPanic(t, map[string]func(){
+		"MatMul shape":  func() { b.MatMul(y, q, w) },
+		"Rope position": func() { b.Rope(q, []int32{1}, r) },
+		"Add shape":     func() { b.Add(x, x, y) },
+		"act of weight": func() { b.SiLUMul(w, x, x) },
+	})
+}
+
+func TestAttentionMeta(t *testing.T) {
+	spec := gpu.KVSpec{Layers: 1, Blocks: 8, BlockSize: 4, KVHeads: 1, HeadDim: 32, Type: gguf.TypeF16}
+	batch := &gpu.Batch{BlockSize: 4, Seqs: []gpu.Seq{
+		{Start: 0, Len: 1, Pos: 5, Blocks: []int32{3, 1, 7}}, // decode at position 5: blocks 3, 1
+		{Start: 2, Len: 3, Pos: 0, Blocks: []int32{6}},       // prefill of 3; row 1 is in no sequence
+	}}
+	got := attentionMeta(nil, 5, spec, batch)
+	want := []int32{
+		6, 0, // row 0: 6 positions, table at 0
+		0, 0, // row 1: none
+		1, 2, 2, 2, 3, 2, // rows 2-4: 1, 2, 3 positions, table at 2
+		3, 1, 6,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("meta %v, want %v", got, want)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("block 9 of an 8-block pool did not panic")
+		}
+	}()
+	attentionMeta(nil, 1, spec, &gpu.Batch{BlockSize: 4, Seqs: []gpu.Seq{{Len: 1, Blocks: []int32{9}}}})
+}
+
+func TestBlockIOAndCopyBlocks(t *testing.T) {
+	b, _, _, err := openFake(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	spec := gpu.KVSpec{Layers: 2, Blocks: 3, BlockSize: 2, KVHeads: 2, HeadDim: 4, Type: gguf.TypeF32}
+	c, err := b.NewKVCache(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, spec.BlockBytes())
+	for i := range buf {
+		buf[i] = byte(i*7 + 1)
+	}
+	b.WriteBlock(c, 1, buf)
+	b.CopyBlocks(c, []gpu.BlockCopy{{Src: 1, Dst: 2}, {Src: 0, Dst: 1}})
+	got := make([]byte, len(buf))
+	b.ReadBlock(c, 2, got)
+	if !slices.Equal(got, buf) {
+		t.Error("block 2 is not the copy of what block 1 held")
+	}
+	b.ReadBlock(c, 1, got)
+	if slices.ContainsFunc(got, func(v byte) bool { return v != 0 }) {
+		t.Error("block 1 is not the copy of the empty block 0")
+	}
+	if _, err := b.NewKVCache(gpu.KVSpec{Layers: 1, Blocks: 1, BlockSize: 1, KVHeads: 1, HeadDim: 512, Type: gguf.TypeF16}); !errors.Is(err, gpu.ErrUnsupported) {
+		t.Errorf("heads of 512: %v", err)
+	}
+}
+
+func TestNeedFit(t *testing.T) {
+	dev := Device{Name: "Fake H200"}
+	n := Need{Weights: 4 << 30, KV: 1 << 30, Scratch: 256 << 20}
+	if err := n.Fit(dev, n.Total()); err != nil {
+		t.Errorf("exact fit refused: %v", err)
+	}
+	err := n.Fit(dev, n.Total()-1)
+	if !errors.Is(err, gpu.ErrOutOfMemory) || !strings.Contains(err.Error(), "5.75 GiB") || !strings.Contains(err.Error(), "lower num_ctx") {
+		t.Errorf("one byte short: %v", err)
+	}
+	big := Need{Weights: 100 << 30}
+	if err := big.Fit(dev, 80<<30); err == nil || !strings.Contains(err.Error(), "smaller quantization") {
+		t.Errorf("weights too large: %v", err)
+	}
+}
+
+func TestChoose(t *testing.T) {
+	f := newFakeGPU()
+	f.fail["cuInit"] = 100
+	resetDriver(t, func() (*driver, error) { return f.driver(), nil })
+	if b, err := Choose("cpu", Need{}); b != nil || err != nil {
+		t.Errorf("cpu: %v, %v", b, err)
+	}
+	if b, err := Choose("auto", Need{}); b != nil || err != nil {
+		t.Errorf("auto without a device: %v, %v", b, err)
+	}
+	if _, err := Choose("cuda", Need{}); !errors.Is(err, ErrNoDriver) || !strings.Contains(err.Error(), "FOLIO_GPU=cuda") {
+		t.Errorf("cuda without a device: %v", err)
+	}
+	if _, err := Choose("gpu", Need{}); err == nil || !strings.Contains(err.Error(), "use cpu, cuda or auto") {
+		t.Errorf("an unknown mode: %v", err)
+	}
+}

@@ -1,0 +1,13 @@
+//go:build !(linux || darwin || freebsd)
+
+package cuda
+
+import "fmt"
+
+func loadDriver() (*driver, error) {
+	return nil, fmt.Errorf("%w (folio loads the driver on Linux only)", ErrNoDriver)
+}
+
+func loadNVRTC() (*compiler, error) {
+	return nil, fmt.Errorf("%w (folio loads NVRTC on Linux only)", ErrNoDriver)
+}

@@ -1,0 +1,172 @@
+package cuda
+
+import (
+	"fmt"
+	"sort"
+	"unsafe"
+)
+
+// fakeGPU is a driver without a GPU: device memory is Go memory, launches
+// are recorded, not run. Fail makes the named call return its code.
+type fakeGPU struct {
+	mem      map[uint64][]byte // allocations by base address
+	next     uint64
+	launches []fakeLaunch
+	htod     int // host-to-device copies
+	fail     map[string]result
+	modules  int
+	loaded   [][]byte // images given to cuModuleLoadData
+	freeMem  uint64
+}
+
+type fakeLaunch struct {
+	fn          uintptr
+	grid, block [3]uint32
+	params      []uint64 // the 8-byte slots the parameter pointers point at
+}
+
+func newFakeGPU() *fakeGPU {
+	return &fakeGPU{mem: map[uint64][]byte{}, next: 1 << 32, fail: map[string]result{}, freeMem: 80 << 30}
+}
+
+// bytes returns the n bytes of device memory at p.
+func (f *fakeGPU) bytes(p uint64, n uint64) []byte {
+	bases := make([]uint64, 0, len(f.mem))
+	for b := range f.mem {
+		bases = append(bases, b)
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	for _, b := range bases {
+		m := f.mem[b]
+		if p >= b && p+n <= b+uint64(len(m)) {
+			return m[p-b : p-b+n]
+		}
+	}
+	panic(fmt.Sprintf("fake GPU: %d bytes at %#x are outside every allocation", n, p))
+}
+
+var fakeErrorNames = map[result]string{1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY",
+	100: "CUDA_ERROR_NO_DEVICE", 200: "CUDA_ERROR_INVALID_IMAGE", 500: "CUDA_ERROR_NOT_FOUND"}
+
+func (f *fakeGPU) driver() *driver {
+	fail := func(call string) result { return f.fail[call] }
+	return &driver{
+		Init:             func(uint32) result { return fail("cuInit") },
+		DriverGetVersion: func(v *int32) result { *v = 13000; return fail("cuDriverGetVersion") },
+		DeviceGetCount:   func(n *int32) result { *n = 1; return fail("cuDeviceGetCount") },
+		DeviceGet:        func(d *int32, o int32) result { *d = o; return fail("cuDeviceGet") },
+		DeviceGetName:    func(b []byte, _ int32) result { copy(b, "Fake H200\x00"); return fail("cuDeviceGetName") },
+		DeviceTotalMem:   func(b *uint64, _ int32) result { *b = 140 << 30; return fail("cuDeviceTotalMem") },
+		DeviceGetAttribute: func(v *int32, a, _ int32) result {
+			*v = map[int32]int32{attrComputeMajor: 9, attrComputeMinor: 0, attrSMCount: 132,
+				attrMemBusWidth: 6144, attrMemClockKHz: 3_201_000}[a]
+			return fail("cuDeviceGetAttribute")
+		},
+		PrimaryCtxRetain:  func(c *uintptr, _ int32) result { *c = 7; return fail("cuDevicePrimaryCtxRetain") },
+		PrimaryCtxRelease: func(int32) result { return 0 },
+		CtxSetCurrent:     func(uintptr) result { return fail("cuCtxSetCurrent") },
+		StreamCreate:      func(s *uintptr, _ uint32) result { *s = 9; return fail("cuStreamCreate") },
+		StreamDestroy:     func(uintptr) result { return 0 },
+		StreamSynchronize: func(uintptr) result { return fail("cuStreamSynchronize") },
+		MemGetInfo: func(free, total *uint64) result {
+			*free, *total = f.freeMem, 140<<30
+			return fail("cuMemGetInfo")
+		},
+		MemAlloc: func(p *uint64, n uint64) result {
+			if r := fail("cuMemAlloc"); r != 0 {
+				return r
+			}
+			*p = f.next
+			f.mem[f.next] = make([]byte, n)
+			f.next += (n + 255) / 256 * 256
+			return 0
+		},
+		MemFree: func(p uint64) result {
+			if _, ok := f.mem[p]; !ok {
+				return 1
+			}
+			delete(f.mem, p)
+			return 0
+		},
+		MemcpyHtoDAsync: func(dst uint64, src unsafe.Pointer, n uint64, _ uintptr) result {
+			f.htod++
+			copy(f.bytes(dst, n), unsafe.Slice((*byte)(src), n))
+			return fail("cuMemcpyHtoDAsync")
+		},
+		MemcpyDtoHAsync: func(dst unsafe.Pointer, src uint64, n uint64, _ uintptr) result {
+			copy(unsafe.Slice((*byte)(dst), n), f.bytes(src, n))
+			return fail("cuMemcpyDtoHAsync")
+		},
+		MemcpyDtoDAsync: func(dst, src, n uint64, _ uintptr) result {
+			copy(f.bytes(dst, n), f.bytes(src, n))
+			return 0
+		},
+		MemsetD8Async: func(dst uint64, v uint8, n uint64, _ uintptr) result {
+			b := f.bytes(dst, n)
+			for i := range b {
+				b[i] = v
+			}
+			return 0
+		},
+		ModuleLoadData: func(m *uintptr, image []byte) result {
+			f.loaded = append(f.loaded, append([]byte(nil), image...))
+			if r := fail("cuModuleLoadData"); r != 0 {
+				delete(f.fail, "cuModuleLoadData") // fails once
+				return r
+			}
+			f.modules++
+			*m = 11
+			return 0
+		},
+		ModuleUnload: func(uintptr) result { return 0 },
+		ModuleGetFunction: func(fn *uintptr, _ uintptr, name string) result {
+			for k, n := range kernelNames {
+				if n == name {
+					*fn = uintptr(100 + k)
+					return 0
+				}
+			}
+			return 500
+		},
+		LaunchKernel: func(fn uintptr, g, b [3]uint32, _ uint32, _ uintptr, params unsafe.Pointer) result {
+			l := fakeLaunch{fn: fn, grid: g, block: b}
+			ptrs := (*[maxArgs]unsafe.Pointer)(params)
+			for _, p := range ptrs {
+				if p == nil {
+					break
+				}
+				l.params = append(l.params, *(*uint64)(p))
+			}
+			f.launches = append(f.launches, l)
+			return fail("cuLaunchKernel")
+		},
+		ErrorName: func(r result) string { return fakeErrorNames[r] },
+	}
+}
+
+// fakeCompiler compiles by returning a fixed image, counting calls.
+type fakeCompiler struct {
+	calls int
+	fail  bool
+	ver   [2]int
+}
+
+func (c *fakeCompiler) compiler() *compiler {
+	return &compiler{
+		Version: func() (int, int) { return c.ver[0], c.ver[1] },
+		Compile: func(src, name string, opts []string) ([]byte, string, error) {
+			c.calls++
+			if c.fail {
+				return nil, "folio.cu(3): error: identifier \"x\" is undefined", &Error{Call: "nvrtcCompileProgram", Code: 6, Name: "NVRTC_ERROR_COMPILATION"}
+			}
+			return []byte(fmt.Sprintf("cubin of %d bytes for %v", len(src), opts)), "", nil
+		},
+	}
+}
+
+// openFake opens a backend on a fake GPU with the kernel cache in dir.
+func openFake(dir string) (*Backend, *fakeGPU, *fakeCompiler, error) {
+	f, c := newFakeGPU(), &fakeCompiler{ver: [2]int{13, 0}}
+	b, err := open(f.driver(), c.compiler(), Options{CacheDir: dir})
+	return b, f, c, err
+}

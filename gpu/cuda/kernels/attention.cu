@@ -1,0 +1,107 @@
+// Causal paged attention for one layer. q and dst are [rows, heads·head_dim];
+// meta holds, for each row, the number of positions it attends to (0: the
+// row is in no sequence and dst is left alone) and where its sequence's
+// block table starts in the block list that follows the 2·rows entries:
+//
+//   meta[2r] = ctx(r), meta[2r+1] = off(r), blocks = meta + 2·rows
+//
+// Position p of row r has its K/V in block blocks[off(r) + p/block_size] at
+// offset p % block_size. Query head h reads K/V head h / (heads/kv_heads).
+//
+// A block per (query head, row), ATT_WARPS warps; each warp takes
+// ATT_STEP positions at a time (independent loads in flight), keeps an
+// online softmax (running max, sum and weighted V), and the warps' states
+// are merged at the end. Lanes hold elements lane, lane+32, … of a head
+// (head_dim ≤ 32·ATT_HD).
+#define ATT_WARPS 8
+#define ATT_STEP 4
+#define ATT_HD 8
+
+__device__ __forceinline__ float kv_load(const u16* p, long long i) { return h2f(p[i]); }
+__device__ __forceinline__ float kv_load(const float* p, long long i) { return p[i]; }
+
+template <typename KV>
+__device__ void attention(float* __restrict__ dst, const float* __restrict__ q, const KV* __restrict__ kc,
+                          const KV* __restrict__ vc, const int* __restrict__ meta, int rows, int heads,
+                          int kv_heads, int head_dim, int block_size, float scale) {
+    __shared__ float s_max[ATT_WARPS], s_sum[ATT_WARPS];
+    __shared__ float s_acc[ATT_WARPS][32 * ATT_HD];
+    int h = blockIdx.x, row = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    int n = meta[2 * row];
+    if (n <= 0) return;
+    const int* blocks = meta + 2 * rows + meta[2 * row + 1];
+    int kvh = h / (heads / kv_heads);
+    const float* qr = q + ((long long)row * heads + h) * head_dim;
+    float qv[ATT_HD], acc[ATT_HD];
+    for (int t = 0; t < ATT_HD; t++) {
+        int j = lane + 32 * t;
+        qv[t] = j < head_dim ? qr[j] : 0.0f;
+        acc[t] = 0.0f;
+    }
+    float mx = NEG_INF, sum = 0.0f;
+    for (int p0 = warp * ATT_STEP; p0 < n; p0 += ATT_WARPS * ATT_STEP) {
+        long long base[ATT_STEP];
+        float s[ATT_STEP];
+        for (int u = 0; u < ATT_STEP; u++) {
+            int p = min(p0 + u, n - 1);
+            base[u] = (((long long)blocks[p / block_size] * kv_heads + kvh) * block_size + p % block_size) * head_dim;
+            float d = 0.0f;
+            for (int t = 0; t < ATT_HD; t++) {
+                int j = lane + 32 * t;
+                if (j < head_dim) d += qv[t] * kv_load(kc, base[u] + j);
+            }
+            s[u] = d;
+        }
+        float m = mx;
+        for (int u = 0; u < ATT_STEP; u++) {
+            s[u] = p0 + u < n ? warp_sum(s[u]) * scale : NEG_INF;
+            m = fmaxf(m, s[u]);
+        }
+        float corr = expf(mx - m);
+        sum *= corr;
+        for (int t = 0; t < ATT_HD; t++) acc[t] *= corr;
+        for (int u = 0; u < ATT_STEP; u++) {
+            if (p0 + u >= n) break;
+            float e = expf(s[u] - m);
+            sum += e;
+            for (int t = 0; t < ATT_HD; t++) {
+                int j = lane + 32 * t;
+                if (j < head_dim) acc[t] += e * kv_load(vc, base[u] + j);
+            }
+        }
+        mx = m;
+    }
+    if (lane == 0) {
+        s_max[warp] = mx;
+        s_sum[warp] = sum;
+    }
+    for (int t = 0; t < ATT_HD; t++) {
+        int j = lane + 32 * t;
+        if (j < head_dim) s_acc[warp][j] = acc[t];
+    }
+    __syncthreads();
+    if (warp != 0) return;
+    float M = s_max[0];
+    for (int w = 1; w < ATT_WARPS; w++) M = fmaxf(M, s_max[w]);
+    float L = 0.0f, f[ATT_WARPS];
+    for (int w = 0; w < ATT_WARPS; w++) {
+        f[w] = s_max[w] == NEG_INF ? 0.0f : expf(s_max[w] - M);  // a warp with no positions adds nothing
+        L += s_sum[w] * f[w];
+    }
+    float* out = dst + ((long long)row * heads + h) * head_dim;
+    for (int j = lane; j < head_dim; j += 32) {
+        float o = 0.0f;
+        for (int w = 0; w < ATT_WARPS; w++) o += s_acc[w][j] * f[w];
+        out[j] = o / L;
+    }
+}
+
+extern "C" __global__ void attention_f16(float* dst, const float* q, const u16* kc, const u16* vc, const int* meta,
+                                         int rows, int heads, int kv_heads, int head_dim, int block_size, float scale) {
+    attention<u16>(dst, q, kc, vc, meta, rows, heads, kv_heads, head_dim, block_size, scale);
+}
+
+extern "C" __global__ void attention_f32(float* dst, const float* q, const float* kc, const float* vc, const int* meta,
+                                         int rows, int heads, int kv_heads, int head_dim, int block_size, float scale) {
+    attention<float>(dst, q, kc, vc, meta, rows, heads, kv_heads, head_dim, block_size, scale);
+}

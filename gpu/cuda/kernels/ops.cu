@@ -1,0 +1,108 @@
+// The elementwise and row ops, rounded as gpu/cpu's reference rounds them
+// (float32 step by step, a double sum where it sums in float64).
+
+// rms_norm: each run of g elements (blockIdx.x the run) becomes
+// x / sqrt(mean(x²) + eps) · w. y may be x: every read precedes the
+// reduction's barrier, every write follows it.
+extern "C" __global__ void rms_norm(const float* x, const float* w, float* y, int g, float eps) {
+    const float* xr = x + (long long)blockIdx.x * g;
+    float* yr = y + (long long)blockIdx.x * g;
+    double s = 0;
+    for (int i = threadIdx.x; i < g; i += blockDim.x) s += (double)__fmul_rn(xr[i], xr[i]);
+    s = block_sum_d(s);
+    float mean = (float)(s / g);
+    float scale = 1.0f / sqrtf(mean + eps);
+    for (int i = threadIdx.x; i < g; i += blockDim.x) yr[i] = __fmul_rn(__fmul_rn(xr[i], scale), w[i]);
+}
+
+// add: y = a + b, b's row 0 for every row when b_rows is 1 (a bias).
+extern "C" __global__ void add(const float* a, const float* b, float* y, long long n, int cols, int b_rows) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    long long bi = b_rows == 1 ? t % cols : t;
+    y[t] = a[t] + b[bi];
+}
+
+// silu_mul: y = gate / (1 + e^-gate) · up.
+extern "C" __global__ void silu_mul(const float* gate, const float* up, float* y, long long n) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    float g = gate[t];
+    y[t] = __fmul_rn(__fdiv_rn(g, 1.0f + expf(-g)), up[t]);
+}
+
+// softmax of each row (blockIdx.x), in place: e^(x - max), summed in
+// double, scaled by the float of 1/sum.
+extern "C" __global__ void softmax(float* x, int cols) {
+    float* r = x + (long long)blockIdx.x * cols;
+    float m = NEG_INF;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) m = fmaxf(m, r[i]);
+    m = block_max(m);
+    double s = 0;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) {
+        float e = expf(r[i] - m);
+        r[i] = e;
+        s += (double)e;
+    }
+    s = block_sum_d(s);
+    float inv = (float)(1.0 / s);
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) r[i] *= inv;
+}
+
+// rope: a thread per (row, head, pair i) of x [rows, cols]. The angle
+// follows gpu/cpu: theta = pos · theta_scale^i by i successive float
+// multiplications, a = scale · (theta / factor[i]), cos and sin of a in
+// double rounded to float. Pair i is (2i, 2i+1), or (i, i + dims/2) for
+// NeoX.
+extern "C" __global__ void rope(float* x, const int* pos, const float* factors, int rows, int cols,
+                                int head_dim, int dims, int neox, float scale, float theta_scale) {
+    int half = dims / 2, heads = cols / head_dim;
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (long long)rows * heads * half) return;
+    int i = t % half;
+    long long rh = t / half;
+    int h = rh % heads, row = rh / heads;
+    float theta = (float)pos[row];
+    for (int j = 0; j < i; j++) theta = __fmul_rn(theta, theta_scale);
+    float ff = factors ? factors[i] : 1.0f;
+    float a = __fmul_rn(scale, __fdiv_rn(theta, ff));
+    float c = (float)cos((double)a), s = (float)sin((double)a);
+    float* hd = x + (long long)row * cols + (long long)h * head_dim;
+    int j0 = neox ? i : 2 * i, j1 = neox ? i + half : 2 * i + 1;
+    float x0 = hd[j0], x1 = hd[j1];
+    hd[j0] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+    hd[j1] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+}
+
+// kv_offset is where element j of head h of slot s lives in a layer's K or
+// V: head-major within a block, as gpu/cpu lays it out.
+__device__ __forceinline__ long long kv_offset(int s, int h, int j, int kv_heads, int head_dim, int block_size) {
+    return (((long long)(s / block_size) * kv_heads + h) * block_size + s % block_size) * head_dim + j;
+}
+
+__device__ __forceinline__ void kv_store(u16* p, long long i, float v) { p[i] = f2h(v); }
+__device__ __forceinline__ void kv_store(float* p, long long i, float v) { p[i] = v; }
+
+// write_kv: row i of k and v [n, kv_heads·head_dim] into slot slots[i];
+// a thread per element.
+template <typename KV>
+__device__ void write_kv(const float* k, const float* v, const int* slots, KV* kc, KV* vc,
+                         int n, int kv_heads, int head_dim, int block_size) {
+    int width = kv_heads * head_dim;
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (long long)n * width) return;
+    int i = t / width, e = t % width;
+    long long at = kv_offset(slots[i], e / head_dim, e % head_dim, kv_heads, head_dim, block_size);
+    kv_store(kc, at, k[t]);
+    kv_store(vc, at, v[t]);
+}
+
+extern "C" __global__ void write_kv_f16(const float* k, const float* v, const int* slots, u16* kc, u16* vc,
+                                        int n, int kv_heads, int head_dim, int block_size) {
+    write_kv<u16>(k, v, slots, kc, vc, n, kv_heads, head_dim, block_size);
+}
+
+extern "C" __global__ void write_kv_f32(const float* k, const float* v, const int* slots, float* kc, float* vc,
+                                        int n, int kv_heads, int head_dim, int block_size) {
+    write_kv<float>(k, v, slots, kc, vc, n, kv_heads, head_dim, block_size);
+}

@@ -1,0 +1,177 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"folio/models/gguf"
+)
+
+// kernel names an extern "C" kernel of kernels/*.cu.
+type kernel int
+
+const (
+	kMatvecF32 kernel = iota
+	kMatvecF16
+	kMatvecQ8_0
+	kMatvecQ4_0
+	kMatvecQ4_K
+	kMatvecQ6_K
+	kMatmulF32
+	kMatmulF16
+	kMatmulQ8_0
+	kMatmulQ4_0
+	kMatmulQ4_K
+	kMatmulQ6_K
+	kGetRowsF32
+	kGetRowsF16
+	kGetRowsQ8_0
+	kGetRowsQ4_0
+	kGetRowsQ4_K
+	kGetRowsQ6_K
+	kRMSNorm
+	kAdd
+	kSiLUMul
+	kSoftmax
+	kRope
+	kWriteKVF16
+	kWriteKVF32
+	kAttentionF16
+	kAttentionF32
+	numKernels
+)
+
+// kernelNames are the kernels' names in the sources, by kernel.
+var kernelNames = [numKernels]string{
+	"matvec_f32", "matvec_f16", "matvec_q8_0", "matvec_q4_0", "matvec_q4_k", "matvec_q6_k",
+	"matmul_f32", "matmul_f16", "matmul_q8_0", "matmul_q4_0", "matmul_q4_k", "matmul_q6_k",
+	"get_rows_f32", "get_rows_f16", "get_rows_q8_0", "get_rows_q4_0", "get_rows_q4_k", "get_rows_q6_k",
+	"rms_norm", "add", "silu_mul", "softmax", "rope",
+	"write_kv_f16", "write_kv_f32", "attention_f16", "attention_f32",
+}
+
+func (k kernel) String() string { return kernelNames[k] }
+
+// nativeTypes are the weight types the kernels read as they are, each
+// with its matvec kernel (matmul and get_rows follow at fixed distances).
+// Other types are converted to F32 when loaded.
+var nativeTypes = map[gguf.TensorType]kernel{
+	gguf.TypeF32: kMatvecF32, gguf.TypeF16: kMatvecF16, gguf.TypeQ8_0: kMatvecQ8_0,
+	gguf.TypeQ4_0: kMatvecQ4_0, gguf.TypeQ4_K: kMatvecQ4_K, gguf.TypeQ6_K: kMatvecQ6_K,
+}
+
+func matvecKernel(t gguf.TensorType) kernel  { return nativeTypes[t] }
+func matmulKernel(t gguf.TensorType) kernel  { return nativeTypes[t] + kMatmulF32 - kMatvecF32 }
+func getRowsKernel(t gguf.TensorType) kernel { return nativeTypes[t] + kGetRowsF32 - kMatvecF32 }
+
+// Geometry constants shared with the kernels' #defines.
+const (
+	mvWarps     = 4   // matvec: MV_WARPS, weight rows per block
+	mmTile      = 64  // matmul: TM and TN
+	mmThreads   = 256 // matmul: 16 × 16 threads of 4 × 4 outputs
+	matvecMaxN  = 8   // MatMul uses matvec below this many rows of x
+	ewThreads   = 256 // elementwise kernels
+	getRowsTile = 128 // get_rows: threads per block, 8 elements each
+	attWarps    = 8   // attention: ATT_WARPS
+	attMaxHead  = 256 // attention: 32·ATT_HD, the largest head
+	maxGridY    = 65535
+)
+
+// dims is a launch's grid and block.
+type dims struct{ grid, block [3]uint32 }
+
+func ceilDiv64(a, b int64) int64 { return (a + b - 1) / b }
+
+// grid3 checks x and y against the device's limits (2³¹−1 and 65535):
+// larger ones are a shape no model has, refused as a broken invariant.
+func grid3(x, y int64) [3]uint32 {
+	if x <= 0 || y <= 0 || x > math.MaxInt32 || y > maxGridY {
+		panic(fmt.Sprintf("cuda: launch grid %d × %d is outside the device's limits", x, y))
+	}
+	return [3]uint32{uint32(x), uint32(y), 1}
+}
+
+func block1(n int) [3]uint32 { return [3]uint32{uint32(n), 1, 1} }
+
+// matmulDims is the launch of MatMul for x [n, k] and w [m, k]: matvec for
+// few rows of x (a warp per weight row, a grid row per x row), else tiles.
+func matmulDims(n, m int) (d dims, tiled bool) {
+	if n < matvecMaxN {
+		return dims{grid3(ceilDiv64(int64(m), mvWarps), int64(n)), block1(32 * mvWarps)}, false
+	}
+	return dims{grid3(ceilDiv64(int64(m), mmTile), ceilDiv64(int64(n), mmTile)), block1(mmThreads)}, true
+}
+
+// getRowsDims covers n rows of cols elements, 8 per thread.
+func getRowsDims(n, cols int) dims {
+	return dims{grid3(ceilDiv64(ceilDiv64(int64(cols), 8), getRowsTile), int64(n)), block1(getRowsTile)}
+}
+
+// elementwiseDims is a thread per element of n.
+func elementwiseDims(n int64) dims {
+	return dims{grid3(ceilDiv64(n, ewThreads), 1), block1(ewThreads)}
+}
+
+// rowDims is a block per row (or run) of cols elements: as many whole
+// warps as cover cols, at most 256.
+func rowDims(rows int64, cols int) dims {
+	t := min(256, max(32, (cols+31)/32*32))
+	return dims{grid3(rows, 1), block1(t)}
+}
+
+// attentionDims is a block per (query head, row).
+func attentionDims(heads, rows int) dims {
+	return dims{grid3(int64(heads), int64(rows)), block1(32 * attWarps)}
+}
+
+// maxArgs bounds the parameters of a kernel.
+const maxArgs = 16
+
+// args packs the parameters of one launch for cuLaunchKernel, which takes
+// an array of pointers, one per parameter, to its value. Each value has an
+// 8-byte slot; a 4-byte parameter is read from the slot's first bytes,
+// which hold it on a little-endian machine (every machine CUDA runs on).
+type args struct {
+	vals [maxArgs]uint64
+	ptrs [maxArgs]unsafe.Pointer
+	n    int
+}
+
+// reset empties a for the next launch (the pointers too, so that a
+// recorded launch ends at the first nil).
+func (a *args) reset() *args {
+	a.n = 0
+	a.ptrs = [maxArgs]unsafe.Pointer{}
+	return a
+}
+
+func (a *args) put(v uint64) *args {
+	if a.n == maxArgs {
+		panic("cuda: more than 16 kernel parameters")
+	}
+	a.vals[a.n] = v
+	a.ptrs[a.n] = unsafe.Pointer(&a.vals[a.n])
+	a.n++
+	return a
+}
+
+// ptr is a device pointer (8 bytes).
+func (a *args) ptr(p uint64) *args { return a.put(p) }
+
+// i64 is a long long.
+func (a *args) i64(v int64) *args { return a.put(uint64(v)) }
+
+// i32 is an int; a value past int32 is a shape no kernel indexes.
+func (a *args) i32(v int) *args {
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		panic(fmt.Sprintf("cuda: kernel parameter %d does not fit an int", v))
+	}
+	return a.put(uint64(uint32(int32(v))))
+}
+
+// f32 is a float.
+func (a *args) f32(v float32) *args { return a.put(uint64(math.Float32bits(v))) }
+
+// params is the kernelParams array.
+func (a *args) params() unsafe.Pointer { return unsafe.Pointer(&a.ptrs[0]) }

@@ -1,0 +1,155 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+
+	"folio/gpu"
+	"folio/models/gguf"
+)
+
+// MatMul: dst[i,o] = x[i,:] · w[o,:], the weight dequantized in the kernel.
+func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
+	cd, cx, cw := b.act(dst), b.f32(x), b.tensor(w)
+	n, k, m := cx.rows, cx.cols, cw.rows
+	if cw.cols != k {
+		panic(fmt.Sprintf("cuda: MatMul: x %v and w %v differ in k", cx, cw))
+	}
+	checkShape("MatMul", "dst", cd, n, m)
+	if _, ok := nativeTypes[cw.typ]; !ok {
+		panic(fmt.Sprintf("cuda: MatMul: weight %v has no kernel", cw))
+	}
+	b.enter()
+	defer b.leave()
+	d, tiled := matmulDims(n, m)
+	b.a.reset().ptr(cw.ptr).i64(cw.rowBytes).ptr(cx.ptr).ptr(cd.ptr)
+	if tiled {
+		b.a.i32(n).i32(k).i32(m)
+		b.launch(matmulKernel(cw.typ), d)
+		return
+	}
+	b.a.i32(k).i32(m)
+	b.launch(matvecKernel(cw.typ), d)
+}
+
+// Embed: dst[i,:] = table[ids[i],:], dequantized.
+func (b *Backend) Embed(dst, table gpu.Tensor, ids []int32) {
+	b.getRows("Embed", dst, table, ids)
+}
+
+// Gather: dst[i,:] = x[rows[i],:].
+func (b *Backend) Gather(dst, x gpu.Tensor, rows []int32) {
+	b.getRows("Gather", dst, x, rows)
+}
+
+func (b *Backend) getRows(op string, dst, table gpu.Tensor, ids []int32) {
+	cd, ct := b.act(dst), b.tensor(table)
+	checkShape(op, "dst", cd, len(ids), ct.cols)
+	for i, id := range ids {
+		if id < 0 || int(id) >= ct.rows {
+			panic(fmt.Sprintf("cuda: %s: row %d (index %d) outside %v", op, id, i, ct))
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	b.enter()
+	defer b.leave()
+	p := b.put(&b.ids, ids, "row ids")
+	b.a.reset().ptr(ct.ptr).i64(ct.rowBytes).ptr(p).ptr(cd.ptr).i32(ct.cols)
+	b.launch(getRowsKernel(ct.typ), getRowsDims(len(ids), ct.cols))
+}
+
+// RMSNorm: each run of w.Cols elements of x becomes x / sqrt(mean(x²) +
+// eps) · w. dst may be x.
+func (b *Backend) RMSNorm(dst, x, w gpu.Tensor, eps float32) {
+	cd, cx, cw := b.act(dst), b.f32(x), b.f32(w)
+	g := cw.cols
+	if cw.rows != 1 || cx.cols%g != 0 {
+		panic(fmt.Sprintf("cuda: RMSNorm: weight %v does not divide the rows of %v", cw, cx))
+	}
+	checkShape("RMSNorm", "dst", cd, cx.rows, cx.cols)
+	b.enter()
+	defer b.leave()
+	b.a.reset().ptr(cx.ptr).ptr(cw.ptr).ptr(cd.ptr).i32(g).f32(eps)
+	b.launch(kRMSNorm, rowDims(int64(cx.rows)*int64(cx.cols/g), g))
+}
+
+// Add: dst = a + b, b broadcast over rows when it has one. dst may be a.
+func (b *Backend) Add(dst, a, bias gpu.Tensor) {
+	cd, ca, cb := b.act(dst), b.f32(a), b.f32(bias)
+	if cb.cols != ca.cols || cb.rows != 1 && cb.rows != ca.rows {
+		panic(fmt.Sprintf("cuda: Add: %v cannot be added to %v", cb, ca))
+	}
+	checkShape("Add", "dst", cd, ca.rows, ca.cols)
+	b.enter()
+	defer b.leave()
+	n := int64(ca.rows) * int64(ca.cols)
+	b.a.reset().ptr(ca.ptr).ptr(cb.ptr).ptr(cd.ptr).i64(n).i32(ca.cols).i32(cb.rows)
+	b.launch(kAdd, elementwiseDims(n))
+}
+
+// SiLUMul: dst = silu(gate) · up. dst may be gate.
+func (b *Backend) SiLUMul(dst, gate, up gpu.Tensor) {
+	cd, cg, cu := b.act(dst), b.f32(gate), b.f32(up)
+	checkShape("SiLUMul", "up", cu, cg.rows, cg.cols)
+	checkShape("SiLUMul", "dst", cd, cg.rows, cg.cols)
+	b.enter()
+	defer b.leave()
+	n := int64(cg.rows) * int64(cg.cols)
+	b.a.reset().ptr(cg.ptr).ptr(cu.ptr).ptr(cd.ptr).i64(n)
+	b.launch(kSiLUMul, elementwiseDims(n))
+}
+
+// Softmax: each row of x becomes its softmax, in place.
+func (b *Backend) Softmax(x gpu.Tensor) {
+	cx := b.act(x)
+	b.enter()
+	defer b.leave()
+	b.a.reset().ptr(cx.ptr).i32(cx.cols)
+	b.launch(kSoftmax, rowDims(int64(cx.rows), cx.cols))
+}
+
+// Rope rotates each head of row i of x by the angles of position pos[i],
+// in place, as gpu/cpu does (see the rope kernel).
+func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {
+	cx := b.act(x)
+	switch {
+	case r.HeadDim <= 0 || cx.cols%r.HeadDim != 0:
+		panic(fmt.Sprintf("cuda: Rope: head dim %d does not divide %v", r.HeadDim, cx))
+	case r.Dims <= 0 || r.Dims > r.HeadDim || r.Dims%2 != 0:
+		panic(fmt.Sprintf("cuda: Rope: %d rotated dims of a %d-element head (want even, ≤ head dim)", r.Dims, r.HeadDim))
+	case r.Factors != nil && len(r.Factors) != r.Dims/2:
+		panic(fmt.Sprintf("cuda: Rope: %d factors for %d pairs", len(r.Factors), r.Dims/2))
+	case r.Scale == 0 || r.Base <= 0:
+		panic(fmt.Sprintf("cuda: Rope: scale %v, base %v (scale is 1 without scaling)", r.Scale, r.Base))
+	case len(pos) != cx.rows:
+		panic(fmt.Sprintf("cuda: Rope: %d positions for %v", len(pos), cx))
+	}
+	b.enter()
+	defer b.leave()
+	var factors uint64
+	if r.Factors != nil {
+		bits := make([]int32, len(r.Factors))
+		for i, f := range r.Factors {
+			bits[i] = int32(math.Float32bits(f))
+		}
+		factors = b.put(&b.factors, bits, "rope factors")
+	}
+	thetaScale := float32(math.Pow(float64(r.Base), float64(-2/float32(r.Dims))))
+	neox := 0
+	if r.Neox {
+		neox = 1
+	}
+	b.a.reset().ptr(cx.ptr).ptr(b.put(&b.pos, pos, "positions")).ptr(factors).
+		i32(cx.rows).i32(cx.cols).i32(r.HeadDim).i32(r.Dims).i32(neox).f32(r.Scale).f32(thetaScale)
+	b.launch(kRope, elementwiseDims(int64(cx.rows)*int64(cx.cols/r.HeadDim)*int64(r.Dims/2)))
+}
+
+// kvTypeKernel picks the F16 or F32 variant of a K/V kernel.
+func kvTypeKernel(t gguf.TensorType, f16, f32 kernel) kernel {
+	if t == gguf.TypeF16 {
+		return f16
+	}
+	return f32
+}
