@@ -32,7 +32,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	opts, sample, err := options(req.Options)
+	conf, err := s.modelConf(req.Model)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	opts, sample, err := conf.options(req.Options)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -54,7 +59,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			Message: api.Message{Role: "assistant"}, Done: true, DoneReason: reason})
 		return
 	}
-	text, err := s.render(l, "", req.Messages, req.Tools, req.Think)
+	msgs := conf.chatMessages(req.Messages)
+	text, templated, err := s.render(l, conf, "", msgs, req.Tools, req.Think)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -66,12 +72,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &completion{model: l, opts: opts, sample: sample, n: 1, logprobs: req.Logprobs, topLog: req.TopLogprobs,
 		truncate: req.Truncate != nil && *req.Truncate, format: format}
-	c.ids = encodePrompt(l.model.Tok, text, l.template != "")
+	c.ids = encodePrompt(l.model.Tok, text, templated)
 	c.thinking, c.parseThink = thinkState(text, req.Think)
-	if req.Truncate != nil && *req.Truncate && len(req.Messages) > 0 && req.Messages[0].Role == "system" {
-		sys, err := s.render(l, "", req.Messages[:1], req.Tools, req.Think)
-		if err == nil {
-			c.keep = len(encodePrompt(l.model.Tok, sys, l.template != ""))
+	if c.truncate && msgs[0].Role == "system" {
+		if sys, templated, err := s.render(l, conf, "", msgs[:1], req.Tools, req.Think); err == nil {
+			c.keep = len(encodePrompt(l.model.Tok, sys, templated))
 		}
 	}
 	st, err := c.start(r.Context())
@@ -125,10 +130,17 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// render turns messages into the model's prompt text with its chat
-// template (tmpl overrides it). A model without a template gets the
-// messages' contents, system first, separated by blank lines.
-func (s *Server) render(l *loaded, tmpl string, msgs []api.Message, tools api.Tools, think *api.ThinkValue) (string, error) {
+// render turns messages into the model's prompt text with a chat
+// template: tmpl from the request, else the template of the model's
+// manifest, else the GGUF file's; each in Ollama's Go syntax or in Jinja
+// (gotemplate.go). A model without any gets the messages' contents, system
+// first, separated by blank lines, and templated false.
+func (s *Server) render(l *loaded, conf modelConf, tmpl string, msgs []api.Message, tools api.Tools,
+	think *api.ThinkValue) (text string, templated bool, err error) {
+	fromRequest := tmpl != ""
+	if tmpl == "" {
+		tmpl = conf.Template
+	}
 	if tmpl == "" {
 		tmpl = l.template
 	}
@@ -139,9 +151,20 @@ func (s *Server) render(l *loaded, tmpl string, msgs []api.Message, tools api.To
 				parts = append(parts, m.Content)
 			}
 		}
-		return strings.Join(parts, "\n\n"), nil
+		return strings.Join(parts, "\n\n"), false, nil
 	}
-	return renderTemplate(l, tmpl, msgs, tools, think)
+	if tmpl != l.template {
+		gt, ok, err := goTemplate(tmpl, fromRequest)
+		if err != nil {
+			return "", true, err
+		}
+		if ok {
+			text, err := renderGo(gt, msgs, tools, think)
+			return text, true, err
+		}
+	}
+	text, err = renderTemplate(l, tmpl, msgs, tools, think)
+	return text, true, err
 }
 
 // thinkState says, from the rendered prompt and the request's think

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,6 +23,7 @@ type completion struct {
 	ids        []int32
 	opts       api.Options
 	sample     runner.SampleOptions
+	raw        map[string]any // the request's options, before the model's parameters (OpenAI endpoints)
 	n          int
 	logprobs   bool
 	topLog     int
@@ -75,7 +77,12 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	opts, sample, err := options(req.Options)
+	conf, err := s.modelConf(req.Model)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	opts, sample, err := conf.options(req.Options)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -108,10 +115,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	}
 	tok := l.model.Tok
 	switch {
-	case req.Raw || (l.template == "" && req.Template == ""):
+	case req.Raw || (l.template == "" && conf.Template == "" && req.Template == ""):
 		text := req.Prompt
-		if req.System != "" && !req.Raw {
-			text = req.System + "\n\n" + text
+		if system := cmp.Or(req.System, conf.System); system != "" && !req.Raw {
+			text = system + "\n\n" + text
 		}
 		if len(c.ids) > 0 {
 			c.ids = append(c.ids, tok.Encode(text, tokenizer.EncodeOptions{})...)
@@ -119,14 +126,15 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 			c.ids = encodePrompt(tok, text, false)
 		}
 	default:
-		var msgs []api.Message
-		if req.System != "" {
-			msgs = append(msgs, api.Message{Role: "system", Content: req.System})
-		}
-		msgs = append(msgs, api.Message{Role: "user", Content: req.Prompt})
-		text, err := s.render(l, req.Template, msgs, nil, req.Think)
+		msgs := conf.generateMessages(req.System, req.Prompt, len(req.Context) > 0)
+		text, _, err := s.render(l, conf, req.Template, msgs, nil, req.Think)
 		if err != nil {
 			writeError(w, err)
+			return
+		}
+		if req.DebugRenderOnly {
+			writeJSON(w, http.StatusOK, api.GenerateResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Done: true,
+				DebugInfo: &api.DebugInfo{RenderedTemplate: text}})
 			return
 		}
 		c.ids = append(c.ids, encodePrompt(tok, text, true)...)

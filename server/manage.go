@@ -81,8 +81,13 @@ func (s *Server) show(w http.ResponseWriter, r *http.Request) {
 		ModelInfo:    info,
 		ModifiedAt:   ent.Modified,
 		Capabilities: []model.Capability{model.CapabilityCompletion},
-		Modelfile:    fmt.Sprintf("# folio model %s\nFROM %s\n", ent.Name, ent.Path),
 	}
+	conf, err := s.modelConf(req.Model)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	conf.show(&resp, ent)
 	if resp.Template != "" && strings.Contains(resp.Template, "tools") {
 		resp.Capabilities = append(resp.Capabilities, model.CapabilityTools)
 	}

@@ -174,7 +174,12 @@ func (s *Server) oaiChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	text, err := s.render(l, "", msgs, req.Tools, think)
+	conf, err := s.confFor(c, req.Model)
+	if err != nil {
+		writeOAIError(w, err)
+		return
+	}
+	text, templated, err := s.render(l, conf, "", conf.chatMessages(msgs), req.Tools, think)
 	if err != nil {
 		writeOAIError(w, err)
 		return
@@ -183,7 +188,7 @@ func (s *Server) oaiChat(w http.ResponseWriter, r *http.Request) {
 	c.thinking, c.parseThink = thinkState(text, think)
 	job := &oaiJob{c: c}
 	defer job.cancel()
-	if err := job.start(r.Context(), [][]int32{encodePrompt(l.model.Tok, text, l.template != "")}); err != nil {
+	if err := job.start(r.Context(), [][]int32{encodePrompt(l.model.Tok, text, templated)}); err != nil {
 		writeOAIError(w, err)
 		return
 	}
@@ -230,7 +235,7 @@ func (q *oaiChatRequest) check() (*completion, []api.Message, *api.ThinkValue, e
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return &completion{opts: opts, sample: sample, n: n, logprobs: logprobs, topLog: top, format: g}, msgs, think, nil
+	return &completion{opts: opts, sample: sample, raw: raw, n: n, logprobs: logprobs, topLog: top, format: g}, msgs, think, nil
 }
 
 // The chat.completion and chat.completion.chunk objects.

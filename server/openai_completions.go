@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/ollama/ollama/api"
-
 	"folio/models/tokenizer"
 	"folio/runner"
 )
@@ -86,7 +84,7 @@ func (q *oaiCompletionRequest) check() (*completion, []oaiInput, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &completion{opts: opts, sample: sample, n: n}
+	c := &completion{opts: opts, sample: sample, raw: raw, n: n}
 	if q.Logprobs != nil {
 		c.logprobs, c.topLog = true, *q.Logprobs
 	}
@@ -109,21 +107,26 @@ func (s *Server) oaiCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	conf, err := s.confFor(c, req.Model)
+	if err != nil {
+		writeOAIError(w, err)
+		return
+	}
 	c.model = l
 	prompts := make([][]int32, len(inputs))
 	for i, in := range inputs {
 		switch {
 		case in.tokens:
 			prompts[i] = in.ids
-		case l.template == "":
+		case l.template == "" && conf.Template == "":
 			prompts[i] = encodePrompt(l.model.Tok, in.text, false)
 		default:
-			text, err := s.render(l, "", []api.Message{{Role: "user", Content: in.text}}, nil, nil)
+			text, templated, err := s.render(l, conf, "", conf.generateMessages("", in.text, false), nil, nil)
 			if err != nil {
 				writeOAIError(w, err)
 				return
 			}
-			prompts[i] = encodePrompt(l.model.Tok, text, true)
+			prompts[i] = encodePrompt(l.model.Tok, text, templated)
 		}
 	}
 	job := &oaiJob{c: c}
