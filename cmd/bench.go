@@ -26,16 +26,18 @@ func init() {
 		host    string
 		asJSON  bool
 		noCache bool
-		cfg     = loadgen.ServeConfig{Concurrency: 16, Requests: 32, Seed: 1, SingleReps: 3}
+		profile string
+		cfg     = loadgen.ServeConfig{Concurrency: 16, Requests: 64, Seed: 1, SingleReps: 3}
 	)
-	cfg.Shape.PromptMean, cfg.Shape.OutputMean = 64, 32
+	cfg.Shape.PromptMean, cfg.Shape.OutputMean = loadgen.DefaultPromptMean, loadgen.DefaultOutputMean
 	serve := &cobra.Command{
 		Use:   "serve --model FILE",
 		Short: "Run M requests, N at a time, and report throughput and latencies",
 		Long: "serve sends --requests requests, --concurrency at a time (each client sends its\n" +
 			"next request when the last one ends), after one request alone. Prompt and output\n" +
 			"lengths are lognormal like ShareGPT's (σ of the logarithms 1.0 for prompts, 0.8\n" +
-			"for outputs; the means are flags, clamped to 8× the mean), with random prompt\n" +
+			"for outputs; the means are flags, by default ShareGPT's 161 and 338 scaled to 40%;\n" +
+			"lengths are clamped to 8× the mean), with random prompt\n" +
 			"tokens; each request asks num_predict tokens of its own length, and the tokens\n" +
 			"actually generated are counted (an end token may come early).\n\n" +
 			"Without --host the model is loaded in this process (the load flags apply); with\n" +
@@ -59,7 +61,12 @@ func init() {
 					return err
 				}
 			}
+			stop, err := startProfile(profile)
+			if err != nil {
+				return err
+			}
 			rep, err := loadgen.Serve(cmd.Context(), target, cfg)
+			stop()
 			if err != nil {
 				return err
 			}
@@ -85,6 +92,7 @@ func init() {
 	f.IntVar(&cfg.Shape.Shared, "shared-prefix", 0, "tokens every prompt begins with (a system prompt)")
 	f.BoolVar(&noCache, "no-prefix-cache", false, "compute every prompt in full (in-process only)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	benchCmd.AddCommand(serve)
 }
 

@@ -88,17 +88,11 @@ func init() {
 		if prompt < 1 || gen < 1 || repeat < 1 {
 			return fmt.Errorf("bench: --prompt %d, --gen %d, --repeat %d: each must be at least 1", prompt, gen, repeat)
 		}
-		if profile != "" {
-			f, err := os.Create(profile)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err != nil {
-				return err
-			}
-			defer pprof.StopCPUProfile()
+		stop, err := startProfile(profile)
+		if err != nil {
+			return err
 		}
+		defer stop()
 		rep, err := benchCPU(model, prompt, gen, threads, repeat)
 		if err != nil {
 			return err
@@ -291,4 +285,21 @@ func printCPU(w io.Writer, r *cpuReport) {
 	}
 	fmt.Fprintf(w, "bandwidth: %.1f GB/s read; decode at %.0f%% of its ceiling (%.1f tok/s)\n",
 		r.BandwidthGBs, 100*r.DecodeOfCeiling, r.BandwidthGBs*1e9/float64(r.ModelBytes))
+}
+
+// startProfile writes a CPU profile to path until stop is called; with
+// an empty path it does nothing.
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
