@@ -62,6 +62,9 @@ var presets = map[string]Config{
 	// Llama 3.2 1B, without the llama3 RoPE scaling (ctx 8192, not 131072).
 	"llama-1b": {Arch: "llama", Embd: 2048, Layers: 16, Heads: 32, HeadsKV: 8, FFN: 8192,
 		Ctx: 8192, VocabSize: 128256, Tied: true, RopeBase: 500000},
+	// Llama 3.1 8B's shape (untied output), without the llama3 RoPE scaling.
+	"llama-8b": {Arch: "llama", Embd: 4096, Layers: 32, Heads: 32, HeadsKV: 8, FFN: 14336,
+		Ctx: 8192, VocabSize: 128256, RopeBase: 500000},
 }
 
 // PresetNames returns the preset names, sorted.
