@@ -3,9 +3,11 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"folio/gpu"
 	"folio/gpu/cpu"
+	"folio/gpu/cuda"
 	"folio/models/arch"
 	"folio/models/gguf"
 	"folio/models/tokenizer"
@@ -112,10 +114,10 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 	for _, t := range f.Tensors {
 		need.Weights += t.Bytes
 	}
-	if err := checkHostMemory(need, opt); err != nil {
+	be, err := newBackend(need, opt)
+	if err != nil {
 		return nil, err
 	}
-	be := cpu.New(opt.Threads)
 	am, err := arch.Load(f, be, aopt)
 	if err != nil {
 		be.Close()
@@ -127,6 +129,22 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 		return nil, err
 	}
 	return &Model{File: f, Arch: am, Tok: tok, KV: kv, Opt: opt, Bytes: need}, nil
+}
+
+// newBackend is the GPU's backend when FOLIO_GPU (cpu, cuda, or auto, the
+// default) allows it and the model fits there, else the CPU's.
+func newBackend(need MemoryNeed, opt LoadOptions) (gpu.Backend, error) {
+	g, err := cuda.Choose(os.Getenv("FOLIO_GPU"), cuda.Need{Weights: need.Weights, KV: need.KV, Scratch: need.Scratch})
+	if err != nil {
+		return nil, err
+	}
+	if g != nil {
+		return g, nil
+	}
+	if err := checkHostMemory(need, opt); err != nil {
+		return nil, err
+	}
+	return cpu.New(opt.Threads), nil
 }
 
 // checkHostMemory refuses a model whose K/V cache and scratch do not fit in
