@@ -67,6 +67,7 @@ type download struct {
 	st    partialState // guarded by mu
 	fresh bool         // st starts from nothing: the file is emptied first
 
+	w    io.WriterAt   // writes the partial file: the file, or a test's fault
 	more chan struct{} // poked (without blocking) after each write, for hs
 	hs   *hasher       // hashes a ranged download as it arrives; nil otherwise
 }
@@ -171,12 +172,12 @@ func (d *download) done() (n int64) {
 func (d *download) run(ctx context.Context) error {
 	if d.fresh {
 		if err := d.file.Truncate(0); err != nil {
-			return diskError{err}
+			return d.diskError(err)
 		}
 	}
 	if d.f.size >= 0 {
 		if err := d.file.Truncate(d.f.size); err != nil {
-			return diskError{err}
+			return d.diskError(err)
 		}
 	}
 	d.fl.total.Store(d.f.size)
@@ -218,13 +219,13 @@ func (d *download) run(ctx context.Context) error {
 			}
 		case <-tick.C:
 			if err := d.save(); err != nil && first == nil {
-				first = diskError{err}
+				first = d.diskError(err)
 				cancel()
 			}
 		}
 	}
 	if err := d.save(); err != nil && first == nil {
-		first = diskError{err}
+		first = d.diskError(err)
 	}
 	if first != nil && d.hs != nil {
 		d.hs.abandon()
@@ -258,7 +259,7 @@ func (d *download) runPart(ctx context.Context, i int) error {
 			d.st.Parts[i].Done, p.Done = 0, 0
 			if err := d.file.Truncate(max(d.f.size, 0)); err != nil {
 				d.mu.Unlock()
-				return diskError{err}
+				return d.diskError(err)
 			}
 		}
 		d.mu.Unlock()
@@ -344,8 +345,8 @@ func (d *download) fetchPart(ctx context.Context, i int, p part, buf []byte) (in
 		m, rerr := resp.Body.Read(buf[:want])
 		if m > 0 {
 			stall.Reset(d.o.StallTimeout)
-			if _, err := d.file.WriteAt(buf[:m], start+written); err != nil {
-				return written, diskError{err}
+			if _, err := d.w.WriteAt(buf[:m], start+written); err != nil {
+				return written, d.diskError(err)
 			}
 			written += int64(m)
 			if left > 0 {
@@ -393,7 +394,7 @@ func (o *Options) downloadBlob(ctx context.Context, f fetch, fl *flight) (string
 	if err != nil {
 		return "", err
 	}
-	d.file = file
+	d.file, d.w = file, partialWriter(file)
 	defer file.Close()
 	if err := waitLock(ctx, file); err != nil {
 		return "", err
@@ -435,6 +436,14 @@ func (o *Options) downloadBlob(ctx context.Context, f fetch, fl *flight) (string
 	syncDir(dir)
 	return got, nil
 }
+
+// partialWriter gives the writer of a download's partial file; tests
+// replace it to inject faults (a disk that fills up).
+var partialWriter = func(f *os.File) io.WriterAt { return f }
+
+// diskError wraps a failure to write the partial file, with the size of
+// the blob that needed the room.
+func (d *download) diskError(err error) error { return diskError{err: err, need: d.f.size} }
 
 // haveBlob reports whether a finished blob of that size (any, if size < 0)
 // is on disk.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"syscall"
 )
 
 // statusError is an HTTP answer other than the one asked for.
@@ -35,11 +36,34 @@ func newStatusError(resp *http.Response) *statusError {
 	return &statusError{URL: resp.Request.URL.Redacted(), Code: resp.StatusCode, Body: strings.TrimSpace(string(b))}
 }
 
-// diskError is a failure to write the partial file: never retried.
-type diskError struct{ err error }
+// ErrDiskFull is wrapped when a pull runs out of disk space.
+var ErrDiskFull = errors.New("installer: the disk is full")
 
-func (e diskError) Error() string { return e.err.Error() }
+// diskError is a failure to write the partial file: never retried. A full
+// disk says so, with the room the blob needs and what to do.
+type diskError struct {
+	err  error
+	need int64 // bytes of the blob being written; -1 when unknown
+}
+
+func (e diskError) Error() string {
+	if !errors.Is(e.err, syscall.ENOSPC) {
+		return e.err.Error()
+	}
+	need := ""
+	if e.need > 0 {
+		need = fmt.Sprintf(" (the blob being written is %d bytes)", e.need)
+	}
+	return fmt.Sprintf("%v: %v%s: free disk space (folio rm removes models you no longer use) or set FOLIO_HOME to a disk with room, then pull again: it resumes where it stopped",
+		ErrDiskFull, e.err, need)
+}
+
 func (e diskError) Unwrap() error { return e.err }
+
+// Is makes a full disk match ErrDiskFull.
+func (e diskError) Is(target error) bool {
+	return target == ErrDiskFull && errors.Is(e.err, syscall.ENOSPC)
+}
 
 // stallCause names the stall timeout when it is what ended a request.
 func stallCause(ctx context.Context, err error) error {

@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"folio/internal/fixtures"
 )
 
 // A full disk under the write-behind path: SQLite fails the batch with
@@ -66,7 +67,7 @@ func TestKVDiskFullSeam(t *testing.T) {
 // TestKVDiskFullTmpfs fills a real 2 MiB tmpfs; it needs the right to
 // mount (root on Linux) and skips without it.
 func TestKVDiskFullTmpfs(t *testing.T) {
-	home := smallDisk(t, "2m")
+	home, _ := fixtures.SmallDisk(t, "2m")
 	filler := filepath.Join(home, "filler")
 	if err := os.WriteFile(filler, make([]byte, 512<<10), 0o644); err != nil {
 		t.Fatal(err)
@@ -102,16 +103,6 @@ func TestKVDiskFullTmpfs(t *testing.T) {
 		t.Errorf("the full disk damaged kvcache.db: %q", lines)
 	}
 	reopenAndVerify(t, s2, home, st.Blocks)
-}
-
-// smallDisk mounts a tmpfs of size on a temporary directory for the test.
-func smallDisk(t *testing.T, size string) string {
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here (%v: %s); TestKVDiskFullSeam covers a full disk", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
-	return dir
 }
 
 func checkFullLog(t *testing.T, logs *logBuf) {
