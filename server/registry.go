@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"folio/models"
+	"folio/models/gguf"
 	"folio/store"
 )
 
@@ -130,7 +131,14 @@ func (r *LibraryRegistry) Resolve(name string) (ModelEntry, error) {
 	}
 	if r.Store != nil {
 		if m, err := r.Store.Model(norm); err == nil {
-			return r.entry(m.Name, m.Path)
+			ent, err := r.entry(m.Name, m.Path)
+			if want := strings.TrimPrefix(m.Digest, "sha256:"); err == nil && want != "" && ent.Digest != want {
+				// the file changed since it was registered (damage on
+				// disk, or an edit of a linked file): never serve it
+				return ModelEntry{}, fmt.Errorf("%w: model %s: its file %s has sha256 %.12s, not %.12s as registered: it is damaged or was changed; pull or create the model again",
+					gguf.ErrFormat, m.Name, m.Path, ent.Digest, want)
+			}
+			return ent, err
 		}
 	}
 	r.mu.Lock()
