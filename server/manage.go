@@ -146,6 +146,13 @@ func (s *Server) deleteModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if s.cfg.Install != nil { // as ollama rm: the layers no other model uses go too
+		if n, err := s.cfg.Install.Prune(); err != nil {
+			s.cfg.Log.Warn("pruning unused blobs after a delete failed; the next pull or delete retries", "model", req.Model, "err", err)
+		} else if n > 0 {
+			s.cfg.Log.Info("removed unused blobs", "model", req.Model, "blobs", n)
+		}
+	}
 	w.WriteHeader(http.StatusOK)
 }
 

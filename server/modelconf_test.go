@@ -3,6 +3,8 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,18 +16,18 @@ import (
 
 // pullConfigured publishes tiny with the given extra layers, pulls it
 // into a fresh server and returns the client and the model's name.
-func pullConfigured(t *testing.T, layers ...fakehub.Layer) (*api.Client, string) {
+func pullConfigured(t *testing.T, layers ...fakehub.Layer) (c *api.Client, name, home string) {
 	t.Helper()
 	hub := fakehub.New()
 	t.Cleanup(hub.Close)
 	layers = append([]fakehub.Layer{{MediaType: installer.MediaModel, Data: tinyBytes(t, 1)}}, layers...)
 	hub.Publish("library", "tiny", "latest", layers...)
-	c, _, _ := newInstallServer(t)
-	name := hub.Host() + "/library/tiny"
+	c, _, home = newInstallServer(t)
+	name = hub.Host() + "/library/tiny"
 	if err := c.Pull(context.Background(), &api.PullRequest{Model: name, Insecure: true}, func(api.ProgressResponse) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	return c, name
+	return c, name, home
 }
 
 func jsonLayer(t *testing.T, media string, v any) fakehub.Layer {
@@ -42,7 +44,7 @@ func jsonLayer(t *testing.T, media string, v any) fakehub.Layer {
 // /v1/chat/completions, as Ollama's server applies them.
 func TestModelConfig(t *testing.T) {
 	tmpl := `{{ range .Messages }}<{{ .Role }}>{{ .Content }}{{ end }}<assistant>`
-	c, name := pullConfigured(t,
+	c, name, _ := pullConfigured(t,
 		fakehub.Layer{MediaType: installer.MediaTemplate, Data: []byte(tmpl)},
 		fakehub.Layer{MediaType: installer.MediaSystem, Data: []byte("be brief")},
 		jsonLayer(t, installer.MediaMessages, []api.Message{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "hello"}}))
@@ -146,7 +148,7 @@ func asStatus(err error, se *api.StatusError) bool {
 // TestModelParameters: a model's parameters are defaults under the
 // request's options: num_predict 2 from the model, 4 from the request.
 func TestModelParameters(t *testing.T) {
-	c, name := pullConfigured(t, jsonLayer(t, installer.MediaParams, map[string]any{"num_predict": 2, "temperature": 0}))
+	c, name, _ := pullConfigured(t, jsonLayer(t, installer.MediaParams, map[string]any{"num_predict": 2, "temperature": 0}))
 	ctx := context.Background()
 	run := func(opts map[string]any) api.GenerateResponse {
 		t.Helper()
@@ -170,9 +172,48 @@ func TestModelParameters(t *testing.T) {
 		t.Errorf("request num_predict 4 over the model's 2: %d tokens, done_reason %q", r.EvalCount, r.DoneReason)
 	}
 	// A model whose parameters are wrong says where they come from.
-	c2, name2 := pullConfigured(t, jsonLayer(t, installer.MediaParams, map[string]any{"num_ctx": -5}))
+	c2, name2, _ := pullConfigured(t, jsonLayer(t, installer.MediaParams, map[string]any{"num_ctx": -5}))
 	err = c2.Generate(ctx, &api.GenerateRequest{Model: name2, Prompt: "x", Raw: true}, func(api.GenerateResponse) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "model's parameters") {
 		t.Errorf("bad model parameters: got %v, want an error naming the model's parameters", err)
+	}
+}
+
+// TestDeletePrunes: deleting a pulled model removes its manifest and the
+// blobs no other model uses, as ollama rm does; a copy keeps them alive.
+func TestDeletePrunes(t *testing.T) {
+	c, name, home := pullConfigured(t, fakehub.Layer{MediaType: installer.MediaSystem, Data: []byte("be brief")})
+	ctx := context.Background()
+	blobs := func() int {
+		ents, err := os.ReadDir(filepath.Join(home, "blobs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "sha256-") {
+				n++
+			}
+		}
+		return n
+	}
+	before := blobs()
+	if before < 3 { // config, weights, system
+		t.Fatalf("%d blobs after the pull, want at least 3", before)
+	}
+	if err := c.Copy(ctx, &api.CopyRequest{Source: name, Destination: "mine"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, &api.DeleteRequest{Model: name}); err != nil {
+		t.Fatal(err)
+	}
+	if n := blobs(); n == 0 {
+		t.Errorf("deleting one of two names of the weights removed every blob")
+	}
+	if err := c.Delete(ctx, &api.DeleteRequest{Model: "mine"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := blobs(); n != 0 {
+		t.Errorf("%d blobs left after deleting every model, want 0", n)
 	}
 }
