@@ -74,8 +74,10 @@ func makeJobs(n, numCtx int, seed uint64) []job {
 	return jobs
 }
 
-// body is a job's endpoint and request, greedy and seeded.
-func (j job) body(stream bool) (path, body string) {
+// body is a job's endpoint and request, greedy and seeded; unload asks
+// for the model to be unloaded when the request ends (keep_alive 0), as
+// it is when no other request holds it then.
+func (j job) body(stream, unload bool) (path, body string) {
 	opts := map[string]any{"temperature": 0, "seed": 42, "num_predict": j.numPredict}
 	var req map[string]any
 	if j.chat {
@@ -90,6 +92,9 @@ func (j job) body(stream bool) (path, body string) {
 		path = "/api/generate"
 		req = map[string]any{"model": modelName, "prompt": j.prompt, "system": j.system, "stream": stream, "options": opts}
 	}
+	if unload {
+		req["keep_alive"] = 0
+	}
 	data, _ := json.Marshal(req)
 	return path, string(data)
 }
@@ -101,11 +106,8 @@ func (r *rig) one(rng *rand.Rand) {
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	switch p := rng.IntN(100); {
-	case p < 50:
-		a, err := r.complete(ctx, r.jobs[i], true, nil)
-		r.check(i, a, err)
-	case p < 60:
-		a, err := r.complete(ctx, r.jobs[i], false, nil)
+	case p < 60: // a tenth of them ask for an unload at their end
+		a, err := r.complete(ctx, r.jobs[i], p < 50, rng.IntN(10) == 0, nil)
 		r.check(i, a, err)
 	case p < 72:
 		r.cancel(ctx, i, rng)
@@ -148,10 +150,11 @@ type streamLine struct {
 	Error      string `json:"error"`
 }
 
-// complete sends j and reads the answer to the end; onChunk, if set, is
-// called after each line that does not end it.
-func (r *rig) complete(ctx context.Context, j job, stream bool, onChunk func(chunks int)) (answer, error) {
-	path, body := j.body(stream)
+// complete sends j (unload: with keep_alive 0) and reads the answer to
+// the end; onChunk, if set, is called after each line that does not end
+// it.
+func (r *rig) complete(ctx context.Context, j job, stream, unload bool, onChunk func(chunks int)) (answer, error) {
+	path, body := j.body(stream, unload)
 	resp, err := r.do(ctx, path, body)
 	if err != nil {
 		return answer{}, err
@@ -218,7 +221,7 @@ func (r *rig) cancel(ctx context.Context, i int, rng *rand.Rand) {
 		defer t.Stop()
 		k = -1
 	}
-	a, err := r.complete(ctx, r.jobs[i], true, func(n int) {
+	a, err := r.complete(ctx, r.jobs[i], true, false, func(n int) {
 		if n == k {
 			cancel()
 		}
@@ -236,7 +239,7 @@ func (r *rig) cancel(ctx context.Context, i int, rng *rand.Rand) {
 // disconnect writes a streaming request on a raw connection, reads k
 // lines (0: none) and closes the connection.
 func (r *rig) disconnect(i int, rng *rand.Rand) {
-	path, body := r.jobs[i].body(true)
+	path, body := r.jobs[i].body(true, false)
 	conn, err := net.DialTimeout("tcp", r.addr, 10*time.Second)
 	if err != nil {
 		r.rep.fail(&r.rep.Errors, "disconnect: dial: %v", err)
@@ -276,7 +279,7 @@ func (r *rig) disconnect(i int, rng *rand.Rand) {
 func (r *rig) oversized(ctx context.Context, rng *rand.Rand) {
 	j := job{chat: rng.IntN(2) == 0, numPredict: 8,
 		prompt: sentence(rng, r.cfg.NumCtx+1+rng.IntN(3*r.cfg.NumCtx))}
-	path, body := j.body(rng.IntN(2) == 0)
+	path, body := j.body(rng.IntN(2) == 0, false)
 	resp, err := r.do(ctx, path, body)
 	if err != nil {
 		r.rep.fail(&r.rep.Errors, "oversized: %v", err)

@@ -166,7 +166,7 @@ func start(cfg Config, rep *Report) (*rig, error) {
 func (r *rig) references() error {
 	r.refs = make([]answer, len(r.jobs))
 	for i, j := range r.jobs {
-		a, err := r.complete(context.Background(), j, true, nil)
+		a, err := r.complete(context.Background(), j, true, false, nil)
 		if err != nil {
 			return fmt.Errorf("solo run of prompt %d: %w", i, err)
 		}
