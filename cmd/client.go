@@ -76,6 +76,9 @@ func startLocal(name string, opt runner.LoadOptions) (*api.Client, *localServer,
 	}
 	cfg := server.Config{Registry: &oneModel{name: name, path: path}, Version: Version, Load: opt,
 		KeepAlive: -1, MaxLoaded: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if home, err := folioHome(); err == nil { // a pulled model's template, system prompt and parameters
+		cfg.Home = home
+	}
 	ls := &localServer{srv: server.New(cfg), ln: newPipeListener()}
 	ls.hs = &http.Server{Handler: ls.srv, ReadHeaderTimeout: 10 * time.Second}
 	go ls.hs.Serve(ls.ln)

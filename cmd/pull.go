@@ -110,7 +110,7 @@ func locateModel(name string) (string, error) {
 // pullMissing is run's hook: a model that neither the server (c) nor this
 // process (c nil) has is pulled first, as Ollama's run does. Paths and
 // names that are not model names are left to the caller's error.
-func pullMissing(ctx context.Context, c *api.Client, name string, out io.Writer) error {
+func pullMissing(ctx context.Context, c *api.Client, name string, insecure bool, out io.Writer) error {
 	if _, err := installer.ParseName(name); err != nil || strings.HasSuffix(strings.ToLower(name), ".gguf") {
 		return nil
 	}
@@ -125,7 +125,7 @@ func pullMissing(ctx context.Context, c *api.Client, name string, out io.Writer)
 	} else if _, missing = locateModel(name); !errors.Is(missing, models.ErrNotFound) {
 		return nil
 	}
-	if err := pullModel(ctx, name, false, "", out); err != nil {
+	if err := pullModel(ctx, name, insecure, "", out); err != nil {
 		return fmt.Errorf("%w; pulling it failed: %v", missing, err)
 	}
 	return nil

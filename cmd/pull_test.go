@@ -108,3 +108,51 @@ func TestCreateCommand(t *testing.T) {
 		t.Errorf("a bad Modelfile: %v", err)
 	}
 }
+
+// TestRunPullsWithConfig: folio run --insecure pulls a missing model from
+// a local registry, then runs it with its manifest's template and system
+// prompt: the same output and prompt size as the rendered text sent to
+// the bare weights file.
+func TestRunPullsWithConfig(t *testing.T) {
+	hub := fakehub.New()
+	defer hub.Close()
+	weights := tinyModel(t, 2)
+	hub.Publish("library", "tiny", "latest", fakehub.Layer{MediaType: installer.MediaModel, Data: weights},
+		fakehub.Layer{MediaType: installer.MediaTemplate, Data: []byte("{{ .System }}|{{ .Prompt }}|")},
+		fakehub.Layer{MediaType: installer.MediaSystem, Data: []byte("be brief")})
+	t.Setenv("FOLIO_HOME", t.TempDir())
+	t.Setenv("FOLIO_MODELS_PATH", t.TempDir())
+	t.Setenv("FOLIO_HOST", "127.0.0.1:1") // no server: run serves in-process
+	file := filepath.Join(t.TempDir(), "bare.gguf")
+	if err := os.WriteFile(file, weights, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	name := hub.Host() + "/library/tiny"
+	if _, err := execute(t, "run", name, "--num-predict", "8", "--temperature", "0", "hi"); err == nil {
+		t.Fatal("run pulled from a plain-HTTP registry without --insecure")
+	}
+	got, err := execute(t, "run", "--insecure", name, "--num-predict", "8", "--temperature", "0", "--verbose", "hi")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, got)
+	}
+	want, err := execute(t, "run", file, "--num-predict", "8", "--temperature", "0", "--verbose", "be brief|hi|")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := func(s string) string { // the answer and the prompt's size, without pull lines and speeds
+		var keep []string
+		for _, line := range strings.Split(s, "\n") {
+			if i := strings.Index(line, " tokens,"); i >= 0 {
+				line = line[:i]
+			}
+			if !strings.HasPrefix(line, "pulling") && !strings.HasPrefix(line, "verifying") && !strings.HasPrefix(line, "writing") &&
+				!strings.HasPrefix(line, "success") && !strings.HasPrefix(line, "removing") {
+				keep = append(keep, line)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	if cut(got) != cut(want) {
+		t.Errorf("run of the pulled model:\n%s\nthe rendered prompt on the bare file:\n%s", cut(got), cut(want))
+	}
+}

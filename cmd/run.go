@@ -43,10 +43,11 @@ var localOnlyFlags = []string{"num-batch", "block-size", "kv-type", "threads"}
 
 func init() {
 	var (
-		mf      modelFlags
-		opt     = runner.DefaultSampleOptions()
-		predict int
-		verbose bool
+		mf       modelFlags
+		opt      = runner.DefaultSampleOptions()
+		predict  int
+		verbose  bool
+		insecure bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run MODEL [PROMPT]",
@@ -89,7 +90,7 @@ func init() {
 				local = local || cmd.Flags().Changed(f)
 			}
 			ctx := cmd.Context()
-			client, ls, err := runClient(ctx, name, mf.opt, local)
+			client, ls, err := runClient(ctx, name, mf.opt, local, insecure)
 			if err != nil {
 				return err
 			}
@@ -119,6 +120,7 @@ func init() {
 	f.IntVar(&opt.RepeatLastN, "repeat-last-n", opt.RepeatLastN, "how many recent tokens the penalties look at (-1: all)")
 	f.Int64Var(&opt.Seed, "seed", opt.Seed, "random seed (-1: random)")
 	f.IntVar(&predict, "num-predict", -1, "tokens to generate at most (-1: until the model stops or the context is full)")
+	f.BoolVar(&insecure, "insecure", false, "pull a missing model over plain HTTP (a local registry)")
 	f.BoolVar(&verbose, "verbose", false, "print token counts and speeds (one-shot: to stderr)")
 	rootCmd.AddCommand(cmd)
 }
@@ -139,13 +141,13 @@ func runPrompt(stdin io.Reader, args []string) (prompt string, oneShot bool, err
 // runClient is a client for the server at FOLIO_HOST when one answers and
 // local is false, else for a server of this process that holds name
 // (returned too, to be closed).
-func runClient(ctx context.Context, name string, opt runner.LoadOptions, local bool) (*api.Client, *localServer, error) {
+func runClient(ctx context.Context, name string, opt runner.LoadOptions, local, insecure bool) (*api.Client, *localServer, error) {
 	if !local {
 		if c := hostClient(); serverAnswers(ctx, c) {
-			return c, nil, pullMissing(ctx, c, name, os.Stderr) // installer hook (pull.go): pull what the server lacks
+			return c, nil, pullMissing(ctx, c, name, insecure, os.Stderr) // installer hook (pull.go): pull what the server lacks
 		}
 	}
-	if err := pullMissing(ctx, nil, name, os.Stderr); err != nil { // installer hook (pull.go)
+	if err := pullMissing(ctx, nil, name, insecure, os.Stderr); err != nil { // installer hook (pull.go)
 		return nil, nil, err
 	}
 	return startLocal(name, opt)
@@ -155,7 +157,9 @@ func runClient(ctx context.Context, name string, opt runner.LoadOptions, local b
 // stats != nil the token counts and speeds to it. An empty prompt starts
 // from the model's BOS token.
 func generateOnce(ctx context.Context, c *api.Client, model, prompt string, options map[string]any, out, stats io.Writer) error {
-	req := &api.GenerateRequest{Model: model, Prompt: prompt, Raw: true, Options: options}
+	// The server applies the model's template, as ollama run does (a model
+	// without one gets the prompt as it is); from BOS there is no prompt.
+	req := &api.GenerateRequest{Model: model, Prompt: prompt, Raw: prompt == "", Options: options}
 	if prompt == "" {
 		bos, err := bosToken(ctx, c, model)
 		if err != nil {

@@ -25,13 +25,17 @@ type modelConf struct {
 // modelConf reads the manifest of name. Models without one (files of
 // FOLIO_MODELS_PATH, servers without a home) have an empty config.
 func (s *Server) modelConf(name string) (modelConf, error) {
-	if s.cfg.Install == nil {
+	home := s.cfg.Home
+	if home == "" && s.cfg.Install != nil {
+		home = s.cfg.Install.Home
+	}
+	if home == "" {
 		return modelConf{}, nil
 	}
 	if _, err := installer.ParseName(name); err != nil {
 		return modelConf{}, nil // a path or a library file: no manifest to read
 	}
-	c, err := installer.ReadConfig(s.cfg.Install.Home, name)
+	c, err := installer.ReadConfig(home, name)
 	if err != nil {
 		return modelConf{}, fmt.Errorf("model %s: its manifest cannot be read (%v): pull or create it again", name, err)
 	}

@@ -41,6 +41,9 @@ type Config struct {
 	Log           *slog.Logger
 	Now           func() time.Time // for tests; default time.Now
 	LoadModelHook func(ModelEntry) // called before a model loads (tests)
+	// Home is FOLIO_HOME, whose manifests give models their template,
+	// system prompt, messages and parameters; "": Install's home, if any.
+	Home string
 	// Install is where /api/pull, /api/create and /api/blobs put models
 	// (home, registry, download settings); nil: they answer 501.
 	Install *installer.Options
