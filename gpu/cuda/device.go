@@ -169,3 +169,13 @@ func describe(d *driver, ordinal int) (Device, error) {
 	}
 	return dv, nil
 }
+
+// CompilerVersion is NVRTC's version as "13.0", or why it does not load.
+func CompilerVersion() (string, error) {
+	nv, err := loadNVRTC()
+	if err != nil {
+		return "", err
+	}
+	maj, min := nv.Version()
+	return fmt.Sprintf("%d.%d", maj, min), nil
+}

@@ -1,0 +1,150 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"folio/gpu"
+	"folio/gpu/cuda"
+	"folio/runner"
+)
+
+// hbmBandwidth is the H200's HBM3e bandwidth, the ceiling `folio bench
+// --gpu` measures decode against (the issue's yardstick).
+const hbmBandwidth = 4.8e12
+
+// gpuReport is what `folio bench --gpu --model FILE` measures.
+type gpuReport struct {
+	Model       string    `json:"model"`
+	Device      string    `json:"device"`
+	ModelBytes  int64     `json:"model_bytes"` // weight bytes one decode step reads
+	Prompt      int       `json:"prompt"`
+	Gen         int       `json:"gen"`
+	Repeat      int       `json:"repeat"`
+	PrefillTPS  float64   `json:"prefill_tps"` // medians over the repeats
+	DecodeTPS   float64   `json:"decode_tps"`
+	PrefillRuns []float64 `json:"prefill_runs"`
+	DecodeRuns  []float64 `json:"decode_runs"`
+	// DecodeOfCeiling is decode_tps × model_bytes ÷ 4.8 TB/s.
+	DecodeOfCeiling float64 `json:"decode_of_ceiling"`
+	DeviceBytes     int64   `json:"device_bytes"` // device memory folio allocated
+}
+
+// init adds --gpu to `folio bench`: the same measurement on the CUDA
+// backend (FOLIO_GPU=cuda for the load).
+func init() {
+	var onGPU bool
+	benchCmd.Flags().BoolVar(&onGPU, "gpu", false, "measure the CUDA backend (with --model)")
+	cpuRun := benchCmd.RunE
+	benchCmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if !onGPU {
+			return cpuRun(cmd, args)
+		}
+		f := cmd.Flags()
+		model, _ := f.GetString("model")
+		prompt, _ := f.GetInt("prompt")
+		gen, _ := f.GetInt("gen")
+		repeat, _ := f.GetInt("repeat")
+		asJSON, _ := f.GetBool("json")
+		if model == "" {
+			return fmt.Errorf("bench: --gpu needs --model FILE")
+		}
+		if prompt < 1 || gen < 1 || repeat < 1 {
+			return fmt.Errorf("bench: --prompt %d, --gen %d, --repeat %d: each must be at least 1", prompt, gen, repeat)
+		}
+		rep, err := benchGPU(model, prompt, gen, repeat)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(cmd.OutOrStdout(), rep)
+		}
+		printGPU(cmd.OutOrStdout(), rep)
+		return nil
+	}
+}
+
+// benchGPU loads model on the GPU and times a prefill of prompt tokens and
+// gen decode steps, repeat times after a warm-up; each step's logits are
+// downloaded, as serving does, which also waits for the GPU.
+func benchGPU(model string, prompt, gen, repeat int) (*gpuReport, error) {
+	const bs = 16
+	perToken, err := kvBytesPerToken(model)
+	if err != nil {
+		return nil, err
+	}
+	os.Setenv("FOLIO_GPU", "cuda")
+	m, err := runner.Load(model, runner.LoadOptions{
+		NumCtx: prompt + gen, NumBatch: prompt, BlockSize: bs, MaxSeqs: 1,
+		KVMemory: int64(ceilDivInt(prompt+gen, bs)*bs) * perToken,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	be, ok := m.Arch.Backend().(*cuda.Backend)
+	if !ok {
+		return nil, fmt.Errorf("bench: the model loaded on %s, not the GPU", m.Arch.Backend().Name())
+	}
+	rep := &gpuReport{Model: model, Device: be.Device().Name, Prompt: prompt, Gen: gen, Repeat: repeat,
+		ModelBytes: m.Bytes.Weights, DeviceBytes: be.Used()}
+	if emb, ok := m.File.Tensor("token_embd.weight"); ok {
+		if _, untied := m.File.Tensor("output.weight"); untied {
+			rep.ModelBytes -= emb.Bytes // one row of it is read per token
+		}
+	}
+	blocks := make([]int32, ceilDivInt(prompt+gen, bs))
+	for i := range blocks {
+		blocks[i] = int32(i)
+	}
+	rnd := rand.New(rand.NewPCG(7, 3))
+	tokens := make([]int32, prompt+gen)
+	for i := range tokens {
+		tokens[i] = rnd.Int32N(int32(m.Arch.Vocab))
+	}
+	logits := make([]float32, m.Arch.Vocab)
+	step := func(pos, n int) error {
+		b := gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Len: n, Pos: pos, Blocks: blocks}}}
+		out, err := m.Arch.Forward(m.KV, &b, tokens[pos:pos+n], []int32{int32(n - 1)})
+		if err == nil {
+			be.Download(logits, out)
+		}
+		return err
+	}
+	for round := 0; round <= repeat; round++ {
+		start := time.Now()
+		if err := step(0, prompt); err != nil {
+			return nil, err
+		}
+		prefill := time.Since(start)
+		start = time.Now()
+		for p := prompt; p < prompt+gen; p++ {
+			if err := step(p, 1); err != nil {
+				return nil, err
+			}
+		}
+		decode := time.Since(start)
+		if round == 0 {
+			continue // warm-up
+		}
+		rep.PrefillRuns = append(rep.PrefillRuns, float64(prompt)/prefill.Seconds())
+		rep.DecodeRuns = append(rep.DecodeRuns, float64(gen)/decode.Seconds())
+	}
+	rep.PrefillTPS, rep.DecodeTPS = median(rep.PrefillRuns), median(rep.DecodeRuns)
+	rep.DecodeOfCeiling = rep.DecodeTPS * float64(rep.ModelBytes) / hbmBandwidth
+	return rep, nil
+}
+
+func printGPU(w io.Writer, r *gpuReport) {
+	fmt.Fprintf(w, "model:   %s (%.1f MB of weights read per token) on %s (%.2f GiB allocated)\n",
+		r.Model, float64(r.ModelBytes)/1e6, r.Device, float64(r.DeviceBytes)/(1<<30))
+	fmt.Fprintf(w, "cuda:    prefill %d: %9.1f tok/s   decode %d (after %d): %8.1f tok/s   (medians of %d)\n",
+		r.Prompt, r.PrefillTPS, r.Gen, r.Prompt, r.DecodeTPS, r.Repeat)
+	fmt.Fprintf(w, "ceiling: decode at %.0f%% of 4.8 TB/s ÷ weight bytes (%.0f tok/s)\n",
+		100*r.DecodeOfCeiling, hbmBandwidth/float64(r.ModelBytes))
+}

@@ -1,0 +1,219 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"folio/gpu"
+	"folio/gpu/cpu"
+	"folio/gpu/cuda"
+	"folio/models/arch"
+	"folio/models/gguf"
+	"folio/models/synth"
+)
+
+func init() {
+	var (
+		seed    uint64
+		tokens  int
+		model   string
+		noCache bool
+	)
+	cmd := &cobra.Command{
+		Use:   "selftest",
+		Short: "Check every CUDA kernel against the CPU backend, then a greedy generation",
+		Long: "selftest runs every op of the CUDA backend and of the CPU backend on the same\n" +
+			"random inputs of awkward sizes and prints the normalized mean squared error of\n" +
+			"each (as llama.cpp's test-backend-ops does) against its tolerance. Then it\n" +
+			"decodes greedily on synthetic models (or --model) on both backends, the CPU's\n" +
+			"tokens fed to both, and compares the logits and the chosen tokens. It exits\n" +
+			"non-zero on any failure, or when there is no GPU.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return gpuSelftest(cmd.OutOrStdout(), seed, tokens, model, noCache)
+		},
+	}
+	f := cmd.Flags()
+	f.Uint64Var(&seed, "seed", 1, "seed of the random inputs")
+	f.IntVar(&tokens, "tokens", 16, "greedy tokens of the generation check")
+	f.StringVar(&model, "model", "", "GGUF file for the generation check (default: synthetic llama Q4_K and qwen3 Q8_0)")
+	f.BoolVar(&noCache, "no-cache", false, "compile the kernels even when the disk cache holds them")
+	gpuCmd.AddCommand(cmd)
+}
+
+func gpuSelftest(w io.Writer, seed uint64, tokens int, model string, noCache bool) error {
+	dev, err := cuda.Open(cuda.Options{NoCache: noCache})
+	if err != nil {
+		return fmt.Errorf("gpu selftest: %w", err)
+	}
+	defer dev.Close()
+	ref := cpu.New(0)
+	defer ref.Close()
+	d := dev.Device()
+	fmt.Fprintf(w, "device: %s (compute %d.%d), kernels %s\n", d.Name, d.Major, d.Minor,
+		map[bool]string{true: "from the cache", false: "compiled now"}[dev.Cached])
+
+	failed := 0
+	checks := cuda.CheckOps(ref, dev, seed)
+	fmt.Fprintf(w, "%-60s %12s %10s  %s\n", "op", "NMSE", "tolerance", "result")
+	for _, c := range checks {
+		verdict := "pass"
+		if !c.Pass() {
+			verdict, failed = "FAIL "+c.Err, failed+1
+		}
+		fmt.Fprintf(w, "%-60s %12.3g %10.0e  %s\n", c.Op, c.NMSE, c.Tol, verdict)
+	}
+	fmt.Fprintf(w, "ops: %d of %d pass\n", len(checks)-failed, len(checks))
+
+	models := []string{model}
+	if model == "" {
+		dir, err := os.MkdirTemp("", "folio-selftest")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		models = nil
+		for _, m := range []struct {
+			arch string
+			typ  gguf.TensorType
+		}{{"llama", gguf.TypeQ4_K}, {"qwen3", gguf.TypeQ8_0}} {
+			path := filepath.Join(dir, fmt.Sprintf("%s-%v.gguf", m.arch, m.typ))
+			if err := writeSynth(path, m.arch, m.typ, seed); err != nil {
+				return err
+			}
+			models = append(models, path)
+		}
+	}
+	genFailed := 0
+	for _, path := range models {
+		g, err := generationCheck(path, ref, dev, tokens)
+		if err != nil {
+			return fmt.Errorf("gpu selftest: generation on %s: %w", path, err)
+		}
+		verdict := "pass"
+		if !g.pass() {
+			verdict, genFailed = "FAIL", genFailed+1
+		}
+		fmt.Fprintf(w, "generation %s: %d tokens, %d differ (%d beyond near-ties), worst logits NMSE %.3g (tolerance %.0e): %s\n",
+			filepath.Base(path), g.steps, g.differ, g.mismatches, g.worst, genTolerance, verdict)
+		fmt.Fprintf(w, "  cpu:  %v\n  cuda: %v\n", g.cpu, g.dev)
+	}
+	if failed > 0 || genFailed > 0 {
+		return fmt.Errorf("gpu selftest: %d of %d ops and %d of %d generations fail", failed, len(checks), genFailed, len(models))
+	}
+	fmt.Fprintln(w, "selftest: pass")
+	return nil
+}
+
+// writeSynth writes the tiny preset of arch with weights of typ.
+func writeSynth(path, archName string, typ gguf.TensorType, seed uint64) error {
+	cfg, err := synth.Preset("tiny")
+	if err != nil {
+		return err
+	}
+	cfg.Arch, cfg.Type, cfg.Seed = archName, typ, seed
+	m, err := synth.New(cfg)
+	if err != nil {
+		return err
+	}
+	return m.WriteFile(path)
+}
+
+// genTolerance bounds the logits' NMSE at every step: the matmuls' share
+// (8-bit activations on the CPU) compounded over the layers.
+const genTolerance = 1e-3
+
+// genResult compares a greedy decode on two backends.
+type genResult struct {
+	steps, differ int
+	mismatches    int // differing tokens where the CPU's best beat its second by a margin
+	worst         float64
+	cpu, dev      []int32
+}
+
+func (g genResult) pass() bool { return g.mismatches == 0 && g.worst <= genTolerance }
+
+// generationCheck prefills a short prompt and decodes steps tokens on ref
+// and dev, feeding both the CPU's choice, and compares every step's logits.
+func generationCheck(path string, ref, dev gpu.Backend, steps int) (genResult, error) {
+	var g genResult
+	f, err := gguf.Open(path)
+	if err != nil {
+		return g, err
+	}
+	defer f.Close()
+	const bs, promptLen = 16, 8
+	opt := arch.Options{MaxRows: promptLen, MaxOut: 1}
+	type side struct {
+		m  *arch.Model
+		kv gpu.KVCache
+	}
+	var sides [2]side
+	for i, be := range []gpu.Backend{ref, dev} {
+		m, err := arch.Load(f, be, opt)
+		if err != nil {
+			return g, err
+		}
+		kv, err := be.NewKVCache(m.KVSpec((promptLen+steps)/bs+1, bs, gguf.TypeF16))
+		if err != nil {
+			return g, err
+		}
+		sides[i] = side{m, kv}
+	}
+	vocab := sides[0].m.Vocab
+	blocks := make([]int32, (promptLen+steps)/bs+1)
+	for i := range blocks {
+		blocks[i] = int32(i)
+	}
+	toks := make([]int32, promptLen)
+	for i := range toks {
+		toks[i] = int32((i*37 + 5) % vocab)
+	}
+	logits := [2][]float32{make([]float32, vocab), make([]float32, vocab)}
+	pos := 0
+	for step := 0; step < steps; step++ {
+		in := toks[pos:]
+		b := gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Start: 0, Len: len(in), Pos: pos, Blocks: blocks}}}
+		for i, s := range sides {
+			out, err := s.m.Forward(s.kv, &b, in, []int32{int32(len(in) - 1)})
+			if err != nil {
+				return g, err
+			}
+			s.m.Backend().Download(logits[i], out)
+		}
+		pos = len(toks)
+		c, d := argmax(logits[0]), argmax(logits[1])
+		g.cpu, g.dev = append(g.cpu, int32(c)), append(g.dev, int32(d))
+		g.steps++
+		g.worst = max(g.worst, cuda.NMSE(logits[1], logits[0]))
+		if math.IsNaN(g.worst) {
+			return g, errors.New("NaN in the GPU's logits")
+		}
+		if c != d {
+			g.differ++
+			if logits[0][c]-logits[0][d] > 1e-3*(1+abs32(logits[0][c])) {
+				g.mismatches++
+			}
+		}
+		toks = append(toks, int32(c))
+	}
+	return g, nil
+}
+
+func argmax(v []float32) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+func abs32(x float32) float32 { return float32(math.Abs(float64(x))) }

@@ -1,0 +1,347 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"folio/gpu"
+	"folio/models/gguf"
+)
+
+// OpCheck is one op of a backend compared with the reference on the same
+// inputs, as llama.cpp's test-backend-ops compares: the normalized mean
+// squared error NMSE = Σ(dev − ref)² / Σ ref² against a tolerance per op.
+type OpCheck struct {
+	Op   string  // the op and its case: "MatMul q4_K [3×512]·[130×512]ᵀ"
+	NMSE float64 // NaN when the backend panicked or produced NaN
+	Tol  float64
+	Err  string // the panic, if any
+}
+
+// Pass reports whether the op is within its tolerance.
+func (c OpCheck) Pass() bool { return c.Err == "" && c.NMSE <= c.Tol }
+
+// Tolerances. MatMul's reference (gpu/cpu) quantizes activations to 8 bits
+// for the integer kernels, as ggml does, where the GPU multiplies in F32:
+// that difference dominates. Attention and Rope differ in the order of
+// sums and in expf; the rest are the same float32 steps.
+const (
+	tolMatMul    = 5e-4
+	tolAttention = 1e-5
+	tolExact     = 1e-6
+)
+
+// NMSE is Σ(a − b)² / Σ b² (b the reference), 0 for two zero vectors.
+func NMSE(a, b []float32) float64 {
+	var num, den float64
+	for i := range b {
+		d := float64(a[i]) - float64(b[i])
+		num += d * d
+		den += float64(b[i]) * float64(b[i])
+	}
+	switch {
+	case math.IsNaN(num):
+		return math.NaN()
+	case den == 0:
+		if num == 0 {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	return num / den
+}
+
+// checker runs each case on both backends and records the results.
+type checker struct {
+	ref, dev gpu.Backend
+	r        *rand.Rand
+	out      []OpCheck
+}
+
+// CheckOps compares every op of dev with ref (gpu/cpu) on random inputs of
+// awkward sizes, op by op and type by type.
+func CheckOps(ref, dev gpu.Backend, seed uint64) []OpCheck {
+	c := &checker{ref: ref, dev: dev, r: rand.New(rand.NewPCG(seed, 11))}
+	c.matmuls()
+	c.rows()
+	c.elementwise()
+	c.ropes()
+	c.attention()
+	return c.out
+}
+
+// run calls f on ref and then dev; f returns the values to compare. A
+// panic (on either side) is the case's error.
+func (c *checker) run(op string, tol float64, f func(be gpu.Backend) []float32) {
+	res := OpCheck{Op: op, Tol: tol, NMSE: math.NaN()}
+	defer func() { c.out = append(c.out, res) }()
+	want, err := c.try(f, c.ref)
+	if err != "" {
+		res.Err = "reference: " + err
+		return
+	}
+	got, err := c.try(f, c.dev)
+	if err != "" {
+		res.Err = err
+		return
+	}
+	if len(got) != len(want) {
+		res.Err = fmt.Sprintf("%d values, reference %d", len(got), len(want))
+		return
+	}
+	res.NMSE = NMSE(got, want)
+	if math.IsNaN(res.NMSE) {
+		res.Err = "NaN in the result"
+	}
+}
+
+func (c *checker) try(f func(gpu.Backend) []float32, be gpu.Backend) (out []float32, err string) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Sprint(r)
+		}
+	}()
+	return f(be), ""
+}
+
+// vals returns n random values in [-s, s).
+func (c *checker) vals(n int, s float32) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = s * (2*c.r.Float32() - 1)
+	}
+	return v
+}
+
+// act makes an F32 activation holding v on be.
+func act(be gpu.Backend, rows, cols int, v []float32) gpu.Tensor {
+	t, err := be.NewTensor(rows, cols)
+	if err != nil {
+		panic(err)
+	}
+	be.Upload(t, v)
+	return t
+}
+
+// read downloads t.
+func read(be gpu.Backend, t gpu.Tensor) []float32 {
+	out := make([]float32, t.Rows()*t.Cols())
+	be.Download(out, t)
+	return out
+}
+
+// weightBytes encodes v (rows × cols) as typ.
+func weightBytes(typ gguf.TensorType, rows, cols int, v []float32) []byte {
+	rb := int(typ.RowBytes(int64(cols)))
+	data := make([]byte, rows*rb)
+	for r := range rows {
+		if err := gguf.Quantize(typ, v[r*cols:(r+1)*cols], data[r*rb:(r+1)*rb]); err != nil {
+			panic(err)
+		}
+	}
+	return data
+}
+
+func weight(be gpu.Backend, typ gguf.TensorType, rows, cols int, data []byte) gpu.Tensor {
+	w, err := be.Weight("w", typ, rows, cols, data)
+	if err != nil {
+		panic(err)
+	}
+	return w
+}
+
+var checkTypes = []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ5_K}
+
+// matmuls: decode (matvec) and prefill (tiled) shapes with ragged edges.
+func (c *checker) matmuls() {
+	for _, typ := range checkTypes {
+		shapes := [][3]int{{1, 256, 67}, {3, 512, 130}, {8, 256, 64}, {17, 768, 100}, {70, 512, 129}}
+		if typ.BlockSize() == 1 {
+			shapes = append(shapes, [3]int{5, 100, 33}, [3]int{9, 37, 10})
+		}
+		for _, s := range shapes {
+			n, k, m := s[0], s[1], s[2]
+			x, w := c.vals(n*k, 1), weightBytes(typ, m, k, c.vals(m*k, 0.5))
+			c.run(fmt.Sprintf("MatMul %v [%d×%d]·[%d×%d]ᵀ", typ, n, k, m, k), tolMatMul, func(be gpu.Backend) []float32 {
+				dst := act(be, n, m, make([]float32, n*m))
+				be.MatMul(dst, act(be, n, k, x), weight(be, typ, m, k, w))
+				return read(be, dst)
+			})
+		}
+	}
+}
+
+// rows: Embed of every type, Gather.
+func (c *checker) rows() {
+	for _, typ := range checkTypes {
+		cols := 512
+		if typ.BlockSize() == 1 {
+			cols = 100
+		}
+		const vocab = 37
+		table := weightBytes(typ, vocab, cols, c.vals(vocab*cols, 1))
+		ids := []int32{3, 0, 36, 3, 17}
+		c.run(fmt.Sprintf("Embed %v [%d ids of %d×%d]", typ, len(ids), vocab, cols), tolExact, func(be gpu.Backend) []float32 {
+			dst := act(be, len(ids), cols, make([]float32, len(ids)*cols))
+			be.Embed(dst, weight(be, typ, vocab, cols, table), ids)
+			return read(be, dst)
+		})
+	}
+	x := c.vals(9*77, 3)
+	c.run("Gather [3 of 9×77]", tolExact, func(be gpu.Backend) []float32 {
+		dst := act(be, 3, 77, make([]float32, 3*77))
+		be.Gather(dst, act(be, 9, 77, x), []int32{8, 2, 2})
+		return read(be, dst)
+	})
+}
+
+// elementwise: RMSNorm (whole rows, per head, in place), Add (full and
+// broadcast), SiLUMul, Softmax.
+func (c *checker) elementwise() {
+	for _, s := range [][3]int{{3, 2048, 2048}, {5, 576, 576}, {4, 256, 64}, {2, 1000, 1000}} {
+		rows, cols, g := s[0], s[1], s[2]
+		x, w := c.vals(rows*cols, 2), c.vals(g, 1)
+		c.run(fmt.Sprintf("RMSNorm [%d×%d] by %d", rows, cols, g), tolExact, func(be gpu.Backend) []float32 {
+			xt := act(be, rows, cols, x)
+			be.RMSNorm(xt, xt, weight(be, gguf.TypeF32, 1, g, weightBytes(gguf.TypeF32, 1, g, w)), 1e-5)
+			return read(be, xt)
+		})
+	}
+	a, bias, full := c.vals(7*300, 4), c.vals(300, 1), c.vals(7*300, 1)
+	c.run("Add [7×300] + bias", tolExact, func(be gpu.Backend) []float32 {
+		at := act(be, 7, 300, a)
+		be.Add(at, at, weight(be, gguf.TypeF32, 1, 300, weightBytes(gguf.TypeF32, 1, 300, bias)))
+		return read(be, at)
+	})
+	c.run("Add [7×300] + [7×300]", tolExact, func(be gpu.Backend) []float32 {
+		dst := act(be, 7, 300, make([]float32, 7*300))
+		be.Add(dst, act(be, 7, 300, a), act(be, 7, 300, full))
+		return read(be, dst)
+	})
+	g, u := c.vals(3*1001, 8), c.vals(3*1001, 2)
+	c.run("SiLUMul [3×1001]", tolExact, func(be gpu.Backend) []float32 {
+		gt := act(be, 3, 1001, g)
+		be.SiLUMul(gt, gt, act(be, 3, 1001, u))
+		return read(be, gt)
+	})
+	sm := c.vals(4*1537, 20)
+	c.run("Softmax [4×1537]", tolExact, func(be gpu.Backend) []float32 {
+		t := act(be, 4, 1537, sm)
+		be.Softmax(t)
+		return read(be, t)
+	})
+}
+
+// ropes: llama and NeoX pairing, partial rotation, llama3 factors, far
+// positions.
+func (c *checker) ropes() {
+	factors := make([]float32, 32)
+	for i := range factors {
+		factors[i] = 1 + float32(i)/4
+	}
+	for _, r := range []gpu.Rope{
+		{HeadDim: 64, Dims: 64, Base: 10000, Scale: 1},
+		{HeadDim: 128, Dims: 128, Base: 500000, Scale: 1, Neox: true},
+		{HeadDim: 80, Dims: 32, Base: 10000, Scale: 0.25, Neox: true},
+		{HeadDim: 64, Dims: 64, Base: 500000, Scale: 1, Factors: factors},
+	} {
+		heads, rows := 3, 5
+		cols := heads * r.HeadDim
+		x := c.vals(rows*cols, 1)
+		pos := []int32{0, 1, 17, 4095, 30000}
+		c.run(fmt.Sprintf("Rope dims %d of %d, neox %v, factors %v", r.Dims, r.HeadDim, r.Neox, r.Factors != nil), tolExact, func(be gpu.Backend) []float32 {
+			t := act(be, rows, cols, x)
+			be.Rope(t, pos, &r)
+			return read(be, t)
+		})
+	}
+}
+
+// attention: WriteKV then Attention over decode, prefill and mixed
+// batches, F16 and F32 pools, GQA, awkward block sizes; CopyBlocks and the
+// pool's bytes through BlockIO.
+func (c *checker) attention() {
+	type tc struct {
+		name                   string
+		typ                    gguf.TensorType
+		heads, kvHeads, hd, bs int
+		seqs                   [][2]int // (pos, len) per sequence
+	}
+	for _, t := range []tc{
+		{"decode", gguf.TypeF16, 8, 2, 64, 16, [][2]int{{40, 1}}},
+		{"prefill", gguf.TypeF16, 32, 8, 64, 16, [][2]int{{0, 77}}},
+		{"mixed", gguf.TypeF16, 6, 3, 128, 5, [][2]int{{0, 9}, {23, 1}, {11, 4}}},
+		{"f32 head 80", gguf.TypeF32, 4, 4, 80, 7, [][2]int{{3, 20}, {50, 1}}},
+		{"long", gguf.TypeF16, 4, 1, 128, 16, [][2]int{{1500, 2}}},
+	} {
+		// Each sequence gets its own blocks, shuffled; its earlier
+		// positions are filled by a first WriteKV.
+		nb := 0
+		batch := &gpu.Batch{BlockSize: t.bs}
+		rows := 0
+		for _, s := range t.seqs {
+			need := (s[0] + s[1] + t.bs - 1) / t.bs
+			blocks := make([]int32, need)
+			for i := range blocks {
+				blocks[i] = int32(nb + i)
+			}
+			c.r.Shuffle(len(blocks), func(i, j int) { blocks[i], blocks[j] = blocks[j], blocks[i] })
+			nb += need
+			batch.Seqs = append(batch.Seqs, gpu.Seq{Start: rows, Len: s[1], Pos: s[0], Blocks: blocks})
+			rows += s[1]
+		}
+		spec := gpu.KVSpec{Layers: 2, Blocks: nb + 1, BlockSize: t.bs, KVHeads: t.kvHeads, HeadDim: t.hd, Type: t.typ}
+		past := &gpu.Batch{BlockSize: t.bs}
+		pastRows := 0
+		for _, s := range batch.Seqs {
+			if s.Pos > 0 {
+				past.Seqs = append(past.Seqs, gpu.Seq{Start: pastRows, Len: s.Pos, Pos: 0, Blocks: s.Blocks})
+				pastRows += s.Pos
+			}
+		}
+		w := t.kvHeads * t.hd
+		pk, pv := c.vals(max(pastRows, 1)*w, 1), c.vals(max(pastRows, 1)*w, 1)
+		k, v, q := c.vals(rows*w, 1), c.vals(rows*w, 1), c.vals(rows*t.heads*t.hd, 1)
+		scale := float32(1 / math.Sqrt(float64(t.hd)))
+		copies := []gpu.BlockCopy{{Src: 0, Dst: int32(nb)}}
+		c.run(fmt.Sprintf("Attention %s %v %d/%d heads of %d, block %d", t.name, t.typ, t.heads, t.kvHeads, t.hd, t.bs), tolAttention, func(be gpu.Backend) []float32 {
+			kv, err := be.NewKVCache(spec)
+			if err != nil {
+				panic(err)
+			}
+			if pastRows > 0 {
+				be.WriteKV(kv, 1, act(be, pastRows, w, pk), act(be, pastRows, w, pv), past.Slots(nil))
+			}
+			be.WriteKV(kv, 1, act(be, rows, w, k), act(be, rows, w, v), batch.Slots(nil))
+			dst := act(be, rows, t.heads*t.hd, make([]float32, rows*t.heads*t.hd))
+			be.Attention(dst, act(be, rows, t.heads*t.hd, q), kv, 1, batch, scale)
+			out := read(be, dst)
+			// The pool itself: block nb, a copy of block 0, through BlockIO.
+			be.CopyBlocks(kv, copies)
+			if bio, ok := be.(gpu.BlockIO); ok {
+				buf := make([]byte, spec.BlockBytes())
+				bio.ReadBlock(kv, int32(nb), buf)
+				out = append(out, decodeKV(buf, t.typ)...)
+			}
+			return out
+		})
+	}
+}
+
+// decodeKV reads canonical block bytes as floats.
+func decodeKV(buf []byte, typ gguf.TensorType) []float32 {
+	if typ == gguf.TypeF16 {
+		out := make([]float32, len(buf)/2)
+		for i := range out {
+			out[i] = gguf.F16ToF32(binary.LittleEndian.Uint16(buf[2*i:]))
+		}
+		return out
+	}
+	out := make([]float32, len(buf)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:]))
+	}
+	return out
+}
