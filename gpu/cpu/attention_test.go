@@ -389,20 +389,32 @@ func threadCountInvariance(t *testing.T, one, many *Backend) {
 // least difference could flip a quant and change a schedule's logits.
 func TestAttentionDecodeEqualsPrefill(t *testing.T) {
 	r := rand.New(rand.NewPCG(37, 38))
-	const n, kvh, g, hd, bs = 45, 2, 3, 64, 16
-	blocks := []int32{3, 1, 5, 0, 2, 4, 6, 7}
-	slots := make([]int32, n)
-	for p := range slots {
-		slots[p] = blocks[p/bs]*bs + int32(p%bs)
+	const n, kvh = 45, 2
+	blocks := []int32{3, 1, 5, 0, 2, 4, 6, 7, 8, 9, 10, 11}
+	// Groups of query heads and head sizes of real models (smollm 3×64,
+	// llama 4×128), with head sizes that leave tails, and block sizes
+	// below, at and above the 16 positions a decode tile holds.
+	for _, sh := range []struct{ g, hd, bs int }{{3, 64, 16}, {4, 128, 32}, {8, 80, 8}, {1, 72, 16}, {5, 24, 4}} {
+		g, hd, bs := sh.g, sh.hd, sh.bs
+		slots := make([]int32, n)
+		for p := range slots {
+			slots[p] = blocks[p/bs]*int32(bs) + int32(p%bs)
+		}
+		kf, vf := randFloats(r, n*kvh*hd, 1), randFloats(r, n*kvh*hd, 1)
+		w := kvh * g * hd
+		qf := randFloats(r, n*w, 4)
+		decodeEqualsPrefill(t, n, kvh, g, hd, bs, blocks, slots, kf, vf, qf)
 	}
-	kf, vf := randFloats(r, n*kvh*hd, 1), randFloats(r, n*kvh*hd, 1)
+}
+
+func decodeEqualsPrefill(t *testing.T, n, kvh, g, hd, bs int, blocks, slots []int32, kf, vf, qf []float32) {
+	t.Helper()
 	w := kvh * g * hd
-	qf := randFloats(r, n*w, 4)
 	for _, l := range supportedLevels() {
 		for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
 			b := newTestBackend(t)
 			b.level = l
-			c, err := b.NewKVCache(gpu.KVSpec{Layers: 1, Blocks: 8, BlockSize: bs, KVHeads: kvh, HeadDim: hd, Type: typ})
+			c, err := b.NewKVCache(gpu.KVSpec{Layers: 1, Blocks: len(blocks), BlockSize: bs, KVHeads: kvh, HeadDim: hd, Type: typ})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -417,7 +429,8 @@ func TestAttentionDecodeEqualsPrefill(t *testing.T) {
 				b.Attention(one, newAct(t, b, 1, w, qf[p*w:(p+1)*w]), c, 0, &step, 0.125)
 				for i, v := range download(b, one) {
 					if v != want[p*w+i] {
-						t.Fatalf("%v %v: position %d element %d is %v decoded alone, %v in the prompt", l, typ, p, i, v, want[p*w+i])
+						t.Fatalf("%v %v, %d heads of %d per K/V head, blocks of %d: position %d element %d is %v decoded alone, %v in the prompt",
+							l, typ, g, hd, bs, p, i, v, want[p*w+i])
 					}
 				}
 			}

@@ -58,6 +58,8 @@ type Backend struct {
 	attentionX simdAttentionTask
 	copies     copyBlocksTask
 
+	ropeAngles ropeAngles // Rope: the angles of the last positions rotated
+
 	rowSeq    []int32    // Attention: the sequence of each row, -1 for none
 	xq        []byte     // MatMul: the activations quantized for the SIMD kernels
 	attnTiles []attnTile // Attention: the SIMD units' tiles of rows

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"folio/gpu"
 )
@@ -21,7 +22,7 @@ func (b *Backend) RMSNorm(dst, x, w gpu.Tensor, eps float32) {
 	}
 	checkShape("RMSNorm", "dst", cd, cx.rows, cx.cols)
 	t := &b.rmsnorm
-	*t = rmsNormTask{dst: b.act(dst), x: b.f32(x), w: cw, g: g, eps: eps}
+	*t = rmsNormTask{dst: b.act(dst), x: b.f32(x), w: cw, g: g, eps: eps, level: b.level}
 	b.pool.run(t, cx.rows*cx.cols/g, 2*g)
 	*t = rmsNormTask{}
 }
@@ -31,6 +32,7 @@ type rmsNormTask struct {
 	w      *Tensor
 	g      int // elements per run
 	eps    float32
+	level  simdLevel
 }
 
 // run normalizes runs lo … hi-1 as ggml_compute_forward_rms_norm_f32 and
@@ -39,6 +41,10 @@ type rmsNormTask struct {
 func (t *rmsNormTask) run(wk *worker, lo, hi int) {
 	g := t.g
 	w := t.w.rowView(0, &wk.row)
+	if t.level > levelScalar {
+		rmsNormX(t.level, t.x[lo*g:hi*g], w, t.dst[lo*g:hi*g], g, t.eps)
+		return
+	}
 	for r := lo; r < hi; r++ {
 		x, y := t.x[r*g:(r+1)*g], t.dst[r*g:(r+1)*g]
 		var sum float64
@@ -62,7 +68,7 @@ func (b *Backend) Add(dst, a, bias gpu.Tensor) {
 	}
 	checkShape("Add", "dst", cd, ca.rows, ca.cols)
 	t := &b.add
-	*t = addTask{dst: b.act(dst), a: b.f32(a), b: cb, c: ca.cols}
+	*t = addTask{dst: b.act(dst), a: b.f32(a), b: cb, c: ca.cols, level: b.level}
 	b.pool.run(t, ca.rows, ca.cols)
 	*t = addTask{}
 }
@@ -71,10 +77,19 @@ type addTask struct {
 	dst, a []float32
 	b      *Tensor
 	c      int
+	level  simdLevel
 }
 
 func (t *addTask) run(wk *worker, lo, hi int) {
 	c := t.c
+	if t.level > levelScalar && t.b.f32 != nil {
+		bstride, b := 0, t.b.f32
+		if t.b.rows > 1 {
+			bstride, b = c, b[lo*c:]
+		}
+		addX(t.level, t.a[lo*c:hi*c], b, t.dst[lo*c:hi*c], c, bstride)
+		return
+	}
 	for r := lo; r < hi; r++ {
 		br := 0
 		if t.b.rows > 1 {
@@ -124,17 +139,22 @@ func (t *siluMulTask) run(_ *worker, lo, hi int) {
 func (b *Backend) Softmax(x gpu.Tensor) {
 	cx := b.tensor(x)
 	t := &b.softmax
-	*t = softmaxTask{x: b.act(x), c: cx.cols}
+	*t = softmaxTask{x: b.act(x), c: cx.cols, level: b.level}
 	b.pool.run(t, cx.rows, 8*cx.cols)
 	*t = softmaxTask{}
 }
 
 type softmaxTask struct {
-	x []float32
-	c int
+	x     []float32
+	c     int
+	level simdLevel
 }
 
 func (t *softmaxTask) run(_ *worker, lo, hi int) {
+	if t.level > levelScalar {
+		softmaxX(t.level, t.x[lo*t.c:hi*t.c], t.c)
+		return
+	}
 	for r := lo; r < hi; r++ {
 		softmax(t.x[r*t.c : (r+1)*t.c])
 	}
@@ -176,32 +196,74 @@ func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {
 	case len(pos) != cx.rows:
 		panic(fmt.Sprintf("cpu: Rope: %d positions for %v", len(pos), cx))
 	}
+	if !b.ropeAngles.holds(pos, r) {
+		b.ropeAngles.compute(b, pos, r)
+	}
 	t := &b.rope
-	*t = ropeTask{x: b.act(x), c: cx.cols, pos: pos, r: r,
-		thetaScale: float32(math.Pow(float64(r.Base), float64(-2/float32(r.Dims))))}
-	b.pool.run(t, cx.rows, 4*cx.cols)
+	*t = ropeTask{x: b.act(x), c: cx.cols, r: r, cs: b.ropeAngles.cs}
+	b.pool.run(t, cx.rows, 2*cx.cols)
 	*t = ropeTask{}
 }
 
-type ropeTask struct {
-	x          []float32
-	c          int
+// ropeAngles keeps the cos and sin of every pair's angle at the positions
+// of the last Rope: a forward pass rotates Q and K of every layer at the
+// same positions, so the angles are computed once per batch, not once per
+// call. The key is a copy of the positions and of the Rope.
+type ropeAngles struct {
+	pos     []int32
+	rope    ropeKey
+	factors []float32 // a copy of the Rope's
+	scaled  bool      // the Rope has factors
+	cs      []float32 // row i: cos, sin of each pair at pos[i] (Dims floats)
+	task    ropeAnglesTask
+}
+
+// holds reports whether the kept angles are those of pos and r.
+func (a *ropeAngles) holds(pos []int32, r *gpu.Rope) bool {
+	return a.cs != nil && keyOf(r) == a.rope && slices.Equal(pos, a.pos) && slices.Equal(r.Factors, a.factors) &&
+		(r.Factors != nil) == a.scaled
+}
+
+// ropeKey is a gpu.Rope without its factors: comparable.
+type ropeKey struct {
+	headDim, dims int
+	base, scale   float32
+	neox          bool
+}
+
+func keyOf(r *gpu.Rope) ropeKey { return ropeKey{r.HeadDim, r.Dims, r.Base, r.Scale, r.Neox} }
+
+// compute fills the angles of pos and r over the pool.
+func (a *ropeAngles) compute(b *Backend, pos []int32, r *gpu.Rope) {
+	a.pos = append(a.pos[:0], pos...)
+	a.rope = keyOf(r)
+	a.factors = append(a.factors[:0], r.Factors...)
+	a.scaled = r.Factors != nil
+	a.cs = grow(&a.cs, len(pos)*r.Dims)
+	t := &a.task
+	*t = ropeAnglesTask{cs: a.cs, pos: a.pos, r: r,
+		thetaScale: float32(math.Pow(float64(r.Base), float64(-2/float32(r.Dims))))}
+	b.pool.run(t, len(pos), 16*r.Dims)
+	*t = ropeAnglesTask{}
+}
+
+type ropeAnglesTask struct {
+	cs         []float32
 	pos        []int32
 	r          *gpu.Rope
 	thetaScale float32 // powf(base, -2/dims)
 }
 
-// run rotates rows lo … hi-1. The angles follow ggml_rope_cache_init and
-// rope_yarn without YaRN: theta starts at the position and is multiplied by
-// thetaScale from one pair to the next; pair i turns by
-// scale · (theta / factor[i]), its cos and sin taken in float32.
-func (t *ropeTask) run(wk *worker, lo, hi int) {
+// run computes the angles of rows lo … hi-1. They follow
+// ggml_rope_cache_init and rope_yarn without YaRN: theta starts at the
+// position and is multiplied by thetaScale from one pair to the next; pair
+// i turns by scale · (theta / factor[i]), its cos and sin taken in float32.
+func (t *ropeAnglesTask) run(_ *worker, lo, hi int) {
 	r := t.r
-	half := r.Dims / 2
-	cs := grow(&wk.rope, r.Dims) // cos, sin of each pair
 	for row := lo; row < hi; row++ {
+		cs := t.cs[row*r.Dims : (row+1)*r.Dims]
 		theta := float32(t.pos[row])
-		for i := range half {
+		for i := range r.Dims / 2 {
 			ff := float32(1)
 			if r.Factors != nil {
 				ff = r.Factors[i]
@@ -211,6 +273,22 @@ func (t *ropeTask) run(wk *worker, lo, hi int) {
 			cs[2*i+1] = float32(math.Sin(float64(a)))
 			theta *= t.thetaScale
 		}
+	}
+}
+
+type ropeTask struct {
+	x  []float32
+	c  int
+	r  *gpu.Rope
+	cs []float32 // the rows' angles (ropeAngles)
+}
+
+// run rotates rows lo … hi-1 by their angles.
+func (t *ropeTask) run(_ *worker, lo, hi int) {
+	r := t.r
+	half := r.Dims / 2
+	for row := lo; row < hi; row++ {
+		cs := t.cs[row*r.Dims : (row+1)*r.Dims]
 		x := t.x[row*t.c : (row+1)*t.c]
 		for h := 0; h < t.c; h += r.HeadDim {
 			head := x[h : h+r.HeadDim]

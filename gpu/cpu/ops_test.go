@@ -26,83 +26,89 @@ const (
 var rowShapes = [][2]int{{1, 1}, {1, 7}, {3, 64}, {5, 33}, {130, 17}, {2, 4096}}
 
 func TestRMSNorm(t *testing.T) {
-	b := newTestBackend(t)
 	r := rand.New(rand.NewPCG(11, 12))
-	type tc struct{ rows, cols, group int }
-	cases := []tc{{1, 1, 1}, {1, 7, 7}, {3, 64, 64}, {5, 33, 33}, {130, 17, 17}, {2, 4096, 4096},
-		{4, 96, 32}, {3, 60, 12}} // per head, as qwen3's Q/K norms
-	for _, c := range cases {
-		for _, inPlace := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%dx%d/%d/inplace=%v", c.rows, c.cols, c.group, inPlace), func(t *testing.T) {
-				xf := randFloats(r, c.rows*c.cols, 3)
-				wf := randFloats(r, c.group, 1)
-				x := newAct(t, b, c.rows, c.cols, xf)
-				w := f32Weight(t, b, 1, c.group, wf)
-				dst := x
-				if !inPlace {
-					dst = newAct(t, b, c.rows, c.cols, nil)
-				}
-				const eps = 1e-5
-				b.RMSNorm(dst, x, w, eps)
-				want := make([]float64, len(xf))
-				for g := 0; g < len(xf); g += c.group {
-					var ss float64
-					for j := range c.group {
-						ss += float64(xf[g+j]) * float64(xf[g+j])
+	for _, l := range supportedLevels() {
+		b := newTestBackend(t)
+		b.level = l
+		type tc struct{ rows, cols, group int }
+		cases := []tc{{1, 1, 1}, {1, 7, 7}, {3, 64, 64}, {5, 33, 33}, {130, 17, 17}, {2, 4096, 4096},
+			{4, 96, 32}, {3, 60, 12}} // per head, as qwen3's Q/K norms
+		for _, c := range cases {
+			for _, inPlace := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%dx%d/%d/inplace=%v", c.rows, c.cols, c.group, inPlace), func(t *testing.T) {
+					xf := randFloats(r, c.rows*c.cols, 3)
+					wf := randFloats(r, c.group, 1)
+					x := newAct(t, b, c.rows, c.cols, xf)
+					w := f32Weight(t, b, 1, c.group, wf)
+					dst := x
+					if !inPlace {
+						dst = newAct(t, b, c.rows, c.cols, nil)
 					}
-					s := 1 / math.Sqrt(ss/float64(c.group)+eps)
-					for j := range c.group {
-						want[g+j] = float64(xf[g+j]) * s * float64(wf[j])
+					const eps = 1e-5
+					b.RMSNorm(dst, x, w, eps)
+					want := make([]float64, len(xf))
+					for g := 0; g < len(xf); g += c.group {
+						var ss float64
+						for j := range c.group {
+							ss += float64(xf[g+j]) * float64(xf[g+j])
+						}
+						s := 1 / math.Sqrt(ss/float64(c.group)+eps)
+						for j := range c.group {
+							want[g+j] = float64(xf[g+j]) * s * float64(wf[j])
+						}
 					}
-				}
-				checkErr(t, "RMSNorm", download(b, dst), want, rmsNormTol)
-			})
+					checkErr(t, fmt.Sprint(l, " RMSNorm"), download(b, dst), want, rmsNormTol)
+				})
+			}
 		}
+		// A norm weight in another type than F32 is decoded too.
+		x := newAct(t, b, 2, 32, randFloats(r, 64, 1))
+		data, wf := quantWeight(t, r, gguf.TypeF16, 1, 32)
+		w := newWeight(t, b, gguf.TypeF16, 1, 32, data)
+		xf := download(b, x)
+		b.RMSNorm(x, x, w, 1e-6)
+		want := make([]float64, 64)
+		for g := 0; g < 64; g += 32 {
+			var ss float64
+			for j := range 32 {
+				ss += float64(xf[g+j]) * float64(xf[g+j])
+			}
+			for j := range 32 {
+				want[g+j] = float64(xf[g+j]) / math.Sqrt(ss/32+1e-6) * float64(wf[j])
+			}
+		}
+		checkErr(t, "RMSNorm F16 weight", download(b, x), want, rmsNormTol)
 	}
-	// A norm weight in another type than F32 is decoded too.
-	x := newAct(t, b, 2, 32, randFloats(r, 64, 1))
-	data, wf := quantWeight(t, r, gguf.TypeF16, 1, 32)
-	w := newWeight(t, b, gguf.TypeF16, 1, 32, data)
-	xf := download(b, x)
-	b.RMSNorm(x, x, w, 1e-6)
-	want := make([]float64, 64)
-	for g := 0; g < 64; g += 32 {
-		var ss float64
-		for j := range 32 {
-			ss += float64(xf[g+j]) * float64(xf[g+j])
-		}
-		for j := range 32 {
-			want[g+j] = float64(xf[g+j]) / math.Sqrt(ss/32+1e-6) * float64(wf[j])
-		}
-	}
-	checkErr(t, "RMSNorm F16 weight", download(b, x), want, rmsNormTol)
 }
 
 func TestAdd(t *testing.T) {
-	b := newTestBackend(t)
 	r := rand.New(rand.NewPCG(13, 14))
-	for _, s := range rowShapes {
-		for _, bias := range []bool{false, true} {
-			rows, cols := s[0], s[1]
-			af := randFloats(r, rows*cols, 1)
-			brows := rows
-			if bias {
-				brows = 1
+	for _, l := range supportedLevels() {
+		b := newTestBackend(t)
+		b.level = l
+		for _, s := range rowShapes {
+			for _, bias := range []bool{false, true} {
+				rows, cols := s[0], s[1]
+				af := randFloats(r, rows*cols, 1)
+				brows := rows
+				if bias {
+					brows = 1
+				}
+				bf := randFloats(r, brows*cols, 1)
+				a := newAct(t, b, rows, cols, af)
+				var bt gpu.Tensor
+				if bias {
+					bt = f32Weight(t, b, 1, cols, bf)
+				} else {
+					bt = newAct(t, b, rows, cols, bf)
+				}
+				want := make([]float64, rows*cols)
+				for i := range want {
+					want[i] = float64(af[i]) + float64(bf[i%(brows*cols)])
+				}
+				b.Add(a, a, bt) // in place
+				checkErr(t, fmt.Sprintf("%v Add %dx%d bias=%v", l, rows, cols, bias), download(b, a), want, addTol)
 			}
-			bf := randFloats(r, brows*cols, 1)
-			a := newAct(t, b, rows, cols, af)
-			var bt gpu.Tensor
-			if bias {
-				bt = f32Weight(t, b, 1, cols, bf)
-			} else {
-				bt = newAct(t, b, rows, cols, bf)
-			}
-			want := make([]float64, rows*cols)
-			for i := range want {
-				want[i] = float64(af[i]) + float64(bf[i%(brows*cols)])
-			}
-			b.Add(a, a, bt) // in place
-			checkErr(t, fmt.Sprintf("Add %dx%d bias=%v", rows, cols, bias), download(b, a), want, addTol)
 		}
 	}
 }
@@ -131,29 +137,32 @@ func TestSiLUMul(t *testing.T) {
 }
 
 func TestSoftmax(t *testing.T) {
-	b := newTestBackend(t)
 	r := rand.New(rand.NewPCG(17, 18))
-	for _, s := range rowShapes {
-		rows, cols := s[0], s[1]
-		xf := randFloats(r, rows*cols, 10)
-		x := newAct(t, b, rows, cols, xf)
-		want := make([]float64, rows*cols)
-		for i := 0; i < len(xf); i += cols {
-			m := math.Inf(-1)
-			for _, v := range xf[i : i+cols] {
-				m = max(m, float64(v))
+	for _, l := range supportedLevels() {
+		b := newTestBackend(t)
+		b.level = l
+		for _, s := range rowShapes {
+			rows, cols := s[0], s[1]
+			xf := randFloats(r, rows*cols, 10)
+			x := newAct(t, b, rows, cols, xf)
+			want := make([]float64, rows*cols)
+			for i := 0; i < len(xf); i += cols {
+				m := math.Inf(-1)
+				for _, v := range xf[i : i+cols] {
+					m = max(m, float64(v))
+				}
+				var sum float64
+				for j, v := range xf[i : i+cols] {
+					want[i+j] = math.Exp(float64(v) - m)
+					sum += want[i+j]
+				}
+				for j := range cols {
+					want[i+j] /= sum
+				}
 			}
-			var sum float64
-			for j, v := range xf[i : i+cols] {
-				want[i+j] = math.Exp(float64(v) - m)
-				sum += want[i+j]
-			}
-			for j := range cols {
-				want[i+j] /= sum
-			}
+			b.Softmax(x)
+			checkErr(t, fmt.Sprintf("%v Softmax %dx%d", l, rows, cols), download(b, x), want, softmaxTol)
 		}
-		b.Softmax(x)
-		checkErr(t, fmt.Sprintf("Softmax %dx%d", rows, cols), download(b, x), want, softmaxTol)
 	}
 }
 
@@ -252,4 +261,33 @@ func TestRopeLargePositions(t *testing.T) {
 	pos := []int32{4000}
 	b.Rope(x, pos, &rope)
 	checkErr(t, "Rope at 4000", download(b, x), ropeRef(xf, 64, pos, &rope), 0.02)
+}
+
+// Rope keeps the angles of the last positions; a change to the positions
+// (even in place) or to the Rope's parameters or factors must not reuse them.
+func TestRopeAnglesKept(t *testing.T) {
+	b := newTestBackend(t)
+	r := rand.New(rand.NewPCG(23, 24))
+	rope := gpu.Rope{HeadDim: 16, Dims: 16, Base: 10000, Scale: 1, Factors: []float32{1, 2, 3, 4, 5, 6, 7, 8}}
+	pos := []int32{3, 7, 11}
+	check := func(what string) {
+		t.Helper()
+		xf := randFloats(r, 3*32, 1)
+		x := newAct(t, b, 3, 32, xf)
+		b.Rope(x, pos, &rope)
+		checkErr(t, what, download(b, x), ropeRef(xf, 32, pos, &rope), ropeTol)
+	}
+	check("first call")
+	check("same positions")
+	pos[1] = 200
+	check("a position changed in place")
+	rope.Factors[0] = 9
+	check("a factor changed in place")
+	rope.Factors = nil
+	check("factors dropped")
+	rope.Neox = true
+	check("neox")
+	rope.Base = 500
+	check("base")
+	check("base, again")
 }

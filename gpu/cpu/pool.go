@@ -20,7 +20,6 @@ type worker struct {
 	rows   []float32 // dequantized weight rows (MatMul: a tile of them)
 	row    []float32 // one dequantized row (Add's bias, RMSNorm's weight)
 	scores []float32 // attention scores of one (row, head), or of a SIMD unit
-	rope   []float32 // cos, sin of one position's pairs
 }
 
 // grow returns (*buf)[:n], reallocating *buf only when it is too small.

@@ -85,6 +85,9 @@ int folio_cpu_level(void);
 void folio_quantize(int kind, const float *x, int64_t xstride, int n, int k, uint8_t *out, int64_t ostride);
 void folio_matmul(int kind, int level, MM_ARGS);
 uint64_t folio_read_sum(const uint8_t *p, int64_t n);
+void folio_rmsnorm(int level, const float *x, const float *w, float *y, int64_t n, int g, float eps);
+void folio_add(int level, const float *a, const float *b, float *y, int64_t n, int64_t c, int64_t bstride);
+void folio_softmax(int level, float *x, int64_t n, int64_t c);
 void folio_silu_mul(int level, const float *gate, const float *up, float *dst, int64_t n);
 void folio_write_kv_f16(const float *k, const float *v, int n, const int32_t *slots, uint16_t *kd, uint16_t *vd,
                         int bs, int kvheads, int d);

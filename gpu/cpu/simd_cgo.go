@@ -79,6 +79,30 @@ func siluMulX(l simdLevel, gate, up, dst []float32) {
 		(*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(n))
 }
 
+// rmsNormX normalizes len(y)/g runs of g elements of x into y (which may
+// be x), times w. One cgo call.
+func rmsNormX(l simdLevel, x, w, y []float32, g int, eps float32) {
+	n := len(y) / g
+	_, _ = x[n*g-1], w[g-1]
+	C.folio_rmsnorm(C.int(l), (*C.float)(unsafe.Pointer(&x[0])), (*C.float)(unsafe.Pointer(&w[0])),
+		(*C.float)(unsafe.Pointer(&y[0])), C.int64_t(n), C.int(g), C.float(eps))
+}
+
+// addX sets the len(y)/c rows of y to a + b, b's rows bstride apart (0:
+// one row for all). One cgo call.
+func addX(l simdLevel, a, b, y []float32, c, bstride int) {
+	n := len(y) / c
+	_, _ = a[n*c-1], b[(n-1)*bstride+c-1]
+	C.folio_add(C.int(l), (*C.float)(unsafe.Pointer(&a[0])), (*C.float)(unsafe.Pointer(&b[0])),
+		(*C.float)(unsafe.Pointer(&y[0])), C.int64_t(n), C.int64_t(c), C.int64_t(bstride))
+}
+
+// softmaxX replaces each of the len(x)/c rows of x by its softmax. One cgo
+// call.
+func softmaxX(l simdLevel, x []float32, c int) {
+	C.folio_softmax(C.int(l), (*C.float)(unsafe.Pointer(&x[0])), C.int64_t(len(x)/c), C.int64_t(c))
+}
+
 // writeKVX stores rows of k and v (len(slots) rows of kvheads·d) as halves
 // at their slots of a layer's K and V (kd, vd). One cgo call.
 func writeKVX(k, v []float32, slots []int32, kd, vd []uint16, bs, kvheads, d int) {

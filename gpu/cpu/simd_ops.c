@@ -63,3 +63,145 @@ AVX2 void folio_write_kv_f16(const float *k, const float *v, int n, const int32_
 		}
 	}
 }
+
+// rmsnorm_row512 is one run of g elements of folio_rmsnorm: the squares in
+// float32 summed in float64 (two accumulators of 8), then (x·scale)·w.
+static AVX512 void rmsnorm_row512(const float *x, const float *w, float *y, int g, float eps) {
+	__m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+	for (int j = 0; j < g; j += 16) {
+		__mmask16 m = g - j >= 16 ? 0xffff : (__mmask16)((1u << (g - j)) - 1);
+		__m512 v = _mm512_maskz_loadu_ps(m, x + j);
+		__m512 sq = _mm512_mul_ps(v, v);
+		s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(sq)));
+		s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(sq, 1)));
+	}
+	float mean = (float)(_mm512_reduce_add_pd(_mm512_add_pd(s0, s1)) / g);
+	__m512 scale = _mm512_set1_ps(1.f / _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(mean + eps))));
+	for (int j = 0; j < g; j += 16) {
+		__mmask16 m = g - j >= 16 ? 0xffff : (__mmask16)((1u << (g - j)) - 1);
+		__m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + j), scale);
+		_mm512_mask_storeu_ps(y + j, m, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, w + j)));
+	}
+}
+
+// mask8 is a maskload mask of the first min(n, 8) lanes.
+static inline AVX2 __m256i mask8(int n) {
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+static AVX2 void rmsnorm_row256(const float *x, const float *w, float *y, int g, float eps) {
+	__m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+	for (int j = 0; j < g; j += 8) {
+		__m256 v = _mm256_maskload_ps(x + j, mask8(g - j));
+		__m256 sq = _mm256_mul_ps(v, v);
+		s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
+		s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
+	}
+	__m256d s = _mm256_add_pd(s0, s1);
+	__m128d h = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+	float mean = (float)(_mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h))) / g);
+	__m256 scale = _mm256_set1_ps(1.f / _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(mean + eps))));
+	for (int j = 0; j < g; j += 8) {
+		__m256i m = mask8(g - j);
+		__m256 v = _mm256_mul_ps(_mm256_maskload_ps(x + j, m), scale);
+		_mm256_maskstore_ps(y + j, m, _mm256_mul_ps(v, _mm256_maskload_ps(w + j, m)));
+	}
+}
+
+// folio_rmsnorm: each of n runs of g elements of x becomes x /
+// sqrtf(mean(x²) + eps) · w into y (which may be x), as ggml's rms_norm
+// and the mul after it round.
+void folio_rmsnorm(int level, const float *x, const float *w, float *y, int64_t n, int g, float eps) {
+	for (int64_t r = 0; r < n; r++) {
+		if (level == LEVEL_AVX512)
+			rmsnorm_row512(x + r * g, w, y + r * g, g, eps);
+		else
+			rmsnorm_row256(x + r * g, w, y + r * g, g, eps);
+	}
+}
+
+static AVX512 void add512(const float *a, const float *b, float *y, int64_t c) {
+	for (int64_t j = 0; j < c; j += 16) {
+		__mmask16 m = c - j >= 16 ? 0xffff : (__mmask16)((1u << (c - j)) - 1);
+		_mm512_mask_storeu_ps(y + j, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, a + j), _mm512_maskz_loadu_ps(m, b + j)));
+	}
+}
+
+static AVX2 void add256(const float *a, const float *b, float *y, int64_t c) {
+	for (int64_t j = 0; j < c; j += 8) {
+		__m256i m = mask8(c - j > 8 ? 8 : (int)(c - j));
+		_mm256_maskstore_ps(y + j, m, _mm256_add_ps(_mm256_maskload_ps(a + j, m), _mm256_maskload_ps(b + j, m)));
+	}
+}
+
+// folio_add: n rows of c elements, y = a + b, b's rows bstride apart (0:
+// one row broadcast). y may be a.
+void folio_add(int level, const float *a, const float *b, float *y, int64_t n, int64_t c, int64_t bstride) {
+	for (int64_t r = 0; r < n; r++) {
+		if (level == LEVEL_AVX512)
+			add512(a + r * c, b + r * bstride, y + r * c, c);
+		else
+			add256(a + r * c, b + r * bstride, y + r * c, c);
+	}
+}
+
+// softmax_row512 is ggml_vec_soft_max_f32 and its caller: e^(x - max) in
+// float32 (exp512), summed in float64, scaled by the float32 of 1/sum.
+static AVX512 void softmax_row512(float *x, int64_t c) {
+	__m512 mx = _mm512_set1_ps(-__builtin_inff());
+	for (int64_t j = 0; j < c; j += 16) {
+		__mmask16 m = c - j >= 16 ? 0xffff : (__mmask16)((1u << (c - j)) - 1);
+		mx = _mm512_mask_max_ps(mx, m, mx, _mm512_maskz_loadu_ps(m, x + j));
+	}
+	__m512 mv = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+	__m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+	for (int64_t j = 0; j < c; j += 16) {
+		__mmask16 m = c - j >= 16 ? 0xffff : (__mmask16)((1u << (c - j)) - 1);
+		__m512 e = _mm512_maskz_mov_ps(m, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j), mv)));
+		_mm512_mask_storeu_ps(x + j, m, e);
+		s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+		s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
+	}
+	__m512 inv = _mm512_set1_ps((float)(1 / _mm512_reduce_add_pd(_mm512_add_pd(s0, s1))));
+	for (int64_t j = 0; j < c; j += 16) {
+		__mmask16 m = c - j >= 16 ? 0xffff : (__mmask16)((1u << (c - j)) - 1);
+		_mm512_mask_storeu_ps(x + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + j), inv));
+	}
+}
+
+static AVX2 void softmax_row256(float *x, int64_t c) {
+	__m256 mx = _mm256_set1_ps(-__builtin_inff());
+	for (int64_t j = 0; j < c; j += 8) {
+		__m256i m = mask8(c - j > 8 ? 8 : (int)(c - j));
+		mx = _mm256_max_ps(mx, _mm256_blendv_ps(mx, _mm256_maskload_ps(x + j, m), _mm256_castsi256_ps(m)));
+	}
+	__m128 h = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+	h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+	h = _mm_max_ss(h, _mm_movehdup_ps(h));
+	__m256 mv = _mm256_set1_ps(_mm_cvtss_f32(h));
+	__m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+	for (int64_t j = 0; j < c; j += 8) {
+		__m256i m = mask8(c - j > 8 ? 8 : (int)(c - j));
+		__m256 e = _mm256_and_ps(exp256(_mm256_sub_ps(_mm256_maskload_ps(x + j, m), mv)), _mm256_castsi256_ps(m));
+		_mm256_maskstore_ps(x + j, m, e);
+		s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+		s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+	}
+	__m256d s = _mm256_add_pd(s0, s1);
+	__m128d sh = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+	__m256 inv = _mm256_set1_ps((float)(1 / _mm_cvtsd_f64(_mm_add_sd(sh, _mm_unpackhi_pd(sh, sh)))));
+	for (int64_t j = 0; j < c; j += 8) {
+		__m256i m = mask8(c - j > 8 ? 8 : (int)(c - j));
+		_mm256_maskstore_ps(x + j, m, _mm256_mul_ps(_mm256_maskload_ps(x + j, m), inv));
+	}
+}
+
+// folio_softmax: each of n rows of c elements of x becomes its softmax.
+void folio_softmax(int level, float *x, int64_t n, int64_t c) {
+	for (int64_t r = 0; r < n; r++) {
+		if (level == LEVEL_AVX512)
+			softmax_row512(x + r * c, c);
+		else
+			softmax_row256(x + r * c, c);
+	}
+}

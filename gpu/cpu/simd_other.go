@@ -31,6 +31,18 @@ func siluMulX(simdLevel, []float32, []float32, []float32) {
 	panic("cpu: SIMD kernels are not built in")
 }
 
+func rmsNormX(simdLevel, []float32, []float32, []float32, int, float32) {
+	panic("cpu: SIMD kernels are not built in")
+}
+
+func addX(simdLevel, []float32, []float32, []float32, int, int) {
+	panic("cpu: SIMD kernels are not built in")
+}
+
+func softmaxX(simdLevel, []float32, int) {
+	panic("cpu: SIMD kernels are not built in")
+}
+
 func writeKVX([]float32, []float32, []int32, []uint16, []uint16, int, int, int) {
 	panic("cpu: SIMD kernels are not built in")
 }
