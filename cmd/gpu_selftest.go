@@ -1,19 +1,15 @@
 package cmd
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"folio/gpu"
 	"folio/gpu/cpu"
 	"folio/gpu/cuda"
-	"folio/models/arch"
 	"folio/models/gguf"
 	"folio/models/synth"
 )
@@ -92,17 +88,17 @@ func gpuSelftest(w io.Writer, seed uint64, tokens int, model string, noCache boo
 	}
 	genFailed := 0
 	for _, path := range models {
-		g, err := generationCheck(path, ref, dev, tokens)
+		g, err := cuda.CheckGeneration(path, ref, dev, tokens)
 		if err != nil {
 			return fmt.Errorf("gpu selftest: generation on %s: %w", path, err)
 		}
 		verdict := "pass"
-		if !g.pass() {
+		if !g.Pass() {
 			verdict, genFailed = "FAIL", genFailed+1
 		}
 		fmt.Fprintf(w, "generation %s: %d tokens, %d differ (%d beyond near-ties), worst logits NMSE %.3g (tolerance %.0e): %s\n",
-			filepath.Base(path), g.steps, g.differ, g.mismatches, g.worst, genTolerance, verdict)
-		fmt.Fprintf(w, "  cpu:  %v\n  cuda: %v\n", g.cpu, g.dev)
+			filepath.Base(path), g.Steps, g.Differ, g.Mismatches, g.Worst, cuda.GenTolerance, verdict)
+		fmt.Fprintf(w, "  cpu:  %v\n  cuda: %v\n", g.Ref, g.Dev)
 	}
 	if failed > 0 || genFailed > 0 {
 		return fmt.Errorf("gpu selftest: %d of %d ops and %d of %d generations fail", failed, len(checks), genFailed, len(models))
@@ -124,96 +120,3 @@ func writeSynth(path, archName string, typ gguf.TensorType, seed uint64) error {
 	}
 	return m.WriteFile(path)
 }
-
-// genTolerance bounds the logits' NMSE at every step: the matmuls' share
-// (8-bit activations on the CPU) compounded over the layers.
-const genTolerance = 1e-3
-
-// genResult compares a greedy decode on two backends.
-type genResult struct {
-	steps, differ int
-	mismatches    int // differing tokens where the CPU's best beat its second by a margin
-	worst         float64
-	cpu, dev      []int32
-}
-
-func (g genResult) pass() bool { return g.mismatches == 0 && g.worst <= genTolerance }
-
-// generationCheck prefills a short prompt and decodes steps tokens on ref
-// and dev, feeding both the CPU's choice, and compares every step's logits.
-func generationCheck(path string, ref, dev gpu.Backend, steps int) (genResult, error) {
-	var g genResult
-	f, err := gguf.Open(path)
-	if err != nil {
-		return g, err
-	}
-	defer f.Close()
-	const bs, promptLen = 16, 8
-	opt := arch.Options{MaxRows: promptLen, MaxOut: 1}
-	type side struct {
-		m  *arch.Model
-		kv gpu.KVCache
-	}
-	var sides [2]side
-	for i, be := range []gpu.Backend{ref, dev} {
-		m, err := arch.Load(f, be, opt)
-		if err != nil {
-			return g, err
-		}
-		kv, err := be.NewKVCache(m.KVSpec((promptLen+steps)/bs+1, bs, gguf.TypeF16))
-		if err != nil {
-			return g, err
-		}
-		sides[i] = side{m, kv}
-	}
-	vocab := sides[0].m.Vocab
-	blocks := make([]int32, (promptLen+steps)/bs+1)
-	for i := range blocks {
-		blocks[i] = int32(i)
-	}
-	toks := make([]int32, promptLen)
-	for i := range toks {
-		toks[i] = int32((i*37 + 5) % vocab)
-	}
-	logits := [2][]float32{make([]float32, vocab), make([]float32, vocab)}
-	pos := 0
-	for step := 0; step < steps; step++ {
-		in := toks[pos:]
-		b := gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Start: 0, Len: len(in), Pos: pos, Blocks: blocks}}}
-		for i, s := range sides {
-			out, err := s.m.Forward(s.kv, &b, in, []int32{int32(len(in) - 1)})
-			if err != nil {
-				return g, err
-			}
-			s.m.Backend().Download(logits[i], out)
-		}
-		pos = len(toks)
-		c, d := argmax(logits[0]), argmax(logits[1])
-		g.cpu, g.dev = append(g.cpu, int32(c)), append(g.dev, int32(d))
-		g.steps++
-		g.worst = max(g.worst, cuda.NMSE(logits[1], logits[0]))
-		if math.IsNaN(g.worst) {
-			return g, errors.New("NaN in the GPU's logits")
-		}
-		if c != d {
-			g.differ++
-			if logits[0][c]-logits[0][d] > 1e-3*(1+abs32(logits[0][c])) {
-				g.mismatches++
-			}
-		}
-		toks = append(toks, int32(c))
-	}
-	return g, nil
-}
-
-func argmax(v []float32) int {
-	best := 0
-	for i, x := range v {
-		if x > v[best] {
-			best = i
-		}
-	}
-	return best
-}
-
-func abs32(x float32) float32 { return float32(math.Abs(float64(x))) }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"folio/gpu/cpu"
+	"folio/gpu/cuda"
 	"folio/models/gguf"
 )
 
@@ -20,11 +21,11 @@ func TestGenerationCheckCPUAgainstItself(t *testing.T) {
 	a, b := cpu.New(1), cpu.New(2)
 	defer a.Close()
 	defer b.Close()
-	g, err := generationCheck(path, a, b, 5)
+	g, err := cuda.CheckGeneration(path, a, b, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !g.pass() || g.steps != 5 || g.differ != 0 || g.worst != 0 || len(g.cpu) != 5 {
+	if !g.Pass() || g.Steps != 5 || g.Differ != 0 || g.Worst != 0 || len(g.Ref) != 5 {
 		t.Errorf("result %+v", g)
 	}
 }

@@ -271,7 +271,7 @@ func (c *checker) attention() {
 	}
 	for _, t := range []tc{
 		{"decode", gguf.TypeF16, 8, 2, 64, 16, [][2]int{{40, 1}}},
-		{"prefill", gguf.TypeF16, 32, 8, 64, 16, [][2]int{{0, 77}}},
+		{"prefill", gguf.TypeF16, 16, 4, 64, 16, [][2]int{{0, 45}}},
 		{"mixed", gguf.TypeF16, 6, 3, 128, 5, [][2]int{{0, 9}, {23, 1}, {11, 4}}},
 		{"f32 head 80", gguf.TypeF32, 4, 4, 80, 7, [][2]int{{3, 20}, {50, 1}}},
 		{"long", gguf.TypeF16, 4, 1, 128, 16, [][2]int{{1500, 2}}},

@@ -10,7 +10,6 @@ import (
 // are recorded, not run. Fail makes the named call return its code.
 type fakeGPU struct {
 	mem      map[uint64][]byte // allocations by base address
-	next     uint64
 	launches []fakeLaunch
 	htod     int // host-to-device copies
 	fail     map[string]result
@@ -26,7 +25,7 @@ type fakeLaunch struct {
 }
 
 func newFakeGPU() *fakeGPU {
-	return &fakeGPU{mem: map[uint64][]byte{}, next: 1 << 32, fail: map[string]result{}, freeMem: 80 << 30}
+	return &fakeGPU{mem: map[uint64][]byte{}, fail: map[string]result{}, freeMem: 80 << 30}
 }
 
 // bytes returns the n bytes of device memory at p.
@@ -76,9 +75,11 @@ func (f *fakeGPU) driver() *driver {
 			if r := fail("cuMemAlloc"); r != 0 {
 				return r
 			}
-			*p = f.next
-			f.mem[f.next] = make([]byte, n)
-			f.next += (n + 255) / 256 * 256
+			// Real addresses, so that the emulated kernels (emu_test.go)
+			// can use them; Go's heap does not move, and mem keeps them.
+			buf := make([]byte, max(n, 1))
+			*p = uint64(uintptr(unsafe.Pointer(&buf[0])))
+			f.mem[*p] = buf[:n]
 			return 0
 		},
 		MemFree: func(p uint64) result {

@@ -43,7 +43,7 @@ __device__ void attention(float* __restrict__ dst, const float* __restrict__ q, 
         long long base[ATT_STEP];
         float s[ATT_STEP];
         for (int u = 0; u < ATT_STEP; u++) {
-            int p = min(p0 + u, n - 1);
+            int p = p0 + u < n ? p0 + u : n - 1;  // past the end: a valid position, its score dropped
             base[u] = (((long long)blocks[p / block_size] * kv_heads + kvh) * block_size + p % block_size) * head_dim;
             float d = 0.0f;
             for (int t = 0; t < ATT_HD; t++) {

@@ -10,6 +10,7 @@ typedef unsigned int u32;
 
 #define NEG_INF __int_as_float(0xff800000)
 
+#ifndef FOLIO_EMU
 __device__ __forceinline__ float h2f(u16 h) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
@@ -22,6 +23,12 @@ __device__ __forceinline__ u16 f2h(float f) {
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
     return h;
 }
+#endif  // FOLIO_EMU: the CPU emulation of the tests defines them
+
+// Two aligned words, for an 8-byte load (no CUDA headers, so no uint2).
+struct alignas(8) u32x2 {
+    u32 x, y;
+};
 
 // ld16 reads a little-endian half at any even or odd address.
 __device__ __forceinline__ u16 ld16(const u8* p) { return (u16)p[0] | ((u16)p[1] << 8); }
@@ -142,7 +149,7 @@ struct tq4_k {
         float d = __fmul_rn(h2f(ld16(b)), (float)sc), mn = __fmul_rn(h2f(ld16(b + 2)), (float)m);
         // 8 nibble bytes at an offset that is a multiple of 8 from a block
         // that is: one aligned 8-byte load.
-        uint2 w = *(const uint2*)(b + 16 + 32 * p + s % 32);
+        u32x2 w = *(const u32x2*)(b + 16 + 32 * p + s % 32);
         int shift = hi ? 4 : 0;
         for (int i = 0; i < 4; i++) {
             out[i] = __fmul_rn(d, (float)((w.x >> (8 * i + shift)) & 15)) - mn;

@@ -1,0 +1,172 @@
+package cuda
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+
+	"folio/gpu/cpu"
+	"folio/models/gguf"
+	"folio/models/synth"
+)
+
+// The kernels run on the CPU: kernels/*.cu compiled by g++ with the
+// emulation in testdata/emu (threads of a block as fibers), launched by the
+// backend through a fake driver whose device memory is Go memory. Skipped
+// without g++.
+
+var emuBuild struct {
+	once sync.Once
+	lib  string
+	err  error
+}
+
+// emuLibrary compiles the emulation once per test binary, in a cache
+// directory keyed by the source.
+func emuLibrary(t *testing.T) string {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the emulation uses ucontext, built here on Linux only")
+	}
+	gxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("no g++: the kernels' CPU emulation is not built")
+	}
+	emuBuild.once.Do(func() {
+		prelude, err1 := os.ReadFile("testdata/emu/prelude.h")
+		rt, err2 := os.ReadFile("testdata/emu/runtime.cpp")
+		if err1 != nil || err2 != nil {
+			emuBuild.err = fmt.Errorf("%v %v", err1, err2)
+			return
+		}
+		var table strings.Builder
+		table.WriteString("const EmuKernel emu_kernels[] = {\n")
+		for _, n := range kernelNames {
+			fmt.Fprintf(&table, "    {%q, launch_fn<&%s>},\n", n, n)
+		}
+		fmt.Fprintf(&table, "};\nconst int emu_nkernels = %d;\n", len(kernelNames))
+		src := string(prelude) + kernelSource() + string(rt) + table.String()
+		sum := sha256.Sum256([]byte(src))
+		dir := filepath.Join(os.TempDir(), "folio-cuda-emu")
+		lib := filepath.Join(dir, hex.EncodeToString(sum[:8])+".so")
+		if _, err := os.Stat(lib); err == nil {
+			emuBuild.lib = lib
+			return
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			emuBuild.err = err
+			return
+		}
+		cpp := strings.TrimSuffix(lib, ".so") + ".cpp"
+		if err := os.WriteFile(cpp, []byte(src), 0o644); err != nil {
+			emuBuild.err = err
+			return
+		}
+		tmp := lib + ".tmp"
+		out, err := exec.Command(gxx, "-std=c++20", "-O1", "-ffp-contract=off", "-fno-strict-aliasing",
+			"-shared", "-fPIC", "-w", "-o", tmp, cpp).CombinedOutput()
+		if err != nil {
+			emuBuild.err = fmt.Errorf("g++ %s: %v\n%s", cpp, err, out)
+			return
+		}
+		emuBuild.lib, emuBuild.err = lib, os.Rename(tmp, lib)
+	})
+	if emuBuild.err != nil {
+		t.Fatal(emuBuild.err)
+	}
+	return emuBuild.lib
+}
+
+// emuBackend is a Backend whose launches run the emulated kernels.
+func emuBackend(t *testing.T) *Backend {
+	h, err := purego.Dlopen(emuLibrary(t), purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup, err1 := purego.Dlsym(h, "emu_lookup")
+	launch, err2 := purego.Dlsym(h, "emu_launch")
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	f := newFakeGPU()
+	d := f.driver()
+	d.ModuleGetFunction = func(fn *uintptr, _ uintptr, name string) result {
+		c := cString(name)
+		*fn = callPtr(lookup, uintptr(unsafe.Pointer(&c[0])))
+		runtime.KeepAlive(c)
+		if *fn == 0 {
+			return 500
+		}
+		return 0
+	}
+	d.LaunchKernel = func(fn uintptr, g, b [3]uint32, _ uint32, _ uintptr, params unsafe.Pointer) result {
+		heap(params)
+		r := call(launch, fn, uintptr(g[0]), uintptr(g[1]), uintptr(g[2]), uintptr(b[0]), uintptr(b[1]), uintptr(b[2]), uintptr(params))
+		runtime.KeepAlive(params)
+		return r
+	}
+	be, err := open(d, (&fakeCompiler{}).compiler(), Options{NoCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	return be
+}
+
+// emuPair is an emulated backend and the CPU reference.
+func emuPair(t *testing.T) (dev *Backend, ref *cpu.Backend) {
+	if testing.Short() {
+		t.Skip("the emulation takes a while")
+	}
+	dev, ref = emuBackend(t), cpu.New(2)
+	t.Cleanup(func() { ref.Close() })
+	return dev, ref
+}
+
+func TestKernelsOnTheEmulator(t *testing.T) {
+	dev, ref := emuPair(t)
+	for _, r := range CheckOps(ref, dev, 5) {
+		if !r.Pass() {
+			t.Errorf("%-60s NMSE %.3g (tolerance %.0e) %s", r.Op, r.NMSE, r.Tol, r.Err)
+		} else {
+			t.Logf("%-60s NMSE %.3g", r.Op, r.NMSE)
+		}
+	}
+}
+
+func TestGenerationOnTheEmulator(t *testing.T) {
+	dev, ref := emuPair(t)
+	for _, arch := range []string{"llama", "qwen2", "qwen3"} {
+		cfg, err := synth.Preset("tiny")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Arch, cfg.Type, cfg.Seed, cfg.Layers = arch, gguf.TypeQ4_K, 2, 1
+		m, err := synth.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), arch+".gguf")
+		if err := m.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		g, err := CheckGeneration(path, ref, dev, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !g.Pass() {
+			t.Errorf("%s: %+v", arch, g)
+		}
+		t.Logf("%s: worst logits NMSE %.3g, tokens %v and %v", arch, g.Worst, g.Ref, g.Dev)
+	}
+}
