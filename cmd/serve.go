@@ -183,7 +183,9 @@ func init() {
 			}
 			srv := server.New(cfg)
 			defer srv.Close()
-			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+			// Headers must arrive in 10 s and an idle keep-alive connection is closed after 2 minutes;
+			// bodies have no deadline (a blob upload may take an hour); the others are size-limited (FOLIO_MAX_BODY).
+			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			go func() {
