@@ -25,7 +25,7 @@ import (
 // installer home, with cfg's Origins and MaxBodyBytes, and returns the
 // handler, the URL of a loopback listener in front of it, the library
 // folder and the home.
-func guardServer(t *testing.T, origins []string, maxBody int64) (*server.Server, string, string, string) {
+func guardServer(t testing.TB, origins []string, maxBody int64) (*server.Server, string, string, string) {
 	t.Helper()
 	lib, home := t.TempDir(), t.TempDir()
 	cfg, _ := synth.Preset("tiny")
