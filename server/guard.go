@@ -140,23 +140,35 @@ func allowedHost(hostport string) bool {
 	return err == nil && strings.EqualFold(host, name)
 }
 
-// peerKey marks, in a request's context, that its peer is on this machine.
+// peer is where a request came from, kept in its context under peerKey.
+type peer int
+
+const (
+	peerNetwork  peer = iota // another machine (or an address folio cannot tell)
+	peerLoopback             // a program of this machine, over a loopback socket
+	peerProcess              // this process: folio run's in-memory pipe
+)
+
 type peerKey struct{}
 
-// localPeer reports whether the request of ctx came from this machine: a
-// loopback remote address, or no network at all (an in-process pipe).
-func localPeer(ctx context.Context) bool {
-	v, _ := ctx.Value(peerKey{}).(bool)
-	return v
+// peerOf is the peer of the request of ctx.
+func peerOf(ctx context.Context) peer {
+	p, _ := ctx.Value(peerKey{}).(peer)
+	return p
 }
 
-func isLocalPeer(r *http.Request) bool {
+func requestPeer(r *http.Request) peer {
+	if r.RemoteAddr == "pipe" { // net.Pipe's address: cmd's in-process server
+		return peerProcess
+	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr == "" || r.RemoteAddr == "pipe" // in-process listeners
+		return peerNetwork
 	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.Unmap().IsLoopback()
+	if a, err := netip.ParseAddr(host); err == nil && a.Unmap().IsLoopback() {
+		return peerLoopback
+	}
+	return peerNetwork
 }
 
 // guard applies the checks above; it answers the request itself (an
@@ -188,7 +200,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) (*http.Request, b
 	if !unlimitedBody(r) { // blob uploads: see pull.go
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	}
-	return r.WithContext(context.WithValue(r.Context(), peerKey{}, isLocalPeer(r))), true
+	return r.WithContext(context.WithValue(r.Context(), peerKey{}, requestPeer(r))), true
 }
 
 // bodyErr says what a request over the body limit can do.

@@ -289,6 +289,15 @@ func TestNoArbitraryFiles(t *testing.T) {
 	if rec.Code != http.StatusForbidden {
 		t.Errorf("/v1/models/PATH from the network: %d %s", rec.Code, rec.Body)
 	}
+	// folio run's in-process server opens the file its user named, GGUF
+	// or not (a file that is not GGUF then fails to parse: 422).
+	req = httptest.NewRequest("POST", "/api/show", strings.NewReader(js(map[string]string{"model": secret})))
+	req.RemoteAddr = "pipe"
+	rec = httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	if rec.Code != http.StatusUnprocessableEntity {
+		t.Errorf("show of a non-GGUF path in-process: %d %s", rec.Code, rec.Body)
+	}
 	// ... while names still work from the network.
 	req = httptest.NewRequest("POST", "/api/show", strings.NewReader(`{"model":"tiny"}`))
 	req.RemoteAddr = "192.0.2.7:50000"

@@ -11,12 +11,12 @@ import (
 // A model name may also be a path to a GGUF file (folio run ./model.gguf
 // talks to a running server with it). Over HTTP that would let any client
 // make the server open, hash and parse any file it can read, so a name
-// that is a file is accepted only when
+// that is a file is accepted
 //
-//   - the request came from this machine (loopback or in-process), whose
-//     users name their own files anyway; the network gets model names only;
-//   - the file's name ends in .gguf: no endpoint reads /etc/passwd or
-//     folio.db as a model, whoever asks.
+//   - from folio run's own in-process server: the file its user named;
+//   - from another program of this machine (loopback) when the file's name
+//     ends in .gguf: no endpoint reads /etc/passwd or folio.db as a model;
+//   - never from the network, which gets model names only.
 //
 // A web page on this machine cannot use the first rule: the guard refuses
 // its Origin (guard.go) and DNS rebinding (Host).
@@ -43,7 +43,10 @@ func checkModelName(ctx context.Context, name string) error {
 	if p == "" {
 		return nil
 	}
-	if !localPeer(ctx) {
+	switch peerOf(ctx) {
+	case peerProcess:
+		return nil
+	case peerNetwork:
 		return fmt.Errorf("%w: model %q is a file path: this server takes paths only from its own machine; "+
 			"name a model of its library or registry (folio create NAME on that machine registers a file)", errForbidden, name)
 	}
