@@ -38,10 +38,13 @@ func attnTileRows(group, ctx int) int {
 
 // attnScratch is the floats a unit of nq queries of head size d over n
 // positions needs (simd_attn.c): the queries transposed and the scores,
-// nq rounded up to 16 lanes each, four K rows and a block of V rows.
+// nq rounded up to 16 lanes each, four K rows and a block of V rows; or,
+// for one row, tiles of transposed K and the scores.
 func attnScratch(nq, d, n, bs int) int {
 	nqp := (nq + 15) &^ 15
-	return d*nqp + n*nqp + 4*d + bs*d
+	// A decode row (nq ≤ 8) takes up to four tiles of 16 transposed K rows,
+	// its scores, query-major, n rounded up to 16 each, and a block of V.
+	return max(d*nqp+n*nqp+4*d+bs*d, 64*d+8*(n+16)+bs*d)
 }
 
 type attnTile struct{ seq, row, rows int32 }

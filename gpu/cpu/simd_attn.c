@@ -160,11 +160,11 @@ static AVX512 void softmax_many512(float *S, int nq, int nqp, int g, int pos0, i
 	}
 }
 
-// value_tile512 adds Σ_p s[p·nqp + qq]·V[p] (p < pe) to the outputs o[qq]
+// value_tile512 adds Σ_p s[p·ps + qq·qs]·V[p] (p < pe) to the outputs o[qq]
 // of QB queries, d = 16·DV (the last chunk masked by m): each V row is
 // loaded once for the QB queries, each output element an FMA chain over p
 // in order. Scores past a query's position are 0, adding exactly nothing.
-INLINE AVX512 void value_tile512(float *const *o, int QB, const float *s, int64_t nqp, const float *vr, int pe, int d,
+INLINE AVX512 void value_tile512(float *const *o, int QB, const float *s, int64_t ps, int64_t qs, const float *vr, int pe, int d,
                                  int DV, __mmask16 m) {
 	__m512 acc[4][8];
 	for (int qq = 0; qq < QB; qq++)
@@ -175,7 +175,7 @@ INLINE AVX512 void value_tile512(float *const *o, int QB, const float *s, int64_
 		for (int c = 0; c < DV; c++)
 			v[c] = _mm512_maskz_loadu_ps(c == DV - 1 ? m : 0xffff, vr + p * d + 16 * c);
 		for (int qq = 0; qq < QB; qq++) {
-			__m512 sp = _mm512_set1_ps(s[(int64_t)p * nqp + qq]);
+			__m512 sp = _mm512_set1_ps(s[(int64_t)p * ps + qq * qs]);
 			for (int c = 0; c < DV; c++)
 				acc[qq][c] = _mm512_fmadd_ps(sp, v[c], acc[qq][c]);
 		}
@@ -185,13 +185,15 @@ INLINE AVX512 void value_tile512(float *const *o, int QB, const float *s, int64_
 			_mm512_mask_storeu_ps(o[qq] + 16 * c, c == DV - 1 ? m : 0xffff, acc[qq][c]);
 }
 
-// values512 sets each query's output to Σ_p S[p·nqp + qi]·V[p] · inv[qi],
+// values512 sets each query's output to Σ_p S[p·ps + qi·qs]·V[p] · inv[qi]
+// (scores position-major, ps = nq rounded up to 16 and qs = 1, or
+// query-major, ps = 1),
 // converting each block of V rows once (into vb) for all queries, which it
 // takes four (two for d > 64, one for d > 128) at a time.
 static AVX512 void values512(float *out, int64_t qstride, int nq, int g, int d, const void *vl, int f16,
                              const int32_t *blocks, int bs, int kvheads, int h, int pos0, int n, const float *S,
-                             const float *inv, float *vb) {
-	int nqp = (nq + 15) & ~15, dv = (d + 15) / 16;
+                             int64_t ps, int64_t qs, const float *inv, float *vb) {
+	int dv = (d + 15) / 16;
 	int qb = dv <= 4 ? 4 : dv <= 8 ? 2 : 1;
 	__mmask16 m = tail16(d - 16 * (dv - 1));
 	for (int qi = 0; qi < nq; qi++)
@@ -214,23 +216,23 @@ static AVX512 void values512(float *out, int64_t qstride, int nq, int g, int d, 
 			float *o[4];
 			for (int qq = 0; qq < nqb; qq++)
 				o[qq] = out + ((qi0 + qq) / g) * qstride + ((qi0 + qq) % g) * d;
-			const float *s = S + (int64_t)b0 * nqp + qi0;
+			const float *s = S + (int64_t)b0 * ps + qi0 * qs;
 			if (nqb == qb && dv <= 4) {
 				switch (dv) {
-				case 1: value_tile512(o, 4, s, nqp, vr, pe, d, 1, m); break;
-				case 2: value_tile512(o, 4, s, nqp, vr, pe, d, 2, m); break;
-				case 3: value_tile512(o, 4, s, nqp, vr, pe, d, 3, m); break;
-				default: value_tile512(o, 4, s, nqp, vr, pe, d, 4, m); break;
+				case 1: value_tile512(o, 4, s, ps, qs, vr, pe, d, 1, m); break;
+				case 2: value_tile512(o, 4, s, ps, qs, vr, pe, d, 2, m); break;
+				case 3: value_tile512(o, 4, s, ps, qs, vr, pe, d, 3, m); break;
+				default: value_tile512(o, 4, s, ps, qs, vr, pe, d, 4, m); break;
 				}
 			} else if (nqb == qb && dv == 8) {
-				value_tile512(o, 2, s, nqp, vr, pe, d, 8, m);
+				value_tile512(o, 2, s, ps, qs, vr, pe, d, 8, m);
 			} else {
 				for (int qq = 0; qq < nqb; qq++)
 					for (int j = 0; j < d; j += 16) {
 						__mmask16 mj = tail16(d - j);
 						__m512 acc = _mm512_maskz_loadu_ps(mj, o[qq] + j);
 						for (int p = 0; p < pe; p++)
-							acc = _mm512_fmadd_ps(_mm512_set1_ps(s[(int64_t)p * nqp + qq]),
+							acc = _mm512_fmadd_ps(_mm512_set1_ps(s[(int64_t)p * ps + qq * qs]),
 							                      _mm512_maskz_loadu_ps(mj, vr + p * d + j), acc);
 						_mm512_mask_storeu_ps(o[qq] + j, mj, acc);
 					}
@@ -246,13 +248,152 @@ static AVX512 void values512(float *out, int64_t qstride, int nq, int g, int d, 
 	}
 }
 
+// ---- AVX-512, one row (decode) of g ≤ 8 query heads
+//
+// With one row the lanes of the tiles above hold only g queries (3 for
+// smollm), so most of their work is padding. Here positions fill the
+// lanes instead: K rows are transposed 16 at a time, so that each score is
+// still one FMA chain over j in order, then times scale, and the softmax
+// and value sums run in the same order as above: the results equal the
+// tiles' bit for bit (TestAttentionDecodeEqualsPrefill). Scores are
+// query-major, S1[qi·ns + p], ns = n rounded up to 16.
+
+// transpose16 turns 16 rows of 16 floats into 16 columns: r[c] lane i
+// becomes row i's element c.
+INLINE AVX512 void transpose16(__m512 r[16]) {
+	__m512 t[16];
+	for (int i = 0; i < 16; i += 2) {
+		t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+		t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+	}
+	for (int i = 0; i < 16; i += 4) {
+		__m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+		__m512d c = _mm512_castps_pd(t[i + 2]), e = _mm512_castps_pd(t[i + 3]);
+		r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));     // elements 4L of rows i…i+3
+		r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c)); // 4L+1
+		r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, e)); // 4L+2
+		r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, e)); // 4L+3
+	}
+	for (int k = 0; k < 4; k++) { // rows 0-7 and 8-15, 128-bit lanes 0,2 and 1,3
+		t[k] = _mm512_shuffle_f32x4(r[k], r[4 + k], 0x88);
+		t[4 + k] = _mm512_shuffle_f32x4(r[k], r[4 + k], 0xdd);
+		t[8 + k] = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0x88);
+		t[12 + k] = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0xdd);
+	}
+	for (int k = 0; k < 4; k++) {
+		r[k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0x88);           // elements 0-3
+		r[4 + k] = _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0x88);  // 4-7
+		r[8 + k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0xdd);       // 8-11
+		r[12 + k] = _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0xdd); // 12-15
+	}
+}
+
+// krow512 loads elements j… (masked by m) of a K or V row as floats.
+static inline AVX512 __m512 krow512(const void *base, int f16, int64_t at, __mmask16 m) {
+	if (f16)
+		return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)base + at));
+	return _mm512_maskz_loadu_ps(m, (const float *)base + at);
+}
+
+// ktile512 transposes the np ≤ 16 rows of K starting at element at (rows
+// d apart) into kt[j·16 + i] = row i's element j, zero past np.
+static inline AVX512 void ktile512(const void *kl, int f16, int64_t at, int np, int d, float *kt) {
+	for (int j0 = 0; j0 < d; j0 += 16) {
+		int dc = d - j0 < 16 ? d - j0 : 16;
+		__mmask16 m = tail16(dc);
+		__m512 r[16];
+		for (int i = 0; i < 16; i++)
+			r[i] = i < np ? krow512(kl, f16, at + (int64_t)i * d + j0, m) : _mm512_setzero_ps();
+		transpose16(r);
+		for (int c = 0; c < dc; c++)
+			_mm512_storeu_ps(kt + (int64_t)(j0 + c) * 16, r[c]);
+	}
+}
+
+// scores1_512 sets S1[qi·ns + p] for the T tiles of transposed K rows in
+// kt (d·16 floats each) at positions p0[t]…: for each query of G, its FMA
+// chain over j, with T·G chains in flight.
+INLINE AVX512 void scores1_512(const float *q, int G, int T, int d, const float *kt, const int *p0, const int *np,
+                               __m512 sv, float *S1, int64_t ns) {
+	__m512 acc[4][8];
+	for (int t = 0; t < T; t++)
+		for (int qi = 0; qi < G; qi++)
+			acc[t][qi] = _mm512_setzero_ps();
+	for (int j = 0; j < d; j++)
+		for (int t = 0; t < T; t++) {
+			__m512 kv = _mm512_loadu_ps(kt + ((int64_t)t * d + j) * 16);
+			for (int qi = 0; qi < G; qi++)
+				acc[t][qi] = _mm512_fmadd_ps(kv, _mm512_set1_ps(q[qi * d + j]), acc[t][qi]);
+		}
+	for (int t = 0; t < T; t++)
+		for (int qi = 0; qi < G; qi++)
+			_mm512_mask_storeu_ps(S1 + qi * ns + p0[t], tail16(np[t]), _mm512_mul_ps(acc[t][qi], sv));
+}
+
+static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, const void *vl, int f16,
+                                const int32_t *blocks, int bs, int kvheads, int h, int n, float scale, float *out,
+                                float *scratch) {
+	int64_t ns = (n + 15) & ~15;
+	// kt: T tiles of 16·d floats, then S1: g·ns floats, then a block of V
+	// rows (attnScratch).
+	int T = g <= 4 ? 4 : 2;
+	float *kt = scratch, *S1 = scratch + (int64_t)T * 16 * d;
+	const __m512 sv = _mm512_set1_ps(scale);
+	int p0s[4], nps[4], nt = 0;
+	for (int b0 = 0; b0 < n; b0 += bs)
+		for (int p0 = b0; p0 < n && p0 < b0 + bs; p0 += 16) {
+			int np = n - p0 < 16 ? n - p0 : 16;
+			np = b0 + bs - p0 < np ? b0 + bs - p0 : np;
+			ktile512(kl, f16, kv_at(blocks, bs, kvheads, h, d, p0), np, d, kt + (int64_t)nt * 16 * d);
+			p0s[nt] = p0, nps[nt] = np, nt++;
+			if (nt == T || p0 + np >= n) {
+#define S1T(G) scores1_512(q, G, nt, d, kt, p0s, nps, sv, S1, ns)
+				switch (g) {
+				case 1: S1T(1); break;
+				case 2: S1T(2); break;
+				case 3: S1T(3); break;
+				case 4: S1T(4); break;
+				case 5: S1T(5); break;
+				case 6: S1T(6); break;
+				case 7: S1T(7); break;
+				default: S1T(8); break;
+				}
+#undef S1T
+				nt = 0;
+			}
+		}
+	// Softmax: the same exponentials, summed in order of position.
+	float inv[8];
+	for (int qi = 0; qi < g; qi++) {
+		float *s = S1 + qi * ns;
+		__m512 mx = _mm512_set1_ps(-__builtin_inff());
+		for (int p = 0; p < n; p += 16)
+			mx = _mm512_mask_max_ps(mx, tail16(n - p), mx, _mm512_loadu_ps(s + p));
+		mx = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+		for (int p = 0; p < n; p += 16) {
+			__mmask16 m = tail16(n - p);
+			_mm512_mask_storeu_ps(s + p, m, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + p), mx)));
+		}
+		float sum = 0;
+		for (int p = 0; p < n; p++)
+			sum += s[p];
+		inv[qi] = 1.f / sum;
+	}
+	// Values: the tiles' own code, reading the scores query-major.
+	values512(out, 0, g, g, d, vl, f16, blocks, bs, kvheads, h, n - 1, n, S1, 1, ns, inv, S1 + g * ns);
+}
+
 AVX512 void folio_attn_avx512(ATTN_ARGS) {
+	if (nr == 1 && g <= 8) {
+		attn1_avx512(q, g, d, kl, vl, f16, blocks, bs, kvheads, h, pos0 + 1, scale, out, scratch);
+		return;
+	}
 	int nq = nr * g, nqp = (nq + 15) & ~15, n = pos0 + nr;
 	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)n * nqp, *vb = kb + 4 * d;
 	float inv[nqp];
 	scores_many512(q, qstride, nr, g, d, kl, f16, blocks, bs, kvheads, h, n, scale, qt, S, kb);
 	softmax_many512(S, nq, nqp, g, pos0, n, inv);
-	values512(out, qstride, nq, g, d, vl, f16, blocks, bs, kvheads, h, pos0, n, S, inv, vb);
+	values512(out, qstride, nq, g, d, vl, f16, blocks, bs, kvheads, h, pos0, n, S, nqp, 1, inv, vb);
 }
 
 // ---- AVX2: the same steps, 8 lanes at a time.
