@@ -80,6 +80,15 @@ func NewSampler(opt SampleOptions) *Sampler {
 // modified.
 func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 	o := &s.opt
+	if o.Temperature == 0 && !o.penalizes() { // greedy: no candidates to build
+		best := 0
+		for i, l := range logits {
+			if l > logits[best] {
+				best = i
+			}
+		}
+		return int32(best)
+	}
 	s.cand = s.cand[:0]
 	for i, l := range logits {
 		s.cand = append(s.cand, candidate{id: int32(i), logit: l})
@@ -191,11 +200,16 @@ func (s *Sampler) argmax() int32 {
 	return best.id
 }
 
+// penalizes reports whether any of the penalties is on.
+func (o *SampleOptions) penalizes() bool {
+	return o.RepeatPenalty != 1 || o.PresencePenalty != 0 || o.FrequencyPenalty != 0
+}
+
 // penalize applies the repeat, presence and frequency penalties to the
 // candidates of the last RepeatLastN tokens of history.
 func (s *Sampler) penalize(history []int32) {
 	o := &s.opt
-	if o.RepeatPenalty == 1 && o.PresencePenalty == 0 && o.FrequencyPenalty == 0 {
+	if !o.penalizes() {
 		return
 	}
 	n := o.RepeatLastN

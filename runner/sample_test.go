@@ -163,3 +163,14 @@ func TestTypicalP(t *testing.T) {
 		t.Error("typical_p -1 accepted")
 	}
 }
+
+// Greedy sampling without penalties skips the candidate list; it must
+// pick what the full path picks, the first of tied maxima included.
+func TestGreedyFastPath(t *testing.T) {
+	logits := []float32{0.5, 2, -1, 2, 1.5, 2}
+	fast := NewSampler(SampleOptions{Temperature: 0, RepeatPenalty: 1})
+	slow := NewSampler(SampleOptions{Temperature: 0, RepeatPenalty: 1, PresencePenalty: 1e-30}) // takes the full path
+	if a, b := fast.Sample(logits, nil), slow.Sample(logits, nil); a != 1 || b != 1 {
+		t.Errorf("greedy over tied maxima: fast %d, full %d, want 1 (the first)", a, b)
+	}
+}
