@@ -87,8 +87,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	defer st.Cancel()
 	out := newResponder(w, streamFlag(req.Stream))
 	think := newThinkSplitter(c.thinking, c.parseThink)
+	calls := newToolStream(l, conf, req.Tools)
 	var content, thinking strings.Builder
 	var lps []api.Logprob
+	var toolCalls []api.ToolCall
 	for {
 		ev, ok := st.Recv(r.Context())
 		if !ok {
@@ -96,6 +98,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		}
 		resp := api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Message: api.Message{Role: "assistant"}}
 		resp.Message.Content, resp.Message.Thinking = think.add(ev.Text)
+		resp.Message.Content, resp.Message.ToolCalls = calls.add(resp.Message.Content)
 		if ev.Logprob != nil {
 			resp.Logprobs = []api.Logprob{ollamaLogprob(l.model.Tok, ev.Logprob)}
 		}
@@ -105,24 +108,28 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			c2, t2 := think.flush()
-			resp.Message.Content += c2
+			c2, more := calls.add(c2)
+			resp.Message.Content += c2 + calls.flush()
 			resp.Message.Thinking += t2
+			resp.Message.ToolCalls = append(resp.Message.ToolCalls, more...)
 			resp.Done, resp.DoneReason = true, ev.Reason
 			resp.Metrics = metrics(ev.Stats, start, l)
 		}
 		if out.stream {
 			m := resp.Message
-			if m.Content != "" || m.Thinking != "" || resp.Logprobs != nil || resp.Done {
+			if m.Content != "" || m.Thinking != "" || len(m.ToolCalls) > 0 || resp.Logprobs != nil || resp.Done {
 				out.send(resp)
 			}
 		} else {
 			content.WriteString(resp.Message.Content)
 			thinking.WriteString(resp.Message.Thinking)
+			toolCalls = append(toolCalls, resp.Message.ToolCalls...)
 			lps = append(lps, resp.Logprobs...)
 		}
 		if ev.Done {
 			if !out.stream {
 				resp.Message.Content, resp.Message.Thinking, resp.Logprobs = content.String(), thinking.String(), lps
+				resp.Message.ToolCalls = toolCalls
 				out.send(resp)
 			}
 			return

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/ollama/ollama/api"
+
 	"folio/runner"
 )
 
@@ -246,7 +248,8 @@ type oaiDelta struct {
 	index              int // the choice: sample i of prompt p is p*n + i
 	content, reasoning string
 	logprob            *runner.TokenLogprob
-	finish             string // "stop" or "length" on the choice's last delta
+	calls              []api.ToolCall // tool calls completed by this delta
+	finish             string         // "stop", "length" or "tool_calls" on the choice's last delta
 }
 
 // oaiJob is an OpenAI request on the engine: one stream per prompt, each
@@ -256,6 +259,8 @@ type oaiJob struct {
 	streams []*runner.Stream
 	prompts []int // prompt tokens, per stream
 	thinks  []*thinkSplitter
+	tools   []*toolStream // per choice; nil entries without tools
+	newTool func() *toolStream
 	usage   oaiUsage
 }
 
@@ -272,6 +277,11 @@ func (j *oaiJob) start(ctx context.Context, prompts [][]int32) error {
 		j.prompts = append(j.prompts, len(ids))
 		for range c.n {
 			j.thinks = append(j.thinks, newThinkSplitter(c.thinking, c.parseThink))
+			var ts *toolStream
+			if j.newTool != nil {
+				ts = j.newTool()
+			}
+			j.tools = append(j.tools, ts)
 		}
 	}
 	return nil
@@ -305,11 +315,18 @@ func (j *oaiJob) run(ctx context.Context, emit func(oaiDelta) error) error {
 			d := oaiDelta{index: p*j.c.n + ev.Index, logprob: ev.Logprob}
 			think := j.thinks[d.index]
 			d.content, d.reasoning = think.add(ev.Text)
+			tools := j.tools[d.index]
+			d.content, d.calls = tools.add(d.content)
 			if ev.Done {
 				c, t := think.flush()
-				d.content += c
+				c, more := tools.add(c)
+				d.content += c + tools.flush()
 				d.reasoning += t
+				d.calls = append(d.calls, more...)
 				d.finish = ev.Reason
+				if tools.called() && d.finish == "stop" {
+					d.finish = "tool_calls"
+				}
 			}
 			if ev.Stats != nil {
 				j.usage.PromptTokens += j.prompts[p]
@@ -329,6 +346,7 @@ func (j *oaiJob) run(ctx context.Context, emit func(oaiDelta) error) error {
 type oaiChoice struct {
 	text, reasoning strings.Builder
 	lps             []*runner.TokenLogprob
+	calls           []api.ToolCall
 	finish          string
 }
 
@@ -339,6 +357,7 @@ func (j *oaiJob) collect(ctx context.Context) ([]oaiChoice, error) {
 		c := &out[d.index]
 		c.text.WriteString(d.content)
 		c.reasoning.WriteString(d.reasoning)
+		c.calls = append(c.calls, d.calls...)
 		if d.logprob != nil {
 			c.lps = append(c.lps, d.logprob)
 		}

@@ -187,6 +187,9 @@ func (s *Server) oaiChat(w http.ResponseWriter, r *http.Request) {
 	c.model = l
 	c.thinking, c.parseThink = thinkState(text, think)
 	job := &oaiJob{c: c}
+	if len(req.Tools) > 0 {
+		job.newTool = func() *toolStream { return newToolStream(l, conf, req.Tools) }
+	}
 	defer job.cancel()
 	if err := job.start(r.Context(), [][]int32{encodePrompt(l.model.Tok, text, templated)}); err != nil {
 		writeOAIError(w, err)
@@ -241,9 +244,16 @@ func (q *oaiChatRequest) check() (*completion, []api.Message, *api.ThinkValue, e
 // The chat.completion and chat.completion.chunk objects.
 type (
 	oaiChatMessage struct {
-		Role      string  `json:"role,omitempty"`
-		Content   *string `json:"content,omitempty"`
-		Reasoning string  `json:"reasoning,omitempty"`
+		Role      string             `json:"role,omitempty"`
+		Content   *string            `json:"content,omitempty"`
+		Reasoning string             `json:"reasoning,omitempty"`
+		ToolCalls []oaiToolCallDelta `json:"tool_calls,omitempty"`
+	}
+	// oaiToolCallDelta is a tool call in a response: the index of the call
+	// within the message (chunks) besides oaiToolCall's fields.
+	oaiToolCallDelta struct {
+		Index int `json:"index"`
+		oaiToolCall
 	}
 	oaiChatChoice struct {
 		Index        int             `json:"index"`
@@ -301,7 +311,11 @@ func (f *chatWriter) whole(choices []oaiChoice, usage oaiUsage) any {
 		c := &choices[i]
 		text := c.text.String()
 		ch := oaiChatChoice{Index: i, FinishReason: &c.finish,
-			Message: &oaiChatMessage{Role: "assistant", Content: &text, Reasoning: c.reasoning.String()}}
+			Message: &oaiChatMessage{Role: "assistant", Content: &text, Reasoning: c.reasoning.String(),
+				ToolCalls: toolCallDeltas(c.calls)}}
+		if text == "" && len(c.calls) > 0 {
+			ch.Message.Content = nil // as OpenAI: a message of calls has no content
+		}
 		if f.logprobs {
 			ch.Logprobs = chatLogprobs(f.tok, c.lps)
 		}
@@ -328,8 +342,8 @@ func (f *chatWriter) opening(choices int) []any {
 
 func (f *chatWriter) chunks(d oaiDelta) []any {
 	var out []any
-	if d.content != "" || d.reasoning != "" || d.logprob != nil {
-		ch := oaiChatChoice{Index: d.index, Delta: &oaiChatMessage{Reasoning: d.reasoning}}
+	if d.content != "" || d.reasoning != "" || d.logprob != nil || len(d.calls) > 0 {
+		ch := oaiChatChoice{Index: d.index, Delta: &oaiChatMessage{Reasoning: d.reasoning, ToolCalls: toolCallDeltas(d.calls)}}
 		if d.content != "" {
 			ch.Delta.Content = &d.content
 		}
@@ -348,4 +362,13 @@ func (f *chatWriter) usage(usage oaiUsage) any {
 	resp := f.chunk()
 	resp.Choices, resp.Usage = []oaiChatChoice{}, &usage
 	return resp
+}
+
+// toolCallDeltas numbers calls as OpenAI's messages and chunks carry them.
+func toolCallDeltas(calls []api.ToolCall) []oaiToolCallDelta {
+	var out []oaiToolCallDelta
+	for i, c := range oaiToolCalls(calls) {
+		out = append(out, oaiToolCallDelta{Index: calls[i].Function.Index, oaiToolCall: c})
+	}
+	return out
 }

@@ -1,0 +1,104 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/ollama/ollama/api"
+	"github.com/ollama/ollama/tools"
+)
+
+// Tool calls come back to the client as structured calls, not as text:
+// when a chat request has tools, the generated text goes through Ollama's
+// own tool-call parser (github.com/ollama/ollama/tools), which looks for
+// the model's tool-call tag and reads the JSON of each call (a tool name
+// from the request and its arguments), so that what a client receives is
+// what Ollama would send for the same text.
+
+// toolTags are the tags Jinja templates write before JSON tool calls, in
+// the order they are looked for. A template with none (Llama 3.1 writes
+// bare {"name": …} objects) gets "{": the reply is a call only if it
+// starts with one. Tags whose calls are not JSON objects (DeepSeek's,
+// pythonic ones) are left out: their text stays text.
+var toolTags = []string{"<tool_call>", "[TOOL_CALLS]"}
+
+// toolStream splits a reply into content and tool calls as it streams.
+type toolStream struct {
+	p     *tools.Parser
+	held  bool // the last text added came back as neither content nor calls
+	calls int  // calls returned so far
+}
+
+// newToolStream returns the splitter for a request's tools under the
+// template the prompt was rendered with; nil without tools.
+func newToolStream(l *loaded, conf modelConf, ts api.Tools) *toolStream {
+	if len(ts) == 0 {
+		return nil
+	}
+	tmpl := conf.Template
+	if tmpl == "" {
+		tmpl = l.template
+	}
+	if gt, ok, err := goTemplate(tmpl, false); ok && err == nil && tmpl != l.template {
+		return &toolStream{p: tools.NewParser(gt.Template, ts)}
+	}
+	tag := "{"
+	for _, t := range toolTags {
+		if strings.Contains(tmpl, t) {
+			tag = t
+			break
+		}
+	}
+	return &toolStream{p: tools.NewParserWithTag(ts, tag)}
+}
+
+// add takes the next piece of the reply's content and returns the content
+// to pass on and the calls completed by it.
+func (t *toolStream) add(text string) (content string, calls []api.ToolCall) {
+	if t == nil {
+		return text, nil
+	}
+	if text == "" {
+		return "", nil
+	}
+	calls, content = t.p.Add(text)
+	t.held = content == "" && len(calls) == 0
+	t.calls += len(calls)
+	return content, calls
+}
+
+// flush returns the text held back at the end of the reply: what looked
+// like the start of a call but never became one. As in Ollama's chat
+// handler, only text the last add held back is released.
+func (t *toolStream) flush() string {
+	if t == nil || !t.held {
+		return ""
+	}
+	return t.p.Content()
+}
+
+// called reports whether the reply made any tool call.
+func (t *toolStream) called() bool { return t != nil && t.calls > 0 }
+
+// oaiToolCalls converts calls to OpenAI's form: arguments as JSON text and
+// an id per call (OpenAI's clients answer each call by its id).
+func oaiToolCalls(calls []api.ToolCall) []oaiToolCall {
+	var out []oaiToolCall
+	for _, c := range calls {
+		var o oaiToolCall
+		o.ID = c.ID
+		if o.ID == "" {
+			o.ID = fmt.Sprintf("call_%016x", rand.Uint64())
+		}
+		o.Type, o.Function.Name = "function", c.Function.Name
+		args, err := json.Marshal(c.Function.Arguments)
+		if err != nil {
+			args = []byte("{}")
+		}
+		o.Function.Arguments = string(args)
+		out = append(out, o)
+	}
+	return out
+}
