@@ -25,6 +25,10 @@ INLINE float ldf(const uint8_t *p) {
 
 // ---- AVX-512: a group's 16 rows in one vector ----
 
+// Q4_0_TILE is the activation rows of a Q4_0 tile: the 8 vectors of a
+// block's quants, its scales and one accumulator a row fit 32 registers.
+#define Q4_0_TILE 16
+
 // pq4_0_512 adds the dot products of a Q4_0 group (nb blocks, quants at w,
 // scales at w + 256·nb) with nx X4G activation rows into acc.
 INLINE AVX512 void pq4_0_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
@@ -42,6 +46,7 @@ INLINE AVX512 void pq4_0_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 		}
 		__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ds + 32 * b)));
 		const uint8_t *xb = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
+#pragma GCC unroll 16
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = xb + i * xs;
 			__m512i s = _mm512_set1_epi32((int)ld32(xp + 192)); // -8·Σq
@@ -64,7 +69,7 @@ INLINE AVX512 void pq4_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 		const uint8_t *xb = x + (int64_t)s * XK_BYTES;
 		if (pf)
 			mm_prefetch(wb + MM_PREFETCH, Q4_KP_BYTES);
-		__m512i isum[XT];
+		__m512i isum[16]; // nx ≤ XT; sized for the tile switch
 		for (int i = 0; i < nx; i++)
 			isum[i] = _mm512_setzero_si512();
 		for (int j = 0; j < 8; j++) {
@@ -100,10 +105,13 @@ INLINE AVX512 void pq4_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 	}
 }
 
-#define PACKED512(name, group)                                                                                  \
+// PACKED512 defines name(PM_ARGS) over group(w, nb, x, xs, nx, acc, pf):
+// for each group of 16 rows, tiles of up to tile activation rows, each
+// row's sums in one vector, stored masked to the rows that exist.
+#define PACKED512(name, group, tile)                                                                            \
 	INLINE AVX512 void name##_tile(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, float *dst,   \
 	                               int64_t ds, __mmask16 m, int pf) {                                             \
-		__m512 acc[XT];                                                                                       \
+		__m512 acc[16];                                                                                       \
 		for (int i = 0; i < nx; i++)                                                                          \
 			acc[i] = _mm512_setzero_ps();                                                                 \
 		group(w, nb, x, xs, nx, acc, pf);                                                                     \
@@ -114,25 +122,26 @@ INLINE AVX512 void pq4_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 		for (int r = 0; r < rows; r += 16) {                                                                  \
 			const uint8_t *wg = w + (int64_t)(r / 16) * group_bytes;                                      \
 			__mmask16 m = rows - r >= 16 ? 0xffff : (__mmask16)((1u << (rows - r)) - 1);                  \
-			for (int i = 0; i < nx; i += XT) {                                                            \
+			for (int i = 0; i < nx; i += tile) {                                                          \
 				const uint8_t *xt = x + i * xs;                                                       \
 				float *dt = dst + i * ds + r;                                                         \
-				switch (nx - i < XT ? nx - i : XT) {                                                  \
-				case 1: name##_tile(wg, nb, xt, xs, 1, dt, ds, m, i == 0); break;                     \
-				case 2: name##_tile(wg, nb, xt, xs, 2, dt, ds, m, i == 0); break;                     \
-				case 3: name##_tile(wg, nb, xt, xs, 3, dt, ds, m, i == 0); break;                     \
-				case 4: name##_tile(wg, nb, xt, xs, 4, dt, ds, m, i == 0); break;                     \
-				case 5: name##_tile(wg, nb, xt, xs, 5, dt, ds, m, i == 0); break;                     \
-				case 6: name##_tile(wg, nb, xt, xs, 6, dt, ds, m, i == 0); break;                     \
-				case 7: name##_tile(wg, nb, xt, xs, 7, dt, ds, m, i == 0); break;                     \
-				default: name##_tile(wg, nb, xt, xs, 8, dt, ds, m, i == 0); break;                    \
-				}                                                                                     \
+				int t = nx - i < tile ? nx - i : tile, pf = i == 0;                                   \
+				CASES16(t, name##_tile(wg, nb, xt, xs, N, dt, ds, m, pf))                             \
 			}                                                                                             \
 		}                                                                                                     \
 	}
 
-PACKED512(pm_q4_0_512, pq4_0_512)
-PACKED512(pm_q4_k_512, pq4_k_512)
+// CASES16 runs call with N the constant 1 … 16 equal to t (at most 16).
+#define CASE(n, call) case n: { enum { N = n }; call; } break;
+#define CASES16(t, call)                                                                                       \
+	switch (t) {                                                                                           \
+		CASE(1, call) CASE(2, call) CASE(3, call) CASE(4, call) CASE(5, call) CASE(6, call) CASE(7, call)    \
+		CASE(8, call) CASE(9, call) CASE(10, call) CASE(11, call) CASE(12, call) CASE(13, call)            \
+		CASE(14, call) CASE(15, call) default: { enum { N = 16 }; call; } break;                           \
+	}
+
+PACKED512(pm_q4_0_512, pq4_0_512, Q4_0_TILE)
+PACKED512(pm_q4_k_512, pq4_k_512, XT)
 
 // ---- AVX2: a group as two halves of 8 rows (a vector's bytes 0-31 or
 // 32-63), each in one 256-bit vector. Without VNNI, vpmaddubsw sums pairs
