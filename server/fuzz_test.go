@@ -12,17 +12,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"folio/installer"
-	"folio/models/gguf"
-	"folio/models/synth"
 	"folio/runner"
 	"folio/server"
-	"folio/store"
 )
 
 // The HTTP fuzz targets post fuzzed bodies (and path segments) to every
@@ -69,27 +65,12 @@ func (noNetwork) RoundTrip(r *http.Request) (*http.Response, error) {
 // fuzzServer is the server under fuzzing: the tiny model (tiny.gguf, a
 // library file) with a 64-token context, and an installer home.
 func fuzzServer(f *testing.F) *server.Server {
-	lib, home := f.TempDir(), f.TempDir()
-	cfg, _ := synth.Preset("tiny")
-	cfg.Type = gguf.TypeQ8_0
-	m, err := synth.New(cfg)
-	if err != nil {
-		f.Fatal(err)
-	}
-	if err := m.WriteFile(filepath.Join(lib, "tiny.gguf")); err != nil {
-		f.Fatal(err)
-	}
-	st, err := store.Open(home, store.Options{KVMaxBytes: -1})
-	if err != nil {
-		f.Fatal(err)
-	}
-	reg := server.NewLibraryRegistry()
-	reg.Dirs, reg.Store = []string{lib}, st
+	reg, st, _, home := tinyHome(f)
 	srv := server.New(server.Config{Registry: reg, Version: "fuzz", Load: runner.LoadOptions{NumCtx: 64, Threads: 1},
 		KeepAlive: -1, MaxBodyBytes: 1 << 20, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Install: &installer.Options{Home: home, Store: st, HTTP: &http.Client{Transport: noNetwork{}},
 			Retries: 1, RetryBase: time.Millisecond, StallTimeout: time.Second}})
-	f.Cleanup(func() { srv.Close(); st.Close() })
+	f.Cleanup(srv.Close)
 	return srv
 }
 

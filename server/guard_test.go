@@ -27,6 +27,19 @@ import (
 // folder and the home.
 func guardServer(t testing.TB, origins []string, maxBody int64) (*server.Server, string, string, string) {
 	t.Helper()
+	reg, st, lib, home := tinyHome(t)
+	srv := server.New(server.Config{Registry: reg, Version: "test", Origins: origins, MaxBodyBytes: maxBody,
+		Install: &installer.Options{Home: home, Store: st}})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	return srv, hs.URL, lib, home
+}
+
+// tinyHome makes a library folder holding tiny.gguf (the tiny synthetic
+// model, Q8_0) and a FOLIO_HOME with its store (closed at cleanup), and
+// returns the registry over both, the store, the folder and the home.
+func tinyHome(t testing.TB) (*server.LibraryRegistry, *store.Store, string, string) {
+	t.Helper()
 	lib, home := t.TempDir(), t.TempDir()
 	cfg, _ := synth.Preset("tiny")
 	cfg.Type = gguf.TypeQ8_0
@@ -41,13 +54,10 @@ func guardServer(t testing.TB, origins []string, maxBody int64) (*server.Server,
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { st.Close() })
 	reg := server.NewLibraryRegistry()
 	reg.Dirs, reg.Store = []string{lib}, st
-	srv := server.New(server.Config{Registry: reg, Version: "test", Origins: origins, MaxBodyBytes: maxBody,
-		Install: &installer.Options{Home: home, Store: st}})
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() { hs.Close(); srv.Close(); st.Close() })
-	return srv, hs.URL, lib, home
+	return reg, st, lib, home
 }
 
 // call sends one request and returns the status, the headers and the
