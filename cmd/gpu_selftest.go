@@ -55,8 +55,17 @@ func gpuSelftest(w io.Writer, seed uint64, tokens int, model string, noCache boo
 	fmt.Fprintf(w, "device: %s (compute %d.%d), kernels %s\n", d.Name, d.Major, d.Minor,
 		map[bool]string{true: "from the cache", false: "compiled now"}[dev.Cached])
 
+	fmt.Fprintf(w, "prefill matmuls: %s\n", dev.BLAS())
 	failed := 0
 	checks := cuda.CheckOps(ref, dev, seed)
+	if dev.SetBLAS(true) { // the tiled kernel too, when cuBLAS took the prefill cases
+		dev.SetBLAS(false)
+		for _, c := range cuda.CheckMatMuls(ref, dev, seed+1) {
+			c.Op += " (tiled)"
+			checks = append(checks, c)
+		}
+	}
+	dev.SetBLAS(true)
 	fmt.Fprintf(w, "%-60s %12s %10s  %s\n", "op", "NMSE", "tolerance", "result")
 	for _, c := range checks {
 		verdict := "pass"

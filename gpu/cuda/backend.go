@@ -32,6 +32,12 @@ type Backend struct {
 	factors devInts // Rope's factors, as float bits
 	host    []int32 // Attention's meta, built here before upload
 	Cached  bool    // the kernels came from the disk cache
+
+	blas      *blas      // nil without cuBLAS: prefill takes the tiled kernel
+	blasNote  string     // why there is no cuBLAS
+	blasOff   bool       // SetBLAS(false)
+	wbuf      devBuf     // MatMul through cuBLAS: the weight dequantized to F32
+	alphaBeta [2]float32 // cuBLAS's α and β, in heap memory
 }
 
 // Options say how Open makes a backend; the zero value gives the defaults.
@@ -39,7 +45,11 @@ type Options struct {
 	Ordinal  int    // the device; default 0
 	CacheDir string // compiled kernels; default $FOLIO_HOME/cache/cuda or the user cache dir
 	NoCache  bool   // compile even when the cache holds the kernels
+	NoBLAS   bool   // prefill with folio's tiled kernel, not cuBLAS
 }
+
+// openBLAS is loadBLAS, replaced by tests.
+var openBLAS = loadBLAS
 
 // Open makes a backend on the GPU opt.Ordinal: it loads the driver and
 // NVRTC, makes the device's context current and a stream, and loads the
@@ -132,7 +142,30 @@ func open(d *driver, nv *compiler, opt Options) (b *Backend, err error) {
 		}
 		b.fn[k] = *f
 	}
+	if opt.NoBLAS {
+		b.blasNote = "off (Options.NoBLAS)"
+	} else if b.blas, err = openBLAS(b.stream); err != nil {
+		b.blasNote, err = err.Error(), nil
+	}
 	return b, nil
+}
+
+// BLAS says what prefill's matmuls run on: "cuBLAS (TF32)", or why not.
+func (b *Backend) BLAS() string {
+	switch {
+	case b.blas == nil:
+		return "folio's tiled kernel: " + b.blasNote
+	case b.blasOff:
+		return "folio's tiled kernel (cuBLAS turned off)"
+	}
+	return "cuBLAS SGEMM (TF32) on dequantized weights"
+}
+
+// SetBLAS turns cuBLAS on or off for MatMul (selftest checks both paths)
+// and reports whether it is now used.
+func (b *Backend) SetBLAS(on bool) bool {
+	b.blasOff = !on
+	return b.blas != nil && on
 }
 
 // compileOptions compile for the device's own architecture (a cubin: no
@@ -175,6 +208,10 @@ func (b *Backend) Close() error {
 	}
 	if b.stream != 0 {
 		errs = append(errs, b.d.check("cuStreamSynchronize", b.d.StreamSynchronize(b.stream)))
+	}
+	if b.blas != nil {
+		errs = append(errs, blasError("cublasDestroy_v2", b.blas.Destroy()))
+		b.blas = nil
 	}
 	for p := range b.allocs {
 		errs = append(errs, b.d.check("cuMemFree", b.d.MemFree(p)))
@@ -371,14 +408,41 @@ func (b *Backend) launch(k kernel, d dims) {
 	b.d.must("cuLaunchKernel "+k.String(), b.d.LaunchKernel(b.fn[k], d.grid, d.block, 0, b.stream, b.a.params()))
 }
 
+// devBuf is a device buffer that grows to the largest size asked for.
+type devBuf struct {
+	ptr uint64
+	cap int64 // bytes
+}
+
+// grow makes buf hold at least n bytes and returns its device pointer.
+// Growing frees the old buffer first (cuMemFree waits for the work that
+// may still read it).
+func (b *Backend) grow(buf *devBuf, n int64, what string) uint64 {
+	if n <= buf.cap {
+		return buf.ptr
+	}
+	if buf.ptr != 0 {
+		b.d.must("cuMemFree", b.d.MemFree(buf.ptr))
+		b.used -= b.allocs[buf.ptr]
+		delete(b.allocs, buf.ptr)
+		buf.ptr, buf.cap = 0, 0
+	}
+	n = max(n, 2*buf.cap, 4096)
+	p, err := b.alloc(n, what)
+	if err != nil {
+		panic(err)
+	}
+	buf.ptr, buf.cap = p, n
+	return p
+}
+
 // devInts is a device buffer of int32s that ops refill per call, with the
 // host copy of what it holds: an op that passes the same values as the
 // last one (Rope, WriteKV and Attention in every layer of a pass) does not
 // upload them again. Reuse is safe because copies and kernels run in
 // stream order.
 type devInts struct {
-	ptr  uint64
-	cap  int // int32s
+	devBuf
 	last []int32
 }
 
@@ -390,19 +454,7 @@ func (b *Backend) put(buf *devInts, vals []int32, what string) uint64 {
 	if buf.ptr != 0 && len(vals) == len(buf.last) && equalInts(vals, buf.last) {
 		return buf.ptr
 	}
-	if len(vals) > buf.cap {
-		if buf.ptr != 0 {
-			b.d.must("cuMemFree", b.d.MemFree(buf.ptr))
-			b.used -= b.allocs[buf.ptr]
-			delete(b.allocs, buf.ptr)
-		}
-		n := max(len(vals), 2*buf.cap, 1024)
-		p, err := b.alloc(4*int64(n), what)
-		if err != nil {
-			panic(err)
-		}
-		buf.ptr, buf.cap = p, n
-	}
+	b.grow(&buf.devBuf, 4*int64(len(vals)), what)
 	buf.last = append(buf.last[:0], vals...)
 	b.d.must("cuMemcpyHtoDAsync", b.d.MemcpyHtoDAsync(buf.ptr, unsafe.Pointer(&buf.last[0]), uint64(4*len(vals)), b.stream))
 	return buf.ptr

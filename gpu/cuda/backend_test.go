@@ -279,3 +279,42 @@ func TestChoose(t *testing.T) {
 		t.Errorf("an unknown mode: %v", err)
 	}
 }
+
+// Prefill's MatMul dequantizes the weight to F32 and calls SGEMM on the
+// row-major operands as column-major ones: dst(m×n) = wᵀ·x.
+func TestMatMulThroughBLAS(t *testing.T) {
+	f, c := newFakeGPU(), &fakeCompiler{}
+	saved := openBLAS
+	openBLAS = func(uintptr) (*blas, error) { return f.blas(), nil }
+	b, err := open(f.driver(), c.compiler(), Options{NoCache: true})
+	openBLAS = saved
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if !strings.HasPrefix(b.BLAS(), "cuBLAS") {
+		t.Fatalf("BLAS %q", b.BLAS())
+	}
+	const n, k, m = 16, 256, 40
+	x, _ := b.NewTensor(n, k)
+	y, _ := b.NewTensor(n, m)
+	w, err := b.Weight("w", gguf.TypeQ6_K, m, k, make([]byte, m*gguf.TypeQ6_K.RowBytes(k)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.MatMul(y, x, w)
+	l := f.launches[len(f.launches)-1]
+	if l.fn != b.fn[kDequantQ6_K] || l.params[0] != w.(*Tensor).ptr || l.params[2] != b.wbuf.ptr || l.params[3] != m || l.params[4] != k {
+		t.Errorf("dequant launch %+v", l)
+	}
+	if len(f.sgemms) != 1 || f.sgemms[0] != [6]int32{blasOpT, blasOpN, m, n, k, k} {
+		t.Errorf("SGEMMs %v", f.sgemms)
+	}
+	// Fewer rows, or cuBLAS off, take the kernels.
+	b.MatMul(b.Slice(y, 15), b.Slice(x, 15), w)
+	b.SetBLAS(false)
+	b.MatMul(y, x, w)
+	if len(f.sgemms) != 1 || f.launches[len(f.launches)-1].fn != b.fn[kMatmulQ6_K] {
+		t.Errorf("SGEMMs %v, last launch %v", f.sgemms, f.launches[len(f.launches)-1])
+	}
+}

@@ -72,6 +72,14 @@ func CheckOps(ref, dev gpu.Backend, seed uint64) []OpCheck {
 	return c.out
 }
 
+// CheckMatMuls is CheckOps's MatMul cases alone: for a second pass over
+// another matmul path (cuBLAS off).
+func CheckMatMuls(ref, dev gpu.Backend, seed uint64) []OpCheck {
+	c := &checker{ref: ref, dev: dev, r: rand.New(rand.NewPCG(seed, 11))}
+	c.matmuls()
+	return c.out
+}
+
 // run calls f on ref and then dev; f returns the values to compare. A
 // panic (on either side) is the case's error.
 func (c *checker) run(op string, tol float64, f func(be gpu.Backend) []float32) {

@@ -11,3 +11,7 @@ func loadDriver() (*driver, error) {
 func loadNVRTC() (*compiler, error) {
 	return nil, fmt.Errorf("%w (folio loads NVRTC on Linux only)", ErrNoDriver)
 }
+
+func loadBLAS(uintptr) (*blas, error) {
+	return nil, fmt.Errorf("%w (folio loads cuBLAS on Linux only)", ErrNoDriver)
+}

@@ -88,7 +88,7 @@ func emuLibrary(t *testing.T) string {
 }
 
 // emuBackend is a Backend whose launches run the emulated kernels.
-func emuBackend(t *testing.T) *Backend {
+func emuBackend(t *testing.T) (*Backend, *fakeGPU) {
 	h, err := purego.Dlopen(emuLibrary(t), purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
 		t.Fatal(err)
@@ -115,27 +115,39 @@ func emuBackend(t *testing.T) *Backend {
 		runtime.KeepAlive(params)
 		return r
 	}
+	saved := openBLAS
+	openBLAS = func(uintptr) (*blas, error) { return f.blas(), nil }
 	be, err := open(d, (&fakeCompiler{}).compiler(), Options{NoCache: true})
+	openBLAS = saved
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { be.Close() })
-	return be
+	return be, f
 }
 
 // emuPair is an emulated backend and the CPU reference.
-func emuPair(t *testing.T) (dev *Backend, ref *cpu.Backend) {
+func emuPair(t *testing.T) (dev *Backend, ref *cpu.Backend, f *fakeGPU) {
 	if testing.Short() {
 		t.Skip("the emulation takes a while")
 	}
-	dev, ref = emuBackend(t), cpu.New(2)
+	dev, f = emuBackend(t)
+	ref = cpu.New(2)
 	t.Cleanup(func() { ref.Close() })
-	return dev, ref
+	return dev, ref, f
 }
 
+// Every op, prefill's matmuls through cuBLAS (here SGEMM in Go, after the
+// dequant kernels), then the matmuls again with the tiled kernel.
 func TestKernelsOnTheEmulator(t *testing.T) {
-	dev, ref := emuPair(t)
-	for _, r := range CheckOps(ref, dev, 5) {
+	dev, ref, f := emuPair(t)
+	checks := CheckOps(ref, dev, 5)
+	if len(f.sgemms) == 0 {
+		t.Error("no MatMul went through cuBLAS")
+	}
+	dev.SetBLAS(false)
+	checks = append(checks, CheckMatMuls(ref, dev, 6)...)
+	for _, r := range checks {
 		if !r.Pass() {
 			t.Errorf("%-60s NMSE %.3g (tolerance %.0e) %s", r.Op, r.NMSE, r.Tol, r.Err)
 		} else {
@@ -145,7 +157,7 @@ func TestKernelsOnTheEmulator(t *testing.T) {
 }
 
 func TestGenerationOnTheEmulator(t *testing.T) {
-	dev, ref := emuPair(t)
+	dev, ref, _ := emuPair(t)
 	for _, arch := range []string{"llama", "qwen2", "qwen3"} {
 		cfg, err := synth.Preset("tiny")
 		if err != nil {

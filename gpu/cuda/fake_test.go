@@ -1,10 +1,16 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"unsafe"
 )
+
+// Tests load no cuBLAS unless they ask for the fake one.
+func init() {
+	openBLAS = func(uintptr) (*blas, error) { return nil, errors.New("cuBLAS is not loaded in tests") }
+}
 
 // fakeGPU is a driver without a GPU: device memory is Go memory, launches
 // are recorded, not run. Fail makes the named call return its code.
@@ -16,6 +22,7 @@ type fakeGPU struct {
 	modules  int
 	loaded   [][]byte // images given to cuModuleLoadData
 	freeMem  uint64
+	sgemms   [][6]int32 // opA, opB, m, n, k, lda of each SGEMM
 }
 
 type fakeLaunch struct {
@@ -170,4 +177,40 @@ func openFake(dir string) (*Backend, *fakeGPU, *fakeCompiler, error) {
 	f, c := newFakeGPU(), &fakeCompiler{ver: [2]int{13, 0}}
 	b, err := open(f.driver(), c.compiler(), Options{CacheDir: dir})
 	return b, f, c, err
+}
+
+// blas is cuBLAS's SGEMM done in Go on the fake GPU's memory, by its
+// definition (column-major, op T reads A[l + i·lda]).
+func (f *fakeGPU) blas() *blas {
+	// floats is the device memory at p holding element last, as float32s.
+	floats := func(p uint64, last int) []float32 {
+		raw := f.bytes(p, uint64(4*(last+1)))
+		return unsafe.Slice((*float32)(unsafe.Pointer(&raw[0])), last+1)
+	}
+	// index maps (row, col) of op(X) to X's column-major index.
+	index := func(op int32, ld int32) func(r, c int) int {
+		if op == blasOpT {
+			return func(r, c int) int { return c + r*int(ld) }
+		}
+		return func(r, c int) int { return r + c*int(ld) }
+	}
+	return &blas{
+		Sgemm: func(opA, opB, m, n, k int32, alpha *float32, a uint64, lda int32, b uint64, ldb int32, beta *float32, c uint64, ldc int32) result {
+			f.sgemms = append(f.sgemms, [6]int32{opA, opB, m, n, k, lda})
+			ia, ib := index(opA, lda), index(opB, ldb)
+			A, B := floats(a, ia(int(m)-1, int(k)-1)), floats(b, ib(int(k)-1, int(n)-1))
+			C := floats(c, int(m)-1+(int(n)-1)*int(ldc))
+			for j := range int(n) {
+				for i := range int(m) {
+					var sum float32
+					for l := range int(k) {
+						sum += A[ia(i, l)] * B[ib(l, j)]
+					}
+					C[i+j*int(ldc)] = *alpha*sum + *beta*C[i+j*int(ldc)]
+				}
+			}
+			return 0
+		},
+		Destroy: func() result { return 0 },
+	}
 }

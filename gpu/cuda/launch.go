@@ -30,6 +30,12 @@ const (
 	kGetRowsQ4_0
 	kGetRowsQ4_K
 	kGetRowsQ6_K
+	kDequantF32
+	kDequantF16
+	kDequantQ8_0
+	kDequantQ4_0
+	kDequantQ4_K
+	kDequantQ6_K
 	kRMSNorm
 	kAdd
 	kSiLUMul
@@ -47,6 +53,7 @@ var kernelNames = [numKernels]string{
 	"matvec_f32", "matvec_f16", "matvec_q8_0", "matvec_q4_0", "matvec_q4_k", "matvec_q6_k",
 	"matmul_f32", "matmul_f16", "matmul_q8_0", "matmul_q4_0", "matmul_q4_k", "matmul_q6_k",
 	"get_rows_f32", "get_rows_f16", "get_rows_q8_0", "get_rows_q4_0", "get_rows_q4_k", "get_rows_q6_k",
+	"dequant_f32", "dequant_f16", "dequant_q8_0", "dequant_q4_0", "dequant_q4_k", "dequant_q6_k",
 	"rms_norm", "add", "silu_mul", "softmax", "rope",
 	"write_kv_f16", "write_kv_f32", "attention_f16", "attention_f32",
 }
@@ -64,6 +71,7 @@ var nativeTypes = map[gguf.TensorType]kernel{
 func matvecKernel(t gguf.TensorType) kernel  { return nativeTypes[t] }
 func matmulKernel(t gguf.TensorType) kernel  { return nativeTypes[t] + kMatmulF32 - kMatvecF32 }
 func getRowsKernel(t gguf.TensorType) kernel { return nativeTypes[t] + kGetRowsF32 - kMatvecF32 }
+func dequantKernel(t gguf.TensorType) kernel { return nativeTypes[t] + kDequantF32 - kMatvecF32 }
 
 // Geometry constants shared with the kernels' #defines.
 const (

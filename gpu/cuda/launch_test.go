@@ -114,7 +114,8 @@ func TestOtherDims(t *testing.T) {
 func TestKernelTables(t *testing.T) {
 	for typ, k := range nativeTypes {
 		suffix := kernelNames[k][len("matvec_"):]
-		if kernelNames[matmulKernel(typ)] != "matmul_"+suffix || kernelNames[getRowsKernel(typ)] != "get_rows_"+suffix {
+		if kernelNames[matmulKernel(typ)] != "matmul_"+suffix || kernelNames[getRowsKernel(typ)] != "get_rows_"+suffix ||
+			kernelNames[dequantKernel(typ)] != "dequant_"+suffix {
 			t.Errorf("%v: %s, %s, %s", typ, kernelNames[k], matmulKernel(typ), getRowsKernel(typ))
 		}
 		if want := typ.String(); !strings.EqualFold(suffix, want) {

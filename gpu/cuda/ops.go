@@ -21,6 +21,16 @@ func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
 	}
 	b.enter()
 	defer b.leave()
+	if b.blas != nil && !b.blasOff && n >= blasMinRows {
+		wp := cw.ptr
+		if cw.typ != gguf.TypeF32 {
+			wp = b.grow(&b.wbuf, 4*int64(m)*int64(k), "a weight dequantized for cuBLAS")
+			b.a.reset().ptr(cw.ptr).i64(cw.rowBytes).ptr(wp).i32(m).i32(k)
+			b.launch(dequantKernel(cw.typ), elementwiseDims(int64(m)*ceilDiv64(int64(k), 8)))
+		}
+		b.sgemmRowMajor(cd.ptr, cx.ptr, wp, n, k, m)
+		return
+	}
 	d, tiled := matmulDims(n, m)
 	b.a.reset().ptr(cw.ptr).i64(cw.rowBytes).ptr(cx.ptr).ptr(cd.ptr)
 	if tiled {

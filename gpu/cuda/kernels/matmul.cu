@@ -115,3 +115,29 @@ extern "C" __global__ void get_rows_q8_0(const u8* t, long long rb, const int* i
 extern "C" __global__ void get_rows_q4_0(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tq4_0>(t, rb, ids, dst, cols); }
 extern "C" __global__ void get_rows_q4_k(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tq4_k>(t, rb, ids, dst, cols); }
 extern "C" __global__ void get_rows_q6_k(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tq6_k>(t, rb, ids, dst, cols); }
+
+// dequant: the rows × cols weight w as F32 in dst (for cuBLAS), a thread
+// per run of 8 elements of a row.
+template <typename T>
+__device__ void dequant(const u8* __restrict__ w, long long row_bytes, float* __restrict__ dst, int rows, int cols) {
+    long long runs = (cols + 7) / 8, t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= runs * rows) return;
+    long long r = t / runs;
+    int e = (int)(t % runs) * 8;
+    const u8* wr = w + r * row_bytes;
+    float* d = dst + r * cols;
+    if (e + 8 <= cols) {
+        float v[8];
+        T::load8(wr, e, v);
+        for (int j = 0; j < 8; j++) d[e + j] = v[j];
+    } else {
+        for (int j = e; j < cols; j++) d[j] = T::at(wr, j);
+    }
+}
+
+extern "C" __global__ void dequant_f32(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tf32>(w, rb, dst, rows, cols); }
+extern "C" __global__ void dequant_f16(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tf16>(w, rb, dst, rows, cols); }
+extern "C" __global__ void dequant_q8_0(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tq8_0>(w, rb, dst, rows, cols); }
+extern "C" __global__ void dequant_q4_0(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tq4_0>(w, rb, dst, rows, cols); }
+extern "C" __global__ void dequant_q4_k(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tq4_k>(w, rb, dst, rows, cols); }
+extern "C" __global__ void dequant_q6_k(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tq6_k>(w, rb, dst, rows, cols); }

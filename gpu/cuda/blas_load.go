@@ -1,0 +1,42 @@
+//go:build linux || darwin || freebsd
+
+package cuda
+
+import "fmt"
+
+// loadBLAS opens cuBLAS and makes a handle on stream, with TF32 tensor
+// cores allowed. The context must be current.
+func loadBLAS(stream uintptr) (*blas, error) {
+	h, err := dlopenFirst("cuBLAS", libNames("libcublas.so", "", ".13", ".12"))
+	if err != nil {
+		return nil, err
+	}
+	var f struct{ create, destroy, setStream, setMath, sgemm uintptr }
+	err = symbols("libcublas", h, map[string]*uintptr{"cublasCreate_v2": &f.create, "cublasDestroy_v2": &f.destroy,
+		"cublasSetStream_v2": &f.setStream, "cublasSetMathMode": &f.setMath, "cublasSgemm_v2": &f.sgemm})
+	if err != nil {
+		return nil, err
+	}
+	handle := new(uintptr)
+	if err := blasError("cublasCreate_v2", call(f.create, addr(handle))); err != nil {
+		return nil, err
+	}
+	hd := *handle
+	const tf32TensorOpMath = 3 // CUBLAS_TF32_TENSOR_OP_MATH
+	if err := blasError("cublasSetStream_v2", call(f.setStream, hd, stream)); err != nil {
+		call(f.destroy, hd)
+		return nil, err
+	}
+	if err := blasError("cublasSetMathMode", call(f.setMath, hd, tf32TensorOpMath)); err != nil {
+		call(f.destroy, hd)
+		return nil, fmt.Errorf("%w (TF32)", err)
+	}
+	i := func(v int32) uintptr { return uintptr(uint32(v)) }
+	return &blas{
+		Sgemm: func(opA, opB, m, n, k int32, alpha *float32, a uint64, lda int32, b uint64, ldb int32, beta *float32, c uint64, ldc int32) result {
+			return call(f.sgemm, hd, i(opA), i(opB), i(m), i(n), i(k), addr(alpha), uintptr(a), i(lda), uintptr(b), i(ldb),
+				addr(beta), uintptr(c), i(ldc))
+		},
+		Destroy: func() result { return call(f.destroy, hd) },
+	}, nil
+}
