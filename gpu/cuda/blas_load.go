@@ -7,6 +7,8 @@ import "fmt"
 // loadBLAS opens cuBLAS and makes a handle on stream, with TF32 tensor
 // cores allowed. The context must be current.
 func loadBLAS(stream uintptr) (*blas, error) {
+	// cuBLAS needs cuBLASLt; opened first, it is found wherever cuBLAS is.
+	dlopenFirst("cuBLASLt", libNames("libcublasLt.so", "", ".13", ".12"))
 	h, err := dlopenFirst("cuBLAS", libNames("libcublas.so", "", ".13", ".12"))
 	if err != nil {
 		return nil, err

@@ -106,7 +106,8 @@ func goString(p uintptr) string {
 
 // driverNames are where libcuda is looked for: the loader's path first.
 var driverNames = []string{"libcuda.so.1", "libcuda.so", "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
-	"/usr/lib64/libcuda.so.1", "/usr/local/cuda/compat/libcuda.so.1"}
+	"/usr/lib64/libcuda.so.1", "/usr/local/nvidia/lib64/libcuda.so.1", "/usr/local/nvidia/lib/libcuda.so.1",
+	"/usr/local/cuda/compat/libcuda.so.1"}
 
 // loadDriver opens libcuda and wraps the calls of driver. Failure wraps
 // ErrNoDriver.
@@ -208,7 +209,8 @@ func loadDriver() (*driver, error) {
 }
 
 // cudaDirs are where the toolkit's libraries (NVRTC, cuBLAS) are looked
-// for after the loader's path: $CUDA_HOME, $CUDA_PATH, /usr/local/cuda*.
+// for after the loader's path: $FOLIO_CUDA_PATH, $CUDA_HOME, $CUDA_PATH,
+// /usr/local/cuda*, then Python's NVIDIA wheels.
 func cudaDirs() []string {
 	var dirs []string
 	for _, env := range []string{"FOLIO_CUDA_PATH", "CUDA_HOME", "CUDA_PATH"} {
@@ -216,8 +218,11 @@ func cudaDirs() []string {
 			dirs = append(dirs, filepath.Join(d, "lib64"), filepath.Join(d, "lib"))
 		}
 	}
+	// Last, the libraries that Python's NVIDIA wheels install.
 	return append(dirs, "/usr/local/cuda/lib64", "/usr/local/cuda/targets/*-linux/lib",
-		"/usr/local/cuda-*/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64")
+		"/usr/local/cuda-*/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64",
+		"/opt/*/.venv/lib/python3*/site-packages/nvidia/*/lib",
+		"/usr/local/lib/python3*/dist-packages/nvidia/*/lib")
 }
 
 // libNames lists the places to look for lib (a base name such as
