@@ -30,7 +30,7 @@ type Backend struct {
 	slots   devInts // WriteKV
 	meta    devInts // Attention
 	factors devInts // Rope's factors, as float bits
-	host    []int32 // Attention's meta, built here before upload
+	host    []int32 // Attention's meta, built here before upload; Rope's factors
 	Cached  bool    // the kernels came from the disk cache
 
 	blas      *blas      // nil without cuBLAS: prefill takes the tiled kernel
@@ -405,7 +405,9 @@ func checkShape(op, what string, t *Tensor, rows, cols int) {
 
 // launch runs kernel k with the parameters in b.a.
 func (b *Backend) launch(k kernel, d dims) {
-	b.d.must("cuLaunchKernel "+k.String(), b.d.LaunchKernel(b.fn[k], d.grid, d.block, 0, b.stream, b.a.params()))
+	if r := b.d.LaunchKernel(b.fn[k], d.grid, d.block, 0, b.stream, b.a.params()); r != 0 {
+		b.d.must("cuLaunchKernel "+k.String(), r) // the name is built on failure only
+	}
 }
 
 // devBuf is a device buffer that grows to the largest size asked for.

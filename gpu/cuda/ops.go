@@ -140,11 +140,11 @@ func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {
 	defer b.leave()
 	var factors uint64
 	if r.Factors != nil {
-		bits := make([]int32, len(r.Factors))
-		for i, f := range r.Factors {
-			bits[i] = int32(math.Float32bits(f))
+		b.host = b.host[:0]
+		for _, f := range r.Factors {
+			b.host = append(b.host, int32(math.Float32bits(f)))
 		}
-		factors = b.put(&b.factors, bits, "rope factors")
+		factors = b.put(&b.factors, b.host, "rope factors")
 	}
 	thetaScale := float32(math.Pow(float64(r.Base), float64(-2/float32(r.Dims))))
 	neox := 0

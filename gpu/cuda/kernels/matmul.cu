@@ -16,6 +16,9 @@ __device__ void matvec(const u8* __restrict__ w, long long row_bytes, const floa
     const float* xr = x + (long long)i * k;
     float sum = 0, v[8];
     int full = k & ~7;
+    // Unrolled so that several runs' loads are in flight per lane: decode
+    // is bound by memory, and latency × bandwidth needs the bytes moving.
+#pragma unroll 4
     for (int e = lane * 8; e < full; e += 256) {
         T::load8(wr, e, v);
         for (int j = 0; j < 8; j++) sum += v[j] * xr[e + j];
