@@ -44,7 +44,7 @@ func init() {
 }
 
 func gpuSelftest(w io.Writer, seed uint64, tokens int, model string, noCache bool) error {
-	dev, err := cuda.Open(cuda.Options{NoCache: noCache})
+	dev, err := cuda.Open(cuda.Options{NoCache: noCache, Sync: true}) // a fault names its kernel
 	if err != nil {
 		return fmt.Errorf("gpu selftest: %w", err)
 	}

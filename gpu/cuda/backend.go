@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"unsafe"
 
@@ -38,6 +39,7 @@ type Backend struct {
 	blasOff   bool       // SetBLAS(false)
 	wbuf      devBuf     // MatMul through cuBLAS: the weight dequantized to F32
 	alphaBeta [2]float32 // cuBLAS's α and β, in heap memory
+	syncEach  bool       // Options.Sync
 }
 
 // Options say how Open makes a backend; the zero value gives the defaults.
@@ -46,6 +48,10 @@ type Options struct {
 	CacheDir string // compiled kernels; default $FOLIO_HOME/cache/cuda or the user cache dir
 	NoCache  bool   // compile even when the cache holds the kernels
 	NoBLAS   bool   // prefill with folio's tiled kernel, not cuBLAS
+	// Sync waits for each kernel as it is launched, so that a fault names
+	// its kernel (else it shows at the next Download). FOLIO_CUDA_SYNC=1
+	// sets it too.
+	Sync bool
 }
 
 // openBLAS is loadBLAS, replaced by tests.
@@ -85,7 +91,7 @@ func open(d *driver, nv *compiler, opt Options) (b *Backend, err error) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	b = &Backend{d: d, dev: dev, allocs: map[uint64]int64{}}
+	b = &Backend{d: d, dev: dev, allocs: map[uint64]int64{}, syncEach: opt.Sync || os.Getenv("FOLIO_CUDA_SYNC") == "1"}
 	h, ctx, stream := new(int32), new(uintptr), new(uintptr)
 	if err := d.check("cuDeviceGet", d.DeviceGet(h, int32(opt.Ordinal))); err != nil {
 		return nil, err
@@ -407,6 +413,11 @@ func checkShape(op, what string, t *Tensor, rows, cols int) {
 func (b *Backend) launch(k kernel, d dims) {
 	if r := b.d.LaunchKernel(b.fn[k], d.grid, d.block, 0, b.stream, b.a.params()); r != 0 {
 		b.d.must("cuLaunchKernel "+k.String(), r) // the name is built on failure only
+	}
+	if b.syncEach {
+		if r := b.d.StreamSynchronize(b.stream); r != 0 {
+			b.d.must("cuStreamSynchronize after "+k.String(), r)
+		}
 	}
 }
 

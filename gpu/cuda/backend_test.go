@@ -318,3 +318,23 @@ func TestMatMulThroughBLAS(t *testing.T) {
 		t.Errorf("SGEMMs %v, last launch %v", f.sgemms, f.launches[len(f.launches)-1])
 	}
 }
+
+// With Sync, a kernel's fault is reported with its name.
+func TestSyncNamesTheFaultingKernel(t *testing.T) {
+	f, c := newFakeGPU(), &fakeCompiler{}
+	b, err := open(f.driver(), c.compiler(), Options{NoCache: true, Sync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	x, _ := b.NewTensor(2, 64)
+	f.fail["cuStreamSynchronize"] = 700 // CUDA_ERROR_ILLEGAL_ADDRESS
+	defer func() {
+		err, _ := recover().(error)
+		if err == nil || !strings.Contains(err.Error(), "cuStreamSynchronize after softmax") {
+			t.Errorf("recovered %v", err)
+		}
+		delete(f.fail, "cuStreamSynchronize")
+	}()
+	b.Softmax(x)
+}
