@@ -32,7 +32,8 @@ type gpuReport struct {
 	DecodeRuns  []float64 `json:"decode_runs"`
 	// DecodeOfCeiling is decode_tps × model_bytes ÷ 4.8 TB/s.
 	DecodeOfCeiling float64 `json:"decode_of_ceiling"`
-	DeviceBytes     int64   `json:"device_bytes"` // device memory folio allocated
+	DeviceBytes     int64   `json:"device_bytes"`    // device memory folio allocated
+	Split           string  `json:"split,omitempty"` // how the layers are split, when the model did not fit
 }
 
 // init adds --gpu to `folio bench`: the same measurement on the CUDA
@@ -87,12 +88,17 @@ func benchGPU(model string, prompt, gen, repeat int) (*gpuReport, error) {
 		return nil, err
 	}
 	defer m.Close()
-	be, ok := m.Arch.Backend().(*cuda.Backend)
-	if !ok {
-		return nil, fmt.Errorf("bench: the model loaded on %s, not the GPU", m.Arch.Backend().Name())
+	be := m.Arch.Backend()
+	dev, ok := be.(*cuda.Backend)
+	rep := &gpuReport{Model: model, Prompt: prompt, Gen: gen, Repeat: repeat, ModelBytes: m.Bytes.Weights}
+	if s, split := be.(*cuda.Split); split {
+		dev, ok = s.Device().(*cuda.Backend)
+		rep.Split = fmt.Sprintf("%d of %d layers on the GPU, the rest on the CPU", s.OnDevice(), m.Arch.Layers)
 	}
-	rep := &gpuReport{Model: model, Device: be.Device().Name, Prompt: prompt, Gen: gen, Repeat: repeat,
-		ModelBytes: m.Bytes.Weights, DeviceBytes: be.Used()}
+	if !ok {
+		return nil, fmt.Errorf("bench: the model loaded on %s, not the GPU", be.Name())
+	}
+	rep.Device, rep.DeviceBytes = dev.Device().Name, dev.Used()
 	if emb, ok := m.File.Tensor("token_embd.weight"); ok {
 		if _, untied := m.File.Tensor("output.weight"); untied {
 			rep.ModelBytes -= emb.Bytes // one row of it is read per token
@@ -135,6 +141,7 @@ func benchGPU(model string, prompt, gen, repeat int) (*gpuReport, error) {
 		rep.PrefillRuns = append(rep.PrefillRuns, float64(prompt)/prefill.Seconds())
 		rep.DecodeRuns = append(rep.DecodeRuns, float64(gen)/decode.Seconds())
 	}
+	rep.DeviceBytes = dev.Used() // with the scratch cuBLAS grew
 	rep.PrefillTPS, rep.DecodeTPS = median(rep.PrefillRuns), median(rep.DecodeRuns)
 	rep.DecodeOfCeiling = rep.DecodeTPS * float64(rep.ModelBytes) / hbmBandwidth
 	return rep, nil
@@ -143,6 +150,9 @@ func benchGPU(model string, prompt, gen, repeat int) (*gpuReport, error) {
 func printGPU(w io.Writer, r *gpuReport) {
 	fmt.Fprintf(w, "model:   %s (%.1f MB of weights read per token) on %s (%.2f GiB allocated)\n",
 		r.Model, float64(r.ModelBytes)/1e6, r.Device, float64(r.DeviceBytes)/(1<<30))
+	if r.Split != "" {
+		fmt.Fprintf(w, "split:   %s\n", r.Split)
+	}
 	fmt.Fprintf(w, "cuda:    prefill %d: %9.1f tok/s   decode %d (after %d): %8.1f tok/s   (medians of %d)\n",
 		r.Prompt, r.PrefillTPS, r.Gen, r.Prompt, r.DecodeTPS, r.Repeat)
 	fmt.Fprintf(w, "ceiling: decode at %.0f%% of 4.8 TB/s ÷ weight bytes (%.0f tok/s)\n",

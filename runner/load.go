@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"folio/gpu"
 	"folio/gpu/cpu"
@@ -114,7 +115,7 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 	for _, t := range f.Tensors {
 		need.Weights += t.Bytes
 	}
-	be, err := newBackend(need, opt)
+	be, err := newBackend(f, cfg.Layers, need, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -132,9 +133,16 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 }
 
 // newBackend is the GPU's backend when FOLIO_GPU (cpu, cuda, or auto, the
-// default) allows it and the model fits there, else the CPU's.
-func newBackend(need MemoryNeed, opt LoadOptions) (gpu.Backend, error) {
-	g, err := cuda.Choose(os.Getenv("FOLIO_GPU"), cuda.Need{Weights: need.Weights, KV: need.KV, Scratch: need.Scratch})
+// default) allows it: the whole model there, or as many layers as fit
+// with the rest on the CPU; else the CPU's.
+func newBackend(f *gguf.File, layers int, need MemoryNeed, opt LoadOptions) (gpu.Backend, error) {
+	cn := cuda.Need{Weights: need.Weights, KV: need.KV, Scratch: need.Scratch, Layers: layers}
+	for _, t := range f.Tensors {
+		if strings.HasPrefix(t.Name, "blk.") {
+			cn.LayerWeights += t.Bytes
+		}
+	}
+	g, err := cuda.Choose(os.Getenv("FOLIO_GPU"), cn, func() gpu.Backend { return cpu.New(opt.Threads) })
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"folio/gpu"
+	"folio/gpu/cpu"
 	"folio/models/gguf"
 )
 
@@ -266,17 +267,68 @@ func TestChoose(t *testing.T) {
 	f := newFakeGPU()
 	f.fail["cuInit"] = 100
 	resetDriver(t, func() (*driver, error) { return f.driver(), nil })
-	if b, err := Choose("cpu", Need{}); b != nil || err != nil {
+	if b, err := Choose("cpu", Need{}, nil); b != nil || err != nil {
 		t.Errorf("cpu: %v, %v", b, err)
 	}
-	if b, err := Choose("auto", Need{}); b != nil || err != nil {
+	if b, err := Choose("auto", Need{}, nil); b != nil || err != nil {
 		t.Errorf("auto without a device: %v, %v", b, err)
 	}
-	if _, err := Choose("cuda", Need{}); !errors.Is(err, ErrNoDriver) || !strings.Contains(err.Error(), "FOLIO_GPU=cuda") {
+	if _, err := Choose("cuda", Need{}, nil); !errors.Is(err, ErrNoDriver) || !strings.Contains(err.Error(), "FOLIO_GPU=cuda") {
 		t.Errorf("cuda without a device: %v", err)
 	}
-	if _, err := Choose("gpu", Need{}); err == nil || !strings.Contains(err.Error(), "use cpu, cuda or auto") {
+	if _, err := Choose("gpu", Need{}, nil); err == nil || !strings.Contains(err.Error(), "use cpu, cuda or auto") {
 		t.Errorf("an unknown mode: %v", err)
+	}
+}
+
+// A model that fits goes whole on the GPU; one that does not is split as
+// LayersThatFit says; one without a layer that fits is refused (cuda) or
+// left to the CPU (auto).
+func TestChoosePlacement(t *testing.T) {
+	const gb = 1 << 30
+	need := Need{Weights: 10 * gb, LayerWeights: 8 * gb, Layers: 16, KV: 2 * gb, Scratch: gb / 2}
+	for _, tc := range []struct {
+		mode   string
+		free   int64
+		onDev  int // -1: the whole GPU, -2: none
+		errSub string
+	}{
+		{"auto", 20 * gb, -1, ""},
+		{"cuda", 8 * gb, 8, ""},                           // 8 − 0.5 reserve − 0.5 scratch − 2 outside the layers = 5 GiB, 10/16 GiB a layer
+		{"auto", 3*gb + gb/2, -2, ""},                     // nothing past what stays on the GPU
+		{"cuda", 3*gb + gb/2, -2, "smaller quantization"}, // the same, refused
+	} {
+		f, c := newFakeGPU(), &fakeCompiler{}
+		f.freeMem = uint64(tc.free)
+		open := func() (*Backend, error) { return open(f.driver(), c.compiler(), Options{NoCache: true}) }
+		be, err := choose(tc.mode, need, func() gpu.Backend { return cpu.New(1) }, open)
+		switch {
+		case tc.errSub != "":
+			if err == nil || !strings.Contains(err.Error(), tc.errSub) || be != nil {
+				t.Errorf("%s, %d free: %v, %v", tc.mode, tc.free, be, err)
+			}
+		case err != nil:
+			t.Errorf("%s, %d free: %v", tc.mode, tc.free, err)
+		case tc.onDev == -1:
+			if _, ok := be.(*Backend); !ok {
+				t.Errorf("%s, %d free: %T, want the GPU whole", tc.mode, tc.free, be)
+			}
+		case tc.onDev == -2:
+			if be != nil {
+				t.Errorf("%s, %d free: %T, want none", tc.mode, tc.free, be)
+			}
+		default:
+			s, ok := be.(*Split)
+			if !ok || s.OnDevice() != tc.onDev {
+				t.Errorf("%s, %d free: %T %v, want %d layers on the GPU", tc.mode, tc.free, be, be, tc.onDev)
+			}
+		}
+		if be != nil {
+			be.Close()
+		}
+		if be == nil && len(f.mem) != 0 {
+			t.Errorf("%s, %d free: %d allocations left after refusing", tc.mode, tc.free, len(f.mem))
+		}
 	}
 }
 

@@ -17,7 +17,6 @@ import (
 
 	"folio/gpu/cpu"
 	"folio/models/gguf"
-	"folio/models/synth"
 )
 
 // The kernels run on the CPU: kernels/*.cu compiled by g++ with the
@@ -159,19 +158,7 @@ func TestKernelsOnTheEmulator(t *testing.T) {
 func TestGenerationOnTheEmulator(t *testing.T) {
 	dev, ref, _ := emuPair(t)
 	for _, arch := range []string{"llama", "qwen2", "qwen3"} {
-		cfg, err := synth.Preset("tiny")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Arch, cfg.Type, cfg.Seed, cfg.Layers = arch, gguf.TypeQ4_K, 2, 1
-		m, err := synth.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(t.TempDir(), arch+".gguf")
-		if err := m.WriteFile(path); err != nil {
-			t.Fatal(err)
-		}
+		path := synthModel(t, arch, gguf.TypeQ4_K, 1)
 		g, err := CheckGeneration(path, ref, dev, 3)
 		if err != nil {
 			t.Fatal(err)
@@ -181,4 +168,20 @@ func TestGenerationOnTheEmulator(t *testing.T) {
 		}
 		t.Logf("%s: worst logits NMSE %.3g, tokens %v and %v", arch, g.Worst, g.Ref, g.Dev)
 	}
+}
+
+// The first layer on the (emulated) GPU, the second on the CPU.
+func TestSplitOnTheEmulator(t *testing.T) {
+	dev, ref, _ := emuPair(t)
+	host := cpu.New(2)
+	s := NewSplit(dev, host, 1)
+	defer host.Close()
+	g, err := CheckGeneration(synthModel(t, "llama", gguf.TypeQ8_0, 2), ref, s, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g.Pass() {
+		t.Errorf("%+v", g)
+	}
+	t.Logf("worst logits NMSE %.3g", g.Worst)
 }

@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
 	"log"
 	"sync"
@@ -10,9 +9,12 @@ import (
 )
 
 // Need is the device memory a model takes: its weights as stored, the K/V
-// pool and the activations.
+// pool and the activations; Layers and LayerWeights say how much of it
+// could move to the CPU, a layer at a time.
 type Need struct {
 	Weights, KV, Scratch int64
+	Layers               int   // the model's layers
+	LayerWeights         int64 // the weights of the layers (blk.*), part of Weights
 }
 
 // Reserve is kept free beyond Need on the device: the kernels' module, the
@@ -24,9 +26,8 @@ func (n Need) Total() int64 { return n.Weights + n.KV + n.Scratch + Reserve }
 
 func gib(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
 
-// Fit says whether a model of need fits in free bytes of device memory,
-// and if not, which knob to turn. The whole model goes on one GPU or not
-// at all: layers are not split between the GPU and the CPU.
+// Fit says whether a model of need fits whole in free bytes of device
+// memory, and if not, which knob to turn.
 func (n Need) Fit(dev Device, free int64) error {
 	if n.Total() <= free {
 		return nil
@@ -37,6 +38,21 @@ func (n Need) Fit(dev Device, free int64) error {
 	}
 	return fmt.Errorf("%w: cuda: the model needs %s on %s (weights %s, K/V cache %s, scratch %s, reserve %s) and %s is free: %s",
 		gpu.ErrOutOfMemory, gib(n.Total()), dev.Name, gib(n.Weights), gib(n.KV), gib(n.Scratch), gib(Reserve), gib(free), hint)
+}
+
+// LayersThatFit is how many layers, each with its weights and its share of
+// the K/V pool, fit in free bytes beside everything that stays on the GPU
+// (the weights outside the layers, scratch, the reserve); at most Layers.
+func (n Need) LayersThatFit(free int64) int {
+	if n.Layers <= 0 {
+		return 0
+	}
+	perLayer := (n.LayerWeights + n.KV + int64(n.Layers) - 1) / int64(n.Layers)
+	avail := free - Reserve - n.Scratch - (n.Weights - n.LayerWeights)
+	if avail <= 0 || perLayer <= 0 {
+		return 0
+	}
+	return int(min(int64(n.Layers), avail/perLayer))
 }
 
 // Free is the device memory free now.
@@ -54,11 +70,18 @@ func (b *Backend) Free() (int64, error) {
 //
 //   - "cpu": none (nil, nil);
 //   - "cuda": the first GPU, or an error saying why it cannot be used;
-//   - "auto" or "": the first GPU when a driver loads and the model fits,
-//     else none, with one log line (per process) saying why.
+//   - "auto" or "": the first GPU when a driver loads, else none, with one
+//     log line (per process) saying why.
 //
-// The caller computes on the CPU when Choose returns no backend.
-func Choose(mode string, need Need) (*Backend, error) {
+// A model that does not fit whole is split (Split): as many layers as fit
+// on the GPU, the rest on host(), said once in the log; with no layer
+// fitting, it is an error for "cuda" and the CPU for "auto". The caller
+// computes on the CPU when Choose returns no backend.
+func Choose(mode string, need Need, host func() gpu.Backend) (gpu.Backend, error) {
+	return choose(mode, need, host, func() (*Backend, error) { return Open(Options{}) })
+}
+
+func choose(mode string, need Need, host func() gpu.Backend, open func() (*Backend, error)) (gpu.Backend, error) {
 	switch mode {
 	case "cpu":
 		return nil, nil
@@ -66,43 +89,43 @@ func Choose(mode string, need Need) (*Backend, error) {
 	default:
 		return nil, fmt.Errorf("cuda: FOLIO_GPU=%q: use cpu, cuda or auto", mode)
 	}
-	b, err := openFor(need)
+	b, err := open()
 	if err == nil {
-		return b, nil
+		var be gpu.Backend
+		if be, err = place(b, need, host); err == nil {
+			return be, nil
+		}
+		b.Close()
 	}
 	if mode == "cuda" {
 		return nil, fmt.Errorf("%w (FOLIO_GPU=cuda; unset it to fall back to the CPU)", err)
 	}
-	logFallback(err)
+	logOnce(&fallbackOnce, "folio: %v; computing on the CPU", err)
 	return nil, nil
 }
 
-// openFor opens GPU 0 and checks that need fits in its free memory.
-func openFor(need Need) (*Backend, error) {
-	b, err := Open(Options{})
-	if err != nil {
-		return nil, err
-	}
+// place puts the model on b whole, or split with host, or says why not.
+func place(b *Backend, need Need, host func() gpu.Backend) (gpu.Backend, error) {
 	free, err := b.Free()
-	if err == nil {
-		err = need.Fit(b.dev, free)
-	}
 	if err != nil {
-		b.Close()
 		return nil, err
 	}
-	return b, nil
+	fit := need.Fit(b.dev, free)
+	if fit == nil {
+		return b, nil
+	}
+	k := need.LayersThatFit(free)
+	if k == 0 || host == nil {
+		return nil, fit
+	}
+	logOnce(&splitOnce, "folio: %d of %d layers on %s (%s free), the rest on the CPU: the model needs %s on the GPU whole",
+		k, need.Layers, b.dev.Name, gib(free), gib(need.Total()))
+	return NewSplit(b, host(), k), nil
 }
 
-var fallbackOnce sync.Once
+var fallbackOnce, splitOnce sync.Once
 
-// logFallback says once per process why the CPU computes.
-func logFallback(err error) {
-	fallbackOnce.Do(func() {
-		if errors.Is(err, ErrNoDriver) {
-			log.Printf("folio: %v; computing on the CPU", err)
-			return
-		}
-		log.Printf("folio: not using the GPU: %v; computing on the CPU (FOLIO_GPU=cuda makes this an error)", err)
-	})
+// logOnce logs once per process per once.
+func logOnce(once *sync.Once, format string, args ...any) {
+	once.Do(func() { log.Printf(format, args...) })
 }
