@@ -37,13 +37,19 @@ type gpuReport struct {
 }
 
 // init adds --gpu to `folio bench`: the same measurement on the CUDA
-// backend (FOLIO_GPU=cuda for the load).
+// backend (FOLIO_GPU=cuda for the load, which also implies --gpu); without
+// it, bench measures the CPU even where a GPU is.
 func init() {
 	var onGPU bool
 	benchCmd.Flags().BoolVar(&onGPU, "gpu", false, "measure the CUDA backend (with --model)")
 	cpuRun := benchCmd.RunE
 	benchCmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if os.Getenv("FOLIO_GPU") == "cuda" {
+			onGPU = true
+		}
 		if !onGPU {
+			// The CPU's measurement, on the CPU even where a GPU is.
+			os.Setenv("FOLIO_GPU", "cpu")
 			return cpuRun(cmd, args)
 		}
 		f := cmd.Flags()
