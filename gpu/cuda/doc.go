@@ -17,6 +17,9 @@
 // device allocation, laid out as gpu/cpu's (head-major within a block), so
 // a block's bytes are already in gpu.BlockIO's canonical layout.
 //
+// A model that does not fit whole runs as a Split: its first layers on
+// the GPU, the rest on the CPU (place.go computes how many fit).
+//
 // Ops are queued on one stream in call order; Download and the BlockIO
 // calls wait for it. A failing driver call inside an op panics with the
 // call and the error: gpu.Backend's ops return no error, and a device that
