@@ -81,22 +81,20 @@ func open(d *driver, nv *compiler, opt Options) (b *Backend, err error) {
 	if opt.Ordinal < 0 || opt.Ordinal >= int(*n) {
 		return nil, fmt.Errorf("%w: device %d asked for, the driver sees %d", ErrNoDriver, opt.Ordinal, *n)
 	}
-	dev, err := describe(d, opt.Ordinal)
-	if err != nil {
-		return nil, err
-	}
 	v := new(int32)
 	if err := d.check("cuDriverGetVersion", d.DriverGetVersion(v)); err != nil {
 		return nil, err
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	b = &Backend{d: d, dev: dev, allocs: map[uint64]int64{}, syncEach: opt.Sync || os.Getenv("FOLIO_CUDA_SYNC") == "1"}
+	b = &Backend{d: d, allocs: map[uint64]int64{}, syncEach: opt.Sync || os.Getenv("FOLIO_CUDA_SYNC") == "1"}
 	h, ctx, stream := new(int32), new(uintptr), new(uintptr)
 	if err := d.check("cuDeviceGet", d.DeviceGet(h, int32(opt.Ordinal))); err != nil {
 		return nil, err
 	}
 	b.devH = *h
+	// The context first: describe's own retain and release then do not
+	// destroy and make it again.
 	if err := d.check("cuDevicePrimaryCtxRetain", d.PrimaryCtxRetain(ctx, b.devH)); err != nil {
 		return nil, err
 	}
@@ -107,6 +105,9 @@ func open(d *driver, nv *compiler, opt Options) (b *Backend, err error) {
 			b = nil
 		}
 	}()
+	if b.dev, err = describe(d, opt.Ordinal); err != nil {
+		return b, err
+	}
 	if err := d.check("cuCtxSetCurrent", d.CtxSetCurrent(b.ctx)); err != nil {
 		return b, err
 	}
@@ -123,15 +124,15 @@ func open(d *driver, nv *compiler, opt Options) (b *Backend, err error) {
 	if opt.NoCache {
 		cache.dir = ""
 	}
-	src, opts := kernelSource(), compileOptions(dev)
-	image, cached, err := cache.build(nv, src, "folio.cu", opts, int(*v))
+	src, opts := kernelSource(), compileOptions(b.dev)
+	image, cached, err := cache.build(nv, src, "folio.cu", opts, int(*v), false)
 	if err != nil {
 		return b, err
 	}
 	mod := new(uintptr)
 	r := d.ModuleLoadData(mod, image)
-	if r != 0 && cached { // a cubin the driver refuses is compiled again
-		if image, _, err = (kernelCache{}).build(nv, src, "folio.cu", opts, int(*v)); err != nil {
+	if r != 0 && cached { // a cubin the driver refuses is compiled again, and replaced
+		if image, _, err = cache.build(nv, src, "folio.cu", opts, int(*v), true); err != nil {
 			return b, err
 		}
 		cached = false

@@ -60,6 +60,15 @@ func TestOpenRecompilesARefusedCachedImage(t *testing.T) {
 	if b.Cached || c.calls != 1 || len(f.loaded) != 2 {
 		t.Errorf("cached %v, %d compiles, %d loads", b.Cached, c.calls, len(f.loaded))
 	}
+	// The cache holds the new image: the next open compiles nothing.
+	b2, _, c2, err := openFake(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	if !b2.Cached || c2.calls != 0 {
+		t.Errorf("after the refused image: cached %v, %d compiles", b2.Cached, c2.calls)
+	}
 }
 
 func TestOpenFailuresNameTheCall(t *testing.T) {

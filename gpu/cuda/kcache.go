@@ -93,11 +93,11 @@ func (c kernelCache) put(key string, image []byte) {
 }
 
 // build returns the cubin of src for opts: from the cache when it holds a
-// good copy (cached true), else compiled now and stored.
-func (c kernelCache) build(nv *compiler, src, name string, opts []string, driverVersion int) (image []byte, cached bool, err error) {
+// good copy (cached true) and force is false, else compiled now and stored.
+func (c kernelCache) build(nv *compiler, src, name string, opts []string, driverVersion int, force bool) (image []byte, cached bool, err error) {
 	maj, min := nv.Version()
 	key := cacheKey(src, opts, [2]int{maj, min}, driverVersion)
-	if image := c.get(key); image != nil {
+	if image := c.get(key); image != nil && !force {
 		return image, true, nil
 	}
 	image, log, err := nv.Compile(src, name, opts)

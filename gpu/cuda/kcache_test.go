@@ -13,11 +13,11 @@ func TestKernelCacheHitAndMiss(t *testing.T) {
 	c, fc := kernelCache{dir: dir}, &fakeCompiler{ver: [2]int{13, 0}}
 	nv := fc.compiler()
 	opts := []string{"--gpu-architecture=sm_90"}
-	img1, cached, err := c.build(nv, "src A", "a.cu", opts, 13000)
+	img1, cached, err := c.build(nv, "src A", "a.cu", opts, 13000, false)
 	if err != nil || cached || fc.calls != 1 {
 		t.Fatalf("first build: cached %v, %d compiles, %v", cached, fc.calls, err)
 	}
-	img2, cached, err := c.build(nv, "src A", "a.cu", opts, 13000)
+	img2, cached, err := c.build(nv, "src A", "a.cu", opts, 13000, false)
 	if err != nil || !cached || fc.calls != 1 || string(img2) != string(img1) {
 		t.Fatalf("second build: cached %v, %d compiles, %q vs %q, %v", cached, fc.calls, img2, img1, err)
 	}
@@ -35,7 +35,7 @@ func TestKernelCacheHitAndMiss(t *testing.T) {
 	} {
 		fc.ver = tc.ver
 		before := fc.calls
-		if _, cached, err := c.build(nv, tc.src, "a.cu", tc.opts, tc.driver); err != nil || cached || fc.calls != before+1 {
+		if _, cached, err := c.build(nv, tc.src, "a.cu", tc.opts, tc.driver, false); err != nil || cached || fc.calls != before+1 {
 			t.Errorf("%s changed: cached %v, %d compiles, %v", tc.name, cached, fc.calls-before, err)
 		}
 	}
@@ -52,7 +52,7 @@ func TestKernelCacheIgnoresDamagedFiles(t *testing.T) {
 		"no magic":     func(b []byte) []byte { return append([]byte("XXXXXXXX"), b[8:]...) },
 		"empty":        func(b []byte) []byte { return nil },
 	} {
-		if _, _, err := c.build(nv, "src", "a.cu", nil, 1); err != nil {
+		if _, _, err := c.build(nv, "src", "a.cu", nil, 1, false); err != nil {
 			t.Fatal(err)
 		}
 		data, err := os.ReadFile(c.path(key))
@@ -63,7 +63,7 @@ func TestKernelCacheIgnoresDamagedFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := fc.calls
-		img, cached, err := c.build(nv, "src", "a.cu", nil, 1)
+		img, cached, err := c.build(nv, "src", "a.cu", nil, 1, false)
 		if err != nil || cached || fc.calls != before+1 || !strings.HasPrefix(string(img), "cubin") {
 			t.Errorf("%s: cached %v, %d compiles, %q, %v", name, cached, fc.calls-before, img, err)
 		}
@@ -83,7 +83,7 @@ func TestKernelCacheUnwritableDirStillBuilds(t *testing.T) {
 	}
 	c, fc := kernelCache{dir: filepath.Join(file, "sub")}, &fakeCompiler{}
 	for range 2 {
-		if _, cached, err := c.build(fc.compiler(), "src", "a.cu", nil, 1); err != nil || cached {
+		if _, cached, err := c.build(fc.compiler(), "src", "a.cu", nil, 1, false); err != nil || cached {
 			t.Fatalf("cached %v, %v", cached, err)
 		}
 	}
@@ -94,7 +94,7 @@ func TestKernelCacheUnwritableDirStillBuilds(t *testing.T) {
 
 func TestCompileErrorCarriesTheLog(t *testing.T) {
 	fc := &fakeCompiler{fail: true}
-	_, _, err := kernelCache{dir: t.TempDir()}.build(fc.compiler(), "src", "folio.cu", []string{"--gpu-architecture=sm_90"}, 1)
+	_, _, err := kernelCache{dir: t.TempDir()}.build(fc.compiler(), "src", "folio.cu", []string{"--gpu-architecture=sm_90"}, 1, false)
 	var ce *Error
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), `identifier "x" is undefined`) || !strings.Contains(err.Error(), "sm_90") {
 		t.Fatalf("got %v", err)
