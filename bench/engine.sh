@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The serving-engine benchmarks of issue 6, with llama.cpp's single-stream
 # speed on the same file for scale (../shared/tools/llamaref):
-#   - folio bench serve: 32 requests, 16 at a time, smollm-135m Q8_0 (synthetic),
-#     also with num_batch 64, and batched decoding alone;
+#   - folio bench serve: 64 requests, 16 at a time, ShareGPT's length ratio
+#     (prompt 64, output 136 on average), smollm-135m Q8_0 (synthetic), also
+#     with num_batch 64, and batched decoding alone;
 #   - folio bench multiturn: a 2,000-token history, same model;
 #   - folio bench extraction: an 8,000-token document, 20 questions, 4 at a
 #     time, on the tiny synthetic model with a 16k context (smollm-135m would
@@ -24,9 +25,9 @@ tiny=$work/tiny-ctx16k-q8_0.gguf
 
 step() { echo "== $1 (load average: $(cut -d' ' -f1-3 /proc/loadavg))"; }
 step "folio bench serve, smollm-135m Q8_0, 16 at a time"
-"$work/folio" bench serve --model "$smollm" --concurrency 16 --requests 32 --json
+"$work/folio" bench serve --model "$smollm" --concurrency 16 --requests 64 --json
 step "folio bench serve, same, num_batch 64 (shorter steps: inter-token latency)"
-"$work/folio" bench serve --model "$smollm" --concurrency 16 --requests 32 --num-batch 64 --json
+"$work/folio" bench serve --model "$smollm" --concurrency 16 --requests 64 --num-batch 64 --json
 step "folio bench serve, batched decoding alone: 16 requests of 4 + 32 tokens at once"
 "$work/folio" bench serve --model "$smollm" --concurrency 16 --requests 16 --fixed-lengths --prompt-mean 4 --output-mean 32 --json
 step "folio bench multiturn, smollm-135m Q8_0, history 2000"
