@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"folio/gpu"
@@ -105,7 +106,8 @@ func attentionMeta(dst []int32, rows int, spec gpu.KVSpec, batch *gpu.Batch) []i
 	if err := batch.Check(); err != nil {
 		panic("cuda: Attention: " + err.Error())
 	}
-	dst = append(dst[:0], make([]int32, 2*rows)...)
+	dst = slices.Grow(dst[:0], 2*rows)[:2*rows]
+	clear(dst)
 	for si, s := range batch.Seqs {
 		if s.Start+s.Len > rows {
 			panic(fmt.Sprintf("cuda: Attention: sequence %d has rows %d … %d of a %d-row q", si, s.Start, s.Start+s.Len-1, rows))
