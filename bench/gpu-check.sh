@@ -6,7 +6,8 @@
 # It builds folio (or takes $FOLIO_BIN, or a bin/folio built elsewhere and
 # carried here), then runs `folio gpu info`, `folio gpu selftest`, makes the
 # synthetic llama-1b and llama-8b models in Q4_K with `folio dev synth`,
-# runs `folio bench --gpu` on each (prompt 512, gen 128) and prints a table
+# runs `folio bench --gpu` on each (prompt 512, gen 128; eagerly, then with
+# FOLIO_CUDA_GRAPHS=1) and prints a table
 # last: ops passed, prefill and decode tokens/s, and decode's share of the
 # 4.8 TB/s HBM ceiling (weight bytes × decode tok/s ÷ 4.8e12).
 #
@@ -96,20 +97,28 @@ genfail=$(grep -c '^generation .*: FAIL$' "$work/selftest.txt")
 
 # --- synthetic models and benchmarks --------------------------------------
 declare -A prefill decode share
+rows=()
 for preset in ${GPU_CHECK_PRESETS:-llama-1b llama-8b}; do
 	model=$work/$preset-q4_k.gguf
 	budget=90
 	[ "$preset" = llama-8b ] && budget=180
 	note "folio dev synth $preset q4_k"
 	run $budget "synth $preset" "$folio" dev synth --preset "$preset" --type q4_k -o "$model" || continue
-	note "folio bench --gpu $preset"
-	json=$report/bench-$preset.json
-	run 150 "bench $preset" "$folio" bench --gpu --model "$model" --prompt 512 --gen 128 --repeat 3 --json >"$json" || continue
-	cat "$json"
-	num() { sed -n "s/^ *\"$1\": *\([-0-9.e+]*\),*$/\1/p" "$json" | head -1; }
-	prefill[$preset]=$(num prefill_tps)
-	decode[$preset]=$(num decode_tps)
-	share[$preset]=$(num decode_of_ceiling)
+	# Each model eagerly, then with decode steps replayed as CUDA graphs.
+	for graphs in 0 1; do
+		row=$preset
+		[ $graphs = 1 ] && row=$preset+graphs
+		rows+=("$row")
+		note "folio bench --gpu $row"
+		json=$report/bench-${row/+/-}.json  # $OUT returns names of letters, digits, . _ - only
+		FOLIO_CUDA_GRAPHS=$graphs run 150 "bench $row" "$folio" bench --gpu --model "$model" \
+			--prompt 512 --gen 128 --repeat 3 --json >"$json" || continue
+		cat "$json"
+		num() { sed -n "s/^ *\"$1\": *\([-0-9.e+]*\),*$/\1/p" "$json" | head -1; }
+		prefill[$row]=$(num prefill_tps)
+		decode[$row]=$(num decode_tps)
+		share[$row]=$(num decode_of_ceiling)
+	done
 	rm -f "$model"
 done
 
@@ -118,13 +127,13 @@ echo
 echo "== gpu-check summary ($SECONDS s)"
 printf '%-22s %s\n' "selftest ops passed" "${ops:-none run}"
 printf '%-22s %s pass, %s fail\n' "generation checks" "$gens" "$genfail"
-printf '%-10s %14s %14s %16s\n' model "prefill tok/s" "decode tok/s" "decode/ceiling"
-for preset in ${GPU_CHECK_PRESETS:-llama-1b llama-8b}; do
-	if [ -n "${decode[$preset]:-}" ]; then
-		printf '%-10s %14.1f %14.1f %15.1f%%\n' "$preset" "${prefill[$preset]}" "${decode[$preset]}" \
-			"$(awk -v s="${share[$preset]}" 'BEGIN { print 100 * s }')"
+printf '%-16s %14s %14s %16s\n' model "prefill tok/s" "decode tok/s" "decode/ceiling"
+for row in "${rows[@]}"; do
+	if [ -n "${decode[$row]:-}" ]; then
+		printf '%-16s %14.1f %14.1f %15.1f%%\n' "$row" "${prefill[$row]}" "${decode[$row]}" \
+			"$(awk -v s="${share[$row]}" 'BEGIN { print 100 * s }')"
 	else
-		printf '%-10s %14s %14s %16s\n' "$preset" - - -
+		printf '%-16s %14s %14s %16s\n' "$row" - - -
 	fi
 done
 if [ ${#failures[@]} -gt 0 ]; then

@@ -109,8 +109,26 @@ func gpuSelftest(w io.Writer, seed uint64, tokens int, model string, noCache boo
 			filepath.Base(path), g.Steps, g.Differ, g.Mismatches, g.Worst, cuda.GenTolerance, verdict)
 		fmt.Fprintf(w, "  cpu:  %v\n  cuda: %v\n", g.Ref, g.Dev)
 	}
+	// The generation again with decode steps replayed as CUDA graphs.
+	gdev, err := cuda.Open(cuda.Options{Graphs: true})
+	if err != nil {
+		return fmt.Errorf("gpu selftest: %w", err)
+	}
+	g, err := cuda.CheckGeneration(models[0], ref, gdev, tokens)
+	launches := gdev.GraphLaunches()
+	gdev.Close()
+	if err != nil {
+		return fmt.Errorf("gpu selftest: generation with graphs: %w", err)
+	}
+	verdict := "pass"
+	if !g.Pass() || launches == 0 && tokens > 4 {
+		verdict, genFailed = "FAIL", genFailed+1
+	}
+	fmt.Fprintf(w, "generation %s with CUDA graphs (%d steps as graphs): worst logits NMSE %.3g: %s\n",
+		filepath.Base(models[0]), launches, g.Worst, verdict)
+	gens := len(models) + 1
 	if failed > 0 || genFailed > 0 {
-		return fmt.Errorf("gpu selftest: %d of %d ops and %d of %d generations fail", failed, len(checks), genFailed, len(models))
+		return fmt.Errorf("gpu selftest: %d of %d ops and %d of %d generations fail", failed, len(checks), genFailed, gens)
 	}
 	fmt.Fprintln(w, "selftest: pass")
 	return nil

@@ -40,6 +40,8 @@ type Backend struct {
 	wbuf      devBuf     // MatMul through cuBLAS: the weight dequantized to F32
 	alphaBeta [2]float32 // cuBLAS's α and β, in heap memory
 	syncEach  bool       // Options.Sync
+	g         graphState // CUDA graphs of repeated steps (graph.go)
+	rows      devInts    // Gather (apart from ids: a step uploads each buffer once)
 }
 
 // Options say how Open makes a backend; the zero value gives the defaults.
@@ -52,6 +54,9 @@ type Options struct {
 	// its kernel (else it shows at the next Download). FOLIO_CUDA_SYNC=1
 	// sets it too.
 	Sync bool
+	// Graphs replays repeated steps (decode) as CUDA graphs (graph.go).
+	// FOLIO_CUDA_GRAPHS=1 sets it too.
+	Graphs bool
 }
 
 // openBLAS is loadBLAS, replaced by tests.
@@ -149,6 +154,7 @@ func open(d *driver, nv *compiler, opt Options) (b *Backend, err error) {
 		}
 		b.fn[k] = *f
 	}
+	b.g.on = (opt.Graphs || os.Getenv("FOLIO_CUDA_GRAPHS") == "1") && d.graphsAvailable() && !b.syncEach
 	if opt.NoBLAS {
 		b.blasNote = "off (Options.NoBLAS)"
 	} else if b.blas, err = openBLAS(b.stream); err != nil {
@@ -216,6 +222,8 @@ func (b *Backend) Close() error {
 	if b.stream != 0 {
 		errs = append(errs, b.d.check("cuStreamSynchronize", b.d.StreamSynchronize(b.stream)))
 	}
+	b.g.on = false
+	b.dropGraph()
 	if b.blas != nil {
 		errs = append(errs, blasError("cublasDestroy_v2", b.blas.Destroy()))
 		b.blas = nil
@@ -240,6 +248,7 @@ func (b *Backend) Close() error {
 // alloc allocates n bytes of device memory (at least 1). what names it in
 // the error.
 func (b *Backend) alloc(n int64, what string) (uint64, error) {
+	b.graphBreak() // the kernels matched so far run before memory changes hands
 	p := new(uint64)
 	if err := b.d.check("cuMemAlloc", b.d.MemAlloc(p, uint64(max(n, 1)))); err != nil {
 		return 0, fmt.Errorf("cuda: allocating %d bytes for %s on %s (%d in use): %w", n, what, b.Name(), b.used, err)
@@ -356,6 +365,7 @@ func (b *Backend) Upload(dst gpu.Tensor, src []float32) {
 	}
 	b.enter()
 	defer b.leave()
+	b.graphBreak()
 	b.d.must("cuMemcpyHtoDAsync", b.d.MemcpyHtoDAsync(d.ptr, unsafe.Pointer(&src[0]), uint64(4*len(src)), b.stream))
 }
 
@@ -367,6 +377,7 @@ func (b *Backend) Download(dst []float32, src gpu.Tensor) {
 	}
 	b.enter()
 	defer b.leave()
+	b.stepEnd()
 	b.d.must("cuMemcpyDtoHAsync", b.d.MemcpyDtoHAsync(unsafe.Pointer(&dst[0]), s.ptr, uint64(4*len(dst)), b.stream))
 	b.d.must("cuStreamSynchronize", b.d.StreamSynchronize(b.stream))
 }
@@ -375,6 +386,7 @@ func (b *Backend) Download(dst []float32, src gpu.Tensor) {
 func (b *Backend) Sync() error {
 	b.enter()
 	defer b.leave()
+	b.graphBreak()
 	return b.d.check("cuStreamSynchronize", b.d.StreamSynchronize(b.stream))
 }
 
@@ -412,6 +424,15 @@ func checkShape(op, what string, t *Tensor, rows, cols int) {
 
 // launch runs kernel k with the parameters in b.a.
 func (b *Backend) launch(k kernel, d dims) {
+	if b.g.on {
+		b.launchOrDefer(k, d)
+		return
+	}
+	b.launchNow(k, d)
+}
+
+// launchNow launches kernel k at once.
+func (b *Backend) launchNow(k kernel, d dims) {
 	if r := b.d.LaunchKernel(b.fn[k], d.grid, d.block, 0, b.stream, b.a.params()); r != 0 {
 		b.d.must("cuLaunchKernel "+k.String(), r) // the name is built on failure only
 	}
@@ -436,6 +457,7 @@ func (b *Backend) grow(buf *devBuf, n int64, what string) uint64 {
 		return buf.ptr
 	}
 	if buf.ptr != 0 {
+		b.graphBreak()
 		b.d.must("cuMemFree", b.d.MemFree(buf.ptr))
 		b.used -= b.allocs[buf.ptr]
 		delete(b.allocs, buf.ptr)
@@ -469,6 +491,7 @@ func (b *Backend) put(buf *devInts, vals []int32, what string) uint64 {
 		return buf.ptr
 	}
 	b.grow(&buf.devBuf, 4*int64(len(vals)), what)
+	b.graphUpload(buf.ptr)
 	buf.last = append(buf.last[:0], vals...)
 	b.d.must("cuMemcpyHtoDAsync", b.d.MemcpyHtoDAsync(buf.ptr, unsafe.Pointer(&buf.last[0]), uint64(4*len(vals)), b.stream))
 	return buf.ptr

@@ -138,7 +138,7 @@ func loadDriver() (*driver, error) {
 	}
 	u := func(v uint32) uintptr { return uintptr(v) }
 	i := func(v int32) uintptr { return uintptr(v) }
-	return &driver{
+	d := &driver{
 		Init:             func(flags uint32) result { return call(f.init, u(flags)) },
 		DriverGetVersion: func(v *int32) result { return call(f.version, addr(v)) },
 		DeviceGetCount:   func(n *int32) result { return call(f.count, addr(n)) },
@@ -205,7 +205,31 @@ func loadDriver() (*driver, error) {
 			}
 			return goString(*pp)
 		},
-	}, nil
+	}
+	// Graphs are optional: an older driver runs every op eagerly.
+	var g struct{ create, add, inst, launch, execDestroy, destroy uintptr }
+	if symbols("libcuda", h, map[string]*uintptr{"cuGraphCreate": &g.create, "cuGraphAddKernelNode_v2": &g.add,
+		"cuGraphInstantiateWithFlags": &g.inst, "cuGraphLaunch": &g.launch, "cuGraphExecDestroy": &g.execDestroy,
+		"cuGraphDestroy": &g.destroy}) == nil {
+		d.GraphCreate = func(gr *uintptr) result { return call(g.create, addr(gr), 0) }
+		d.GraphAddKernelNode = func(node *uintptr, gr, dep uintptr, p *kernelNodeParams) result {
+			deps := new(uintptr)
+			*deps = dep
+			n := uintptr(0)
+			if dep != 0 {
+				n = 1
+			}
+			heap(p.params)
+			r := call(g.add, addr(node), gr, addr(deps), n, addr(p))
+			runtime.KeepAlive(p)
+			return r
+		}
+		d.GraphInstantiate = func(exec *uintptr, gr uintptr) result { return call(g.inst, addr(exec), gr, 0) }
+		d.GraphLaunch = func(exec, s uintptr) result { return call(g.launch, exec, s) }
+		d.GraphExecDestroy = func(exec uintptr) result { return call(g.execDestroy, exec) }
+		d.GraphDestroy = func(gr uintptr) result { return call(g.destroy, gr) }
+	}
+	return d, nil
 }
 
 // cudaDirs are where the toolkit's libraries (NVRTC, cuBLAS) are looked

@@ -60,6 +60,26 @@ type driver struct {
 	LaunchKernel func(f uintptr, grid, block [3]uint32, shmem uint32, s uintptr, params unsafe.Pointer) result
 	// ErrorName is cuGetErrorName's string for r, "" if it has none.
 	ErrorName func(r result) string
+
+	// CUDA graphs (graph.go), nil when the driver lacks them: a graph of
+	// kernel nodes, each depending on the one before.
+	GraphCreate        func(g *uintptr) result
+	GraphAddKernelNode func(node *uintptr, g uintptr, dep uintptr, p *kernelNodeParams) result // dep 0: none
+	GraphInstantiate   func(exec *uintptr, g uintptr) result
+	GraphLaunch        func(exec, s uintptr) result
+	GraphExecDestroy   func(exec uintptr) result
+	GraphDestroy       func(g uintptr) result
+}
+
+// kernelNodeParams is CUDA_KERNEL_NODE_PARAMS_v2 (72 bytes): the launch
+// of a graph's kernel node; the driver copies the parameters' values.
+type kernelNodeParams struct {
+	fn          uintptr
+	grid, block [3]uint32
+	shmem       uint32
+	params      unsafe.Pointer // void**: one pointer per kernel parameter
+	extra       unsafe.Pointer
+	kern, ctx   uintptr // CUkernel, CUcontext: 0, as fn says which
 }
 
 // check turns a CUresult into nil or an error naming call and the code.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
+	"folio/gpu"
 	"folio/gpu/cpu"
 	"folio/models/gguf"
 )
@@ -90,6 +91,10 @@ func emuLibrary(t *testing.T) string {
 
 // emuBackend is a Backend whose launches run the emulated kernels.
 func emuBackend(t *testing.T) (*Backend, *fakeGPU) {
+	return emuBackendWith(t, Options{NoCache: true})
+}
+
+func emuBackendWith(t *testing.T, opt Options) (*Backend, *fakeGPU) {
 	h, err := purego.Dlopen(emuLibrary(t), purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +123,7 @@ func emuBackend(t *testing.T) (*Backend, *fakeGPU) {
 	}
 	saved := openBLAS
 	openBLAS = func(uintptr) (*blas, error) { return f.blas(), nil }
-	be, err := open(d, (&fakeCompiler{}).compiler(), Options{NoCache: true})
+	be, err := open(f.withGraphs(d), (&fakeCompiler{}).compiler(), opt)
 	openBLAS = saved
 	if err != nil {
 		t.Fatal(err)
@@ -186,4 +191,29 @@ func TestSplitOnTheEmulator(t *testing.T) {
 		t.Errorf("%+v", g)
 	}
 	t.Logf("worst logits NMSE %.3g", g.Worst)
+}
+
+// Decode steps replayed as graphs compute what eager steps do, also when
+// a step of another shape breaks the pattern and a graph is made again.
+func TestGraphsOnTheEmulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the emulation takes a while")
+	}
+	dev, _ := emuBackendWith(t, Options{NoCache: true, Graphs: true})
+	ref := cpu.New(2)
+	defer ref.Close()
+	path := synthModel(t, "llama", gguf.TypeQ4_K, 1)
+	var got [2][][]float32
+	for i, be := range []gpu.Backend{ref, dev} {
+		got[i] = decodeSchedule(t, path, be, []int{4, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1})
+	}
+	for step := range got[0] {
+		if e := NMSE(got[1][step], got[0][step]); e > GenTolerance {
+			t.Errorf("step %d: logits NMSE %.3g", step, e)
+		}
+	}
+	if dev.GraphLaunches() < 4 {
+		t.Errorf("%d steps ran as graphs, want at least 4 of the 10 decode steps", dev.GraphLaunches())
+	}
+	t.Logf("%d of %d steps as graphs", dev.GraphLaunches(), len(got[0]))
 }

@@ -214,3 +214,52 @@ func (f *fakeGPU) blas() *blas {
 		Destroy: func() result { return 0 },
 	}
 }
+
+// withGraphs gives d CUDA graphs that replay their nodes through
+// d.LaunchKernel (whatever it is when the graph is launched).
+func (f *fakeGPU) withGraphs(d *driver) *driver {
+	type node struct {
+		fn          uintptr
+		grid, block [3]uint32
+		vals        []uint64
+	}
+	graphs := map[uintptr][]node{}
+	next := uintptr(1)
+	d.GraphCreate = func(g *uintptr) result {
+		*g, next = next, next+1
+		graphs[*g] = nil
+		return 0
+	}
+	d.GraphAddKernelNode = func(n *uintptr, g, dep uintptr, p *kernelNodeParams) result {
+		if want := uintptr(len(graphs[g])); (dep == 0) != (want == 0) {
+			return 1 // each node after the first depends on one
+		}
+		nd := node{fn: p.fn, grid: p.grid, block: p.block}
+		for _, q := range (*[maxArgs + 1]unsafe.Pointer)(p.params) {
+			if q == nil {
+				break
+			}
+			nd.vals = append(nd.vals, *(*uint64)(q))
+		}
+		graphs[g] = append(graphs[g], nd)
+		*n = uintptr(len(graphs[g]))
+		return 0
+	}
+	d.GraphInstantiate = func(exec *uintptr, g uintptr) result { *exec = g; return 0 }
+	d.GraphLaunch = func(exec, s uintptr) result {
+		for _, nd := range graphs[exec] {
+			var ptrs [maxArgs + 1]unsafe.Pointer
+			vals := append([]uint64(nil), nd.vals...)
+			for i := range vals {
+				ptrs[i] = unsafe.Pointer(&vals[i])
+			}
+			if r := d.LaunchKernel(nd.fn, nd.grid, nd.block, 0, s, unsafe.Pointer(&ptrs[0])); r != 0 {
+				return r
+			}
+		}
+		return 0
+	}
+	d.GraphExecDestroy = func(uintptr) result { return 0 }
+	d.GraphDestroy = func(g uintptr) result { delete(graphs, g); return 0 }
+	return d
+}

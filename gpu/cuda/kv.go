@@ -160,6 +160,7 @@ func (b *Backend) CopyBlocks(c gpu.KVCache, copies []gpu.BlockCopy) {
 	}
 	b.enter()
 	defer b.leave()
+	b.graphBreak()
 	for _, cp := range copies {
 		for l := range cc.spec.Layers {
 			for _, base := range []uint64{cc.k(l), cc.v(l)} {
@@ -193,6 +194,7 @@ func (b *Backend) blockRuns(op string, c gpu.KVCache, block int32, bufLen int, c
 	cc.checkBlock(op, block, bufLen)
 	b.enter()
 	defer b.leave()
+	b.graphBreak()
 	at := 0
 	for l := range cc.spec.Layers {
 		for _, base := range []uint64{cc.k(l), cc.v(l)} {

@@ -142,3 +142,13 @@ func mustPanic(t *testing.T, cases map[string]func()) {
 		}()
 	}
 }
+
+// kernelNodeParams is laid out as CUDA_KERNEL_NODE_PARAMS_v2.
+func TestKernelNodeParamsLayout(t *testing.T) {
+	var p kernelNodeParams
+	if unsafe.Sizeof(p) != 72 || unsafe.Offsetof(p.params) != 40 || unsafe.Offsetof(p.extra) != 48 ||
+		unsafe.Offsetof(p.kern) != 56 || unsafe.Offsetof(p.shmem) != 32 {
+		t.Errorf("size %d, shmem at %d, params at %d, extra at %d, kern at %d", unsafe.Sizeof(p),
+			unsafe.Offsetof(p.shmem), unsafe.Offsetof(p.params), unsafe.Offsetof(p.extra), unsafe.Offsetof(p.kern))
+	}
+}

@@ -22,6 +22,7 @@ func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
 	b.enter()
 	defer b.leave()
 	if b.blas != nil && !b.blasOff && n >= blasMinRows {
+		b.graphBreak() // cuBLAS launches kernels of its own
 		wp := cw.ptr
 		if cw.typ != gguf.TypeF32 {
 			wp = b.grow(&b.wbuf, 4*int64(m)*int64(k), "a weight dequantized for cuBLAS")
@@ -44,15 +45,15 @@ func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
 
 // Embed: dst[i,:] = table[ids[i],:], dequantized.
 func (b *Backend) Embed(dst, table gpu.Tensor, ids []int32) {
-	b.getRows("Embed", dst, table, ids)
+	b.getRows("Embed", dst, table, ids, &b.ids)
 }
 
 // Gather: dst[i,:] = x[rows[i],:].
 func (b *Backend) Gather(dst, x gpu.Tensor, rows []int32) {
-	b.getRows("Gather", dst, x, rows)
+	b.getRows("Gather", dst, x, rows, &b.rows)
 }
 
-func (b *Backend) getRows(op string, dst, table gpu.Tensor, ids []int32) {
+func (b *Backend) getRows(op string, dst, table gpu.Tensor, ids []int32, buf *devInts) {
 	cd, ct := b.act(dst), b.tensor(table)
 	checkShape(op, "dst", cd, len(ids), ct.cols)
 	for i, id := range ids {
@@ -65,7 +66,7 @@ func (b *Backend) getRows(op string, dst, table gpu.Tensor, ids []int32) {
 	}
 	b.enter()
 	defer b.leave()
-	p := b.put(&b.ids, ids, "row ids")
+	p := b.put(buf, ids, "row ids")
 	b.a.reset().ptr(ct.ptr).i64(ct.rowBytes).ptr(p).ptr(cd.ptr).i32(ct.cols)
 	b.launch(getRowsKernel(ct.typ), getRowsDims(len(ids), ct.cols))
 }

@@ -59,6 +59,7 @@ func (n Need) LayersThatFit(free int64) int {
 func (b *Backend) Free() (int64, error) {
 	b.enter()
 	defer b.leave()
+	b.graphBreak()
 	free, total := new(uint64), new(uint64)
 	if err := b.d.check("cuMemGetInfo", b.d.MemGetInfo(free, total)); err != nil {
 		return 0, err
