@@ -32,6 +32,7 @@ type launchRec struct {
 	vals [maxArgs]uint64
 }
 
+// equal compares whole value arrays: args.reset zeroes the unused slots.
 func (r *launchRec) equal(k kernel, d dims, a *args) bool {
 	return r.k == k && r.d == d && r.n == a.n && r.vals == a.vals
 }
