@@ -165,7 +165,7 @@ func TestOpsLaunchWithTheirParameters(t *testing.T) {
 	}
 	b.MatMul(y, x, w)
 	l := f.launches[len(f.launches)-1]
-	if l.fn != b.fn[kMatvecQ4_K] || l.grid != [3]uint32{128, 1, 1} {
+	if l.fn != b.fn[kMatvecQ4_K] || l.grid != [3]uint32{64, 1, 1} {
 		t.Fatalf("launch %+v", l)
 	}
 	wt := w.(*Tensor)

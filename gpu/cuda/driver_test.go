@@ -133,7 +133,7 @@ func TestKernelNamesAreInTheSources(t *testing.T) {
 // The geometry constants of launch.go are the kernels' #defines.
 func TestGeometryMatchesKernelDefines(t *testing.T) {
 	src := kernelSource()
-	for def, want := range map[string]int{"MV_WARPS": mvWarps, "TM": mmTile, "TN": mmTile, "ATT_WARPS": attWarps} {
+	for def, want := range map[string]int{"MV_WARPS": mvWarps, "MV_ROWS": mvRows, "TM": mmTile, "TN": mmTile, "ATT_WARPS": attWarps} {
 		m := regexp.MustCompile(`#define ` + def + ` (\d+)`).FindStringSubmatch(src)
 		if m == nil || m[1] != strconv.Itoa(want) {
 			t.Errorf("#define %s is %v, Go uses %d", def, m, want)

@@ -75,7 +75,8 @@ func dequantKernel(t gguf.TensorType) kernel { return nativeTypes[t] + kDequantF
 
 // Geometry constants shared with the kernels' #defines.
 const (
-	mvWarps     = 4   // matvec: MV_WARPS, weight rows per block
+	mvWarps     = 4   // matvec: MV_WARPS, warps per block
+	mvRows      = 2   // matvec: MV_ROWS, weight rows per warp
 	mmTile      = 64  // matmul: TM and TN
 	mmThreads   = 256 // matmul: 16 × 16 threads of 4 × 4 outputs
 	matvecMaxN  = 8   // MatMul uses matvec below this many rows of x
@@ -103,10 +104,11 @@ func grid3(x, y int64) [3]uint32 {
 func block1(n int) [3]uint32 { return [3]uint32{uint32(n), 1, 1} }
 
 // matmulDims is the launch of MatMul for x [n, k] and w [m, k]: matvec for
-// few rows of x (a warp per weight row, a grid row per x row), else tiles.
+// few rows of x (a warp per mvRows weight rows, a grid row per x row), else
+// tiles.
 func matmulDims(n, m int) (d dims, tiled bool) {
 	if n < matvecMaxN {
-		return dims{grid3(ceilDiv64(int64(m), mvWarps), int64(n)), block1(32 * mvWarps)}, false
+		return dims{grid3(ceilDiv64(int64(m), mvWarps*mvRows), int64(n)), block1(32 * mvWarps)}, false
 	}
 	return dims{grid3(ceilDiv64(int64(m), mmTile), ceilDiv64(int64(n), mmTile)), block1(mmThreads)}, true
 }

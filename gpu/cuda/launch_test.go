@@ -63,9 +63,9 @@ func TestMatmulDims(t *testing.T) {
 		grid  [3]uint32
 		block uint32
 	}{
-		{1, 2048, false, [3]uint32{512, 1, 1}, 128},
-		{1, 2049, false, [3]uint32{513, 1, 1}, 128},
-		{7, 128256, false, [3]uint32{32064, 7, 1}, 128},
+		{1, 2048, false, [3]uint32{256, 1, 1}, 128},
+		{1, 2049, false, [3]uint32{257, 1, 1}, 128},
+		{7, 128256, false, [3]uint32{16032, 7, 1}, 128},
 		{8, 2048, true, [3]uint32{32, 1, 1}, 256},
 		{512, 14336, true, [3]uint32{224, 8, 1}, 256},
 		{513, 65, true, [3]uint32{2, 9, 1}, 256},
@@ -79,7 +79,7 @@ func TestMatmulDims(t *testing.T) {
 			if int(d.grid[0])*mmTile < tc.m || int(d.grid[1])*mmTile < tc.n {
 				t.Errorf("n %d, m %d: tiles do not cover dst", tc.n, tc.m)
 			}
-		} else if int(d.grid[0])*mvWarps < tc.m || int(d.grid[1]) != tc.n {
+		} else if int(d.grid[0])*mvWarps*mvRows < tc.m || int(d.grid[1]) != tc.n {
 			t.Errorf("n %d, m %d: warps do not cover dst", tc.n, tc.m)
 		}
 	}

@@ -2,30 +2,41 @@
 // type) and get_rows (Embed, Gather), with the weight dequantized in the
 // kernel, 8 elements at a time (common.cu).
 
-// matvec is for a few rows of x (decode): one warp per weight row, its
-// lanes over runs of 8 elements, so a warp reads a row once, coalesced;
-// blockIdx.y is the row of x. Block: MV_WARPS warps.
+// matvec is for a few rows of x (decode): a warp per MV_ROWS weight rows,
+// its lanes over runs of 8 elements, so a warp reads its rows once,
+// coalesced, and each run of x once for all of them; blockIdx.y is the row
+// of x. Block: MV_WARPS warps.
 #define MV_WARPS 4
+#define MV_ROWS 2
 
 template <typename T>
 __device__ void matvec(const u8* __restrict__ w, long long row_bytes, const float* __restrict__ x,
                        float* __restrict__ y, int k, int m) {
-    int o = blockIdx.x * MV_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32, i = blockIdx.y;
-    if (o >= m) return;
-    const u8* wr = w + (long long)o * row_bytes;
+    int o0 = (blockIdx.x * MV_WARPS + threadIdx.x / 32) * MV_ROWS, lane = threadIdx.x % 32, i = blockIdx.y;
+    if (o0 >= m) return;
+    int rows = m - o0 < MV_ROWS ? m - o0 : MV_ROWS;  // the same for the whole warp
     const float* xr = x + (long long)i * k;
-    float sum = 0, v[8];
+    float sum[MV_ROWS], v[8], xv[8];
+    for (int r = 0; r < MV_ROWS; r++) sum[r] = 0.0f;
     int full = k & ~7;
     // Unrolled so that several runs' loads are in flight per lane: decode
     // is bound by memory, and latency × bandwidth needs the bytes moving.
-#pragma unroll 4
+#pragma unroll 2
     for (int e = lane * 8; e < full; e += 256) {
-        T::load8(wr, e, v);
-        for (int j = 0; j < 8; j++) sum += v[j] * xr[e + j];
+        for (int j = 0; j < 8; j++) xv[j] = xr[e + j];
+        for (int r = 0; r < MV_ROWS; r++) {
+            if (r < rows) {
+                T::load8(w + (long long)(o0 + r) * row_bytes, e, v);
+                for (int j = 0; j < 8; j++) sum[r] += v[j] * xv[j];
+            }
+        }
     }
-    for (int e = full + lane; e < k; e += 32) sum += T::at(wr, e) * xr[e];
-    sum = warp_sum(sum);
-    if (lane == 0) y[(long long)i * m + o] = sum;
+    for (int e = full + lane; e < k; e += 32)
+        for (int r = 0; r < rows; r++) sum[r] += T::at(w + (long long)(o0 + r) * row_bytes, e) * xr[e];
+    for (int r = 0; r < rows; r++) {
+        float s = warp_sum(sum[r]);
+        if (lane == 0) y[(long long)i * m + o0 + r] = s;
+    }
 }
 
 extern "C" __global__ void matvec_f32(const u8* w, long long rb, const float* x, float* y, int k, int m) { matvec<tf32>(w, rb, x, y, k, m); }
