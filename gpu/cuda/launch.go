@@ -82,7 +82,7 @@ const (
 	matvecMaxN  = 8   // MatMul uses matvec below this many rows of x
 	ewThreads   = 256 // elementwise kernels
 	getRowsTile = 128 // get_rows: threads per block, 8 elements each
-	attWarps    = 8   // attention: ATT_WARPS
+	attWarps    = 16  // attention: ATT_WARPS
 	attMaxHead  = 256 // attention: 32·ATT_HD, the largest head
 	maxGridY    = 65535
 )

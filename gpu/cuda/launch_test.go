@@ -100,7 +100,7 @@ func TestOtherDims(t *testing.T) {
 			t.Errorf("rows of %d: %v, want %d threads", cols, d, threads)
 		}
 	}
-	if d := attentionDims(32, 512); d.grid != [3]uint32{32, 512, 1} || d.block[0] != 256 {
+	if d := attentionDims(32, 512); d.grid != [3]uint32{32, 512, 1} || d.block[0] != 512 {
 		t.Errorf("attention %v", d)
 	}
 	defer func() {

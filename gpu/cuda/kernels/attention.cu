@@ -13,7 +13,7 @@
 // online softmax (running max, sum and weighted V), and the warps' states
 // are merged at the end. Lanes hold elements lane, lane+32, … of a head
 // (head_dim ≤ 32·ATT_HD).
-#define ATT_WARPS 8
+#define ATT_WARPS 16
 #define ATT_STEP 4
 #define ATT_HD 8
 
