@@ -453,8 +453,17 @@ type devBuf struct {
 // Growing frees the old buffer first (cuMemFree waits for the work that
 // may still read it).
 func (b *Backend) grow(buf *devBuf, n int64, what string) uint64 {
+	p, err := b.tryGrow(buf, n, what)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// tryGrow is grow, saying when the memory is not there.
+func (b *Backend) tryGrow(buf *devBuf, n int64, what string) (uint64, error) {
 	if n <= buf.cap {
-		return buf.ptr
+		return buf.ptr, nil
 	}
 	if buf.ptr != 0 {
 		b.graphBreak()
@@ -466,10 +475,10 @@ func (b *Backend) grow(buf *devBuf, n int64, what string) uint64 {
 	n = max(n, 2*buf.cap, 4096)
 	p, err := b.alloc(n, what)
 	if err != nil {
-		panic(err)
+		return 0, err
 	}
 	buf.ptr, buf.cap = p, n
-	return p
+	return p, nil
 }
 
 // devInts is a device buffer of int32s that ops refill per call, with the

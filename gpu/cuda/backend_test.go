@@ -399,3 +399,29 @@ func TestSyncNamesTheFaultingKernel(t *testing.T) {
 	}()
 	b.Softmax(x)
 }
+
+// Without memory for the dequantized weight, prefill turns cuBLAS off and
+// runs the tiled kernel rather than failing.
+func TestMatMulWithoutScratchMemory(t *testing.T) {
+	f, c := newFakeGPU(), &fakeCompiler{}
+	saved := openBLAS
+	openBLAS = func(uintptr) (*blas, error) { return f.blas(), nil }
+	b, err := open(f.driver(), c.compiler(), Options{NoCache: true})
+	openBLAS = saved
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	x, _ := b.NewTensor(32, 256)
+	y, _ := b.NewTensor(32, 64)
+	w, _ := b.Weight("w", gguf.TypeQ8_0, 64, 256, make([]byte, 64*gguf.TypeQ8_0.RowBytes(256)))
+	f.fail["cuMemAlloc"] = 2
+	b.MatMul(y, x, w)
+	delete(f.fail, "cuMemAlloc")
+	if l := f.launches[len(f.launches)-1]; l.fn != b.fn[kMatmulQ8_0] || len(f.sgemms) != 0 {
+		t.Errorf("last launch %v, %d SGEMMs", l, len(f.sgemms))
+	}
+	if !strings.Contains(b.BLAS(), "CUDA_ERROR_OUT_OF_MEMORY") {
+		t.Errorf("BLAS() = %q", b.BLAS())
+	}
+}

@@ -21,15 +21,7 @@ func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
 	}
 	b.enter()
 	defer b.leave()
-	if b.blas != nil && !b.blasOff && n >= blasMinRows {
-		b.graphBreak() // cuBLAS launches kernels of its own
-		wp := cw.ptr
-		if cw.typ != gguf.TypeF32 {
-			wp = b.grow(&b.wbuf, 4*int64(m)*int64(k), "a weight dequantized for cuBLAS")
-			b.a.reset().ptr(cw.ptr).i64(cw.rowBytes).ptr(wp).i32(m).i32(k)
-			b.launch(dequantKernel(cw.typ), elementwiseDims(int64(m)*ceilDiv64(int64(k), 8)))
-		}
-		b.sgemmRowMajor(cd.ptr, cx.ptr, wp, n, k, m)
+	if b.blas != nil && !b.blasOff && n >= blasMinRows && b.matmulBLAS(cd, cx, cw) {
 		return
 	}
 	d, tiled := matmulDims(n, m)
@@ -163,4 +155,26 @@ func kvTypeKernel(t gguf.TensorType, f16, f32 kernel) kernel {
 		return f16
 	}
 	return f32
+}
+
+// matmulBLAS is MatMul through cuBLAS: the weight dequantized to F32 in
+// scratch (exact: SGEMM reads it as it is), then SGEMM. Without the memory
+// for the scratch it turns cuBLAS off, says why, and returns false: the
+// kernels need none.
+func (b *Backend) matmulBLAS(cd, cx, cw *Tensor) bool {
+	b.graphBreak() // cuBLAS launches kernels of its own
+	n, k, m := cx.rows, cx.cols, cw.rows
+	wp := cw.ptr
+	if cw.typ != gguf.TypeF32 {
+		var err error
+		if wp, err = b.tryGrow(&b.wbuf, 4*int64(m)*int64(k), "a weight dequantized for cuBLAS"); err != nil {
+			b.blas.Destroy()
+			b.blas, b.blasNote = nil, "off: "+err.Error()
+			return false
+		}
+		b.a.reset().ptr(cw.ptr).i64(cw.rowBytes).ptr(wp).i32(m).i32(k)
+		b.launch(dequantKernel(cw.typ), elementwiseDims(int64(m)*ceilDiv64(int64(k), 8)))
+	}
+	b.sgemmRowMajor(cd.ptr, cx.ptr, wp, n, k, m)
+	return true
 }
