@@ -12,8 +12,9 @@
 # 4.8 TB/s HBM ceiling (weight bytes × decode tok/s ÷ 4.8e12).
 #
 # On a machine without Go (the device machines here), build folio first
-# where Go is and carry it: `go build -o bin/folio .` with bin/ listed in
-# .git/info/exclude, then run this script with bin/ carried.
+# where Go is and carry it: `go build -ldflags=-s\ -w -o bin/folio .` (about
+# 23 MB) with bin/ listed in .git/info/exclude, then run this script with
+# bin/ carried.
 #
 # No network is used: Go builds offline from the module cache
 # (GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local). Every step runs under
