@@ -12,7 +12,7 @@
 # 4.8 TB/s HBM ceiling (weight bytes × decode tok/s ÷ 4.8e12).
 #
 # On a machine without Go (the device machines here), build folio first
-# where Go is and carry it: `go build -ldflags=-s\ -w -o bin/folio .` (about
+# where Go is and carry it: `go build -ldflags='-s -w' -o bin/folio .` (about
 # 23 MB) with bin/ listed in .git/info/exclude, then run this script with
 # bin/ carried.
 #
