@@ -31,6 +31,7 @@ const (
 	tolMatMul    = 5e-4
 	tolAttention = 1e-5
 	tolExact     = 1e-6
+	tolBits      = 0 // the same bits: F16 rounding is IEEE's on both
 )
 
 // NMSE is Σ(a − b)² / Σ b² (b the reference), 0 for two zero vectors.
@@ -69,6 +70,7 @@ func CheckOps(ref, dev gpu.Backend, seed uint64) []OpCheck {
 	c.elementwise()
 	c.ropes()
 	c.attention()
+	c.halves()
 	return c.out
 }
 
@@ -336,6 +338,42 @@ func (c *checker) attention() {
 			return out
 		})
 	}
+}
+
+// halves: WriteKV into an F16 pool rounds as gguf.F32ToF16 does, bit for
+// bit, from subnormals to past the largest half.
+func (c *checker) halves() {
+	spec := gpu.KVSpec{Layers: 1, Blocks: 2, BlockSize: 8, KVHeads: 2, HeadDim: 64, Type: gguf.TypeF16}
+	w := spec.KVHeads * spec.HeadDim
+	k, v := c.vals(8*w, 1), c.vals(8*w, 1)
+	for i := range k {
+		switch i % 4 {
+		case 1:
+			k[i] *= 1e-5 // subnormal halves
+		case 2:
+			k[i] *= 7e4 // near and past 65504
+		case 3:
+			k[i] = float32(math.Float32frombits(math.Float32bits(k[i])&^0x1fff | 0x1000)) // a tie
+		}
+	}
+	c.run("WriteKV F16 rounding (bits)", tolBits, func(be gpu.Backend) []float32 {
+		kv, err := be.NewKVCache(spec)
+		if err != nil {
+			panic(err)
+		}
+		be.WriteKV(kv, 0, act(be, 8, w, k), act(be, 8, w, v), []int32{8, 9, 10, 11, 12, 13, 14, 15})
+		bio, ok := be.(gpu.BlockIO)
+		if !ok {
+			return nil
+		}
+		buf := make([]byte, spec.BlockBytes())
+		bio.ReadBlock(kv, 1, buf)
+		out := make([]float32, len(buf)/2)
+		for i := range out { // the bits themselves, so that infinities compare
+			out[i] = float32(binary.LittleEndian.Uint16(buf[2*i:]))
+		}
+		return out
+	})
 }
 
 // decodeKV reads canonical block bytes as floats.

@@ -75,7 +75,7 @@ func emuLibrary(t *testing.T) string {
 			return
 		}
 		tmp := lib + ".tmp"
-		out, err := exec.Command(gxx, "-std=c++20", "-O1", "-ffp-contract=off", "-fno-strict-aliasing",
+		out, err := exec.Command(gxx, "-std=c++17", "-O1", "-ffp-contract=off", "-fno-strict-aliasing",
 			"-shared", "-fPIC", "-w", "-o", tmp, cpp).CombinedOutput()
 		if err != nil {
 			emuBuild.err = fmt.Errorf("g++ %s: %v\n%s", cpp, err, out)

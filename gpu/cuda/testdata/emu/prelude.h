@@ -35,16 +35,38 @@ static inline float __int_as_float(int i) {
     return f;
 }
 
+// Halves by their bits (no _Float16, for older compilers): h2f exactly,
+// f2h rounding to nearest even as the GPU's cvt.rn does.
 static inline float h2f(unsigned short h) {
-    _Float16 f;
-    memcpy(&f, &h, 2);
-    return (float)f;
+    unsigned sign = (unsigned)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
+    float f;
+    if (exp == 0) {
+        f = std::ldexp((float)man, -24);  // zero or subnormal
+        memcpy(&bits, &f, 4);
+        bits |= sign;
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    }
+    memcpy(&f, &bits, 4);
+    return f;
 }
-static inline unsigned short f2h(float v) {
-    _Float16 f = (_Float16)v;
-    unsigned short h;
-    memcpy(&h, &f, 2);
-    return h;
+
+static inline unsigned short f2h(float f) {
+    unsigned x;
+    memcpy(&x, &f, 4);
+    unsigned sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+    if (a > 0x7f800000u) return (unsigned short)(sign | 0x7e00u);  // NaN
+    if (a >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);  // rounds past 65504: infinity
+    if (a < 0x38800000u) {                                          // below 2^-14: subnormal or zero
+        float v;
+        memcpy(&v, &a, 4);
+        return (unsigned short)(sign | (unsigned)std::nearbyint(v * 16777216.0f));
+    }
+    unsigned h = ((a >> 23) - 112) << 10 | (a & 0x7fffffu) >> 13, rest = a & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) h++;
+    return (unsigned short)(sign | h);
 }
 
 void __syncthreads();
