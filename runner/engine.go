@@ -19,6 +19,10 @@ var (
 	ErrClosed = errors.New("runner: engine closed")
 	// ErrBusy is returned by Submit when the queue is full.
 	ErrBusy = errors.New("runner: too many requests waiting")
+	// ErrFailed is wrapped by the error of every request of an engine whose
+	// backend failed in a step (a device fault): the engine serves no more
+	// and its model should be loaded again.
+	ErrFailed = errors.New("runner: the compute backend failed")
 )
 
 // EngineOptions tune the scheduler. The zero value gives the defaults.
@@ -61,6 +65,12 @@ type Engine struct {
 	peak  atomic.Int64 // the most blocks held at once (tables and cache)
 	used  atomic.Int64 // blocks held now
 	steps atomic.Int64
+	// failed holds the error of a step that panicked (a backend fault);
+	// from then on every request ends with it.
+	failed atomic.Pointer[error]
+	// stepFault, set by tests before any request, runs at the start of
+	// every step: a seam for backend faults.
+	stepFault func()
 
 	// loop-owned
 	pm      *paged.Manager
@@ -149,6 +159,9 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
 		req.Prompt = []int32{bos}
 	}
 	if err := req.check(e.opt.NumCtx, spec.Blocks*spec.BlockSize); err != nil {
+		return nil, err
+	}
+	if err := e.Err(); err != nil {
 		return nil, err
 	}
 	for i, t := range req.Prompt {
@@ -241,6 +254,33 @@ func (e *Engine) FreeBlocks() (free int) {
 	return free
 }
 
+// Err is the failure that stopped the engine's steps, or nil.
+func (e *Engine) Err() error {
+	if p := e.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// safeStep runs a step; a panic in it (a backend fault: a CUDA error
+// surfaces as one) ends every request with ErrFailed instead of taking
+// the process down, and marks the engine failed.
+func (e *Engine) safeStep() {
+	defer func() {
+		if v := recover(); v != nil {
+			err := fmt.Errorf("%w on %s: %v; the model must be loaded again", ErrFailed, e.m.Arch.Backend().Name(), v)
+			e.failed.Store(&err)
+			for _, s := range append(append([]*sequence{}, e.running...), e.waiting...) {
+				e.finish(s, "", err)
+			}
+		}
+	}()
+	if e.stepFault != nil {
+		e.stepFault()
+	}
+	e.step()
+}
+
 func (e *Engine) loop() {
 	defer close(e.done)
 	for {
@@ -269,7 +309,13 @@ func (e *Engine) loop() {
 				break drain
 			}
 		}
-		e.step()
+		if err := e.Err(); err != nil {
+			for _, s := range e.waiting {
+				e.finish(s, "", err)
+			}
+			continue
+		}
+		e.safeStep()
 	}
 }
 

@@ -366,3 +366,44 @@ func TestEngineConcurrentSharedPrefix(t *testing.T) {
 	}
 	t.Logf("computed %d prompt tokens for 4 × 1,011", computed)
 }
+
+// A backend fault in a step (a CUDA error panics) ends every request with
+// ErrFailed, keeps the process up, and refuses later requests.
+func TestBackendFault(t *testing.T) {
+	m := tinyModel(t, LoadOptions{NumCtx: 256})
+	e := newEngine(t, m, EngineOptions{})
+	steps := 0
+	e.stepFault = func() {
+		if steps++; steps == 3 {
+			panic("cuda: cuLaunchKernel: CUDA_ERROR_ILLEGAL_ADDRESS")
+		}
+	}
+	ctx := context.Background()
+	var streams []*Stream
+	for i := range 4 {
+		st, err := e.Submit(ctx, Request{Prompt: []int32{1, int32(10 + i), 20}, Sample: SampleOptions{RepeatPenalty: 1}, NumPredict: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, st)
+	}
+	for i, st := range streams {
+		var last Event
+		for {
+			ev, ok := st.Recv(ctx)
+			if !ok {
+				break
+			}
+			last = ev
+		}
+		if !last.Done || !errors.Is(last.Err, ErrFailed) || !strings.Contains(last.Err.Error(), "ILLEGAL_ADDRESS") {
+			t.Errorf("request %d ended with %+v, want ErrFailed naming the fault", i, last)
+		}
+	}
+	if _, err := e.Submit(ctx, Request{Prompt: []int32{1, 2}, Sample: SampleOptions{RepeatPenalty: 1}}); !errors.Is(err, ErrFailed) {
+		t.Errorf("a request after the fault: %v, want ErrFailed", err)
+	}
+	if !errors.Is(e.Err(), ErrFailed) {
+		t.Errorf("Err() = %v", e.Err())
+	}
+}

@@ -339,8 +339,10 @@ func (e *Engine) finish(s *sequence, reason string, err error) {
 	case finished:
 		return
 	case running:
-		e.keep(s)
-		e.pm.Free(s.id)
+		if e.failed.Load() == nil { // after a backend fault neither its K/V nor the pool is to be trusted
+			e.keep(s)
+			e.pm.Free(s.id)
+		}
 		e.running = slices.DeleteFunc(e.running, func(x *sequence) bool { return x == s })
 	case waiting:
 		e.waiting = slices.DeleteFunc(e.waiting, func(x *sequence) bool { return x == s })

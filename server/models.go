@@ -68,6 +68,14 @@ func (m *manager) acquire(ctx context.Context, name string, keepAlive *time.Dura
 	ka := m.keepAliveOf(keepAlive)
 	for {
 		m.mu.Lock()
+		if l, ok := m.loaded[ent.Path]; ok && l.engine.Err() != nil { // a backend fault: load it again
+			if l.refs > 0 {
+				m.mu.Unlock()
+				return nil, nil, fmt.Errorf("%w: %s is being reloaded after a failure (%v): retry", runner.ErrBusy, ent.Name, l.engine.Err())
+			}
+			m.cfg.Log.Error("model failed; loading it again", "model", l.entry.Name, "err", l.engine.Err())
+			m.unloadLocked(l)
+		}
 		if l, ok := m.loaded[ent.Path]; ok {
 			l.refs++
 			l.lastUse = m.cfg.Now()
@@ -165,6 +173,11 @@ func (m *manager) release(l *loaded) {
 	defer m.mu.Unlock()
 	l.refs--
 	l.lastUse = m.cfg.Now()
+	if l.refs == 0 && l.engine.Err() != nil {
+		m.cfg.Log.Error("model failed; it loads again on the next request", "model", l.entry.Name, "err", l.engine.Err())
+		m.unloadLocked(l)
+		return
+	}
 	if l.refs > 0 || l.keepAlive < 0 {
 		return
 	}
