@@ -11,14 +11,25 @@
 # llama-1b Q4_K takes a few minutes): smollm-135m Q8_0 and Q4_0, llama-1b
 # Q4_K. Environment: THREADS (2), ROUNDS (3), DIR (/tmp/folio-bench-cpu),
 # OUT ($DIR/results.jsonl), FOLIO (go run .), LLAMAREF
-# (../shared/tools/llamaref/llamaref).
+# (../shared/tools/llamaref/llamaref), RT (0; 1 runs both engines under
+# SCHED_FIFO, chrt -f 10, which needs root).
+#
+# RT is for a machine shared with other work: llama.cpp's threads wait for
+# each other spinning and yielding, so any other runnable program (even at
+# nice 19) stalls every barrier, and it then decodes at a few tokens per
+# second; folio's pool falls back to one thread. Under SCHED_FIFO neither
+# engine is preempted by ordinary programs (the kernel still keeps 5% of
+# each second for them), and a run takes seconds.
 #
 # Needs jq. On a machine shared with other work, runs differ a lot: use
-# several rounds, and compare folio and llama.cpp within one run only.
+# several rounds, and compare folio and llama.cpp within one run only. Each
+# report gets the 1-minute load average before its run (loadavg).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 threads=${THREADS:-2}
+sched=()
+[ "${RT:-0}" = 1 ] && sched=(chrt -f 10)
 rounds=${ROUNDS:-3}
 dir=${DIR:-/tmp/folio-bench-cpu}
 out=${OUT:-$dir/results.jsonl}
@@ -44,19 +55,20 @@ fi
 : >"$out"
 for r in $(seq "$rounds"); do
 	for m in "${models[@]}"; do
-		echo "round $r: $m" >&2
-		"$folio" bench --model "$m" --threads "$threads" --prompt 512 --gen 128 --repeat 3 \
-			--vs-llamacpp --llamaref "$llamaref" --json | jq -c . >>"$out"
+		load=$(cut -d' ' -f1 /proc/loadavg)
+		echo "round $r: $m (load $load)" >&2
+		"${sched[@]}" "$folio" bench --model "$m" --threads "$threads" --prompt 512 --gen 128 --repeat 3 \
+			--vs-llamacpp --llamaref "$llamaref" --json | jq -c --argjson load "$load" '. + {loadavg: $load}' >>"$out"
 	done
 done
 
-printf '%-28s %9s %9s %7s %9s %9s %7s %8s %7s\n' model prefill llama ratio decode llama ratio 'GB/s' ceiling
+printf '%-28s %9s %9s %7s %9s %9s %7s %8s %7s %5s\n' model prefill llama ratio decode llama ratio 'GB/s' ceiling load
 jq -s -r 'group_by(.model)[] |
 	def med: sort | if length % 2 == 1 then .[length/2|floor] else (.[length/2-1] + .[length/2]) / 2 end;
 	[(.[0].model | split("/") | last),
 	 (map(.prefill_tps) | med), (map(.llamacpp.prefill_tps) | med), (map(.prefill_ratio) | med),
 	 (map(.decode_tps) | med), (map(.llamacpp.decode_tps) | med), (map(.decode_ratio) | med),
-	 (map(.bandwidth_gbs) | med), (map(.decode_of_ceiling * 100) | med)] |
+	 (map(.bandwidth_gbs) | med), (map(.decode_of_ceiling * 100) | med), (map(.loadavg // 0) | med)] |
 	@tsv' "$out" |
-	awk -F'\t' '{printf "%-28s %9.1f %9.1f %6.2fx %9.1f %9.1f %6.2fx %8.1f %6.0f%%\n", $1, $2, $3, $4, $5, $6, $7, $8, $9}'
+	awk -F'\t' '{printf "%-28s %9.1f %9.1f %6.2fx %9.1f %9.1f %6.2fx %8.1f %6.0f%% %5.1f\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10}'
 echo "(medians over $rounds runs; reports in $out)"
