@@ -134,3 +134,23 @@ func BenchmarkKernel(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRepack times Weight's repacking of an 8192 × 2048 weight on the
+// machine's threads, as weight bytes per second.
+func BenchmarkRepack(b *testing.B) {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ4_K} {
+		b.Run(typ.String(), func(b *testing.B) {
+			if _, ok := packedKind(typ, bestLevel); !ok {
+				b.Skip("no packed kernels on this machine")
+			}
+			const m, k = 8192, 2048
+			be := New(0)
+			defer be.Close()
+			data, _ := quantWeight(b, rand.New(rand.NewPCG(3, 3)), typ, m, k)
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				newWeight(b, be, typ, m, k, data)
+			}
+		})
+	}
+}
