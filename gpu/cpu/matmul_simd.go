@@ -36,8 +36,11 @@ func (b *Backend) matmulSIMD(kind kernelKind, dst *Tensor, x []float32, w *Tenso
 const simdWRows = 16
 
 // minChunkBytes is the least weight bytes (per activation row) worth
-// handing to another thread: handing over costs a microsecond or so.
-const minChunkBytes = 64 << 10
+// handing to another thread: handing over costs a microsecond or so, about
+// the time one thread streams 24 KiB. (At 64 KiB smollm's K and V
+// projections, 62 KB, ran on one thread; splitting them gained ~5% of
+// decode, bench/results/2026-12-01-cpu2.md.)
+const minChunkBytes = 24 << 10
 
 // xqBuf returns n bytes of 64-byte aligned scratch for quantized
 // activations, kept for the next MatMul.
