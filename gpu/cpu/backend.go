@@ -153,6 +153,11 @@ func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data 
 		t.f32 = unsafe.Slice((*float32)(unsafe.Pointer(&data[0])), rows*cols)
 	}
 	if kind, ok := packedKind(typ, b.level); ok {
+		n := packedSize(kind, rows, cols)
+		if ram := physicalMemory(); ram > 0 && n > ram {
+			return nil, fmt.Errorf("%w: cpu: weight %s: its repacked copy takes %d bytes, more than this machine's %d",
+				gpu.ErrOutOfMemory, name, n, ram)
+		}
 		t.packed = b.repack(t, kind)
 	}
 	return t, nil
@@ -215,8 +220,8 @@ func (b *Backend) Slice(t gpu.Tensor, rows int) gpu.Tensor {
 	if ct.f32 != nil {
 		v.f32 = ct.f32[:rows*ct.cols]
 	}
-	if p := ct.packed; p != nil && rows%packRows == 0 { // else the view's MatMul reads data
-		v.packed = &packedWeight{kind: p.kind, data: p.data[:rows/packRows*p.group], group: p.group, blocks: p.blocks}
+	if p := ct.packed; p != nil { // the groups that hold the view's rows
+		v.packed = &packedWeight{kind: p.kind, data: p.data[:(rows+packRows-1)/packRows*p.group], group: p.group, blocks: p.blocks}
 	}
 	ct.views = append(ct.views, v)
 	return v

@@ -60,6 +60,28 @@ func packBlockBytes(kind kernelKind) int {
 	return q4_0PackBytes
 }
 
+// RepackedBytes is the memory Weight allocates, besides the caller's bytes,
+// for a rows × cols weight of typ on this machine: the repacked copy of a
+// Q4_0 or Q4_K weight, 0 for other types or without SIMD kernels. A loader
+// adds it to what it needs in RAM.
+func RepackedBytes(typ gguf.TensorType, rows, cols int) int64 {
+	kind, ok := packedKind(typ, bestLevel)
+	if !ok || rows <= 0 || cols%typ.BlockSize() != 0 {
+		return 0
+	}
+	return packedSize(kind, rows, cols)
+}
+
+// packedSize is the bytes of the packed copy of a rows × cols weight.
+func packedSize(kind kernelKind, rows, cols int) int64 {
+	bs := int64(32)
+	if kind == kindQ4_K {
+		bs = 256
+	}
+	groups := int64(rows+packRows-1) / packRows
+	return groups * int64(cols) / bs * int64(packBlockBytes(kind))
+}
+
 // packedWeight is a weight's repacked copy.
 type packedWeight struct {
 	kind   kernelKind
@@ -69,7 +91,8 @@ type packedWeight struct {
 }
 
 // repack returns t's weight in the packed layout of kind, repacked over
-// the pool, one unit per group.
+// the pool, one unit per group. The caller has checked that the copy fits
+// in memory.
 func (b *Backend) repack(t *Tensor, kind kernelKind) *packedWeight {
 	bs := 32
 	if kind == kindQ4_K {
@@ -78,7 +101,7 @@ func (b *Backend) repack(t *Tensor, kind kernelKind) *packedWeight {
 	p := &packedWeight{kind: kind, blocks: t.cols / bs}
 	p.group = p.blocks * packBlockBytes(kind)
 	groups := (t.rows + packRows - 1) / packRows
-	p.data = alignedAlloc(groups * p.group)
+	p.data = alignedAlloc(int(packedSize(kind, t.rows, t.cols)))
 	task := &repackTask{src: t, dst: p}
 	b.pool.run(task, groups, p.group)
 	return p

@@ -141,3 +141,47 @@ func TestPackedKernels(t *testing.T) {
 		}
 	}
 }
+
+// RepackedBytes is the size of the copy Weight makes, and a view of a
+// packed weight computes its rows bit for bit as the weight does.
+func TestRepackedBytesAndSlice(t *testing.T) {
+	if bestLevel == levelScalar {
+		t.Skip("no SIMD kernels on this machine")
+	}
+	b := newTestBackend(t)
+	r := rand.New(rand.NewPCG(54, 55))
+	if n := RepackedBytes(gguf.TypeQ8_0, 16, 256); n != 0 {
+		t.Errorf("RepackedBytes(Q8_0) = %d, want 0", n)
+	}
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ4_K} {
+		const rows, k = 37, 512
+		data, _ := quantWeight(t, r, typ, rows, k)
+		w := newWeight(t, b, typ, rows, k, data)
+		p := w.(*Tensor).packed
+		if got, want := RepackedBytes(typ, rows, k), int64(len(p.data)); got != want {
+			t.Errorf("%v: RepackedBytes = %d, the copy is %d", typ, got, want)
+		}
+		if got, want := RepackedBytes(typ, rows, k), int64(3*k/typ.BlockSize()*packBlockBytes(p.kind)); got != want {
+			t.Errorf("%v: RepackedBytes = %d, want 3 groups: %d", typ, got, want)
+		}
+		x := newAct(t, b, 2, k, randFloats(r, 2*k, 1))
+		full := newAct(t, b, 2, rows, nil)
+		b.MatMul(full, x, w)
+		for _, n := range []int{16, 5} {
+			v := b.Slice(w, n)
+			if v.(*Tensor).packed == nil {
+				t.Errorf("%v: view of %d rows has no packed copy", typ, n)
+			}
+			dst := newAct(t, b, 2, n, nil)
+			b.MatMul(dst, x, v)
+			got, want := download(b, dst), download(b, full)
+			for i := range 2 {
+				for o := range n {
+					if got[i*n+o] != want[i*rows+o] {
+						t.Fatalf("%v: view of %d rows: dst[%d,%d] = %v, the weight's %v", typ, n, i, o, got[i*n+o], want[i*rows+o])
+					}
+				}
+			}
+		}
+	}
+}
