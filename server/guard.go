@@ -124,7 +124,10 @@ func allowedHost(hostport string) bool {
 	if err != nil {
 		host = hostport
 	}
-	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if len(host) > 1 && host[0] == '[' && host[len(host)-1] == ']' { // an IPv6 literal without a port
+		host = host[1 : len(host)-1]
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	if _, err := netip.ParseAddr(host); err == nil {
 		return true
 	}

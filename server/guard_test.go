@@ -190,6 +190,8 @@ func TestHostHeader(t *testing.T) {
 		{"evil.example:11434", false},
 		{"127.0.0.1.nip.io", false},
 		{"localhost.evil.example", false},
+		{"]", false}, // FuzzGuard: brackets were trimmed to an empty Host
+		{"[evil.example]", false},
 	} {
 		status, _, msg := call(t, "GET", base+"/api/version", "", map[string]string{"Host": c.host})
 		if c.ok != (status == http.StatusOK) || (!c.ok && (status != http.StatusForbidden || !strings.Contains(msg, "DNS rebinding"))) {
