@@ -25,8 +25,9 @@ import (
 //     here; requests without an Origin (curl, SDKs) pass;
 //   - the body size (MaxBodyBytes) of everything but blob uploads.
 //
-// It also notes whether the peer is on this machine, for the file-path
-// rule of modelFileName (paths.go).
+// It also records where the request came from (peerOf: this process,
+// this machine or the network), for the file-path rule of checkModelName
+// (paths.go).
 
 // defaultOrigins are the browser origins allowed without FOLIO_ORIGINS:
 // Ollama's list (envconfig.AllowedOrigins).
