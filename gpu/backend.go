@@ -116,6 +116,17 @@ func (s KVSpec) Check() error {
 	return nil
 }
 
+// CheckSlots panics, naming op ("cpu: WriteKV"), on a slot outside the
+// pool: a programming error of the caller, as a wrong shape is.
+func (s KVSpec) CheckSlots(op string, slots []int32) {
+	n := s.Blocks * s.BlockSize
+	for i, slot := range slots {
+		if slot < 0 || int(slot) >= n {
+			panic(fmt.Sprintf("%s: slot %d (row %d) outside a pool of %d slots", op, slot, i, n))
+		}
+	}
+}
+
 // BlockBytes is the memory one block takes over all layers: the size of
 // the buffers BlockIO reads and writes.
 func (s KVSpec) BlockBytes() int64 { return s.BytesPerToken() * int64(s.BlockSize) }

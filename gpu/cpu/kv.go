@@ -20,7 +20,6 @@ type KVCache struct {
 	spec     gpu.KVSpec
 	k16, v16 [][]uint16
 	k32, v32 [][]float32
-	slots    int // Blocks · BlockSize
 	width    int // KVHeads · HeadDim: the elements of one slot
 }
 
@@ -58,7 +57,7 @@ func (b *Backend) NewKVCache(spec gpu.KVSpec) (kv gpu.KVCache, err error) {
 				gpu.ErrOutOfMemory, spec.Bytes(), r)
 		}
 	}()
-	c := &KVCache{spec: spec, slots: spec.Blocks * spec.BlockSize, width: spec.KVHeads * spec.HeadDim}
+	c := &KVCache{spec: spec, width: spec.KVHeads * spec.HeadDim}
 	if spec.Type == gguf.TypeF16 {
 		c.k16, c.v16 = make([][]uint16, spec.Layers), make([][]uint16, spec.Layers)
 		for l := range spec.Layers {
@@ -95,11 +94,7 @@ func (b *Backend) WriteKV(c gpu.KVCache, layer int, k, v gpu.Tensor, slots []int
 	cc.checkLayer("WriteKV", layer)
 	checkShape("WriteKV", "k", ck, len(slots), cc.width)
 	checkShape("WriteKV", "v", cv, len(slots), cc.width)
-	for i, s := range slots {
-		if s < 0 || int(s) >= cc.slots {
-			panic(fmt.Sprintf("cpu: WriteKV: slot %d (row %d) outside a pool of %d slots", s, i, cc.slots))
-		}
-	}
+	cc.spec.CheckSlots("cpu: WriteKV", slots)
 	t := &b.writekv
 	*t = writeKVTask{c: cc, layer: layer, k: b.f32(k), v: b.f32(v), slots: slots, simd: b.level > levelScalar}
 	b.pool.run(t, len(slots), 2*cc.width)

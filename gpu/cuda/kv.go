@@ -23,8 +23,7 @@ type KVCache struct {
 	elem      int64 // bytes per element: 2 or 4
 	layer     int64 // bytes of one layer's K (or V)
 	blockRun  int64 // bytes of one block of one layer's K (or V)
-	slots     int
-	width     int // KVHeads · HeadDim
+	width     int   // KVHeads · HeadDim
 	blockSize int
 }
 
@@ -42,7 +41,7 @@ func (b *Backend) NewKVCache(spec gpu.KVSpec) (gpu.KVCache, error) {
 	if spec.HeadDim > attMaxHead {
 		return nil, fmt.Errorf("%w: cuda: attention heads of %d elements (at most %d)", gpu.ErrUnsupported, spec.HeadDim, attMaxHead)
 	}
-	c := &KVCache{spec: spec, elem: 4, slots: spec.Blocks * spec.BlockSize, width: spec.KVHeads * spec.HeadDim, blockSize: spec.BlockSize}
+	c := &KVCache{spec: spec, elem: 4, width: spec.KVHeads * spec.HeadDim, blockSize: spec.BlockSize}
 	if spec.Type == gguf.TypeF16 {
 		c.elem = 2
 	}
@@ -80,11 +79,7 @@ func (b *Backend) WriteKV(c gpu.KVCache, layer int, k, v gpu.Tensor, slots []int
 	cc.checkLayer("WriteKV", layer)
 	checkShape("WriteKV", "k", ck, len(slots), cc.width)
 	checkShape("WriteKV", "v", cv, len(slots), cc.width)
-	for i, s := range slots {
-		if s < 0 || int(s) >= cc.slots {
-			panic(fmt.Sprintf("cuda: WriteKV: slot %d (row %d) outside a pool of %d slots", s, i, cc.slots))
-		}
-	}
+	cc.spec.CheckSlots("cuda: WriteKV", slots)
 	if len(slots) == 0 {
 		return
 	}
