@@ -124,69 +124,97 @@ func init() {
 
 // benchCPU loads model and times prefill and decode on it.
 func benchCPU(model string, prompt, gen, threads, repeat int) (*cpuReport, error) {
-	const bs = 16
-	perToken, err := kvBytesPerToken(model)
-	if err != nil {
-		return nil, err
-	}
-	m, err := runner.Load(model, runner.LoadOptions{
-		NumCtx: prompt + gen, NumBatch: prompt, BlockSize: bs, MaxSeqs: 1, Threads: threads,
-		KVMemory: int64(ceilDivInt(prompt+gen, bs)*bs) * perToken,
-	})
+	m, err := loadForBench(model, prompt, gen, threads)
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
 	be := m.Arch.Backend().(*cpu.Backend)
 	rep := &cpuReport{Model: model, Threads: be.Threads(), Prompt: prompt, Gen: gen, Repeat: repeat, SIMD: cpu.SIMDLevel()}
+	var total int64
 	for _, t := range m.File.Tensors {
-		rep.ModelBytes += t.Bytes
+		total += t.Bytes
 	}
-	if emb, ok := m.File.Tensor("token_embd.weight"); ok {
-		if _, untied := m.File.Tensor("output.weight"); untied {
-			rep.ModelBytes -= emb.Bytes // only one row of it is read per token
-		}
-	}
-
-	blocks := make([]int32, ceilDivInt(prompt+gen, bs))
-	for i := range blocks {
-		blocks[i] = int32(i)
-	}
-	r := rand.New(rand.NewPCG(42, 1))
-	tokens := make([]int32, prompt+gen)
-	for i := range tokens {
-		tokens[i] = int32(r.IntN(m.Arch.Vocab))
-	}
-	forward := func(pos, n int, out []int32) error {
-		b := gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Start: 0, Len: n, Pos: pos, Blocks: blocks}}}
-		_, err := m.Arch.Forward(m.KV, &b, tokens[pos:pos+n], out)
-		return err
-	}
-	last := []int32{int32(prompt - 1)}
-	first := []int32{0}
-	for i := range repeat + 1 {
-		t0 := time.Now()
-		if err := forward(0, prompt, last); err != nil {
-			return nil, err
-		}
-		pp := float64(prompt) / time.Since(t0).Seconds()
-		t0 = time.Now()
-		for p := range gen {
-			if err := forward(p, 1, first); err != nil {
-				return nil, err
-			}
-		}
-		tg := float64(gen) / time.Since(t0).Seconds()
-		if i > 0 { // the first round warms up
-			rep.PrefillRuns = append(rep.PrefillRuns, pp)
-			rep.DecodeRuns = append(rep.DecodeRuns, tg)
-		}
+	rep.ModelBytes = decodeBytes(m, total)
+	if rep.PrefillRuns, rep.DecodeRuns, err = timeRounds(m, prompt, gen, repeat, 0, nil); err != nil {
+		return nil, err
 	}
 	rep.PrefillTPS, rep.DecodeTPS = median(rep.PrefillRuns), median(rep.DecodeRuns)
 	rep.PeakRSSBytes = peakRSS()
 	rep.BandwidthGBs = cpu.ReadBandwidth(be.Threads(), 512<<20) / 1e9
 	rep.DecodeOfCeiling = rep.DecodeTPS * float64(rep.ModelBytes) / (rep.BandwidthGBs * 1e9)
 	return rep, nil
+}
+
+// benchBlock is the K/V block size of the speed measurements.
+const benchBlock = 16
+
+// loadForBench loads model for one sequence of prompt + gen tokens, with
+// a K/V cache of exactly that context, as llama-bench's.
+func loadForBench(model string, prompt, gen, threads int) (*runner.Model, error) {
+	perToken, err := kvBytesPerToken(model)
+	if err != nil {
+		return nil, err
+	}
+	return runner.Load(model, runner.LoadOptions{
+		NumCtx: prompt + gen, NumBatch: prompt, BlockSize: benchBlock, MaxSeqs: 1, Threads: threads,
+		KVMemory: int64(ceilDivInt(prompt+gen, benchBlock)*benchBlock) * perToken,
+	})
+}
+
+// decodeBytes is the weight bytes one decode step reads of total: all of
+// them but the token embeddings when the output matrix is separate (one
+// row of those is read per token).
+func decodeBytes(m *runner.Model, total int64) int64 {
+	if emb, ok := m.File.Tensor("token_embd.weight"); ok {
+		if _, untied := m.File.Tensor("output.weight"); untied {
+			total -= emb.Bytes
+		}
+	}
+	return total
+}
+
+// timeRounds times repeat rounds, after one that warms up, of a prefill of
+// prompt random tokens from an empty cache (the last row's logits) and gen
+// single-token decode steps from position decodeAt, and returns the
+// tokens/s of each. done, when set, gets each pass's logits (a device
+// backend downloads them, as serving does, which also waits for it).
+func timeRounds(m *runner.Model, prompt, gen, repeat, decodeAt int, done func(gpu.Tensor)) (pp, tg []float64, err error) {
+	blocks := make([]int32, ceilDivInt(max(prompt, decodeAt+gen), benchBlock))
+	for i := range blocks {
+		blocks[i] = int32(i)
+	}
+	r := rand.New(rand.NewPCG(42, 1))
+	tokens := make([]int32, max(prompt, decodeAt+gen))
+	for i := range tokens {
+		tokens[i] = int32(r.IntN(m.Arch.Vocab))
+	}
+	forward := func(pos, n int) error {
+		b := gpu.Batch{BlockSize: benchBlock, Seqs: []gpu.Seq{{Start: 0, Len: n, Pos: pos, Blocks: blocks}}}
+		out, err := m.Arch.Forward(m.KV, &b, tokens[pos:pos+n], []int32{int32(n - 1)})
+		if err == nil && done != nil {
+			done(out)
+		}
+		return err
+	}
+	for i := range repeat + 1 {
+		t0 := time.Now()
+		if err := forward(0, prompt); err != nil {
+			return nil, nil, err
+		}
+		p := float64(prompt) / time.Since(t0).Seconds()
+		t0 = time.Now()
+		for pos := decodeAt; pos < decodeAt+gen; pos++ {
+			if err := forward(pos, 1); err != nil {
+				return nil, nil, err
+			}
+		}
+		g := float64(gen) / time.Since(t0).Seconds()
+		if i > 0 { // the first round warms up
+			pp, tg = append(pp, p), append(tg, g)
+		}
+	}
+	return pp, tg, nil
 }
 
 // kvBytesPerToken is the bytes per token of an F16 K/V cache for model,

@@ -3,15 +3,12 @@ package cmd
 import (
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"folio/gpu"
 	"folio/gpu/cuda"
-	"folio/runner"
 )
 
 // hbmBandwidth is the H200's HBM3e bandwidth, the ceiling `folio bench
@@ -80,23 +77,15 @@ func init() {
 // gen decode steps, repeat times after a warm-up; each step's logits are
 // downloaded, as serving does, which also waits for the GPU.
 func benchGPU(model string, prompt, gen, repeat int) (*gpuReport, error) {
-	const bs = 16
-	perToken, err := kvBytesPerToken(model)
-	if err != nil {
-		return nil, err
-	}
 	os.Setenv("FOLIO_GPU", "cuda")
-	m, err := runner.Load(model, runner.LoadOptions{
-		NumCtx: prompt + gen, NumBatch: prompt, BlockSize: bs, MaxSeqs: 1,
-		KVMemory: int64(ceilDivInt(prompt+gen, bs)*bs) * perToken,
-	})
+	m, err := loadForBench(model, prompt, gen, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
 	be := m.Arch.Backend()
 	dev, ok := be.(*cuda.Backend)
-	rep := &gpuReport{Model: model, Prompt: prompt, Gen: gen, Repeat: repeat, ModelBytes: m.Bytes.Weights}
+	rep := &gpuReport{Model: model, Prompt: prompt, Gen: gen, Repeat: repeat, ModelBytes: decodeBytes(m, m.Bytes.Weights)}
 	if s, split := be.(*cuda.Split); split {
 		dev, ok = s.Device().(*cuda.Backend)
 		rep.Split = fmt.Sprintf("%d of %d layers on the GPU, the rest on the CPU", s.OnDevice(), m.Arch.Layers)
@@ -105,47 +94,10 @@ func benchGPU(model string, prompt, gen, repeat int) (*gpuReport, error) {
 		return nil, fmt.Errorf("bench: the model loaded on %s, not the GPU", be.Name())
 	}
 	rep.Device, rep.DeviceBytes = dev.Device().Name, dev.Used()
-	if emb, ok := m.File.Tensor("token_embd.weight"); ok {
-		if _, untied := m.File.Tensor("output.weight"); untied {
-			rep.ModelBytes -= emb.Bytes // one row of it is read per token
-		}
-	}
-	blocks := make([]int32, ceilDivInt(prompt+gen, bs))
-	for i := range blocks {
-		blocks[i] = int32(i)
-	}
-	rnd := rand.New(rand.NewPCG(7, 3))
-	tokens := make([]int32, prompt+gen)
-	for i := range tokens {
-		tokens[i] = rnd.Int32N(int32(m.Arch.Vocab))
-	}
 	logits := make([]float32, m.Arch.Vocab)
-	step := func(pos, n int) error {
-		b := gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Len: n, Pos: pos, Blocks: blocks}}}
-		out, err := m.Arch.Forward(m.KV, &b, tokens[pos:pos+n], []int32{int32(n - 1)})
-		if err == nil {
-			be.Download(logits, out)
-		}
-		return err
-	}
-	for round := 0; round <= repeat; round++ {
-		start := time.Now()
-		if err := step(0, prompt); err != nil {
-			return nil, err
-		}
-		prefill := time.Since(start)
-		start = time.Now()
-		for p := prompt; p < prompt+gen; p++ {
-			if err := step(p, 1); err != nil {
-				return nil, err
-			}
-		}
-		decode := time.Since(start)
-		if round == 0 {
-			continue // warm-up
-		}
-		rep.PrefillRuns = append(rep.PrefillRuns, float64(prompt)/prefill.Seconds())
-		rep.DecodeRuns = append(rep.DecodeRuns, float64(gen)/decode.Seconds())
+	download := func(out gpu.Tensor) { be.Download(logits, out) }
+	if rep.PrefillRuns, rep.DecodeRuns, err = timeRounds(m, prompt, gen, repeat, prompt, download); err != nil {
+		return nil, err
 	}
 	rep.DeviceBytes = dev.Used() // with the scratch cuBLAS grew
 	rep.PrefillTPS, rep.DecodeTPS = median(rep.PrefillRuns), median(rep.DecodeRuns)
