@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"text/template/parse"
 
 	"github.com/ollama/ollama/api"
@@ -17,6 +18,11 @@ import (
 // legacy prompt/response templates and its functions (json, currentDate,
 // toTypeScriptType, ...) behave exactly as they do under Ollama.
 
+// installedGo holds the templates of installed models by their text,
+// parsed once (nil: not Go syntax), for the render and the tool parser of
+// every request. Templates sent with a request are parsed each time.
+var installedGo sync.Map
+
 // maxTemplateOutput bounds a rendered prompt: far above any context, far
 // below what a looping template could fill memory with.
 const maxTemplateOutput = 64 << 20
@@ -29,17 +35,27 @@ func goTemplate(s string, fromRequest bool) (t *ollamatemplate.Template, ok bool
 	if strings.Contains(s, "{%") || strings.Contains(s, "{#") {
 		return nil, false, nil
 	}
-	t, err = ollamatemplate.Parse(s)
-	if err != nil {
+	if !fromRequest {
+		if v, ok := installedGo.Load(s); ok {
+			t = v.(*ollamatemplate.Template)
+			return t, t != nil, nil
+		}
+	}
+	if t, err = ollamatemplate.Parse(s); err != nil {
+		t = nil
+	}
+	if !fromRequest {
+		installedGo.Store(s, t)
+		return t, t != nil, nil
+	}
+	if t == nil {
 		return nil, false, nil
 	}
-	if fromRequest {
-		if defs := t.Templates(); len(defs) > 1 {
-			return nil, true, fmt.Errorf("%w: template: a template sent with a request may not define templates; install it with folio create instead", errBadRequest)
-		}
-		if err := boundedRanges(t.Tree.Root, false); err != nil {
-			return nil, true, fmt.Errorf("%w: template: %v", errBadRequest, err)
-		}
+	if defs := t.Templates(); len(defs) > 1 {
+		return nil, true, fmt.Errorf("%w: template: a template sent with a request may not define templates; install it with folio create instead", errBadRequest)
+	}
+	if err := boundedRanges(t.Tree.Root, false); err != nil {
+		return nil, true, fmt.Errorf("%w: template: %v", errBadRequest, err)
 	}
 	return t, true, nil
 }
