@@ -133,7 +133,7 @@ func (t *Tensor) Bytes() []byte { return t.data }
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // Weight wraps data, a rows × cols tensor of typ in its GGUF encoding,
-// without copying it; Q4_0 and Q4_K weights also get a repacked copy for
+// without copying it; Q4_0, Q4_K and Q8_0 weights also get a repacked copy for
 // the SIMD kernels (repack.go).
 func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data []byte) (gpu.Tensor, error) {
 	if !gguf.CanDequantize(typ) {

@@ -6,7 +6,7 @@ import (
 	"folio/models/gguf"
 )
 
-// Q4_0 and Q4_K weights are repacked once, in Weight, into groups of
+// Q4_0, Q4_K and Q8_0 weights are repacked once, in Weight, into groups of
 // packRows rows whose blocks are interleaved, so that the kernels
 // (simd_packed.c) hold one weight row per 32-bit lane and broadcast the
 // activations: a block's scales then cost one vector op for 16 rows, and
@@ -35,6 +35,13 @@ import (
 //	                 r's quants: sub-block 2p's elements 4j … 4j+3 in the
 //	                 low nibbles, sub-block 2p+1's in the high ones.
 //
+// Q8_0 (AVX-512 only: without VNNI, the AVX2 kernel's int16 pairs of
+// biased activations would saturate), per group of blocks blocks, as
+// Q4_0's, q8_0PackBytes = 16 · 34 bytes a block:
+//
+//	qs[blocks][8][64] block b's vector j, lane r: quants 4j … 4j+3 of row r.
+//	d[blocks][16]     block b's scales (halves).
+//
 // Every SIMD level reads the same layout (AVX2 a vector's first or second
 // 32 bytes: lanes 0-7 or 8-15), so the result of a row never depends on
 // which other rows share its group or its batch.
@@ -42,20 +49,24 @@ const (
 	packRows      = 16
 	q4_0PackBytes = packRows * 18
 	q4KPackBytes  = packRows * 148
+	q8_0PackBytes = packRows * 34
 )
 
 // packedKind reports whether weights of typ are repacked at level l, and
 // the kernel kind they then use.
 func packedKind(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	kind, ok := kernelFor(typ, l)
-	return kind, ok && (kind == kindQ4_0 || kind == kindQ4_K)
+	return kind, ok && (kind == kindQ4_0 || kind == kindQ4_K || kind == kindQ8_0 && l == levelAVX512)
 }
 
 // packBlockBytes is the bytes of one packed block (or super-block) of
 // packRows rows of kind.
 func packBlockBytes(kind kernelKind) int {
-	if kind == kindQ4_K {
+	switch kind {
+	case kindQ4_K:
 		return q4KPackBytes
+	case kindQ8_0:
+		return q8_0PackBytes
 	}
 	return q4_0PackBytes
 }
@@ -79,7 +90,14 @@ func packedSize(kind kernelKind, rows, cols int) int64 {
 		bs = 256
 	}
 	groups := int64(rows+packRows-1) / packRows
-	return groups * int64(cols) / bs * int64(packBlockBytes(kind))
+	return groups * int64(groupBytes(kind, cols/int(bs)))
+}
+
+// groupBytes is the bytes of a packed group of blocks blocks, rounded up
+// to 64 so that every group's vectors stay 64-byte aligned (a Q4_0 or
+// Q8_0 block's bytes are not a multiple of 64).
+func groupBytes(kind kernelKind, blocks int) int {
+	return (blocks*packBlockBytes(kind) + 63) &^ 63
 }
 
 // packedWeight is a weight's repacked copy.
@@ -99,7 +117,7 @@ func (b *Backend) repack(t *Tensor, kind kernelKind) *packedWeight {
 		bs = 256
 	}
 	p := &packedWeight{kind: kind, blocks: t.cols / bs}
-	p.group = p.blocks * packBlockBytes(kind)
+	p.group = groupBytes(kind, p.blocks)
 	groups := (t.rows + packRows - 1) / packRows
 	p.data = alignedAlloc(int(packedSize(kind, t.rows, t.cols)))
 	task := &repackTask{src: t, dst: p}
@@ -128,22 +146,27 @@ func (t *repackTask) run(_ *worker, lo, hi int) {
 				break // the padding rows stay zero
 			}
 			src := t.src.data[row*t.src.rowBytes : (row+1)*t.src.rowBytes]
-			if t.dst.kind == kindQ4_K {
+			switch t.dst.kind {
+			case kindQ4_K:
 				packQ4KRow(out, src, r, t.dst.blocks)
-			} else {
-				packQ4_0Row(out, src, r, t.dst.blocks)
+			case kindQ8_0:
+				packRow(out, src, r, t.dst.blocks, 32)
+			default:
+				packRow(out, src, r, t.dst.blocks, 16)
 			}
 		}
 	}
 }
 
-// packQ4_0Row places one Q4_0 row (18-byte blocks: a half d, 16 quant
-// bytes) at lane r of a group.
-func packQ4_0Row(out, src []byte, r, blocks int) {
+// packRow places one Q4_0 or Q8_0 row (blocks of a half d and qb quant
+// bytes: 16 for Q4_0, 32 for Q8_0) at lane r of a group: block b's quant
+// bytes 4j … 4j+3 in its vector j, its scale after every block's quants.
+func packRow(out, src []byte, r, blocks, qb int) {
+	bb, vb := 2+qb, 16*qb // a block's bytes in the row and in the group
 	for b := range blocks {
-		blk, qs := src[18*b:18*b+18], out[256*b:]
-		copy(out[256*blocks+32*b+2*r:], blk[:2])
-		for j := range 4 {
+		blk, qs := src[bb*b:bb*(b+1)], out[vb*b:]
+		copy(out[vb*blocks+32*b+2*r:], blk[:2])
+		for j := range qb / 4 {
 			copy(qs[64*j+4*r:], blk[2+4*j:6+4*j])
 		}
 	}

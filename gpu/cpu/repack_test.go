@@ -29,6 +29,10 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 				q = g[byteAt] >> 4
 			}
 			out[e] = d * float32(int(q)-8)
+		case kindQ8_0:
+			b, j := e/32, e%32
+			d := h(g[512*p.blocks+32*b+2*lane:])
+			out[e] = d * float32(int8(g[512*b+64*(j/4)+4*lane+j%4]))
 		case kindQ4_K:
 			s, j := e/256, e%256
 			sb, t := j/32, j%32
@@ -47,6 +51,17 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 	return out
 }
 
+// packedTypes are the weight types this machine repacks.
+func packedTypes() []gguf.TensorType {
+	var ts []gguf.TensorType
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ8_0} {
+		if _, ok := packedKind(typ, bestLevel); ok {
+			ts = append(ts, typ)
+		}
+	}
+	return ts
+}
+
 // TestRepack: a packed weight holds the same values as the GGUF bytes
 // (within float32 rounding of the two ways of decoding), row by row, and
 // its padding rows are zero.
@@ -56,7 +71,7 @@ func TestRepack(t *testing.T) {
 	}
 	b := newTestBackend(t)
 	r := rand.New(rand.NewPCG(50, 51))
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ4_K} {
+	for _, typ := range packedTypes() {
 		for _, rk := range [][2]int{{1, 256}, {16, 512}, {17, 768}, {45, 256}} {
 			rows, k := rk[0], rk[1]
 			data, wf := quantWeight(t, r, typ, rows, k)
@@ -91,7 +106,7 @@ func TestPackedKernels(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(52, 53))
 	b := newTestBackend(t)
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ4_K} {
+	for _, typ := range packedTypes() {
 		kind, _ := packedKind(typ, bestLevel)
 		for _, k := range awkwardKs(kind) {
 			for _, nm := range [][2]int{{1, 1}, {1, 17}, {3, 5}, {5, 16}, {9, 33}, {17, 48}} {
@@ -109,6 +124,9 @@ func TestPackedKernels(t *testing.T) {
 					}
 					var first []float32
 					for _, l := range supportedLevels()[1:] {
+						if _, ok := packedKind(typ, l); !ok {
+							continue
+						}
 						dst := make([]float32, n*m+1)
 						dst[n*m] = 42 // a guard past the end
 						matmulPackedX(kind, l, p.data, p.group, p.blocks, m, xq, stride, n, k, dst, m)
@@ -150,10 +168,10 @@ func TestRepackedBytesAndSlice(t *testing.T) {
 	}
 	b := newTestBackend(t)
 	r := rand.New(rand.NewPCG(54, 55))
-	if n := RepackedBytes(gguf.TypeQ8_0, 16, 256); n != 0 {
-		t.Errorf("RepackedBytes(Q8_0) = %d, want 0", n)
+	if n := RepackedBytes(gguf.TypeQ6_K, 16, 256); n != 0 {
+		t.Errorf("RepackedBytes(Q6_K) = %d, want 0", n)
 	}
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ4_K} {
+	for _, typ := range packedTypes() {
 		const rows, k = 37, 512
 		data, _ := quantWeight(t, r, typ, rows, k)
 		w := newWeight(t, b, typ, rows, k, data)

@@ -19,7 +19,8 @@ enum { LEVEL_SCALAR = 0, LEVEL_AVX2 = 1, LEVEL_AVX512 = 2 };
 #define Q4_K_BYTES 144
 #define Q6_K_BYTES 210
 
-// Activation formats. X8P: a pair of 32-element blocks (Q8_0 weights).
+// Activation formats. X8P: a pair of 32-element blocks (Q8_0 weights),
+// the quants biased by 128 (q ^ 0x80): vpdpbusd's unsigned side.
 #define X8P_BYTES 128 // qs[64], then float d[16]: each block's scale 8 times
 // X4G: a group of 4 blocks (Q4_0 weights): qs[128] with elements 0-15 of
 // blocks 0-3, then elements 16-31 of blocks 0-3; float d[16], each block's
@@ -34,7 +35,7 @@ enum { LEVEL_SCALAR = 0, LEVEL_AVX2 = 1, LEVEL_AVX512 = 2 };
 #define XK_BSUMS 288
 
 // Repacked weights (repack.go): the bytes of a Q4_K super-block of a group
-// of 16 rows (a Q4_0 group keeps its quants and scales apart).
+// of 16 rows (Q4_0 and Q8_0 groups keep their quants and scales apart).
 #define Q4_KP_BYTES 2368
 
 // Every function with intrinsics carries the target of its level, so that

@@ -22,7 +22,8 @@ static inline AVX2 __m256i dot_u8s8(__m256i u, __m256i s) {
 }
 
 // Q8_0 weights, X8P activations, one block per step: |w| against x with
-// w's signs (ggml's trick), so the unsigned side is |w| ≤ 128.
+// w's signs (ggml's trick), so the unsigned side is |w| ≤ 128; x's bias
+// of 128 comes off first (vpmaddubsw's int16 pairs would saturate with it).
 INLINE AVX2 void q8_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
 	__m256 acc[XT];
 	for (int i = 0; i < nx; i++)
@@ -34,7 +35,8 @@ INLINE AVX2 void q8_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs,
 		float dw = h2f(wb);
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = x + i * xs + (int64_t)(b / 2) * X8P_BYTES + 32 * (b % 2);
-			__m256i p = dot_u8s8(aw, _mm256_sign_epi8(_mm256_load_si256((const __m256i *)xp), wq));
+			__m256i xq = _mm256_xor_si256(_mm256_load_si256((const __m256i *)xp), _mm256_set1_epi8((char)0x80));
+			__m256i p = dot_u8s8(aw, _mm256_sign_epi8(xq, wq));
 			float dx;
 			memcpy(&dx, xp + 64, 4);
 			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * dx), acc[i]);

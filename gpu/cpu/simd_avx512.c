@@ -11,7 +11,7 @@
 static inline AVX512 __m512i zero512(void) { return _mm512_setzero_si512(); }
 
 // Q8_0 weights, X8P activations, two blocks per step. vpdpbusd wants one
-// side unsigned: the activations are biased by 128 (x ^ 0x80), and the
+// side unsigned: the activations come biased by 128 (x ^ 0x80), and the
 // bias's share, 128·Σw, is taken off by starting each sum at -128·Σw
 // (computed once per weight pair for every activation row).
 // q8_0_pair adds the dot products of the weight pair at wb (two blocks, or
@@ -31,7 +31,7 @@ INLINE AVX512 void q8_0_pair(const uint8_t *wb, int two, const uint8_t *x, int64
 	__m512i bias = _mm512_sub_epi32(zero512(), _mm512_dpbusd_epi32(zero512(), u128, wq));
 	for (int i = 0; i < nx; i++) {
 		const uint8_t *xp = x + i * xs;
-		__m512i s = _mm512_dpbusd_epi32(bias, _mm512_xor_si512(_mm512_load_si512(xp), u128), wq);
+		__m512i s = _mm512_dpbusd_epi32(bias, _mm512_load_si512(xp), wq);
 		acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_load_ps((const float *)(xp + 64))), acc[i]);
 	}
 }

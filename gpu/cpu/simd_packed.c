@@ -1,10 +1,11 @@
 //go:build amd64 && cgo
 
-// Kernels over repacked Q4_0 and Q4_K weights (repack.go has the layout):
-// one weight row per 32-bit lane, 16 rows a group, the activations
-// broadcast four bytes at a time. vpdpbusd (AVX-512 VNNI) or vpmaddubsw
-// and vpmaddwd (AVX2) multiply a row's unsigned 4-bit quants by four
-// signed 8-bit activations into its lane; a block's scales are then one
+// Kernels over repacked Q4_0, Q4_K and Q8_0 weights (repack.go has the
+// layout): one weight row per 32-bit lane, 16 rows a group, the
+// activations broadcast four bytes at a time. vpdpbusd (AVX-512 VNNI) or
+// vpmaddubsw and vpmaddwd (AVX2) multiply a row's unsigned 4-bit quants by
+// four signed 8-bit activations into its lane (Q8_0, AVX-512 only: its
+// signed quants by four biased activations); a block's scales are then one
 // vector op for all 16 rows. Every row's sums are taken in the same order
 // whatever the tile or the level, so a row's result does not depend on the
 // rows computed with it.
@@ -25,7 +26,7 @@ INLINE float ldf(const uint8_t *p) {
 
 // ---- AVX-512: a group's 16 rows in one vector ----
 
-// Q4_0_TILE is the activation rows of a Q4_0 tile: the 8 vectors of a
+// Q4_0_TILE is the activation rows of a Q4_0 (or Q8_0) tile: the 8 vectors of a
 // block's quants, its scales and one accumulator a row fit 32 registers.
 #define Q4_0_TILE 16
 
@@ -55,6 +56,37 @@ INLINE AVX512 void pq4_0_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 			for (int j = 0; j < 4; j++)
 				s = _mm512_dpbusd_epi32(s, hi[j], _mm512_set1_epi32((int)ld32(xp + 64 + 4 * j)));
 			acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(ldf(xp + 128))), acc[i]);
+		}
+	}
+}
+
+// pq8_0_512 adds the dot products of a Q8_0 group (nb blocks, quants at w,
+// scales at w + 512·nb) with nx X8P activation rows into acc. The weights
+// are the signed side; the activations' bias of 128 adds 128·Σw, which
+// each sum starts without: -128·Σw of a block's 16 rows is 8 vpdpbusd,
+// shared by the tile.
+INLINE AVX512 void pq8_0_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
+	const __m512i u128 = _mm512_set1_epi8((char)0x80);
+	const uint8_t *ds = w + 512 * (int64_t)nb;
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + 512 * (int64_t)b;
+		if (pf)
+			mm_prefetch(wb + MM_PREFETCH, 512);
+		__m512i q[8], bias = _mm512_setzero_si512();
+		for (int j = 0; j < 8; j++) {
+			q[j] = _mm512_load_si512(wb + 64 * j);
+			bias = _mm512_dpbusd_epi32(bias, u128, q[j]);
+		}
+		bias = _mm512_sub_epi32(_mm512_setzero_si512(), bias);
+		__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ds + 32 * b)));
+		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
+#pragma GCC unroll 16
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = xb + i * xs;
+			__m512i s = bias;
+			for (int j = 0; j < 8; j++)
+				s = _mm512_dpbusd_epi32(s, _mm512_set1_epi32((int)ld32(xp + 4 * j)), q[j]);
+			acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(ldf(xp + 64))), acc[i]);
 		}
 	}
 }
@@ -141,6 +173,7 @@ INLINE AVX512 void pq4_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 	}
 
 PACKED512(pm_q4_0_512, pq4_0_512, Q4_0_TILE)
+PACKED512(pm_q8_0_512, pq8_0_512, Q4_0_TILE)
 PACKED512(pm_q4_k_512, pq4_k_512, XT)
 
 // ---- AVX2: a group as two halves of 8 rows (a vector's bytes 0-31 or
@@ -264,7 +297,9 @@ PACKED256(pm_q4_k_256, pq4_k_256)
 // kind's packed layout, at SIMD level level.
 void folio_matmul_packed(int kind, int level, PM_ARGS) {
 	if (level == LEVEL_AVX512) {
-		if (kind == KIND_Q4_K)
+		if (kind == KIND_Q8_0)
+			pm_q8_0_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+		else if (kind == KIND_Q4_K)
 			pm_q4_k_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 		else
 			pm_q4_0_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);

@@ -5,10 +5,11 @@ package cpu
 // a block's dot product is an integer one, and to F16 for F16 weights. The
 // formats are laid out for the kernels (simd.h has the same offsets):
 //
-//	kindQ8_0  X8P: per pair of 32-element blocks, 128 bytes: int8 q[64]
-//	          (block 2j, then 2j+1), float32 d[16] (each block's scale
-//	          8 times, one per int32 lane of its sum). An odd last block
-//	          is paired with a zero one.
+//	kindQ8_0  X8P: per pair of 32-element blocks, 128 bytes: q[64]
+//	          (block 2j, then 2j+1) as uint8 q+128 (vpdpbusd's unsigned
+//	          operand; the kernels take 128·Σw off), float32 d[16] (each
+//	          block's scale 8 times, one per int32 lane of its sum). An
+//	          odd last block is paired with a zero one.
 //	kindQ4_0  X4G: per group of 4 blocks, 256 bytes: int8 q[128]
 //	          (elements 0-15 of blocks 0-3, then elements 16-31 of blocks
 //	          0-3: the order of a Q4_0 block's low and high nibbles),

@@ -44,10 +44,15 @@ func quantizeXRef(kind kernelKind, x []float32) []byte {
 			h := b % 2
 			d, q, _ := quant32Ref(x[32*b : 32*b+32])
 			for j, v := range q {
-				p[32*h+j] = byte(v)
+				p[32*h+j] = byte(v) ^ 0x80
 			}
 			for j := range 8 {
 				le.PutUint32(p[64+32*h+4*j:], math.Float32bits(d))
+			}
+		}
+		if nb := k / 32; nb%2 == 1 { // the zero block pairing an odd last one
+			for j := range 32 {
+				out[nb/2*x8pBytes+32+j] = 0x80
 			}
 		}
 	case kindQ4_0:
@@ -110,7 +115,7 @@ func dequantizeXRef(kind kernelKind, row []byte, k int) []float32 {
 		switch kind {
 		case kindQ8_0:
 			p := row[b/2*x8pBytes:]
-			x[e] = float32(int8(p[32*(b%2)+j])) * f32(p[64+32*(b%2):])
+			x[e] = float32(int8(p[32*(b%2)+j]^0x80)) * f32(p[64+32*(b%2):])
 		case kindQ4_0:
 			g := row[b/4*x4gBytes:]
 			at := 16*(b%4) + j
