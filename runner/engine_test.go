@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"folio/gpu/cpu"
 	"folio/internal/fixtures"
 	"folio/models/gguf"
 	"folio/models/synth"
@@ -405,5 +406,27 @@ func TestBackendFault(t *testing.T) {
 	}
 	if !errors.Is(e.Err(), ErrFailed) {
 		t.Errorf("Err() = %v", e.Err())
+	}
+}
+
+// The memory a loaded model reports counts the CPU kernels' repacked copy
+// of its weights in place of the file's bytes of them.
+func TestMemoryNeedCountsRepack(t *testing.T) {
+	m := tinyModel(t, LoadOptions{})
+	var repacked, from int64
+	for _, ti := range m.File.Tensors {
+		if len(ti.Shape) == 2 {
+			if n := cpu.RepackedBytes(ti.Type, int(ti.Shape[1]), int(ti.Shape[0])); n > 0 {
+				repacked += n
+				from += ti.Bytes
+			}
+		}
+	}
+	b := m.Bytes
+	if b.Repacked != repacked || b.RepackedFrom != from {
+		t.Fatalf("Repacked %d of %d file bytes, want %d of %d", b.Repacked, b.RepackedFrom, repacked, from)
+	}
+	if cpu.SIMDLevel() == "avx512" && repacked == 0 {
+		t.Fatal("a Q8_0 model has no repacked weights at AVX-512")
 	}
 }

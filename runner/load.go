@@ -62,12 +62,19 @@ type Model struct {
 }
 
 // MemoryNeed is what a model takes, computed before anything is loaded.
+// Weights are read from the mapped file; on the CPU, Repacked is the copy
+// the kernels take of some of them (cpu.RepackedBytes), in place of the
+// file's RepackedFrom bytes of those weights, which then stay unread.
 type MemoryNeed struct {
-	Weights, KV, Scratch int64
+	Weights, KV, Scratch   int64
+	Repacked, RepackedFrom int64
 }
 
-// Total is the sum of the parts.
-func (m MemoryNeed) Total() int64 { return m.Weights + m.KV + m.Scratch }
+// Total is the memory the model holds: the weights read from the file,
+// the repacked copies, the K/V cache and scratch.
+func (m MemoryNeed) Total() int64 {
+	return m.Weights - m.RepackedFrom + m.Repacked + m.KV + m.Scratch
+}
 
 // Load opens the GGUF file at path and loads it onto the CPU. The memory it
 // needs is computed first: a model that does not fit is refused with the
@@ -115,7 +122,7 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 	for _, t := range f.Tensors {
 		need.Weights += t.Bytes
 	}
-	be, err := newBackend(f, cfg.Layers, need, opt)
+	be, err := newBackend(f, cfg.Layers, &need, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +142,7 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 // newBackend is the GPU's backend when FOLIO_GPU (cpu, cuda, or auto, the
 // default) allows it: the whole model there, or as many layers as fit
 // with the rest on the CPU; else the CPU's.
-func newBackend(f *gguf.File, layers int, need MemoryNeed, opt LoadOptions) (gpu.Backend, error) {
+func newBackend(f *gguf.File, layers int, need *MemoryNeed, opt LoadOptions) (gpu.Backend, error) {
 	cn := cuda.Need{Weights: need.Weights, KV: need.KV, Scratch: need.Scratch, Layers: layers}
 	for _, t := range f.Tensors {
 		if strings.HasPrefix(t.Name, "blk.") {
@@ -149,7 +156,15 @@ func newBackend(f *gguf.File, layers int, need MemoryNeed, opt LoadOptions) (gpu
 	if g != nil {
 		return g, nil
 	}
-	if err := checkHostMemory(need, opt); err != nil {
+	for _, t := range f.Tensors {
+		if len(t.Shape) == 2 {
+			if n := cpu.RepackedBytes(t.Type, int(t.Shape[1]), int(t.Shape[0])); n > 0 {
+				need.Repacked += n
+				need.RepackedFrom += t.Bytes
+			}
+		}
+	}
+	if err := checkHostMemory(*need, opt); err != nil {
 		return nil, err
 	}
 	return cpu.New(opt.Threads), nil
@@ -164,13 +179,13 @@ func checkHostMemory(need MemoryNeed, opt LoadOptions) error {
 		return nil
 	}
 	gib := func(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
-	if alloc := need.KV + need.Scratch; alloc > avail {
-		return fmt.Errorf("%w: the K/V cache for num_ctx %d (%s) and scratch (%s) need %s, %s is available: lower num_ctx or num_batch, or use an f16 KV cache",
-			ErrNoMemory, opt.NumCtx, gib(need.KV), gib(need.Scratch), gib(alloc), gib(avail))
+	if alloc := need.KV + need.Scratch + need.Repacked; alloc > avail {
+		return fmt.Errorf("%w: the K/V cache for num_ctx %d (%s), scratch (%s) and the weights repacked for the CPU kernels (%s) need %s, %s is available: lower num_ctx or num_batch, use an f16 KV cache or a smaller model",
+			ErrNoMemory, opt.NumCtx, gib(need.KV), gib(need.Scratch), gib(need.Repacked), gib(alloc), gib(avail))
 	}
 	if need.Total() > total {
-		return fmt.Errorf("%w: the model needs %s (weights %s, K/V cache %s, scratch %s) and this machine has %s: use a smaller quantization or lower num_ctx",
-			ErrNoMemory, gib(need.Total()), gib(need.Weights), gib(need.KV), gib(need.Scratch), gib(total))
+		return fmt.Errorf("%w: the model needs %s (weights %s, of which %s repacked, K/V cache %s, scratch %s) and this machine has %s: use a smaller quantization or lower num_ctx",
+			ErrNoMemory, gib(need.Total()), gib(need.Weights), gib(need.Repacked), gib(need.KV), gib(need.Scratch), gib(total))
 	}
 	return nil
 }
