@@ -44,7 +44,10 @@ func init() {
 			"--host URL requests go to an Ollama-compatible /api/generate (raw, streamed,\n" +
 			"prompts of words), --model naming the server's model.\n\n" +
 			"single_tps is the same measure for one request of the mean lengths sent alone\n" +
-			"(after an unmeasured warm-up request; the median of --single-reps runs).",
+			"(after an unmeasured warm-up request; the median of --single-reps runs).\n" +
+			"steady_tps counts only the tokens of the window in which all --concurrency\n" +
+			"requests were in flight (until the last request was sent; after it the run\n" +
+			"drains through its longest requests with fewer at a time).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if model == "" {
@@ -126,6 +129,9 @@ func printServe(w io.Writer, r loadgen.ServeReport) {
 	fmt.Fprintf(w, "%d requests, %d at a time: %.1f s, %d prompt tokens, %d of %d asked output tokens (%d ended early)\n",
 		r.Requests, r.Concurrency, r.WallS, r.PromptTokens, r.OutputTokens, r.RequestedTokens, r.ShortRequests)
 	fmt.Fprintf(w, "throughput:       %.2f tok/s (%.2fx the single request)\n", r.ThroughputTPS, r.Speedup)
+	if r.SteadyS > 0 {
+		fmt.Fprintf(w, "all %d in flight: %.2f tok/s (%.2fx) over the first %.1f s\n", r.Concurrency, r.SteadyTPS, r.SteadySpeedup, r.SteadyS)
+	}
 	fmt.Fprintf(w, "through the model: %.2f tok/s prompt and output (single request %.2f tok/s)\n", r.ProcessedTPS, r.SingleProcessedTPS)
 	fmt.Fprintf(w, "TTFT:             p50 %.0f ms, p99 %.0f ms, mean %.0f ms\n", r.TTFTP50, r.TTFTP99, r.TTFTMean)
 	fmt.Fprintf(w, "inter-token:      p50 %.1f ms, p99 %.1f ms\n", r.ITLP50, r.ITLP99)

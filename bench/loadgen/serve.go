@@ -32,6 +32,13 @@ type ServeReport struct {
 	PrefixHitRate *float64 `json:"prefix_hit_rate"`
 	PeakBlocks    int      `json:"peak_blocks"` // 0 when the target does not say
 
+	// SteadyTPS is output tokens / time while all N requests were in
+	// flight: from the start to the last request's submission, before
+	// the run drains through its longest requests with fewer in flight.
+	SteadyTPS     float64 `json:"steady_tps"`
+	SteadySpeedup float64 `json:"steady_speedup"` // steady / single
+	SteadyS       float64 `json:"steady_s"`       // the steady window
+
 	Speedup           float64 `json:"speedup"`           // throughput / single
 	SingleDecodeTPS   float64 `json:"single_decode_tps"` // the single request's tokens after the first / their time
 	SingleTTFT        float64 `json:"single_ttft_ms"`    // the single request's time to first token
@@ -100,8 +107,10 @@ func Serve(ctx context.Context, t Target, cfg ServeConfig) (ServeReport, error) 
 	}
 
 	traces := make([]Trace, len(specs))
+	starts := make([]time.Duration, len(specs)) // submissions, since start
 	start := time.Now()
 	err = runPool(ctx, len(specs), cfg.Concurrency, func(ctx context.Context, i int) (err error) {
+		starts[i] = time.Since(start)
 		traces[i], err = t.Do(ctx, specs[i], cfg.Temperature)
 		return err
 	})
@@ -134,6 +143,11 @@ func Serve(ctx context.Context, t Target, cfg ServeConfig) (ServeReport, error) 
 	}
 	rep.ThroughputTPS = float64(rep.OutputTokens) / wall.Seconds()
 	rep.Speedup = rep.ThroughputTPS / rep.SingleTPS
+	if n, d := steadyTokens(traces, starts, cfg.Concurrency); d > 0 {
+		rep.SteadyS = d.Seconds()
+		rep.SteadyTPS = float64(n) / d.Seconds()
+		rep.SteadySpeedup = rep.SteadyTPS / rep.SingleTPS
+	}
 	rep.ProcessedTPS = float64(computed+rep.OutputTokens) / wall.Seconds()
 	rep.TTFTP50, rep.TTFTP99 = ms(percentile(ttft, 50)), ms(percentile(ttft, 99))
 	rep.ITLP50, rep.ITLP99 = ms(percentile(itl, 50)), ms(percentile(itl, 99))
@@ -151,6 +165,26 @@ func Serve(ctx context.Context, t Target, cfg ServeConfig) (ServeReport, error) 
 		rep.PeakBlocks = bc.PeakBlocks()
 	}
 	return rep, nil
+}
+
+// steadyTokens returns the window in which every one of concurrency slots
+// held a request (the run's start to the last submission: until then a
+// request that ends is replaced at once) and the output tokens that
+// arrived in it; 0 when there were no more requests than slots. A
+// streamed chunk counts as one token, as Trace's times do.
+func steadyTokens(traces []Trace, starts []time.Duration, concurrency int) (n int, window time.Duration) {
+	if len(starts) <= concurrency {
+		return 0, 0
+	}
+	window = slices.Max(starts)
+	for i, tr := range traces {
+		for _, at := range tr.Tokens {
+			if starts[i]+at <= window {
+				n++
+			}
+		}
+	}
+	return n, window
 }
 
 // runPool calls do(ctx, i) for i in [0, n), concurrency calls at a time,
