@@ -42,9 +42,10 @@ func attnTileRows(group, ctx int) int {
 // for one row, tiles of transposed K and the scores.
 func attnScratch(nq, d, n, bs int) int {
 	nqp := (nq + 15) &^ 15
-	// A decode row (nq ≤ 8) takes up to four tiles of 16 transposed K rows,
-	// its scores, query-major, n rounded up to 16 each, and a block of V.
-	return max(d*nqp+n*nqp+4*d+bs*d, 64*d+8*(n+16)+bs*d)
+	// A decode row (nq ≤ 8) takes up to four tiles of 16 transposed K rows
+	// (of at least 16 floats) and its scores, query-major, n rounded up to
+	// 16 each.
+	return max(d*nqp+n*nqp+4*d+bs*d, 64*max(d, 16)+8*(n+16))
 }
 
 type attnTile struct{ seq, row, rows int32 }

@@ -437,3 +437,25 @@ func decodeEqualsPrefill(t *testing.T, n, kvh, g, hd, bs int, blocks, slots []in
 		}
 	}
 }
+
+// BenchmarkAttentionPrefill is one prompt of one sequence (the rows attend
+// causally to each other): 256 rows of smollm-135m's shape (9 query heads
+// over 3 K/V heads of 64) and 512 of Llama-3-8B's (32 over 8 of 128).
+func BenchmarkAttentionPrefill(b *testing.B) {
+	shapes := []struct{ rows, kvHeads, group, hd int }{{256, 3, 3, 64}, {512, 8, 4, 128}}
+	for _, l := range supportedLevels()[1:] {
+		for _, sh := range shapes {
+			b.Run(fmt.Sprintf("%v/rows=%d/hd=%d", l, sh.rows, sh.hd), func(b *testing.B) {
+				be := New(0)
+				defer be.Close()
+				be.level = l
+				c := newAttnCase(b, be, rand.New(rand.NewPCG(3, 3)), gguf.TypeF16, 16, sh.kvHeads, sh.group, sh.hd,
+					[]seqShape{{0, sh.rows}}, false)
+				q := newAct(b, be, sh.rows, c.heads*sh.hd, c.q)
+				for b.Loop() {
+					be.Attention(c.output, q, c.cache, c.layer, &c.batch, c.scale)
+				}
+			})
+		}
+	}
+}

@@ -40,41 +40,54 @@ func BenchmarkMatMul(b *testing.B) {
 	}
 }
 
-// BenchmarkAttentionDecode is one decode step of one sequence: at
-// context 4096 with 32 query heads over 8 K/V heads of 128 (Llama-3-8B's
-// shape), and at context 64 with 9 over 3 of 64 (smollm-135m's); blocks of
-// 16.
+// BenchmarkAttentionDecode is one decode step: at context 4096 with 32
+// query heads over 8 K/V heads of 128 (Llama-3-8B's shape) for one
+// sequence, and at contexts 64 … 256 with 9 over 3 of 64 (smollm-135m's)
+// for one sequence and for a batch of 16 (a serving step, ns/op for all
+// 16); blocks of 16, each sequence's shuffled over the pool.
 func BenchmarkAttentionDecode(b *testing.B) {
-	shapes := []struct{ ctx, kvHeads, heads, hd int }{{4096, 8, 32, 128}, {64, 3, 9, 64}}
+	shapes := []struct{ ctx, kvHeads, heads, hd, seqs int }{
+		{4096, 8, 32, 128, 1},
+		{64, 3, 9, 64, 1}, {64, 3, 9, 64, 16}, {128, 3, 9, 64, 16}, {256, 3, 9, 64, 16},
+	}
 	for _, l := range supportedLevels() {
 		for _, sh := range shapes {
 			for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
-				b.Run(fmt.Sprintf("%v/ctx=%d/%v", l, sh.ctx, typ), func(b *testing.B) {
+				name := fmt.Sprintf("%v/ctx=%d/%v", l, sh.ctx, typ)
+				if sh.seqs > 1 {
+					name = fmt.Sprintf("%v/ctx=%d/seqs=%d/%v", l, sh.ctx, sh.seqs, typ)
+				}
+				b.Run(name, func(b *testing.B) {
 					const bs = 16
-					ctx, kvHeads, heads, hd := sh.ctx, sh.kvHeads, sh.heads, sh.hd
+					ctx, kvHeads, heads, hd, seqs := sh.ctx, sh.kvHeads, sh.heads, sh.hd, sh.seqs
 					be := New(0)
 					defer be.Close()
 					be.level = l
-					spec := gpu.KVSpec{Layers: 1, Blocks: ctx / bs, BlockSize: bs, KVHeads: kvHeads, HeadDim: hd, Type: typ}
+					per := ctx / bs // blocks per sequence
+					spec := gpu.KVSpec{Layers: 1, Blocks: seqs * per, BlockSize: bs, KVHeads: kvHeads, HeadDim: hd, Type: typ}
 					c, err := be.NewKVCache(spec)
 					if err != nil {
 						b.Fatal(err)
 					}
 					r := rand.New(rand.NewPCG(2, 2))
-					blocks := make([]int32, spec.Blocks)
-					for i, p := range r.Perm(spec.Blocks) {
-						blocks[i] = int32(p)
+					pool := r.Perm(spec.Blocks)
+					batch := gpu.Batch{BlockSize: bs}
+					slots := make([]int32, 0, seqs*ctx)
+					for i := range seqs {
+						blocks := make([]int32, per)
+						for j := range blocks {
+							blocks[j] = int32(pool[i*per+j])
+						}
+						batch.Seqs = append(batch.Seqs, gpu.Seq{Start: i, Len: 1, Pos: ctx - 1, Blocks: blocks})
+						for p := range ctx {
+							slots = append(slots, blocks[p/bs]*bs+int32(p%bs))
+						}
 					}
-					batch := gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Start: 0, Len: 1, Pos: ctx - 1, Blocks: blocks}}}
-					slots := make([]int32, ctx)
-					for p := range slots {
-						slots[p] = blocks[p/bs]*bs + int32(p%bs)
-					}
-					kv := randFloats(r, ctx*kvHeads*hd, 1)
-					k := newAct(b, be, ctx, kvHeads*hd, kv)
+					kv := randFloats(r, seqs*ctx*kvHeads*hd, 1)
+					k := newAct(b, be, seqs*ctx, kvHeads*hd, kv)
 					be.WriteKV(c, 0, k, k, slots)
-					q := newAct(b, be, 1, heads*hd, randFloats(r, heads*hd, 1))
-					dst := newAct(b, be, 1, heads*hd, nil)
+					q := newAct(b, be, seqs, heads*hd, randFloats(r, seqs*heads*hd, 1))
+					dst := newAct(b, be, seqs, heads*hd, nil)
 					for b.Loop() {
 						be.Attention(dst, q, c, 0, &batch, 0.088)
 					}

@@ -21,6 +21,11 @@
 
 #include "simd.h"
 
+// UNROLL unrolls a loop over a tile's registers before gcc places the
+// tile's arrays: without it, it keeps some in memory and stores them on
+// every step of the loop around them.
+#define UNROLL _Pragma("GCC unroll 16")
+
 #define ATTN_ARGS                                                                                           \
 	const float *q, int64_t qstride, int nr, int g, int d, const void *kl, const void *vl, int f16,          \
 		const int32_t *blocks, int bs, int kvheads, int h, int pos0, float scale, float *out, float *scratch
@@ -167,21 +172,21 @@ static AVX512 void softmax_many512(float *S, int nq, int nqp, int g, int pos0, i
 INLINE AVX512 void value_tile512(float *const *o, int QB, const float *s, int64_t ps, int64_t qs, const float *vr, int pe, int d,
                                  int DV, __mmask16 m) {
 	__m512 acc[4][8];
-	for (int qq = 0; qq < QB; qq++)
-		for (int c = 0; c < DV; c++)
+	UNROLL for (int qq = 0; qq < QB; qq++)
+		UNROLL for (int c = 0; c < DV; c++)
 			acc[qq][c] = _mm512_maskz_loadu_ps(c == DV - 1 ? m : 0xffff, o[qq] + 16 * c);
 	for (int p = 0; p < pe; p++) {
 		__m512 v[8];
-		for (int c = 0; c < DV; c++)
+		UNROLL for (int c = 0; c < DV; c++)
 			v[c] = _mm512_maskz_loadu_ps(c == DV - 1 ? m : 0xffff, vr + p * d + 16 * c);
-		for (int qq = 0; qq < QB; qq++) {
+		UNROLL for (int qq = 0; qq < QB; qq++) {
 			__m512 sp = _mm512_set1_ps(s[(int64_t)p * ps + qq * qs]);
-			for (int c = 0; c < DV; c++)
+			UNROLL for (int c = 0; c < DV; c++)
 				acc[qq][c] = _mm512_fmadd_ps(sp, v[c], acc[qq][c]);
 		}
 	}
-	for (int qq = 0; qq < QB; qq++)
-		for (int c = 0; c < DV; c++)
+	UNROLL for (int qq = 0; qq < QB; qq++)
+		UNROLL for (int c = 0; c < DV; c++)
 			_mm512_mask_storeu_ps(o[qq] + 16 * c, c == DV - 1 ? m : 0xffff, acc[qq][c]);
 }
 
@@ -252,11 +257,13 @@ static AVX512 void values512(float *out, int64_t qstride, int nq, int g, int d, 
 //
 // With one row the lanes of the tiles above hold only g queries (3 for
 // smollm), so most of their work is padding. Here positions fill the
-// lanes instead: K rows are transposed 16 at a time, so that each score is
-// still one FMA chain over j in order, then times scale, and the softmax
-// and value sums run in the same order as above: the results equal the
-// tiles' bit for bit (TestAttentionDecodeEqualsPrefill). Scores are
-// query-major, S1[qi·ns + p], ns = n rounded up to 16.
+// lanes instead: K rows are transposed 16 at a time (F16 ones as halves),
+// so that each score is still one FMA chain over j in order, then times
+// scale. The values take each V row once for all g queries, converted in
+// registers, and sum the exponentials on the way. The softmax and value
+// sums run in the same order as above: the results equal the tiles' bit
+// for bit (TestAttentionDecodeEqualsPrefill). Scores are query-major,
+// S1[qi·ns + p], ns = n rounded up to 16.
 
 // transpose16 turns 16 rows of 16 floats into 16 columns: r[c] lane i
 // becomes row i's element c.
@@ -310,18 +317,62 @@ static inline AVX512 void ktile512(const void *kl, int f16, int64_t at, int np, 
 	}
 }
 
+// ktile16_512 is ktile512 for F16 K, transposed as halves (half the
+// shuffles of floats): kt[j·16 + i] = row i's element j for j < d rounded
+// up to 32, zero past np rows or d. The score loop converts each column.
+static inline AVX512 void ktile16_512(const uint16_t *k, int np, int d, uint16_t *kt) {
+	const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), hi = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+	for (int j0 = 0; j0 < d; j0 += 32) {
+		__mmask32 m = d - j0 >= 32 ? ~0u : (1u << (d - j0)) - 1;
+		__m512i r[16], a[16];
+		for (int i = 0; i < 16; i++)
+			r[i] = i < np ? _mm512_maskz_loadu_epi16(m, k + (int64_t)i * d + j0) : _mm512_setzero_si512();
+		// In each 128-bit lane L (columns 8L … 8L+7): a[i], a[i+1] hold
+		// columns 0-3 and 4-7 of rows i, i+1 interleaved (i even) …
+		for (int i = 0; i < 16; i += 2) {
+			a[i] = _mm512_unpacklo_epi16(r[i], r[i + 1]);
+			a[i + 1] = _mm512_unpackhi_epi16(r[i], r[i + 1]);
+		}
+		// … r[i+c] columns 2c, 2c+1 of rows i … i+3 (i a multiple of 4) …
+		for (int i = 0; i < 16; i += 4) {
+			r[i] = _mm512_unpacklo_epi32(a[i], a[i + 2]);
+			r[i + 1] = _mm512_unpackhi_epi32(a[i], a[i + 2]);
+			r[i + 2] = _mm512_unpacklo_epi32(a[i + 1], a[i + 3]);
+			r[i + 3] = _mm512_unpackhi_epi32(a[i + 1], a[i + 3]);
+		}
+		// … a[c] column c of rows 0-7, a[8+c] of rows 8-15.
+		for (int c = 0; c < 4; c++) {
+			a[2 * c] = _mm512_unpacklo_epi64(r[c], r[4 + c]);
+			a[2 * c + 1] = _mm512_unpackhi_epi64(r[c], r[4 + c]);
+			a[8 + 2 * c] = _mm512_unpacklo_epi64(r[8 + c], r[12 + c]);
+			a[8 + 2 * c + 1] = _mm512_unpackhi_epi64(r[8 + c], r[12 + c]);
+		}
+		// Rows 0-7 and 8-15 of a column side by side: columns c, 8+c
+		// (lanes 0, 1 of a[c]) and 16+c, 24+c (lanes 2, 3).
+		for (int c = 0; c < 8; c++) {
+			__m512i x = _mm512_permutex2var_epi64(a[c], lo, a[8 + c]), y = _mm512_permutex2var_epi64(a[c], hi, a[8 + c]);
+			uint16_t *o = kt + (int64_t)(j0 + c) * 16;
+			_mm256_storeu_si256((__m256i *)o, _mm512_castsi512_si256(x));
+			_mm256_storeu_si256((__m256i *)(o + 8 * 16), _mm512_extracti64x4_epi64(x, 1));
+			_mm256_storeu_si256((__m256i *)(o + 16 * 16), _mm512_castsi512_si256(y));
+			_mm256_storeu_si256((__m256i *)(o + 24 * 16), _mm512_extracti64x4_epi64(y, 1));
+		}
+	}
+}
+
 // scores1_512 sets S1[qi·ns + p] for the T tiles of transposed K rows in
-// kt (d·16 floats each) at positions p0[t]…: for each query of G, its FMA
-// chain over j, with T·G chains in flight.
-INLINE AVX512 void scores1_512(const float *q, int G, int T, int d, const float *kt, const int *p0, const int *np,
-                               __m512 sv, float *S1, int64_t ns) {
+// kt (tstride floats or halves apart) at positions p0[t]…: for each query
+// of G, its FMA chain over j, with T·G chains in flight.
+INLINE AVX512 void scores1_512(const float *q, int G, int T, int d, const void *kt, int f16, int64_t tstride,
+                               const int *p0, const int *np, __m512 sv, float *S1, int64_t ns) {
 	__m512 acc[4][8];
 	for (int t = 0; t < T; t++)
 		for (int qi = 0; qi < G; qi++)
 			acc[t][qi] = _mm512_setzero_ps();
 	for (int j = 0; j < d; j++)
 		for (int t = 0; t < T; t++) {
-			__m512 kv = _mm512_loadu_ps(kt + ((int64_t)t * d + j) * 16);
+			__m512 kv = f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)kt + t * tstride + j * 16)))
+			                : _mm512_loadu_ps((const float *)kt + t * tstride + j * 16);
 			for (int qi = 0; qi < G; qi++)
 				acc[t][qi] = _mm512_fmadd_ps(kv, _mm512_set1_ps(q[qi * d + j]), acc[t][qi]);
 		}
@@ -330,24 +381,84 @@ INLINE AVX512 void scores1_512(const float *q, int G, int T, int d, const float 
 			_mm512_mask_storeu_ps(S1 + qi * ns + p0[t], tail16(np[t]), _mm512_mul_ps(acc[t][qi], sv));
 }
 
+// values1_512 sets out_qi = Σ_p S1[qi·ns + p]·V[p] · inv[qi] for G
+// queries, the 16-float chunks c0 … c0+CW-1 of each V row (a mask of 0
+// past d), each output element an FMA chain over p in order. With sum, it
+// first sets inv[qi] to 1/Σ_p S1[qi·ns + p], summed in order of p.
+INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int d, const void *vl, int f16,
+                               const int32_t *blocks, int bs, int kvheads, int h, int n, const float *S1, int64_t ns,
+                               float *inv) {
+	__mmask16 m[4];
+	UNROLL for (int c = 0; c < CW; c++) {
+		int left = d - 16 * (c0 + c);
+		m[c] = left <= 0 ? 0 : tail16(left);
+	}
+	__m512 acc[8][4], sv[8];
+	UNROLL for (int qi = 0; qi < G; qi++) {
+		sv[qi] = _mm512_setzero_ps();
+		UNROLL for (int c = 0; c < CW; c++)
+			acc[qi][c] = _mm512_setzero_ps();
+	}
+	// One loop over p (not blocks, then rows), which keeps gcc from
+	// spilling the accumulators every row.
+	int64_t at = 0;
+	for (int p = 0, left = 0; p < n; p++, left--, at += d) {
+		if (left == 0)
+			at = kv_at(blocks, bs, kvheads, h, d, p) + 16 * c0, left = bs;
+		__m512 v[4];
+		UNROLL for (int c = 0; c < CW; c++)
+			v[c] = krow512(vl, f16, at + 16 * c, m[c]);
+		UNROLL for (int qi = 0; qi < G; qi++) {
+			__m512 s = _mm512_set1_ps(S1[qi * ns + p]);
+			if (sum)
+				sv[qi] = _mm512_add_ps(sv[qi], s);
+			UNROLL for (int c = 0; c < CW; c++)
+				acc[qi][c] = _mm512_fmadd_ps(s, v[c], acc[qi][c]);
+		}
+	}
+	UNROLL for (int qi = 0; qi < G; qi++) {
+		if (sum)
+			inv[qi] = 1.f / _mm512_cvtss_f32(sv[qi]);
+		UNROLL for (int c = 0; c < CW; c++)
+			_mm512_mask_storeu_ps(out + qi * d + 16 * (c0 + c), m[c], _mm512_mul_ps(acc[qi][c], _mm512_set1_ps(inv[qi])));
+	}
+}
+
+// values1g_512 is values1_512 over all of d for G queries, CW chunks at a
+// time (G·CW accumulators).
+INLINE AVX512 void values1g_512(float *out, int G, int CW, int d, const void *vl, int f16, const int32_t *blocks, int bs,
+                                int kvheads, int h, int n, const float *S1, int64_t ns) {
+	float inv[8];
+	values1_512(out, G, CW, 0, 1, d, vl, f16, blocks, bs, kvheads, h, n, S1, ns, inv);
+	for (int c0 = CW; 16 * c0 < d; c0 += CW)
+		values1_512(out, G, CW, c0, 0, d, vl, f16, blocks, bs, kvheads, h, n, S1, ns, inv);
+}
+
 static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, const void *vl, int f16,
                                 const int32_t *blocks, int bs, int kvheads, int h, int n, float scale, float *out,
                                 float *scratch) {
 	int64_t ns = (n + 15) & ~15;
-	// kt: T tiles of 16·d floats, then S1: g·ns floats, then a block of V
-	// rows (attnScratch).
+	// kt: T tiles of 16 transposed K rows (tstride floats, or halves: d
+	// rounded up to 32 for f16), then S1: g·ns floats (attnScratch).
 	int T = g <= 4 ? 4 : 2;
-	float *kt = scratch, *S1 = scratch + (int64_t)T * 16 * d;
+	int64_t tstride = f16 ? 16 * ((d + 31) & ~31) : 16 * d;
+	float *kt = scratch, *S1 = scratch + (int64_t)T * 16 * (d > 16 ? d : 16);
 	const __m512 sv = _mm512_set1_ps(scale);
 	int p0s[4], nps[4], nt = 0;
 	for (int b0 = 0; b0 < n; b0 += bs)
 		for (int p0 = b0; p0 < n && p0 < b0 + bs; p0 += 16) {
 			int np = n - p0 < 16 ? n - p0 : 16;
 			np = b0 + bs - p0 < np ? b0 + bs - p0 : np;
-			ktile512(kl, f16, kv_at(blocks, bs, kvheads, h, d, p0), np, d, kt + (int64_t)nt * 16 * d);
+			int64_t at = kv_at(blocks, bs, kvheads, h, d, p0);
+			if (f16)
+				ktile16_512((const uint16_t *)kl + at, np, d, (uint16_t *)kt + nt * tstride);
+			else
+				ktile512(kl, 0, at, np, d, kt + nt * tstride);
 			p0s[nt] = p0, nps[nt] = np, nt++;
 			if (nt == T || p0 + np >= n) {
-#define S1T(G) scores1_512(q, G, nt, d, kt, p0s, nps, sv, S1, ns)
+#define S1T(G)                                                                                                      \
+	f16 ? scores1_512(q, G, nt, d, kt, 1, tstride, p0s, nps, sv, S1, ns)                                         \
+	    : scores1_512(q, G, nt, d, kt, 0, tstride, p0s, nps, sv, S1, ns)
 				switch (g) {
 				case 1: S1T(1); break;
 				case 2: S1T(2); break;
@@ -362,8 +473,8 @@ static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, co
 				nt = 0;
 			}
 		}
-	// Softmax: the same exponentials, summed in order of position.
-	float inv[8];
+	// Softmax: the same exponentials; values1_512 sums them in order of
+	// position.
 	for (int qi = 0; qi < g; qi++) {
 		float *s = S1 + qi * ns;
 		__m512 mx = _mm512_set1_ps(-__builtin_inff());
@@ -374,13 +485,20 @@ static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, co
 			__mmask16 m = tail16(n - p);
 			_mm512_mask_storeu_ps(s + p, m, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + p), mx)));
 		}
-		float sum = 0;
-		for (int p = 0; p < n; p++)
-			sum += s[p];
-		inv[qi] = 1.f / sum;
 	}
-	// Values: the tiles' own code, reading the scores query-major.
-	values512(out, 0, g, g, d, vl, f16, blocks, bs, kvheads, h, n - 1, n, S1, 1, ns, inv, S1 + g * ns);
+	// Values: G·CW accumulators, each V row converted once.
+#define V1(G, CW) values1g_512(out, G, CW, d, vl, f16, blocks, bs, kvheads, h, n, S1, ns)
+	switch (g) {
+	case 1: V1(1, 4); break;
+	case 2: V1(2, 4); break;
+	case 3: V1(3, 4); break;
+	case 4: V1(4, 4); break;
+	case 5: V1(5, 3); break;
+	case 6: V1(6, 2); break;
+	case 7: V1(7, 2); break;
+	default: V1(8, 2); break;
+	}
+#undef V1
 }
 
 AVX512 void folio_attn_avx512(ATTN_ARGS) {
