@@ -40,9 +40,10 @@ var _ gpu.Backend = (*Backend)(nil)
 
 // Backend runs the ops of gpu.Backend on the CPU.
 type Backend struct {
-	pool   *pool
-	closed bool
-	level  simdLevel // the kernels' instruction set: bestLevel, lower in tests
+	pool    *pool
+	closed  bool
+	level   simdLevel // the kernels' instruction set: bestLevel, lower in tests
+	weights arena     // the repacked weights
 
 	// The ops' kernels, filled in before each dispatch and cleared after,
 	// kept here so that handing one to the pool allocates nothing.

@@ -61,12 +61,12 @@ func (b *Backend) NewKVCache(spec gpu.KVSpec) (kv gpu.KVCache, err error) {
 	if spec.Type == gguf.TypeF16 {
 		c.k16, c.v16 = make([][]uint16, spec.Layers), make([][]uint16, spec.Layers)
 		for l := range spec.Layers {
-			c.k16[l], c.v16[l] = make([]uint16, perLayer), make([]uint16, perLayer)
+			c.k16[l], c.v16[l] = alignedU16(perLayer), alignedU16(perLayer)
 		}
 	} else {
 		c.k32, c.v32 = make([][]float32, spec.Layers), make([][]float32, spec.Layers)
 		for l := range spec.Layers {
-			c.k32[l], c.v32[l] = make([]float32, perLayer), make([]float32, perLayer)
+			c.k32[l], c.v32[l] = alignedF32(perLayer), alignedF32(perLayer)
 		}
 	}
 	return c, nil

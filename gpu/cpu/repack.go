@@ -1,10 +1,6 @@
 package cpu
 
-import (
-	"unsafe"
-
-	"folio/models/gguf"
-)
+import "folio/models/gguf"
 
 // Q4_0, Q4_K and Q8_0 weights are repacked once, in Weight, into groups of
 // packRows rows whose blocks are interleaved, so that the kernels
@@ -119,18 +115,12 @@ func (b *Backend) repack(t *Tensor, kind kernelKind) *packedWeight {
 	p := &packedWeight{kind: kind, blocks: t.cols / bs}
 	p.group = groupBytes(kind, p.blocks)
 	groups := (t.rows + packRows - 1) / packRows
-	p.data = alignedAlloc(int(packedSize(kind, t.rows, t.cols)))
+	p.data = b.weights.alloc(int(packedSize(kind, t.rows, t.cols)))
 	task := &repackTask{src: t, dst: p}
 	b.pool.run(task, groups, p.group)
 	return p
 }
 
-// alignedAlloc returns n zeroed bytes that start on a 64-byte boundary.
-func alignedAlloc(n int) []byte {
-	raw := make([]byte, n+63)
-	off := int(-uintptr(unsafe.Pointer(&raw[0])) & 63)
-	return raw[off : off+n : off+n]
-}
 
 type repackTask struct {
 	src *Tensor

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package cpu
+
+// adviseHuge does nothing off Linux.
+func adviseHuge([]byte) {}
