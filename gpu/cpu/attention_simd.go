@@ -13,21 +13,27 @@ import (
 // threads or the block size, so results do not depend on the schedule.
 func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer int, batch *gpu.Batch, scale float32, maxCtx int) {
 	spec := c.spec
+	bs := spec.BlockSize
 	group := qcols / spec.HeadDim / spec.KVHeads
 	tr := attnTileRows(group, maxCtx)
-	// Tiles, the last (costliest, being causal) of each sequence first.
+	t := &b.attentionX
+	// Tiles, the last (costliest, being causal) of each sequence first, and
+	// the block tables in one slice for the kernels.
+	blocks := t.blocks[:0]
 	b.attnTiles = b.attnTiles[:0]
-	for si, s := range batch.Seqs {
+	for _, s := range batch.Seqs {
+		at := int32(len(blocks))
+		blocks = append(blocks, s.Blocks[:(s.Pos+s.Len+bs-1)/bs]...)
 		for r0 := (s.Len - 1) / tr * tr; r0 >= 0; r0 -= tr {
-			b.attnTiles = append(b.attnTiles, attnTile{seq: int32(si), row: int32(r0), rows: int32(min(tr, s.Len-r0))})
+			b.attnTiles = append(b.attnTiles, attnTile{row: int32(s.Start + r0), rows: int32(min(tr, s.Len-r0)),
+				pos: int32(s.Pos + r0), blocks: at})
 		}
 	}
-	t := &b.attentionX
-	*t = simdAttentionTask{level: b.level, dst: dst, q: q, qcols: qcols, c: c, layer: layer, seqs: batch.Seqs,
-		tiles: b.attnTiles, group: group, scale: scale,
-		scratch: attnScratch(tr*group, spec.HeadDim, maxCtx, spec.BlockSize)}
+	*t = simdAttentionTask{level: b.level, dst: dst, q: q, qcols: qcols, c: c, layer: layer,
+		tiles: b.attnTiles, blocks: blocks, group: group, scale: scale,
+		scratch: attnScratch(tr*group, spec.HeadDim, maxCtx, bs)}
 	b.pool.run(t, len(b.attnTiles)*spec.KVHeads, 2*spec.HeadDim*maxCtx*tr*group)
-	*t = simdAttentionTask{}
+	*t = simdAttentionTask{blocks: blocks[:0]} // kept, so that the steady state allocates nothing
 }
 
 // attnTileRows is the query rows of a tile: up to 16, fewer when the
@@ -48,7 +54,10 @@ func attnScratch(nq, d, n, bs int) int {
 	return max(d*nqp+n*nqp+4*d+bs*d, 64*max(d, 16)+8*(n+16))
 }
 
-type attnTile struct{ seq, row, rows int32 }
+// attnTile is a tile of rows as the kernels read it: its first row of q
+// and dst, its row count, the position of its first row, and where its
+// sequence's block table starts in simdAttentionTask.blocks.
+type attnTile struct{ row, rows, pos, blocks int32 }
 
 type simdAttentionTask struct {
 	level   simdLevel
@@ -56,16 +65,15 @@ type simdAttentionTask struct {
 	qcols   int // Heads · HeadDim
 	c       *KVCache
 	layer   int
-	seqs    []gpu.Seq
 	tiles   []attnTile
-	group   int // query heads per K/V head
+	blocks  []int32 // the block tables of the batch's sequences, one after another
+	group   int     // query heads per K/V head
 	scale   float32
 	scratch int // floats of scratch per unit, at most
 }
 
 func (t *simdAttentionTask) run(w *worker, lo, hi int) {
 	spec := t.c.spec
-	d, kvh := spec.HeadDim, spec.KVHeads
 	scratch := grow(&w.scores, t.scratch)
 	var kl, vl unsafe.Pointer
 	f16 := t.c.k16 != nil
@@ -74,11 +82,6 @@ func (t *simdAttentionTask) run(w *worker, lo, hi int) {
 	} else {
 		kl, vl = unsafe.Pointer(&t.c.k32[t.layer][0]), unsafe.Pointer(&t.c.v32[t.layer][0])
 	}
-	for u := lo; u < hi; u++ {
-		tile, h := t.tiles[u/kvh], u%kvh
-		s := &t.seqs[tile.seq]
-		at := (s.Start+int(tile.row))*t.qcols + h*t.group*d
-		attentionX(t.level, t.q[at:], t.qcols, int(tile.rows), t.group, d, kl, vl, f16,
-			s.Blocks, spec.BlockSize, kvh, h, s.Pos+int(tile.row), t.scale, t.dst[at:], scratch)
-	}
+	attentionX(t.level, t.tiles, lo, hi, t.q, t.qcols, t.group, spec.HeadDim, kl, vl, f16,
+		t.blocks, spec.BlockSize, spec.KVHeads, t.scale, t.dst, scratch)
 }

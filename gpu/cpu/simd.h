@@ -94,9 +94,9 @@ void folio_write_kv_f16(const float *k, const float *v, int n, const int32_t *sl
                         int bs, int kvheads, int d);
 AVX512 __m512 exp512(__m512 x);
 AVX2 __m256 exp256(__m256 x);
-void folio_attention(int level, const float *q, int64_t qstride, int nr, int g, int d, const void *kl, const void *vl,
-                     int f16, const int32_t *blocks, int bs, int kvheads, int h, int pos0, float scale, float *out,
-                     float *scratch);
+void folio_attention(int level, const int32_t *tiles, int lo, int hi, const float *q, int64_t qstride, int g, int d,
+                     const void *kl, const void *vl, int f16, const int32_t *blocks, int bs, int kvheads, float scale,
+                     float *out, float *scratch);
 
 // The microkernels take the activation rows in tiles of at most XT: 8
 // accumulators (and their temporaries) fit AVX-512's 32 registers; AVX2's 16

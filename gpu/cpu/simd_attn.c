@@ -501,7 +501,7 @@ static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, co
 #undef V1
 }
 
-AVX512 void folio_attn_avx512(ATTN_ARGS) {
+static AVX512 void attn_avx512(ATTN_ARGS) {
 	if (nr == 1 && g <= 8) {
 		attn1_avx512(q, g, d, kl, vl, f16, blocks, bs, kvheads, h, pos0 + 1, scale, out, scratch);
 		return;
@@ -549,7 +549,7 @@ static inline AVX2 const float *row256(const void *base, int f16, int64_t at, in
 	return buf;
 }
 
-AVX2 void folio_attn_avx2(ATTN_ARGS) {
+static AVX2 void attn_avx2(ATTN_ARGS) {
 	int nq = nr * g, nqp = (nq + 15) & ~15, nc = nqp / 8, n = pos0 + nr;
 	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)n * nqp, *vb = kb + d;
 	load_qt(q, qstride, nr, g, d, qt, nqp);
@@ -627,9 +627,21 @@ AVX2 void folio_attn_avx2(ATTN_ARGS) {
 	}
 }
 
-void folio_attention(int level, ATTN_ARGS) {
-	if (level == LEVEL_AVX512)
-		folio_attn_avx512(q, qstride, nr, g, d, kl, vl, f16, blocks, bs, kvheads, h, pos0, scale, out, scratch);
-	else
-		folio_attn_avx2(q, qstride, nr, g, d, kl, vl, f16, blocks, bs, kvheads, h, pos0, scale, out, scratch);
+// folio_attention runs units lo … hi-1: unit u is K/V head u % kvheads of
+// tile u / kvheads, whose four ints in tiles are its first row of q and
+// out, its row count, the position of that row and where its sequence's
+// block table starts in blocks. One call for many units spares a cgo call
+// per unit, which is not small beside a decode unit's microsecond or less.
+void folio_attention(int level, const int32_t *tiles, int lo, int hi, const float *q, int64_t qstride, int g, int d,
+                     const void *kl, const void *vl, int f16, const int32_t *blocks, int bs, int kvheads, float scale,
+                     float *out, float *scratch) {
+	for (int u = lo; u < hi; u++) {
+		const int32_t *t = tiles + 4 * (u / kvheads);
+		int h = u % kvheads;
+		int64_t at = t[0] * qstride + (int64_t)h * g * d;
+		if (level == LEVEL_AVX512)
+			attn_avx512(q + at, qstride, t[1], g, d, kl, vl, f16, blocks + t[3], bs, kvheads, h, t[2], scale, out + at, scratch);
+		else
+			attn_avx2(q + at, qstride, t[1], g, d, kl, vl, f16, blocks + t[3], bs, kvheads, h, t[2], scale, out + at, scratch);
+	}
 }

@@ -52,23 +52,22 @@ func readSum(p []byte) uint64 {
 	return uint64(C.folio_read_sum((*C.uint8_t)(unsafe.Pointer(&p[0])), C.int64_t(len(p))))
 }
 
-// attentionX runs one unit of SIMD attention (simd_attn.c): nr query rows
-// of one sequence, K/V head h and its g query heads. q and out start at
-// the unit's first row and head; kl and vl are the layer's K and V
-// (halves when f16, else float32s). One cgo call.
-func attentionX(l simdLevel, q []float32, qstride, nr, g, d int, kl, vl unsafe.Pointer, f16 bool,
-	blocks []int32, bs, kvheads, h, pos0 int, scale float32, out, scratch []float32) {
-	_ = q[(nr-1)*qstride+g*d-1]
-	_ = out[(nr-1)*qstride+g*d-1]
-	_ = blocks[(pos0+nr-1)/bs]
-	_ = scratch[attnScratch(nr*g, d, pos0+nr, bs)-1]
+// attentionX runs units lo … hi-1 of SIMD attention (simd_attn.c) in one
+// cgo call: unit u is K/V head u % kvheads, with its g query heads, of the
+// tile of rows tiles[u/kvheads]. The caller has checked the tiles against
+// q, out and blocks; kl and vl are the layer's K and V (halves when f16,
+// else float32s); scratch holds attnScratch of the largest tile.
+func attentionX(l simdLevel, tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, f16 bool,
+	blocks []int32, bs, kvheads int, scale float32, out, scratch []float32) {
+	_ = tiles[(hi-1)/kvheads]
 	f := 0
 	if f16 {
 		f = 1
 	}
-	C.folio_attention(C.int(l), (*C.float)(unsafe.Pointer(&q[0])), C.int64_t(qstride), C.int(nr), C.int(g), C.int(d),
-		kl, vl, C.int(f), (*C.int32_t)(unsafe.Pointer(&blocks[0])), C.int(bs), C.int(kvheads), C.int(h), C.int(pos0),
-		C.float(scale), (*C.float)(unsafe.Pointer(&out[0])), (*C.float)(unsafe.Pointer(&scratch[0])))
+	C.folio_attention(C.int(l), (*C.int32_t)(unsafe.Pointer(&tiles[0])), C.int(lo), C.int(hi),
+		(*C.float)(unsafe.Pointer(&q[0])), C.int64_t(qstride), C.int(g), C.int(d), kl, vl, C.int(f),
+		(*C.int32_t)(unsafe.Pointer(&blocks[0])), C.int(bs), C.int(kvheads), C.float(scale),
+		(*C.float)(unsafe.Pointer(&out[0])), (*C.float)(unsafe.Pointer(&scratch[0])))
 }
 
 // siluMulX: dst = silu(gate) · up over len(dst) elements. One cgo call.

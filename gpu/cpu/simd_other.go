@@ -22,8 +22,8 @@ func matmulPackedX(kernelKind, simdLevel, []byte, int, int, int, []byte, int, in
 
 func readSum(p []byte) uint64 { return readSumGo(p) }
 
-func attentionX(simdLevel, []float32, int, int, int, int, unsafe.Pointer, unsafe.Pointer, bool,
-	[]int32, int, int, int, int, float32, []float32, []float32) {
+func attentionX(simdLevel, []attnTile, int, int, []float32, int, int, int, unsafe.Pointer, unsafe.Pointer, bool,
+	[]int32, int, int, float32, []float32, []float32) {
 	panic("cpu: SIMD kernels are not built in")
 }
 
