@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,7 +54,7 @@ const yieldAfter = 20 * time.Microsecond
 // by writing t, units and chunk and then bumping epoch; a helper that sees
 // the new epoch (spinning on it, or woken on its channel after it went to
 // sleep) takes chunks until none are left and counts pending down. The
-// fields from t to chunk are read-only from the bump until pending is 0.
+// fields from t to each are read-only from the bump until pending is 0.
 type pool struct {
 	workers []*worker
 	wake    []chan struct{} // wake[i] wakes helper i (workers[i+1]) when it sleeps
@@ -65,6 +66,7 @@ type pool struct {
 	t     task
 	units int
 	chunk int
+	each  bool         // chunks of p.chunk units, not guided
 	next  atomic.Int64 // the next unit to hand out
 
 	epoch   atomic.Uint64 // ops published so far
@@ -169,9 +171,13 @@ func (p *pool) helper(i int, w *worker) {
 // work takes chunks of units until none are left. Chunks are guided: each
 // takes 1/n of what is left (at least p.chunk units), so that the first
 // ones are long runs of rows (weights stream from memory best that way)
-// and the last ones short, which balances the threads at the end.
+// and the last ones short, which balances the threads at the end. With
+// p.each, a chunk is one unit.
 func (p *pool) work(w *worker) {
 	n := int64(len(p.workers))
+	if p.each {
+		n = math.MaxInt32
+	}
 	for {
 		lo := p.next.Load()
 		left := int64(p.units) - lo
@@ -191,8 +197,19 @@ func (p *pool) work(w *worker) {
 // roughly in multiply-adds of the Go kernels: no chunk holds less than
 // minChunkCost of it, and an op of one such chunk runs on the calling
 // goroutine alone.
-
 func (p *pool) run(t task, units, unitCost int) {
+	p.dispatch(t, units, unitCost, false)
+}
+
+// runEach is run with chunks of one unit: for ops whose units differ much
+// in cost, each worth a hand-off, given costliest first (attention over
+// sequences of different lengths), where a guided chunk of the first half
+// could leave one thread working alone at the end.
+func (p *pool) runEach(t task, units, unitCost int) {
+	p.dispatch(t, units, unitCost, true)
+}
+
+func (p *pool) dispatch(t task, units, unitCost int, each bool) {
 	if units <= 0 {
 		return
 	}
@@ -207,7 +224,7 @@ func (p *pool) run(t task, units, unitCost int) {
 		t.run(p.workers[0], 0, units)
 		return
 	}
-	p.t, p.units, p.chunk = t, units, chunk
+	p.t, p.units, p.chunk, p.each = t, units, chunk, each
 	p.next.Store(0)
 	p.pending.Store(int32(n - 1))
 	p.epoch.Add(1)

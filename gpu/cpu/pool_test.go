@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,5 +48,43 @@ func TestPoolHandOff(t *testing.T) {
 			}
 		}
 		b.Close()
+	}
+}
+
+// countTask counts the times each unit ran and the chunks it ran in.
+type countTask struct {
+	runs   []atomic.Int32
+	chunks atomic.Int32
+}
+
+func (c *countTask) run(_ *worker, lo, hi int) {
+	c.chunks.Add(1)
+	for u := lo; u < hi; u++ {
+		c.runs[u].Add(1)
+	}
+}
+
+// Both ways of chunking run every unit once; runEach hands out one unit
+// at a time.
+func TestPoolRunEach(t *testing.T) {
+	p := newPool(3, true)
+	defer p.close()
+	for _, each := range []bool{false, true} {
+		for _, units := range []int{1, 2, 7, 100} {
+			c := &countTask{runs: make([]atomic.Int32, units)}
+			if each {
+				p.runEach(c, units, minChunkCost)
+			} else {
+				p.run(c, units, minChunkCost)
+			}
+			for u := range c.runs {
+				if n := c.runs[u].Load(); n != 1 {
+					t.Fatalf("each %v, %d units: unit %d ran %d times", each, units, u, n)
+				}
+			}
+			if each && units > 1 && int(c.chunks.Load()) != units {
+				t.Fatalf("runEach over %d units ran %d chunks", units, c.chunks.Load())
+			}
+		}
 	}
 }

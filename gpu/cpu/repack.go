@@ -121,7 +121,6 @@ func (b *Backend) repack(t *Tensor, kind kernelKind) *packedWeight {
 	return p
 }
 
-
 type repackTask struct {
 	src *Tensor
 	dst *packedWeight
