@@ -12,6 +12,18 @@ import (
 // float32 (with a float64 sum where ggml sums in ggml_float), so that a
 // forward pass can be compared with llama.cpp's to the last bits.
 
+// elemCost is the pool cost of a unit of an elementwise op that costs
+// goCost in the Go kernel: the C kernels stream 8-16 elements a
+// nanosecond, so that a decode step's few rows are not worth handing to
+// another thread (its hand-off, and the rows' trip to its cache, cost
+// more than the op).
+func elemCost(l simdLevel, goCost int) int {
+	if l > levelScalar {
+		return max(1, goCost/8)
+	}
+	return goCost
+}
+
 // RMSNorm: each run of w.Cols elements of x becomes x / sqrt(mean(x²) + eps)
 // · w. dst may be x.
 func (b *Backend) RMSNorm(dst, x, w gpu.Tensor, eps float32) {
@@ -23,7 +35,7 @@ func (b *Backend) RMSNorm(dst, x, w gpu.Tensor, eps float32) {
 	checkShape("RMSNorm", "dst", cd, cx.rows, cx.cols)
 	t := &b.rmsnorm
 	*t = rmsNormTask{dst: b.act(dst), x: b.f32(x), w: cw, g: g, eps: eps, level: b.level}
-	b.pool.run(t, cx.rows*cx.cols/g, 2*g)
+	b.pool.run(t, cx.rows*cx.cols/g, elemCost(b.level, 2*g))
 	*t = rmsNormTask{}
 }
 
@@ -69,7 +81,7 @@ func (b *Backend) Add(dst, a, bias gpu.Tensor) {
 	checkShape("Add", "dst", cd, ca.rows, ca.cols)
 	t := &b.add
 	*t = addTask{dst: b.act(dst), a: b.f32(a), b: cb, c: ca.cols, level: b.level}
-	b.pool.run(t, ca.rows, ca.cols)
+	b.pool.run(t, ca.rows, elemCost(b.level, ca.cols))
 	*t = addTask{}
 }
 
@@ -111,11 +123,7 @@ func (b *Backend) SiLUMul(dst, gate, up gpu.Tensor) {
 	checkShape("SiLUMul", "dst", cd, cg.rows, cg.cols)
 	t := &b.silumul
 	*t = siluMulTask{dst: b.act(dst), gate: b.f32(gate), up: b.f32(up), level: b.level}
-	cost := 16
-	if t.level > levelScalar {
-		cost = 2
-	}
-	b.pool.run(t, len(t.dst), cost)
+	b.pool.run(t, len(t.dst), elemCost(b.level, 16))
 	*t = siluMulTask{}
 }
 
