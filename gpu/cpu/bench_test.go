@@ -44,11 +44,15 @@ func BenchmarkMatMul(b *testing.B) {
 // query heads over 8 K/V heads of 128 (Llama-3-8B's shape) for one
 // sequence, and at contexts 64 … 256 with 9 over 3 of 64 (smollm-135m's)
 // for one sequence and for a batch of 16 (a serving step, ns/op for all
-// 16); blocks of 16, each sequence's shuffled over the pool.
+// 16); blocks of 16, each sequence's shuffled over the pool. With
+// layers=30 each op attends the next of 30 layers, so that, as in a
+// forward pass, its K/V were last read 29 layers ago and come from L3 or
+// memory rather than L2.
 func BenchmarkAttentionDecode(b *testing.B) {
-	shapes := []struct{ ctx, kvHeads, heads, hd, seqs int }{
-		{4096, 8, 32, 128, 1},
-		{64, 3, 9, 64, 1}, {64, 3, 9, 64, 16}, {128, 3, 9, 64, 16}, {256, 3, 9, 64, 16},
+	shapes := []struct{ ctx, kvHeads, heads, hd, seqs, layers int }{
+		{4096, 8, 32, 128, 1, 1},
+		{64, 3, 9, 64, 1, 1}, {64, 3, 9, 64, 16, 1}, {128, 3, 9, 64, 16, 1}, {256, 3, 9, 64, 16, 1},
+		{64, 3, 9, 64, 16, 30}, {256, 3, 9, 64, 16, 30},
 	}
 	for _, l := range supportedLevels() {
 		for _, sh := range shapes {
@@ -57,6 +61,9 @@ func BenchmarkAttentionDecode(b *testing.B) {
 				if sh.seqs > 1 {
 					name = fmt.Sprintf("%v/ctx=%d/seqs=%d/%v", l, sh.ctx, sh.seqs, typ)
 				}
+				if sh.layers > 1 {
+					name = fmt.Sprintf("%v/ctx=%d/seqs=%d/layers=%d/%v", l, sh.ctx, sh.seqs, sh.layers, typ)
+				}
 				b.Run(name, func(b *testing.B) {
 					const bs = 16
 					ctx, kvHeads, heads, hd, seqs := sh.ctx, sh.kvHeads, sh.heads, sh.hd, sh.seqs
@@ -64,7 +71,7 @@ func BenchmarkAttentionDecode(b *testing.B) {
 					defer be.Close()
 					be.level = l
 					per := ctx / bs // blocks per sequence
-					spec := gpu.KVSpec{Layers: 1, Blocks: seqs * per, BlockSize: bs, KVHeads: kvHeads, HeadDim: hd, Type: typ}
+					spec := gpu.KVSpec{Layers: sh.layers, Blocks: seqs * per, BlockSize: bs, KVHeads: kvHeads, HeadDim: hd, Type: typ}
 					c, err := be.NewKVCache(spec)
 					if err != nil {
 						b.Fatal(err)
@@ -85,11 +92,15 @@ func BenchmarkAttentionDecode(b *testing.B) {
 					}
 					kv := randFloats(r, seqs*ctx*kvHeads*hd, 1)
 					k := newAct(b, be, seqs*ctx, kvHeads*hd, kv)
-					be.WriteKV(c, 0, k, k, slots)
+					for layer := range sh.layers {
+						be.WriteKV(c, layer, k, k, slots)
+					}
 					q := newAct(b, be, seqs, heads*hd, randFloats(r, seqs*heads*hd, 1))
 					dst := newAct(b, be, seqs, heads*hd, nil)
+					layer := 0
 					for b.Loop() {
-						be.Attention(dst, q, c, 0, &batch, 0.088)
+						be.Attention(dst, q, c, layer, &batch, 0.088)
+						layer = (layer + 1) % sh.layers
 					}
 				})
 			}

@@ -34,6 +34,28 @@ static inline int64_t kv_at(const int32_t *blocks, int bs, int kvheads, int h, i
 	return (((int64_t)blocks[p / bs] * kvheads + h) * bs + p % bs) * d;
 }
 
+// prefetch_rows asks L1 for bytes o0 … o1-1 of the rows p0 … p1-1 of head
+// h of a layer's K or V (esz bytes an element). A decode unit reads each
+// row once, from blocks spread over the pool, where the hardware
+// prefetchers find a block only after missing on it; decode therefore asks
+// for rows kAhead (K) or vAhead (V) positions before it reads them.
+static inline void prefetch_rows(const void *base, int esz, const int32_t *blocks, int bs, int kvheads, int h, int d,
+                                 int p0, int p1, int o0, int o1) {
+	int64_t rb = (int64_t)d * esz;
+	for (int p = p0; p < p1;) {
+		int e = (p / bs + 1) * bs;
+		e = e < p1 ? e : p1;
+		const char *a = (const char *)base + kv_at(blocks, bs, kvheads, h, d, p) * esz;
+		for (int64_t r = 0; r < e - p; r++)
+			for (int o = o0; o < o1; o += 64)
+				_mm_prefetch(a + r * rb + o, _MM_HINT_T0);
+		_mm_prefetch(a + (e - p - 1) * rb + o1 - 1, _MM_HINT_T0);
+		p = e;
+	}
+}
+
+enum { kAhead = 64, vAhead = 64 };
+
 // load_qt transposes the queries into qt[j·nqp + qi], zero past nq.
 static void load_qt(const float *q, int64_t qstride, int nr, int g, int d, float *qt, int nqp) {
 	memset(qt, 0, sizeof(float) * d * nqp);
@@ -385,7 +407,7 @@ INLINE AVX512 void scores1_512(const float *q, int G, int T, int d, const void *
 // queries, the 16-float chunks c0 … c0+CW-1 of each V row (a mask of 0
 // past d), each output element an FMA chain over p in order. With sum, it
 // first sets inv[qi] to 1/Σ_p S1[qi·ns + p], summed in order of p.
-INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int d, const void *vl, int f16,
+INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int full, int d, const void *vl, int f16,
                                const int32_t *blocks, int bs, int kvheads, int h, int n, const float *S1, int64_t ns,
                                float *inv) {
 	__mmask16 m[4];
@@ -403,11 +425,22 @@ INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int d
 	// spilling the accumulators every row.
 	int64_t at = 0;
 	for (int p = 0, left = 0; p < n; p++, left--, at += d) {
-		if (left == 0)
+		if (left == 0) {
 			at = kv_at(blocks, bs, kvheads, h, d, p) + 16 * c0, left = bs;
+			if (p + vAhead < n) {
+				int esz = f16 ? 2 : 4, e = p + vAhead + bs;
+				prefetch_rows(vl, esz, blocks, bs, kvheads, h, d, p + vAhead, e < n ? e : n, 16 * c0 * esz,
+				              (16 * (c0 + CW) < d ? 16 * (c0 + CW) : d) * esz);
+			}
+		}
 		__m512 v[4];
 		UNROLL for (int c = 0; c < CW; c++)
-			v[c] = krow512(vl, f16, at + 16 * c, m[c]);
+			if (full && f16)
+				v[c] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)vl + at + 16 * c)));
+			else if (full)
+				v[c] = _mm512_loadu_ps((const float *)vl + at + 16 * c);
+			else
+				v[c] = krow512(vl, f16, at + 16 * c, m[c]);
 		UNROLL for (int qi = 0; qi < G; qi++) {
 			__m512 s = _mm512_set1_ps(S1[qi * ns + p]);
 			if (sum)
@@ -425,13 +458,27 @@ INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int d
 }
 
 // values1g_512 is values1_512 over all of d for G queries, CW chunks at a
-// time (G·CW accumulators).
+// time (G·CW accumulators); f16 and full (no chunk past d) are constants
+// in each copy of the loop.
 INLINE AVX512 void values1g_512(float *out, int G, int CW, int d, const void *vl, int f16, const int32_t *blocks, int bs,
                                 int kvheads, int h, int n, const float *S1, int64_t ns) {
 	float inv[8];
-	values1_512(out, G, CW, 0, 1, d, vl, f16, blocks, bs, kvheads, h, n, S1, ns, inv);
-	for (int c0 = CW; 16 * c0 < d; c0 += CW)
-		values1_512(out, G, CW, c0, 0, d, vl, f16, blocks, bs, kvheads, h, n, S1, ns, inv);
+#define V1ALL(F16, FULL)                                                                                              \
+	do {                                                                                                          \
+		values1_512(out, G, CW, 0, 1, FULL, d, vl, F16, blocks, bs, kvheads, h, n, S1, ns, inv);              \
+		for (int c0 = CW; 16 * c0 < d; c0 += CW)                                                              \
+			values1_512(out, G, CW, c0, 0, FULL, d, vl, F16, blocks, bs, kvheads, h, n, S1, ns, inv);     \
+	} while (0)
+	int full = d % (16 * CW) == 0;
+	if (f16 && full)
+		V1ALL(1, 1);
+	else if (f16)
+		V1ALL(1, 0);
+	else if (full)
+		V1ALL(0, 1);
+	else
+		V1ALL(0, 0);
+#undef V1ALL
 }
 
 static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, const void *vl, int f16,
@@ -450,6 +497,9 @@ static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, co
 			int np = n - p0 < 16 ? n - p0 : 16;
 			np = b0 + bs - p0 < np ? b0 + bs - p0 : np;
 			int64_t at = kv_at(blocks, bs, kvheads, h, d, p0);
+			if (p0 + kAhead < n)
+				prefetch_rows(kl, f16 ? 2 : 4, blocks, bs, kvheads, h, d, p0 + kAhead,
+				              p0 + kAhead + np < n ? p0 + kAhead + np : n, 0, d * (f16 ? 2 : 4));
 			if (f16)
 				ktile16_512((const uint16_t *)kl + at, np, d, (uint16_t *)kt + nt * tstride);
 			else
@@ -627,6 +677,15 @@ static AVX2 void attn_avx2(ATTN_ARGS) {
 	}
 }
 
+// prefetch_first asks for the rows of a decode unit that the kernel reads
+// before it asks for any itself.
+static void prefetch_first(const void *kl, const void *vl, int f16, const int32_t *blocks, int bs, int kvheads, int h,
+                           int d, int n) {
+	int esz = f16 ? 2 : 4;
+	prefetch_rows(kl, esz, blocks, bs, kvheads, h, d, 0, n < kAhead ? n : kAhead, 0, d * esz);
+	prefetch_rows(vl, esz, blocks, bs, kvheads, h, d, 0, n < vAhead ? n : vAhead, 0, d * esz);
+}
+
 // folio_attention runs units lo … hi-1: unit u is K/V head u % kvheads of
 // tile u / kvheads, whose four ints in tiles are its first row of q and
 // out, its row count, the position of that row and where its sequence's
@@ -638,6 +697,13 @@ void folio_attention(int level, const int32_t *tiles, int lo, int hi, const floa
 	for (int u = lo; u < hi; u++) {
 		const int32_t *t = tiles + 4 * (u / kvheads);
 		int h = u % kvheads;
+		// The first rows of a decode unit's K and V (the kernel asks for the
+		// others on the way), for the next unit while this one computes.
+		if (u == lo && t[1] == 1)
+			prefetch_first(kl, vl, f16, blocks + t[3], bs, kvheads, h, d, t[2] + 1);
+		const int32_t *tn = tiles + 4 * ((u + 1) / kvheads);
+		if (u + 1 < hi && tn[1] == 1)
+			prefetch_first(kl, vl, f16, blocks + tn[3], bs, kvheads, (u + 1) % kvheads, d, tn[2] + 1);
 		int64_t at = t[0] * qstride + (int64_t)h * g * d;
 		if (level == LEVEL_AVX512)
 			attn_avx512(q + at, qstride, t[1], g, d, kl, vl, f16, blocks + t[3], bs, kvheads, h, t[2], scale, out + at, scratch);
