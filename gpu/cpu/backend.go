@@ -66,6 +66,7 @@ type Backend struct {
 
 	rowSeq    []int32    // Attention: the sequence of each row, -1 for none
 	xq        []byte     // MatMul: the activations quantized for the SIMD kernels
+	xqOf      xqKey      // what xq holds
 	attnTiles []attnTile // Attention: the SIMD units' tiles of rows
 }
 
@@ -262,6 +263,7 @@ func (b *Backend) Upload(dst gpu.Tensor, src []float32) {
 		panic(fmt.Sprintf("cpu: Upload of %d values into %v", len(src), dst))
 	}
 	copy(d, src)
+	b.pool.ops++ // a write no pool op saw
 }
 
 // Download copies the F32 tensor src into dst.

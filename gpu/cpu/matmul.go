@@ -16,7 +16,8 @@ func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
 	}
 	checkShape("MatMul", "dst", cd, n, m)
 	if kind, ok := kernelFor(cw.typ, b.level); ok {
-		b.matmulSIMD(kind, cd, b.f32(x), cw)
+		b.f32(x)
+		b.matmulSIMD(kind, cd, cx, cw)
 		return
 	}
 	t := &b.matmul

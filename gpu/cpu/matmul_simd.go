@@ -8,14 +8,19 @@ import "unsafe"
 // a tile of activation rows in one cgo call. A weight row is read once per
 // tile, and a tile is every row of the batch unless it is tall (prefill):
 // batched decode reads each weight once per step for all sequences.
-func (b *Backend) matmulSIMD(kind kernelKind, dst *Tensor, x []float32, w *Tensor) {
+func (b *Backend) matmulSIMD(kind kernelKind, dst, xt *Tensor, w *Tensor) {
 	n, k, m := dst.rows, w.cols, w.rows
 	stride := xRowBytes(kind, k)
-	xq := b.xqBuf(n * stride)
-	q := &b.quant
-	*q = quantTask{kind: kind, x: x, k: k, out: xq, stride: stride}
-	b.pool.run(q, n, 4*k)
-	*q = quantTask{}
+	var xq []byte
+	if c := &b.xqOf; c.x == xt && c.kind == kind && c.ops == b.pool.ops {
+		xq = b.xq[:n*stride] // the last MatMul's x, quantized, and no op since
+	} else {
+		xq = b.xqBuf(n * stride)
+		q := &b.quant
+		*q = quantTask{kind: kind, x: xt.f32, k: k, out: xq, stride: stride}
+		b.pool.run(q, n, 4*k)
+		*q = quantTask{}
+	}
 
 	t := &b.matmulX
 	*t = simdMatmulTask{kind: kind, level: b.level, dst: dst.f32, xq: xq, xstride: stride, w: w, n: n, k: k, m: m, nTile: n}
@@ -29,6 +34,19 @@ func (b *Backend) matmulSIMD(kind kernelKind, dst *Tensor, x []float32, w *Tenso
 	// activation row, a few microseconds of streaming from memory.
 	b.pool.run(t, units, max(1, minChunkCost*simdWRows*w.rowBytes*t.nTile/minChunkBytes))
 	*t = simdMatmulTask{}
+	b.xqOf = xqKey{}
+	if dst != xt {
+		b.xqOf = xqKey{x: xt, kind: kind, ops: b.pool.ops}
+	}
+}
+
+// xqKey names what the backend's xq holds: x quantized for kind, valid
+// while no op has run since pool.ops was ops. Q, K and V (and gate and up)
+// are MatMuls of one x in a row, quantized once.
+type xqKey struct {
+	x    *Tensor
+	kind kernelKind
+	ops  uint64
 }
 
 // simdWRows is the weight rows of one unit of a SIMD MatMul: a multiple of

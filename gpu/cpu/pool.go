@@ -83,6 +83,8 @@ type pool struct {
 	worked, waited time.Duration
 	windowOps      int
 	solo           int // ops left to run alone
+
+	ops uint64 // ops dispatched (and activations written without one) so far
 }
 
 const (
@@ -210,6 +212,7 @@ func (p *pool) runEach(t task, units, unitCost int) {
 }
 
 func (p *pool) dispatch(t task, units, unitCost int, each bool) {
+	p.ops++
 	if units <= 0 {
 		return
 	}
