@@ -208,8 +208,12 @@ func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {
 		b.ropeAngles.compute(b, pos, r)
 	}
 	t := &b.rope
-	*t = ropeTask{x: b.act(x), c: cx.cols, r: r, cs: b.ropeAngles.cs}
-	b.pool.run(t, cx.rows, 2*cx.cols)
+	*t = ropeTask{x: b.act(x), c: cx.cols, r: r, cs: b.ropeAngles.cs, level: b.level}
+	cost := 2 * cx.cols
+	if b.level == levelAVX512 && !r.Neox {
+		cost = elemCost(b.level, cost)
+	}
+	b.pool.run(t, cx.rows, cost)
 	*t = ropeTask{}
 }
 
@@ -285,15 +289,20 @@ func (t *ropeAnglesTask) run(_ *worker, lo, hi int) {
 }
 
 type ropeTask struct {
-	x  []float32
-	c  int
-	r  *gpu.Rope
-	cs []float32 // the rows' angles (ropeAngles)
+	x     []float32
+	c     int
+	r     *gpu.Rope
+	cs    []float32 // the rows' angles (ropeAngles)
+	level simdLevel
 }
 
 // run rotates rows lo … hi-1 by their angles.
 func (t *ropeTask) run(_ *worker, lo, hi int) {
 	r := t.r
+	if t.level == levelAVX512 && !r.Neox {
+		ropePairsX(t.cs[lo*r.Dims:hi*r.Dims], t.x[lo*t.c:hi*t.c], t.c, r.HeadDim, r.Dims)
+		return
+	}
 	half := r.Dims / 2
 	for row := lo; row < hi; row++ {
 		cs := t.cs[row*r.Dims : (row+1)*r.Dims]

@@ -291,3 +291,37 @@ func TestRopeAnglesKept(t *testing.T) {
 	check("base")
 	check("base, again")
 }
+
+// Rope rotates to the same bits at every SIMD level (the C kernel rounds
+// each product as the Go one does), partial heads and odd lengths too.
+func TestRopeLevels(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, rope := range []gpu.Rope{
+		{HeadDim: 64, Dims: 64, Base: 10000, Scale: 1},
+		{HeadDim: 40, Dims: 24, Base: 10000, Scale: 1},
+		{HeadDim: 18, Dims: 18, Base: 500000, Scale: 1},
+		{HeadDim: 64, Dims: 64, Base: 1e6, Scale: 1, Neox: true},
+	} {
+		const rows, heads = 5, 3
+		cols := heads * rope.HeadDim
+		xf := randFloats(r, rows*cols, 2)
+		pos := []int32{0, 7, 300, 4095, 70000}
+		var first []float32
+		for _, l := range supportedLevels() {
+			b := newTestBackend(t)
+			b.level = l
+			x := newAct(t, b, rows, cols, xf)
+			b.Rope(x, pos, &rope)
+			got := download(b, x)
+			if first == nil {
+				first = got
+				continue
+			}
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(first[i]) {
+					t.Fatalf("%+v at %v: element %d = %v, scalar %v", rope, l, i, got[i], first[i])
+				}
+			}
+		}
+	}
+}

@@ -78,6 +78,15 @@ func siluMulX(l simdLevel, gate, up, dst []float32) {
 		(*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(n))
 }
 
+// ropePairsX rotates the rows of x (c elements each) by adjacent pairs,
+// their angles in cs (dims floats a row). AVX-512 only. One cgo call.
+func ropePairsX(cs, x []float32, c, hd, dims int) {
+	n := len(x) / c
+	_ = cs[n*dims-1]
+	C.folio_rope_pairs((*C.float)(unsafe.Pointer(&cs[0])), (*C.float)(unsafe.Pointer(&x[0])), C.int64_t(n), C.int64_t(c),
+		C.int(hd), C.int(dims))
+}
+
 // rmsNormX normalizes len(y)/g runs of g elements of x into y (which may
 // be x), times w. One cgo call.
 func rmsNormX(l simdLevel, x, w, y []float32, g int, eps float32) {

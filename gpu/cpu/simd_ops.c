@@ -205,3 +205,26 @@ void folio_softmax(int level, float *x, int64_t n, int64_t c) {
 			softmax_row256(x + r * c, c);
 	}
 }
+
+// folio_rope_pairs rotates the first dims elements of each hd-element head
+// of n rows of c elements of x, by adjacent pairs (2i, 2i+1) (Llama's rope;
+// NeoX's stays in Go), with row r's cos and sin of pair i at cs[r·dims +
+// 2i] and [… + 2i+1]. Each product is rounded to float32 before the sum, as
+// the Go kernel and ggml do: the sums are masked builtins, which the
+// compiler does not contract into FMAs.
+AVX512 void folio_rope_pairs(const float *cs, float *x, int64_t n, int64_t c, int hd, int dims) {
+	for (int64_t r = 0; r < n; r++) {
+		const float *cr = cs + r * dims;
+		for (int64_t h = 0; h < c; h += hd) {
+			float *hp = x + r * c + h;
+			for (int j = 0; j < dims; j += 16) {
+				__mmask16 m = dims - j >= 16 ? 0xffff : (__mmask16)((1u << (dims - j)) - 1);
+				__m512 v = _mm512_maskz_loadu_ps(m, hp + j), t = _mm512_maskz_loadu_ps(m, cr + j);
+				__m512 p = _mm512_mul_ps(v, _mm512_moveldup_ps(t));                            // x0·c, x1·c
+				__m512 q = _mm512_mul_ps(_mm512_permute_ps(v, 0xb1), _mm512_movehdup_ps(t));    // x1·s, x0·s
+				__m512 y = _mm512_mask_add_ps(_mm512_mask_sub_ps(p, 0x5555, p, q), 0xaaaa, p, q);
+				_mm512_mask_storeu_ps(hp + j, m, y);
+			}
+		}
+	}
+}

@@ -31,6 +31,10 @@ func siluMulX(simdLevel, []float32, []float32, []float32) {
 	panic("cpu: SIMD kernels are not built in")
 }
 
+func ropePairsX([]float32, []float32, int, int, int) {
+	panic("cpu: SIMD kernels are not built in")
+}
+
 func rmsNormX(simdLevel, []float32, []float32, []float32, int, float32) {
 	panic("cpu: SIMD kernels are not built in")
 }
