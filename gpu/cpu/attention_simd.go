@@ -41,7 +41,11 @@ func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer i
 	*t = simdAttentionTask{level: b.level, dst: dst, q: q, qcols: qcols, c: c, layer: layer,
 		tiles: b.attnTiles, blocks: blocks, group: group, scale: scale,
 		scratch: attnScratch(tr*group, spec.HeadDim, maxCtx, bs)}
-	b.pool.runEach(t, len(b.attnTiles)*spec.KVHeads, 2*spec.HeadDim*maxCtx*tr*group)
+	// The pool counts cost in the Go kernels' multiply-adds, about a
+	// nanosecond each; these kernels do some 25 in a nanosecond, so that a
+	// chunk holds a few short units (a decode step of one short sequence
+	// runs on one thread, and a unit's kernel prefetches the next's K/V).
+	b.pool.runEach(t, len(b.attnTiles)*spec.KVHeads, max(1, 2*spec.HeadDim*maxCtx*tr*group/24))
 	*t = simdAttentionTask{blocks: blocks[:0]} // kept, so that the steady state allocates nothing
 }
 
