@@ -10,10 +10,15 @@
 #     take over an hour without the prefix cache on 2 cores);
 #   - llamaref cbench: pp512 and tg128 of smollm-135m with 2 threads and 1.
 # Prints the JSON of each, with the load average before each step.
-# Usage: bench/engine.sh [WORKDIR]   (15 to 20 minutes on 2 idle cores; the
-# extraction without the prefix cache is most of it)
+# Usage: [RT=1] bench/engine.sh [WORKDIR]   (15 to 20 minutes on 2 idle
+# cores; the extraction without the prefix cache is most of it). RT=1 runs
+# folio and llama.cpp under SCHED_FIFO (chrt -f 10, needs root), as
+# bench/cpu.sh does: on a VM shared with other work, the single request's
+# speed and the batch's otherwise swing by 2x from run to run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+sched=()
+[ "${RT:-0}" = 1 ] && sched=(chrt -f 10)
 work=${1:-$(mktemp -d)}
 mkdir -p "$work"
 llamaref=../shared/tools/llamaref/llamaref
@@ -25,20 +30,20 @@ tiny=$work/tiny-ctx16k-q8_0.gguf
 
 step() { echo "== $1 (load average: $(cut -d' ' -f1-3 /proc/loadavg))"; }
 step "folio bench serve, smollm-135m Q8_0, 16 at a time"
-"$work/folio" bench serve --model "$smollm" --concurrency 16 --requests 64 --json
+"${sched[@]}" "$work/folio" bench serve --model "$smollm" --concurrency 16 --requests 64 --json
 step "folio bench serve, same, num_batch 64 (shorter steps: inter-token latency)"
-"$work/folio" bench serve --model "$smollm" --concurrency 16 --requests 64 --num-batch 64 --json
+"${sched[@]}" "$work/folio" bench serve --model "$smollm" --concurrency 16 --requests 64 --num-batch 64 --json
 step "folio bench serve, batched decoding alone: 16 requests of 4 + 32 tokens at once"
-"$work/folio" bench serve --model "$smollm" --concurrency 16 --requests 16 --fixed-lengths --prompt-mean 4 --output-mean 32 --json
+"${sched[@]}" "$work/folio" bench serve --model "$smollm" --concurrency 16 --requests 16 --fixed-lengths --prompt-mean 4 --output-mean 32 --json
 step "folio bench multiturn, smollm-135m Q8_0, history 2000"
-"$work/folio" bench multiturn --model "$smollm" --history 2000 --json
+"${sched[@]}" "$work/folio" bench multiturn --model "$smollm" --history 2000 --json
 step "folio bench extraction, tiny (ctx 16k) Q8_0, 8000-token document, 20 questions"
-"$work/folio" bench extraction --model "$tiny" --doc-tokens 8000 --questions 20 --concurrency 4 --num-ctx 8192 --json
+"${sched[@]}" "$work/folio" bench extraction --model "$tiny" --doc-tokens 8000 --questions 20 --concurrency 4 --num-ctx 8192 --json
 # On a loaded machine ggml's spinning thread barrier makes 2 threads far
 # slower than 1 (tg128 1.6 tok/s against 94): both are printed.
 for threads in 2 1; do
   step "llamaref cbench, smollm-135m Q8_0, $threads thread(s)"
-  "$llamaref" cbench "$smollm" --threads $threads --pp 512 --tg 128 --reps 3 2>/dev/null |
+  "${sched[@]}" "$llamaref" cbench "$smollm" --threads $threads --pp 512 --tg 128 --reps 3 2>/dev/null |
     jq -c '{pp512_tps: .pp_tokens_per_s, tg128_tps: .tg_tokens_per_s, cpu_backend: .versions.cpu_backend}'
 done
 step "done"
