@@ -26,7 +26,7 @@ INLINE float ldf(const uint8_t *p) {
 
 // ---- AVX-512: a group's 16 rows in one vector ----
 
-// Q4_0_TILE is the activation rows of a Q4_0 (or Q8_0) tile: the 8 vectors of a
+// Q4_0_TILE is the activation rows of a Q4_0 tile: the 8 vectors of a
 // block's quants, its scales and one accumulator a row fit 32 registers.
 #define Q4_0_TILE 16
 
@@ -60,34 +60,92 @@ INLINE AVX512 void pq4_0_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 	}
 }
 
-// pq8_0_512 adds the dot products of a Q8_0 group (nb blocks, quants at w,
-// scales at w + 512·nb) with nx X8P activation rows into acc. The weights
-// are the signed side; the activations' bias of 128 adds 128·Σw, which
-// each sum starts without: -128·Σw of a block's 16 rows is 8 vpdpbusd,
-// shared by the tile.
-INLINE AVX512 void pq8_0_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
-	const __m512i u128 = _mm512_set1_epi8((char)0x80);
-	const uint8_t *ds = w + 512 * (int64_t)nb;
+// q8_bias returns -128·Σw over a packed Q8_0 block's 16 rows (its
+// vectors q): what the activations' bias of 128 adds to each row's sum.
+INLINE AVX512 __m512i q8_bias(const __m512i *q) {
+	const __m512i u128 = _mm512_set1_epi8((char)0x80), z = _mm512_setzero_si512();
+	__m512i b[4];
+	for (int j = 0; j < 4; j++)
+		b[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, u128, q[j]), u128, q[j + 4]);
+	return _mm512_sub_epi32(_mm512_sub_epi32(z, _mm512_add_epi32(b[0], b[1])), _mm512_add_epi32(b[2], b[3]));
+}
+
+// pq8_0_512 adds the dot products of G (1 or 2) Q8_0 groups, gb bytes
+// apart (nb blocks, quants at w + g·gb, scales 512·nb after them), with nx
+// X8P activation rows into acc[G·i + g]. The weights are the signed side:
+// each sum starts at q8_bias. With G = 2, one broadcast of four
+// activations feeds both groups' vpdpbusd, and a row's two chains of 8
+// interleave.
+INLINE AVX512 void pq8_0_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
+                             __m512 *acc, int pf) {
 	for (int b = 0; b < nb; b++) {
-		const uint8_t *wb = w + 512 * (int64_t)b;
-		if (pf)
-			mm_prefetch(wb + MM_PREFETCH, 512);
-		__m512i q[8], bias = _mm512_setzero_si512();
-		for (int j = 0; j < 8; j++) {
-			q[j] = _mm512_load_si512(wb + 64 * j);
-			bias = _mm512_dpbusd_epi32(bias, u128, q[j]);
+		__m512i q[2][8], bias[2];
+		__m512 dw[2];
+		for (int g = 0; g < G; g++) {
+			const uint8_t *wg = w + g * gb, *wb = wg + 512 * (int64_t)b;
+			if (pf) {
+				// this group's stream, which past its end goes on
+				// in the next pass's group g
+				const uint8_t *p = wb + MM_PREFETCH;
+				mm_prefetch(p < wg + gb ? p : p + (G - 1) * gb, 512);
+			}
+			for (int j = 0; j < 8; j++)
+				q[g][j] = _mm512_load_si512(wb + 64 * j);
+			bias[g] = q8_bias(q[g]);
+			dw[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wg + 512 * (int64_t)nb + 32 * b)));
 		}
-		bias = _mm512_sub_epi32(_mm512_setzero_si512(), bias);
-		__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ds + 32 * b)));
 		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
-#pragma GCC unroll 16
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = xb + i * xs;
-			__m512i s = bias;
-			for (int j = 0; j < 8; j++)
-				s = _mm512_dpbusd_epi32(s, _mm512_set1_epi32((int)ld32(xp + 4 * j)), q[j]);
-			acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(ldf(xp + 64))), acc[i]);
+			__m512i s[2] = {bias[0], bias[1]};
+			for (int j = 0; j < 8; j++) {
+				__m512i xj = _mm512_set1_epi32((int)ld32(xp + 4 * j));
+				for (int g = 0; g < G; g++)
+					s[g] = _mm512_dpbusd_epi32(s[g], xj, q[g][j]);
+			}
+			__m512 dx = _mm512_set1_ps(ldf(xp + 64));
+			for (int g = 0; g < G; g++)
+				acc[G * i + g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[g]), _mm512_mul_ps(dw[g], dx), acc[G * i + g]);
 		}
+	}
+}
+
+// Q8_0_TILE is the activation rows of a packed Q8_0 tile. Its
+// accumulators stay in memory: a row's one or two are loaded and stored
+// once a block, beside its 8 or 16 vpdpbusd.
+#define Q8_0_TILE 64
+
+// pm_q8_0_512 runs pq8_0_512 over pairs of groups (32 rows), a last odd
+// group alone; one activation row (a decode step, bound by the weights'
+// bandwidth) streams one group at a time, its accumulator in a register.
+static AVX512 void pm_q8_0_512(PM_ARGS) {
+	__m512 acc[2 * Q8_0_TILE];
+	for (int r = 0; r < rows;) {
+		const uint8_t *wg = w + (int64_t)(r / 16) * group_bytes;
+		int G = nx > 1 && rows - r > 16 ? 2 : 1;
+		__mmask16 m[2];
+		for (int g = 0; g < G; g++) {
+			int left = rows - r - 16 * g;
+			m[g] = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
+		}
+		if (nx == 1) {
+			__m512 a = _mm512_setzero_ps();
+			pq8_0_512(wg, group_bytes, 1, nb, x, xs, 1, &a, 1);
+			_mm512_mask_storeu_ps(dst + r, m[0], a);
+		}
+		for (int i = 0; i < nx && nx > 1; i += Q8_0_TILE) {
+			int t = nx - i < Q8_0_TILE ? nx - i : Q8_0_TILE;
+			for (int a = 0; a < G * t; a++)
+				acc[a] = _mm512_setzero_ps();
+			if (G == 2)
+				pq8_0_512(wg, group_bytes, 2, nb, x + i * xs, xs, t, acc, i == 0);
+			else
+				pq8_0_512(wg, group_bytes, 1, nb, x + i * xs, xs, t, acc, i == 0);
+			for (int a = 0; a < t; a++)
+				for (int g = 0; g < G; g++)
+					_mm512_mask_storeu_ps(dst + (i + a) * ds + r + 16 * g, m[g], acc[G * a + g]);
+		}
+		r += 16 * G;
 	}
 }
 
@@ -173,7 +231,6 @@ INLINE AVX512 void pq4_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 	}
 
 PACKED512(pm_q4_0_512, pq4_0_512, Q4_0_TILE)
-PACKED512(pm_q8_0_512, pq8_0_512, Q4_0_TILE)
 PACKED512(pm_q4_k_512, pq4_k_512, XT)
 
 // ---- AVX2: a group as two halves of 8 rows (a vector's bytes 0-31 or
