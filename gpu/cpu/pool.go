@@ -76,20 +76,30 @@ type pool struct {
 	done    chan struct{} // wakes the caller
 
 	// When the machine is busier than the pool (other programs hold the
-	// cores), a helper that took a chunk may not run for a scheduler slice
-	// while the caller waits for it. The caller sums the time it worked
-	// and the time it waited over windows of contentionWindow ops; after a
-	// window where waiting exceeded working, the next soloOps ops run on
-	// the caller alone. Owned by the calling goroutine.
+	// cores), a helper may not run for a scheduler slice while the caller
+	// waits for it. The caller sums the time it worked and the time it
+	// waited over windows of contentionWindow ops, and counts the stalls:
+	// waits past stallTime for a helper that had not begun the op when
+	// the caller finished its share (a descheduled helper, not a chunk
+	// taking longer than the caller's). After a window where waiting
+	// exceeded working over at least minStalls stalls, the next soloOps
+	// ops run on the caller alone. (Waiting alone misled: in a serving
+	// step's short ops the caller often waits a few µs more than it
+	// works, and plain serve runs went solo for a fifth of their ops.)
+	// Owned by the calling goroutine, but started, which helpers set.
 	worked, waited time.Duration
 	windowOps      int
-	solo           int // ops left to run alone
+	stalls         int
+	solo           int         // ops left to run alone
+	started        atomic.Bool // a helper has begun the current op
 
 	ops uint64 // ops dispatched (and activations written without one) so far
 }
 
 const (
 	contentionWindow = 64
+	minStalls        = 4
+	stallTime        = 20 * time.Microsecond
 	soloOps          = 1024
 )
 
@@ -165,6 +175,7 @@ func (p *pool) helper(i int, w *worker) {
 		}
 		if e := p.epoch.Load(); e != seen {
 			seen = e
+			p.started.Store(true)
 			p.work(w)
 			if p.pending.Add(-1) == 0 && p.waiting.Load() {
 				select {
@@ -236,6 +247,7 @@ func (p *pool) dispatch(t task, units, unitCost int, each bool) {
 	p.t, p.units, p.chunk, p.each = t, units, chunk, each
 	p.next.Store(0)
 	p.pending.Store(int32(n - 1))
+	p.started.Store(false)
 	p.epoch.Add(1)
 	for i := range p.wake {
 		if p.asleep[i].Load() {
@@ -248,6 +260,7 @@ func (p *pool) dispatch(t task, units, unitCost int, each bool) {
 	t0 := time.Now()
 	p.work(p.workers[0])
 	t1 := time.Now()
+	absent := !p.started.Load()
 	if !p.spinUntil(func() bool { return p.pending.Load() == 0 }) {
 		// Sleep until the last helper sends a token. One left over from
 		// an earlier op (sent after that op's check) only costs a turn.
@@ -258,13 +271,17 @@ func (p *pool) dispatch(t task, units, unitCost int, each bool) {
 		p.waiting.Store(false)
 	}
 	p.t = nil
+	wait := time.Since(t1)
 	p.worked += t1.Sub(t0)
-	p.waited += time.Since(t1)
+	p.waited += wait
+	if absent && wait > stallTime {
+		p.stalls++
+	}
 	if p.windowOps++; p.windowOps == contentionWindow {
-		if p.waited > p.worked {
+		if p.waited > p.worked && p.stalls >= minStalls {
 			p.solo = soloOps
 		}
-		p.worked, p.waited, p.windowOps = 0, 0, 0
+		p.worked, p.waited, p.windowOps, p.stalls = 0, 0, 0, 0
 	}
 }
 
