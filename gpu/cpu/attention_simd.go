@@ -19,8 +19,7 @@ func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer i
 	group := qcols / spec.HeadDim / spec.KVHeads
 	tr := attnTileRows(group, maxCtx)
 	t := &b.attentionX
-	// Tiles, the last (costliest, being causal) of each sequence first, and
-	// the block tables in one slice for the kernels.
+	// The tiles, and the block tables in one slice for the kernels.
 	blocks := t.blocks[:0]
 	b.attnTiles = b.attnTiles[:0]
 	for _, s := range batch.Seqs {
@@ -31,10 +30,10 @@ func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer i
 				pos: int32(s.Pos + r0), blocks: at})
 		}
 	}
-	// Costliest first, one unit at a time: a batch's sequences differ in
-	// length by orders of magnitude, and a guided chunk of the long ones
-	// left one thread working while the other waited (~30% of attention's
-	// time in a serving run).
+	// Costliest first (rows × positions read), in small chunks: a batch's
+	// sequences differ in length by orders of magnitude, and a guided
+	// chunk of the long ones left one thread working while the other
+	// waited (~30% of attention's time in a serving run).
 	slices.SortStableFunc(b.attnTiles, func(a, b attnTile) int {
 		return cmp.Compare(int64(b.rows)*int64(b.pos+b.rows), int64(a.rows)*int64(a.pos+a.rows))
 	})

@@ -127,36 +127,41 @@ func BenchmarkKernel(b *testing.B) {
 						if packed {
 							name = fmt.Sprintf("%v/%v-packed/n=%d/k=%d", l, typ, n, k)
 						}
-						b.Run(name, func(b *testing.B) {
-							const m = 1024
-							r := rand.New(rand.NewPCG(1, 1))
-							data, _ := quantWeight(b, r, typ, m, k)
-							stride := xRowBytes(kind, k)
-							xq := alignedBytes(n * stride)
-							quantizeX(kind, randFloats(r, n*k, 1), k, n, k, xq, stride)
-							dst := make([]float32, n*m)
-							b.SetBytes(int64(len(data)))
-							if packed {
-								be := New(1)
-								defer be.Close()
-								be.level = l
-								p := newWeight(b, be, typ, m, k, data).(*Tensor).packed
-								b.ResetTimer()
-								for b.Loop() {
-									matmulPackedX(kind, l, p.data, p.group, p.blocks, m, xq, stride, n, k, dst, m)
-								}
-							} else {
-								for b.Loop() {
-									matmulX(kind, l, data, len(data)/m, m, xq, stride, n, k, dst, m)
-								}
-							}
-							b.ReportMetric(float64(b.N)*float64(n*m*k)/b.Elapsed().Seconds()/1e9, "GMAC/s")
-						})
+						b.Run(name, func(b *testing.B) { benchKernel(b, l, kind, typ, n, k, packed) })
 					}
 				}
 			}
 		}
 	}
+}
+
+// benchKernel times one matmul kernel of kind (packed or in place) at
+// level l on one thread: a cgo call over a 1024 × k weight of typ and n
+// activation rows, as GMAC/s and weight bytes per second.
+func benchKernel(b *testing.B, l simdLevel, kind kernelKind, typ gguf.TensorType, n, k int, packed bool) {
+	const m = 1024
+	r := rand.New(rand.NewPCG(1, 1))
+	data, _ := quantWeight(b, r, typ, m, k)
+	stride := xRowBytes(kind, k)
+	xq := alignedBytes(n * stride)
+	quantizeX(kind, randFloats(r, n*k, 1), k, n, k, xq, stride)
+	dst := make([]float32, n*m)
+	b.SetBytes(int64(len(data)))
+	if packed {
+		be := New(1)
+		defer be.Close()
+		be.level = l
+		p := newWeight(b, be, typ, m, k, data).(*Tensor).packed
+		b.ResetTimer()
+		for b.Loop() {
+			matmulPackedX(kind, l, p.data, p.group, p.blocks, m, xq, stride, n, k, dst, m)
+		}
+	} else {
+		for b.Loop() {
+			matmulX(kind, l, data, len(data)/m, m, xq, stride, n, k, dst, m)
+		}
+	}
+	b.ReportMetric(float64(b.N)*float64(n*m*k)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 }
 
 // BenchmarkRepack times Weight's repacking of an 8192 × 2048 weight on the

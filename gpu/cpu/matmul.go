@@ -16,7 +16,7 @@ func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
 	}
 	checkShape("MatMul", "dst", cd, n, m)
 	if kind, ok := kernelFor(cw.typ, b.level); ok {
-		b.f32(x)
+		b.f32(x) // x must be F32 in place: the SIMD path quantizes cx.f32
 		b.matmulSIMD(kind, cd, cx, cw)
 		return
 	}

@@ -210,7 +210,7 @@ func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {
 	t := &b.rope
 	*t = ropeTask{x: b.act(x), c: cx.cols, r: r, cs: b.ropeAngles.cs, level: b.level}
 	cost := 2 * cx.cols
-	if b.level == levelAVX512 && !r.Neox {
+	if t.simd() {
 		cost = elemCost(b.level, cost)
 	}
 	b.pool.run(t, cx.rows, cost)
@@ -296,10 +296,14 @@ type ropeTask struct {
 	level simdLevel
 }
 
+// simd reports whether the C kernel rotates: Llama's adjacent pairs at
+// AVX-512 (NeoX's halves stay in Go).
+func (t *ropeTask) simd() bool { return t.level == levelAVX512 && !t.r.Neox }
+
 // run rotates rows lo … hi-1 by their angles.
 func (t *ropeTask) run(_ *worker, lo, hi int) {
 	r := t.r
-	if t.level == levelAVX512 && !r.Neox {
+	if t.simd() {
 		ropePairsX(t.cs[lo*r.Dims:hi*r.Dims], t.x[lo*t.c:hi*t.c], t.c, r.HeadDim, r.Dims)
 		return
 	}

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"testing"
 
 	"folio/models/gguf"
@@ -20,22 +19,7 @@ func BenchmarkPackedQ8(b *testing.B) {
 				if bestLevel < l {
 					b.Skip("no AVX-512 on this machine")
 				}
-				const m = 1024
-				r := rand.New(rand.NewPCG(1, 1))
-				data, _ := quantWeight(b, r, typ, m, k)
-				stride := xRowBytes(kindQ8_0, k)
-				xq := alignedBytes(n * stride)
-				quantizeX(kindQ8_0, randFloats(r, n*k, 1), k, n, k, xq, stride)
-				dst := make([]float32, n*m)
-				be := New(1)
-				defer be.Close()
-				be.level = l
-				p := newWeight(b, be, typ, m, k, data).(*Tensor).packed
-				b.SetBytes(int64(len(data)))
-				for b.Loop() {
-					matmulPackedX(kindQ8_0, l, p.data, p.group, p.blocks, m, xq, stride, n, k, dst, m)
-				}
-				b.ReportMetric(float64(b.N)*float64(n*m*k)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+				benchKernel(b, l, kindQ8_0, typ, n, k, true)
 			})
 		}
 	}

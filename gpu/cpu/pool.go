@@ -191,7 +191,7 @@ func (p *pool) helper(i int, w *worker) {
 // takes 1/n of what is left (at least p.chunk units), so that the first
 // ones are long runs of rows (weights stream from memory best that way)
 // and the last ones short, which balances the threads at the end. With
-// p.each, a chunk is one unit.
+// p.each, every chunk is p.chunk units.
 func (p *pool) work(w *worker) {
 	n := int64(len(p.workers))
 	if p.each {
@@ -220,10 +220,11 @@ func (p *pool) run(t task, units, unitCost int) {
 	p.dispatch(t, units, unitCost, false)
 }
 
-// runEach is run with chunks of one unit: for ops whose units differ much
-// in cost, each worth a hand-off, given costliest first (attention over
-// sequences of different lengths), where a guided chunk of the first half
-// could leave one thread working alone at the end.
+// runEach is run with every chunk the least it may hold (a single unit
+// when a unit is worth a hand-off): for ops whose units differ much in
+// cost, given costliest first (attention over sequences of different
+// lengths), where a guided chunk of the first half could leave one thread
+// working alone at the end.
 func (p *pool) runEach(t task, units, unitCost int) {
 	p.dispatch(t, units, unitCost, true)
 }

@@ -79,14 +79,19 @@ func RepackedBytes(typ gguf.TensorType, rows, cols int) int64 {
 	return packedSize(kind, rows, cols)
 }
 
+// packBlockElems is the elements of one of kind's blocks (or
+// super-blocks).
+func packBlockElems(kind kernelKind) int {
+	if kind == kindQ4_K {
+		return 256
+	}
+	return 32
+}
+
 // packedSize is the bytes of the packed copy of a rows × cols weight.
 func packedSize(kind kernelKind, rows, cols int) int64 {
-	bs := int64(32)
-	if kind == kindQ4_K {
-		bs = 256
-	}
 	groups := int64(rows+packRows-1) / packRows
-	return groups * int64(groupBytes(kind, cols/int(bs)))
+	return groups * int64(groupBytes(kind, cols/packBlockElems(kind)))
 }
 
 // groupBytes is the bytes of a packed group of blocks blocks, rounded up
@@ -108,11 +113,7 @@ type packedWeight struct {
 // the pool, one unit per group. The caller has checked that the copy fits
 // in memory.
 func (b *Backend) repack(t *Tensor, kind kernelKind) *packedWeight {
-	bs := 32
-	if kind == kindQ4_K {
-		bs = 256
-	}
-	p := &packedWeight{kind: kind, blocks: t.cols / bs}
+	p := &packedWeight{kind: kind, blocks: t.cols / packBlockElems(kind)}
 	p.group = groupBytes(kind, p.blocks)
 	groups := (t.rows + packRows - 1) / packRows
 	p.data = b.weights.alloc(int(packedSize(kind, t.rows, t.cols)))
