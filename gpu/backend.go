@@ -131,6 +131,26 @@ func (s KVSpec) CheckSlots(op string, slots []int32) {
 // the buffers BlockIO reads and writes.
 func (s KVSpec) BlockBytes() int64 { return s.BytesPerToken() * int64(s.BlockSize) }
 
+// MultiMatMul is an optional capability: MatMul of one x by several
+// weights (Q, K and V; gate and up) as one op, dsts[i] = x · ws[i]ᵀ, each
+// with the shapes MatMul asks for. A backend that splits an op's rows
+// between threads then splits the rows of all of them at once.
+type MultiMatMul interface {
+	MatMuls(dsts []Tensor, x Tensor, ws []Tensor)
+}
+
+// MatMuls computes dsts[i] = x · ws[i]ᵀ through be's MultiMatMul, or one
+// MatMul each when be has none. The results are those of the MatMuls.
+func MatMuls(be Backend, dsts []Tensor, x Tensor, ws []Tensor) {
+	if mm, ok := be.(MultiMatMul); ok {
+		mm.MatMuls(dsts, x, ws)
+		return
+	}
+	for i := range ws {
+		be.MatMul(dsts[i], x, ws[i])
+	}
+}
+
 // BlockIO is an optional capability: copying one block's K and V, for
 // every layer, between the pool and host memory, so that blocks can be
 // persisted and restored. The bytes are in the canonical layout, the same

@@ -66,6 +66,7 @@ type Backend struct {
 
 	rowSeq    []int32    // Attention: the sequence of each row, -1 for none
 	xq        []byte     // MatMul: the activations quantized for the SIMD kernels
+	mmParts   []mmPart   // MatMul(s): the weights of the op
 	xqOf      xqKey      // what xq holds
 	attnTiles []attnTile // Attention: the SIMD units' tiles of rows
 }

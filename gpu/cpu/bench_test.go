@@ -183,3 +183,55 @@ func BenchmarkRepack(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStepMatMuls is the MatMuls of one decode step of smollm-135m
+// (30 layers of Q8_0 weights, each layer's own, and the output), n rows,
+// with Q, K, V and gate, up as one MatMul each ("separate", x quantized
+// once per group all the same) or one MatMuls per group ("multi").
+func BenchmarkStepMatMuls(b *testing.B) {
+	const dim, kv, ffn, layers, vocab = 576, 192, 1536, 30, 49152
+	groups := [][][2]int{{{dim, dim}, {kv, dim}, {kv, dim}}, {{dim, dim}}, {{ffn, dim}, {ffn, dim}}, {{dim, ffn}}}
+	for _, multi := range []bool{false, true} {
+		for _, n := range []int{1, 16} {
+			b.Run(fmt.Sprintf("multi=%v/n=%d", multi, n), func(b *testing.B) {
+				be := New(0)
+				defer be.Close()
+				r := rand.New(rand.NewPCG(1, 1))
+				type op struct {
+					x      gpu.Tensor
+					ws, ds []gpu.Tensor
+				}
+				var ops []op
+				bytes := 0
+				add := func(shapes [][2]int) {
+					o := op{x: newAct(b, be, n, shapes[0][1], randFloats(r, n*shapes[0][1], 1))}
+					for _, s := range shapes {
+						data, _ := quantWeight(b, r, gguf.TypeQ8_0, s[0], s[1])
+						bytes += len(data)
+						o.ws = append(o.ws, newWeight(b, be, gguf.TypeQ8_0, s[0], s[1], data))
+						o.ds = append(o.ds, newAct(b, be, n, s[0], nil))
+					}
+					ops = append(ops, o)
+				}
+				for range layers {
+					for _, g := range groups {
+						add(g)
+					}
+				}
+				add([][2]int{{vocab, dim}})
+				b.SetBytes(int64(bytes))
+				for b.Loop() {
+					for _, o := range ops {
+						if multi {
+							be.MatMuls(o.ds, o.x, o.ws)
+							continue
+						}
+						for i := range o.ws {
+							be.MatMul(o.ds[i], o.x, o.ws[i])
+						}
+					}
+				}
+			})
+		}
+	}
+}

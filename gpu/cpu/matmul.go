@@ -36,6 +36,39 @@ func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
 	*t = matmulTask{}
 }
 
+// MatMuls is MatMul of x by each of ws into dsts[i], as one op when the
+// weights share a SIMD kernel: the threads split the rows of them all at
+// once, which for a decode step's small projections (smollm's K and V are
+// 62 KB each) saves a hand-off and a ragged end per weight.
+func (b *Backend) MatMuls(dsts []gpu.Tensor, x gpu.Tensor, ws []gpu.Tensor) {
+	if len(dsts) != len(ws) {
+		panic(fmt.Sprintf("cpu: MatMuls: %d dsts for %d weights", len(dsts), len(ws)))
+	}
+	cx := b.tensor(x)
+	kind, ok := kernelFor(b.tensor(ws[0]).typ, b.level)
+	for _, w := range ws[1:] {
+		k, ok2 := kernelFor(b.tensor(w).typ, b.level)
+		ok = ok && ok2 && k == kind
+	}
+	if !ok {
+		for i := range ws {
+			b.MatMul(dsts[i], x, ws[i])
+		}
+		return
+	}
+	b.f32(x) // x must be F32 in place: the SIMD path quantizes cx.f32
+	b.mmParts = b.mmParts[:0]
+	for i, w := range ws {
+		cd, cw := b.tensor(dsts[i]), b.tensor(w)
+		if cw.cols != cx.cols {
+			panic(fmt.Sprintf("cpu: MatMuls: x %v and w %v differ in k", cx, cw))
+		}
+		checkShape("MatMuls", "dst", cd, cx.rows, cw.rows)
+		b.mmParts = append(b.mmParts, mmPart{w: cw, dst: cd})
+	}
+	b.matmulsSIMD(kind, cx)
+}
+
 const (
 	wTile = 4  // weight rows decoded and dotted together
 	xTile = 64 // activation rows per MatMul unit when x is tall

@@ -9,7 +9,15 @@ import "unsafe"
 // tile, and a tile is every row of the batch unless it is tall (prefill):
 // batched decode reads each weight once per step for all sequences.
 func (b *Backend) matmulSIMD(kind kernelKind, dst, xt *Tensor, w *Tensor) {
-	n, k, m := dst.rows, w.cols, w.rows
+	b.mmParts = append(b.mmParts[:0], mmPart{w: w, dst: dst})
+	b.matmulsSIMD(kind, xt)
+}
+
+// matmulsSIMD multiplies xt by the weights of b.mmParts (of one kind and
+// width k) into their dsts as one op: the units of every part, a tile at
+// a time, are split between the threads together.
+func (b *Backend) matmulsSIMD(kind kernelKind, xt *Tensor) {
+	n, k := xt.rows, xt.cols
 	stride := xRowBytes(kind, k)
 	var xq []byte
 	if c := &b.xqOf; c.x == xt && c.kind == kind && c.ops == b.pool.ops {
@@ -23,21 +31,30 @@ func (b *Backend) matmulSIMD(kind kernelKind, dst, xt *Tensor, w *Tensor) {
 	}
 
 	t := &b.matmulX
-	*t = simdMatmulTask{kind: kind, level: b.level, dst: dst.f32, xq: xq, xstride: stride, w: w, n: n, k: k, m: m, nTile: n}
+	*t = simdMatmulTask{kind: kind, level: b.level, xq: xq, xstride: stride, n: n, k: k, nTile: n, parts: b.mmParts}
 	if n > 2*xTile {
 		t.nTile = xTile
 	}
-	t.wGroups = (m + simdWRows - 1) / simdWRows
+	rowBytes := 0
+	for i := range t.parts {
+		p := &t.parts[i]
+		p.g0 = t.wGroups
+		t.wGroups += (p.w.rows + simdWRows - 1) / simdWRows
+		rowBytes = max(rowBytes, p.w.rowBytes)
+	}
 	units := (n + t.nTile - 1) / t.nTile * t.wGroups
 	// A unit's cost is in the pool's units (minChunkCost is the least worth
 	// a thread): a chunk reads at least minChunkBytes of weights per
 	// activation row, a few microseconds of streaming from memory.
-	b.pool.run(t, units, max(1, minChunkCost*simdWRows*w.rowBytes*t.nTile/minChunkBytes))
+	b.pool.run(t, units, max(1, minChunkCost*simdWRows*rowBytes*t.nTile/minChunkBytes))
 	*t = simdMatmulTask{}
-	b.xqOf = xqKey{}
-	if dst != xt {
-		b.xqOf = xqKey{x: xt, kind: kind, ops: b.pool.ops}
+	b.xqOf = xqKey{x: xt, kind: kind, ops: b.pool.ops}
+	for _, p := range b.mmParts {
+		if p.dst == xt { // x was overwritten
+			b.xqOf = xqKey{}
+		}
 	}
+	clear(b.mmParts)
 }
 
 // xqKey names what the backend's xq holds: x quantized for kind, valid
@@ -85,37 +102,49 @@ func (t *quantTask) run(_ *worker, lo, hi int) {
 }
 
 // simdMatmulTask's units are (tile of nTile activation rows, group of
-// simdWRows weight rows), weight groups innermost; a run of units within
-// one tile is one cgo call.
+// simdWRows weight rows), weight groups innermost, over the groups of
+// every part in turn; a run of units within one tile and part is one cgo
+// call.
 type simdMatmulTask struct {
 	kind    kernelKind
 	level   simdLevel
-	dst     []float32
 	xq      []byte // quantized activations, xstride bytes a row
 	xstride int
-	w       *Tensor
-	n, k, m int
-	nTile   int // activation rows per tile
-	wGroups int // units per tile: ⌈m / simdWRows⌉
+	n, k    int
+	nTile   int      // activation rows per tile
+	parts   []mmPart // the weights and their dsts
+	wGroups int      // units per tile: the parts' groups
+}
+
+// mmPart is one weight of a simdMatmulTask: dst = x · wᵀ, its groups
+// the units g0 … of each tile.
+type mmPart struct {
+	w, dst *Tensor
+	g0     int
 }
 
 func (t *simdMatmulTask) run(_ *worker, lo, hi int) {
-	rb := t.w.rowBytes
 	for lo < hi {
-		tile := lo / t.wGroups
-		end := min(hi, (tile+1)*t.wGroups)
-		o0 := lo % t.wGroups * simdWRows
-		o1 := min((end-tile*t.wGroups)*simdWRows, t.m)
+		tile, g := lo/t.wGroups, lo%t.wGroups
+		j := len(t.parts) - 1
+		for t.parts[j].g0 > g {
+			j--
+		}
+		p := &t.parts[j]
+		w, m := p.w, p.w.rows
+		end := min(hi, tile*t.wGroups+p.g0+(m+simdWRows-1)/simdWRows)
+		o0 := (g - p.g0) * simdWRows
+		o1 := min((end-tile*t.wGroups-p.g0)*simdWRows, m)
 		i0 := tile * t.nTile
 		i1 := min(i0+t.nTile, t.n)
-		if p := t.w.packed; p != nil {
-			matmulPackedX(t.kind, t.level, p.data[o0/packRows*p.group:], p.group, p.blocks, o1-o0,
-				t.xq[i0*t.xstride:], t.xstride, i1-i0, t.k, t.dst[i0*t.m+o0:], t.m)
-			lo = end
-			continue
+		if pw := w.packed; pw != nil {
+			matmulPackedX(t.kind, t.level, pw.data[o0/packRows*pw.group:], pw.group, pw.blocks, o1-o0,
+				t.xq[i0*t.xstride:], t.xstride, i1-i0, t.k, p.dst.f32[i0*m+o0:], m)
+		} else {
+			rb := w.rowBytes
+			matmulX(t.kind, t.level, w.data[o0*rb:o1*rb], rb, o1-o0, t.xq[i0*t.xstride:], t.xstride, i1-i0, t.k,
+				p.dst.f32[i0*m+o0:], m)
 		}
-		matmulX(t.kind, t.level, t.w.data[o0*rb:o1*rb], rb, o1-o0, t.xq[i0*t.xstride:], t.xstride, i1-i0, t.k,
-			t.dst[i0*t.m+o0:], t.m)
 		lo = end
 	}
 }

@@ -40,10 +40,8 @@ func newLlamaBlock(ld *loader, c *Config, i int) block {
 
 func (l *llamaBlock) forward(m *Model, s *step) {
 	be := m.be
-	be.RMSNorm(s.xb, s.x, l.attnNorm, m.Eps) // xb [n, Dim]
-	be.MatMul(s.q, s.xb, l.wq)               // q [n, QDim]
-	be.MatMul(s.k, s.xb, l.wk)               // k [n, KVDim]
-	be.MatMul(s.v, s.xb, l.wv)               // v [n, KVDim]
-	m.attend(s, l.wo)                        // x += wo · attention(q, K, V)
+	be.RMSNorm(s.xb, s.x, l.attnNorm, m.Eps)            // xb [n, Dim]
+	m.matMuls(s, s.xb, s.q, l.wq, s.k, l.wk, s.v, l.wv) // q [n, QDim], k and v [n, KVDim]
+	m.attend(s, l.wo)                                   // x += wo · attention(q, K, V)
 	m.ffn(s, l.ffnNorm, l.gate, l.up, l.down)
 }

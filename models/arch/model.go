@@ -52,6 +52,8 @@ type step struct {
 	pos   []int32 // [rows] position of each row
 	slots []int32 // [rows] K/V slot of each row
 	layer int
+
+	mmDst, mmW [3]gpu.Tensor // matMuls' arguments, kept here so that a call allocates nothing
 }
 
 // Options size a model's scratch.
@@ -209,6 +211,17 @@ func (m *Model) layers(kv gpu.KVCache, b *gpu.Batch, tokens, out []int32) (*step
 	return s, nil
 }
 
+// matMuls computes dst = x · wᵀ for each (dst, w) pair of dw as one op
+// (gpu.MatMuls): Q, K and V, or gate and up, share x.
+func (m *Model) matMuls(s *step, x gpu.Tensor, dw ...gpu.Tensor) {
+	n := len(dw) / 2
+	for i := range n {
+		s.mmDst[i], s.mmW[i] = dw[2*i], dw[2*i+1]
+	}
+	gpu.MatMuls(m.be, s.mmDst[:n], x, s.mmW[:n])
+	s.mmDst, s.mmW = [3]gpu.Tensor{}, [3]gpu.Tensor{}
+}
+
 // attnScale is the scale of attention scores: 1/sqrt(head size).
 func (m *Model) attnScale() float32 { return float32(1 / math.Sqrt(float64(m.HeadDim))) }
 
@@ -216,12 +229,11 @@ func (m *Model) attnScale() float32 { return float32(1 / math.Sqrt(float64(m.Hea
 // x += down(silu(gate(norm(x))) · up(norm(x))).
 func (m *Model) ffn(s *step, norm, gate, up, down gpu.Tensor) {
 	be := m.be
-	be.RMSNorm(s.xb, s.x, norm, m.Eps) // xb [n, Dim]
-	be.MatMul(s.hb, s.xb, gate)        // hb [n, FFN]
-	be.MatMul(s.hb2, s.xb, up)         // hb2 [n, FFN]
-	be.SiLUMul(s.hb, s.hb, s.hb2)      // hb = silu(hb) · hb2
-	be.MatMul(s.xb, s.hb, down)        // xb [n, Dim]
-	be.Add(s.x, s.x, s.xb)             // residual
+	be.RMSNorm(s.xb, s.x, norm, m.Eps)        // xb [n, Dim]
+	m.matMuls(s, s.xb, s.hb, gate, s.hb2, up) // hb, hb2 [n, FFN]
+	be.SiLUMul(s.hb, s.hb, s.hb2)             // hb = silu(hb) · hb2
+	be.MatMul(s.xb, s.hb, down)               // xb [n, Dim]
+	be.Add(s.x, s.x, s.xb)                    // residual
 }
 
 // attend finishes attention once q, k, v hold the step's projections: rope,

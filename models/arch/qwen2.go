@@ -29,13 +29,11 @@ func newQwen2Block(ld *loader, c *Config, i int) block {
 
 func (l *qwen2Block) forward(m *Model, s *step) {
 	be := m.be
-	be.RMSNorm(s.xb, s.x, l.attnNorm, m.Eps) // xb [n, Dim]
-	be.MatMul(s.q, s.xb, l.wq)               // q [n, QDim]
-	be.Add(s.q, s.q, l.bq)                   //   + bias
-	be.MatMul(s.k, s.xb, l.wk)               // k [n, KVDim]
-	be.Add(s.k, s.k, l.bk)                   //   + bias
-	be.MatMul(s.v, s.xb, l.wv)               // v [n, KVDim]
-	be.Add(s.v, s.v, l.bv)                   //   + bias
-	m.attend(s, l.wo)                        // x += wo · attention(q, K, V)
+	be.RMSNorm(s.xb, s.x, l.attnNorm, m.Eps)            // xb [n, Dim]
+	m.matMuls(s, s.xb, s.q, l.wq, s.k, l.wk, s.v, l.wv) // q [n, QDim], k and v [n, KVDim]
+	be.Add(s.q, s.q, l.bq)                              //   + biases
+	be.Add(s.k, s.k, l.bk)
+	be.Add(s.v, s.v, l.bv)
+	m.attend(s, l.wo) // x += wo · attention(q, K, V)
 	m.ffn(s, l.ffnNorm, l.gate, l.up, l.down)
 }

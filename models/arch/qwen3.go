@@ -26,12 +26,10 @@ func newQwen3Block(ld *loader, c *Config, i int) block {
 
 func (l *qwen3Block) forward(m *Model, s *step) {
 	be := m.be
-	be.RMSNorm(s.xb, s.x, l.attnNorm, m.Eps) // xb [n, Dim]
-	be.MatMul(s.q, s.xb, l.wq)               // q [n, Heads·HeadDim]
-	be.RMSNorm(s.q, s.q, l.qNorm, m.Eps)     //   each head normed
-	be.MatMul(s.k, s.xb, l.wk)               // k [n, KVHeads·HeadDim]
-	be.RMSNorm(s.k, s.k, l.kNorm, m.Eps)     //   each head normed
-	be.MatMul(s.v, s.xb, l.wv)               // v [n, KVHeads·HeadDim]
-	m.attend(s, l.wo)                        // x += wo · attention(q, K, V)
+	be.RMSNorm(s.xb, s.x, l.attnNorm, m.Eps)            // xb [n, Dim]
+	m.matMuls(s, s.xb, s.q, l.wq, s.k, l.wk, s.v, l.wv) // q [n, Heads·HeadDim], k and v [n, KVHeads·HeadDim]
+	be.RMSNorm(s.q, s.q, l.qNorm, m.Eps)                //   each head normed
+	be.RMSNorm(s.k, s.k, l.kNorm, m.Eps)
+	m.attend(s, l.wo) // x += wo · attention(q, K, V)
 	m.ffn(s, l.ffnNorm, l.gate, l.up, l.down)
 }
