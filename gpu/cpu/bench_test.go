@@ -114,7 +114,7 @@ func BenchmarkAttentionDecode(b *testing.B) {
 func BenchmarkKernel(b *testing.B) {
 	for _, l := range supportedLevels()[1:] {
 		for kind, typ := range kernelTypes {
-			for _, n := range []int{1, 4, 64} {
+			for _, n := range []int{1, 4, 16, 64} {
 				for _, k := range []int{576, 2048} {
 					if k%typ.BlockSize() != 0 {
 						continue

@@ -2,13 +2,15 @@ package cpu
 
 import "folio/models/gguf"
 
-// Q4_0, Q4_K and Q8_0 weights are repacked once, in Weight, into groups of
-// packRows rows whose blocks are interleaved, so that the kernels
-// (simd_packed.c) hold one weight row per 32-bit lane and broadcast the
-// activations: a block's scales then cost one vector op for 16 rows, and
-// the 4-bit quants of 16 rows unpack with three vector ops per 64 bytes.
-// This is what llama.cpp's REPACK does (q4_0_8x8, q4_K_8x8) for the same
-// reason. The copy is as large as the weight (Q4_K's 2.8% more, below),
+// Q4_0, Q4_K, Q8_0 and F16 weights are repacked once, in Weight, into
+// groups of packRows rows whose blocks are interleaved, so that the kernels
+// (simd_packed.c, simd_packed_f16.c) hold one weight row per 32-bit lane
+// and broadcast the activations: a block's scales then cost one vector op
+// for 16 rows, the 4-bit quants of 16 rows unpack with three vector ops
+// per 64 bytes, and one conversion of 16 rows' halves feeds an FMA per
+// activation row. This is what llama.cpp's REPACK does (q4_0_8x8,
+// q4_K_8x8) for the same reason. The copy is as large as the weight
+// (Q4_K's 2.8% more, below; F16's rows padded to 32 columns),
 // and the mmap'd bytes stay the tensor's data for Embed and the scalar
 // kernels. A group past the last row is padded with zero rows, whose sums
 // the kernels never store.
@@ -38,6 +40,13 @@ import "folio/models/gguf"
 //	qs[blocks][8][64] block b's vector j, lane r: quants 4j … 4j+3 of row r.
 //	d[blocks][16]     block b's scales (halves).
 //
+// F16 (AVX-512 only), per group of blocks blocks of 32 columns, the
+// columns past the last padded with zeros, f16PackBytes = 16 · 64 bytes a
+// block:
+//
+//	w[32·blocks][16] column c's halves of rows 0 … 15: 32 bytes, which
+//	                 vcvtph2ps turns into one vector of 16 rows.
+//
 // Every SIMD level reads the same layout (AVX2 a vector's first or second
 // 32 bytes: lanes 0-7 or 8-15), so the result of a row never depends on
 // which other rows share its group or its batch.
@@ -46,13 +55,14 @@ const (
 	q4_0PackBytes = packRows * 18
 	q4KPackBytes  = packRows * 148
 	q8_0PackBytes = packRows * 34
+	f16PackBytes  = packRows * 64
 )
 
 // packedKind reports whether weights of typ are repacked at level l, and
 // the kernel kind they then use.
 func packedKind(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	kind, ok := kernelFor(typ, l)
-	return kind, ok && (kind == kindQ4_0 || kind == kindQ4_K || kind == kindQ8_0 && l == levelAVX512)
+	return kind, ok && (kind == kindQ4_0 || kind == kindQ4_K || (kind == kindQ8_0 || kind == kindF16) && l == levelAVX512)
 }
 
 // packBlockBytes is the bytes of one packed block (or super-block) of
@@ -63,14 +73,16 @@ func packBlockBytes(kind kernelKind) int {
 		return q4KPackBytes
 	case kindQ8_0:
 		return q8_0PackBytes
+	case kindF16:
+		return f16PackBytes
 	}
 	return q4_0PackBytes
 }
 
 // RepackedBytes is the memory Weight allocates, besides the caller's bytes,
 // for a rows × cols weight of typ on this machine: the repacked copy of a
-// Q4_0 or Q4_K weight, 0 for other types or without SIMD kernels. A loader
-// adds it to what it needs in RAM.
+// Q4_0 or Q4_K weight, and at AVX-512 of a Q8_0 or F16 one; 0 for other
+// types or without SIMD kernels. A loader adds it to what it needs in RAM.
 func RepackedBytes(typ gguf.TensorType, rows, cols int) int64 {
 	kind, ok := packedKind(typ, bestLevel)
 	if !ok || rows <= 0 || cols%typ.BlockSize() != 0 {
@@ -80,7 +92,8 @@ func RepackedBytes(typ gguf.TensorType, rows, cols int) int64 {
 }
 
 // packBlockElems is the elements of one of kind's blocks (or
-// super-blocks).
+// super-blocks); an F16 row is cut into blocks of 32 columns, its last
+// one padded.
 func packBlockElems(kind kernelKind) int {
 	if kind == kindQ4_K {
 		return 256
@@ -91,7 +104,14 @@ func packBlockElems(kind kernelKind) int {
 // packedSize is the bytes of the packed copy of a rows × cols weight.
 func packedSize(kind kernelKind, rows, cols int) int64 {
 	groups := int64(rows+packRows-1) / packRows
-	return groups * int64(groupBytes(kind, cols/packBlockElems(kind)))
+	return groups * int64(groupBytes(kind, packBlocks(kind, cols)))
+}
+
+// packBlocks is the blocks (or super-blocks) of a packed row of cols
+// elements.
+func packBlocks(kind kernelKind, cols int) int {
+	e := packBlockElems(kind)
+	return (cols + e - 1) / e
 }
 
 // groupBytes is the bytes of a packed group of blocks blocks, rounded up
@@ -113,7 +133,7 @@ type packedWeight struct {
 // the pool, one unit per group. The caller has checked that the copy fits
 // in memory.
 func (b *Backend) repack(t *Tensor, kind kernelKind) *packedWeight {
-	p := &packedWeight{kind: kind, blocks: t.cols / packBlockElems(kind)}
+	p := &packedWeight{kind: kind, blocks: packBlocks(kind, t.cols)}
 	p.group = groupBytes(kind, p.blocks)
 	groups := (t.rows + packRows - 1) / packRows
 	p.data = b.weights.alloc(int(packedSize(kind, t.rows, t.cols)))
@@ -141,6 +161,8 @@ func (t *repackTask) run(_ *worker, lo, hi int) {
 				packQ4KRow(out, src, r, t.dst.blocks)
 			case kindQ8_0:
 				packRow(out, src, r, t.dst.blocks, 32)
+			case kindF16:
+				packF16Row(out, src, r)
 			default:
 				packRow(out, src, r, t.dst.blocks, 16)
 			}
@@ -159,6 +181,14 @@ func packRow(out, src []byte, r, blocks, qb int) {
 		for j := range qb / 4 {
 			copy(qs[64*j+4*r:], blk[2+4*j:6+4*j])
 		}
+	}
+}
+
+// packF16Row places one F16 row (2 bytes a column) at lane r: column c's
+// half at bytes 32c + 2r of the group.
+func packF16Row(out, src []byte, r int) {
+	for c := range len(src) / 2 {
+		out[32*c+2*r], out[32*c+2*r+1] = src[2*c], src[2*c+1]
 	}
 }
 

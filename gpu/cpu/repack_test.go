@@ -46,6 +46,8 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 				q = qb >> 4
 			}
 			out[e] = d*float32(sc)*float32(q) - dmin*float32(m)
+		case kindF16:
+			out[e] = h(g[32*e+2*lane:])
 		}
 	}
 	return out
@@ -54,7 +56,7 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 // packedTypes are the weight types this machine repacks.
 func packedTypes() []gguf.TensorType {
 	var ts []gguf.TensorType
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ8_0} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ8_0, gguf.TypeF16} {
 		if _, ok := packedKind(typ, bestLevel); ok {
 			ts = append(ts, typ)
 		}
@@ -72,8 +74,11 @@ func TestRepack(t *testing.T) {
 	b := newTestBackend(t)
 	r := rand.New(rand.NewPCG(50, 51))
 	for _, typ := range packedTypes() {
-		for _, rk := range [][2]int{{1, 256}, {16, 512}, {17, 768}, {45, 256}} {
+		for _, rk := range [][2]int{{1, 256}, {16, 512}, {17, 768}, {45, 256}, {3, 17}} {
 			rows, k := rk[0], rk[1]
+			if k%typ.BlockSize() != 0 {
+				continue
+			}
 			data, wf := quantWeight(t, r, typ, rows, k)
 			p := newWeight(t, b, typ, rows, k, data).(*Tensor).packed
 			if p == nil {
@@ -109,7 +114,7 @@ func TestPackedKernels(t *testing.T) {
 	for _, typ := range packedTypes() {
 		kind, _ := packedKind(typ, bestLevel)
 		for _, k := range awkwardKs(kind) {
-			for _, nm := range [][2]int{{1, 1}, {1, 17}, {3, 5}, {5, 16}, {9, 33}, {17, 48}, {70, 33}, {130, 17}} {
+			for _, nm := range [][2]int{{1, 1}, {1, 17}, {2, 70}, {3, 5}, {5, 16}, {9, 33}, {16, 37}, {17, 48}, {25, 50}, {64, 33}, {70, 33}, {130, 17}} {
 				n, m := nm[0], nm[1]
 				t.Run(fmt.Sprintf("%v/n=%d,k=%d,m=%d", typ, n, k, m), func(t *testing.T) {
 					data, wf := quantWeight(t, r, typ, m, k)
@@ -179,7 +184,7 @@ func TestRepackedBytesAndSlice(t *testing.T) {
 		if got, want := RepackedBytes(typ, rows, k), int64(len(p.data)); got != want {
 			t.Errorf("%v: RepackedBytes = %d, the copy is %d", typ, got, want)
 		}
-		if got, want := RepackedBytes(typ, rows, k), int64(3*k/typ.BlockSize()*packBlockBytes(p.kind)); got != want {
+		if got, want := RepackedBytes(typ, rows, k), int64(3*k/packBlockElems(p.kind)*packBlockBytes(p.kind)); got != want {
 			t.Errorf("%v: RepackedBytes = %d, want 3 groups: %d", typ, got, want)
 		}
 		x := newAct(t, b, 2, k, randFloats(r, 2*k, 1))

@@ -81,6 +81,7 @@ void folio_mm_f16_avx512(MM_ARGS);
 #define PM_ARGS const uint8_t *w, int64_t group_bytes, int nb, int rows, const uint8_t *x, int64_t xs, int nx, \
 	float *dst, int64_t ds
 void folio_matmul_packed(int kind, int level, PM_ARGS);
+void folio_pm_f16_512(PM_ARGS);
 
 int folio_cpu_level(void);
 void folio_quantize(int kind, const float *x, int64_t xstride, int n, int k, uint8_t *out, int64_t ostride);

@@ -354,7 +354,9 @@ PACKED256(pm_q4_k_256, pq4_k_256)
 // kind's packed layout, at SIMD level level.
 void folio_matmul_packed(int kind, int level, PM_ARGS) {
 	if (level == LEVEL_AVX512) {
-		if (kind == KIND_Q8_0)
+		if (kind == KIND_F16)
+			folio_pm_f16_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+		else if (kind == KIND_Q8_0)
 			pm_q8_0_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 		else if (kind == KIND_Q4_K)
 			pm_q4_k_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
