@@ -73,14 +73,16 @@ type Engine struct {
 	stepFault func()
 
 	// loop-owned
-	pm      *paged.Manager
-	persist *persistence    // nil without a store
-	toks    *grammar.Tokens // the vocabulary for format constraints, built on first use
-	waiting []*sequence     // preempted ones first, then by arrival
-	running []*sequence     // by admission order
-	order   uint64          // last admission order handed out
-	logits  []float32       // [MaxSeqs, Vocab] host copy of a step's logits
-	plan    paged.Plan
+	pm          *paged.Manager
+	persist     *persistence    // nil without a store
+	toks        *grammar.Tokens // the vocabulary for format constraints, built on first use
+	waiting     []*sequence     // preempted ones first, then by arrival
+	running     []*sequence     // by admission order
+	order       uint64          // last admission order handed out
+	logits      []float32       // [MaxSeqs, Vocab] host copy of a step's logits
+	greedy      []int32         // a greedy step's tokens, one per sampled row (greedyOnly)
+	argmaxSteps int             // steps that sampled through the backend's ArgMax
+	plan        paged.Plan
 	// wantBlocks is how many blocks a prefill chunk lacked in the last
 	// plan: the prefix cache gives them up before the next one.
 	wantBlocks int

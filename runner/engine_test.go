@@ -430,3 +430,48 @@ func TestMemoryNeedCountsRepack(t *testing.T) {
 		t.Fatal("a Q8_0 model has no repacked weights at AVX-512")
 	}
 }
+
+// TestEngineGreedyArgMax: greedy requests that need no logits take their
+// tokens from the backend's ArgMax (no logits copied out); the tokens are
+// those of the same requests asking for logprobs, which copy them out
+// and sample on the host, alone and in a batch with a sampled request.
+func TestEngineGreedyArgMax(t *testing.T) {
+	m := tinyModel(t, LoadOptions{NumCtx: 512})
+	e := newEngine(t, m, EngineOptions{})
+	greedy := SampleOptions{RepeatPenalty: 1}
+	steps := func() (n int) {
+		if err := e.do(func() { n = e.argmaxSteps }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	const reqs = 6
+	var fast [reqs]*Stream
+	for i := range fast {
+		st, err := e.Submit(context.Background(), Request{Prompt: promptOf(20+7*i, uint64(40+i)), Sample: greedy, NumPredict: 24})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fast[i] = st
+	}
+	got := make([]result, reqs)
+	for i, st := range fast {
+		got[i] = collect(t, st, 1)
+	}
+	if steps() == 0 {
+		t.Fatal("no step sampled through the backend's ArgMax")
+	}
+	sampled := DefaultSampleOptions()
+	sampled.Seed = 3
+	other, err := e.Submit(context.Background(), Request{Prompt: promptOf(30, 9), Sample: sampled, NumPredict: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range reqs {
+		want := run(t, e, Request{Prompt: promptOf(20+7*i, uint64(40+i)), Sample: greedy, NumPredict: 24, Logprobs: true})
+		if !slices.Equal(got[i].tokens[0], want.tokens[0]) {
+			t.Errorf("request %d: through ArgMax %v, through the logits %v", i, got[i].tokens[0], want.tokens[0])
+		}
+	}
+	collect(t, other, 1)
+}

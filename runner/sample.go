@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"folio/gpu"
 )
 
 // SampleOptions are the sampling options of an Ollama request, by their
@@ -81,7 +83,7 @@ func NewSampler(opt SampleOptions) *Sampler {
 func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 	o := &s.opt
 	if o.Temperature == 0 && !o.penalizes() { // greedy: no candidates to build
-		return int32(argmax(logits))
+		return int32(gpu.ArgMax(logits))
 	}
 	s.cand = s.cand[:0]
 	for i, l := range logits {
@@ -192,51 +194,6 @@ func (s *Sampler) argmax() int32 {
 		}
 	}
 	return best.id
-}
-
-// argmax returns the index of the largest of x, the first of equals (0
-// when x is empty or none is larger than x[0], as a NaN there). It keeps
-// four running maxima, so that the compare of one element does not wait
-// for the last one's: a 49,152-token vocabulary a token for each of 16
-// sequences is otherwise ~1 ms a step on the engine's goroutine.
-func argmax(x []float32) int {
-	inf := float32(math.Inf(-1))
-	m0, m1, m2, m3 := inf, inf, inf, inf // each lane's first largest, -1 when none beat -Inf
-	i0, i1, i2, i3 := -1, -1, -1, -1
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		v := x[i : i+4 : i+4]
-		if v[0] > m0 {
-			m0, i0 = v[0], i
-		}
-		if v[1] > m1 {
-			m1, i1 = v[1], i+1
-		}
-		if v[2] > m2 {
-			m2, i2 = v[2], i+2
-		}
-		if v[3] > m3 {
-			m3, i3 = v[3], i+3
-		}
-	}
-	for ; i < len(x); i++ {
-		if x[i] > m0 {
-			m0, i0 = x[i], i
-		}
-	}
-	if len(x) == 0 {
-		return 0
-	}
-	best, bi := x[0], 0 // x[0] first: it wins when nothing beats it (a NaN there too)
-	for _, c := range [...]struct {
-		m float32
-		i int
-	}{{m0, i0}, {m1, i1}, {m2, i2}, {m3, i3}} {
-		if c.i >= 0 && (c.m > best || c.m == best && c.i < bi) {
-			best, bi = c.m, c.i
-		}
-	}
-	return bi
 }
 
 // penalizes reports whether any of the penalties is on.

@@ -54,8 +54,15 @@ func (e *Engine) step() {
 		return
 	}
 	vocab := e.m.Arch.Vocab
+	greedy := e.greedyOnly()
 	if len(e.outRows) > 0 {
-		e.m.Arch.Backend().Download(e.logits[:len(e.outRows)*vocab], out)
+		if greedy {
+			e.greedy = slices.Grow(e.greedy[:0], len(e.outRows))[:len(e.outRows)]
+			e.m.Arch.Backend().(gpu.ArgMaxer).ArgMax(e.greedy, out)
+			e.argmaxSteps++
+		} else {
+			e.m.Arch.Backend().Download(e.logits[:len(e.outRows)*vocab], out)
+		}
 	}
 	row := 0
 	for _, c := range e.chunks {
@@ -66,10 +73,16 @@ func (e *Engine) step() {
 			e.cache(s, before)
 			continue
 		}
-		logits := e.logits[row*vocab : (row+1)*vocab]
+		var logits []float32
+		tok := int32(-1)
+		if greedy {
+			tok = e.greedy[row]
+		} else {
+			logits = e.logits[row*vocab : (row+1)*vocab]
+		}
 		row++
 		for _, t := range e.fork(s) {
-			e.sample(t, logits)
+			e.sample(t, logits, tok)
 		}
 		if s.state == running {
 			e.cache(s, before)
@@ -77,13 +90,32 @@ func (e *Engine) step() {
 	}
 }
 
-// sample draws s's next token from logits and hands it to the sequence.
-func (e *Engine) sample(s *sequence, logits []float32) {
+// greedyOnly reports whether every sequence sampling this step takes the
+// largest logit and nothing else needs the logits (no penalties, format,
+// logprobs or forks), on a backend that finds it itself (gpu.ArgMaxer):
+// then the step asks it for the indices and copies no logits out.
+func (e *Engine) greedyOnly() bool {
+	if _, ok := e.m.Arch.Backend().(gpu.ArgMaxer); !ok {
+		return false
+	}
+	for _, c := range e.chunks {
+		if c.sample && !c.s.greedyOnly() {
+			return false
+		}
+	}
+	return true
+}
+
+// sample draws s's next token from logits and hands it to the sequence;
+// with nil logits it takes tok, the largest logit's index (greedyOnly).
+func (e *Engine) sample(s *sequence, logits []float32, tok int32) {
 	r := s.req
 	if r.sampled.IsZero() {
 		r.sampled = time.Now()
 	}
-	tok := s.sampler.Sample(logits, s.tokens)
+	if logits != nil {
+		tok = s.sampler.Sample(logits, s.tokens)
+	}
 	if g := s.grammar; g != nil {
 		// sample first, mask only when the format rejects the token
 		if !g.Allowed(tok) {

@@ -57,6 +57,7 @@ type Backend struct {
 	rope       ropeTask
 	softmax    softmaxTask
 	gather     gatherTask
+	argmax     argmaxTask
 	writekv    writeKVTask
 	attention  attentionTask
 	attentionX simdAttentionTask

@@ -264,6 +264,7 @@ func TestNoAllocs(t *testing.T) {
 	dst := newAct(t, b, n, m, nil)
 	dst2 := newAct(t, b, n, m, nil)
 	dsts, ws := []gpu.Tensor{dst, dst2}, []gpu.Tensor{w, w}
+	idx := make([]int32, n)
 	norm := f32Weight(t, b, 1, k, randFloats(r, k, 1))
 	ids := []int32{1, 2, 3, 4, 5, 6, 7, 8}
 	copies := []gpu.BlockCopy{{Src: 1, Dst: 2}, {Src: 0, Dst: 1}}
@@ -275,6 +276,7 @@ func TestNoAllocs(t *testing.T) {
 	ops := map[string]func(){
 		"MatMul":     func() { b.MatMul(dst, x, w) },
 		"MatMuls":    func() { b.MatMuls(dsts, x, ws) },
+		"ArgMax":     func() { b.ArgMax(idx, dst) },
 		"Embed":      func() { b.Embed(x, w, ids) },
 		"RMSNorm":    func() { b.RMSNorm(x, x, norm, 1e-5) },
 		"Add":        func() { b.Add(x, x, norm) },

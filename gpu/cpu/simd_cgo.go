@@ -4,9 +4,14 @@ package cpu
 
 // #cgo CFLAGS: -O3
 // #include "simd.h"
+// int64_t folio_argmax(const float *x, int64_t n);
 import "C"
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"folio/gpu"
+)
 
 func detectLevel() simdLevel { return simdLevel(C.folio_cpu_level()) }
 
@@ -17,6 +22,14 @@ func quantizeX(kind kernelKind, x []float32, xstride, n, k int, out []byte, ostr
 	_ = out[(n-1)*ostride+xRowBytes(kind, k)-1]
 	C.folio_quantize(C.int(kind), (*C.float)(unsafe.Pointer(&x[0])), C.int64_t(xstride), C.int(n), C.int(k),
 		(*C.uint8_t)(unsafe.Pointer(&out[0])), C.int64_t(ostride))
+}
+
+// argmaxX is gpu.ArgMax of x, one cgo call at AVX-512.
+func argmaxX(l simdLevel, x []float32) int {
+	if l < levelAVX512 || len(x) == 0 {
+		return gpu.ArgMax(x)
+	}
+	return int(C.folio_argmax((*C.float)(unsafe.Pointer(&x[0])), C.int64_t(len(x))))
 }
 
 // matmulX sets dst[i·dstride + r] = w row r · x row i for r < rows and

@@ -228,3 +228,50 @@ AVX512 void folio_rope_pairs(const float *cs, float *x, int64_t n, int64_t c, in
 		}
 	}
 }
+
+// folio_argmax returns the index of the largest of x[0 … n-1] as gpu.ArgMax
+// defines it: the first of equals, a NaN never larger (compares are
+// ordered), 0 when x[0] is a NaN or nothing is larger than it. Two sets of
+// 16 running maxima, each with its first index, are combined at the end.
+static AVX512 int64_t argmax512(const float *x, int64_t n) {
+	__m512 m0 = _mm512_set1_ps(-__builtin_inff()), m1 = m0;
+	__m512i i0 = _mm512_set1_epi32(-1), i1 = i0;
+	__m512i c0 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+	__m512i c1 = _mm512_add_epi32(c0, _mm512_set1_epi32(16));
+	const __m512i step = _mm512_set1_epi32(32);
+	int64_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);
+		__mmask16 g0 = _mm512_cmp_ps_mask(v0, m0, _CMP_GT_OQ), g1 = _mm512_cmp_ps_mask(v1, m1, _CMP_GT_OQ);
+		m0 = _mm512_mask_mov_ps(m0, g0, v0);
+		m1 = _mm512_mask_mov_ps(m1, g1, v1);
+		i0 = _mm512_mask_mov_epi32(i0, g0, c0);
+		i1 = _mm512_mask_mov_epi32(i1, g1, c1);
+		c0 = _mm512_add_epi32(c0, step);
+		c1 = _mm512_add_epi32(c1, step);
+	}
+	float ms[32];
+	int32_t is[32];
+	_mm512_storeu_ps(ms, m0);
+	_mm512_storeu_ps(ms + 16, m1);
+	_mm512_storeu_si512(is, i0);
+	_mm512_storeu_si512(is + 16, i1);
+	if (n == 0) return 0;
+	float best = x[0];
+	int64_t bi = 0;
+	for (int l = 0; l < 32; l++) {
+		if (is[l] >= 0 && (ms[l] > best || (ms[l] == best && is[l] < bi))) {
+			best = ms[l];
+			bi = is[l];
+		}
+	}
+	for (; i < n; i++) { // the tail, after every lane's index
+		if (x[i] > best) {
+			best = x[i];
+			bi = i;
+		}
+	}
+	return bi;
+}
+
+int64_t folio_argmax(const float *x, int64_t n) { return argmax512(x, n); }

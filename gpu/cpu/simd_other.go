@@ -2,7 +2,11 @@
 
 package cpu
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"folio/gpu"
+)
 
 // Without cgo, or off amd64, the backend runs its plain Go kernels.
 
@@ -21,6 +25,8 @@ func matmulPackedX(kernelKind, simdLevel, []byte, int, int, int, []byte, int, in
 }
 
 func readSum(p []byte) uint64 { return readSumGo(p) }
+
+func argmaxX(_ simdLevel, x []float32) int { return gpu.ArgMax(x) }
 
 func attentionX(simdLevel, []attnTile, int, int, []float32, int, int, int, unsafe.Pointer, unsafe.Pointer, bool,
 	[]int32, int, int, float32, []float32, []float32) {

@@ -1,4 +1,4 @@
-package runner
+package gpu
 
 import (
 	"math"
@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// argmax picks what the plain loop picks (the first of the largest, NaNs
+// ArgMax picks what the plain loop picks (the first of the largest, NaNs
 // never; index 0 when x[0] is a NaN or nothing beats it), at every length
 // and alignment, with ties, NaNs and infinities.
-func TestArgmax(t *testing.T) {
+func TestArgMax(t *testing.T) {
 	plain := func(x []float32) int {
 		best := 0
 		for i, l := range x {
@@ -36,8 +36,8 @@ func TestArgmax(t *testing.T) {
 					x[i] = float32(r.IntN(5)) // ties
 				}
 			}
-			if got, want := argmax(x), plain(x); got != want {
-				t.Fatalf("argmax(%v) = %d, want %d", x, got, want)
+			if got, want := ArgMax(x), plain(x); got != want {
+				t.Fatalf("ArgMax(%v) = %d, want %d", x, got, want)
 			}
 		}
 	}
@@ -45,18 +45,18 @@ func TestArgmax(t *testing.T) {
 	for i := range big {
 		big[i] = float32(r.NormFloat64())
 	}
-	if got, want := argmax(big), plain(big); got != want {
+	if got, want := ArgMax(big), plain(big); got != want {
 		t.Fatalf("vocabulary-sized: %d, want %d", got, want)
 	}
 }
 
-func BenchmarkArgmax(b *testing.B) {
+func BenchmarkArgMax(b *testing.B) {
 	r := rand.New(rand.NewPCG(5, 6))
 	x := make([]float32, 49152)
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
 	}
 	for b.Loop() {
-		argmax(x)
+		ArgMax(x)
 	}
 }
