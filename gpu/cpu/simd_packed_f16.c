@@ -9,104 +9,166 @@
 //
 // Each (weight row, activation row) sum is one chain of FMAs, from zero,
 // over the columns in order, whatever the tile, the groups beside it or
-// the number of activation rows: a request's result does not depend on
-// the batch it runs in.
+// the number of activation rows (a partial sum that waits in dst between
+// chunks is a float32 stored and loaded back as it was): a request's
+// result does not depend on the batch it runs in.
 
 #include "simd.h"
 
-// F16_KC is the columns of a chunk of converted activations: a tile's
-// F16_T rows of it take 6 KiB of the stack and stay in L1.
+// F16_KC is the columns of a chunk of converted activations.
 #define F16_KC 128
 
 // F16_T is the most activation rows of a tile: with 2 groups, its 24
 // accumulators, 2 weight vectors and a broadcast fit AVX-512's 32
-// registers (with 4 groups, F16_T / 2 rows).
+// registers.
 #define F16_T 12
 
-// pf16_512 adds the dot products of G groups (gb bytes apart, columns
-// 0 … kp-1) with T F16 activation rows (xs bytes apart) into acc[G·i + g].
-// Each group's stream is prefetched MM_PREFETCH ahead when pf.
-INLINE AVX512 void pf16_512(const uint8_t *w, int64_t gb, int G, int kp, const uint8_t *x, int64_t xs, int T,
-                            __m512 *acc, int pf) {
-	float xf[F16_T * F16_KC] __attribute__((aligned(64)));
-	for (int c = 0; c < kp; c += F16_KC) {
-		int kc = kp - c < F16_KC ? kp - c : F16_KC; // a multiple of 32
-		for (int i = 0; i < T; i++)
-			for (int j = 0; j < kc; j += 16)
-				_mm512_store_ps(xf + i * F16_KC + j,
-				                _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(x + i * xs + 2 * (c + j)))));
-		const uint8_t *wc = w + 32 * (int64_t)c;
-		for (int j = 0; j < kc; j += 2) {
-			if (pf)
+// F16_XB is the most activation rows converted at once: a chunk of them
+// takes 32 KiB of the stack, which stays in L1 beside a pair of groups'
+// chunk of weights (8 KiB).
+#define F16_XB 64
+
+// f16_cvt converts columns c … c+kc-1 (kc a multiple of 16) of n F16
+// rows at x (xs bytes apart) into xf, rows F16_KC floats apart.
+INLINE AVX512 void f16_cvt(const uint8_t *x, int64_t xs, int n, int c, int kc, float *xf) {
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < kc; j += 16)
+			_mm512_store_ps(xf + i * F16_KC + j,
+			                _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(x + i * xs + 2 * (c + j)))));
+}
+
+// pf16_fma adds the dot products of columns 0 … kc-1 (even) of G groups at
+// w (gb bytes apart) with T rows of xf into acc[G·i + g]. When pfo, each
+// group's stream is prefetched pfo bytes ahead.
+INLINE AVX512 void pf16_fma(const uint8_t *w, int64_t gb, int G, int kc, const float *xf, int T, __m512 *acc,
+                            int64_t pfo) {
+	for (int j = 0; j < kc; j += 2) {
+		if (pfo)
+			for (int g = 0; g < G; g++)
+				__builtin_prefetch(w + g * gb + 32 * j + pfo, 0, 3);
+		for (int u = 0; u < 2; u++) {
+			__m512 wv[4];
+			for (int g = 0; g < G; g++)
+				wv[g] = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(w + g * gb + 32 * (j + u))));
+			for (int i = 0; i < T; i++) {
+				__m512 xb = _mm512_set1_ps(xf[i * F16_KC + j + u]);
 				for (int g = 0; g < G; g++)
-					__builtin_prefetch(wc + g * gb + 32 * j + MM_PREFETCH, 0, 3);
-			for (int u = 0; u < 2; u++) {
-				__m512 wv[4];
-				for (int g = 0; g < G; g++)
-					wv[g] = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(wc + g * gb + 32 * (j + u))));
-				for (int i = 0; i < T; i++) {
-					__m512 xb = _mm512_set1_ps(xf[i * F16_KC + j + u]);
-					for (int g = 0; g < G; g++)
-						acc[G * i + g] = _mm512_fmadd_ps(wv[g], xb, acc[G * i + g]);
-				}
+					acc[G * i + g] = _mm512_fmadd_ps(wv[g], xb, acc[G * i + g]);
 			}
 		}
 	}
 }
 
-// pf16_tile sets dst[i·ds + 16g + r] for the G groups at w and T
-// activation rows at x, stored masked to the rows that exist (m[g]).
-INLINE AVX512 void pf16_tile(const uint8_t *w, int64_t gb, int G, int kp, const uint8_t *x, int64_t xs, int T,
-                             float *dst, int64_t ds, const __mmask16 *m, int pf) {
-	__m512 acc[2 * F16_T];
+// pf16_rows sets dst[i·ds + 16g + r] to the dot products of G groups at w
+// (columns 0 … kp-1) with T F16 rows at x, all the columns at a time: a
+// few rows (a decode step, bound by the weights' bandwidth) stream each
+// group once, its accumulators in registers, prefetched MM_PREFETCH ahead.
+INLINE AVX512 void pf16_rows(const uint8_t *w, int64_t gb, int G, int kp, const uint8_t *x, int64_t xs, int T,
+                             float *dst, int64_t ds, const __mmask16 *m) {
+	float xf[4 * F16_KC] __attribute__((aligned(64)));
+	__m512 acc[4 * 4];
 	for (int a = 0; a < G * T; a++)
 		acc[a] = _mm512_setzero_ps();
-	pf16_512(w, gb, G, kp, x, xs, T, acc, pf);
+	for (int c = 0; c < kp; c += F16_KC) {
+		int kc = kp - c < F16_KC ? kp - c : F16_KC; // a multiple of 32
+		f16_cvt(x, xs, T, c, kc, xf);
+		pf16_fma(w + 32 * (int64_t)c, gb, G, kc, xf, T, acc, MM_PREFETCH);
+	}
 	for (int i = 0; i < T; i++)
 		for (int g = 0; g < G; g++)
 			_mm512_mask_storeu_ps(dst + i * ds + 16 * g, m[g], acc[G * i + g]);
 }
 
-#define F16_CASE(g, t)                                                                        \
-	case 100 * g + t:                                                                          \
-		pf16_tile(w, gb, g, kp, x, xs, t, dst, ds, m, pf);                                 \
+// pf16_step adds the dot products of kc columns of G groups at w with T
+// rows of xf to the partial sums in dst (zero when first), masked to the
+// rows that exist (m[g]).
+INLINE AVX512 void pf16_step(const uint8_t *w, int64_t gb, int G, int kc, const float *xf, int T, float *dst,
+                             int64_t ds, const __mmask16 *m, int first, int64_t pfo) {
+	__m512 acc[2 * F16_T];
+	for (int i = 0; i < T; i++)
+		for (int g = 0; g < G; g++)
+			acc[G * i + g] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m[g], dst + i * ds + 16 * g);
+	pf16_fma(w, gb, G, kc, xf, T, acc, pfo);
+	for (int i = 0; i < T; i++)
+		for (int g = 0; g < G; g++)
+			_mm512_mask_storeu_ps(dst + i * ds + 16 * g, m[g], acc[G * i + g]);
+}
+
+#define F16_ROWS(g, t)                                                                                        \
+	case 10 * g + t:                                                                                       \
+		pf16_rows(w, gb, g, kp, x, xs, t, dst, ds, m);                                                   \
+		break;
+#define F16_STEP(g, t)                                                                                        \
+	case 100 * g + t:                                                                                      \
+		pf16_step(w, gb, g, kc, xf, t, dst, ds, m, first, pfo);                                          \
 		break;
 
-// pf16_groups runs G groups at w against T activation rows with G and T
-// constants: G = 1 or 2 and T ≤ F16_T, or G = 4 and T ≤ F16_T/2.
-static AVX512 void pf16_groups(const uint8_t *w, int64_t gb, int G, int kp, const uint8_t *x, int64_t xs, int T,
-                               float *dst, int64_t ds, const __mmask16 *m, int pf) {
+// pf16_few runs pf16_rows with G (1, 2 or 4) and T ≤ 3 constants.
+static AVX512 void pf16_few(const uint8_t *w, int64_t gb, int G, int kp, const uint8_t *x, int64_t xs, int T,
+                            float *dst, int64_t ds, const __mmask16 *m) {
+	switch (10 * G + T) {
+		F16_ROWS(1, 1) F16_ROWS(1, 2) F16_ROWS(1, 3) F16_ROWS(2, 1) F16_ROWS(2, 2) F16_ROWS(2, 3)
+		F16_ROWS(4, 1) F16_ROWS(4, 2) F16_ROWS(4, 3)
+	}
+}
+
+// pf16_steps runs pf16_step with G (1 or 2) and T ≤ F16_T constants.
+static AVX512 void pf16_steps(const uint8_t *w, int64_t gb, int G, int kc, const float *xf, int T, float *dst,
+                              int64_t ds, const __mmask16 *m, int first, int64_t pfo) {
 	switch (100 * G + T) {
-		F16_CASE(1, 1) F16_CASE(1, 2) F16_CASE(1, 3) F16_CASE(1, 4) F16_CASE(1, 5) F16_CASE(1, 6)
-		F16_CASE(1, 7) F16_CASE(1, 8) F16_CASE(1, 9) F16_CASE(1, 10) F16_CASE(1, 11) F16_CASE(1, 12)
-		F16_CASE(2, 1) F16_CASE(2, 2) F16_CASE(2, 3) F16_CASE(2, 4) F16_CASE(2, 5) F16_CASE(2, 6)
-		F16_CASE(2, 7) F16_CASE(2, 8) F16_CASE(2, 9) F16_CASE(2, 10) F16_CASE(2, 11) F16_CASE(2, 12)
-		F16_CASE(4, 1) F16_CASE(4, 2) F16_CASE(4, 3) F16_CASE(4, 4) F16_CASE(4, 5) F16_CASE(4, 6)
+		F16_STEP(1, 1) F16_STEP(1, 2) F16_STEP(1, 3) F16_STEP(1, 4) F16_STEP(1, 5) F16_STEP(1, 6)
+		F16_STEP(1, 7) F16_STEP(1, 8) F16_STEP(1, 9) F16_STEP(1, 10) F16_STEP(1, 11) F16_STEP(1, 12)
+		F16_STEP(2, 1) F16_STEP(2, 2) F16_STEP(2, 3) F16_STEP(2, 4) F16_STEP(2, 5) F16_STEP(2, 6)
+		F16_STEP(2, 7) F16_STEP(2, 8) F16_STEP(2, 9) F16_STEP(2, 10) F16_STEP(2, 11) F16_STEP(2, 12)
+	}
+}
+
+// masks sets m[g] to the rows of group g that exist, of the rows left.
+INLINE void masks(__mmask16 *m, int G, int left) {
+	for (int g = 0; g < G; g++) {
+		int n = left - 16 * g;
+		m[g] = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
 	}
 }
 
 // folio_pm_f16_512: dst[i·ds + r] = w row r · x row i, w packed F16
-// groups of nb blocks of 32 columns. The activation rows are cut into
-// tiles of at most F16_T rows, of even sizes; a few rows (a decode step,
-// bound by the weights' bandwidth) take 4 groups at once, for 4 chains of
-// FMAs in flight, more take 2.
+// groups of nb blocks of 32 columns. Up to 3 activation rows take 4 groups
+// at a time over all the columns (4 chains of FMAs in flight). More are
+// taken F16_XB at a time, a chunk of F16_KC columns converted once for all
+// the groups: each pair of groups then runs tiles of at most F16_T rows, of
+// even sizes, whose partial sums wait in dst for the next chunk.
 AVX512 void folio_pm_f16_512(PM_ARGS) {
 	int kp = 32 * nb;
-	int tiles = (nx + F16_T - 1) / F16_T;
-	int gmax = nx <= F16_T / 4 ? 4 : 2;
-	for (int r = 0; r < rows;) {
-		const uint8_t *wg = w + (int64_t)(r / 16) * group_bytes;
-		int left = (rows - r + 15) / 16, G = left >= gmax ? gmax : left >= 2 ? 2 : 1;
-		__mmask16 m[4];
-		for (int g = 0; g < G; g++) {
-			int n = rows - r - 16 * g;
-			m[g] = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
+	__mmask16 m[4];
+	if (nx <= 3) {
+		for (int r = 0; r < rows;) {
+			int left = (rows - r + 15) / 16, G = left >= 4 ? 4 : left >= 2 ? 2 : 1;
+			masks(m, G, rows - r);
+			pf16_few(w + (int64_t)(r / 16) * group_bytes, group_bytes, G, kp, x, xs, nx, dst + r, ds, m);
+			r += 16 * G;
 		}
-		for (int t = 0, i = 0; t < tiles; t++) {
-			int T = (nx - i) / (tiles - t); // the rows left, shared evenly
-			pf16_groups(wg, group_bytes, G, kp, x + i * xs, xs, T, dst + i * ds + r, ds, m, t == 0);
-			i += T;
+		return;
+	}
+	float xf[F16_XB * F16_KC] __attribute__((aligned(64)));
+	for (int i0 = 0; i0 < nx; i0 += F16_XB) {
+		int n = nx - i0 < F16_XB ? nx - i0 : F16_XB, tiles = (n + F16_T - 1) / F16_T;
+		for (int c = 0; c < kp; c += F16_KC) {
+			int kc = kp - c < F16_KC ? kp - c : F16_KC;
+			f16_cvt(x + i0 * xs, xs, n, c, kc, xf);
+			for (int r = 0; r < rows;) {
+				int G = rows - r > 16 ? 2 : 1;
+				masks(m, G, rows - r);
+				const uint8_t *wg = w + (int64_t)(r / 16) * group_bytes + 32 * (int64_t)c;
+				for (int t = 0, i = 0; t < tiles; t++) {
+					int T = (n - i) / (tiles - t); // the rows left, shared evenly
+					// the first tile prefetches the next pair's chunk
+					int64_t pfo = t == 0 && i0 == 0 ? G * group_bytes : 0;
+					pf16_steps(wg, group_bytes, G, kc, xf + i * F16_KC, T, dst + (i0 + i) * ds + r, ds, m, c == 0,
+					           pfo);
+					i += T;
+				}
+				r += 16 * G;
+			}
 		}
-		r += 16 * G;
 	}
 }
