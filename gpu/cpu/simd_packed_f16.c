@@ -28,6 +28,10 @@
 // chunk of weights (8 KiB).
 #define F16_XB 64
 
+// F16_PREFETCH is how far ahead a few activation rows prefetch each of
+// the 4 streams of groups they read at once.
+#define F16_PREFETCH 2048
+
 // f16_cvt converts columns c … c+kc-1 (kc a multiple of 16) of n F16
 // rows at x (xs bytes apart) into xf, rows F16_KC floats apart.
 INLINE AVX512 void f16_cvt(const uint8_t *x, int64_t xs, int n, int c, int kc, float *xf) {
@@ -39,13 +43,15 @@ INLINE AVX512 void f16_cvt(const uint8_t *x, int64_t xs, int n, int c, int kc, f
 
 // pf16_fma adds the dot products of columns 0 … kc-1 (even) of G groups at
 // w (gb bytes apart) with T rows of xf into acc[G·i + g]. When pfo, each
-// group's stream is prefetched pfo bytes ahead.
+// group's stream is prefetched pfo bytes ahead, and from end bytes past w
+// on in the group G further (the next pass's).
 INLINE AVX512 void pf16_fma(const uint8_t *w, int64_t gb, int G, int kc, const float *xf, int T, __m512 *acc,
-                            int64_t pfo) {
+                            int64_t pfo, int64_t end) {
 	for (int j = 0; j < kc; j += 2) {
+		int64_t o = 32 * j + pfo;
 		if (pfo)
 			for (int g = 0; g < G; g++)
-				__builtin_prefetch(w + g * gb + 32 * j + pfo, 0, 3);
+				__builtin_prefetch(w + g * gb + o + (o < end ? 0 : (G - 1) * gb), 0, 3);
 		for (int u = 0; u < 2; u++) {
 			__m512 wv[4];
 			for (int g = 0; g < G; g++)
@@ -62,7 +68,7 @@ INLINE AVX512 void pf16_fma(const uint8_t *w, int64_t gb, int G, int kc, const f
 // pf16_rows sets dst[i·ds + 16g + r] to the dot products of G groups at w
 // (columns 0 … kp-1) with T F16 rows at x, all the columns at a time: a
 // few rows (a decode step, bound by the weights' bandwidth) stream each
-// group once, its accumulators in registers, prefetched MM_PREFETCH ahead.
+// group once, its accumulators in registers, prefetched F16_PREFETCH ahead.
 INLINE AVX512 void pf16_rows(const uint8_t *w, int64_t gb, int G, int kp, const uint8_t *x, int64_t xs, int T,
                              float *dst, int64_t ds, const __mmask16 *m) {
 	float xf[4 * F16_KC] __attribute__((aligned(64)));
@@ -72,7 +78,7 @@ INLINE AVX512 void pf16_rows(const uint8_t *w, int64_t gb, int G, int kp, const 
 	for (int c = 0; c < kp; c += F16_KC) {
 		int kc = kp - c < F16_KC ? kp - c : F16_KC; // a multiple of 32
 		f16_cvt(x, xs, T, c, kc, xf);
-		pf16_fma(w + 32 * (int64_t)c, gb, G, kc, xf, T, acc, MM_PREFETCH);
+		pf16_fma(w + 32 * (int64_t)c, gb, G, kc, xf, T, acc, F16_PREFETCH, gb - 32 * (int64_t)c);
 	}
 	for (int i = 0; i < T; i++)
 		for (int g = 0; g < G; g++)
@@ -88,7 +94,7 @@ INLINE AVX512 void pf16_step(const uint8_t *w, int64_t gb, int G, int kc, const 
 	for (int i = 0; i < T; i++)
 		for (int g = 0; g < G; g++)
 			acc[G * i + g] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m[g], dst + i * ds + 16 * g);
-	pf16_fma(w, gb, G, kc, xf, T, acc, pfo);
+	pf16_fma(w, gb, G, kc, xf, T, acc, pfo, INT64_MAX);
 	for (int i = 0; i < T; i++)
 		for (int g = 0; g < G; g++)
 			_mm512_mask_storeu_ps(dst + i * ds + 16 * g, m[g], acc[G * i + g]);
