@@ -2,7 +2,8 @@
 // host's cores.
 //
 // Weights stay in their GGUF encoding, in the caller's memory (the mmap'd
-// file), Q4_0, Q4_K and Q8_0 ones also in a repacked copy (repack.go). The
+// file), Q4_0, Q4_K, Q8_0 and F16 ones also in a repacked copy (repack.go,
+// Q8_0 and F16 at AVX-512 only). The
 // hot loops (MatMul for Q8_0, Q4_0, Q4_K, Q6_K and F16 weights,
 // and Attention) run as C kernels with intrinsics (simd_*.c, through cgo),
 // AVX2 or AVX-512 chosen at start-up from CPUID, so one binary runs on any
@@ -164,8 +165,8 @@ func (t *Tensor) Bytes() []byte { return t.data }
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // Weight wraps data, a rows × cols tensor of typ in its GGUF encoding,
-// without copying it; Q4_0, Q4_K and Q8_0 weights also get a repacked copy for
-// the SIMD kernels (repack.go).
+// without copying it; Q4_0, Q4_K, Q8_0 and F16 weights also get a repacked
+// copy for the SIMD kernels (repack.go).
 func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data []byte) (gpu.Tensor, error) {
 	if !gguf.CanDequantize(typ) {
 		return nil, fmt.Errorf("%w: cpu: weight %s has type %v, which folio cannot compute with; use a model quantized to F16, Q8_0, Q4_K or Q6_K",

@@ -8,7 +8,7 @@
 // signed quants by four biased activations); a block's scales are then one
 // vector op for all 16 rows. Every row's sums are taken in the same order
 // whatever the tile or the level, so a row's result does not depend on the
-// rows computed with it.
+// rows computed with it. (F16's kernel is simd_packed_f16.c.)
 
 #include "simd.h"
 
