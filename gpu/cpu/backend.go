@@ -161,6 +161,10 @@ func (t *Tensor) String() string {
 // for an activation.
 func (t *Tensor) Bytes() []byte { return t.data }
 
+// Repacked reports whether the kernels read a repacked copy of the weight,
+// so that its bytes are read again only to look up rows (Embed, Gather).
+func (t *Tensor) Repacked() bool { return t.packed != nil }
+
 // littleEndian reports whether the machine stores a float32 as GGUF does.
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 

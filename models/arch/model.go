@@ -288,6 +288,12 @@ func (ld *loader) weight(name string, rows, cols int) gpu.Tensor {
 		ld.err = fmt.Errorf("loading %s: %w", name, err)
 		return nil
 	}
+	// A weight the backend repacked is not read again (Embed reads the
+	// token embeddings' rows, so they stay): its file pages leave the
+	// process's memory, which otherwise held the weights twice.
+	if r, ok := w.(interface{ Repacked() bool }); ok && r.Repacked() && name != "token_embd.weight" {
+		ld.f.Release(t)
+	}
 	return w
 }
 

@@ -74,6 +74,7 @@ type File struct {
 	keys    map[string]int // key -> index in KV
 	tensors map[string]int // name -> index in Tensors
 	unmap   func() error
+	mapped  bool // data is Open's mapping of the file (Release may drop its pages)
 }
 
 // Open maps the file at path read-only and parses its header. The weights
@@ -100,7 +101,7 @@ func Open(path string) (*File, error) {
 		unmap()
 		return nil, err
 	}
-	f.unmap = unmap
+	f.unmap, f.mapped = unmap, true
 	return f, nil
 }
 
@@ -110,7 +111,7 @@ func (f *File) Close() error {
 		return nil
 	}
 	err := f.unmap()
-	f.unmap, f.data = nil, nil
+	f.unmap, f.data, f.mapped = nil, nil, false
 	return err
 }
 
@@ -155,6 +156,18 @@ func (f *File) Tensor(name string) (*TensorInfo, bool) {
 		return nil, false
 	}
 	return &f.Tensors[i], true
+}
+
+// Release tells the system that t's bytes will not be read again soon (a
+// backend keeps its own copy of the tensor, as the CPU's repacked
+// weights): on Linux their pages leave the process's resident memory and
+// stay in the page cache. TensorData(t) stays valid and unchanged; reading
+// it faults the pages back in. It does nothing to a File that Parse made
+// from bytes in memory.
+func (f *File) Release(t *TensorInfo) {
+	if f.mapped && f.data != nil {
+		dropPages(f.TensorData(t))
+	}
 }
 
 // TensorData returns the bytes of t, a slice of the mapped file.
