@@ -301,6 +301,10 @@ func TestRopeLevels(t *testing.T) {
 		{HeadDim: 40, Dims: 24, Base: 10000, Scale: 1},
 		{HeadDim: 18, Dims: 18, Base: 500000, Scale: 1},
 		{HeadDim: 64, Dims: 64, Base: 1e6, Scale: 1, Neox: true},
+		{HeadDim: 128, Dims: 128, Base: 1e6, Scale: 1, Neox: true},
+		{HeadDim: 40, Dims: 24, Base: 10000, Scale: 1, Neox: true},
+		{HeadDim: 18, Dims: 18, Base: 500000, Scale: 1, Neox: true},
+		{HeadDim: 80, Dims: 70, Base: 10000, Scale: 1, Neox: true},
 	} {
 		const rows, heads = 5, 3
 		cols := heads * rope.HeadDim

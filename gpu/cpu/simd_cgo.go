@@ -100,6 +100,14 @@ func ropePairsX(cs, x []float32, c, hd, dims int) {
 		C.int(hd), C.int(dims))
 }
 
+// ropeNeoxX is ropePairsX for NeoX's pairs (i, i + dims/2). One cgo call.
+func ropeNeoxX(cs, x []float32, c, hd, dims int) {
+	n := len(x) / c
+	_ = cs[n*dims-1]
+	C.folio_rope_neox((*C.float)(unsafe.Pointer(&cs[0])), (*C.float)(unsafe.Pointer(&x[0])), C.int64_t(n), C.int64_t(c),
+		C.int(hd), C.int(dims))
+}
+
 // rmsNormX normalizes len(y)/g runs of g elements of x into y (which may
 // be x), times w. One cgo call.
 func rmsNormX(l simdLevel, x, w, y []float32, g int, eps float32) {

@@ -229,6 +229,34 @@ AVX512 void folio_rope_pairs(const float *cs, float *x, int64_t n, int64_t c, in
 	}
 }
 
+// folio_rope_neox is folio_rope_pairs for NeoX's pairs (i, i + dims/2)
+// (Qwen's rope): the cosines and sines, still interleaved in cs, are split
+// by a permute; the products are rounded before the sums as there.
+AVX512 void folio_rope_neox(const float *cs, float *x, int64_t n, int64_t c, int hd, int dims) {
+	const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+	const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+	int half = dims / 2;
+	for (int64_t r = 0; r < n; r++) {
+		const float *cr = cs + r * dims;
+		for (int64_t h = 0; h < c; h += hd) {
+			float *hp = x + r * c + h;
+			for (int i = 0; i < half; i += 16) {
+				int left = half - i;
+				__mmask16 m = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
+				__mmask16 mlo = 2 * left >= 16 ? 0xffff : (__mmask16)((1u << (2 * left)) - 1);
+				__mmask16 mhi = 2 * left >= 32 ? 0xffff : 2 * left <= 16 ? 0 : (__mmask16)((1u << (2 * left - 16)) - 1);
+				__m512 lo = _mm512_maskz_loadu_ps(mlo, cr + 2 * i), hi = _mm512_maskz_loadu_ps(mhi, cr + 2 * i + 16);
+				__m512 cv = _mm512_permutex2var_ps(lo, even, hi), sv = _mm512_permutex2var_ps(lo, odd, hi);
+				__m512 a = _mm512_maskz_loadu_ps(m, hp + i), b = _mm512_maskz_loadu_ps(m, hp + half + i);
+				__m512 ac = _mm512_mul_ps(a, cv), bs = _mm512_mul_ps(b, sv);
+				__m512 as = _mm512_mul_ps(a, sv), bc = _mm512_mul_ps(b, cv);
+				_mm512_mask_storeu_ps(hp + i, m, _mm512_mask_sub_ps(ac, 0xffff, ac, bs));
+				_mm512_mask_storeu_ps(hp + half + i, m, _mm512_mask_add_ps(as, 0xffff, as, bc));
+			}
+		}
+	}
+}
+
 // folio_argmax returns the index of the largest of x[0 … n-1] as gpu.ArgMax
 // defines it: the first of equals, a NaN never larger (compares are
 // ordered), 0 when x[0] is a NaN or nothing is larger than it. Two sets of

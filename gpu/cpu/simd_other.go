@@ -41,6 +41,10 @@ func ropePairsX([]float32, []float32, int, int, int) {
 	panic("cpu: SIMD kernels are not built in")
 }
 
+func ropeNeoxX([]float32, []float32, int, int, int) {
+	panic("cpu: SIMD kernels are not built in")
+}
+
 func rmsNormX(simdLevel, []float32, []float32, []float32, int, float32) {
 	panic("cpu: SIMD kernels are not built in")
 }
