@@ -131,6 +131,13 @@ func (s KVSpec) CheckSlots(op string, slots []int32) {
 // the buffers BlockIO reads and writes.
 func (s KVSpec) BlockBytes() int64 { return s.BytesPerToken() * int64(s.BlockSize) }
 
+// LookupWeighter is an optional capability: a weight that only Embed
+// reads (untied token embeddings), which the backend keeps as Weight does
+// but without the copy it may make for its MatMul kernels.
+type LookupWeighter interface {
+	LookupWeight(name string, typ gguf.TensorType, rows, cols int, data []byte) (Tensor, error)
+}
+
 // MultiMatMul is an optional capability: MatMul of one x by several
 // weights (Q, K and V; gate and up) as one op, dsts[i] = x · ws[i]ᵀ, each
 // with the shapes MatMul asks for. A backend that splits an op's rows

@@ -157,7 +157,7 @@ func newBackend(f *gguf.File, layers int, need *MemoryNeed, opt LoadOptions) (gp
 		return g, nil
 	}
 	for _, t := range f.Tensors {
-		if len(t.Shape) == 2 {
+		if len(t.Shape) == 2 && !arch.LookupOnly(f, t.Name) {
 			if n := cpu.RepackedBytes(t.Type, int(t.Shape[1]), int(t.Shape[0])); n > 0 {
 				need.Repacked += n
 				need.RepackedFrom += t.Bytes

@@ -172,6 +172,17 @@ var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 // without copying it; Q4_0, Q4_K, Q8_0 and F16 weights also get a repacked
 // copy for the SIMD kernels (repack.go).
 func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data []byte) (gpu.Tensor, error) {
+	return b.weight(name, typ, rows, cols, data, true)
+}
+
+// LookupWeight is Weight without the repacked copy: for a weight only
+// Embed reads (its rows, in the GGUF encoding), such as untied token
+// embeddings, which a copy would only double in memory.
+func (b *Backend) LookupWeight(name string, typ gguf.TensorType, rows, cols int, data []byte) (gpu.Tensor, error) {
+	return b.weight(name, typ, rows, cols, data, false)
+}
+
+func (b *Backend) weight(name string, typ gguf.TensorType, rows, cols int, data []byte, repack bool) (gpu.Tensor, error) {
 	if !gguf.CanDequantize(typ) {
 		return nil, fmt.Errorf("%w: cpu: weight %s has type %v, which folio cannot compute with; use a model quantized to F16, Q8_0, Q4_K or Q6_K",
 			gpu.ErrUnsupported, name, typ)
@@ -188,7 +199,7 @@ func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data 
 	if typ == gguf.TypeF32 && littleEndian && uintptr(unsafe.Pointer(&data[0]))%4 == 0 {
 		t.f32 = unsafe.Slice((*float32)(unsafe.Pointer(&data[0])), rows*cols)
 	}
-	if kind, ok := packedKind(typ, b.level); ok {
+	if kind, ok := packedKind(typ, b.level); ok && repack {
 		n := packedSize(kind, rows, cols)
 		if ram := physicalMemory(); ram > 0 && n > ram {
 			return nil, fmt.Errorf("%w: cpu: weight %s: its repacked copy takes %d bytes, more than this machine's %d",

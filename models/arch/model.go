@@ -283,7 +283,11 @@ func (ld *loader) weight(name string, rows, cols int) gpu.Tensor {
 	if cols%t.Type.BlockSize() != 0 {
 		return fail("rows of %d elements are not whole %v blocks", cols, t.Type)
 	}
-	w, err := ld.be.Weight(name, t.Type, rows, cols, ld.f.TensorData(t))
+	load := ld.be.Weight
+	if lw, ok := ld.be.(gpu.LookupWeighter); ok && LookupOnly(ld.f, name) {
+		load = lw.LookupWeight
+	}
+	w, err := load(name, t.Type, rows, cols, ld.f.TensorData(t))
 	if err != nil {
 		ld.err = fmt.Errorf("loading %s: %w", name, err)
 		return nil
@@ -295,6 +299,18 @@ func (ld *loader) weight(name string, rows, cols int) gpu.Tensor {
 		ld.f.Release(t)
 	}
 	return w
+}
+
+// LookupOnly reports whether f's tensor name is only looked up by rows
+// (Embed), never multiplied: the token embeddings of a model with its own
+// output matrix. Backends keep such a weight without a kernel's copy
+// (gpu.LookupWeighter), and memory checks count none.
+func LookupOnly(f *gguf.File, name string) bool {
+	if name != "token_embd.weight" {
+		return false
+	}
+	_, untied := f.Tensor("output.weight")
+	return untied
 }
 
 // optional loads name if the file has it, else returns nil.
