@@ -81,6 +81,7 @@ type Engine struct {
 	order       uint64          // last admission order handed out
 	logits      []float32       // [MaxSeqs, Vocab] host copy of a step's logits
 	greedy      []int32         // a greedy step's tokens, one per sampled row (greedyOnly)
+	argmaxer    gpu.ArgMaxer    // the backend's, nil when it has none
 	argmaxSteps int             // steps that sampled through the backend's ArgMax
 	plan        paged.Plan
 	// wantBlocks is how many blocks a prefill chunk lacked in the last
@@ -127,6 +128,7 @@ func NewEngine(m *Model, opt EngineOptions) (*Engine, error) {
 	e := &Engine{m: m, opt: opt, pm: pm, in: make(chan *request, 256), calls: make(chan func()),
 		quit: make(chan struct{}), done: make(chan struct{}),
 		logits: make([]float32, opt.MaxSeqs*m.Arch.Vocab)}
+	e.argmaxer, _ = m.Arch.Backend().(gpu.ArgMaxer)
 	if opt.Store != nil {
 		bio, ok := m.Arch.Backend().(gpu.BlockIO)
 		if !ok {

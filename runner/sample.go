@@ -82,7 +82,7 @@ func NewSampler(opt SampleOptions) *Sampler {
 // modified.
 func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 	o := &s.opt
-	if o.Temperature == 0 && !o.penalizes() { // greedy: no candidates to build
+	if o.greedy() { // no candidates to build
 		return int32(gpu.ArgMax(logits))
 	}
 	s.cand = s.cand[:0]
@@ -195,6 +195,10 @@ func (s *Sampler) argmax() int32 {
 	}
 	return best.id
 }
+
+// greedy reports whether the token is the largest logit's index and
+// nothing changes the logits first: greedy, no penalty.
+func (o *SampleOptions) greedy() bool { return o.Temperature == 0 && !o.penalizes() }
 
 // penalizes reports whether any of the penalties is on.
 func (o *SampleOptions) penalizes() bool {

@@ -58,7 +58,7 @@ func (e *Engine) step() {
 	if len(e.outRows) > 0 {
 		if greedy {
 			e.greedy = slices.Grow(e.greedy[:0], len(e.outRows))[:len(e.outRows)]
-			e.m.Arch.Backend().(gpu.ArgMaxer).ArgMax(e.greedy, out)
+			e.argmaxer.ArgMax(e.greedy, out)
 			e.argmaxSteps++
 		} else {
 			e.m.Arch.Backend().Download(e.logits[:len(e.outRows)*vocab], out)
@@ -91,11 +91,12 @@ func (e *Engine) step() {
 }
 
 // greedyOnly reports whether every sequence sampling this step takes the
-// largest logit and nothing else needs the logits (no penalties, format,
-// logprobs or forks), on a backend that finds it itself (gpu.ArgMaxer):
-// then the step asks it for the indices and copies no logits out.
+// largest logit and nothing else needs the logits (no penalties, format
+// or logprobs; forks of a greedy sequence take the same token), on a
+// backend that finds it itself (gpu.ArgMaxer): then the step asks it for
+// the indices and copies no logits out.
 func (e *Engine) greedyOnly() bool {
-	if _, ok := e.m.Arch.Backend().(gpu.ArgMaxer); !ok {
+	if e.argmaxer == nil {
 		return false
 	}
 	for _, c := range e.chunks {

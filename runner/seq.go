@@ -185,6 +185,5 @@ func logprobs(logits []float32, tok int32, k int) *TokenLogprob {
 // greedyOnly reports whether s's next token is the index of its largest
 // logit and nothing else reads the logits (Engine.greedyOnly).
 func (s *sequence) greedyOnly() bool {
-	o := &s.sampler.opt
-	return o.Temperature == 0 && !o.penalizes() && s.grammar == nil && !s.req.Logprobs && s.req.TopLogprobs == 0
+	return s.sampler.opt.greedy() && s.grammar == nil && !s.req.Logprobs && s.req.TopLogprobs == 0
 }

@@ -11,10 +11,7 @@ import (
 func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
 	cd, cx, cw := b.tensor(dst), b.tensor(x), b.tensor(w)
 	n, k, m := cx.rows, cx.cols, cw.rows
-	if cw.cols != k {
-		panic(fmt.Sprintf("cpu: MatMul: x %v and w %v differ in k", cx, cw))
-	}
-	checkShape("MatMul", "dst", cd, n, m)
+	checkMatMul("MatMul", cd, cx, cw)
 	if kind, ok := kernelFor(cw.typ, b.level); ok {
 		b.f32(x) // x must be F32 in place: the SIMD path quantizes cx.f32
 		b.matmulSIMD(kind, cd, cx, cw)
@@ -60,13 +57,19 @@ func (b *Backend) MatMuls(dsts []gpu.Tensor, x gpu.Tensor, ws []gpu.Tensor) {
 	b.mmParts = b.mmParts[:0]
 	for i, w := range ws {
 		cd, cw := b.tensor(dsts[i]), b.tensor(w)
-		if cw.cols != cx.cols {
-			panic(fmt.Sprintf("cpu: MatMuls: x %v and w %v differ in k", cx, cw))
-		}
-		checkShape("MatMuls", "dst", cd, cx.rows, cw.rows)
+		checkMatMul("MatMuls", cd, cx, cw)
 		b.mmParts = append(b.mmParts, mmPart{w: cw, dst: cd})
 	}
 	b.matmulsSIMD(kind, cx)
+}
+
+// checkMatMul panics, naming op, unless w is as wide as x and dst is
+// [x.rows, w.rows].
+func checkMatMul(op string, dst, x, w *Tensor) {
+	if w.cols != x.cols {
+		panic(fmt.Sprintf("cpu: %s: x %v and w %v differ in k", op, x, w))
+	}
+	checkShape(op, "dst", dst, x.rows, w.rows)
 }
 
 const (

@@ -35,13 +35,12 @@ func (b *Backend) matmulsSIMD(kind kernelKind, xt *Tensor) {
 	if n > 2*xTile {
 		t.nTile = xTile
 	}
-	rowBytes := 0
 	for i := range t.parts {
 		p := &t.parts[i]
 		p.g0 = t.wGroups
 		t.wGroups += (p.w.rows + simdWRows - 1) / simdWRows
-		rowBytes = max(rowBytes, p.w.rowBytes)
 	}
+	rowBytes := t.parts[0].w.rowBytes // one kind and width: every part's
 	units := (n + t.nTile - 1) / t.nTile * t.wGroups
 	// A unit's cost is in the pool's units (minChunkCost is the least worth
 	// a thread): a chunk reads at least minChunkBytes of weights per

@@ -296,19 +296,15 @@ type ropeTask struct {
 	level simdLevel
 }
 
-// simd reports whether the C kernel rotates: Llama's adjacent pairs at
-// AVX-512 (NeoX's halves stay in Go).
+// simd reports whether the C kernels rotate (Llama's adjacent pairs and
+// NeoX's halves, at AVX-512).
 func (t *ropeTask) simd() bool { return t.level == levelAVX512 }
 
 // run rotates rows lo … hi-1 by their angles.
 func (t *ropeTask) run(_ *worker, lo, hi int) {
 	r := t.r
-	if t.simd() && r.Neox {
-		ropeNeoxX(t.cs[lo*r.Dims:hi*r.Dims], t.x[lo*t.c:hi*t.c], t.c, r.HeadDim, r.Dims)
-		return
-	}
 	if t.simd() {
-		ropePairsX(t.cs[lo*r.Dims:hi*r.Dims], t.x[lo*t.c:hi*t.c], t.c, r.HeadDim, r.Dims)
+		ropeX(r.Neox, t.cs[lo*r.Dims:hi*r.Dims], t.x[lo*t.c:hi*t.c], t.c, r.HeadDim, r.Dims)
 		return
 	}
 	half := r.Dims / 2

@@ -4,7 +4,6 @@ package cpu
 
 // #cgo CFLAGS: -O3
 // #include "simd.h"
-// int64_t folio_argmax(const float *x, int64_t n);
 import "C"
 
 import (
@@ -91,21 +90,18 @@ func siluMulX(l simdLevel, gate, up, dst []float32) {
 		(*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(n))
 }
 
-// ropePairsX rotates the rows of x (c elements each) by adjacent pairs,
-// their angles in cs (dims floats a row). AVX-512 only. One cgo call.
-func ropePairsX(cs, x []float32, c, hd, dims int) {
+// ropeX rotates the rows of x (c elements each) by their angles in cs:
+// each hd-element head's first dims elements, by adjacent pairs (2i,
+// 2i+1), or by NeoX's (i, i + dims/2). One cgo call.
+func ropeX(neox bool, cs, x []float32, c, hd, dims int) {
 	n := len(x) / c
 	_ = cs[n*dims-1]
-	C.folio_rope_pairs((*C.float)(unsafe.Pointer(&cs[0])), (*C.float)(unsafe.Pointer(&x[0])), C.int64_t(n), C.int64_t(c),
-		C.int(hd), C.int(dims))
-}
-
-// ropeNeoxX is ropePairsX for NeoX's pairs (i, i + dims/2). One cgo call.
-func ropeNeoxX(cs, x []float32, c, hd, dims int) {
-	n := len(x) / c
-	_ = cs[n*dims-1]
-	C.folio_rope_neox((*C.float)(unsafe.Pointer(&cs[0])), (*C.float)(unsafe.Pointer(&x[0])), C.int64_t(n), C.int64_t(c),
-		C.int(hd), C.int(dims))
+	pcs, px := (*C.float)(unsafe.Pointer(&cs[0])), (*C.float)(unsafe.Pointer(&x[0]))
+	if neox {
+		C.folio_rope_neox(pcs, px, C.int64_t(n), C.int64_t(c), C.int(hd), C.int(dims))
+		return
+	}
+	C.folio_rope_pairs(pcs, px, C.int64_t(n), C.int64_t(c), C.int(hd), C.int(dims))
 }
 
 // rmsNormX normalizes len(y)/g runs of g elements of x into y (which may

@@ -37,11 +37,7 @@ func siluMulX(simdLevel, []float32, []float32, []float32) {
 	panic("cpu: SIMD kernels are not built in")
 }
 
-func ropePairsX([]float32, []float32, int, int, int) {
-	panic("cpu: SIMD kernels are not built in")
-}
-
-func ropeNeoxX([]float32, []float32, int, int, int) {
+func ropeX(bool, []float32, []float32, int, int, int) {
 	panic("cpu: SIMD kernels are not built in")
 }
 

@@ -77,7 +77,7 @@ func Load(f *gguf.File, be gpu.Backend, opt Options) (*Model, error) {
 	}
 	m := &Model{Config: *cfg, be: be, maxRows: opt.MaxRows, maxOut: opt.MaxOut}
 	ld := &loader{f: f, be: be}
-	m.tokEmbd = ld.weight("token_embd.weight", cfg.Vocab, cfg.Dim)
+	m.tokEmbd = ld.weight(tokEmbdName, cfg.Vocab, cfg.Dim)
 	m.outNorm = ld.weight("output_norm.weight", 1, cfg.Dim)
 	m.output = m.tokEmbd
 	if _, ok := f.Tensor("output.weight"); ok {
@@ -295,18 +295,21 @@ func (ld *loader) weight(name string, rows, cols int) gpu.Tensor {
 	// A weight the backend repacked is not read again (Embed reads the
 	// token embeddings' rows, so they stay): its file pages leave the
 	// process's memory, which otherwise held the weights twice.
-	if r, ok := w.(interface{ Repacked() bool }); ok && r.Repacked() && name != "token_embd.weight" {
+	if r, ok := w.(interface{ Repacked() bool }); ok && r.Repacked() && name != tokEmbdName {
 		ld.f.Release(t)
 	}
 	return w
 }
+
+// tokEmbdName is the token embeddings' tensor, which Embed reads by rows.
+const tokEmbdName = "token_embd.weight"
 
 // LookupOnly reports whether f's tensor name is only looked up by rows
 // (Embed), never multiplied: the token embeddings of a model with its own
 // output matrix. Backends keep such a weight without a kernel's copy
 // (gpu.LookupWeighter), and memory checks count none.
 func LookupOnly(f *gguf.File, name string) bool {
-	if name != "token_embd.weight" {
+	if name != tokEmbdName {
 		return false
 	}
 	_, untied := f.Tensor("output.weight")
