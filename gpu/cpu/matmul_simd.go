@@ -49,7 +49,12 @@ func (b *Backend) matmulsSIMD(kind kernelKind, xt *Tensor) {
 	// A unit's cost is in the pool's units (minChunkCost is the least worth
 	// a thread): a chunk reads at least minChunkBytes of weights per
 	// activation row, a few microseconds of streaming from memory.
-	b.pool.run(t, units, max(1, minChunkCost*simdWRows*rowBytes*t.nTile/minChunkBytes))
+	cost := max(1, minChunkCost*simdWRows*rowBytes*t.nTile/minChunkBytes)
+	if n > fineRows {
+		b.pool.runFine(t, units, cost)
+	} else {
+		b.pool.run(t, units, cost)
+	}
 	*t = simdMatmulTask{}
 	b.xqOf = xqKey{x: xt, kind: kind, ops: b.pool.ops}
 	for _, p := range b.mmParts {
@@ -68,6 +73,11 @@ type xqKey struct {
 	kind kernelKind
 	ops  uint64
 }
+
+// fineRows is the most activation rows of a MatMul whose units go out in
+// the pool's plain guided chunks; taller ones (prefill, and decode steps
+// with a prompt's chunk) take runFine's smaller ones.
+const fineRows = 32
 
 // simdWRows is the weight rows of one unit of a SIMD MatMul: a multiple of
 // packRows, so that a unit starts at a packed group.

@@ -67,7 +67,7 @@ type pool struct {
 	t     task
 	units int
 	chunk int
-	each  bool         // chunks of p.chunk units, not guided
+	sched schedule     // how chunks are sized
 	next  atomic.Int64 // the next unit to hand out
 
 	epoch   atomic.Uint64 // ops published so far
@@ -191,10 +191,13 @@ func (p *pool) helper(i int, w *worker) {
 // takes 1/n of what is left (at least p.chunk units), so that the first
 // ones are long runs of rows (weights stream from memory best that way)
 // and the last ones short, which balances the threads at the end. With
-// p.each, every chunk is p.chunk units.
+// schedEach, every chunk is p.chunk units; with schedFine, 1/(2n).
 func (p *pool) work(w *worker) {
 	n := int64(len(p.workers))
-	if p.each {
+	switch p.sched {
+	case schedFine:
+		n *= 2
+	case schedEach:
 		n = math.MaxInt32
 	}
 	for {
@@ -217,7 +220,17 @@ func (p *pool) work(w *worker) {
 // minChunkCost of it, and an op of one such chunk runs on the calling
 // goroutine alone.
 func (p *pool) run(t task, units, unitCost int) {
-	p.dispatch(t, units, unitCost, false)
+	p.dispatch(t, units, unitCost, schedGuided)
+}
+
+// runFine is run with guided chunks of 1/(2n) of what is left: for ops of
+// long units (a MatMul of many activation rows), where a thread that
+// starts late (the activations a core away, a helper just woken) still
+// holds a big chunk when the other runs out, which left the caller
+// waiting a fifth of such ops. Decode's short MatMuls keep run: smaller
+// chunks there cost more in starts than they saved.
+func (p *pool) runFine(t task, units, unitCost int) {
+	p.dispatch(t, units, unitCost, schedFine)
 }
 
 // runEach is run with every chunk the least it may hold (a single unit
@@ -226,10 +239,19 @@ func (p *pool) run(t task, units, unitCost int) {
 // lengths), where a guided chunk of the first half could leave one thread
 // working alone at the end.
 func (p *pool) runEach(t task, units, unitCost int) {
-	p.dispatch(t, units, unitCost, true)
+	p.dispatch(t, units, unitCost, schedEach)
 }
 
-func (p *pool) dispatch(t task, units, unitCost int, each bool) {
+// schedule is how a pool sizes an op's chunks.
+type schedule uint8
+
+const (
+	schedGuided schedule = iota // 1/n of what is left, at least p.chunk
+	schedFine                   // 1/(2n) of what is left, at least p.chunk
+	schedEach                   // p.chunk units
+)
+
+func (p *pool) dispatch(t task, units, unitCost int, sched schedule) {
 	p.ops++
 	if units <= 0 {
 		return
@@ -245,7 +267,7 @@ func (p *pool) dispatch(t task, units, unitCost int, each bool) {
 		t.run(p.workers[0], 0, units)
 		return
 	}
-	p.t, p.units, p.chunk, p.each = t, units, chunk, each
+	p.t, p.units, p.chunk, p.sched = t, units, chunk, sched
 	p.next.Store(0)
 	p.pending.Store(int32(n - 1))
 	p.started.Store(false)
