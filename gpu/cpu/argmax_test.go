@@ -48,3 +48,23 @@ func TestArgMax(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkArgMax is a serving step's greedy sampling: 16 rows of a
+// 49,152-token vocabulary, at each level (scalar: gpu.ArgMax in Go).
+func BenchmarkArgMax(b *testing.B) {
+	r := rand.New(rand.NewPCG(82, 83))
+	const rows, cols = 16, 49152
+	x := randFloats(r, rows*cols, 1)
+	for _, l := range supportedLevels() {
+		b.Run(l.String(), func(b *testing.B) {
+			be := newTestBackend(b)
+			be.level = l
+			src := newAct(b, be, rows, cols, x)
+			dst := make([]int32, rows)
+			b.SetBytes(4 * rows * cols)
+			for b.Loop() {
+				be.ArgMax(dst, src)
+			}
+		})
+	}
+}

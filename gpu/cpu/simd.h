@@ -93,7 +93,7 @@ void folio_softmax(int level, float *x, int64_t n, int64_t c);
 void folio_silu_mul(int level, const float *gate, const float *up, float *dst, int64_t n);
 void folio_rope_pairs(const float *cs, float *x, int64_t n, int64_t c, int hd, int dims);
 void folio_rope_neox(const float *cs, float *x, int64_t n, int64_t c, int hd, int dims);
-int64_t folio_argmax(const float *x, int64_t n);
+int64_t folio_argmax(int level, const float *x, int64_t n);
 void folio_write_kv_f16(const float *k, const float *v, int n, const int32_t *slots, uint16_t *kd, uint16_t *vd,
                         int bs, int kvheads, int d);
 AVX512 __m512 exp512(__m512 x);

@@ -23,12 +23,12 @@ func quantizeX(kind kernelKind, x []float32, xstride, n, k int, out []byte, ostr
 		(*C.uint8_t)(unsafe.Pointer(&out[0])), C.int64_t(ostride))
 }
 
-// argmaxX is gpu.ArgMax of x, one cgo call at AVX-512.
+// argmaxX is gpu.ArgMax of x, one cgo call at AVX2 and AVX-512.
 func argmaxX(l simdLevel, x []float32) int {
-	if l < levelAVX512 || len(x) == 0 {
+	if l < levelAVX2 || len(x) == 0 {
 		return gpu.ArgMax(x)
 	}
-	return int(C.folio_argmax((*C.float)(unsafe.Pointer(&x[0])), C.int64_t(len(x))))
+	return int(C.folio_argmax(C.int(l), (*C.float)(unsafe.Pointer(&x[0])), C.int64_t(len(x))))
 }
 
 // matmulX sets dst[i·dstride + r] = w row r · x row i for r < rows and

@@ -257,10 +257,34 @@ AVX512 void folio_rope_neox(const float *cs, float *x, int64_t n, int64_t c, int
 	}
 }
 
+// argmax_finish combines the lanes' maxima ms and their first indices is
+// (-1: nothing beat -Inf) with x[0], which wins when nothing beats it, then
+// scans the tail from i, past every lane's index.
+static int64_t argmax_finish(const float *x, int64_t n, const float *ms, const int32_t *is, int lanes, int64_t i) {
+	if (n == 0)
+		return 0;
+	float best = x[0];
+	int64_t bi = 0;
+	for (int l = 0; l < lanes; l++) {
+		if (is[l] >= 0 && (ms[l] > best || (ms[l] == best && is[l] < bi))) {
+			best = ms[l];
+			bi = is[l];
+		}
+	}
+	for (; i < n; i++) {
+		if (x[i] > best) {
+			best = x[i];
+			bi = i;
+		}
+	}
+	return bi;
+}
+
 // folio_argmax returns the index of the largest of x[0 … n-1] as gpu.ArgMax
 // defines it: the first of equals, a NaN never larger (compares are
 // ordered), 0 when x[0] is a NaN or nothing is larger than it. Two sets of
-// 16 running maxima, each with its first index, are combined at the end.
+// 16 running maxima, each with its first index, are combined at the end
+// (argmax512 at AVX-512, argmax256 at AVX2).
 static AVX512 int64_t argmax512(const float *x, int64_t n) {
 	__m512 m0 = _mm512_set1_ps(-__builtin_inff()), m1 = m0;
 	__m512i i0 = _mm512_set1_epi32(-1), i1 = i0;
@@ -284,22 +308,36 @@ static AVX512 int64_t argmax512(const float *x, int64_t n) {
 	_mm512_storeu_ps(ms + 16, m1);
 	_mm512_storeu_si512(is, i0);
 	_mm512_storeu_si512(is + 16, i1);
-	if (n == 0) return 0;
-	float best = x[0];
-	int64_t bi = 0;
-	for (int l = 0; l < 32; l++) {
-		if (is[l] >= 0 && (ms[l] > best || (ms[l] == best && is[l] < bi))) {
-			best = ms[l];
-			bi = is[l];
-		}
-	}
-	for (; i < n; i++) { // the tail, after every lane's index
-		if (x[i] > best) {
-			best = x[i];
-			bi = i;
-		}
-	}
-	return bi;
+	return argmax_finish(x, n, ms, is, 32, i);
 }
 
-int64_t folio_argmax(const float *x, int64_t n) { return argmax512(x, n); }
+// argmax256 is argmax512 with two sets of 8 running maxima (AVX2's
+// compares give lane masks, which select by blend).
+static AVX2 int64_t argmax256(const float *x, int64_t n) {
+	__m256 m0 = _mm256_set1_ps(-__builtin_inff()), m1 = m0;
+	__m256i i0 = _mm256_set1_epi32(-1), i1 = i0;
+	__m256i c0 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), c1 = _mm256_add_epi32(c0, _mm256_set1_epi32(8));
+	const __m256i step = _mm256_set1_epi32(16);
+	int64_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+		__m256 g0 = _mm256_cmp_ps(v0, m0, _CMP_GT_OQ), g1 = _mm256_cmp_ps(v1, m1, _CMP_GT_OQ);
+		m0 = _mm256_blendv_ps(m0, v0, g0);
+		m1 = _mm256_blendv_ps(m1, v1, g1);
+		i0 = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(i0), _mm256_castsi256_ps(c0), g0));
+		i1 = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(i1), _mm256_castsi256_ps(c1), g1));
+		c0 = _mm256_add_epi32(c0, step);
+		c1 = _mm256_add_epi32(c1, step);
+	}
+	float ms[16];
+	int32_t is[16];
+	_mm256_storeu_ps(ms, m0);
+	_mm256_storeu_ps(ms + 8, m1);
+	_mm256_storeu_si256((__m256i *)is, i0);
+	_mm256_storeu_si256((__m256i *)(is + 8), i1);
+	return argmax_finish(x, n, ms, is, 16, i);
+}
+
+int64_t folio_argmax(int level, const float *x, int64_t n) {
+	return level == LEVEL_AVX512 ? argmax512(x, n) : argmax256(x, n);
+}
