@@ -260,7 +260,7 @@ func (o *Options) storeStream(r io.Reader, want string) (string, int64, error) {
 	defer os.Remove(tmp.Name()) // fails harmlessly once renamed
 	defer tmp.Close()
 	h := sha256.New()
-	n, err := io.CopyBuffer(io.MultiWriter(tmp, h), r, make([]byte, 4<<20))
+	n, err := io.CopyBuffer(io.MultiWriter(&reserveWriter{w: tmp, dir: dir, reserve: o.DiskReserve}, h), r, make([]byte, 4<<20))
 	if err != nil {
 		return "", n, err
 	}

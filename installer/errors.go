@@ -36,7 +36,8 @@ func newStatusError(resp *http.Response) *statusError {
 	return &statusError{URL: resp.Request.URL.Redacted(), Code: resp.StatusCode, Body: strings.TrimSpace(string(b))}
 }
 
-// ErrDiskFull is wrapped when a pull runs out of disk space.
+// ErrDiskFull is wrapped when a pull runs out of disk space, or an upload
+// or import would leave less than Options.DiskReserve free.
 var ErrDiskFull = errors.New("installer: the disk is full")
 
 // diskError is a failure to write the partial file: never retried. A full

@@ -41,6 +41,11 @@ type Options struct {
 	Retries       int           // tries in a row without progress before giving up; 0: 8
 	SaveEvery     time.Duration // how often the resume record is written; 0: 1 s
 	ProgressEvery time.Duration // how often progress is reported; 0: 100 ms
+	// DiskReserve is the free space an upload or import into blobs/ leaves
+	// on the disk at the least (SQLite's journals and the persisted K/V
+	// need room too): past it the write stops with ErrDiskFull and keeps
+	// nothing. 0: 256 MiB; negative: none.
+	DiskReserve int64
 }
 
 // Progress is one progress message, as Ollama's /api/pull streams them:
@@ -88,6 +93,9 @@ func (o Options) withDefaults() (*Options, error) {
 	}
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = 100 * time.Millisecond
+	}
+	if o.DiskReserve == 0 {
+		o.DiskReserve = 256 << 20
 	}
 	return &o, nil
 }

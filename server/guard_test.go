@@ -223,6 +223,26 @@ func TestBodyLimit(t *testing.T) {
 	}
 }
 
+// TestUploadDiskReserve: a blob upload that would leave less free disk
+// than the installer keeps gets 507, saying what to do, and is not kept.
+func TestUploadDiskReserve(t *testing.T) {
+	reg, st, _, home := tinyHome(t)
+	srv := server.New(server.Config{Registry: reg, Version: "test",
+		Install: &installer.Options{Home: home, Store: st, DiskReserve: 1 << 62}})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	blob := []byte("a blob no disk has room for")
+	sum := sha256.Sum256(blob)
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	status, _, msg := call(t, "POST", hs.URL+"/api/blobs/"+digest, string(blob), nil)
+	if status != http.StatusInsufficientStorage || !strings.Contains(msg, "free disk space") || !strings.Contains(msg, "FOLIO_HOME") {
+		t.Fatalf("status %d %q, want 507 saying to free disk space", status, msg)
+	}
+	if installer.HasBlob(home, digest) {
+		t.Fatal("the refused blob was kept")
+	}
+}
+
 // TestNoArbitraryFiles: names and digests that would build a path out of
 // the home are refused, and a model name that is a file opens only a
 // .gguf file, and only for a client on this machine.

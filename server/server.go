@@ -161,7 +161,7 @@ func statusOf(err error) int {
 		return http.StatusNotImplemented
 	case errors.Is(err, errUpstream):
 		return http.StatusBadGateway
-	case errors.Is(err, runner.ErrNoMemory), errors.Is(err, gpu.ErrOutOfMemory):
+	case errors.Is(err, runner.ErrNoMemory), errors.Is(err, gpu.ErrOutOfMemory), errors.Is(err, installer.ErrDiskFull):
 		return http.StatusInsufficientStorage
 	case errors.Is(err, arch.ErrModel), errors.Is(err, gguf.ErrFormat), errors.Is(err, tokenizer.ErrVocab):
 		return http.StatusUnprocessableEntity

@@ -4,6 +4,6 @@ package store
 
 import "errors"
 
-func freeBytes(dir string) (int64, error) {
+func FreeBytes(dir string) (int64, error) {
 	return 0, errors.New("store: free disk space is not known on this platform")
 }

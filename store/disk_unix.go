@@ -4,8 +4,8 @@ package store
 
 import "syscall"
 
-// freeBytes is the disk space available to an unprivileged user at dir.
-func freeBytes(dir string) (int64, error) {
+// FreeBytes is the disk space available to an unprivileged user at dir.
+func FreeBytes(dir string) (int64, error) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return 0, err

@@ -296,7 +296,7 @@ func TestQueueFullDrops(t *testing.T) {
 
 func TestDefaultBudget(t *testing.T) {
 	s := openTest(t, "", Options{})
-	free, err := freeBytes(s.home)
+	free, err := FreeBytes(s.home)
 	if err != nil {
 		t.Skip(err)
 	}

@@ -208,7 +208,7 @@ func (s *Store) openKVFile(path string) (err error) {
 
 // defaultBudget is min(10% of (free disk + the cache's file), 20 GB).
 func (s *Store) defaultBudget(path string) int64 {
-	free, err := freeBytes(s.home)
+	free, err := FreeBytes(s.home)
 	if err != nil {
 		s.log.Warn("store: free disk space unknown; persisted K/V budget set to 2 GB (set FOLIO_KV_STORE_MAX to change it)", "err", err)
 		return fallbackKV
