@@ -10,7 +10,9 @@
 #   - folio bench extraction: an 8,000-token document, 20 questions, 4 at a
 #     time, on the tiny synthetic model with a 16k context (smollm-135m would
 #     take over an hour without the prefix cache on 2 cores);
-#   - llamaref cbench: pp512 and tg128 of smollm-135m with 2 threads and 1.
+#   - llamaref cbench: pp512 and tg128 of smollm-135m with 2 threads and 1;
+#   - llama.cpp batching 16 sequences against 1 on the same file
+#     (bench/llamacpp-batch.sh), the reference for bench serve's ratio.
 # Prints the JSON of each, with the load average before each step.
 # Usage: [RT=1] bench/engine.sh [WORKDIR]   (20 to 25 minutes on 2 idle
 # cores; the extraction without the prefix cache is most of it). RT=1 runs
@@ -54,4 +56,6 @@ for threads in 2 1; do
   "${sched[@]}" "$llamaref" cbench "$smollm" --threads $threads --pp 512 --tg 128 --reps 3 2>/dev/null |
     jq -c '{pp512_tps: .pp_tokens_per_s, tg128_tps: .tg_tokens_per_s, cpu_backend: .versions.cpu_backend}'
 done
+step "llama.cpp batched decoding, smollm-135m Q8_0, 16 sequences against 1 (prompt 64, 136 steps)"
+RT=${RT:-0} bench/llamacpp-batch.sh "$smollm" 16 64 136 2 3
 step "done"
