@@ -230,11 +230,18 @@ func (e *Engine) do(f func()) error {
 	}
 }
 
-// DropPrefixCache evicts every cached prefix no sequence uses and returns
-// the number of blocks freed.
+// DropPrefixCache lets go of cancelled requests, as the next step would
+// first, then evicts every cached prefix no sequence uses, and returns the
+// number of blocks evicted. A caller whose clients hung up finds their
+// blocks free, not held until a step runs (the soak's quiet points).
 func (e *Engine) DropPrefixCache() (freed int) {
-	e.do(func() { freed = e.pm.Radix().Evict(e.pm.NumBlocks()) })
+	e.do(func() { freed = e.dropPrefixCache() })
 	return freed
+}
+
+func (e *Engine) dropPrefixCache() int {
+	e.reap()
+	return e.pm.Radix().Evict(e.pm.NumBlocks())
 }
 
 // CachedTokens is how many tokens the in-memory prefix cache holds.

@@ -194,6 +194,41 @@ func TestEngineCancelReturnsBlocks(t *testing.T) {
 	}
 }
 
+// TestEngineDropReapsCancelled: a request cancelled between two steps
+// (its client gone, no step since) holds no blocks once DropPrefixCache
+// has run: an HTTP client that hung up does not wait for the engine's
+// next step, and the soak's quiet point counted its blocks as leaked.
+func TestEngineDropReapsCancelled(t *testing.T) {
+	m := tinyModel(t, LoadOptions{NumCtx: 512})
+	e := newEngine(t, m, EngineOptions{})
+	start := e.FreeBlocks()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := e.Submit(ctx, Request{Prompt: promptOf(40, 7), Sample: SampleOptions{RepeatPenalty: 1}, NumPredict: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev, ok := st.Recv(context.Background()); !ok || ev.Done {
+		t.Fatalf("the request ended before its first token: %+v", ev)
+	}
+	var running, free int
+	e.do(func() { // between steps: cancel, then drop at once
+		running = len(e.running)
+		cancel()
+		e.dropPrefixCache()
+		free = e.pm.FreeBlocks()
+	})
+	if running != 1 {
+		t.Fatalf("%d sequences running when cancelled, want 1: the test does not test what it says", running)
+	}
+	if free != start {
+		t.Errorf("free blocks %d right after the cancel and the drop, want the starting %d", free, start)
+	}
+	if res := collect(t, st, 1); !errors.Is(res.err, context.Canceled) {
+		t.Errorf("the cancelled request ended with %v", res.err)
+	}
+}
+
 // TestEngineParallelSampling: n=4 computes a 1,000-token prompt once; the
 // samples share its full blocks and each has its own last block; child i
 // samples with seed+i.
