@@ -13,16 +13,9 @@ model=${1:?usage: bench/llamacpp-batch.sh MODEL.gguf [SEQS PROMPT GEN THREADS RE
 seqs=${2:-16} prompt=${3:-64} gen=${4:-136} threads=${5:-2} reps=${6:-3}
 sched=()
 [ "${RT:-0}" = 1 ] && sched=(chrt -f 10)
-ref=../shared/tools/llamaref
-home=${LLAMAREF_HOME:-$HOME/.cache/llamaref}
-"$ref/llamaref" version >/dev/null # installs llama.cpp's libraries on first use
-libdir="$home/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
-lib=$(cd "$libdir" && ls libllama.v*.so | head -n1)
-ggml=$(cd "$libdir" && ls libggml.v*.so | head -n1)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-${CC:-cc} -O2 -std=c11 -o "$work/batchbench" bench/llamacpp/batchbench.c -I"$home/include" \
-  -L"$libdir" -l:"$lib" -l:"$ggml" -l:libggml-base.so -Wl,-rpath,"$libdir" -ldl
+libdir=$(bench/llamacpp/build.sh bench/llamacpp/batchbench.c "$work/batchbench")
 one=$("${sched[@]}" "$work/batchbench" "$libdir" "$model" 1 "$prompt" "$gen" "$threads" "$reps")
 many=$("${sched[@]}" "$work/batchbench" "$libdir" "$model" "$seqs" "$prompt" "$gen" "$threads" "$reps")
 echo "$one"

@@ -5,16 +5,9 @@
 # Usage: bench/tokenize.sh [VOCAB.gguf ...]   (default: the vocabs in ../shared/models)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ref=../shared/tools/llamaref
-home=${LLAMAREF_HOME:-$HOME/.cache/llamaref}
-"$ref/llamaref" version >/dev/null   # installs llama.cpp's libraries on first use
-libdir="$home/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-lib=$(cd "$libdir" && ls libllama.v*.so | head -n1)
-ggml=$(cd "$libdir" && ls libggml.v*.so | head -n1)
-${CC:-cc} -O2 -std=c11 -o "$work/tokbench" bench/llamacpp/tokbench.c -I"$home/include" \
-  -L"$libdir" -l:"$lib" -l:"$ggml" -l:libggml-base.so -Wl,-rpath,"$libdir" -ldl
+libdir=$(bench/llamacpp/build.sh bench/llamacpp/tokbench.c "$work/tokbench")
 go build -o "$work/gotokbench" ./bench/tokbench
 "$work/gotokbench" -write-text "$work/text.txt"
 

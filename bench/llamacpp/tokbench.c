@@ -8,25 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ggml-backend.h"
 #include "llama.h"
 
-static void quiet(enum ggml_log_level level, const char *text, void *user) {
-    (void)level; (void)text; (void)user;
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "common.h"
 
 int main(int argc, char **argv) {
     if (argc < 5) {

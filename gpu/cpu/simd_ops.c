@@ -280,11 +280,8 @@ static int64_t argmax_finish(const float *x, int64_t n, const float *ms, const i
 	return bi;
 }
 
-// folio_argmax returns the index of the largest of x[0 … n-1] as gpu.ArgMax
-// defines it: the first of equals, a NaN never larger (compares are
-// ordered), 0 when x[0] is a NaN or nothing is larger than it. Two sets of
-// 16 running maxima, each with its first index, are combined at the end
-// (argmax512 at AVX-512, argmax256 at AVX2).
+// argmax512 keeps two sets of 16 running maxima, each with its first
+// index, and combines them at the end.
 static AVX512 int64_t argmax512(const float *x, int64_t n) {
 	__m512 m0 = _mm512_set1_ps(-__builtin_inff()), m1 = m0;
 	__m512i i0 = _mm512_set1_epi32(-1), i1 = i0;
@@ -338,6 +335,9 @@ static AVX2 int64_t argmax256(const float *x, int64_t n) {
 	return argmax_finish(x, n, ms, is, 16, i);
 }
 
+// folio_argmax returns the index of the largest of x[0 … n-1] as gpu.ArgMax
+// defines it: the first of equals, a NaN never larger (compares are
+// ordered), 0 when x[0] is a NaN or nothing is larger than it.
 int64_t folio_argmax(int level, const float *x, int64_t n) {
 	return level == LEVEL_AVX512 ? argmax512(x, n) : argmax256(x, n);
 }
