@@ -158,6 +158,50 @@ func MatMuls(be Backend, dsts []Tensor, x Tensor, ws []Tensor) {
 	}
 }
 
+// Attend is the middle of an attention block: what AttentionBlock and
+// RunAttend take.
+type Attend struct {
+	Q, K, V  Tensor // the projections of the batch's rows; Q and K are rotated in place
+	Att, Out Tensor // attention's output, and Out = Att · Woᵀ
+	Wo       Tensor
+	KV       KVCache
+	Layer    int
+	Batch    *Batch
+	Pos      []int32 // each row's position, for rope
+	Slots    []int32 // each row's K/V slot
+	Rope     *Rope
+	Scale    float32 // of the attention scores
+}
+
+// AttentionBlock is an optional capability: Attend as one op. Its effects
+// and results are those of AttendOps. The CPU splits it by
+// sequence, so that the thread that attends a sequence's rows also rotates
+// and stores them and prepares its output for Wo: on cores far apart, the
+// rows then cross between them once instead of three times.
+type AttentionBlock interface {
+	Attend(a *Attend)
+}
+
+// RunAttend computes a through be's AttentionBlock, or with AttendOps
+// when be has none.
+func RunAttend(be Backend, a *Attend) {
+	if ab, ok := be.(AttentionBlock); ok {
+		ab.Attend(a)
+		return
+	}
+	AttendOps(be, a)
+}
+
+// AttendOps computes a as five ops of be: Rope(Q), Rope(K), WriteKV,
+// Attention and MatMul(Out, Att, Wo).
+func AttendOps(be Backend, a *Attend) {
+	be.Rope(a.Q, a.Pos, a.Rope)
+	be.Rope(a.K, a.Pos, a.Rope)
+	be.WriteKV(a.KV, a.Layer, a.K, a.V, a.Slots)
+	be.Attention(a.Att, a.Q, a.KV, a.Layer, a.Batch, a.Scale)
+	be.MatMul(a.Out, a.Att, a.Wo)
+}
+
 // BlockIO is an optional capability: copying one block's K and V, for
 // every layer, between the pool and host memory, so that blocks can be
 // persisted and restored. The bytes are in the canonical layout, the same

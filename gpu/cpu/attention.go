@@ -17,42 +17,9 @@ import (
 // float32, scaled, softmax as Softmax computes it (float64 sum), then the
 // probability-weighted sum of V in float32.
 func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *gpu.Batch, scale float32) {
-	cc, cq, cd := b.kv(c), b.tensor(q), b.tensor(dst)
-	cc.checkLayer("Attention", layer)
-	spec := cc.spec
-	d := spec.HeadDim
-	if cq.cols%d != 0 || cq.cols/d%spec.KVHeads != 0 {
-		panic(fmt.Sprintf("cpu: Attention: q %v is not a multiple of %d K/V heads of %d", cq, spec.KVHeads, d))
-	}
-	checkShape("Attention", "dst", cd, cq.rows, cq.cols)
-	if batch.BlockSize != spec.BlockSize {
-		panic(fmt.Sprintf("cpu: Attention: batch block size %d, cache block size %d", batch.BlockSize, spec.BlockSize))
-	}
-	if err := batch.Check(); err != nil {
-		panic("cpu: Attention: " + err.Error())
-	}
-	if cap(b.rowSeq) < cq.rows {
-		b.rowSeq = make([]int32, cq.rows)
-	}
-	rowSeq := b.rowSeq[:cq.rows]
-	for i := range rowSeq {
-		rowSeq[i] = -1
-	}
-	maxCtx := 0
-	for si, s := range batch.Seqs {
-		if s.Start+s.Len > cq.rows {
-			panic(fmt.Sprintf("cpu: Attention: sequence %d has rows %d … %d of a %d-row q", si, s.Start, s.Start+s.Len-1, cq.rows))
-		}
-		for _, blk := range s.Blocks[:(s.Pos+s.Len+spec.BlockSize-1)/spec.BlockSize] {
-			if blk < 0 || int(blk) >= spec.Blocks {
-				panic(fmt.Sprintf("cpu: Attention: sequence %d reads block %d of a %d-block pool", si, blk, spec.Blocks))
-			}
-		}
-		for i := range s.Len {
-			rowSeq[s.Start+i] = int32(si)
-		}
-		maxCtx = max(maxCtx, s.Pos+s.Len)
-	}
+	cc, cq := b.kv(c), b.tensor(q)
+	rowSeq, maxCtx, _ := b.attnRows(dst, q, cc, layer, batch)
+	spec, d := cc.spec, cc.spec.HeadDim
 
 	if b.level > levelScalar {
 		b.attentionSIMD(b.act(dst), b.f32(q), cq.cols, cc, layer, batch, scale, maxCtx)
@@ -78,6 +45,49 @@ func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *
 		heads: heads, group: group, hs: hs, perKV: group / hs, scale: scale}
 	b.pool.run(t, cq.rows*heads/hs, 2*d*maxCtx*hs)
 	*t = attentionTask{}
+}
+
+// attnRows checks Attention's arguments, panicking as it does, and maps
+// each row of q to its sequence (b.rowSeq, -1 for none). maxCtx is the
+// most positions a row attends to; overlap reports a row in two sequences.
+func (b *Backend) attnRows(dst, q gpu.Tensor, cc *KVCache, layer int, batch *gpu.Batch) (rowSeq []int32, maxCtx int, overlap bool) {
+	cq, cd := b.tensor(q), b.tensor(dst)
+	cc.checkLayer("Attention", layer)
+	spec := cc.spec
+	d := spec.HeadDim
+	if cq.cols%d != 0 || cq.cols/d%spec.KVHeads != 0 {
+		panic(fmt.Sprintf("cpu: Attention: q %v is not a multiple of %d K/V heads of %d", cq, spec.KVHeads, d))
+	}
+	checkShape("Attention", "dst", cd, cq.rows, cq.cols)
+	if batch.BlockSize != spec.BlockSize {
+		panic(fmt.Sprintf("cpu: Attention: batch block size %d, cache block size %d", batch.BlockSize, spec.BlockSize))
+	}
+	if err := batch.Check(); err != nil {
+		panic("cpu: Attention: " + err.Error())
+	}
+	if cap(b.rowSeq) < cq.rows {
+		b.rowSeq = make([]int32, cq.rows)
+	}
+	rowSeq = b.rowSeq[:cq.rows]
+	for i := range rowSeq {
+		rowSeq[i] = -1
+	}
+	for si, s := range batch.Seqs {
+		if s.Start+s.Len > cq.rows {
+			panic(fmt.Sprintf("cpu: Attention: sequence %d has rows %d … %d of a %d-row q", si, s.Start, s.Start+s.Len-1, cq.rows))
+		}
+		for _, blk := range s.Blocks[:(s.Pos+s.Len+spec.BlockSize-1)/spec.BlockSize] {
+			if blk < 0 || int(blk) >= spec.Blocks {
+				panic(fmt.Sprintf("cpu: Attention: sequence %d reads block %d of a %d-block pool", si, blk, spec.Blocks))
+			}
+		}
+		for i := range s.Len {
+			overlap = overlap || rowSeq[s.Start+i] >= 0
+			rowSeq[s.Start+i] = int32(si)
+		}
+		maxCtx = max(maxCtx, s.Pos+s.Len)
+	}
+	return rowSeq, maxCtx, overlap
 }
 
 type attentionTask struct {

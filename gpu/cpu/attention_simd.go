@@ -19,8 +19,24 @@ func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer i
 	group := qcols / spec.HeadDim / spec.KVHeads
 	tr := attnTileRows(group, maxCtx)
 	t := &b.attentionX
-	// The tiles, and the block tables in one slice for the kernels.
-	blocks := t.blocks[:0]
+	blocks := b.attnPlan(batch, tr)
+	*t = simdAttentionTask{level: b.level, dst: dst, q: q, qcols: qcols, c: c, layer: layer,
+		tiles: b.attnTiles, blocks: blocks, group: group, scale: scale,
+		scratch: attnScratch(tr*group, spec.HeadDim, maxCtx, bs)}
+	// The pool counts cost in the Go kernels' multiply-adds, about a
+	// nanosecond each; these kernels do some 25 in a nanosecond, so that a
+	// chunk holds a few short units (a decode step of one short sequence
+	// runs on one thread, and a unit's kernel prefetches the next's K/V).
+	b.pool.runEach(t, len(b.attnTiles)*spec.KVHeads, max(1, 2*spec.HeadDim*maxCtx*tr*group/24))
+	*t = simdAttentionTask{blocks: blocks[:0]} // kept, so that the steady state allocates nothing
+}
+
+// attnPlan fills b.attnTiles with the tiles of tr rows of batch's
+// sequences and returns their block tables in one slice (the kernels'
+// blocks, kept in b.attentionX between ops).
+func (b *Backend) attnPlan(batch *gpu.Batch, tr int) []int32 {
+	bs := batch.BlockSize
+	blocks := b.attentionX.blocks[:0]
 	b.attnTiles = b.attnTiles[:0]
 	for _, s := range batch.Seqs {
 		at := int32(len(blocks))
@@ -37,15 +53,7 @@ func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer i
 	slices.SortStableFunc(b.attnTiles, func(a, b attnTile) int {
 		return cmp.Compare(int64(b.rows)*int64(b.pos+b.rows), int64(a.rows)*int64(a.pos+a.rows))
 	})
-	*t = simdAttentionTask{level: b.level, dst: dst, q: q, qcols: qcols, c: c, layer: layer,
-		tiles: b.attnTiles, blocks: blocks, group: group, scale: scale,
-		scratch: attnScratch(tr*group, spec.HeadDim, maxCtx, bs)}
-	// The pool counts cost in the Go kernels' multiply-adds, about a
-	// nanosecond each; these kernels do some 25 in a nanosecond, so that a
-	// chunk holds a few short units (a decode step of one short sequence
-	// runs on one thread, and a unit's kernel prefetches the next's K/V).
-	b.pool.runEach(t, len(b.attnTiles)*spec.KVHeads, max(1, 2*spec.HeadDim*maxCtx*tr*group/24))
-	*t = simdAttentionTask{blocks: blocks[:0]} // kept, so that the steady state allocates nothing
+	return blocks
 }
 
 // attnTileRows is the query rows of a tile: up to 16, fewer when the

@@ -63,6 +63,7 @@ type Backend struct {
 	attention  attentionTask
 	attentionX simdAttentionTask
 	copies     copyBlocksTask
+	attend     attendTask
 
 	ropeAngles ropeAngles // Rope: the angles of the last positions rotated
 
@@ -71,6 +72,9 @@ type Backend struct {
 	mmParts   []mmPart   // MatMul(s): the weights of the op
 	xqOf      xqKey      // what xq holds
 	attnTiles []attnTile // Attention: the SIMD units' tiles of rows
+
+	attendSpans []rowSpan // Attend: the rows its first phase prepares
+	attendWhole []bool    // Attend: which tiles are their sequence's whole
 }
 
 // New starts a backend on threads threads; threads ≤ 0 means one per

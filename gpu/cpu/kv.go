@@ -126,15 +126,21 @@ func (c *KVCache) checkLayer(op string, layer int) {
 // WriteKV stores row i of k and v into layer's K and V at slot slots[i],
 // converting to the cache's type (F16 rounds to nearest even).
 func (b *Backend) WriteKV(c gpu.KVCache, layer int, k, v gpu.Tensor, slots []int32) {
-	cc, ck, cv := b.kv(c), b.tensor(k), b.tensor(v)
-	cc.checkLayer("WriteKV", layer)
-	checkShape("WriteKV", "k", ck, len(slots), cc.width)
-	checkShape("WriteKV", "v", cv, len(slots), cc.width)
-	cc.spec.CheckSlots("cpu: WriteKV", slots)
+	cc := b.kv(c)
+	b.checkWriteKV(cc, layer, k, v, slots)
 	t := &b.writekv
 	*t = writeKVTask{c: cc, layer: layer, k: b.f32(k), v: b.f32(v), slots: slots, simd: b.level > levelScalar}
 	b.pool.run(t, len(slots), elemCost(b.level, 2*cc.width))
 	*t = writeKVTask{}
+}
+
+// checkWriteKV panics, as WriteKV does, unless k and v have a row for
+// each slot of layer's cache.
+func (b *Backend) checkWriteKV(cc *KVCache, layer int, k, v gpu.Tensor, slots []int32) {
+	cc.checkLayer("WriteKV", layer)
+	checkShape("WriteKV", "k", b.tensor(k), len(slots), cc.width)
+	checkShape("WriteKV", "v", b.tensor(v), len(slots), cc.width)
+	cc.spec.CheckSlots("cpu: WriteKV", slots)
 }
 
 type writeKVTask struct {

@@ -192,6 +192,22 @@ func softmax(x []float32) {
 // position pos[i].
 func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {
 	cx := b.tensor(x)
+	checkRope(cx, pos, r)
+	if !b.ropeAngles.holds(pos, r) {
+		b.ropeAngles.compute(b, pos, r)
+	}
+	t := &b.rope
+	*t = ropeTask{x: b.act(x), c: cx.cols, r: r, cs: b.ropeAngles.cs, level: b.level}
+	cost := 2 * cx.cols
+	if t.simd() {
+		cost = elemCost(b.level, cost)
+	}
+	b.pool.run(t, cx.rows, cost)
+	*t = ropeTask{}
+}
+
+// checkRope panics, as Rope does, unless r rotates x's heads at pos.
+func checkRope(cx *Tensor, pos []int32, r *gpu.Rope) {
 	switch {
 	case r.HeadDim <= 0 || cx.cols%r.HeadDim != 0:
 		panic(fmt.Sprintf("cpu: Rope: head dim %d does not divide %v", r.HeadDim, cx))
@@ -204,17 +220,6 @@ func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {
 	case len(pos) != cx.rows:
 		panic(fmt.Sprintf("cpu: Rope: %d positions for %v", len(pos), cx))
 	}
-	if !b.ropeAngles.holds(pos, r) {
-		b.ropeAngles.compute(b, pos, r)
-	}
-	t := &b.rope
-	*t = ropeTask{x: b.act(x), c: cx.cols, r: r, cs: b.ropeAngles.cs, level: b.level}
-	cost := 2 * cx.cols
-	if t.simd() {
-		cost = elemCost(b.level, cost)
-	}
-	b.pool.run(t, cx.rows, cost)
-	*t = ropeTask{}
 }
 
 // ropeAngles keeps the cos and sin of every pair's angle at the positions

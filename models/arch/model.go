@@ -54,6 +54,7 @@ type step struct {
 	layer int
 
 	mmDst, mmW [3]gpu.Tensor // matMuls' arguments, kept here so that a call allocates nothing
+	attend     gpu.Attend    // attend's, likewise
 }
 
 // Options size a model's scratch.
@@ -239,13 +240,12 @@ func (m *Model) ffn(s *step, norm, gate, up, down gpu.Tensor) {
 // attend finishes attention once q, k, v hold the step's projections: rope,
 // K/V into the cache, paged attention, output projection, residual.
 func (m *Model) attend(s *step, wo gpu.Tensor) {
-	be := m.be
-	be.Rope(s.q, s.pos, &m.Rope)
-	be.Rope(s.k, s.pos, &m.Rope)
-	be.WriteKV(s.kv, s.layer, s.k, s.v, s.slots)
-	be.Attention(s.att, s.q, s.kv, s.layer, s.batch, m.attnScale()) // att [n, QDim]
-	be.MatMul(s.xb, s.att, wo)                                      // xb [n, Dim]
-	be.Add(s.x, s.x, s.xb)                                          // residual
+	a := &s.attend
+	*a = gpu.Attend{Q: s.q, K: s.k, V: s.v, Att: s.att, Out: s.xb, Wo: wo, KV: s.kv, Layer: s.layer,
+		Batch: s.batch, Pos: s.pos, Slots: s.slots, Rope: &m.Rope, Scale: m.attnScale()}
+	gpu.RunAttend(m.be, a) // att [n, QDim], xb [n, Dim]
+	*a = gpu.Attend{}
+	m.be.Add(s.x, s.x, s.xb) // residual
 }
 
 // loader makes backend tensors of a file's weights, checking each one's
