@@ -44,7 +44,10 @@ func init() {
 			"--host URL requests go to an Ollama-compatible /api/generate (raw, streamed,\n" +
 			"prompts of words), --model naming the server's model.\n\n" +
 			"single_tps is the same measure for one request of the mean lengths sent alone\n" +
-			"(after an unmeasured warm-up request; the median of --single-reps runs).\n" +
+			"(after an unmeasured warm-up request): the median of --single-reps runs before\n" +
+			"the concurrent phase and as many after it, the upper one of the middle two, so\n" +
+			"that a machine whose speed drifts over the run (a shared VM) weighs on both\n" +
+			"figures alike.\n" +
 			"steady_tps counts only the tokens of the window in which all --concurrency\n" +
 			"requests were in flight (until the last request was sent; after it the run\n" +
 			"drains through its longest requests with fewer at a time). --requests defaults\n" +
@@ -93,7 +96,7 @@ func init() {
 	f.Float32Var(&cfg.Temperature, "temperature", 0, "sampling temperature (0: greedy; otherwise seeded per request)")
 	f.Float64Var(&cfg.Shape.PromptMean, "prompt-mean", cfg.Shape.PromptMean, "mean prompt length in tokens")
 	f.Float64Var(&cfg.Shape.OutputMean, "output-mean", cfg.Shape.OutputMean, "mean num_predict")
-	f.IntVar(&cfg.SingleReps, "single-reps", cfg.SingleReps, "runs of the single request; the median counts")
+	f.IntVar(&cfg.SingleReps, "single-reps", cfg.SingleReps, "runs of the single request before the concurrent phase, and as many after; the median counts")
 	f.BoolVar(&cfg.Shape.Fixed, "fixed-lengths", false, "give every request the mean lengths (no spread)")
 	f.IntVar(&cfg.Shape.Shared, "shared-prefix", 0, "tokens every prompt begins with (a system prompt)")
 	f.BoolVar(&noCache, "no-prefix-cache", false, "compute every prompt in full (in-process only)")
@@ -129,6 +132,10 @@ func printServe(w io.Writer, r loadgen.ServeReport) {
 	}
 	fmt.Fprintf(w, "single request:   %d prompt, %d output tokens: %.2f tok/s (decode %.2f tok/s, TTFT %.0f ms)\n",
 		r.SinglePrompt, r.SingleOutput, r.SingleTPS, r.SingleDecodeTPS, r.SingleTTFT)
+	if len(r.SingleRunsTPS) > 1 {
+		fmt.Fprintf(w, "single runs:      %.1f … %.1f tok/s over %d runs, before and after\n",
+			r.SingleRunsTPS[0], r.SingleRunsTPS[len(r.SingleRunsTPS)-1], len(r.SingleRunsTPS))
+	}
 	fmt.Fprintf(w, "%d requests, %d at a time: %.1f s, %d prompt tokens, %d of %d asked output tokens (%d ended early)\n",
 		r.Requests, r.Concurrency, r.WallS, r.PromptTokens, r.OutputTokens, r.RequestedTokens, r.ShortRequests)
 	fmt.Fprintf(w, "throughput:       %.2f tok/s (%.2fx the single request)\n", r.ThroughputTPS, r.Speedup)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -47,16 +48,17 @@ func benchJSON(t *testing.T, v any, args ...string) {
 }
 
 type serveJSON struct {
-	Throughput    *float64 `json:"throughput_tps"`
-	Single        *float64 `json:"single_tps"`
-	TTFTP50       *float64 `json:"ttft_p50_ms"`
-	TTFTP99       *float64 `json:"ttft_p99_ms"`
-	ITLP50        *float64 `json:"itl_p50_ms"`
-	PrefixHitRate *float64 `json:"prefix_hit_rate"`
-	PeakBlocks    *int     `json:"peak_blocks"`
-	OutputTokens  int      `json:"output_tokens"`
-	PromptTokens  int      `json:"prompt_tokens"`
-	Requests      int      `json:"requests"`
+	Throughput    *float64  `json:"throughput_tps"`
+	Single        *float64  `json:"single_tps"`
+	SingleRuns    []float64 `json:"single_runs_tps"`
+	TTFTP50       *float64  `json:"ttft_p50_ms"`
+	TTFTP99       *float64  `json:"ttft_p99_ms"`
+	ITLP50        *float64  `json:"itl_p50_ms"`
+	PrefixHitRate *float64  `json:"prefix_hit_rate"`
+	PeakBlocks    *int      `json:"peak_blocks"`
+	OutputTokens  int       `json:"output_tokens"`
+	PromptTokens  int       `json:"prompt_tokens"`
+	Requests      int       `json:"requests"`
 }
 
 // check asserts the fields every serve report has; the prefix-hit rate is
@@ -130,8 +132,11 @@ func TestBenchServeHTTP(t *testing.T) {
 	if r.PrefixHitRate == nil || *r.PrefixHitRate <= 0 || *r.PrefixHitRate > 0.25 {
 		t.Errorf("prefix_hit_rate %v, want the server's quarter (rounded down)", r.PrefixHitRate)
 	}
-	if calls.Load() != 12 {
-		t.Errorf("%d requests reached the server, want a warm-up, 3 alone and 8", calls.Load())
+	if calls.Load() != 15 {
+		t.Errorf("%d requests reached the server, want a warm-up, 3 alone, 8 and 3 alone", calls.Load())
+	}
+	if len(r.SingleRuns) != 6 || !slices.IsSorted(r.SingleRuns) || *r.Single != r.SingleRuns[3] {
+		t.Errorf("single_tps %v of runs %v: want the upper median of 6 runs, slowest first", *r.Single, r.SingleRuns)
 	}
 	if _, err := execute(t, "bench", "serve", "--host", srv.URL, "--model", "other"); err == nil || !strings.Contains(err.Error(), "400 Bad Request") {
 		t.Errorf("a refused request: got %v", err)

@@ -17,13 +17,13 @@ type ServeConfig struct {
 	Concurrency int     // N: requests in flight at once (a closed loop)
 	Seed        uint64  // lengths, prompt contents and sampling seeds
 	Temperature float32 // 0: greedy; otherwise seeded by each request's seed
-	SingleReps  int     // runs of the single request (the median counts); ≤ 1: one
+	SingleReps  int     // runs of the single request before the concurrent phase, and as many after (the median counts); ≤ 1: one each
 }
 
 // ServeReport is what a serve run measured. Times are in milliseconds.
 type ServeReport struct {
 	ThroughputTPS float64 `json:"throughput_tps"` // output tokens / wall time, all requests
-	SingleTPS     float64 `json:"single_tps"`     // output tokens / wall time of one request alone
+	SingleTPS     float64 `json:"single_tps"`     // output tokens / wall time of one request alone: the median run
 	TTFTP50       float64 `json:"ttft_p50_ms"`
 	TTFTP99       float64 `json:"ttft_p99_ms"`
 	ITLP50        float64 `json:"itl_p50_ms"` // gaps between a request's successive tokens, all requests
@@ -39,21 +39,22 @@ type ServeReport struct {
 	SteadySpeedup float64 `json:"steady_speedup"` // steady / single
 	SteadyS       float64 `json:"steady_s"`       // the steady window
 
-	Speedup           float64 `json:"speedup"`           // throughput / single
-	SingleDecodeTPS   float64 `json:"single_decode_tps"` // the single request's tokens after the first / their time
-	SingleTTFT        float64 `json:"single_ttft_ms"`    // the single request's time to first token
-	SinglePrompt      int     `json:"single_prompt"`     // its prompt tokens
-	SingleOutput      int     `json:"single_output"`     // its tokens generated
-	Requests          int     `json:"requests"`          // M
-	Concurrency       int     `json:"concurrency"`       // N
-	WallS             float64 `json:"wall_s"`            // the concurrent phase
-	PromptTokens      int     `json:"prompt_tokens"`     // all prompts, computed and cached
-	OutputTokens      int     `json:"output_tokens"`     // generated
-	RequestedTokens   int     `json:"requested_tokens"`  // the sum of num_predict: more than output when end tokens came early
-	ShortRequests     int     `json:"short_requests"`    // requests that ended before num_predict
-	ITLP99            float64 `json:"itl_p99_ms"`
-	TTFTMean          float64 `json:"ttft_mean_ms"`
-	RequestLatencyP50 float64 `json:"request_latency_p50_ms"` // submission to end
+	Speedup           float64   `json:"speedup"`           // throughput / single
+	SingleDecodeTPS   float64   `json:"single_decode_tps"` // the single request's tokens after the first / their time
+	SingleTTFT        float64   `json:"single_ttft_ms"`    // the single request's time to first token
+	SinglePrompt      int       `json:"single_prompt"`     // its prompt tokens
+	SingleOutput      int       `json:"single_output"`     // its tokens generated
+	SingleRunsTPS     []float64 `json:"single_runs_tps"`   // every single run's, slowest first
+	Requests          int       `json:"requests"`          // M
+	Concurrency       int       `json:"concurrency"`       // N
+	WallS             float64   `json:"wall_s"`            // the concurrent phase
+	PromptTokens      int       `json:"prompt_tokens"`     // all prompts, computed and cached
+	OutputTokens      int       `json:"output_tokens"`     // generated
+	RequestedTokens   int       `json:"requested_tokens"`  // the sum of num_predict: more than output when end tokens came early
+	ShortRequests     int       `json:"short_requests"`    // requests that ended before num_predict
+	ITLP99            float64   `json:"itl_p99_ms"`
+	TTFTMean          float64   `json:"ttft_mean_ms"`
+	RequestLatencyP50 float64   `json:"request_latency_p50_ms"` // submission to end
 	// Tokens through the model per second: prompt tokens computed plus
 	// tokens generated, for all requests and for the single one.
 	ProcessedTPS       float64 `json:"processed_tps"`
@@ -79,31 +80,11 @@ func Serve(ctx context.Context, t Target, cfg ServeConfig) (ServeReport, error) 
 	if _, err := t.Do(ctx, Spec{Unique: 8, Output: 2, Seed: cfg.Seed ^ 0x3a7}, cfg.Temperature); err != nil {
 		return rep, fmt.Errorf("loadgen: the warm-up request: %w", err)
 	}
-	// One request alone, SingleReps times with prompts of their own
-	// (sharing only the common part); the run of median speed counts.
-	type singleRun struct {
-		tr  Trace
-		tps float64
-	}
-	var singles []singleRun
-	for i := range max(cfg.SingleReps, 1) {
-		spec := Spec{Shared: cfg.Shape.Shared, Output: int(math.Round(cfg.Shape.OutputMean)), Seed: cfg.Seed ^ 0xa11ce + uint64(i)}
-		spec.Unique = max(int(math.Round(cfg.Shape.PromptMean))-spec.Shared, 1)
-		tr, err := t.Do(ctx, spec, cfg.Temperature)
-		if err != nil {
-			return rep, fmt.Errorf("loadgen: the single request: %w", err)
-		}
-		singles = append(singles, singleRun{tr, float64(tr.Output) / tr.Done.Seconds()})
-		rep.SinglePrompt = spec.PromptLen()
-	}
-	slices.SortFunc(singles, func(a, b singleRun) int { return cmp.Compare(a.tps, b.tps) })
-	st := singles[len(singles)/2].tr
-	rep.SingleTPS = singles[len(singles)/2].tps
-	rep.SingleTTFT = ms(st.TTFT())
-	rep.SingleProcessedTPS = float64(st.Computed+st.Output) / st.Done.Seconds()
-	rep.SingleOutput = st.Output
-	if n := len(st.Tokens); n > 1 {
-		rep.SingleDecodeTPS = float64(n-1) / (st.Tokens[n-1] - st.Tokens[0]).Seconds()
+	// One request alone, SingleReps times before the concurrent phase
+	// and as many after it; the run of median speed counts.
+	singles, err := singleRuns(ctx, t, cfg, 0)
+	if err != nil {
+		return rep, err
 	}
 
 	traces := make([]Trace, len(specs))
@@ -117,6 +98,24 @@ func Serve(ctx context.Context, t Target, cfg ServeConfig) (ServeReport, error) 
 	wall := time.Since(start)
 	if err != nil {
 		return rep, err
+	}
+	after, err := singleRuns(ctx, t, cfg, max(cfg.SingleReps, 1))
+	if err != nil {
+		return rep, err
+	}
+	singles = append(singles, after...)
+	slices.SortFunc(singles, func(a, b singleRun) int { return cmp.Compare(a.tps, b.tps) })
+	st := singles[len(singles)/2].tr
+	rep.SingleTPS = singles[len(singles)/2].tps
+	rep.SingleTTFT = ms(st.TTFT())
+	rep.SingleProcessedTPS = float64(st.Computed+st.Output) / st.Done.Seconds()
+	rep.SingleOutput = st.Output
+	rep.SinglePrompt = singles[len(singles)/2].prompt
+	if n := len(st.Tokens); n > 1 {
+		rep.SingleDecodeTPS = float64(n-1) / (st.Tokens[n-1] - st.Tokens[0]).Seconds()
+	}
+	for _, r := range singles {
+		rep.SingleRunsTPS = append(rep.SingleRunsTPS, r.tps)
 	}
 
 	rep.WallS = wall.Seconds()
@@ -165,6 +164,31 @@ func Serve(ctx context.Context, t Target, cfg ServeConfig) (ServeReport, error) 
 		rep.PeakBlocks = bc.PeakBlocks()
 	}
 	return rep, nil
+}
+
+// singleRun is one request sent alone, its output tokens a second and
+// its prompt's length.
+type singleRun struct {
+	tr     Trace
+	tps    float64
+	prompt int // tokens
+}
+
+// singleRuns sends cfg.SingleReps (at least one) requests of the shape's
+// mean lengths one after another, each with a prompt of its own (sharing
+// only the common part): the first has seed index first.
+func singleRuns(ctx context.Context, t Target, cfg ServeConfig, first int) ([]singleRun, error) {
+	var runs []singleRun
+	for i := first; i < first+max(cfg.SingleReps, 1); i++ {
+		spec := Spec{Shared: cfg.Shape.Shared, Output: int(math.Round(cfg.Shape.OutputMean)), Seed: cfg.Seed ^ 0xa11ce + uint64(i)}
+		spec.Unique = max(int(math.Round(cfg.Shape.PromptMean))-spec.Shared, 1)
+		tr, err := t.Do(ctx, spec, cfg.Temperature)
+		if err != nil {
+			return nil, fmt.Errorf("loadgen: the single request: %w", err)
+		}
+		runs = append(runs, singleRun{tr, float64(tr.Output) / tr.Done.Seconds(), spec.PromptLen()})
+	}
+	return runs, nil
 }
 
 // steadyTokens returns the window in which every one of concurrency slots
