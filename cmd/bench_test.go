@@ -17,13 +17,19 @@ import (
 
 // tinySynth writes the tiny synthetic llama (256 wide, 2 layers, vocab
 // 512) and returns its path.
-func tinySynth(t *testing.T) string {
+func tinySynth(t *testing.T) string { return tinySynthCtx(t, 0) }
+
+// tinySynthCtx is tinySynth with a context of ctx tokens (0: the preset's).
+func tinySynthCtx(t *testing.T, ctx int) string {
 	t.Helper()
 	cfg, err := synth.Preset("tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Type, cfg.Seed = gguf.TypeQ8_0, 3
+	if ctx > 0 {
+		cfg.Ctx = ctx
+	}
 	m, err := synth.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -190,5 +196,23 @@ func TestBenchExtraction(t *testing.T) {
 	}
 	if got.Warm.Cached != 5*192 || got.Cache.Cached <= 0 || got.Cache.Cached+got.Cache.Computed != 6*208 {
 		t.Errorf("with the cache: %+v; first alone: %+v", got.Cache, got.Warm)
+	}
+}
+
+// Without --num-ctx, bench extraction sizes the context to its document
+// when that needs more than the default: the issue's 8,000-token command
+// otherwise failed on num_ctx 4096.
+func TestBenchExtractionSizesContext(t *testing.T) {
+	var got struct {
+		TotalS *float64 `json:"total_s"`
+	}
+	benchJSON(t, &got, "bench", "extraction", "--model", tinySynthCtx(t, 8192), "--doc-tokens", "4200", "--questions", "2",
+		"--question-tokens", "4", "--answer", "2", "-c", "1")
+	if got.TotalS == nil || *got.TotalS <= 0 {
+		t.Fatalf("total_s %v", got.TotalS)
+	}
+	if _, err := execute(t, "bench", "extraction", "--model", tinySynthCtx(t, 8192), "--doc-tokens", "4200", "--questions", "2",
+		"--question-tokens", "4", "--answer", "2", "-c", "1", "--num-ctx", "4096"); err == nil || !strings.Contains(err.Error(), "raise num_ctx") {
+		t.Errorf("a --num-ctx too small for the document: got %v", err)
 	}
 }

@@ -71,11 +71,15 @@ func init() {
 			"answers of --answer tokens (greedy). It runs three passes, each on a new engine:\n" +
 			"with the prefix cache (total_s); with it, the first question sent alone before\n" +
 			"the others (warm_total_s); and without it (no_cache_total_s). --num-ctx must hold\n" +
-			"the document, a question and an answer.",
+			"the document, a question and an answer; when they need more than run's default\n" +
+			"(4096), it defaults to what they need, rounded up to 256.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if emodel == "" {
 				return fmt.Errorf("bench extraction: no model; pass --model FILE")
+			}
+			if need := ecfg.DocTokens + ecfg.QuestionTokens + ecfg.Answer; !cmd.Flags().Changed("num-ctx") && need > runner.DefaultNumCtx {
+				emf.opt.NumCtx = (need + 255) &^ 255
 			}
 			m, err := emf.load(emodel)
 			if err != nil {

@@ -28,9 +28,13 @@ type LoadOptions struct {
 	Threads   int    // CPU threads; default all
 }
 
+// DefaultNumCtx is num_ctx when none is given, or the model's context
+// when that is shorter.
+const DefaultNumCtx = 4096
+
 func (o *LoadOptions) defaults(modelCtx int) {
 	if o.NumCtx <= 0 {
-		o.NumCtx = 4096
+		o.NumCtx = DefaultNumCtx
 		if modelCtx > 0 {
 			o.NumCtx = min(o.NumCtx, modelCtx)
 		}
