@@ -22,12 +22,15 @@ import (
 // reference; sampling defaults follow Ollama's OpenAI layer (temperature
 // 1, top_p 1, no max_tokens limit; top_k stays Ollama's 40). What folio
 // cannot do yet (logit_bias, echo, suffix, best_of other than n, JSON
-// output) is refused with a 501 naming the field, never ignored.
+// output; stored responses) is refused with a 501 naming the field, never
+// ignored. /v1/responses is a chat request underneath
+// (openai_responses.go).
 func (s *Server) openAIRoutes() {
 	m := s.mux
 	m.HandleFunc("POST /v1/chat/completions", s.oaiChat)
 	m.HandleFunc("POST /v1/completions", s.oaiCompletions)
 	m.HandleFunc("POST /v1/embeddings", s.oaiEmbeddings)
+	m.HandleFunc("POST /v1/responses", s.oaiResponses)
 	m.HandleFunc("GET /v1/models", s.oaiModels)
 	m.HandleFunc("GET /v1/models/{model...}", s.oaiModel)
 	m.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
@@ -102,7 +105,11 @@ type sse struct {
 	started bool
 }
 
-func (o *sse) send(v any) error {
+func (o *sse) send(v any) error { return o.event("", v) }
+
+// event sends v as an SSE event named name ("": a bare data line, as
+// chat completions stream).
+func (o *sse) event(name string, v any) error {
 	if !o.started {
 		h := o.w.Header()
 		h.Set("Content-Type", "text/event-stream")
@@ -113,6 +120,11 @@ func (o *sse) send(v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
+	}
+	if name != "" {
+		if _, err := fmt.Fprintf(o.w, "event: %s\n", name); err != nil {
+			return err
+		}
 	}
 	if _, err := fmt.Fprintf(o.w, "data: %s\n\n", data); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -174,15 +175,27 @@ func (s *Server) oaiChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	conf, err := s.confFor(c, req.Model)
+	job, err := s.chatJob(r.Context(), l, &req, c, msgs, think)
 	if err != nil {
 		writeOAIError(w, err)
 		return
 	}
+	defer job.cancel()
+	respond(r.Context(), w, job, &req.oaiSampling, &chatWriter{
+		head: s.oaiHead("chatcmpl", "chat.completion", req.Model), tok: l.model.Tok, logprobs: c.logprobs, null: chunkUsage(&req.oaiSampling)})
+}
+
+// chatJob renders a checked chat request's messages with l's template and
+// starts it on the engine; the caller cancels the job when done with it.
+func (s *Server) chatJob(ctx context.Context, l *loaded, req *oaiChatRequest, c *completion, msgs []api.Message,
+	think *api.ThinkValue) (*oaiJob, error) {
+	conf, err := s.confFor(c, req.Model)
+	if err != nil {
+		return nil, err
+	}
 	text, templated, err := s.render(l, conf, "", conf.chatMessages(msgs), req.Tools, think)
 	if err != nil {
-		writeOAIError(w, err)
-		return
+		return nil, err
 	}
 	c.model = l
 	c.thinking, c.parseThink = thinkState(text, think)
@@ -190,13 +203,11 @@ func (s *Server) oaiChat(w http.ResponseWriter, r *http.Request) {
 	if len(req.Tools) > 0 {
 		job.newTool = func() *toolStream { return newToolStream(l, conf, req.Tools) }
 	}
-	defer job.cancel()
-	if err := job.start(r.Context(), [][]int32{encodePrompt(l.model.Tok, text, templated)}); err != nil {
-		writeOAIError(w, err)
-		return
+	if err := job.start(ctx, [][]int32{encodePrompt(l.model.Tok, text, templated)}); err != nil {
+		job.cancel()
+		return nil, err
 	}
-	respond(r.Context(), w, job, &req.oaiSampling, &chatWriter{
-		head: s.oaiHead("chatcmpl", "chat.completion", req.Model), tok: l.model.Tok, logprobs: c.logprobs, null: chunkUsage(&req.oaiSampling)})
+	return job, nil
 }
 
 // check validates the request and returns the completion it asks for
