@@ -195,6 +195,26 @@ await check('openai json_schema', async () => {
   const v = JSON.parse(r.choices[0].message.content)
   assert(typeof v.ok === 'boolean' && r.choices[0].finish_reason === 'stop', 'json_schema output', r.choices[0])
 })
+await check('openai responses', async () => {
+  const r = await openai.responses.create({ model: 'stories260k', input: 'Once upon a time', temperature: 0, max_output_tokens: 12 })
+  assert(r.object === 'response' && r.status === 'incomplete' && r.incomplete_details?.reason === 'max_output_tokens', 'response', r)
+  assert(r.output_text === greedy, `output_text equal to ollama's ${JSON.stringify(greedy)}`, r.output_text)
+  assert(r.usage.output_tokens === 12 && r.usage.total_tokens === r.usage.input_tokens + 12, 'usage', r.usage)
+})
+await check('openai responses stream', async () => {
+  // the SDK's stream helper builds the response up from the events and
+  // checks their order and indexes
+  const stream = openai.responses.stream({ model: 'stories260k', input: [{ role: 'user', content: 'Once upon a time' }],
+    temperature: 0, max_output_tokens: 12 })
+  let text = ''
+  for await (const e of stream) if (e.type === 'response.output_text.delta') text += e.delta
+  const r = await stream.finalResponse()
+  assert(text === greedy && r.output_text === greedy && r.status === 'incomplete', 'streamed response', { text, r })
+})
+await check('openai responses errors', async () => {
+  const e = await refused(() => openai.responses.create({ model: 'stories260k', input: 'hi', previous_response_id: 'resp_1' }))
+  assert(e.status === 501 && e.param === 'previous_response_id', 'previous_response_id', String(e))
+})
 
 const failed = checks.filter((c) => !c.ok)
 console.log(JSON.stringify({ ok: failed.length === 0, versions: { ollama: version('ollama'), openai: version('openai') }, checks }))
