@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -206,6 +207,23 @@ func responseContent(raw json.RawMessage, param string) (string, error) {
 	return strings.Join(texts, "\n"), nil
 }
 
+// responsesParam renames the chat fields an error of the chat request's
+// check names to the fields of this request they came from.
+func responsesParam(err error) error {
+	var pe *paramError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	names := map[string]string{"response_format": "text.format", "reasoning_effort": "reasoning.effort", "max_tokens": "max_output_tokens"}
+	if to, ok := names[pe.param]; ok {
+		return &paramError{to, pe.err}
+	}
+	if strings.HasPrefix(pe.param, "messages") {
+		return &paramError{"input", pe.err}
+	}
+	return err
+}
+
 func jsonString(s string) json.RawMessage {
 	b, _ := json.Marshal(s)
 	return b
@@ -220,6 +238,7 @@ func (s *Server) oaiResponses(w http.ResponseWriter, r *http.Request) {
 	l, release, ok := s.begin(w, r, &req, func() (err error) {
 		if chat, err = req.chat(); err == nil {
 			c, msgs, think, err = chat.check()
+			err = responsesParam(err)
 		}
 		return err
 	}, &req.Model)

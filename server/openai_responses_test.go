@@ -156,6 +156,8 @@ func TestOpenAIResponsesErrors(t *testing.T) {
 		{`{"model":"stories260k","input":"hi","tool_choice":"required"}`, 501, "tool_choice"},
 		{`{"model":"stories260k","input":"hi","max_output_tokens":0}`, 400, "max_output_tokens"},
 		{`{"model":"nope","input":"hi"}`, 404, "model"},
+		{`{"model":"stories260k","input":"hi","text":{"format":{"type":"yaml"}}}`, 400, "text.format"},
+		{`{"model":"stories260k","input":"hi","reasoning":{"effort":"max"}}`, 400, "reasoning.effort"},
 	} {
 		status, _, data := post(t, base+"/v1/responses", tc.body)
 		var e struct {
