@@ -48,6 +48,7 @@ var ollamaRoutes = []fuzzRoute{
 var openAIRoutes = []fuzzRoute{
 	{"POST", "/v1/chat/completions", false}, {"POST", "/v1/completions", false},
 	{"POST", "/v1/embeddings", false}, {"GET", "/v1/models/", true}, {"GET", "/v1/models", false},
+	{"POST", "/v1/responses", false},
 }
 
 // fuzzDeadline bounds one request: the model is tiny and its context 64
@@ -94,6 +95,8 @@ var fuzzSeeds = []string{
 	`{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":3,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"a":{"type":"integer"}}}}}}`,
 	`{"model":"tiny","prompt":["a","b"],"max_tokens":2,"echo":true,"stop":["x"]}`,
 	`{"model":"tiny","input":"hello","encoding_format":"base64","dimensions":8}`,
+	`{"model":"tiny","input":"hi","instructions":"be brief","max_output_tokens":3,"stream":true}`,
+	`{"model":"tiny","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"x"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"max_output_tokens":2,"text":{"format":{"type":"json_object"}}}`,
 	`sha256:0000000000000000000000000000000000000000000000000000000000000000`,
 	`tiny`, ``, `{`, `[]`, `null`, `{"model":1}`, `{"options":{"num_ctx":-1}}`,
 }
