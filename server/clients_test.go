@@ -29,7 +29,8 @@ func needed(t *testing.T, format string, args ...any) {
 // testdata/clients/clients.mjs: streaming and non-streaming chat and
 // generate, embeddings, tags, show, ps, copy and delete, version; and
 // OpenAI's chat.completions, completions, embeddings, models, responses
-// (whole, and through the SDK's stream helper) and errors.
+// (whole, and through the SDK's stream helper: text, reasoning and a
+// function call) and errors.
 // The Go client of github.com/ollama/ollama/api is TestOllamaClient.
 func TestRealClients(t *testing.T) {
 	if testing.Short() {

@@ -154,9 +154,9 @@ func (b *responseBuilder) response(finish string, usage *oaiUsage) map[string]an
 }
 
 // streamResponse sends job's reply as the Responses API's events: created
-// and in_progress; for the reasoning and the message, an item added, its
-// text in deltas, its text done, the item done (the message's text also as
-// a content part); each call as an item added, its arguments done and the
+// and in_progress; for the reasoning and the message, an item added, a
+// content part added, its text in deltas, its text done, the part done, the
+// item done; each call as an item added, its arguments done and the
 // item done; completed (or incomplete) with the whole response last. A
 // failure after the first event is an error event.
 func streamResponse(ctx context.Context, w http.ResponseWriter, job *oaiJob, b *responseBuilder) {
@@ -175,6 +175,10 @@ func streamResponse(ctx context.Context, w http.ResponseWriter, job *oaiJob, b *
 		item := b.reasoningItem(true)
 		b.items[b.rsOut] = item
 		err := send("response.reasoning_text.done", map[string]any{"item_id": b.rsID, "output_index": b.rsOut, "content_index": 0, "text": b.reasoning})
+		if err == nil {
+			err = send("response.content_part.done", map[string]any{"item_id": b.rsID, "output_index": b.rsOut, "content_index": 0,
+				"part": respText{Type: "reasoning_text", Text: b.reasoning}})
+		}
 		if err == nil {
 			err = send("response.output_item.done", map[string]any{"output_index": b.rsOut, "item": item})
 		}
@@ -227,6 +231,10 @@ func streamResponse(ctx context.Context, w http.ResponseWriter, job *oaiJob, b *
 					item := b.reasoningItem(false)
 					b.items = append(b.items, item)
 					if err := send("response.output_item.added", map[string]any{"output_index": b.rsOut, "item": item}); err != nil {
+						return err
+					}
+					if err := send("response.content_part.added", map[string]any{"item_id": b.rsID, "output_index": b.rsOut, "content_index": 0,
+						"part": respText{Type: "reasoning_text", Text: ""}}); err != nil {
 						return err
 					}
 				}

@@ -214,3 +214,59 @@ func TestOpenAIResponsesToolCalls(t *testing.T) {
 		t.Errorf("a conversation with a call and its output: %+v", r2)
 	}
 }
+
+// TestOpenAIResponsesReasoning: with reasoning asked for, a reply that
+// starts inside <think> (here a prompt that ends with the tag) comes back
+// as a reasoning item with the chat endpoint's reasoning text, then an
+// empty message; streamed, as reasoning_text events before the message's.
+func TestOpenAIResponsesReasoning(t *testing.T) {
+	_, base := newTestServer(t)
+	var chat struct {
+		Choices []struct {
+			Message struct {
+				Content   string `json:"content"`
+				Reasoning string `json:"reasoning"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	postJSON(t, base+"/v1/chat/completions", `{"model":"stories260k","messages":[{"role":"user","content":"Once upon a time<think>"}],
+		"temperature":0,"max_tokens":12,"reasoning_effort":"low"}`, &chat)
+	want := chat.Choices[0].Message.Reasoning
+	if want == "" || chat.Choices[0].Message.Content != "" {
+		t.Fatalf("chat: %+v; want reasoning only", chat.Choices[0].Message)
+	}
+	body := `{"model":"stories260k","input":"Once upon a time<think>","temperature":0,"max_output_tokens":12,"reasoning":{"effort":"low"}`
+	var r struct {
+		Output []struct {
+			Type    string `json:"type"`
+			ID      string `json:"id"`
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"output"`
+	}
+	postJSON(t, base+"/v1/responses", body+`}`, &r)
+	if len(r.Output) != 2 || r.Output[0].Type != "reasoning" || !strings.HasPrefix(r.Output[0].ID, "rs_") ||
+		len(r.Output[0].Content) != 1 || r.Output[0].Content[0].Type != "reasoning_text" || r.Output[0].Content[0].Text != want ||
+		r.Output[1].Type != "message" || r.Output[1].Content[0].Text != "" {
+		t.Fatalf("whole: %+v; want reasoning %q, then an empty message", r, want)
+	}
+	var names []string
+	text := ""
+	for _, e := range respEvents(t, base+"/v1/responses", body+`,"stream":true}`) {
+		if n := len(names); n == 0 || names[n-1] != e.name {
+			names = append(names, e.name)
+		}
+		if e.name == "response.reasoning_text.delta" {
+			text += e.data["delta"].(string)
+		}
+	}
+	wantNames := "response.created response.in_progress response.output_item.added response.content_part.added " +
+		"response.reasoning_text.delta response.reasoning_text.done response.content_part.done response.output_item.done " +
+		"response.output_item.added response.content_part.added " +
+		"response.output_text.done response.content_part.done response.output_item.done response.incomplete"
+	if strings.Join(names, " ") != wantNames || text != want {
+		t.Errorf("stream: events %v with reasoning %q; want %s with %q", names, text, wantNames, want)
+	}
+}

@@ -211,6 +211,31 @@ await check('openai responses stream', async () => {
   const r = await stream.finalResponse()
   assert(text === greedy && r.output_text === greedy && r.status === 'incomplete', 'streamed response', { text, r })
 })
+await check('openai responses stream reasoning', async () => {
+  // a prompt that ends with <think> starts the reply inside the reasoning
+  const stream = openai.responses.stream({ model: 'stories260k', input: 'Once upon a time<think>', temperature: 0,
+    max_output_tokens: 12, reasoning: { effort: 'low' } })
+  let thought = ''
+  for await (const e of stream) if (e.type === 'response.reasoning_text.delta') thought += e.delta
+  const r = await stream.finalResponse()
+  const item = r.output[0]
+  assert(item.type === 'reasoning' && item.content[0].text === thought && thought !== '' && r.output[1].type === 'message',
+    'reasoning item, then the message', r.output)
+})
+await check('openai responses function call', async () => {
+  // tiny-qwen2's template has no tool-call tag, so a bare JSON object that
+  // names a tool is a call; the schema forces one
+  const schema = { type: 'object', properties: { name: { const: 'get_weather' },
+    arguments: { type: 'object', properties: { city: { enum: ['Paris', 'Rome'] } }, required: ['city'] } }, required: ['name', 'arguments'] }
+  const req = { model: 'tiny-qwen2', input: 'weather?', temperature: 0, max_output_tokens: 400,
+    tools: [{ type: 'function', name: 'get_weather', parameters: { type: 'object' }, strict: false }],
+    text: { format: { type: 'json_schema', name: 'call', schema } } }
+  for (const r of [await openai.responses.create(req), await openai.responses.stream(req).finalResponse()]) {
+    const call = r.output[0]
+    assert(r.output.length === 1 && call.type === 'function_call' && call.name === 'get_weather' && call.call_id.startsWith('call_') &&
+      ['Paris', 'Rome'].includes(JSON.parse(call.arguments).city), 'one function_call item', r.output)
+  }
+})
 await check('openai responses errors', async () => {
   const e = await refused(() => openai.responses.create({ model: 'stories260k', input: 'hi', previous_response_id: 'resp_1' }))
   assert(e.status === 501 && e.param === 'previous_response_id', 'previous_response_id', String(e))
