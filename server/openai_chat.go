@@ -16,21 +16,28 @@ import (
 // oaiChatRequest is POST /v1/chat/completions.
 type oaiChatRequest struct {
 	oaiSampling
-	Messages            []oaiMessage `json:"messages"`
-	MaxCompletionTokens *int         `json:"max_completion_tokens"`
-	Logprobs            *bool        `json:"logprobs"`
-	TopLogprobs         *int         `json:"top_logprobs"`
-	ResponseFormat      *struct {
-		Type       string `json:"type"`
-		JSONSchema *struct {
-			Schema json.RawMessage `json:"schema"`
-		} `json:"json_schema"`
-	} `json:"response_format"`
-	Tools           api.Tools `json:"tools"`
-	ReasoningEffort *string   `json:"reasoning_effort"`
-	Reasoning       *struct {
-		Effort string `json:"effort"`
-	} `json:"reasoning"`
+	Messages            []oaiMessage       `json:"messages"`
+	MaxCompletionTokens *int               `json:"max_completion_tokens"`
+	Logprobs            *bool              `json:"logprobs"`
+	TopLogprobs         *int               `json:"top_logprobs"`
+	ResponseFormat      *oaiResponseFormat `json:"response_format"`
+	Tools               api.Tools          `json:"tools"`
+	ReasoningEffort     *string            `json:"reasoning_effort"`
+	Reasoning           *oaiReasoning      `json:"reasoning"`
+}
+
+// oaiResponseFormat is response_format (and, from /v1/responses,
+// text.format).
+type oaiResponseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Schema json.RawMessage `json:"schema"`
+	} `json:"json_schema"`
+}
+
+// oaiReasoning is the reasoning object of chat and responses requests.
+type oaiReasoning struct {
+	Effort string `json:"effort"`
 }
 
 // oaiMessage is a message as OpenAI's clients send it.

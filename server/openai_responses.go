@@ -38,12 +38,10 @@ type oaiResponsesRequest struct {
 			Schema json.RawMessage `json:"schema"`
 		} `json:"format"`
 	} `json:"text"`
-	Reasoning *struct {
-		Effort string `json:"effort"`
-	} `json:"reasoning"`
-	PreviousResponseID string   `json:"previous_response_id"`
-	Background         bool     `json:"background"`
-	Include            []string `json:"include"`
+	Reasoning          *oaiReasoning `json:"reasoning"`
+	PreviousResponseID string        `json:"previous_response_id"`
+	Background         bool          `json:"background"`
+	Include            []string      `json:"include"`
 }
 
 // responseItem is an item of input: a message (with or without its type)
@@ -106,23 +104,14 @@ func (q *oaiResponsesRequest) chat() (*oaiChatRequest, error) {
 	}
 	if q.Text != nil && q.Text.Format != nil {
 		f := q.Text.Format
-		c.ResponseFormat = &struct {
-			Type       string `json:"type"`
-			JSONSchema *struct {
-				Schema json.RawMessage `json:"schema"`
-			} `json:"json_schema"`
-		}{Type: f.Type}
+		c.ResponseFormat = &oaiResponseFormat{Type: f.Type}
 		if f.Type == "json_schema" {
 			c.ResponseFormat.JSONSchema = &struct {
 				Schema json.RawMessage `json:"schema"`
 			}{f.Schema}
 		}
 	}
-	if q.Reasoning != nil {
-		c.Reasoning = &struct {
-			Effort string `json:"effort"`
-		}{q.Reasoning.Effort}
-	}
+	c.Reasoning = q.Reasoning
 	return c, nil
 }
 

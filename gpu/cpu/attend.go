@@ -37,6 +37,11 @@ func (b *Backend) attendFused(a *gpu.Attend) bool {
 		return false
 	}
 	cq, ck, catt, cc := b.tensor(a.Q), b.tensor(a.K), b.tensor(a.Att), b.kv(a.KV)
+	if cq.rows < fusedTilesPerThread*threads {
+		// at most a tile a row: too few, and the five ops would check and
+		// plan the batch a second time
+		return false
+	}
 	checkRope(cq, a.Pos, a.Rope)
 	checkRope(ck, a.Pos, a.Rope)
 	b.checkWriteKV(cc, a.Layer, a.K, a.V, a.Slots)
