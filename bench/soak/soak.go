@@ -78,6 +78,10 @@ type rig struct {
 	// and keeps new ones out).
 	gate sync.RWMutex
 	stop atomic.Bool
+	// handlers counts requests the server is still handling: a client that
+	// disconnected is done before its handler notices, and that handler
+	// can still release the model (unloading it, after an unload request).
+	handlers atomic.Int64
 
 	rep *Report
 }
@@ -152,12 +156,16 @@ func start(cfg Config, rep *Report) (*rig, error) {
 	if err != nil {
 		return nil, err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = cfg.Clients
-	r := &rig{cfg: cfg, dir: dir, srv: srv, hs: hs, addr: ln.Addr().String(),
+	r := &rig{cfg: cfg, dir: dir, srv: srv, addr: ln.Addr().String(),
 		client: &http.Client{Transport: tr}, logs: logs, rep: rep}
+	r.hs = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.handlers.Add(1)
+		defer r.handlers.Add(-1)
+		srv.ServeHTTP(w, req)
+	})}
+	go r.hs.Serve(ln)
 	r.jobs = makeJobs(cfg.Prompts, cfg.NumCtx, cfg.Seed)
 	return r, nil
 }
@@ -205,6 +213,9 @@ func (r *rig) clients(d time.Duration) {
 func (r *rig) quiet(n int) error {
 	r.gate.Lock()
 	defer r.gate.Unlock()
+	if err := r.drain(30 * time.Second); err != nil {
+		return fmt.Errorf("quiet point %d: %w", n, err)
+	}
 	e := r.srv.Engine(modelName)
 	if e == nil { // unloaded by an unload request: load it to check a live pool
 		if err := r.post(context.Background(), "/api/generate", fmt.Sprintf(`{"model":%q}`, modelName), 200); err != nil {
@@ -226,6 +237,9 @@ func (r *rig) quiet(n int) error {
 		q.Goroutines = settledGoroutines(r.rep.Goroutines.Loaded)
 	}
 	q.Heap = heapAfterGC()
+	if r.srv.Engine(modelName) != e {
+		return fmt.Errorf("quiet point %d: the model unloaded while its goroutines and heap were measured", n)
+	}
 	if n == 0 {
 		r.rep.HeapBase = q.Heap
 	}
@@ -236,6 +250,19 @@ func (r *rig) quiet(n int) error {
 	r.rep.Quiets = append(r.rep.Quiets, q)
 	fmt.Fprintf(r.cfg.Progress, "quiet %2d: %6d served, blocks %d/%d free, queued %d, goroutines %d, heap %.1f MiB, unloaded %v\n",
 		n, r.rep.Served.Load(), free, st.Blocks, st.Queued, q.Goroutines, float64(q.Heap)/(1<<20), q.Unloaded)
+	return nil
+}
+
+// drain waits up to limit for the server's handlers to finish (the
+// clients have all returned by the time a quiet point runs).
+func (r *rig) drain(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for r.handlers.Load() > 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d requests still being handled %v after every client returned", r.handlers.Load(), limit)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	return nil
 }
 
