@@ -23,7 +23,7 @@ func (m *modelFlags) register(cmd *cobra.Command) {
 	f.IntVar(&m.opt.NumCtx, "num-ctx", 0, "context size in tokens (default min(4096, the model's))")
 	f.IntVar(&m.opt.NumBatch, "num-batch", 0, "tokens per forward pass (default 512)")
 	f.IntVar(&m.opt.BlockSize, "block-size", 0, "tokens per K/V cache block (default 16)")
-	f.StringVar(&m.opt.KVType, "kv-type", "f16", "K/V cache type: f16 or f32")
+	f.StringVar(&m.opt.KVType, "kv-type", "f16", "K/V cache type: f16, q8_0 (half the memory) or f32")
 	f.IntVar(&m.opt.Threads, "threads", 0, "CPU threads (default all)")
 }
 

@@ -82,7 +82,8 @@ func TestRunErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", "stories260k", "--temperature", "-1", "hi"}, "temperature -1"},
-		{[]string{"run", "stories260k", "--kv-type", "q4_0", "hi"}, "use f16 or f32"},
+		{[]string{"run", "stories260k", "--kv-type", "q4_0", "hi"}, "use f16, q8_0"},
+		{[]string{"run", "stories260k", "--kv-type", "q8_0", "hi"}, "multiple of 32"},
 		{[]string{"run", "stories260k", "--num-ctx", "8", strings.Repeat("word ", 20)}, "raise num_ctx"},
 		{[]string{"run", "stories260k", "--num-ctx", "1000000000", "hi"}, "lower num_ctx"},
 	} {

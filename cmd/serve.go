@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"folio/installer"
+	"folio/runner"
 	"folio/server"
 	"folio/store"
 )
@@ -101,6 +102,12 @@ func serverConfig() (server.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	if t := os.Getenv("FOLIO_KV_CACHE_TYPE"); t != "" {
+		if _, perr := runner.ParseKVType(t); perr != nil {
+			return cfg, fmt.Errorf("FOLIO_KV_CACHE_TYPE=%q: use f16 (the default), q8_0 (half the memory) or f32", t)
+		}
+		cfg.Load.KVType = t
+	}
 	if o := os.Getenv("FOLIO_ORIGINS"); o != "" {
 		cfg.Origins = strings.Split(o, ",")
 	}
@@ -149,6 +156,7 @@ func init() {
 			"Models are the GGUF files in the folders of FOLIO_MODELS_PATH.\n" +
 			"Settings: FOLIO_KEEP_ALIVE (5m), FOLIO_MAX_LOADED_MODELS (3), FOLIO_MAX_QUEUE (512),\n" +
 			"FOLIO_KV_MEMORY (bytes of K/V cache per model), FOLIO_CONTEXT_LENGTH (4096),\n" +
+			"FOLIO_KV_CACHE_TYPE (f16; q8_0 holds twice the tokens in the same memory, CPU only for now),\n" +
 			"FOLIO_HOME (~/.folio: the registry and the persisted prefix cache),\n" +
 			"FOLIO_KV_STORE_MAX (bytes of persisted prefixes; default 10% of free disk, at most 20 GB),\n" +
 			"FOLIO_ORIGINS (browser origins allowed beyond localhost and app pages, comma-separated; * for all),\n" +

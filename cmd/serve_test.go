@@ -56,3 +56,17 @@ func TestServeConfigSecurity(t *testing.T) {
 		t.Errorf("FOLIO_MAX_BODY=lots: %v", err)
 	}
 }
+
+// TestServeConfigKVCacheType: FOLIO_KV_CACHE_TYPE reaches the models' load
+// options; a type folio has no cache for is refused by name.
+func TestServeConfigKVCacheType(t *testing.T) {
+	t.Setenv("FOLIO_KV_CACHE_TYPE", "q8_0")
+	cfg, err := serverConfig()
+	if err != nil || cfg.Load.KVType != "q8_0" {
+		t.Fatalf("FOLIO_KV_CACHE_TYPE=q8_0: K/V type %q, %v", cfg.Load.KVType, err)
+	}
+	t.Setenv("FOLIO_KV_CACHE_TYPE", "q4_0")
+	if _, err := serverConfig(); err == nil || !strings.Contains(err.Error(), "FOLIO_KV_CACHE_TYPE") || !strings.Contains(err.Error(), "q8_0") {
+		t.Errorf("FOLIO_KV_CACHE_TYPE=q4_0: %v, want an error naming the variable and the types", err)
+	}
+}

@@ -90,7 +90,7 @@ type Backend interface {
 // each of Layers layers. A block ID addresses the same slots in every layer.
 type KVSpec struct {
 	Layers, Blocks, BlockSize, KVHeads, HeadDim int
-	Type                                        gguf.TensorType // F16 (default) or F32
+	Type                                        gguf.TensorType // F16 (default), Q8_0 or F32
 }
 
 // Bytes is the memory the pool takes.
@@ -106,8 +106,10 @@ func (s KVSpec) BytesPerToken() int64 {
 // Check reports a spec a backend cannot allocate.
 func (s KVSpec) Check() error {
 	switch {
-	case s.Type != gguf.TypeF16 && s.Type != gguf.TypeF32:
-		return fmt.Errorf("%w: KV cache type %v (use f16 or f32)", ErrUnsupported, s.Type)
+	case s.Type != gguf.TypeF16 && s.Type != gguf.TypeF32 && s.Type != gguf.TypeQ8_0:
+		return fmt.Errorf("%w: KV cache type %v (use f16, q8_0 or f32)", ErrUnsupported, s.Type)
+	case s.Type == gguf.TypeQ8_0 && s.HeadDim%32 != 0:
+		return fmt.Errorf("%w: a q8_0 K/V cache needs heads of a multiple of 32 elements, and this model's have %d: use f16", ErrUnsupported, s.HeadDim)
 	case s.Layers <= 0 || s.Blocks <= 0 || s.BlockSize <= 0 || s.KVHeads <= 0 || s.HeadDim <= 0:
 		return fmt.Errorf("gpu: KV cache shape %+v has a dimension ≤ 0", s)
 	case s.Layers > 1<<16 || s.BlockSize > 1<<16 || s.KVHeads*s.HeadDim > 1<<20 || s.Blocks > 1<<31/s.BlockSize:

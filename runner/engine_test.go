@@ -105,8 +105,17 @@ func promptOf(n int, seed uint64) []int32 {
 
 // TestEngineSameResultsUnderLoad: 32 requests at once on a pool so small
 // that sequences are preempted give each one what it gives alone.
+// Over an F16 and a Q8_0 cache.
 func TestEngineSameResultsUnderLoad(t *testing.T) {
-	m := tinyModel(t, LoadOptions{NumCtx: 256, KVMemory: 40 * 16 * 1024})
+	for _, kv := range []string{"f16", "q8_0"} {
+		t.Run(kv, func(t *testing.T) { sameResultsUnderLoad(t, kv) })
+	}
+}
+
+func sameResultsUnderLoad(t *testing.T, kv string) {
+	// tiny's K/V: 2 layers × 2 heads × 64, K and V, 16 slots a block
+	blockBytes := map[string]int64{"f16": 16 * 2 * 2 * 128 * 2, "q8_0": 16 * 2 * 2 * 128 / 32 * 34}[kv]
+	m := tinyModel(t, LoadOptions{NumCtx: 256, KVMemory: 40 * blockBytes, KVType: kv})
 	if got := m.KV.Spec().Blocks; got != 40 {
 		t.Fatalf("pool of %d blocks, want 40", got)
 	}

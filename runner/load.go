@@ -22,10 +22,20 @@ type LoadOptions struct {
 	NumCtx    int    // longest sequence (prompt + output) in tokens; default min(4096, the model's)
 	NumBatch  int    // tokens per forward pass; default 512
 	BlockSize int    // tokens per K/V block; default 16
-	KVType    string // "f16" (default) or "f32"
+	KVType    string // "f16" (default), "q8_0" (half the memory) or "f32"
 	MaxSeqs   int    // sequences computed at once; default 64 (at most num_batch)
 	KVMemory  int64  // bytes of the K/V cache; default room for 4 × num_ctx tokens
 	Threads   int    // CPU threads; default all
+}
+
+// ParseKVType is the K/V cache type a name (f16, q8_0 or f32, any case)
+// gives, or an error listing them.
+func ParseKVType(name string) (gguf.TensorType, error) {
+	t, err := gguf.ParseTensorType(name)
+	if err != nil || (t != gguf.TypeF16 && t != gguf.TypeF32 && t != gguf.TypeQ8_0) {
+		return 0, fmt.Errorf("runner: K/V cache type %q: use f16, q8_0 (half the memory of f16) or f32", name)
+	}
+	return t, nil
 }
 
 // DefaultNumCtx is num_ctx when none is given, or the model's context
@@ -102,9 +112,9 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 		return nil, err
 	}
 	opt.defaults(cfg.Context)
-	kvType, err := gguf.ParseTensorType(opt.KVType)
-	if err != nil || (kvType != gguf.TypeF16 && kvType != gguf.TypeF32) {
-		return nil, fmt.Errorf("runner: KV cache type %q: use f16 or f32", opt.KVType)
+	kvType, err := ParseKVType(opt.KVType)
+	if err != nil {
+		return nil, err
 	}
 	tok, err := tokenizer.New(f)
 	if err != nil {
@@ -184,7 +194,7 @@ func checkHostMemory(need MemoryNeed, opt LoadOptions) error {
 	}
 	gib := func(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
 	if alloc := need.KV + need.Scratch + need.Repacked; alloc > avail {
-		return fmt.Errorf("%w: the K/V cache for num_ctx %d (%s), scratch (%s) and the weights repacked for the CPU kernels (%s) need %s, %s is available: lower num_ctx or num_batch, use an f16 KV cache or a smaller model",
+		return fmt.Errorf("%w: the K/V cache for num_ctx %d (%s), scratch (%s) and the weights repacked for the CPU kernels (%s) need %s, %s is available: lower num_ctx or num_batch, use a q8_0 K/V cache (FOLIO_KV_CACHE_TYPE) or a smaller model",
 			ErrNoMemory, opt.NumCtx, gib(need.KV), gib(need.Scratch), gib(need.Repacked), gib(alloc), gib(avail))
 	}
 	if need.Total() > total {

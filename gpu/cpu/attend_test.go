@@ -113,7 +113,7 @@ func (r *attendRun) state(b *Backend) ([][]float32, []byte) {
 
 // The fused Attend writes exactly what its five ops do, at every SIMD
 // level, for decode rows, a prompt of several tiles, a short prompt and
-// rows of no sequence, over F16 and F32 caches and every kind of Wo.
+// rows of no sequence, over F16, F32 and Q8_0 caches and every kind of Wo.
 func TestAttendEqualsFiveOps(t *testing.T) {
 	fused, ops := New(testThreads), New(testThreads)
 	defer fused.Close()
@@ -125,7 +125,7 @@ func TestAttendEqualsFiveOps(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
 	for _, l := range supportedLevels() {
 		fused.level, ops.level = l, l
-		for _, kvType := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
+		for _, kvType := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32, gguf.TypeQ8_0} {
 			for _, woType := range []gguf.TensorType{gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeF16, gguf.TypeF32} {
 				for _, gap := range []int{0, 3} {
 					name := fmt.Sprintf("%v/kv %v/wo %v/gap %d", l, kvType, woType, gap)

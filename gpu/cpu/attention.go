@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"folio/gpu"
@@ -107,13 +108,29 @@ func (t *attentionTask) run(w *worker, lo, hi int) {
 	spec := t.c.spec
 	d, bs := spec.HeadDim, spec.BlockSize
 	perRow := spec.KVHeads * t.perKV
-	f16 := t.c.k16 != nil
-	var kl, vl []float32
-	var kl16, vl16 []uint16
-	if f16 {
-		kl16, vl16 = t.c.k16[t.layer], t.c.v16[t.layer]
-	} else {
-		kl, vl = t.c.k32[t.layer], t.c.v32[t.layer]
+	// kvRow returns row at (d elements) of a layer's K or V as float32s: in
+	// place for F32, else decoded into buf.
+	kvRow := func(k bool, at int, buf []float32) []float32 {
+		switch {
+		case t.c.k16 != nil:
+			l := t.c.k16[t.layer]
+			if !k {
+				l = t.c.v16[t.layer]
+			}
+			f16ToF32(l[at:at+d], buf)
+		case t.c.k8 != nil:
+			l := t.c.k8[t.layer]
+			if !k {
+				l = t.c.v8[t.layer]
+			}
+			q8ToF32(l[q8Byte(at):q8Byte(at+d)], buf)
+		default:
+			if k {
+				return t.c.k32[t.layer][at : at+d]
+			}
+			return t.c.v32[t.layer][at : at+d]
+		}
+		return buf
 	}
 	for u := lo; u < hi; u++ {
 		row := u / perRow
@@ -135,14 +152,7 @@ func (t *attentionTask) run(w *worker, lo, hi int) {
 		for p0 := 0; p0 < n; p0 += bs {
 			base := t.c.offset(int(s.Blocks[p0/bs])*bs, kvh) // a run of bs·d
 			for p := p0; p < min(p0+bs, n); p++ {
-				at := base + (p-p0)*d
-				var k []float32
-				if f16 {
-					k = kbuf
-					f16ToF32(kl16[at:at+d], k)
-				} else {
-					k = kl[at : at+d]
-				}
+				k := kvRow(true, base+(p-p0)*d, kbuf)
 				for j := range nh {
 					scores[j*n+p] = dot(q[j*d:(j+1)*d], k) * t.scale
 				}
@@ -157,14 +167,7 @@ func (t *attentionTask) run(w *worker, lo, hi int) {
 		for p0 := 0; p0 < n; p0 += bs {
 			base := t.c.offset(int(s.Blocks[p0/bs])*bs, kvh) // a run of bs·d
 			for p := p0; p < min(p0+bs, n); p++ {
-				at := base + (p-p0)*d
-				var v []float32
-				if f16 {
-					v = kbuf
-					f16ToF32(vl16[at:at+d], v)
-				} else {
-					v = vl[at : at+d]
-				}
+				v := kvRow(false, base+(p-p0)*d, kbuf)
 				for j := range nh {
 					axpy(out[j*d:(j+1)*d], scores[j*n+p], v)
 				}
@@ -179,6 +182,20 @@ func f16ToF32(src []uint16, out []float32) {
 	src = src[:len(out)]
 	for i, h := range src {
 		out[i] = tab[h]
+	}
+}
+
+// q8ToF32 decodes the Q8_0 blocks of src into out (len(out)/32 blocks):
+// each element its quant times the block's scale, as a float32 product,
+// which is exact (8 bits by 11), so that every kernel decodes the same.
+func q8ToF32(src []byte, out []float32) {
+	tab := f16Table
+	for b := range len(out) / q8Elems {
+		blk := src[b*q8Bytes : (b+1)*q8Bytes]
+		d := tab[binary.LittleEndian.Uint16(blk)]
+		for j, q := range blk[2:] {
+			out[b*q8Elems+j] = float32(int8(q)) * d
+		}
 	}
 }
 

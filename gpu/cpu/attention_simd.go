@@ -3,7 +3,6 @@ package cpu
 import (
 	"cmp"
 	"slices"
-	"unsafe"
 
 	"folio/gpu"
 )
@@ -95,13 +94,7 @@ type simdAttentionTask struct {
 func (t *simdAttentionTask) run(w *worker, lo, hi int) {
 	spec := t.c.spec
 	scratch := grow(&w.scores, t.scratch)
-	var kl, vl unsafe.Pointer
-	f16 := t.c.k16 != nil
-	if f16 {
-		kl, vl = unsafe.Pointer(&t.c.k16[t.layer][0]), unsafe.Pointer(&t.c.v16[t.layer][0])
-	} else {
-		kl, vl = unsafe.Pointer(&t.c.k32[t.layer][0]), unsafe.Pointer(&t.c.v32[t.layer][0])
-	}
-	attentionX(t.level, t.tiles, lo, hi, t.q, t.qcols, t.group, spec.HeadDim, kl, vl, f16,
+	kl, vl := t.c.layerPtrs(t.layer)
+	attentionX(t.level, t.tiles, lo, hi, t.q, t.qcols, t.group, spec.HeadDim, kl, vl, t.c.kvKind(),
 		t.blocks, spec.BlockSize, spec.KVHeads, t.scale, t.dst, scratch)
 }

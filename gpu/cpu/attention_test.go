@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"folio/gpu"
@@ -12,7 +13,7 @@ import (
 )
 
 // attentionTol bounds Attention against float64 over the K/V as the cache
-// stores them (F16-rounded for an F16 cache).
+// stores them (F16-rounded for an F16 cache, quantized for Q8_0).
 const attentionTol = 1e-5
 
 // attnCase is a batch of sequences over one layer of a paged cache, with
@@ -116,14 +117,9 @@ func (c *attnCase) run(t testing.TB, b *Backend) {
 func (c *attnCase) want() []float64 {
 	hd, kvh := c.spec.HeadDim, c.spec.KVHeads
 	w := kvh * hd
-	stored := func(x float32) float64 {
-		if c.spec.Type == gguf.TypeF16 {
-			return float64(gguf.F16ToF32(gguf.F32ToF16(x)))
-		}
-		return float64(x)
-	}
 	out := make([]float64, len(c.q))
 	for si, s := range c.batch.Seqs {
+		sk, sv := storedKV(c.spec.Type, c.k[si], hd), storedKV(c.spec.Type, c.v[si], hd)
 		for i := range s.Len {
 			row, n := s.Start+i, s.Pos+i+1
 			for h := range c.heads {
@@ -134,7 +130,7 @@ func (c *attnCase) want() []float64 {
 				for p := range n {
 					var d float64
 					for j := range hd {
-						d += float64(q[j]) * stored(c.k[si][p*w+kv+j])
+						d += float64(q[j]) * float64(sk[p*w+kv+j])
 					}
 					scores[p] = d * float64(c.scale)
 					m = max(m, scores[p])
@@ -147,7 +143,7 @@ func (c *attnCase) want() []float64 {
 				o := out[(row*c.heads+h)*hd:][:hd]
 				for p := range n {
 					for j := range hd {
-						o[j] += scores[p] / sum * stored(c.v[si][p*w+kv+j])
+						o[j] += scores[p] / sum * float64(sv[p*w+kv+j])
 					}
 				}
 			}
@@ -156,8 +152,35 @@ func (c *attnCase) want() []float64 {
 	return out
 }
 
+// storedKV is x as a cache of typ holds it: each head's row of hd
+// elements rounded to F16 or quantized to Q8_0 blocks.
+func storedKV(typ gguf.TensorType, x []float32, hd int) []float32 {
+	out := make([]float32, len(x))
+	switch typ {
+	case gguf.TypeF16:
+		for i, v := range x {
+			out[i] = gguf.F16ToF32(gguf.F32ToF16(v))
+		}
+	case gguf.TypeQ8_0:
+		buf := make([]byte, typ.RowBytes(int64(hd)))
+		for i := 0; i < len(x); i += hd {
+			if err := gguf.Quantize(typ, x[i:i+hd], buf); err != nil {
+				panic(err)
+			}
+			if err := gguf.Dequantize(typ, buf, out[i:i+hd]); err != nil {
+				panic(err)
+			}
+		}
+	default:
+		copy(out, x)
+	}
+	return out
+}
+
 // TestAttention runs at every SIMD level this machine has, over head
-// sizes that fill no vector (8, 12), leave a tail (20) or fill several (64).
+// sizes that fill no vector (8, 12), leave a tail (20) or fill several (64);
+// Q8_0 caches over the head sizes it takes (multiples of 32), of which 96
+// is no multiple of the 64 elements a decode pass sums at a time.
 func TestAttention(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
 	seqs := []seqShape{
@@ -170,10 +193,14 @@ func TestAttention(t *testing.T) {
 	for _, l := range supportedLevels() {
 		b := newTestBackend(t)
 		b.level = l
-		for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
+		for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32, gguf.TypeQ8_0} {
+			hds := []int{8, 12, 20, 64}
+			if typ == gguf.TypeQ8_0 {
+				hds = []int{32, 64, 96}
+			}
 			for _, bs := range []int{1, 8, 16, 32, 64} {
 				for _, group := range []int{1, 2, 4} {
-					for _, hd := range []int{8, 12, 20, 64} {
+					for _, hd := range hds {
 						name := fmt.Sprintf("%v/%v/block%d/gqa%d/hd%d", l, typ, bs, group, hd)
 						t.Run(name, func(t *testing.T) {
 							c := newAttnCase(t, b, r, typ, bs, 2, group, hd, seqs, false)
@@ -198,15 +225,19 @@ func TestAttentionPagedEqualsContiguous(t *testing.T) {
 
 func pagedEqualsContiguous(t *testing.T, b *Backend) {
 	r := rand.New(rand.NewPCG(25, 26))
-	for trial := range 40 {
-		typ := []gguf.TensorType{gguf.TypeF16, gguf.TypeF32}[trial%2]
+	for trial := range 60 {
+		typ := []gguf.TensorType{gguf.TypeF16, gguf.TypeF32, gguf.TypeQ8_0}[trial%3]
 		bs := []int{1, 2, 8, 16, 32, 64}[r.IntN(6)]
 		group := []int{1, 2, 4}[r.IntN(3)]
 		seqs := make([]seqShape, 1+r.IntN(4))
 		for i := range seqs {
 			seqs[i] = seqShape{pos: r.IntN(150), len: 1 + r.IntN(12)}
 		}
-		paged := newAttnCase(t, b, r, typ, bs, 1+r.IntN(3), group, 4+2*r.IntN(8), seqs, false)
+		hd := 4 + 2*r.IntN(8)
+		if typ == gguf.TypeQ8_0 {
+			hd = 32 * (1 + r.IntN(3))
+		}
+		paged := newAttnCase(t, b, r, typ, bs, 1+r.IntN(3), group, hd, seqs, false)
 		contig := *paged
 		contig.batch.Seqs = nil
 		next := int32(0)
@@ -280,8 +311,11 @@ func TestWriteKVRounding(t *testing.T) {
 func TestCopyBlocks(t *testing.T) {
 	b := newTestBackend(t)
 	r := rand.New(rand.NewPCG(29, 30))
-	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
+	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32, gguf.TypeQ8_0} {
 		spec := gpu.KVSpec{Layers: 3, Blocks: 5, BlockSize: 4, KVHeads: 2, HeadDim: 4, Type: typ}
+		if typ == gguf.TypeQ8_0 {
+			spec.HeadDim = 32
+		}
 		c, err := b.NewKVCache(spec)
 		if err != nil {
 			t.Fatal(err)
@@ -305,18 +339,13 @@ func TestCopyBlocks(t *testing.T) {
 		per := spec.BlockSize * w
 		hd := spec.HeadDim
 		for l := range spec.Layers {
+			sk, sv := storedKV(typ, ks[l], hd), storedKV(typ, vs[l], hd)
 			for blk, src := range from {
 				for j := range per {
 					// Element j of block blk: slot blk·BlockSize + j/w, head j%w/hd.
 					at := cc.offset(blk*spec.BlockSize+j/w, j%w/hd) + j%hd
-					wk, wv := ks[l][src*per+j], vs[l][src*per+j]
-					var gk, gv float32
-					if typ == gguf.TypeF16 {
-						gk, gv = gguf.F16ToF32(cc.k16[l][at]), gguf.F16ToF32(cc.v16[l][at])
-						wk, wv = gguf.F16ToF32(gguf.F32ToF16(wk)), gguf.F16ToF32(gguf.F32ToF16(wv))
-					} else {
-						gk, gv = cc.k32[l][at], cc.v32[l][at]
-					}
+					wk, wv := sk[src*per+j], sv[src*per+j]
+					gk, gv := cc.element(l, at)
 					if gk != wk || gv != wv {
 						t.Fatalf("%v layer %d block %d element %d: K/V %v/%v, want block %d's %v/%v", typ, l, blk, j, gk, gv, src, wk, wv)
 					}
@@ -337,8 +366,12 @@ func TestNewKVCacheErrors(t *testing.T) {
 			t.Errorf("NewKVCache(%+v): err = %v, want ErrOutOfMemory", spec, err)
 		}
 	}
-	if _, err := b.NewKVCache(gpu.KVSpec{Layers: 1, Blocks: 1, BlockSize: 1, KVHeads: 1, HeadDim: 1, Type: gguf.TypeQ8_0}); !errors.Is(err, gpu.ErrUnsupported) {
-		t.Errorf("Q8_0 cache: err = %v, want ErrUnsupported", err)
+	if _, err := b.NewKVCache(gpu.KVSpec{Layers: 1, Blocks: 1, BlockSize: 1, KVHeads: 1, HeadDim: 48, Type: gguf.TypeQ8_0}); !errors.Is(err, gpu.ErrUnsupported) ||
+		!strings.Contains(err.Error(), "multiple of 32") {
+		t.Errorf("Q8_0 cache of heads of 48: err = %v, want ErrUnsupported naming the multiple of 32", err)
+	}
+	if _, err := b.NewKVCache(gpu.KVSpec{Layers: 1, Blocks: 1, BlockSize: 1, KVHeads: 1, HeadDim: 1, Type: gguf.TypeQ4_0}); !errors.Is(err, gpu.ErrUnsupported) {
+		t.Errorf("Q4_0 cache: err = %v, want ErrUnsupported", err)
 	}
 	if _, err := b.NewTensor(1<<40, 1<<30); !errors.Is(err, gpu.ErrOutOfMemory) {
 		t.Errorf("huge NewTensor: err = %v, want ErrOutOfMemory", err)
@@ -411,7 +444,10 @@ func decodeEqualsPrefill(t *testing.T, n, kvh, g, hd, bs int, blocks, slots []in
 	t.Helper()
 	w := kvh * g * hd
 	for _, l := range supportedLevels() {
-		for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
+		for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32, gguf.TypeQ8_0} {
+			if typ == gguf.TypeQ8_0 && hd%32 != 0 {
+				continue
+			}
 			b := newTestBackend(t)
 			b.level = l
 			c, err := b.NewKVCache(gpu.KVSpec{Layers: 1, Blocks: len(blocks), BlockSize: bs, KVHeads: kvh, HeadDim: hd, Type: typ})

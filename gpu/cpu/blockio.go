@@ -12,12 +12,20 @@ var _ gpu.BlockIO = (*Backend)(nil)
 
 // ReadBlock copies block's K and V of every layer into dst in the
 // canonical layout of gpu.BlockIO, which is this cache's own layout within
-// a block (head-major), so each layer's K and V are one run each.
+// a block (head-major), so each layer's K and V are one run each (Q8_0
+// blocks of a head's row, for a Q8_0 cache).
 func (b *Backend) ReadBlock(c gpu.KVCache, block int32, dst []byte) {
 	cc := b.kv(c)
 	lo, n := cc.blockRun("ReadBlock", block, len(dst))
 	at := 0
 	for l := range cc.spec.Layers {
+		if cc.k8 != nil || littleEndian { // the bytes are the layout's: Q8_0 blocks are little-endian anywhere
+			k, v := cc.layerBytes(l)
+			bn := cc.blockBytes()
+			at += copy(dst[at:], k[int(block)*bn:][:bn])
+			at += copy(dst[at:], v[int(block)*bn:][:bn])
+			continue
+		}
 		if cc.k16 != nil {
 			for _, run := range [][]uint16{cc.k16[l][lo : lo+n], cc.v16[l][lo : lo+n]} {
 				for _, h := range run {
@@ -42,6 +50,13 @@ func (b *Backend) WriteBlock(c gpu.KVCache, block int32, src []byte) {
 	lo, n := cc.blockRun("WriteBlock", block, len(src))
 	at := 0
 	for l := range cc.spec.Layers {
+		if cc.k8 != nil || littleEndian {
+			k, v := cc.layerBytes(l)
+			bn := cc.blockBytes()
+			at += copy(k[int(block)*bn:][:bn], src[at:])
+			at += copy(v[int(block)*bn:][:bn], src[at:])
+			continue
+		}
 		if cc.k16 != nil {
 			for _, run := range [][]uint16{cc.k16[l][lo : lo+n], cc.v16[l][lo : lo+n]} {
 				for i := range run {

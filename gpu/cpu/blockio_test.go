@@ -12,10 +12,13 @@ import (
 // TestBlockIORoundTrip: a block read out and written into another block
 // gives the same attention inputs there: every slot's K and V equal.
 func TestBlockIORoundTrip(t *testing.T) {
-	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
+	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32, gguf.TypeQ8_0} {
 		b := New(2)
 		defer b.Close()
 		spec := gpu.KVSpec{Layers: 3, Blocks: 6, BlockSize: 4, KVHeads: 2, HeadDim: 8, Type: typ}
+		if typ == gguf.TypeQ8_0 {
+			spec.HeadDim = 32
+		}
 		c, err := b.NewKVCache(spec)
 		if err != nil {
 			t.Fatal(err)

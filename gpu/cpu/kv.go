@@ -14,13 +14,69 @@ import (
 // slice of Blocks blocks, head-major within a block: head h of the slot at
 // offset o of block B is at [((B·KVHeads + h)·BlockSize + o)·HeadDim,
 // +HeadDim), so that attention streams one head of a block as one run of
-// BlockSize·HeadDim elements. Exactly one of k16/v16 (F16) and k32/v32
-// (F32) is set, indexed by layer.
+// BlockSize·HeadDim elements. Exactly one of k16/v16 (F16), k32/v32 (F32)
+// and k8/v8 (Q8_0) is set, indexed by layer. A Q8_0 layer is the same
+// elements in ggml's 34-byte blocks of 32 (a half scale, 32 int8 quants):
+// element e, at a multiple of 32 (HeadDim is one), starts at byte
+// e/32·34, so a head's row quantizes on its own and a block of the pool is
+// still one run.
 type KVCache struct {
 	spec     gpu.KVSpec
 	k16, v16 [][]uint16
 	k32, v32 [][]float32
+	k8, v8   [][]byte
 	width    int // KVHeads · HeadDim: the elements of one slot
+}
+
+// q8Byte is where element e (a multiple of 32) of a Q8_0 layer starts.
+func q8Byte(e int) int { return e / q8Elems * q8Bytes }
+
+// Q8_0's block: q8Elems elements in q8Bytes bytes.
+const (
+	q8Elems = 32
+	q8Bytes = 34
+)
+
+// kvKind is the cache's element type as the C kernels number it
+// (simd_attn.c: KV_F32, KV_F16, KV_Q8).
+func (c *KVCache) kvKind() int {
+	switch {
+	case c.k16 != nil:
+		return 1
+	case c.k8 != nil:
+		return 2
+	}
+	return 0
+}
+
+// layer returns the start of layer's K and V.
+func (c *KVCache) layerPtrs(layer int) (k, v unsafe.Pointer) {
+	switch {
+	case c.k16 != nil:
+		return unsafe.Pointer(&c.k16[layer][0]), unsafe.Pointer(&c.v16[layer][0])
+	case c.k8 != nil:
+		return unsafe.Pointer(&c.k8[layer][0]), unsafe.Pointer(&c.v8[layer][0])
+	}
+	return unsafe.Pointer(&c.k32[layer][0]), unsafe.Pointer(&c.v32[layer][0])
+}
+
+// layerBytes returns layer's K and V as bytes.
+func (c *KVCache) layerBytes(layer int) (k, v []byte) {
+	switch {
+	case c.k16 != nil:
+		return u16Bytes(c.k16[layer]), u16Bytes(c.v16[layer])
+	case c.k8 != nil:
+		return c.k8[layer], c.v8[layer]
+	}
+	return f32Bytes(c.k32[layer]), f32Bytes(c.v32[layer])
+}
+
+func u16Bytes(s []uint16) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 2*len(s))
+}
+
+func f32Bytes(s []float32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 4*len(s))
 }
 
 // offset is where head h of slot s starts in a layer's K or V.
@@ -58,12 +114,18 @@ func (b *Backend) NewKVCache(spec gpu.KVSpec) (kv gpu.KVCache, err error) {
 		}
 	}()
 	c := &KVCache{spec: spec, width: spec.KVHeads * spec.HeadDim}
-	if spec.Type == gguf.TypeF16 {
+	switch spec.Type {
+	case gguf.TypeF16:
 		c.k16, c.v16 = make([][]uint16, spec.Layers), make([][]uint16, spec.Layers)
 		for l := range spec.Layers {
 			c.k16[l], c.v16[l] = alignedU16(perLayer), alignedU16(perLayer)
 		}
-	} else {
+	case gguf.TypeQ8_0:
+		c.k8, c.v8 = make([][]byte, spec.Layers), make([][]byte, spec.Layers)
+		for l := range spec.Layers {
+			c.k8[l], c.v8[l] = alignedAlloc(q8Byte(perLayer)), alignedAlloc(q8Byte(perLayer))
+		}
+	default:
 		c.k32, c.v32 = make([][]float32, spec.Layers), make([][]float32, spec.Layers)
 		for l := range spec.Layers {
 			c.k32[l], c.v32[l] = alignedF32(perLayer), alignedF32(perLayer)
@@ -88,13 +150,9 @@ func (b *Backend) touch(c *KVCache) {
 		}
 	}
 	for l := range c.spec.Layers {
-		if c.k16 != nil {
-			add(unsafe.Pointer(&c.k16[l][0]), 2*len(c.k16[l]))
-			add(unsafe.Pointer(&c.v16[l][0]), 2*len(c.v16[l]))
-		} else {
-			add(unsafe.Pointer(&c.k32[l][0]), 4*len(c.k32[l]))
-			add(unsafe.Pointer(&c.v32[l][0]), 4*len(c.v32[l]))
-		}
+		k, v := c.layerBytes(l)
+		add(unsafe.Pointer(&k[0]), len(k))
+		add(unsafe.Pointer(&v[0]), len(v))
 	}
 	b.pool.run(t, len(t.spans), hugePage)
 }
@@ -124,7 +182,8 @@ func (c *KVCache) checkLayer(op string, layer int) {
 }
 
 // WriteKV stores row i of k and v into layer's K and V at slot slots[i],
-// converting to the cache's type (F16 rounds to nearest even).
+// converting to the cache's type (F16 rounds to nearest even; Q8_0
+// quantizes each head's row as ggml's quantize_row_q8_0_ref does).
 func (b *Backend) WriteKV(c gpu.KVCache, layer int, k, v gpu.Tensor, slots []int32) {
 	cc := b.kv(c)
 	b.checkWriteKV(cc, layer, k, v, slots)
@@ -161,7 +220,11 @@ func (t *writeKVTask) run(_ *worker, lo, hi int) {
 		at := t.c.offset(int(t.slots[i]), 0) // head h is h·BlockSize·HeadDim further
 		for h := 0; h < w; h += d {
 			k, v := t.k[i*w+h:i*w+h+d], t.v[i*w+h:i*w+h+d]
-			if t.c.k16 != nil {
+			if t.c.k8 != nil {
+				b0, b1 := q8Byte(at), q8Byte(at+d)
+				quantizeQ8(k, t.c.k8[t.layer][b0:b1])
+				quantizeQ8(v, t.c.v8[t.layer][b0:b1])
+			} else if t.c.k16 != nil {
 				kd, vd := t.c.k16[t.layer][at:at+d], t.c.v16[t.layer][at:at+d]
 				for j := range d {
 					kd[j] = gguf.F32ToF16(k[j])
@@ -202,18 +265,26 @@ type copyBlocksTask struct {
 }
 
 func (t *copyBlocksTask) run(_ *worker, lo, hi int) {
-	n := t.c.spec.BlockSize * t.c.width // elements per block
+	n := t.c.blockBytes()
 	for l := lo; l < hi; l++ {
+		k, v := t.c.layerBytes(l)
 		for _, cp := range t.copies {
 			s, d := int(cp.Src)*n, int(cp.Dst)*n
-			if t.c.k16 != nil {
-				copy(t.c.k16[l][d:d+n], t.c.k16[l][s:s+n])
-				copy(t.c.v16[l][d:d+n], t.c.v16[l][s:s+n])
-			} else {
-				copy(t.c.k32[l][d:d+n], t.c.k32[l][s:s+n])
-				copy(t.c.v32[l][d:d+n], t.c.v32[l][s:s+n])
-			}
+			copy(k[d:d+n], k[s:s+n])
+			copy(v[d:d+n], v[s:s+n])
 		}
+	}
+}
+
+// blockBytes is the bytes of one block of one layer's K (or V).
+func (c *KVCache) blockBytes() int {
+	return int(c.spec.Type.RowBytes(int64(c.spec.BlockSize * c.width)))
+}
+
+// quantizeQ8 quantizes x (a multiple of 32 elements) into Q8_0 blocks.
+func quantizeQ8(x []float32, dst []byte) {
+	if err := gguf.Quantize(gguf.TypeQ8_0, x, dst); err != nil {
+		panic("cpu: " + err.Error()) // the cache's shape is checked: a programming error
 	}
 }
 

@@ -99,7 +99,7 @@ void folio_write_kv_f16(const float *k, const float *v, int n, const int32_t *sl
 AVX512 __m512 exp512(__m512 x);
 AVX2 __m256 exp256(__m256 x);
 void folio_attention(int level, const int32_t *tiles, int lo, int hi, const float *q, int64_t qstride, int g, int d,
-                     const void *kl, const void *vl, int f16, const int32_t *blocks, int bs, int kvheads, float scale,
+                     const void *kl, const void *vl, int kt, const int32_t *blocks, int bs, int kvheads, float scale,
                      float *out, float *scratch);
 
 // The microkernels take the activation rows in tiles of at most XT: 8

@@ -11,8 +11,10 @@
 //
 // Query qi is head qi % g of row qi / g, at position pos0 + qi / g, and
 // attends to positions 0 … its own. Position p's K/V is at element
-// ((blocks[p/bs]·kvheads + h)·bs + p%bs)·d of the layer's K and V, halves
-// (f16) or float32. Each query's sums run in the same order whatever the
+// ((blocks[p/bs]·kvheads + h)·bs + p%bs)·d of the layer's K and V, of kind
+// kt: float32, halves, or Q8_0 blocks (34 bytes for 32 elements, d a
+// multiple of 32), which decode to float32 exactly (quant times scale),
+// so a Q8_0 cache's attention is the float32 one over the values it holds. Each query's sums run in the same order whatever the
 // tile it is in (a lane, over j, then over p), so a token's attention is
 // bit for bit the same alone (decode) or in a prompt: with activations
 // quantized to 8 bits, the least difference could flip a quant. Scratch
@@ -27,29 +29,37 @@
 #define UNROLL _Pragma("GCC unroll 16")
 
 #define ATTN_ARGS                                                                                           \
-	const float *q, int64_t qstride, int nr, int g, int d, const void *kl, const void *vl, int f16,          \
+	const float *q, int64_t qstride, int nr, int g, int d, const void *kl, const void *vl, int kt,           \
 		const int32_t *blocks, int bs, int kvheads, int h, int pos0, float scale, float *out, float *scratch
 
 static inline int64_t kv_at(const int32_t *blocks, int bs, int kvheads, int h, int d, int p) {
 	return (((int64_t)blocks[p / bs] * kvheads + h) * bs + p % bs) * d;
 }
 
-// prefetch_rows asks L1 for bytes o0 … o1-1 of the rows p0 … p1-1 of head
-// h of a layer's K or V (esz bytes an element). A decode unit reads each
+// The kinds of K/V element (KVCache.kvKind).
+enum { KV_F32 = 0, KV_F16 = 1, KV_Q8 = 2 };
+
+// prefetch_rows asks L1 for elements o0 … o1-1 of the rows p0 … p1-1 of
+// head h of a layer's K or V (of kind kt). A decode unit reads each
 // row once, from blocks spread over the pool, where the hardware
 // prefetchers find a block only after missing on it; decode therefore asks
 // for rows kAhead (K) or vAhead (V) positions before it reads them.
-static inline void prefetch_rows(const void *base, int esz, const int32_t *blocks, int bs, int kvheads, int h, int d,
+static inline void prefetch_rows(const void *base, int kt, const int32_t *blocks, int bs, int kvheads, int h, int d,
                                  int p0, int p1, int o0, int o1) {
-	int64_t rb = (int64_t)d * esz;
+	// the row's bytes, and those of elements o0 … o1-1 in it (for Q8_0,
+	// their blocks'), rows starting at a multiple of 32 elements
+	int esz = kt == KV_F32 ? 4 : 2;
+	int64_t rb = (int64_t)d * esz, b0 = (int64_t)o0 * esz, b1 = (int64_t)o1 * esz - 1;
+	if (kt == KV_Q8)
+		rb = d / 32 * 34, b0 = o0 / 32 * 34, b1 = (o1 - 1) / 32 * 34 + 33;
 	for (int p = p0; p < p1;) {
 		int e = (p / bs + 1) * bs;
 		e = e < p1 ? e : p1;
-		const char *a = (const char *)base + kv_at(blocks, bs, kvheads, h, d, p) * esz;
+		const char *a = (const char *)base + kv_at(blocks, bs, kvheads, h, d, p) / d * rb;
 		for (int64_t r = 0; r < e - p; r++)
-			for (int o = o0; o < o1; o += 64)
+			for (int64_t o = b0; o <= b1; o += 64)
 				_mm_prefetch(a + r * rb + o, _MM_HINT_T0);
-		_mm_prefetch(a + (e - p - 1) * rb + o1 - 1, _MM_HINT_T0);
+		_mm_prefetch(a + (e - p - 1) * rb + b1, _MM_HINT_T0);
 		p = e;
 	}
 }
@@ -86,11 +96,26 @@ AVX512 __m512 exp512(__m512 x) {
 
 static inline AVX512 __mmask16 tail16(int left) { return left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1); }
 
+// q8x16_512 decodes elements e … e+15 (e a multiple of 16) of a Q8_0
+// layer.
+static inline AVX512 __m512 q8x16_512(const void *base, int64_t e) {
+	const uint8_t *blk = (const uint8_t *)base + (e >> 5) * 34;
+	uint16_t h;
+	memcpy(&h, blk, 2);
+	__m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2 + (e & 31)))));
+	return _mm512_mul_ps(q, _mm512_set1_ps(_cvtsh_ss(h)));
+}
+
 // row512 returns row at of a K or V layer as float32s: in place for
 // float32, else converted into buf.
-static inline AVX512 const float *row512(const void *base, int f16, int64_t at, int d, float *buf) {
-	if (!f16)
+static inline AVX512 const float *row512(const void *base, int kt, int64_t at, int d, float *buf) {
+	if (kt == KV_F32)
 		return (const float *)base + at;
+	if (kt == KV_Q8) {
+		for (int j = 0; j < d; j += 16)
+			_mm512_storeu_ps(buf + j, q8x16_512(base, at + j));
+		return buf;
+	}
 	const uint16_t *s = (const uint16_t *)base + at;
 	for (int j = 0; j < d; j += 16) {
 		__mmask16 m = tail16(d - j);
@@ -125,7 +150,7 @@ INLINE AVX512 void score_tile512(const float *const *kr, int PB, const float *qt
 
 // scores_many512 fills S[p·nqp + qi]: the queries transposed into qt, then
 // four K rows at a time (converted into kb, 4·d floats) against them.
-static AVX512 void scores_many512(const float *q, int64_t qstride, int nr, int g, int d, const void *kl, int f16,
+static AVX512 void scores_many512(const float *q, int64_t qstride, int nr, int g, int d, const void *kl, int kt,
                                   const int32_t *blocks, int bs, int kvheads, int h, int n, float scale, float *qt,
                                   float *S, float *kb) {
 	int nq = nr * g, nqp = (nq + 15) & ~15, nc = nqp / 16;
@@ -135,7 +160,7 @@ static AVX512 void scores_many512(const float *q, int64_t qstride, int nr, int g
 		int pb = n - p0 < 4 ? n - p0 : 4;
 		const float *kr[4];
 		for (int pp = 0; pp < pb; pp++)
-			kr[pp] = row512(kl, f16, kv_at(blocks, bs, kvheads, h, d, p0 + pp), d, kb + pp * d);
+			kr[pp] = row512(kl, kt, kv_at(blocks, bs, kvheads, h, d, p0 + pp), d, kb + pp * d);
 		float *Sp = S + (int64_t)p0 * nqp;
 		for (int c0 = 0; c0 < nc; c0 += 4) {
 			int cn = nc - c0 < 4 ? nc - c0 : 4;
@@ -217,7 +242,7 @@ INLINE AVX512 void value_tile512(float *const *o, int QB, const float *s, int64_
 // query-major, ps = 1),
 // converting each block of V rows once (into vb) for all queries, which it
 // takes four (two for d > 64, one for d > 128) at a time.
-static AVX512 void values512(float *out, int64_t qstride, int nq, int g, int d, const void *vl, int f16,
+static AVX512 void values512(float *out, int64_t qstride, int nq, int g, int d, const void *vl, int kt,
                              const int32_t *blocks, int bs, int kvheads, int h, int pos0, int n, const float *S,
                              int64_t ps, int64_t qs, const float *inv, float *vb) {
 	int dv = (d + 15) / 16;
@@ -229,9 +254,9 @@ static AVX512 void values512(float *out, int64_t qstride, int nq, int g, int d, 
 		int np = n - b0 < bs ? n - b0 : bs;
 		int64_t at = kv_at(blocks, bs, kvheads, h, d, b0); // np rows, d apart
 		const float *vr = (const float *)vl + at;
-		if (f16) {
+		if (kt != KV_F32) {
 			for (int p = 0; p < np; p++)
-				row512(vl, 1, at + (int64_t)p * d, d, vb + p * d);
+				row512(vl, kt, at + (int64_t)p * d, d, vb + p * d);
 			vr = vb;
 		}
 		for (int qi0 = 0; qi0 < nq; qi0 += qb) {
@@ -317,22 +342,25 @@ INLINE AVX512 void transpose16(__m512 r[16]) {
 	}
 }
 
-// krow512 loads elements j… (masked by m) of a K or V row as floats.
-static inline AVX512 __m512 krow512(const void *base, int f16, int64_t at, __mmask16 m) {
-	if (f16)
+// krow512 loads elements at… (masked by m) of a K or V row as floats. A
+// Q8_0 row has no tail (d is a multiple of 32): its mask is all or none.
+static inline AVX512 __m512 krow512(const void *base, int kt, int64_t at, __mmask16 m) {
+	if (kt == KV_Q8)
+		return m ? q8x16_512(base, at) : _mm512_setzero_ps();
+	if (kt == KV_F16)
 		return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)base + at));
 	return _mm512_maskz_loadu_ps(m, (const float *)base + at);
 }
 
 // ktile512 transposes the np ≤ 16 rows of K starting at element at (rows
 // d apart) into kt[j·16 + i] = row i's element j, zero past np.
-static inline AVX512 void ktile512(const void *kl, int f16, int64_t at, int np, int d, float *kt) {
+static inline AVX512 void ktile512(const void *kl, int kk, int64_t at, int np, int d, float *kt) {
 	for (int j0 = 0; j0 < d; j0 += 16) {
 		int dc = d - j0 < 16 ? d - j0 : 16;
 		__mmask16 m = tail16(dc);
 		__m512 r[16];
 		for (int i = 0; i < 16; i++)
-			r[i] = i < np ? krow512(kl, f16, at + (int64_t)i * d + j0, m) : _mm512_setzero_ps();
+			r[i] = i < np ? krow512(kl, kk, at + (int64_t)i * d + j0, m) : _mm512_setzero_ps();
 		transpose16(r);
 		for (int c = 0; c < dc; c++)
 			_mm512_storeu_ps(kt + (int64_t)(j0 + c) * 16, r[c]);
@@ -407,7 +435,7 @@ INLINE AVX512 void scores1_512(const float *q, int G, int T, int d, const void *
 // queries, the 16-float chunks c0 … c0+CW-1 of each V row (a mask of 0
 // past d), each output element an FMA chain over p in order. With sum, it
 // first sets inv[qi] to 1/Σ_p S1[qi·ns + p], summed in order of p.
-INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int full, int d, const void *vl, int f16,
+INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int full, int d, const void *vl, int kt,
                                const int32_t *blocks, int bs, int kvheads, int h, int n, const float *S1, int64_t ns,
                                float *inv) {
 	__mmask16 m[4];
@@ -428,19 +456,19 @@ INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int f
 		if (left == 0) {
 			at = kv_at(blocks, bs, kvheads, h, d, p) + 16 * c0, left = bs;
 			if (p + vAhead < n) {
-				int esz = f16 ? 2 : 4, e = p + vAhead + bs;
-				prefetch_rows(vl, esz, blocks, bs, kvheads, h, d, p + vAhead, e < n ? e : n, 16 * c0 * esz,
-				              (16 * (c0 + CW) < d ? 16 * (c0 + CW) : d) * esz);
+				int e = p + vAhead + bs;
+				prefetch_rows(vl, kt, blocks, bs, kvheads, h, d, p + vAhead, e < n ? e : n, 16 * c0,
+				              16 * (c0 + CW) < d ? 16 * (c0 + CW) : d);
 			}
 		}
 		__m512 v[4];
 		UNROLL for (int c = 0; c < CW; c++)
-			if (full && f16)
+			if (full && kt == KV_F16)
 				v[c] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)vl + at + 16 * c)));
-			else if (full)
+			else if (full && kt == KV_F32)
 				v[c] = _mm512_loadu_ps((const float *)vl + at + 16 * c);
 			else
-				v[c] = krow512(vl, f16, at + 16 * c, m[c]);
+				v[c] = krow512(vl, kt, at + 16 * c, m[c]);
 		UNROLL for (int qi = 0; qi < G; qi++) {
 			__m512 s = _mm512_set1_ps(S1[qi * ns + p]);
 			if (sum)
@@ -458,36 +486,39 @@ INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int f
 }
 
 // values1g_512 is values1_512 over all of d for G queries, CW chunks at a
-// time (G·CW accumulators); f16 and full (no chunk past d) are constants
+// time (G·CW accumulators); kt and full (no chunk past d) are constants
 // in each copy of the loop.
-INLINE AVX512 void values1g_512(float *out, int G, int CW, int d, const void *vl, int f16, const int32_t *blocks, int bs,
+INLINE AVX512 void values1g_512(float *out, int G, int CW, int d, const void *vl, int kt, const int32_t *blocks, int bs,
                                 int kvheads, int h, int n, const float *S1, int64_t ns) {
 	float inv[8];
-#define V1ALL(F16, FULL)                                                                                              \
+#define V1ALL(KT, FULL)                                                                                               \
 	do {                                                                                                          \
-		values1_512(out, G, CW, 0, 1, FULL, d, vl, F16, blocks, bs, kvheads, h, n, S1, ns, inv);              \
+		values1_512(out, G, CW, 0, 1, FULL, d, vl, KT, blocks, bs, kvheads, h, n, S1, ns, inv);               \
 		for (int c0 = CW; 16 * c0 < d; c0 += CW)                                                              \
-			values1_512(out, G, CW, c0, 0, FULL, d, vl, F16, blocks, bs, kvheads, h, n, S1, ns, inv);     \
+			values1_512(out, G, CW, c0, 0, FULL, d, vl, KT, blocks, bs, kvheads, h, n, S1, ns, inv);      \
 	} while (0)
 	int full = d % (16 * CW) == 0;
-	if (f16 && full)
-		V1ALL(1, 1);
-	else if (f16)
-		V1ALL(1, 0);
+	if (kt == KV_Q8)
+		V1ALL(KV_Q8, 0);
+	else if (kt == KV_F16 && full)
+		V1ALL(KV_F16, 1);
+	else if (kt == KV_F16)
+		V1ALL(KV_F16, 0);
 	else if (full)
-		V1ALL(0, 1);
+		V1ALL(KV_F32, 1);
 	else
-		V1ALL(0, 0);
+		V1ALL(KV_F32, 0);
 #undef V1ALL
 }
 
-static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, const void *vl, int f16,
+static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, const void *vl, int kk,
                                 const int32_t *blocks, int bs, int kvheads, int h, int n, float scale, float *out,
                                 float *scratch) {
 	int64_t ns = (n + 15) & ~15;
 	// kt: T tiles of 16 transposed K rows (tstride floats, or halves: d
-	// rounded up to 32 for f16), then S1: g·ns floats (attnScratch).
-	int T = g <= 4 ? 4 : 2;
+	// rounded up to 32 for F16 K; Q8_0 K is decoded into floats), then S1:
+	// g·ns floats (attnScratch).
+	int T = g <= 4 ? 4 : 2, f16 = kk == KV_F16;
 	int64_t tstride = f16 ? 16 * ((d + 31) & ~31) : 16 * d;
 	float *kt = scratch, *S1 = scratch + (int64_t)T * 16 * (d > 16 ? d : 16);
 	const __m512 sv = _mm512_set1_ps(scale);
@@ -498,12 +529,12 @@ static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, co
 			np = b0 + bs - p0 < np ? b0 + bs - p0 : np;
 			int64_t at = kv_at(blocks, bs, kvheads, h, d, p0);
 			if (p0 + kAhead < n)
-				prefetch_rows(kl, f16 ? 2 : 4, blocks, bs, kvheads, h, d, p0 + kAhead,
-				              p0 + kAhead + np < n ? p0 + kAhead + np : n, 0, d * (f16 ? 2 : 4));
+				prefetch_rows(kl, kk, blocks, bs, kvheads, h, d, p0 + kAhead,
+				              p0 + kAhead + np < n ? p0 + kAhead + np : n, 0, d);
 			if (f16)
 				ktile16_512((const uint16_t *)kl + at, np, d, (uint16_t *)kt + nt * tstride);
 			else
-				ktile512(kl, 0, at, np, d, kt + nt * tstride);
+				ktile512(kl, kk, at, np, d, kt + nt * tstride);
 			p0s[nt] = p0, nps[nt] = np, nt++;
 			if (nt == T || p0 + np >= n) {
 #define S1T(G)                                                                                                      \
@@ -537,7 +568,7 @@ static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, co
 		}
 	}
 	// Values: G·CW accumulators, each V row converted once.
-#define V1(G, CW) values1g_512(out, G, CW, d, vl, f16, blocks, bs, kvheads, h, n, S1, ns)
+#define V1(G, CW) values1g_512(out, G, CW, d, vl, kk, blocks, bs, kvheads, h, n, S1, ns)
 	switch (g) {
 	case 1: V1(1, 4); break;
 	case 2: V1(2, 4); break;
@@ -553,15 +584,15 @@ static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, co
 
 static AVX512 void attn_avx512(ATTN_ARGS) {
 	if (nr == 1 && g <= 8) {
-		attn1_avx512(q, g, d, kl, vl, f16, blocks, bs, kvheads, h, pos0 + 1, scale, out, scratch);
+		attn1_avx512(q, g, d, kl, vl, kt, blocks, bs, kvheads, h, pos0 + 1, scale, out, scratch);
 		return;
 	}
 	int nq = nr * g, nqp = (nq + 15) & ~15, n = pos0 + nr;
 	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)n * nqp, *vb = kb + 4 * d;
 	float inv[nqp];
-	scores_many512(q, qstride, nr, g, d, kl, f16, blocks, bs, kvheads, h, n, scale, qt, S, kb);
+	scores_many512(q, qstride, nr, g, d, kl, kt, blocks, bs, kvheads, h, n, scale, qt, S, kb);
 	softmax_many512(S, nq, nqp, g, pos0, n, inv);
-	values512(out, qstride, nq, g, d, vl, f16, blocks, bs, kvheads, h, pos0, n, S, nqp, 1, inv, vb);
+	values512(out, qstride, nq, g, d, vl, kt, blocks, bs, kvheads, h, pos0, n, S, nqp, 1, inv, vb);
 }
 
 // ---- AVX2: the same steps, 8 lanes at a time.
@@ -587,9 +618,19 @@ static inline AVX2 __m256i tail8(int left) {
 	return _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-static inline AVX2 const float *row256(const void *base, int f16, int64_t at, int d, float *buf) {
-	if (!f16)
+static inline AVX2 const float *row256(const void *base, int kt, int64_t at, int d, float *buf) {
+	if (kt == KV_F32)
 		return (const float *)base + at;
+	if (kt == KV_Q8) {
+		for (int j = 0; j < d; j += 8) {
+			const uint8_t *blk = (const uint8_t *)base + ((at + j) >> 5) * 34;
+			uint16_t h;
+			memcpy(&h, blk, 2);
+			__m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + ((at + j) & 31)))));
+			_mm256_storeu_ps(buf + j, _mm256_mul_ps(q, _mm256_set1_ps(_cvtsh_ss(h))));
+		}
+		return buf;
+	}
 	const uint16_t *s = (const uint16_t *)base + at;
 	int j = 0;
 	for (; j + 8 <= d; j += 8)
@@ -606,7 +647,7 @@ static AVX2 void attn_avx2(ATTN_ARGS) {
 	const __m256 sv = _mm256_set1_ps(scale);
 
 	for (int p = 0; p < n; p++) {
-		const float *kr = row256(kl, f16, kv_at(blocks, bs, kvheads, h, d, p), d, kb);
+		const float *kr = row256(kl, kt, kv_at(blocks, bs, kvheads, h, d, p), d, kb);
 		for (int c0 = 0; c0 < nc; c0 += 4) {
 			int cn = nc - c0 < 4 ? nc - c0 : 4;
 			__m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
@@ -647,11 +688,11 @@ static AVX2 void attn_avx2(ATTN_ARGS) {
 		int np = n - b0 < bs ? n - b0 : bs;
 		int64_t at = kv_at(blocks, bs, kvheads, h, d, b0);
 		const float *vr = (const float *)vl + at;
-		if (f16)
+		if (kt != KV_F32) {
 			for (int p = 0; p < np; p++)
-				row256(vl, 1, at + (int64_t)p * d, d, vb + p * d);
-		if (f16)
+				row256(vl, kt, at + (int64_t)p * d, d, vb + p * d);
 			vr = vb;
+		}
 		for (int qi = 0; qi < nq; qi++) {
 			int lim = pos0 + qi / g;
 			if (lim < b0)
@@ -679,11 +720,10 @@ static AVX2 void attn_avx2(ATTN_ARGS) {
 
 // prefetch_first asks for the rows of a decode unit that the kernel reads
 // before it asks for any itself.
-static void prefetch_first(const void *kl, const void *vl, int f16, const int32_t *blocks, int bs, int kvheads, int h,
+static void prefetch_first(const void *kl, const void *vl, int kt, const int32_t *blocks, int bs, int kvheads, int h,
                            int d, int n) {
-	int esz = f16 ? 2 : 4;
-	prefetch_rows(kl, esz, blocks, bs, kvheads, h, d, 0, n < kAhead ? n : kAhead, 0, d * esz);
-	prefetch_rows(vl, esz, blocks, bs, kvheads, h, d, 0, n < vAhead ? n : vAhead, 0, d * esz);
+	prefetch_rows(kl, kt, blocks, bs, kvheads, h, d, 0, n < kAhead ? n : kAhead, 0, d);
+	prefetch_rows(vl, kt, blocks, bs, kvheads, h, d, 0, n < vAhead ? n : vAhead, 0, d);
 }
 
 // folio_attention runs units lo … hi-1: unit u is K/V head u % kvheads of
@@ -692,7 +732,7 @@ static void prefetch_first(const void *kl, const void *vl, int f16, const int32_
 // block table starts in blocks. One call for many units spares a cgo call
 // per unit, which is not small beside a decode unit's microsecond or less.
 void folio_attention(int level, const int32_t *tiles, int lo, int hi, const float *q, int64_t qstride, int g, int d,
-                     const void *kl, const void *vl, int f16, const int32_t *blocks, int bs, int kvheads, float scale,
+                     const void *kl, const void *vl, int kt, const int32_t *blocks, int bs, int kvheads, float scale,
                      float *out, float *scratch) {
 	for (int u = lo; u < hi; u++) {
 		const int32_t *t = tiles + 4 * (u / kvheads);
@@ -700,14 +740,14 @@ void folio_attention(int level, const int32_t *tiles, int lo, int hi, const floa
 		// The first rows of a decode unit's K and V (the kernel asks for the
 		// others on the way), for the next unit while this one computes.
 		if (u == lo && t[1] == 1)
-			prefetch_first(kl, vl, f16, blocks + t[3], bs, kvheads, h, d, t[2] + 1);
+			prefetch_first(kl, vl, kt, blocks + t[3], bs, kvheads, h, d, t[2] + 1);
 		const int32_t *tn = tiles + 4 * ((u + 1) / kvheads);
 		if (u + 1 < hi && tn[1] == 1)
-			prefetch_first(kl, vl, f16, blocks + tn[3], bs, kvheads, (u + 1) % kvheads, d, tn[2] + 1);
+			prefetch_first(kl, vl, kt, blocks + tn[3], bs, kvheads, (u + 1) % kvheads, d, tn[2] + 1);
 		int64_t at = t[0] * qstride + (int64_t)h * g * d;
 		if (level == LEVEL_AVX512)
-			attn_avx512(q + at, qstride, t[1], g, d, kl, vl, f16, blocks + t[3], bs, kvheads, h, t[2], scale, out + at, scratch);
+			attn_avx512(q + at, qstride, t[1], g, d, kl, vl, kt, blocks + t[3], bs, kvheads, h, t[2], scale, out + at, scratch);
 		else
-			attn_avx2(q + at, qstride, t[1], g, d, kl, vl, f16, blocks + t[3], bs, kvheads, h, t[2], scale, out + at, scratch);
+			attn_avx2(q + at, qstride, t[1], g, d, kl, vl, kt, blocks + t[3], bs, kvheads, h, t[2], scale, out + at, scratch);
 	}
 }

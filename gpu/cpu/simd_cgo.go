@@ -67,17 +67,14 @@ func readSum(p []byte) uint64 {
 // attentionX runs units lo … hi-1 of SIMD attention (simd_attn.c) in one
 // cgo call: unit u is K/V head u % kvheads, with its g query heads, of the
 // tile of rows tiles[u/kvheads]. The caller has checked the tiles against
-// q, out and blocks; kl and vl are the layer's K and V (halves when f16,
-// else float32s); scratch holds attnScratch of the largest tile.
-func attentionX(l simdLevel, tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, f16 bool,
+// q, out and blocks; kl and vl are the layer's K and V, of kind
+// (KVCache.kvKind: float32s, halves or Q8_0 blocks); scratch holds
+// attnScratch of the largest tile.
+func attentionX(l simdLevel, tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind int,
 	blocks []int32, bs, kvheads int, scale float32, out, scratch []float32) {
 	_ = tiles[(hi-1)/kvheads]
-	f := 0
-	if f16 {
-		f = 1
-	}
 	C.folio_attention(C.int(l), (*C.int32_t)(unsafe.Pointer(&tiles[0])), C.int(lo), C.int(hi),
-		(*C.float)(unsafe.Pointer(&q[0])), C.int64_t(qstride), C.int(g), C.int(d), kl, vl, C.int(f),
+		(*C.float)(unsafe.Pointer(&q[0])), C.int64_t(qstride), C.int(g), C.int(d), kl, vl, C.int(kind),
 		(*C.int32_t)(unsafe.Pointer(&blocks[0])), C.int(bs), C.int(kvheads), C.float(scale),
 		(*C.float)(unsafe.Pointer(&out[0])), (*C.float)(unsafe.Pointer(&scratch[0])))
 }

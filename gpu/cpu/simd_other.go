@@ -28,7 +28,7 @@ func readSum(p []byte) uint64 { return readSumGo(p) }
 
 func argmaxX(_ simdLevel, x []float32) int { return gpu.ArgMax(x) }
 
-func attentionX(simdLevel, []attnTile, int, int, []float32, int, int, int, unsafe.Pointer, unsafe.Pointer, bool,
+func attentionX(simdLevel, []attnTile, int, int, []float32, int, int, int, unsafe.Pointer, unsafe.Pointer, int,
 	[]int32, int, int, float32, []float32, []float32) {
 	panic("cpu: SIMD kernels are not built in")
 }
