@@ -9,7 +9,9 @@
 #
 # Without models it makes the issue's three synthetic ones in $DIR (once;
 # llama-1b Q4_K takes a few minutes): smollm-135m Q8_0 and Q4_0, llama-1b
-# Q4_K. Environment: THREADS (2), ROUNDS (3), DIR (/tmp/folio-bench-cpu),
+# Q4_K. Environment: THREADS (2), ROUNDS (3), KVTYPES (K/V cache types,
+# "f16"; e.g. "f16 q8_0"), DEPTHS (tokens in the cache before each prefill
+# and decode, llama-bench's -d: "0"; e.g. "0 2048"), DIR (/tmp/folio-bench-cpu),
 # OUT ($DIR/results.jsonl), FOLIO (go run .), LLAMAREF
 # (../shared/tools/llamaref/llamaref), RT (0; 1 runs both engines under
 # SCHED_FIFO, chrt -f 10, which needs root).
@@ -31,6 +33,8 @@ threads=${THREADS:-2}
 sched=()
 [ "${RT:-0}" = 1 ] && sched=(chrt -f 10)
 rounds=${ROUNDS:-3}
+kvtypes=${KVTYPES:-f16}
+depths=${DEPTHS:-0}
 dir=${DIR:-/tmp/folio-bench-cpu}
 out=${OUT:-$dir/results.jsonl}
 llamaref=${LLAMAREF:-$PWD/../shared/tools/llamaref/llamaref}
@@ -55,20 +59,25 @@ fi
 : >"$out"
 for r in $(seq "$rounds"); do
 	for m in "${models[@]}"; do
-		load=$(cut -d' ' -f1 /proc/loadavg)
-		echo "round $r: $m (load $load)" >&2
-		"${sched[@]}" "$folio" bench --model "$m" --threads "$threads" --prompt 512 --gen 128 --repeat 3 \
-			--vs-llamacpp --llamaref "$llamaref" --json | jq -c --argjson load "$load" '. + {loadavg: $load}' >>"$out"
+		for kv in $kvtypes; do
+			for depth in $depths; do
+				load=$(cut -d' ' -f1 /proc/loadavg)
+				echo "round $r: $m, $kv K/V, depth $depth (load $load)" >&2
+				"${sched[@]}" "$folio" bench --model "$m" --threads "$threads" --prompt 512 --gen 128 --repeat 3 \
+					--kv-type "$kv" --depth "$depth" --vs-llamacpp --llamaref "$llamaref" --json |
+					jq -c --argjson load "$load" '. + {loadavg: $load}' >>"$out"
+			done
+		done
 	done
 done
 
-printf '%-28s %9s %9s %7s %9s %9s %7s %8s %7s %5s\n' model prefill llama ratio decode llama ratio 'GB/s' ceiling load
-jq -s -r 'group_by(.model)[] |
+printf '%-40s %9s %9s %7s %9s %9s %7s %8s %7s %5s\n' model prefill llama ratio decode llama ratio 'GB/s' ceiling load
+jq -s -r 'group_by([.model, .kv_type, .depth])[] |
 	def med: sort | if length % 2 == 1 then .[length/2|floor] else (.[length/2-1] + .[length/2]) / 2 end;
-	[(.[0].model | split("/") | last),
+	[(.[0].model | split("/") | last) + " " + (.[0].kv_type // "f16") + " d" + (.[0].depth // 0 | tostring),
 	 (map(.prefill_tps) | med), (map(.llamacpp.prefill_tps) | med), (map(.prefill_ratio) | med),
 	 (map(.decode_tps) | med), (map(.llamacpp.decode_tps) | med), (map(.decode_ratio) | med),
 	 (map(.bandwidth_gbs) | med), (map(.decode_of_ceiling * 100) | med), (map(.loadavg // 0) | med)] |
 	@tsv' "$out" |
-	awk -F'\t' '{printf "%-28s %9.1f %9.1f %6.2fx %9.1f %9.1f %6.2fx %8.1f %6.0f%% %5.1f\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10}'
+	awk -F'\t' '{printf "%-40s %9.1f %9.1f %6.2fx %9.1f %9.1f %6.2fx %8.1f %6.0f%% %5.1f\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10}'
 echo "(medians over $rounds runs; reports in $out)"

@@ -13,6 +13,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +36,8 @@ type cpuReport struct {
 	Threads      int            `json:"threads"`
 	Prompt       int            `json:"prompt"`
 	Gen          int            `json:"gen"`
+	Depth        int            `json:"depth"`   // tokens in the cache before each prefill and decode
+	KVType       string         `json:"kv_type"` // the K/V cache's type
 	Repeat       int            `json:"repeat"`
 	SIMD         string         `json:"simd"`
 	PrefillTPS   float64        `json:"prefill_tps"` // medians over the repeats
@@ -67,6 +70,8 @@ func init() {
 		gen      int
 		threads  int
 		repeat   int
+		depth    int
+		kvType   string
 		vs       bool
 		asJSON   bool
 		llamaref string
@@ -75,8 +80,10 @@ func init() {
 	benchCmd.Long = "bench with --model measures the CPU backend: prefill of --prompt tokens in one\n" +
 		"forward pass and --gen single-token decode steps of one sequence, from an empty\n" +
 		"K/V cache (llama-bench's pp and tg), after one unmeasured round; tokens/s are\n" +
-		"medians over --repeat rounds. With --vs-llamacpp it runs `llamaref cbench` on the\n" +
-		"same file with the same threads and prints the ratios. The machine's read\n" +
+		"medians over --repeat rounds. --depth D puts D tokens in the cache first (untimed),\n" +
+		"as llama-bench's -d, so that attention reads a long context; --kv-type picks the\n" +
+		"cache's type (f16, q8_0, f32). With --vs-llamacpp it runs `llamaref cbench` on the\n" +
+		"same file with the same threads, depth and cache type and prints the ratios. The machine's read\n" +
 		"bandwidth is measured too: decode reads every weight once per token, so\n" +
 		"bandwidth ÷ model bytes is decode's ceiling.\n\n" +
 		"Its subcommands drive the serving engine under load."
@@ -85,20 +92,23 @@ func init() {
 		if model == "" {
 			return cmd.Help()
 		}
-		if prompt < 1 || gen < 1 || repeat < 1 {
-			return fmt.Errorf("bench: --prompt %d, --gen %d, --repeat %d: each must be at least 1", prompt, gen, repeat)
+		if prompt < 1 || gen < 1 || repeat < 1 || depth < 0 {
+			return fmt.Errorf("bench: --prompt %d, --gen %d, --repeat %d, --depth %d: each must be at least 1 (--depth 0)", prompt, gen, repeat, depth)
+		}
+		if _, err := runner.ParseKVType(kvType); err != nil {
+			return fmt.Errorf("bench: --kv-type %q: use f16, q8_0 or f32", kvType)
 		}
 		stop, err := startProfile(profile)
 		if err != nil {
 			return err
 		}
 		defer stop()
-		rep, err := benchCPU(model, prompt, gen, threads, repeat)
+		rep, err := benchCPU(model, prompt, gen, threads, repeat, depth, kvType)
 		if err != nil {
 			return err
 		}
 		if vs {
-			if rep.LlamaCpp, err = benchLlamaCpp(cmd.Context(), llamaref, model, prompt, gen, rep.Threads, repeat); err != nil {
+			if rep.LlamaCpp, err = benchLlamaCpp(cmd.Context(), llamaref, model, prompt, gen, rep.Threads, repeat, depth, kvType); err != nil {
 				return err
 			}
 			rep.PrefillRatio = rep.PrefillTPS / rep.LlamaCpp.PrefillTPS
@@ -116,6 +126,8 @@ func init() {
 	f.IntVar(&gen, "gen", 128, "tokens decoded one at a time")
 	f.IntVar(&threads, "threads", 0, "CPU threads (default all)")
 	f.IntVar(&repeat, "repeat", 3, "measured rounds; tokens/s are medians")
+	f.IntVar(&depth, "depth", 0, "tokens in the K/V cache before each prefill and decode (llama-bench's -d)")
+	f.StringVar(&kvType, "kv-type", "f16", "K/V cache type: f16, q8_0 or f32")
 	f.BoolVar(&vs, "vs-llamacpp", false, "measure llama.cpp on the same file (llamaref cbench) and print ratios")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.StringVar(&profile, "cpuprofile", "", "write a CPU profile of folio's rounds to this file")
@@ -123,20 +135,21 @@ func init() {
 }
 
 // benchCPU loads model and times prefill and decode on it.
-func benchCPU(model string, prompt, gen, threads, repeat int) (*cpuReport, error) {
-	m, err := loadForBench(model, prompt, gen, threads)
+func benchCPU(model string, prompt, gen, threads, repeat, depth int, kvType string) (*cpuReport, error) {
+	m, err := loadForBench(model, prompt, gen, threads, depth, kvType)
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
 	be := m.Arch.Backend().(*cpu.Backend)
-	rep := &cpuReport{Model: model, Threads: be.Threads(), Prompt: prompt, Gen: gen, Repeat: repeat, SIMD: cpu.SIMDLevel()}
+	rep := &cpuReport{Model: model, Threads: be.Threads(), Prompt: prompt, Gen: gen, Depth: depth, KVType: kvType,
+		Repeat: repeat, SIMD: cpu.SIMDLevel()}
 	var total int64
 	for _, t := range m.File.Tensors {
 		total += t.Bytes
 	}
 	rep.ModelBytes = decodeBytes(m, total)
-	if rep.PrefillRuns, rep.DecodeRuns, err = timeRounds(m, prompt, gen, repeat, 0, nil); err != nil {
+	if rep.PrefillRuns, rep.DecodeRuns, err = timeRounds(m, prompt, gen, repeat, depth, 0, nil); err != nil {
 		return nil, err
 	}
 	rep.PrefillTPS, rep.DecodeTPS = median(rep.PrefillRuns), median(rep.DecodeRuns)
@@ -149,16 +162,18 @@ func benchCPU(model string, prompt, gen, threads, repeat int) (*cpuReport, error
 // benchBlock is the K/V block size of the speed measurements.
 const benchBlock = 16
 
-// loadForBench loads model for one sequence of prompt + gen tokens, with
-// a K/V cache of exactly that context, as llama-bench's.
-func loadForBench(model string, prompt, gen, threads int) (*runner.Model, error) {
-	perToken, err := kvBytesPerToken(model)
+// loadForBench loads model for one sequence of depth + prompt + gen
+// tokens, with a K/V cache of kvType of exactly that context, as
+// llama-bench's.
+func loadForBench(model string, prompt, gen, threads, depth int, kvType string) (*runner.Model, error) {
+	perToken, err := kvBytesPerToken(model, kvType)
 	if err != nil {
 		return nil, err
 	}
+	ctx := depth + prompt + gen
 	return runner.Load(model, runner.LoadOptions{
-		NumCtx: prompt + gen, NumBatch: prompt, BlockSize: benchBlock, MaxSeqs: 1, Threads: threads,
-		KVMemory: int64(ceilDivInt(prompt+gen, benchBlock)*benchBlock) * perToken,
+		NumCtx: ctx, NumBatch: prompt, BlockSize: benchBlock, MaxSeqs: 1, Threads: threads, KVType: kvType,
+		KVMemory: int64(ceilDivInt(ctx, benchBlock)*benchBlock) * perToken,
 	})
 }
 
@@ -175,17 +190,20 @@ func decodeBytes(m *runner.Model, total int64) int64 {
 }
 
 // timeRounds times repeat rounds, after one that warms up, of a prefill of
-// prompt random tokens from an empty cache (the last row's logits) and gen
-// single-token decode steps from position decodeAt, and returns the
-// tokens/s of each. done, when set, gets each pass's logits (a device
-// backend downloads them, as serving does, which also waits for it).
-func timeRounds(m *runner.Model, prompt, gen, repeat, decodeAt int, done func(gpu.Tensor)) (pp, tg []float64, err error) {
-	blocks := make([]int32, ceilDivInt(max(prompt, decodeAt+gen), benchBlock))
+// prompt random tokens after depth (the last row's logits) and gen
+// single-token decode steps from position depth + decodeAt, and returns the
+// tokens/s of each. The first depth positions are computed once, untimed:
+// the rounds write only later ones. done, when set, gets each pass's logits
+// (a device backend downloads them, as serving does, which also waits for
+// it).
+func timeRounds(m *runner.Model, prompt, gen, repeat, depth, decodeAt int, done func(gpu.Tensor)) (pp, tg []float64, err error) {
+	decodeAt += depth
+	blocks := make([]int32, ceilDivInt(max(depth+prompt, decodeAt+gen), benchBlock))
 	for i := range blocks {
 		blocks[i] = int32(i)
 	}
 	r := rand.New(rand.NewPCG(42, 1))
-	tokens := make([]int32, max(prompt, decodeAt+gen))
+	tokens := make([]int32, max(depth+prompt, decodeAt+gen))
 	for i := range tokens {
 		tokens[i] = int32(r.IntN(m.Arch.Vocab))
 	}
@@ -197,9 +215,14 @@ func timeRounds(m *runner.Model, prompt, gen, repeat, decodeAt int, done func(gp
 		}
 		return err
 	}
+	for pos := 0; pos < depth; pos += prompt {
+		if err := forward(pos, min(prompt, depth-pos)); err != nil {
+			return nil, nil, err
+		}
+	}
 	for i := range repeat + 1 {
 		t0 := time.Now()
-		if err := forward(0, prompt); err != nil {
+		if err := forward(depth, prompt); err != nil {
 			return nil, nil, err
 		}
 		p := float64(prompt) / time.Since(t0).Seconds()
@@ -217,9 +240,14 @@ func timeRounds(m *runner.Model, prompt, gen, repeat, decodeAt int, done func(gp
 	return pp, tg, nil
 }
 
-// kvBytesPerToken is the bytes per token of an F16 K/V cache for model,
-// so that the cache holds exactly the measured context, as llama-bench's.
-func kvBytesPerToken(model string) (int64, error) {
+// kvBytesPerToken is the bytes per token of a K/V cache of kvType for
+// model, so that the cache holds exactly the measured context, as
+// llama-bench's.
+func kvBytesPerToken(model, kvType string) (int64, error) {
+	typ, err := runner.ParseKVType(kvType)
+	if err != nil {
+		return 0, err
+	}
 	f, err := gguf.Open(model)
 	if err != nil {
 		return 0, err
@@ -229,7 +257,7 @@ func kvBytesPerToken(model string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	spec := gpu.KVSpec{Layers: c.Layers, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Type: gguf.TypeF16}
+	spec := gpu.KVSpec{Layers: c.Layers, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Type: typ}
 	return spec.BytesPerToken(), nil
 }
 
@@ -258,7 +286,7 @@ func peakRSS() int64 {
 }
 
 // benchLlamaCpp runs `llamaref cbench` on model.
-func benchLlamaCpp(ctx context.Context, llamaref, model string, prompt, gen, threads, repeat int) (*llamaCppSpeed, error) {
+func benchLlamaCpp(ctx context.Context, llamaref, model string, prompt, gen, threads, repeat, depth int, kvType string) (*llamaCppSpeed, error) {
 	if llamaref == "" {
 		llamaref = os.Getenv("LLAMAREF")
 	}
@@ -266,7 +294,8 @@ func benchLlamaCpp(ctx context.Context, llamaref, model string, prompt, gen, thr
 		llamaref = filepath.Join("..", "shared", "tools", "llamaref", "llamaref")
 	}
 	c := exec.CommandContext(ctx, llamaref, "cbench", model, "--threads", strconv.Itoa(threads),
-		"--pp", strconv.Itoa(prompt), "--tg", strconv.Itoa(gen), "--reps", strconv.Itoa(repeat))
+		"--pp", strconv.Itoa(prompt), "--tg", strconv.Itoa(gen), "--reps", strconv.Itoa(repeat),
+		"--depth", strconv.Itoa(depth), "--kv", strings.ToLower(kvType))
 	c.Stderr = io.Discard
 	out, err := c.Output()
 	if err != nil {
@@ -302,8 +331,11 @@ func benchLlamaCpp(ctx context.Context, llamaref, model string, prompt, gen, thr
 }
 
 func printCPU(w io.Writer, r *cpuReport) {
-	fmt.Fprintf(w, "model:     %s (%.1f MB of weights read per token), %d threads, SIMD %s\n",
-		r.Model, float64(r.ModelBytes)/1e6, r.Threads, r.SIMD)
+	fmt.Fprintf(w, "model:     %s (%.1f MB of weights read per token), %d threads, SIMD %s, %s K/V cache\n",
+		r.Model, float64(r.ModelBytes)/1e6, r.Threads, r.SIMD, r.KVType)
+	if r.Depth > 0 {
+		fmt.Fprintf(w, "depth:     %d tokens in the cache before each prefill and decode\n", r.Depth)
+	}
 	fmt.Fprintf(w, "folio:     prefill %d: %8.2f tok/s   decode %d: %7.2f tok/s   (medians of %d; peak RSS %.0f MB)\n",
 		r.Prompt, r.PrefillTPS, r.Gen, r.DecodeTPS, r.Repeat, float64(r.PeakRSSBytes)/1e6)
 	if l := r.LlamaCpp; l != nil {

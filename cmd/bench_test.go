@@ -216,3 +216,21 @@ func TestBenchExtractionSizesContext(t *testing.T) {
 		t.Errorf("a --num-ctx too small for the document: got %v", err)
 	}
 }
+
+// TestBenchCPUDepthAndKVType: `folio bench --model` measures after --depth
+// tokens in a cache of --kv-type and says so; a type without a cache is
+// refused by name.
+func TestBenchCPUDepthAndKVType(t *testing.T) {
+	model := tinySynth(t)
+	var r cpuReport
+	benchJSON(t, &r, "bench", "--model", model, "--prompt", "16", "--gen", "4", "--repeat", "1", "--depth", "40", "--kv-type", "q8_0")
+	if r.Depth != 40 || r.KVType != "q8_0" || r.PrefillTPS <= 0 || r.DecodeTPS <= 0 || len(r.DecodeRuns) != 1 {
+		t.Errorf("report %+v: want depth 40, a q8_0 cache and one run of each", r)
+	}
+	if _, err := execute(t, "bench", "--model", model, "--kv-type", "q4_0"); err == nil || !strings.Contains(err.Error(), "--kv-type") {
+		t.Errorf("--kv-type q4_0: %v, want an error naming the flag", err)
+	}
+	if _, err := execute(t, "bench", "--model", model, "--depth", "-1"); err == nil || !strings.Contains(err.Error(), "--depth -1") {
+		t.Errorf("--depth -1: %v, want an error naming it", err)
+	}
+}

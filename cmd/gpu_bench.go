@@ -78,7 +78,7 @@ func init() {
 // downloaded, as serving does, which also waits for the GPU.
 func benchGPU(model string, prompt, gen, repeat int) (*gpuReport, error) {
 	os.Setenv("FOLIO_GPU", "cuda")
-	m, err := loadForBench(model, prompt, gen, 0)
+	m, err := loadForBench(model, prompt, gen, 0, 0, "f16")
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func benchGPU(model string, prompt, gen, repeat int) (*gpuReport, error) {
 	rep.Device, rep.DeviceBytes = dev.Device().Name, dev.Used()
 	logits := make([]float32, m.Arch.Vocab)
 	download := func(out gpu.Tensor) { be.Download(logits, out) }
-	if rep.PrefillRuns, rep.DecodeRuns, err = timeRounds(m, prompt, gen, repeat, prompt, download); err != nil {
+	if rep.PrefillRuns, rep.DecodeRuns, err = timeRounds(m, prompt, gen, repeat, 0, prompt, download); err != nil {
 		return nil, err
 	}
 	rep.DeviceBytes = dev.Used() // with the scratch cuBLAS grew

@@ -52,11 +52,11 @@ func BenchmarkAttentionDecode(b *testing.B) {
 	shapes := []struct{ ctx, kvHeads, heads, hd, seqs, layers int }{
 		{4096, 8, 32, 128, 1, 1},
 		{64, 3, 9, 64, 1, 1}, {64, 3, 9, 64, 16, 1}, {128, 3, 9, 64, 16, 1}, {256, 3, 9, 64, 16, 1},
-		{64, 3, 9, 64, 16, 30}, {256, 3, 9, 64, 16, 30},
+		{64, 3, 9, 64, 16, 30}, {256, 3, 9, 64, 16, 30}, {1024, 3, 9, 64, 16, 30},
 	}
 	for _, l := range supportedLevels() {
 		for _, sh := range shapes {
-			for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
+			for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32, gguf.TypeQ8_0} {
 				name := fmt.Sprintf("%v/ctx=%d/%v", l, sh.ctx, typ)
 				if sh.seqs > 1 {
 					name = fmt.Sprintf("%v/ctx=%d/seqs=%d/%v", l, sh.ctx, sh.seqs, typ)

@@ -56,9 +56,14 @@ static inline void prefetch_rows(const void *base, int kt, const int32_t *blocks
 		int e = (p / bs + 1) * bs;
 		e = e < p1 ? e : p1;
 		const char *a = (const char *)base + kv_at(blocks, bs, kvheads, h, d, p) / d * rb;
-		for (int64_t r = 0; r < e - p; r++)
-			for (int64_t o = b0; o <= b1; o += 64)
-				_mm_prefetch(a + r * rb + o, _MM_HINT_T0);
+		if (b0 == 0 && b1 == rb - 1) { // whole rows: one run of the block, each line once
+			for (int64_t o = 0; o < (e - p) * rb; o += 64)
+				_mm_prefetch(a + o, _MM_HINT_T0);
+		} else {
+			for (int64_t r = 0; r < e - p; r++)
+				for (int64_t o = b0; o <= b1; o += 64)
+					_mm_prefetch(a + r * rb + o, _MM_HINT_T0);
+		}
 		_mm_prefetch(a + (e - p - 1) * rb + b1, _MM_HINT_T0);
 		p = e;
 	}
@@ -367,6 +372,37 @@ static inline AVX512 void ktile512(const void *kl, int kk, int64_t at, int np, i
 	}
 }
 
+// ktile8_512 is ktile512 for Q8_0 K: each row's 16 elements decoded in
+// registers (quant times its block's scale, as krow512) and transposed,
+// 16 rows at a time; rows past np are zero and not read. The 16 rows'
+// scales of a block are decoded once for its two chunks.
+static inline AVX512 void ktile8_512(const void *kl, int64_t at, int np, int d, float *kt) {
+	const uint8_t *base = (const uint8_t *)kl + (at >> 5) * 34;
+	int64_t rowb = d / 32 * 34;
+	float sc[16];
+	for (int j0 = 0; j0 < d; j0 += 16) {
+		if ((j0 & 31) == 0)
+			for (int i = 0; i < 16; i++) {
+				uint16_t h = 0;
+				if (i < np)
+					memcpy(&h, base + i * rowb + (j0 >> 5) * 34, 2);
+				sc[i] = _cvtsh_ss(h);
+			}
+		__m512 r[16];
+		UNROLL for (int i = 0; i < 16; i++) {
+			r[i] = _mm512_setzero_ps();
+			if (i < np) {
+				const uint8_t *qs = base + i * rowb + (j0 >> 5) * 34 + 2 + (j0 & 31);
+				__m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)qs)));
+				r[i] = _mm512_mul_ps(q, _mm512_set1_ps(sc[i]));
+			}
+		}
+		transpose16(r);
+		UNROLL for (int c = 0; c < 16; c++)
+			_mm512_storeu_ps(kt + (int64_t)(j0 + c) * 16, r[c]);
+	}
+}
+
 // ktile16_512 is ktile512 for F16 K, transposed as halves (half the
 // shuffles of floats): kt[j·16 + i] = row i's element j for j < d rounded
 // up to 32, zero past np rows or d. The score loop converts each column.
@@ -463,7 +499,9 @@ INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int f
 		}
 		__m512 v[4];
 		UNROLL for (int c = 0; c < CW; c++)
-			if (full && kt == KV_F16)
+			if (full && kt == KV_Q8)
+				v[c] = q8x16_512(vl, at + 16 * c);
+			else if (full && kt == KV_F16)
 				v[c] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)vl + at + 16 * c)));
 			else if (full && kt == KV_F32)
 				v[c] = _mm512_loadu_ps((const float *)vl + at + 16 * c);
@@ -498,7 +536,9 @@ INLINE AVX512 void values1g_512(float *out, int G, int CW, int d, const void *vl
 			values1_512(out, G, CW, c0, 0, FULL, d, vl, KT, blocks, bs, kvheads, h, n, S1, ns, inv);      \
 	} while (0)
 	int full = d % (16 * CW) == 0;
-	if (kt == KV_Q8)
+	if (kt == KV_Q8 && full)
+		V1ALL(KV_Q8, 1);
+	else if (kt == KV_Q8)
 		V1ALL(KV_Q8, 0);
 	else if (kt == KV_F16 && full)
 		V1ALL(KV_F16, 1);
@@ -533,6 +573,8 @@ static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, co
 				              p0 + kAhead + np < n ? p0 + kAhead + np : n, 0, d);
 			if (f16)
 				ktile16_512((const uint16_t *)kl + at, np, d, (uint16_t *)kt + nt * tstride);
+			else if (kk == KV_Q8)
+				ktile8_512(kl, at, np, d, kt + nt * tstride);
 			else
 				ktile512(kl, kk, at, np, d, kt + nt * tstride);
 			p0s[nt] = p0, nps[nt] = np, nt++;
