@@ -207,13 +207,17 @@ type writeKVTask struct {
 	layer int
 	k, v  []float32
 	slots []int32
-	simd  bool // convert to F16 in C
+	simd  bool // convert to F16 or Q8_0 in C
 }
 
 func (t *writeKVTask) run(_ *worker, lo, hi int) {
 	w, d, bs := t.c.width, t.c.spec.HeadDim, t.c.spec.BlockSize
 	if t.simd && t.c.k16 != nil {
 		writeKVX(t.k[lo*w:hi*w], t.v[lo*w:hi*w], t.slots[lo:hi], t.c.k16[t.layer], t.c.v16[t.layer], bs, t.c.spec.KVHeads, d)
+		return
+	}
+	if t.simd && t.c.k8 != nil {
+		writeKVQ8X(t.k[lo*w:hi*w], t.v[lo*w:hi*w], t.slots[lo:hi], t.c.k8[t.layer], t.c.v8[t.layer], bs, t.c.spec.KVHeads, d)
 		return
 	}
 	for i := lo; i < hi; i++ {

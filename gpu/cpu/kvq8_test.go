@@ -32,6 +32,12 @@ func TestWriteKVQ8(t *testing.T) {
 	const heads, hd, n = 3, 64, 11
 	kf, vf := randFloats(r, n*heads*hd, 3), randFloats(r, n*heads*hd, 0.01)
 	kf[5], vf[70] = 0, 1e-30 // a block of one nonzero element is still exact at its largest
+	// A block whose largest element is 127 has d = 1: quants of halves are
+	// ties, which round away from zero (roundf), not to even.
+	copy(kf[64:96], []float32{127, 2.5, -2.5, 0.5, -0.5, 1.5, -1.5, 126.5, -126.5, 3.4999998, -0.49999997, 0})
+	for i := range 32 { // a block of zeros
+		vf[128+i] = 0
+	}
 	slots := make([]int32, n)
 	for i, s := range r.Perm(16)[:n] {
 		slots[i] = int32(s)

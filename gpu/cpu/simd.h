@@ -96,6 +96,8 @@ void folio_rope_neox(const float *cs, float *x, int64_t n, int64_t c, int hd, in
 int64_t folio_argmax(int level, const float *x, int64_t n);
 void folio_write_kv_f16(const float *k, const float *v, int n, const int32_t *slots, uint16_t *kd, uint16_t *vd,
                         int bs, int kvheads, int d);
+void folio_write_kv_q8(const float *k, const float *v, int n, const int32_t *slots, uint8_t *kd, uint8_t *vd,
+                       int bs, int kvheads, int d);
 AVX512 __m512 exp512(__m512 x);
 AVX2 __m256 exp256(__m256 x);
 void folio_attention(int level, const int32_t *tiles, int lo, int hi, const float *q, int64_t qstride, int g, int d,

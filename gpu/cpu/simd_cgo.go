@@ -134,3 +134,14 @@ func writeKVX(k, v []float32, slots []int32, kd, vd []uint16, bs, kvheads, d int
 		(*C.int32_t)(unsafe.Pointer(&slots[0])), (*C.uint16_t)(unsafe.Pointer(&kd[0])), (*C.uint16_t)(unsafe.Pointer(&vd[0])),
 		C.int(bs), C.int(kvheads), C.int(d))
 }
+
+// writeKVQ8X stores rows of k and v (len(slots) rows of kvheads·d, d a
+// multiple of 32) as Q8_0 blocks at their slots of a layer's K and V (kd,
+// vd). One cgo call.
+func writeKVQ8X(k, v []float32, slots []int32, kd, vd []byte, bs, kvheads, d int) {
+	n := len(slots)
+	_, _ = k[n*kvheads*d-1], v[n*kvheads*d-1]
+	C.folio_write_kv_q8((*C.float)(unsafe.Pointer(&k[0])), (*C.float)(unsafe.Pointer(&v[0])), C.int(n),
+		(*C.int32_t)(unsafe.Pointer(&slots[0])), (*C.uint8_t)(unsafe.Pointer(&kd[0])), (*C.uint8_t)(unsafe.Pointer(&vd[0])),
+		C.int(bs), C.int(kvheads), C.int(d))
+}

@@ -64,6 +64,57 @@ AVX2 void folio_write_kv_f16(const float *k, const float *v, int n, const int32_
 	}
 }
 
+// quant_q8_block quantizes 32 floats of x into a Q8_0 block at out (34
+// bytes) as ggml's quantize_row_q8_0_ref: d = amax/127 stored as a half,
+// quants x·(1/d) rounded half away from zero (roundf: truncated, then one
+// step away from zero when the dropped part is at least a half; x·(1/d)
+// is within ±127.5, where that is exact).
+static AVX2 void quant_q8_block(const float *x, uint8_t *out) {
+	const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+	__m256 v[4], mx = _mm256_setzero_ps();
+	for (int i = 0; i < 4; i++) {
+		v[i] = _mm256_loadu_ps(x + 8 * i);
+		mx = _mm256_max_ps(mx, _mm256_and_ps(v[i], abs));
+	}
+	__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+	m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+	m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+	float d = _mm_cvtss_f32(m4) / 127.f, id = d != 0.f ? 1.f / d : 0.f;
+	uint16_t h = _cvtss_sh(d, 0);
+	memcpy(out, &h, 2);
+	const __m256 idv = _mm256_set1_ps(id), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.f);
+	__m256i q[4];
+	for (int i = 0; i < 4; i++) {
+		__m256 y = _mm256_mul_ps(v[i], idv);
+		__m256 t = _mm256_round_ps(y, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+		__m256 away = _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(y, t), abs), half, _CMP_GE_OQ);
+		__m256 step = _mm256_or_ps(one, _mm256_andnot_ps(abs, y)); // ±1, y's sign
+		t = _mm256_add_ps(t, _mm256_and_ps(step, away));
+		q[i] = _mm256_cvttps_epi32(t);
+	}
+	__m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+	b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+	_mm256_storeu_si256((__m256i *)(out + 2), b);
+}
+
+// folio_write_kv_q8 is folio_write_kv_f16 for a Q8_0 cache: each head's
+// row of d (a multiple of 32) elements becomes d/32 blocks, element e of a
+// layer starting at byte e/32·34.
+AVX2 void folio_write_kv_q8(const float *k, const float *v, int n, const int32_t *slots, uint8_t *kd, uint8_t *vd,
+                            int bs, int kvheads, int d) {
+	int width = kvheads * d;
+	for (int i = 0; i < n; i++) {
+		int64_t s = slots[i];
+		for (int h = 0; h < kvheads; h++) {
+			int64_t at = ((s / bs * kvheads + h) * bs + s % bs) * d / 32 * 34;
+			for (int j = 0; j < d; j += 32) {
+				quant_q8_block(k + (int64_t)i * width + h * d + j, kd + at + j / 32 * 34);
+				quant_q8_block(v + (int64_t)i * width + h * d + j, vd + at + j / 32 * 34);
+			}
+		}
+	}
+}
+
 // rmsnorm_row512 is one run of g elements of folio_rmsnorm: the squares in
 // float32 summed in float64 (two accumulators of 8), then (x·scale)·w.
 static AVX512 void rmsnorm_row512(const float *x, const float *w, float *y, int g, float eps) {

@@ -56,3 +56,7 @@ func softmaxX(simdLevel, []float32, int) {
 func writeKVX([]float32, []float32, []int32, []uint16, []uint16, int, int, int) {
 	panic("cpu: SIMD kernels are not built in")
 }
+
+func writeKVQ8X([]float32, []float32, []int32, []byte, []byte, int, int, int) {
+	panic("cpu: SIMD kernels are not built in")
+}
