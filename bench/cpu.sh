@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CPU backend against llama.cpp (issue 10): for each model, ROUNDS runs of
 #   folio bench --model M --threads T --prompt 512 --gen 128 --repeat 3 --vs-llamacpp --json
-# (folio's rounds, then llamaref cbench's on the same file, then the read
+# (llamaref cbench's rounds on the same file, then folio's, then the read
 # bandwidth), one JSON report a line in $OUT, and a table of the medians
 # over the runs.
 #

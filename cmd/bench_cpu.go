@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -82,7 +83,7 @@ func init() {
 		"K/V cache (llama-bench's pp and tg), after one unmeasured round; tokens/s are\n" +
 		"medians over --repeat rounds. --depth D puts D tokens in the cache first (untimed),\n" +
 		"as llama-bench's -d, so that attention reads a long context; --kv-type picks the\n" +
-		"cache's type (f16, q8_0, f32). With --vs-llamacpp it runs `llamaref cbench` on the\n" +
+		"cache's type (f16, q8_0, f32). With --vs-llamacpp it first runs `llamaref cbench` on the\n" +
 		"same file with the same threads, depth and cache type and prints the ratios. The machine's read\n" +
 		"bandwidth is measured too: decode reads every weight once per token, so\n" +
 		"bandwidth ÷ model bytes is decode's ceiling.\n\n" +
@@ -103,14 +104,28 @@ func init() {
 			return err
 		}
 		defer stop()
+		// llama.cpp runs first, while this process is idle: its threads
+		// wait for each other spinning, and after folio's rounds this
+		// process's garbage collector sweeps what the model left. Under
+		// SCHED_FIFO (bench/cpu.sh RT=1) that sweep, which yields only to
+		// goroutines, held a core for minutes and llama.cpp ran at half
+		// speed or stalled.
+		var ref *llamaCppSpeed
+		if vs {
+			nt := threads
+			if nt <= 0 {
+				nt = runtime.NumCPU() // as cpu.New counts them
+			}
+			if ref, err = benchLlamaCpp(cmd.Context(), llamaref, model, prompt, gen, nt, repeat, depth, kvType); err != nil {
+				return err
+			}
+		}
 		rep, err := benchCPU(model, prompt, gen, threads, repeat, depth, kvType)
 		if err != nil {
 			return err
 		}
 		if vs {
-			if rep.LlamaCpp, err = benchLlamaCpp(cmd.Context(), llamaref, model, prompt, gen, rep.Threads, repeat, depth, kvType); err != nil {
-				return err
-			}
+			rep.LlamaCpp = ref
 			rep.PrefillRatio = rep.PrefillTPS / rep.LlamaCpp.PrefillTPS
 			rep.DecodeRatio = rep.DecodeTPS / rep.LlamaCpp.DecodeTPS
 		}

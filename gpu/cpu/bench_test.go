@@ -42,7 +42,7 @@ func BenchmarkMatMul(b *testing.B) {
 
 // BenchmarkAttentionDecode is one decode step: at context 4096 with 32
 // query heads over 8 K/V heads of 128 (Llama-3-8B's shape) for one
-// sequence, and at contexts 64 … 256 with 9 over 3 of 64 (smollm-135m's)
+// sequence, and at contexts 64 … 2048 with 9 over 3 of 64 (smollm-135m's)
 // for one sequence and for a batch of 16 (a serving step, ns/op for all
 // 16); blocks of 16, each sequence's shuffled over the pool. With
 // layers=30 each op attends the next of 30 layers, so that, as in a
@@ -52,7 +52,7 @@ func BenchmarkAttentionDecode(b *testing.B) {
 	shapes := []struct{ ctx, kvHeads, heads, hd, seqs, layers int }{
 		{4096, 8, 32, 128, 1, 1},
 		{64, 3, 9, 64, 1, 1}, {64, 3, 9, 64, 16, 1}, {128, 3, 9, 64, 16, 1}, {256, 3, 9, 64, 16, 1},
-		{64, 3, 9, 64, 16, 30}, {256, 3, 9, 64, 16, 30}, {1024, 3, 9, 64, 16, 30},
+		{64, 3, 9, 64, 16, 30}, {256, 3, 9, 64, 16, 30}, {1024, 3, 9, 64, 16, 30}, {2048, 3, 9, 64, 1, 30},
 	}
 	for _, l := range supportedLevels() {
 		for _, sh := range shapes {

@@ -498,10 +498,20 @@ INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int f
 			}
 		}
 		__m512 v[4];
+		if (full && kt == KV_Q8 && (c0 & 1) == 0) { // chunks 2i and 2i+1 share a block and its scale
+			UNROLL for (int c = 0; c < CW; c += 2) {
+				const uint8_t *blk = (const uint8_t *)vl + ((at + 16 * c) >> 5) * 34;
+				uint16_t hs;
+				memcpy(&hs, blk, 2);
+				__m512 sc = _mm512_set1_ps(_cvtsh_ss(hs));
+				v[c] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)))), sc);
+				if (c + 1 < CW)
+					v[c + 1] = _mm512_mul_ps(
+						_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 18)))), sc);
+			}
+		} else
 		UNROLL for (int c = 0; c < CW; c++)
-			if (full && kt == KV_Q8)
-				v[c] = q8x16_512(vl, at + 16 * c);
-			else if (full && kt == KV_F16)
+			if (full && kt == KV_F16)
 				v[c] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)vl + at + 16 * c)));
 			else if (full && kt == KV_F32)
 				v[c] = _mm512_loadu_ps((const float *)vl + at + 16 * c);
