@@ -49,7 +49,7 @@ func (c *KVCache) kvKind() int {
 	return 0
 }
 
-// layer returns the start of layer's K and V.
+// layerPtrs returns the start of layer's K and V.
 func (c *KVCache) layerPtrs(layer int) (k, v unsafe.Pointer) {
 	switch {
 	case c.k16 != nil:

@@ -21,65 +21,7 @@
 // holds d·nqp + n·nqp + 4·d + bs·d floats, nqp being nq rounded up to 16 and
 // n = pos0 + nr.
 
-#include "simd.h"
-
-// UNROLL unrolls a loop over a tile's registers before gcc places the
-// tile's arrays: without it, it keeps some in memory and stores them on
-// every step of the loop around them.
-#define UNROLL _Pragma("GCC unroll 16")
-
-#define ATTN_ARGS                                                                                           \
-	const float *q, int64_t qstride, int nr, int g, int d, const void *kl, const void *vl, int kt,           \
-		const int32_t *blocks, int bs, int kvheads, int h, int pos0, float scale, float *out, float *scratch
-
-static inline int64_t kv_at(const int32_t *blocks, int bs, int kvheads, int h, int d, int p) {
-	return (((int64_t)blocks[p / bs] * kvheads + h) * bs + p % bs) * d;
-}
-
-// The kinds of K/V element (KVCache.kvKind).
-enum { KV_F32 = 0, KV_F16 = 1, KV_Q8 = 2 };
-
-// prefetch_rows asks L1 for elements o0 … o1-1 of the rows p0 … p1-1 of
-// head h of a layer's K or V (of kind kt). A decode unit reads each
-// row once, from blocks spread over the pool, where the hardware
-// prefetchers find a block only after missing on it; decode therefore asks
-// for rows kAhead (K) or vAhead (V) positions before it reads them.
-static inline void prefetch_rows(const void *base, int kt, const int32_t *blocks, int bs, int kvheads, int h, int d,
-                                 int p0, int p1, int o0, int o1) {
-	// the row's bytes, and those of elements o0 … o1-1 in it (for Q8_0,
-	// their blocks'), rows starting at a multiple of 32 elements
-	int esz = kt == KV_F32 ? 4 : 2;
-	int64_t rb = (int64_t)d * esz, b0 = (int64_t)o0 * esz, b1 = (int64_t)o1 * esz - 1;
-	if (kt == KV_Q8)
-		rb = d / 32 * 34, b0 = o0 / 32 * 34, b1 = (o1 - 1) / 32 * 34 + 33;
-	for (int p = p0; p < p1;) {
-		int e = (p / bs + 1) * bs;
-		e = e < p1 ? e : p1;
-		const char *a = (const char *)base + kv_at(blocks, bs, kvheads, h, d, p) / d * rb;
-		if (b0 == 0 && b1 == rb - 1) { // whole rows: one run of the block, each line once
-			for (int64_t o = 0; o < (e - p) * rb; o += 64)
-				_mm_prefetch(a + o, _MM_HINT_T0);
-		} else {
-			for (int64_t r = 0; r < e - p; r++)
-				for (int64_t o = b0; o <= b1; o += 64)
-					_mm_prefetch(a + r * rb + o, _MM_HINT_T0);
-		}
-		_mm_prefetch(a + (e - p - 1) * rb + b1, _MM_HINT_T0);
-		p = e;
-	}
-}
-
-enum { kAhead = 64, vAhead = 64 };
-
-// load_qt transposes the queries into qt[j·nqp + qi], zero past nq.
-static void load_qt(const float *q, int64_t qstride, int nr, int g, int d, float *qt, int nqp) {
-	memset(qt, 0, sizeof(float) * d * nqp);
-	for (int qi = 0; qi < nr * g; qi++) {
-		const float *src = q + (qi / g) * qstride + (qi % g) * d;
-		for (int j = 0; j < d; j++)
-			qt[j * nqp + qi] = src[j];
-	}
-}
+#include "simd_attn.h"
 
 // ---- AVX-512
 
@@ -647,129 +589,6 @@ static AVX512 void attn_avx512(ATTN_ARGS) {
 	values512(out, qstride, nq, g, d, vl, kt, blocks, bs, kvheads, h, pos0, n, S, nqp, 1, inv, vb);
 }
 
-// ---- AVX2: the same steps, 8 lanes at a time.
-
-// exp256 is e^x (ggml's ggml_v_expf for AVX2, without its range
-// extension), with x clamped to [-87, 88] where 2^n stays normal.
-AVX2 __m256 exp256(__m256 x) {
-	x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.f)), _mm256_set1_ps(88.f));
-	const __m256 r = _mm256_set1_ps(0x1.8p23f);
-	__m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
-	__m256 n = _mm256_sub_ps(z, r);
-	__m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f), _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
-	__m256 k = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(_mm256_castps_si256(z), 23), _mm256_castps_si256(_mm256_set1_ps(1.f))));
-	__m256 u = _mm256_mul_ps(b, b);
-	__m256 j = _mm256_fmadd_ps(
-		_mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
-	                        _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
-		u, _mm256_mul_ps(_mm256_set1_ps(0x1.ffffecp-1f), b));
-	return _mm256_fmadd_ps(j, k, k);
-}
-
-static inline AVX2 __m256i tail8(int left) {
-	return _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-static inline AVX2 const float *row256(const void *base, int kt, int64_t at, int d, float *buf) {
-	if (kt == KV_F32)
-		return (const float *)base + at;
-	if (kt == KV_Q8) {
-		for (int j = 0; j < d; j += 8) {
-			const uint8_t *blk = (const uint8_t *)base + ((at + j) >> 5) * 34;
-			uint16_t h;
-			memcpy(&h, blk, 2);
-			__m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + ((at + j) & 31)))));
-			_mm256_storeu_ps(buf + j, _mm256_mul_ps(q, _mm256_set1_ps(_cvtsh_ss(h))));
-		}
-		return buf;
-	}
-	const uint16_t *s = (const uint16_t *)base + at;
-	int j = 0;
-	for (; j + 8 <= d; j += 8)
-		_mm256_storeu_ps(buf + j, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + j))));
-	for (; j < d; j++)
-		buf[j] = _cvtsh_ss(s[j]);
-	return buf;
-}
-
-static AVX2 void attn_avx2(ATTN_ARGS) {
-	int nq = nr * g, nqp = (nq + 15) & ~15, nc = nqp / 8, n = pos0 + nr;
-	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)n * nqp, *vb = kb + d;
-	load_qt(q, qstride, nr, g, d, qt, nqp);
-	const __m256 sv = _mm256_set1_ps(scale);
-
-	for (int p = 0; p < n; p++) {
-		const float *kr = row256(kl, kt, kv_at(blocks, bs, kvheads, h, d, p), d, kb);
-		for (int c0 = 0; c0 < nc; c0 += 4) {
-			int cn = nc - c0 < 4 ? nc - c0 : 4;
-			__m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-			for (int j = 0; j < d; j++) {
-				__m256 kj = _mm256_set1_ps(kr[j]);
-				for (int c = 0; c < cn; c++)
-					acc[c] = _mm256_fmadd_ps(kj, _mm256_loadu_ps(qt + (int64_t)j * nqp + 8 * (c0 + c)), acc[c]);
-			}
-			for (int c = 0; c < cn; c++)
-				_mm256_storeu_ps(S + (int64_t)p * nqp + 8 * (c0 + c), _mm256_mul_ps(acc[c], sv));
-		}
-	}
-
-	float inv[nqp];
-	for (int c = 0; c < nc; c++) {
-		int lim[8];
-		for (int l = 0; l < 8; l++)
-			lim[l] = 8 * c + l < nq ? pos0 + (8 * c + l) / g : n - 1;
-		__m256i limv = _mm256_loadu_si256((const __m256i *)lim);
-		__m256 mx = _mm256_set1_ps(-__builtin_inff()), sum = _mm256_setzero_ps();
-		for (int p = 0; p < n; p++) {
-			__m256 ok = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(p), limv)); // lanes past their limit
-			mx = _mm256_blendv_ps(_mm256_max_ps(mx, _mm256_loadu_ps(S + (int64_t)p * nqp + 8 * c)), mx, ok);
-		}
-		for (int p = 0; p < n; p++) {
-			__m256 past = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(p), limv));
-			float *s = S + (int64_t)p * nqp + 8 * c;
-			__m256 e = _mm256_andnot_ps(past, exp256(_mm256_sub_ps(_mm256_loadu_ps(s), mx)));
-			_mm256_storeu_ps(s, e);
-			sum = _mm256_add_ps(sum, e);
-		}
-		_mm256_storeu_ps(inv + 8 * c, _mm256_div_ps(_mm256_set1_ps(1.f), sum));
-	}
-
-	for (int qi = 0; qi < nq; qi++)
-		memset(out + (qi / g) * qstride + (qi % g) * d, 0, sizeof(float) * d);
-	for (int b0 = 0; b0 < n; b0 += bs) {
-		int np = n - b0 < bs ? n - b0 : bs;
-		int64_t at = kv_at(blocks, bs, kvheads, h, d, b0);
-		const float *vr = (const float *)vl + at;
-		if (kt != KV_F32) {
-			for (int p = 0; p < np; p++)
-				row256(vl, kt, at + (int64_t)p * d, d, vb + p * d);
-			vr = vb;
-		}
-		for (int qi = 0; qi < nq; qi++) {
-			int lim = pos0 + qi / g;
-			if (lim < b0)
-				continue;
-			int pe = lim - b0 + 1 < np ? lim - b0 + 1 : np;
-			float *o = out + (qi / g) * qstride + (qi % g) * d;
-			const float *s = S + (int64_t)b0 * nqp + qi;
-			for (int j = 0; j < d; j += 8) {
-				__m256i m = tail8(d - j);
-				__m256 acc = _mm256_maskload_ps(o + j, m);
-				for (int p = 0; p < pe; p++)
-					acc = _mm256_fmadd_ps(_mm256_set1_ps(s[(int64_t)p * nqp]), _mm256_maskload_ps(vr + p * d + j, m), acc);
-				_mm256_maskstore_ps(o + j, m, acc);
-			}
-		}
-	}
-	for (int qi = 0; qi < nq; qi++) {
-		float *o = out + (qi / g) * qstride + (qi % g) * d;
-		for (int j = 0; j < d; j += 8) {
-			__m256i m = tail8(d - j);
-			_mm256_maskstore_ps(o + j, m, _mm256_mul_ps(_mm256_maskload_ps(o + j, m), _mm256_set1_ps(inv[qi])));
-		}
-	}
-}
-
 // prefetch_first asks for the rows of a decode unit that the kernel reads
 // before it asks for any itself.
 static void prefetch_first(const void *kl, const void *vl, int kt, const int32_t *blocks, int bs, int kvheads, int h,
@@ -800,6 +619,6 @@ void folio_attention(int level, const int32_t *tiles, int lo, int hi, const floa
 		if (level == LEVEL_AVX512)
 			attn_avx512(q + at, qstride, t[1], g, d, kl, vl, kt, blocks + t[3], bs, kvheads, h, t[2], scale, out + at, scratch);
 		else
-			attn_avx2(q + at, qstride, t[1], g, d, kl, vl, kt, blocks + t[3], bs, kvheads, h, t[2], scale, out + at, scratch);
+			folio_attn_avx2(q + at, qstride, t[1], g, d, kl, vl, kt, blocks + t[3], bs, kvheads, h, t[2], scale, out + at, scratch);
 	}
 }

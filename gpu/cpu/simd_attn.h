@@ -1,0 +1,69 @@
+// Shared by the attention kernels (simd_attn.c, simd_attn_avx2.c); see
+// simd_attn.c for what they compute and how K/V is laid out.
+#ifndef FOLIO_SIMD_ATTN_H
+#define FOLIO_SIMD_ATTN_H
+
+#include "simd.h"
+
+// UNROLL unrolls a loop over a tile's registers before gcc places the
+// tile's arrays: without it, it keeps some in memory and stores them on
+// every step of the loop around them.
+#define UNROLL _Pragma("GCC unroll 16")
+
+#define ATTN_ARGS                                                                                           \
+	const float *q, int64_t qstride, int nr, int g, int d, const void *kl, const void *vl, int kt,           \
+		const int32_t *blocks, int bs, int kvheads, int h, int pos0, float scale, float *out, float *scratch
+
+static inline int64_t kv_at(const int32_t *blocks, int bs, int kvheads, int h, int d, int p) {
+	return (((int64_t)blocks[p / bs] * kvheads + h) * bs + p % bs) * d;
+}
+
+// The kinds of K/V element (KVCache.kvKind).
+enum { KV_F32 = 0, KV_F16 = 1, KV_Q8 = 2 };
+
+// prefetch_rows asks L1 for elements o0 … o1-1 of the rows p0 … p1-1 of
+// head h of a layer's K or V (of kind kt). A decode unit reads each
+// row once, from blocks spread over the pool, where the hardware
+// prefetchers find a block only after missing on it; decode therefore asks
+// for rows kAhead (K) or vAhead (V) positions before it reads them.
+static inline void prefetch_rows(const void *base, int kt, const int32_t *blocks, int bs, int kvheads, int h, int d,
+                                 int p0, int p1, int o0, int o1) {
+	// the row's bytes, and those of elements o0 … o1-1 in it (for Q8_0,
+	// their blocks'), rows starting at a multiple of 32 elements
+	int esz = kt == KV_F32 ? 4 : 2;
+	int64_t rb = (int64_t)d * esz, b0 = (int64_t)o0 * esz, b1 = (int64_t)o1 * esz - 1;
+	if (kt == KV_Q8)
+		rb = d / 32 * 34, b0 = o0 / 32 * 34, b1 = (o1 - 1) / 32 * 34 + 33;
+	for (int p = p0; p < p1;) {
+		int e = (p / bs + 1) * bs;
+		e = e < p1 ? e : p1;
+		const char *a = (const char *)base + kv_at(blocks, bs, kvheads, h, d, p) / d * rb;
+		if (b0 == 0 && b1 == rb - 1) { // whole rows: one run of the block, each line once
+			for (int64_t o = 0; o < (e - p) * rb; o += 64)
+				_mm_prefetch(a + o, _MM_HINT_T0);
+		} else {
+			for (int64_t r = 0; r < e - p; r++)
+				for (int64_t o = b0; o <= b1; o += 64)
+					_mm_prefetch(a + r * rb + o, _MM_HINT_T0);
+		}
+		_mm_prefetch(a + (e - p - 1) * rb + b1, _MM_HINT_T0);
+		p = e;
+	}
+}
+
+enum { kAhead = 64, vAhead = 64 };
+
+// load_qt transposes the queries into qt[j·nqp + qi], zero past nq.
+static inline void load_qt(const float *q, int64_t qstride, int nr, int g, int d, float *qt, int nqp) {
+	memset(qt, 0, sizeof(float) * d * nqp);
+	for (int qi = 0; qi < nr * g; qi++) {
+		const float *src = q + (qi / g) * qstride + (qi % g) * d;
+		for (int j = 0; j < d; j++)
+			qt[j * nqp + qi] = src[j];
+	}
+}
+
+// folio_attn_avx2 is the AVX2 kernel of one unit (simd_attn_avx2.c).
+void folio_attn_avx2(ATTN_ARGS);
+
+#endif
