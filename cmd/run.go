@@ -24,6 +24,7 @@ func (m *modelFlags) register(cmd *cobra.Command) {
 	f.IntVar(&m.opt.NumBatch, "num-batch", 0, "tokens per forward pass (default 512)")
 	f.IntVar(&m.opt.BlockSize, "block-size", 0, "tokens per K/V cache block (default 16)")
 	f.StringVar(&m.opt.KVType, "kv-type", "f16", "K/V cache type: f16, q8_0 (half the memory) or f32")
+	f.Int64Var(&m.opt.KVMemory, "kv-memory", 0, "bytes of K/V cache (default room for 4 × num_ctx tokens; FOLIO_KV_MEMORY for serve)")
 	f.IntVar(&m.opt.Threads, "threads", 0, "CPU threads (default all)")
 }
 
@@ -39,7 +40,7 @@ func (m *modelFlags) load(name string) (*runner.Model, error) {
 
 // localOnlyFlags shape a model loaded in this process; a server loads
 // models its own way, so setting one of them runs the model here.
-var localOnlyFlags = []string{"num-batch", "block-size", "kv-type", "threads"}
+var localOnlyFlags = []string{"num-batch", "block-size", "kv-type", "kv-memory", "threads"}
 
 func init() {
 	var (
@@ -62,7 +63,7 @@ func init() {
 			"MODEL is a path to a .gguf file, NAME for NAME.gguf in a folder of\n" +
 			"FOLIO_MODELS_PATH, or the catalog name stories260k (put stories260K.gguf from\n" +
 			"Hugging Face's ggml-org/models, tinyllamas/, into a folder of FOLIO_MODELS_PATH).\n" +
-			"--num-batch, --block-size, --kv-type and --threads shape a model loaded here:\n" +
+			"--num-batch, --block-size, --kv-type, --kv-memory and --threads shape a model loaded here:\n" +
 			"setting one runs the model in this process even when a server answers.",
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {

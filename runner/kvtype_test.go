@@ -75,6 +75,10 @@ func TestKVCacheQ8(t *testing.T) {
 }
 
 func TestKVTypeErrors(t *testing.T) {
+	m := tinyModel(t, LoadOptions{NumCtx: 64})
+	if _, err := load(m.File, LoadOptions{KVMemory: -1}); err == nil || !strings.Contains(err.Error(), "positive") {
+		t.Errorf("KVMemory -1: %v, want an error asking for a positive size", err)
+	}
 	for _, name := range []string{"q4_0", "bf16", "int8", ""} {
 		_, err := ParseKVType(name)
 		if err == nil || !strings.Contains(err.Error(), "use f16, q8_0") {

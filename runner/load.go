@@ -116,6 +116,9 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opt.KVMemory < 0 {
+		return nil, fmt.Errorf("runner: a K/V cache of %d bytes: give a positive size, or 0 for room for 4 × num_ctx tokens", opt.KVMemory)
+	}
 	tok, err := tokenizer.New(f)
 	if err != nil {
 		return nil, err
