@@ -156,7 +156,8 @@ func init() {
 			"Models are the GGUF files in the folders of FOLIO_MODELS_PATH.\n" +
 			"Settings: FOLIO_KEEP_ALIVE (5m), FOLIO_MAX_LOADED_MODELS (3), FOLIO_MAX_QUEUE (512),\n" +
 			"FOLIO_KV_MEMORY (bytes of K/V cache per model), FOLIO_CONTEXT_LENGTH (4096),\n" +
-			"FOLIO_KV_CACHE_TYPE (f16; q8_0 holds twice the tokens in the same memory, CPU only for now),\n" +
+			"FOLIO_KV_CACHE_TYPE (f16; q8_0 holds twice the tokens in the same memory, on the CPU;\n" +
+			"a model or device it does not suit gets f16, with a warning),\n" +
 			"FOLIO_HOME (~/.folio: the registry and the persisted prefix cache),\n" +
 			"FOLIO_KV_STORE_MAX (bytes of persisted prefixes; default 10% of free disk, at most 20 GB),\n" +
 			"FOLIO_ORIGINS (browser origins allowed beyond localhost and app pages, comma-separated; * for all),\n" +

@@ -17,6 +17,11 @@ import (
 // ErrNoMemory is wrapped when a model with its K/V cache does not fit.
 var ErrNoMemory = errors.New("runner: not enough memory")
 
+// ErrKVType is wrapped when the backend has no K/V cache of the type asked
+// for that suits the model (a Q8_0 cache needs heads of a multiple of 32
+// elements, and runs on the CPU only): F16 would load.
+var ErrKVType = errors.New("runner: K/V cache type unsupported here")
+
 // LoadOptions say how a model is loaded. The zero value gives the defaults.
 type LoadOptions struct {
 	NumCtx    int    // longest sequence (prompt + output) in tokens; default min(4096, the model's)
@@ -134,6 +139,9 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 	} else {
 		spec.Blocks = ceilDiv(4*opt.NumCtx, opt.BlockSize)
 	}
+	if err := spec.Check(); err != nil { // before the weights load: a type the model cannot take
+		return nil, kvTypeErr(err, spec)
+	}
 	aopt := arch.Options{MaxRows: opt.NumBatch, MaxOut: opt.MaxSeqs}
 	need := MemoryNeed{KV: spec.Bytes(), Scratch: arch.ScratchBytes(cfg, aopt)}
 	for _, t := range f.Tensors {
@@ -151,9 +159,18 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 	kv, err := be.NewKVCache(spec)
 	if err != nil {
 		be.Close()
-		return nil, err
+		return nil, kvTypeErr(err, spec)
 	}
 	return &Model{File: f, Arch: am, Tok: tok, KV: kv, Opt: opt, Bytes: need}, nil
+}
+
+// kvTypeErr marks err with ErrKVType when it is a backend refusing spec's
+// K/V type where F16 might load.
+func kvTypeErr(err error, spec gpu.KVSpec) error {
+	if errors.Is(err, gpu.ErrUnsupported) && spec.Type != gguf.TypeF16 {
+		return fmt.Errorf("%w: %w", ErrKVType, err)
+	}
+	return err
 }
 
 // newBackend is the GPU's backend when FOLIO_GPU (cpu, cuda, or auto, the

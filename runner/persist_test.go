@@ -63,12 +63,18 @@ func (m *memStore) SaveBlock(fp string, h, parent [32]byte, tokens []int32, data
 
 // TestPersistAcrossRestart: turn 2 of a 3,000-token conversation, on a new
 // engine over the same store, computes only its new tokens and gives what
-// a cold run gives.
+// a cold run gives; over an F16 and a Q8_0 cache.
 func TestPersistAcrossRestart(t *testing.T) {
+	for _, kv := range []string{"f16", "q8_0"} {
+		t.Run(kv, func(t *testing.T) { persistAcrossRestart(t, kv) })
+	}
+}
+
+func persistAcrossRestart(t *testing.T, kv string) {
 	st := newMemStore()
 	greedy := SampleOptions{RepeatPenalty: 1}
 	turn1 := promptOf(3000, 21)
-	m1 := tinyModel(t, LoadOptions{NumCtx: 4096})
+	m1 := tinyModel(t, LoadOptions{NumCtx: 4096, KVType: kv})
 	e1 := newEngine(t, m1, EngineOptions{Store: st})
 	r1 := run(t, e1, Request{Prompt: turn1, Sample: greedy, NumPredict: 8, TopLogprobs: 1})
 	e1.Close()
@@ -77,7 +83,7 @@ func TestPersistAcrossRestart(t *testing.T) {
 	}
 	turn2 := append(append(slices.Clone(turn1), r1.tokens[0]...), promptOf(40, 22)[1:]...)
 
-	m2 := tinyModel(t, LoadOptions{NumCtx: 4096})
+	m2 := tinyModel(t, LoadOptions{NumCtx: 4096, KVType: kv})
 	e2 := newEngine(t, m2, EngineOptions{Store: st})
 	warm := run(t, e2, Request{Prompt: turn2, Sample: greedy, NumPredict: 8})
 	// turn 1 computed its prompt and 7 of its 8 tokens: the full blocks of

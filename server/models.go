@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -124,6 +125,16 @@ func (m *manager) load(ent ModelEntry) (*loaded, error) {
 	}
 	start := time.Now()
 	rm, err := runner.Load(ent.Path, m.cfg.Load)
+	if errors.Is(err, runner.ErrKVType) {
+		// FOLIO_KV_CACHE_TYPE is the server's for every model; one it does
+		// not suit (or a GPU without such a cache) gets F16, as Ollama's
+		// OLLAMA_KV_CACHE_TYPE falls back
+		m.cfg.Log.Warn("the K/V cache type does not suit this model here; using f16", "model", ent.Name,
+			"kv_type", m.cfg.Load.KVType, "err", err)
+		opt := m.cfg.Load
+		opt.KVType = "f16"
+		rm, err = runner.Load(ent.Path, opt)
+	}
 	if err != nil {
 		return nil, err
 	}

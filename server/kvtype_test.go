@@ -1,0 +1,97 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ollama/ollama/api"
+
+	"folio/internal/fixtures"
+	"folio/models/gguf"
+	"folio/models/synth"
+	"folio/runner"
+	"folio/server"
+)
+
+// lockedBuffer is a log sink for a server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestKVCacheTypeFallsBack: a server whose K/V cache type is q8_0
+// (FOLIO_KV_CACHE_TYPE) gives it to a model with heads of 64 and, with a
+// warning, F16 to stories260K, whose heads of 8 a Q8_0 cache cannot hold,
+// instead of refusing to load it (as Ollama's OLLAMA_KV_CACHE_TYPE falls
+// back).
+func TestKVCacheTypeFallsBack(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(fixtures.Model(t, "stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stories260K.gguf"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := synth.Preset("tiny")
+	cfg.Type, cfg.Seed = gguf.TypeQ8_0, 3
+	m, err := synth.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WriteFile(filepath.Join(dir, "tiny.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	reg := server.NewLibraryRegistry()
+	reg.Dirs = []string{dir}
+	var logs lockedBuffer
+	srv := server.New(server.Config{Registry: reg, Version: "test", Log: slog.New(slog.NewTextHandler(&logs, nil)),
+		Load: runner.LoadOptions{NumCtx: 256, KVType: "q8_0"}})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	u, _ := url.Parse(hs.URL)
+	c := api.NewClient(u, hs.Client())
+
+	want := map[string]gguf.TensorType{"stories260k": gguf.TypeF16, "tiny": gguf.TypeQ8_0}
+	for name, typ := range want {
+		var text strings.Builder
+		err := c.Generate(context.Background(), &api.GenerateRequest{Model: name, Prompt: "Once upon a time",
+			Options: map[string]any{"temperature": 0, "num_predict": 8}}, func(r api.GenerateResponse) error {
+			text.WriteString(r.Response)
+			return nil
+		})
+		if err != nil || text.Len() == 0 {
+			t.Fatalf("%s: %v, %q", name, err, text.String())
+		}
+		e := srv.Engine(name)
+		if e == nil {
+			t.Fatalf("%s is not loaded", name)
+		}
+		if got := e.Model().KV.Spec().Type; got != typ {
+			t.Errorf("%s: K/V cache %v, want %v", name, got, typ)
+		}
+	}
+	if l := logs.String(); strings.Count(l, "using f16") != 1 || !strings.Contains(l, "multiple of 32") {
+		t.Errorf("want one warning about stories260K's heads, logs:\n%s", l)
+	}
+}
