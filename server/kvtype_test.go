@@ -6,17 +6,13 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/ollama/ollama/api"
 
-	"folio/internal/fixtures"
 	"folio/models/gguf"
-	"folio/models/synth"
 	"folio/runner"
 	"folio/server"
 )
@@ -40,30 +36,13 @@ func (l *lockedBuffer) String() string {
 }
 
 // TestKVCacheTypeFallsBack: a server whose K/V cache type is q8_0
-// (FOLIO_KV_CACHE_TYPE) gives it to a model with heads of 64 and, with a
+// (FOLIO_KV_CACHE_TYPE) gives it to tiny-qwen2 (heads of 64) and, with a
 // warning, F16 to stories260K, whose heads of 8 a Q8_0 cache cannot hold,
 // instead of refusing to load it (as Ollama's OLLAMA_KV_CACHE_TYPE falls
 // back).
 func TestKVCacheTypeFallsBack(t *testing.T) {
-	dir := t.TempDir()
-	data, err := os.ReadFile(fixtures.Model(t, "stories260K.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "stories260K.gguf"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ := synth.Preset("tiny")
-	cfg.Type, cfg.Seed = gguf.TypeQ8_0, 3
-	m, err := synth.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.WriteFile(filepath.Join(dir, "tiny.gguf")); err != nil {
-		t.Fatal(err)
-	}
 	reg := server.NewLibraryRegistry()
-	reg.Dirs = []string{dir}
+	reg.Dirs = []string{newTestLibrary(t)}
 	var logs lockedBuffer
 	srv := server.New(server.Config{Registry: reg, Version: "test", Log: slog.New(slog.NewTextHandler(&logs, nil)),
 		Load: runner.LoadOptions{NumCtx: 256, KVType: "q8_0"}})
@@ -72,7 +51,7 @@ func TestKVCacheTypeFallsBack(t *testing.T) {
 	u, _ := url.Parse(hs.URL)
 	c := api.NewClient(u, hs.Client())
 
-	want := map[string]gguf.TensorType{"stories260k": gguf.TypeF16, "tiny": gguf.TypeQ8_0}
+	want := map[string]gguf.TensorType{"stories260k": gguf.TypeF16, "tiny-qwen2": gguf.TypeQ8_0}
 	for name, typ := range want {
 		var text strings.Builder
 		err := c.Generate(context.Background(), &api.GenerateRequest{Model: name, Prompt: "Once upon a time",

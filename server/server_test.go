@@ -26,6 +26,19 @@ import (
 // qwen2 model, and returns an Ollama client for it.
 func newTestServer(t *testing.T, edit ...func(*gguf.Writer)) (*api.Client, string) {
 	t.Helper()
+	reg := server.NewLibraryRegistry()
+	reg.Dirs = []string{newTestLibrary(t, edit...)}
+	srv := server.New(server.Config{Registry: reg, Version: "test", Load: runner.LoadOptions{NumCtx: 512}, MaxBodyBytes: 1 << 20})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	u, _ := url.Parse(hs.URL)
+	return api.NewClient(u, hs.Client()), hs.URL
+}
+
+// newTestLibrary is a folder holding stories260K.gguf and tiny-qwen2.gguf
+// (heads of 64), edited by edit.
+func newTestLibrary(t *testing.T, edit ...func(*gguf.Writer)) string {
+	t.Helper()
 	dir := t.TempDir()
 	data, err := os.ReadFile(fixtures.Model(t, "stories260K.gguf"))
 	if err != nil {
@@ -50,13 +63,7 @@ func newTestServer(t *testing.T, edit ...func(*gguf.Writer)) (*api.Client, strin
 	if err := w.WriteFile(filepath.Join(dir, "tiny-qwen2.gguf")); err != nil {
 		t.Fatal(err)
 	}
-	reg := server.NewLibraryRegistry()
-	reg.Dirs = []string{dir}
-	srv := server.New(server.Config{Registry: reg, Version: "test", Load: runner.LoadOptions{NumCtx: 512}, MaxBodyBytes: 1 << 20})
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() { hs.Close(); srv.Close() })
-	u, _ := url.Parse(hs.URL)
-	return api.NewClient(u, hs.Client()), hs.URL
+	return dir
 }
 
 func TestOllamaClient(t *testing.T) {
