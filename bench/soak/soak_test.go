@@ -70,3 +70,22 @@ func passing() *Report {
 	}
 	return r
 }
+
+// TestDrainWaitsForHandlers: a quiet point waits for the server's handlers,
+// which can outlive their clients (a client that hung up is done before
+// its handler notices), and says so when one never ends.
+func TestDrainWaitsForHandlers(t *testing.T) {
+	var r rig
+	r.handlers.Add(1)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		r.handlers.Add(-1)
+	}()
+	if err := r.drain(5 * time.Second); err != nil || r.handlers.Load() != 0 {
+		t.Errorf("drain returned %v with %d handlers running", err, r.handlers.Load())
+	}
+	r.handlers.Add(1)
+	if err := r.drain(50 * time.Millisecond); err == nil || !strings.Contains(err.Error(), "1 requests still being handled") {
+		t.Errorf("drain with a handler that never ends: %v", err)
+	}
+}
