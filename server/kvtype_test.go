@@ -70,7 +70,8 @@ func TestKVCacheTypeFallsBack(t *testing.T) {
 			t.Errorf("%s: K/V cache %v, want %v", name, got, typ)
 		}
 	}
-	if l := logs.String(); strings.Count(l, "using f16") != 1 || !strings.Contains(l, "multiple of 32") {
-		t.Errorf("want one warning about stories260K's heads, logs:\n%s", l)
+	if l := logs.String(); strings.Count(l, "using f16") != 1 || !strings.Contains(l, "multiple of 32") ||
+		!strings.Contains(l, "kv_type=Q8_0") || !strings.Contains(l, "kv_type=F16") {
+		t.Errorf("want one warning about stories260K's heads and each load's K/V type, logs:\n%s", l)
 	}
 }
