@@ -106,7 +106,7 @@ func serverConfig() (server.Config, error) {
 		if _, perr := runner.ParseKVType(t); perr != nil {
 			return cfg, fmt.Errorf("FOLIO_KV_CACHE_TYPE=%q: use f16 (the default), q8_0 (half the memory) or f32", t)
 		}
-		cfg.Load.KVType = t
+		cfg.Load.KVType, cfg.KVTypeFallback = t, true
 	}
 	if o := os.Getenv("FOLIO_ORIGINS"); o != "" {
 		cfg.Origins = strings.Split(o, ",")

@@ -62,7 +62,7 @@ func TestServeConfigSecurity(t *testing.T) {
 func TestServeConfigKVCacheType(t *testing.T) {
 	t.Setenv("FOLIO_KV_CACHE_TYPE", "q8_0")
 	cfg, err := serverConfig()
-	if err != nil || cfg.Load.KVType != "q8_0" {
+	if err != nil || cfg.Load.KVType != "q8_0" || !cfg.KVTypeFallback {
 		t.Fatalf("FOLIO_KV_CACHE_TYPE=q8_0: K/V type %q, %v", cfg.Load.KVType, err)
 	}
 	t.Setenv("FOLIO_KV_CACHE_TYPE", "q4_0")

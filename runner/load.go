@@ -139,7 +139,9 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 	} else {
 		spec.Blocks = ceilDiv(4*opt.NumCtx, opt.BlockSize)
 	}
-	if err := spec.Check(); err != nil { // before the weights load: a type the model cannot take
+	// before the weights load: a type the model cannot take (sizes are
+	// checked later, with the knobs to turn)
+	if err := spec.Check(); errors.Is(err, gpu.ErrUnsupported) {
 		return nil, kvTypeErr(err, spec)
 	}
 	aopt := arch.Options{MaxRows: opt.NumBatch, MaxOut: opt.MaxSeqs}

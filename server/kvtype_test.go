@@ -45,7 +45,7 @@ func TestKVCacheTypeFallsBack(t *testing.T) {
 	reg.Dirs = []string{newTestLibrary(t)}
 	var logs lockedBuffer
 	srv := server.New(server.Config{Registry: reg, Version: "test", Log: slog.New(slog.NewTextHandler(&logs, nil)),
-		Load: runner.LoadOptions{NumCtx: 256, KVType: "q8_0"}})
+		Load: runner.LoadOptions{NumCtx: 256, KVType: "q8_0"}, KVTypeFallback: true})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { hs.Close(); srv.Close() })
 	u, _ := url.Parse(hs.URL)

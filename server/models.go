@@ -125,7 +125,7 @@ func (m *manager) load(ent ModelEntry) (*loaded, error) {
 	}
 	start := time.Now()
 	rm, err := runner.Load(ent.Path, m.cfg.Load)
-	if errors.Is(err, runner.ErrKVType) {
+	if errors.Is(err, runner.ErrKVType) && m.cfg.KVTypeFallback {
 		// FOLIO_KV_CACHE_TYPE is the server's for every model; one it does
 		// not suit (or a GPU without such a cache) gets F16, as Ollama's
 		// OLLAMA_KV_CACHE_TYPE falls back

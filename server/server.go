@@ -47,6 +47,11 @@ type Config struct {
 	// Install is where /api/pull, /api/create and /api/blobs put models
 	// (home, registry, download settings); nil: they answer 501.
 	Install *installer.Options
+	// KVTypeFallback loads a model with an F16 K/V cache, and a warning,
+	// when it (or the device) cannot take Load.KVType's, as Ollama's
+	// OLLAMA_KV_CACHE_TYPE does: serve's FOLIO_KV_CACHE_TYPE is for every
+	// model. Off, such a load fails (folio run's explicit --kv-type).
+	KVTypeFallback bool
 }
 
 // Server serves the Ollama and OpenAI APIs over a set of models.
