@@ -79,6 +79,15 @@ func TestKVTypeErrors(t *testing.T) {
 	if _, err := load(m.File, LoadOptions{KVMemory: -1}); err == nil || !strings.Contains(err.Error(), "positive") {
 		t.Errorf("KVMemory -1: %v, want an error asking for a positive size", err)
 	}
+	// a cache too small for num_ctx names the knobs, q8_0 among them while
+	// the cache is not already q8_0
+	for kv, q8 := range map[string]bool{"f16": true, "q8_0": false} {
+		_, err := load(m.File, LoadOptions{NumCtx: 64, KVMemory: 1 << 10, KVType: kv})
+		if err == nil || !strings.Contains(err.Error(), "raise FOLIO_KV_MEMORY (--kv-memory)") ||
+			strings.Contains(err.Error(), "use a q8_0 K/V cache") != q8 {
+			t.Errorf("%s cache of 1 KiB: %v, want the knobs named (q8_0: %v)", kv, err, q8)
+		}
+	}
 	for _, name := range []string{"q4_0", "bf16", "int8", ""} {
 		_, err := ParseKVType(name)
 		if err == nil || !strings.Contains(err.Error(), "use f16, q8_0") {

@@ -133,8 +133,12 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 	if opt.KVMemory > 0 {
 		spec.Blocks = int(opt.KVMemory / (spec.BytesPerToken() * int64(opt.BlockSize)))
 		if spec.Blocks*opt.BlockSize < opt.NumCtx {
-			return nil, fmt.Errorf("%w: a K/V cache of %d bytes holds %d tokens, less than num_ctx %d: raise FOLIO_KV_MEMORY or lower num_ctx",
-				ErrNoMemory, opt.KVMemory, spec.Blocks*opt.BlockSize, opt.NumCtx)
+			q8 := ""
+			if kvType != gguf.TypeQ8_0 && cfg.HeadDim%32 == 0 {
+				q8 = ", or use a q8_0 K/V cache (FOLIO_KV_CACHE_TYPE, --kv-type), which holds 64/34 the tokens of f16"
+			}
+			return nil, fmt.Errorf("%w: a K/V cache of %d bytes holds %d tokens, less than num_ctx %d: raise FOLIO_KV_MEMORY (--kv-memory) or lower num_ctx%s",
+				ErrNoMemory, opt.KVMemory, spec.Blocks*opt.BlockSize, opt.NumCtx, q8)
 		}
 	} else {
 		spec.Blocks = ceilDiv(4*opt.NumCtx, opt.BlockSize)
