@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -112,11 +111,7 @@ func init() {
 		// speed or stalled.
 		var ref *llamaCppSpeed
 		if vs {
-			nt := threads
-			if nt <= 0 {
-				nt = runtime.NumCPU() // as cpu.New counts them
-			}
-			if ref, err = benchLlamaCpp(cmd.Context(), llamaref, model, prompt, gen, nt, repeat, depth, kvType); err != nil {
+			if ref, err = benchLlamaCpp(cmd.Context(), llamaref, model, prompt, gen, cpu.ThreadCount(threads), repeat, depth, kvType); err != nil {
 				return err
 			}
 		}

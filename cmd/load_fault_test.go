@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -10,13 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"folio/installer"
 	"folio/installer/fakehub"
+	"folio/internal/fixtures"
 	"folio/models"
 	"folio/store"
 )
@@ -39,27 +38,9 @@ func TestServeFaultChild(t *testing.T) {
 	}
 }
 
-// lockedBuffer collects a child's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startServe starts `folio serve` on home in a child process and waits
 // until it answers.
-func startServe(t *testing.T, home string) (*exec.Cmd, string, *lockedBuffer) {
+func startServe(t *testing.T, home string) (*exec.Cmd, string, *fixtures.LockedBuffer) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -69,7 +50,7 @@ func startServe(t *testing.T, home string) (*exec.Cmd, string, *lockedBuffer) {
 	ln.Close()
 	child := exec.Command(os.Args[0], "-test.run=^TestServeFaultChild$", "-test.count=1", "-test.timeout=2m")
 	child.Env = append(os.Environ(), serveChildEnv+"="+addr, "FOLIO_HOME="+home, "FOLIO_MODELS_PATH="+t.TempDir())
-	var out lockedBuffer
+	var out fixtures.LockedBuffer
 	child.Stdout, child.Stderr = &out, &out
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
@@ -152,7 +133,7 @@ func TestKillDuringModelLoad(t *testing.T) {
 // reported, the model registered and its file matching its digest.
 func checkHomeAfterKill(t *testing.T, home, name string) {
 	t.Helper()
-	var logs lockedBuffer
+	var logs fixtures.LockedBuffer
 	st, err := store.Open(home, store.Options{KVMaxBytes: 1 << 30, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatalf("the store does not open after the kill: %v", err)

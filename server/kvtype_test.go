@@ -1,39 +1,20 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ollama/ollama/api"
 
+	"folio/internal/fixtures"
 	"folio/models/gguf"
 	"folio/runner"
 	"folio/server"
 )
-
-// lockedBuffer is a log sink for a server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestKVCacheTypeFallsBack: a server whose K/V cache type is q8_0
 // (FOLIO_KV_CACHE_TYPE) gives it to tiny-qwen2 (heads of 64) and, with a
@@ -43,7 +24,7 @@ func (l *lockedBuffer) String() string {
 func TestKVCacheTypeFallsBack(t *testing.T) {
 	reg := server.NewLibraryRegistry()
 	reg.Dirs = []string{newTestLibrary(t)}
-	var logs lockedBuffer
+	var logs fixtures.LockedBuffer
 	srv := server.New(server.Config{Registry: reg, Version: "test", Log: slog.New(slog.NewTextHandler(&logs, nil)),
 		Load: runner.LoadOptions{NumCtx: 256, KVType: "q8_0"}, KVTypeFallback: true})
 	hs := httptest.NewServer(srv)

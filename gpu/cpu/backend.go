@@ -77,12 +77,18 @@ type Backend struct {
 	attendWhole []bool    // Attend: which tiles are their sequence's whole
 }
 
-// New starts a backend on threads threads; threads ≤ 0 means one per
-// logical CPU (runtime.NumCPU).
-func New(threads int) *Backend {
+// ThreadCount is the threads New(threads) computes on: threads, or one
+// per logical CPU (runtime.NumCPU) when threads ≤ 0.
+func ThreadCount(threads int) int {
 	if threads <= 0 {
-		threads = runtime.NumCPU()
+		return runtime.NumCPU()
 	}
+	return threads
+}
+
+// New starts a backend on ThreadCount(threads) threads.
+func New(threads int) *Backend {
+	threads = ThreadCount(threads)
 	initF16Table()
 	spin := threads <= runtime.GOMAXPROCS(0)
 	if spin && bestLevel > levelScalar {

@@ -51,13 +51,8 @@ func (c *KVCache) kvKind() int {
 
 // layerPtrs returns the start of layer's K and V.
 func (c *KVCache) layerPtrs(layer int) (k, v unsafe.Pointer) {
-	switch {
-	case c.k16 != nil:
-		return unsafe.Pointer(&c.k16[layer][0]), unsafe.Pointer(&c.v16[layer][0])
-	case c.k8 != nil:
-		return unsafe.Pointer(&c.k8[layer][0]), unsafe.Pointer(&c.v8[layer][0])
-	}
-	return unsafe.Pointer(&c.k32[layer][0]), unsafe.Pointer(&c.v32[layer][0])
+	kb, vb := c.layerBytes(layer)
+	return unsafe.Pointer(&kb[0]), unsafe.Pointer(&vb[0])
 }
 
 // layerBytes returns layer's K and V as bytes.
