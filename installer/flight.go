@@ -34,17 +34,20 @@ type flight struct {
 }
 
 // join returns the flight downloading f into o.Home, starting it if none
-// runs, and counts the caller as one of its waiters.
-func (o *Options) join(f fetch) *flight {
+// runs, and counts the caller as one of its waiters. at is the flight's
+// bytes when joined, before a new one's download can move them: a pull's
+// first report of a layer says where it began (0 for a new flight),
+// however fast the first bytes arrive.
+func (o *Options) join(f fetch) (fl *flight, at int64) {
 	key := o.Home + "\x00" + f.key
 	flights.mu.Lock()
 	defer flights.mu.Unlock()
 	if fl, ok := flights.m[key]; ok {
 		fl.waiters++
-		return fl
+		return fl, fl.completed.Load()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	fl := &flight{key: key, done: make(chan struct{}), cancel: cancel, waiters: 1}
+	fl = &flight{key: key, done: make(chan struct{}), cancel: cancel, waiters: 1}
 	fl.total.Store(f.size)
 	flights.m[key] = fl
 	go func() {
@@ -58,7 +61,7 @@ func (o *Options) join(f fetch) *flight {
 		cancel()
 		close(fl.done)
 	}()
-	return fl
+	return fl, 0
 }
 
 // wait returns the flight's outcome, or ctx's error when ctx ends first;

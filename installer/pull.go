@@ -241,8 +241,9 @@ func (o *Options) fetchAll(ctx context.Context, fs []fetch) ([]string, error) {
 	}
 	results := make(chan result, len(fs))
 	fls := make([]*flight, len(fs))
+	joinedAt := make([]int64, len(fs))
 	for i, f := range fs {
-		fls[i] = o.join(f)
+		fls[i], joinedAt[i] = o.join(f)
 		go func() {
 			d, err := fls[i].wait(ctx)
 			results <- result{i, d, err}
@@ -265,7 +266,11 @@ func (o *Options) fetchAll(ctx context.Context, fs []fetch) ([]string, error) {
 			}
 		}
 	}
-	report()
+	for i := range fs { // where each began, not where its download has got to since
+		p := label(i)
+		p.Completed = joinedAt[i]
+		o.report(p)
+	}
 	tick := time.NewTicker(o.ProgressEvery)
 	defer tick.Stop()
 	digests := make([]string, len(fs))
