@@ -76,8 +76,8 @@ func loadGolden(t testing.TB) []goldenCase {
 			out = append(out, g)
 		}
 	}
-	if len(out) != 77 {
-		t.Fatalf("golden: %d cases, want 77", len(out))
+	if len(out) != 92 {
+		t.Fatalf("golden: %d cases, want 92", len(out))
 	}
 	return out
 }
