@@ -15,8 +15,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	format, err := checkRequest(req.Model, req.Format, nil, req.Think)
-	if err != nil {
+	if err := checkRequest(req.Model, nil, req.Think); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -31,6 +30,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			writeError(w, fmt.Errorf("%w: message %d has role %q: use system, user, assistant or tool", errBadRequest, i, m.Role))
 			return
 		}
+	}
+	format, err := s.compileFormat(r.Context(), req.Model, req.Format, "format")
+	if err != nil {
+		writeError(w, err)
+		return
 	}
 	conf, err := s.modelConf(req.Model)
 	if err != nil {

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -72,7 +74,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	format, err := checkRequest(req.Model, req.Format, req.Images, req.Think)
+	if err := checkRequest(req.Model, req.Images, req.Think); err != nil {
+		writeError(w, err)
+		return
+	}
+	format, err := s.compileFormat(r.Context(), req.Model, req.Format, "format")
 	if err != nil {
 		writeError(w, err)
 		return
@@ -200,22 +206,40 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkRequest refuses what folio cannot do with a clear message, rather
-// than ignoring it, and compiles the format (Ollama's "json" or a JSON
-// schema) into the grammar that constrains the output.
-func checkRequest(model string, format json.RawMessage, images []api.ImageData, think *api.ThinkValue) (*grammar.Grammar, error) {
+// than ignoring it.
+func checkRequest(model string, images []api.ImageData, think *api.ThinkValue) error {
 	switch {
 	case model == "":
-		return nil, fmt.Errorf("%w: model is required", errBadRequest)
+		return fmt.Errorf("%w: model is required", errBadRequest)
 	case len(images) > 0:
-		return nil, fmt.Errorf("%w: images: folio runs text models only", errBadRequest)
+		return fmt.Errorf("%w: images: folio runs text models only", errBadRequest)
 	case think != nil && !think.IsValid():
-		return nil, fmt.Errorf("%w: think must be true, false, \"high\", \"medium\" or \"low\"", errBadRequest)
+		return fmt.Errorf("%w: think must be true, false, \"high\", \"medium\" or \"low\"", errBadRequest)
 	}
-	g, err := grammar.Format(format)
-	if err != nil {
-		return nil, fmt.Errorf("%w: format: %v", errBadRequest, err)
+	return nil
+}
+
+// compileFormat compiles a request's format (Ollama's "json" or a JSON
+// schema) into the grammar that constrains the output, once the model is
+// known to exist: a request for a missing model is a 404 before any schema
+// work. The compile is bounded (a schema past grammar's limits is a 400
+// naming the limit) and stops when ctx ends (the client has gone). Errors
+// name their field: "model" for the look-up, param for the format.
+func (s *Server) compileFormat(ctx context.Context, model string, format json.RawMessage, param string) (*grammar.Grammar, error) {
+	if len(bytes.TrimSpace(format)) == 0 {
+		return nil, nil
 	}
-	return g, nil
+	if err := checkModelName(ctx, model); err != nil {
+		return nil, &paramError{"model", err}
+	}
+	if _, err := s.cfg.Registry.Resolve(model); err != nil {
+		return nil, &paramError{"model", err}
+	}
+	g, err := grammar.Format(ctx, format)
+	if errors.Is(err, grammar.ErrFormat) {
+		return nil, &paramError{param, fmt.Errorf("%w: %s: %v", errBadRequest, param, err)}
+	}
+	return g, err
 }
 
 func toInts(ids []int32) []int {

@@ -175,7 +175,9 @@ func (s *Server) oaiChat(w http.ResponseWriter, r *http.Request) {
 	var msgs []api.Message
 	var think *api.ThinkValue
 	l, release, ok := s.begin(w, r, &req, func() (err error) {
-		c, msgs, think, err = req.check()
+		if c, msgs, think, err = req.check(); err == nil {
+			err = req.compileFormat(r.Context(), s, c)
+		}
 		return err
 	}, &req.Model)
 	if !ok {
@@ -218,7 +220,9 @@ func (s *Server) chatJob(ctx context.Context, l *loaded, req *oaiChatRequest, c 
 }
 
 // check validates the request and returns the completion it asks for
-// (without its model), its messages and its think option.
+// (without its model, and without the grammar of its response_format,
+// which compileFormat adds once the model is found), its messages and its
+// think option.
 func (q *oaiChatRequest) check() (*completion, []api.Message, *api.ThinkValue, error) {
 	maxTokens := q.MaxCompletionTokens
 	if maxTokens == nil {
@@ -232,13 +236,11 @@ func (q *oaiChatRequest) check() (*completion, []api.Message, *api.ThinkValue, e
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	format, err := q.format()
-	if err != nil {
+	if _, err := q.format(); err != nil {
 		return nil, nil, nil, err
 	}
-	g, err := checkRequest(q.Model, format, nil, nil)
-	if err != nil {
-		return nil, nil, nil, &paramError{"response_format", err}
+	if err := checkRequest(q.Model, nil, nil); err != nil {
+		return nil, nil, nil, &paramError{"model", err}
 	}
 	think, err := q.think()
 	if err != nil {
@@ -256,7 +258,17 @@ func (q *oaiChatRequest) check() (*completion, []api.Message, *api.ThinkValue, e
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return &completion{opts: opts, sample: sample, raw: raw, n: n, logprobs: logprobs, topLog: top, format: g}, msgs, think, nil
+	return &completion{opts: opts, sample: sample, raw: raw, n: n, logprobs: logprobs, topLog: top}, msgs, think, nil
+}
+
+// compileFormat compiles a checked request's response_format into c,
+// after looking its model up (see Server.compileFormat).
+func (q *oaiChatRequest) compileFormat(ctx context.Context, s *Server, c *completion) error {
+	format, err := q.format()
+	if err == nil {
+		c.format, err = s.compileFormat(ctx, q.Model, format, "response_format")
+	}
+	return err
 }
 
 // The chat.completion and chat.completion.chunk objects.

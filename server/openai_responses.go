@@ -226,7 +226,9 @@ func (s *Server) oaiResponses(w http.ResponseWriter, r *http.Request) {
 	var think *api.ThinkValue
 	l, release, ok := s.begin(w, r, &req, func() (err error) {
 		if chat, err = req.chat(); err == nil {
-			c, msgs, think, err = chat.check()
+			if c, msgs, think, err = chat.check(); err == nil {
+				err = chat.compileFormat(r.Context(), s, c)
+			}
 			err = responsesParam(err)
 		}
 		return err

@@ -16,6 +16,11 @@
 // be allowed is kept, so the draw is not quite from the masked
 // distribution: the trade llama.cpp and Ollama make.
 //
+// A schema compiles in time linear in its size: each subschema once,
+// however many $refs reach it. Compiling is bounded (100,000 steps, 512
+// levels of nesting or $ref hops; past either the error names the limit)
+// and stops when its context ends.
+//
 // The output is the value alone: bounded whitespace before it and between
 // its tokens (one space, or a newline and up to 32 spaces or tabs), none
 // after it, then an end token. "json" is an object at the top level, as in
@@ -26,8 +31,8 @@
 // package's first commit):
 //
 //	// Request gets a Format *grammar.Grammar, which the server fills from
-//	// grammar.Format(req.Format) or grammar.ResponseFormat(rf); an error
-//	// wraps ErrFormat, names the keyword, and is a 400.
+//	// grammar.Format(ctx, req.Format) once the model is found; an error
+//	// wraps ErrFormat, names the keyword or the limit, and is a 400.
 //
 //	// Engine.enqueue; Engine.toks is built once per model (50 ms for 150k
 //	// tokens, about 5 MB):

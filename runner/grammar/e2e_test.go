@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
@@ -60,7 +61,7 @@ func TestGenerateRandom(t *testing.T) {
 		toks := TokensOf(tok)
 		eos := tok.Vocab().EOG[0]
 		for si, sc := range e2eSchemas {
-			g, err := Format([]byte(sc.schema))
+			g, err := Format(context.Background(), []byte(sc.schema))
 			if err != nil {
 				t.Fatal(err)
 			}

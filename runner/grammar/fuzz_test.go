@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
@@ -56,7 +57,7 @@ func FuzzSchema(f *testing.F) {
 	f.Add([]byte(`{"type":["string","integer"],"minLength":2,"nullable":true}`), uint64(2))
 	f.Add([]byte(`{"anyOf":[{"enum":[1,12,123]},{"type":"array","maxItems":0}]}`), uint64(3))
 	f.Fuzz(func(t *testing.T, schema []byte, seed uint64) {
-		g, err := Schema(schema)
+		g, err := Schema(context.Background(), schema)
 		if err != nil {
 			return
 		}

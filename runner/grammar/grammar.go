@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,8 +98,9 @@ func JSON() *Grammar {
 
 // Format compiles Ollama's format field as it came in the request: empty,
 // null or "" for no constraint (a nil Grammar), "json" for any JSON object,
-// or a JSON Schema object.
-func Format(raw []byte) (*Grammar, error) {
+// or a JSON Schema object (see Schema, and its limits). It stops with ctx's
+// error once ctx is done.
+func Format(ctx context.Context, raw []byte) (*Grammar, error) {
 	raw = bytes.TrimSpace(raw)
 	switch {
 	case len(raw) == 0 || string(raw) == "null" || string(raw) == `""`:
@@ -113,7 +115,7 @@ func Format(raw []byte) (*Grammar, error) {
 		}
 		return nil, fmt.Errorf("%w: format %q: use \"json\" or a JSON schema object", ErrFormat, s)
 	case raw[0] == '{':
-		return Schema(raw)
+		return Schema(ctx, raw)
 	}
 	return nil, fmt.Errorf("%w: format %.40s: use \"json\" or a JSON schema object", ErrFormat, raw)
 }
@@ -121,7 +123,7 @@ func Format(raw []byte) (*Grammar, error) {
 // ResponseFormat compiles OpenAI's response_format: absent or {"type":"text"}
 // for no constraint (a nil Grammar), {"type":"json_object"} for any JSON
 // object, {"type":"json_schema","json_schema":{"schema":{...}}} for a schema.
-func ResponseFormat(raw []byte) (*Grammar, error) {
+func ResponseFormat(ctx context.Context, raw []byte) (*Grammar, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -144,7 +146,7 @@ func ResponseFormat(raw []byte) (*Grammar, error) {
 		if rf.JSONSchema == nil || len(bytes.TrimSpace(rf.JSONSchema.Schema)) == 0 {
 			return nil, fmt.Errorf("%w: response_format json_schema needs json_schema.schema", ErrFormat)
 		}
-		return Schema(rf.JSONSchema.Schema)
+		return Schema(ctx, rf.JSONSchema.Schema)
 	}
 	return nil, fmt.Errorf("%w: response_format type %q: use text, json_object or json_schema", ErrFormat, rf.Type)
 }

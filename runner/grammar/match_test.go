@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -172,7 +173,7 @@ func TestClone(t *testing.T) {
 
 func mustSchema(t testing.TB, s string) *Grammar {
 	t.Helper()
-	g, err := Schema([]byte(s))
+	g, err := Schema(context.Background(), []byte(s))
 	if err != nil {
 		t.Fatalf("%s: %v", s, err)
 	}

@@ -1,8 +1,11 @@
 package grammar
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -27,13 +30,43 @@ import (
 // keywords it does not know are ignored, as JSON Schema says. Validation
 // keywords it cannot enforce (pattern, minimum, uniqueItems, ...) are an
 // error naming them, wrapping ErrFormat.
-func Schema(schema []byte) (*Grammar, error) {
-	root, err := parseValue(schema)
-	if err != nil {
+//
+// Compiling costs time linear in the schema's size: every subschema is
+// compiled once, however many $refs reach it, and is bounded: a schema
+// deeper than maxDepth or needing more than maxSteps steps is refused
+// (wrapping ErrFormat, naming the limit). It stops with ctx's error once
+// ctx is done.
+func Schema(ctx context.Context, schema []byte) (*Grammar, error) {
+	return newCompiler(ctx).schema(schema)
+}
+
+// maxSteps bounds the work of one compile: a step per subschema, property,
+// required name, type name, enum value and $ref token. Schemas written by
+// hand or generated from a program's types take a few hundred.
+const maxSteps = 100_000
+
+// errTooBig is wrapped when a schema passes a limit.
+var errTooBig = fmt.Errorf("%w: schema is too big", ErrFormat)
+
+// stopped is the error of a compile whose context ended.
+func stopped(err error) error { return fmt.Errorf("grammar: schema compilation stopped: %w", err) }
+
+func newCompiler(ctx context.Context) *compiler {
+	return &compiler{builder: newBuilder(), ctx: ctx, null: -1, memo: map[*value]int32{},
+		pending: map[*value]int32{}, targets: map[string]*value{}, named: map[int32]string{}}
+}
+
+func (c *compiler) schema(schema []byte) (*Grammar, error) {
+	root, err := parseValue(c.ctx, schema)
+	switch {
+	case err == nil:
+	case errors.Is(err, errTooBig), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return nil, err
+	default:
 		return nil, fmt.Errorf("%w: schema: %v", ErrFormat, err)
 	}
-	c := &compiler{builder: newBuilder(), root: root, refs: map[string]int32{}, null: -1}
-	top, err := c.compile(root, "#")
+	c.root = root
+	top, err := c.compile(root, &path{seg: "#"})
 	if err != nil {
 		return nil, err
 	}
@@ -61,21 +94,89 @@ var unsupported = map[string]bool{
 var shapeKeywords = []string{"type", "properties", "required", "additionalProperties",
 	"items", "minItems", "maxItems", "minLength", "maxLength", "enum", "const"}
 
+// compiler turns a decoded schema into nodes. Each subschema is compiled
+// once: memo maps it to its node, and a $ref that reaches a subschema still
+// being compiled (a recursive schema) gets a placeholder anyOf that is
+// pointed at the node once it is done.
 type compiler struct {
 	*builder
-	root  *value
-	refs  map[string]int32 // $ref -> its node, reserved before compiling it
-	named map[int32]string // reserved $ref nodes, for cycle errors
-	null  int32            // the null literal; -1 until first asked for
+	ctx     context.Context
+	root    *value
+	memo    map[*value]int32  // compiled subschemas; -1 while one is being compiled
+	pending map[*value]int32  // placeholders handed out for subschemas being compiled
+	targets map[string]*value // $ref text -> the subschema it resolves to
+	named   map[int32]string  // placeholders -> their $ref, for cycle errors
+	null    int32             // the null literal; -1 until first asked for
+	steps   int               // work done, at most maxSteps
+	depth   int               // compile's recursion, at most maxDepth
 }
 
-func (c *compiler) fail(at, format string, args ...any) error {
+// path is where a subschema is in the document: a JSON pointer, put
+// together only for an error message (building it at every level would
+// cost the depth at every level).
+type path struct {
+	up  *path
+	seg string // one or more pointer tokens; at the top "#" or a $ref
+}
+
+func (p *path) String() string {
+	var segs []string
+	for ; p != nil; p = p.up {
+		segs = append(segs, p.seg)
+	}
+	slices.Reverse(segs)
+	return strings.Join(segs, "/")
+}
+
+func (p *path) to(seg string) *path { return &path{up: p, seg: seg} }
+
+func (c *compiler) fail(at *path, format string, args ...any) error {
 	return fmt.Errorf("%w: schema at %s: %s", ErrFormat, at, fmt.Sprintf(format, args...))
 }
 
-// compile returns the node matching the values of schema s, found at at
-// (a JSON pointer, for errors).
-func (c *compiler) compile(s *value, at string) (int32, error) {
+// charge counts n steps of work, refusing the schema rather than going
+// past maxSteps; every checkEvery steps it looks at the context.
+func (c *compiler) charge(n int) error {
+	before := c.steps
+	if c.steps+n > maxSteps {
+		return fmt.Errorf("%w: compiling it takes more than %d steps (a step per subschema, property, required name, "+
+			"type name, enum value and $ref token): use fewer properties, enum values or subschemas", errTooBig, maxSteps)
+	}
+	c.steps += n
+	if before/checkEvery != c.steps/checkEvery {
+		if err := c.ctx.Err(); err != nil {
+			return stopped(err)
+		}
+	}
+	return nil
+}
+
+// compile returns the node matching the values of schema s, found at at.
+func (c *compiler) compile(s *value, at *path) (int32, error) {
+	if idx, ok := c.memo[s]; ok && idx >= 0 { // reached again through a $ref
+		return idx, nil
+	}
+	if err := c.charge(1); err != nil {
+		return 0, err
+	}
+	if c.depth++; c.depth > maxDepth {
+		return 0, fmt.Errorf("%w: it nests deeper than %d levels (counting $ref hops)", errTooBig, maxDepth)
+	}
+	defer func() { c.depth-- }()
+	c.memo[s] = -1
+	idx, err := c.compileOnce(s, at)
+	if err != nil {
+		return 0, err
+	}
+	c.memo[s] = idx
+	if p, ok := c.pending[s]; ok {
+		c.nodes[p].alts = []int32{idx}
+		delete(c.pending, s)
+	}
+	return idx, nil
+}
+
+func (c *compiler) compileOnce(s *value, at *path) (int32, error) {
 	switch s.kind {
 	case 't':
 		return c.anyValue(), nil
@@ -101,7 +202,7 @@ func (c *compiler) compile(s *value, at string) (int32, error) {
 }
 
 // shape compiles s without nullable.
-func (c *compiler) shape(s *value, at string) (int32, error) {
+func (c *compiler) shape(s *value, at *path) (int32, error) {
 	for _, comb := range []string{"$ref", "anyOf", "oneOf", "allOf"} {
 		v := s.get(comb)
 		if v == nil {
@@ -122,18 +223,22 @@ func (c *compiler) shape(s *value, at string) (int32, error) {
 			if v.kind != '[' || len(v.elems) != 1 {
 				return 0, c.fail(at, "allOf is supported with exactly one schema")
 			}
-			return c.compile(v.elems[0], at+"/allOf/0")
+			return c.compile(v.elems[0], at.to("allOf/0"))
 		}
 		if v.kind != '[' || len(v.elems) == 0 {
 			return 0, c.fail(at, "%s must be a non-empty array of schemas", comb)
 		}
 		var alts []int32
+		seen := map[int32]bool{} // alternatives that are one node (one subschema, or aliases of it)
 		for i, e := range v.elems {
-			a, err := c.compile(e, fmt.Sprintf("%s/%s/%d", at, comb, i))
+			a, err := c.compile(e, at.to(comb+"/"+strconv.Itoa(i)))
 			if err != nil {
 				return 0, err
 			}
-			alts = append(alts, a)
+			if !seen[a] {
+				seen[a] = true
+				alts = append(alts, a)
+			}
 		}
 		return c.add(node{kind: kAnyOf, alts: alts}), nil
 	}
@@ -144,10 +249,17 @@ func (c *compiler) shape(s *value, at string) (int32, error) {
 		types = []string{t.text}
 	case t.kind == '[' && len(t.elems) > 0:
 		for _, e := range t.elems {
-			if e.kind != '"' || e.text == "" {
-				return 0, c.fail(at, "type lists %s, want type names", e.appendJSON(nil))
+			if err := c.charge(1); err != nil {
+				return 0, err
 			}
-			types = append(types, e.text)
+			switch {
+			case e.kind != '"' || e.text == "":
+				return 0, c.fail(at, "type lists %s, want type names", e.appendJSON(nil))
+			case !slices.Contains(typeNames, e.text):
+				return 0, c.fail(at, "type %q is not a JSON Schema type", e.text)
+			case !slices.Contains(types, e.text): // at most len(typeNames)
+				types = append(types, e.text)
+			}
 		}
 	default:
 		return 0, c.fail(at, "type must be a type name or a list of them")
@@ -189,7 +301,10 @@ func literalValues(s *value) []*value {
 // enum compiles the values of an enum or const: of them, those of types
 // when given. Other keywords next to them are not checked: the values are
 // the schema's own.
-func (c *compiler) enum(vals []*value, types []string, at string) (int32, error) {
+func (c *compiler) enum(vals []*value, types []string, at *path) (int32, error) {
+	if err := c.charge(len(vals)); err != nil {
+		return 0, err
+	}
 	var lits [][]byte
 	for _, v := range vals {
 		if types == nil || slices.ContainsFunc(types, func(t string) bool { return v.is(t) }) {
@@ -215,8 +330,11 @@ func impliedType(s *value) string {
 	return ""
 }
 
+// typeNames are JSON Schema's types.
+var typeNames = []string{"object", "array", "string", "number", "integer", "boolean", "null"}
+
 // typed compiles s as a value of type t.
-func (c *compiler) typed(s *value, t, at string) (int32, error) {
+func (c *compiler) typed(s *value, t string, at *path) (int32, error) {
 	switch t {
 	case "":
 		return c.anyValue(), nil
@@ -246,25 +364,36 @@ func (c *compiler) typed(s *value, t, at string) (int32, error) {
 }
 
 // bounds reads a minimum and maximum count; the maximum is -1 when absent.
-func (c *compiler) bounds(s *value, at, minKey, maxKey string) (lo, hi int32, err error) {
-	hi = -1
-	if v := s.get(minKey); v != nil {
-		if lo, err = v.count(at, minKey); err != nil {
-			return 0, 0, err
+func (c *compiler) bounds(s *value, at *path, minKey, maxKey string) (lo, hi int32, err error) {
+	count := func(key string) (int32, error) {
+		v := s.get(key)
+		if v == nil {
+			return -1, nil
 		}
+		n, ok := v.count()
+		if !ok {
+			got := v.text
+			if v.kind != '0' {
+				got = v.describe()
+			}
+			return 0, c.fail(at, "%s is %s, want a non-negative integer", key, got)
+		}
+		return n, nil
 	}
-	if v := s.get(maxKey); v != nil {
-		if hi, err = v.count(at, maxKey); err != nil {
-			return 0, 0, err
-		}
-		if hi < lo {
-			return 0, 0, c.fail(at, "%s %d is below %s %d", maxKey, hi, minKey, lo)
-		}
+	if lo, err = count(minKey); err != nil {
+		return 0, 0, err
+	}
+	lo = max(lo, 0)
+	if hi, err = count(maxKey); err != nil {
+		return 0, 0, err
+	}
+	if hi >= 0 && hi < lo {
+		return 0, 0, c.fail(at, "%s %d is below %s %d", maxKey, hi, minKey, lo)
 	}
 	return lo, hi, nil
 }
 
-func (c *compiler) array(s *value, at string) (int32, error) {
+func (c *compiler) array(s *value, at *path) (int32, error) {
 	lo, hi, err := c.bounds(s, at, "minItems", "maxItems")
 	if err != nil {
 		return 0, err
@@ -280,31 +409,38 @@ func (c *compiler) array(s *value, at string) (int32, error) {
 	case v.kind == '[':
 		return 0, c.fail(at, "items as a list (tuple validation) is not supported")
 	default:
-		if items, err = c.compile(v, at+"/items"); err != nil {
+		if items, err = c.compile(v, at.to("items")); err != nil {
 			return 0, err
 		}
 	}
 	return c.add(node{kind: kArray, child: items, min: lo, max: hi}), nil
 }
 
-func (c *compiler) object(s *value, at string) (int32, error) {
+func (c *compiler) object(s *value, at *path) (int32, error) {
 	props := s.get("properties")
 	if props != nil && props.kind != '{' {
 		return 0, c.fail(at, "properties is %s, want an object", props.describe())
 	}
-	var required []string
+	var required []bool // by property position
 	if r := s.get("required"); r != nil {
 		if r.kind != '[' {
 			return 0, c.fail(at, "required is %s, want an array of names", r.describe())
+		}
+		if err := c.charge(len(r.elems)); err != nil {
+			return 0, err
+		}
+		if props != nil {
+			required = make([]bool, len(props.keys))
 		}
 		for _, e := range r.elems {
 			if e.kind != '"' {
 				return 0, c.fail(at, "required lists %s, want property names", e.describe())
 			}
-			if props.get(e.text) == nil {
+			i := props.find(e.text)
+			if i < 0 {
 				return 0, c.fail(at, "required property %q is not in properties", e.text)
 			}
-			required = append(required, e.text)
+			required[i] = true
 		}
 	}
 	extra := s.get("additionalProperties")
@@ -313,7 +449,7 @@ func (c *compiler) object(s *value, at string) (int32, error) {
 			return c.freeObject(c.anyValue()), nil
 		}
 		if extra.kind != 'f' {
-			value, err := c.compile(extra, at+"/additionalProperties")
+			value, err := c.compile(extra, at.to("additionalProperties"))
 			if err != nil {
 				return 0, err
 			}
@@ -326,24 +462,27 @@ func (c *compiler) object(s *value, at string) (int32, error) {
 	var keys []string
 	if props != nil {
 		keys = props.keys
+		if err := c.charge(len(keys)); err != nil {
+			return 0, err
+		}
 	}
 	for i, k := range keys {
-		if slices.Contains(keys[:i], k) {
+		if props.find(k) != i {
 			return 0, c.fail(at, "property %q is declared twice", k)
 		}
-		value, err := c.compile(props.elems[i], at+"/properties/"+escapePointer(k))
+		value, err := c.compile(props.elems[i], at.to("properties/"+escapePointer(k)))
 		if err != nil {
 			return 0, err
 		}
 		n.props = append(n.props, prop{key: appendString(nil, k), value: value})
-		if slices.Contains(required, k) {
+		if required != nil && required[i] {
 			n.lastReq = int32(i)
 		}
 	}
 	// window: scanning back, the next required property at or after i
 	next := int32(len(n.props) - 1)
 	for i := len(n.props) - 1; i >= 0; i-- {
-		if slices.Contains(required, keys[i]) {
+		if required != nil && required[i] {
 			next = int32(i)
 		}
 		n.props[i].window = next
@@ -362,28 +501,36 @@ func (c *compiler) nullNode() int32 {
 	return c.null
 }
 
-// ref returns the node of a $ref, compiling its target once. The node is
-// reserved before the target is compiled, so recursive schemas close on it.
-func (c *compiler) ref(ref, at string) (int32, error) {
-	if idx, ok := c.refs[ref]; ok {
+// ref returns the node of a $ref: its target's, compiled once however
+// many refs reach it or however they spell it. A target still being
+// compiled (the ref is inside it) gets a placeholder anyOf, which compile
+// points at the target's node when it is done: recursive schemas close on
+// it.
+func (c *compiler) ref(ref string, at *path) (int32, error) {
+	target, ok := c.targets[ref]
+	if !ok {
+		if err := c.charge(1 + strings.Count(ref, "/")); err != nil {
+			return 0, err
+		}
+		var err error
+		if target, err = resolve(c.root, ref); err != nil {
+			return 0, c.fail(at, "%v", err)
+		}
+		c.targets[ref] = target
+	}
+	idx, ok := c.memo[target]
+	switch {
+	case !ok:
+		return c.compile(target, &path{seg: ref})
+	case idx >= 0:
 		return idx, nil
 	}
-	target, err := resolve(c.root, ref)
-	if err != nil {
-		return 0, c.fail(at, "%v", err)
+	if p, ok := c.pending[target]; ok {
+		return p, nil
 	}
-	idx := c.add(node{kind: kAnyOf})
-	c.refs[ref] = idx
-	if c.named == nil {
-		c.named = map[int32]string{}
-	}
-	c.named[idx] = ref
-	body, err := c.compile(target, ref)
-	if err != nil {
-		return 0, err
-	}
-	c.nodes[idx].alts = []int32{body}
-	return idx, nil
+	p := c.add(node{kind: kAnyOf})
+	c.pending[target], c.named[p] = p, ref
+	return p, nil
 }
 
 // checkCycles refuses anyOf chains that lead back to themselves without

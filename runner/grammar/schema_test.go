@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -99,7 +100,7 @@ func TestSchemaErrors(t *testing.T) {
 		{`{"type":"object"`, `schema:`},
 		{`[]`, `want an object or a boolean`},
 	} {
-		_, err := Schema([]byte(tc.schema))
+		_, err := Schema(context.Background(), []byte(tc.schema))
 		if err == nil || !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an ErrFormat containing %q", tc.schema, err, tc.want)
 		}
@@ -131,7 +132,7 @@ func TestFormats(t *testing.T) {
 		if tc.openai {
 			parse = ResponseFormat
 		}
-		g, err := parse([]byte(tc.format))
+		g, err := parse(context.Background(), []byte(tc.format))
 		switch {
 		case tc.wantErr != "":
 			if err == nil || !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), tc.wantErr) {

@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"unicode/utf8"
@@ -13,11 +14,11 @@ import (
 // in the two ways the grammar is: properties in schema order, and no
 // additional properties unless additionalProperties says so.
 func validate(schema, text []byte) error {
-	root, err := parseValue(schema)
+	root, err := parseValue(context.Background(), schema)
 	if err != nil {
 		return err
 	}
-	v, err := parseValue(text)
+	v, err := parseValue(context.Background(), text)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,46 +19,91 @@ type value struct {
 	text  string   // a string's value, a number's text
 	keys  []string // an object's member names, in order
 	elems []*value // an object's member values, or an array's elements
+	// index maps a member name to its first position, for objects of more
+	// than indexFrom members: lookups stay O(1) however many properties,
+	// $defs or required names a schema lists.
+	index map[string]int
 }
 
-// parseValue decodes one JSON value, and nothing after it.
-func parseValue(data []byte) (*value, error) {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	v, err := decodeValue(d)
+// indexFrom is the member count above which an object gets an index.
+const indexFrom = 8
+
+// Limits on a schema's text, checked while it is decoded.
+const (
+	// maxDepth bounds the nesting of a schema's JSON, and of the compiler's
+	// recursion through subschemas and $ref hops: either is a stack.
+	maxDepth = 512
+	// checkEvery is how many tokens or compile steps pass between looks at
+	// the context, so that a request whose client has gone stops.
+	checkEvery = 1024
+)
+
+// decoder reads one JSON value, watching depth and the context.
+type decoder struct {
+	d      *json.Decoder
+	ctx    context.Context
+	tokens int
+}
+
+// parseValue decodes one JSON value, and nothing after it. It stops with
+// ctx's error once ctx is done.
+func parseValue(ctx context.Context, data []byte) (*value, error) {
+	p := &decoder{d: json.NewDecoder(bytes.NewReader(data)), ctx: ctx}
+	p.d.UseNumber()
+	v, err := p.value(0)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := d.Token(); err != io.EOF {
+	if _, err := p.d.Token(); err != io.EOF {
 		return nil, errors.New("data after the schema")
 	}
 	return v, nil
 }
 
-func decodeValue(d *json.Decoder) (*value, error) {
-	tok, err := d.Token()
+func (p *decoder) token() (json.Token, error) {
+	if p.tokens++; p.tokens%checkEvery == 0 {
+		if err := p.ctx.Err(); err != nil {
+			return nil, stopped(err)
+		}
+	}
+	return p.d.Token()
+}
+
+func (p *decoder) value(depth int) (*value, error) {
+	tok, err := p.token()
 	if err != nil {
 		return nil, err
 	}
 	switch x := tok.(type) {
 	case json.Delim:
+		if depth >= maxDepth {
+			return nil, fmt.Errorf("%w: it nests deeper than %d levels", errTooBig, maxDepth)
+		}
 		v := &value{kind: byte(x)}
-		for d.More() {
+		for p.d.More() {
 			if x == '{' {
-				k, err := d.Token()
+				k, err := p.token()
 				if err != nil {
 					return nil, err
 				}
 				v.keys = append(v.keys, k.(string))
 			}
-			e, err := decodeValue(d)
+			e, err := p.value(depth + 1)
 			if err != nil {
 				return nil, err
 			}
 			v.elems = append(v.elems, e)
 		}
-		if _, err := d.Token(); err != nil { // the closing delimiter
+		if _, err := p.token(); err != nil { // the closing delimiter
 			return nil, err
+		}
+		if len(v.keys) > indexFrom {
+			v.index = make(map[string]int, len(v.keys))
+			for i, k := range v.keys {
+				if _, dup := v.index[k]; !dup {
+					v.index[k] = i
+				}
+			}
 		}
 		return v, nil
 	case string:
@@ -75,15 +121,29 @@ func decodeValue(d *json.Decoder) (*value, error) {
 	return nil, fmt.Errorf("unexpected token %v", tok)
 }
 
-// get returns the member key of an object, or nil.
-func (v *value) get(key string) *value {
+// find returns the position of the first member key of an object, or -1.
+func (v *value) find(key string) int {
 	if v == nil || v.kind != '{' {
-		return nil
+		return -1
+	}
+	if v.index != nil {
+		if i, ok := v.index[key]; ok {
+			return i
+		}
+		return -1
 	}
 	for i, k := range v.keys {
 		if k == key {
-			return v.elems[i]
+			return i
 		}
+	}
+	return -1
+}
+
+// get returns the member key of an object, or nil.
+func (v *value) get(key string) *value {
+	if i := v.find(key); i >= 0 {
+		return v.elems[i]
 	}
 	return nil
 }
@@ -164,17 +224,17 @@ func (v *value) is(t string) bool {
 	return false
 }
 
-// count reads a non-negative integer keyword.
-func (v *value) count(at, key string) (int32, error) {
+// count reads a non-negative integer: ok is false for anything else.
+func (v *value) count() (n int32, ok bool) {
 	if v.kind == '0' {
 		if n, err := strconv.ParseInt(v.text, 10, 32); err == nil && n >= 0 {
-			return int32(n), nil
+			return int32(n), true
 		}
 		if f, err := strconv.ParseFloat(v.text, 64); err == nil && f >= 0 && f == float64(int32(f)) {
-			return int32(f), nil // 3.0
+			return int32(f), true // 3.0
 		}
 	}
-	return 0, fmt.Errorf("%w: %s: %s is %s, want a non-negative integer", ErrFormat, at, key, v.text)
+	return 0, false
 }
 
 // resolve follows a JSON pointer ("#", "#/$defs/item") from root.
