@@ -57,18 +57,20 @@ func TestFormatAfterModel(t *testing.T) {
 		})
 	}
 	// the OpenAI error names the field it is about
-	for _, c := range []struct{ body, param string }{
-		{oai("nope", bad), "model"},
-		{oai("stories260k", wide), "response_format"},
+	for _, c := range []struct{ name, body, param string }{
+		{"param of refused format", oai("nope", bad), "model"},
+		{"param of 40k properties", oai("stories260k", wide), "response_format"},
 	} {
-		_, _, data := post(t, base+"/v1/chat/completions", c.body)
-		var e struct {
-			Error struct {
-				Param string `json:"param"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(data, &e); err != nil || e.Error.Param != c.param {
-			t.Errorf("%.60s: param %q (%v), want %q", c.body, e.Error.Param, err, c.param)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			_, _, data := post(t, base+"/v1/chat/completions", c.body)
+			var e struct {
+				Error struct {
+					Param string `json:"param"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(data, &e); err != nil || e.Error.Param != c.param {
+				t.Errorf("param %q (%v), want %q", e.Error.Param, err, c.param)
+			}
+		})
 	}
 }
