@@ -31,18 +31,18 @@ import (
 // keywords it cannot enforce (pattern, minimum, uniqueItems, ...) are an
 // error naming them, wrapping ErrFormat.
 //
-// Compiling costs time linear in the schema's size: every subschema is
-// compiled once, however many $refs reach it, and is bounded: a schema
-// deeper than maxDepth or needing more than maxSteps steps is refused
-// (wrapping ErrFormat, naming the limit). It stops with ctx's error once
-// ctx is done.
+// Compiling costs time linear in the schema's size (every subschema is
+// compiled once, however many $refs reach it) and is bounded: a schema
+// nesting deeper than 512 levels (counting $ref hops) or needing more than
+// 100,000 steps is refused, wrapping ErrFormat and naming the limit. It
+// stops with ctx's error once ctx is done.
 func Schema(ctx context.Context, schema []byte) (*Grammar, error) {
 	return newCompiler(ctx).schema(schema)
 }
 
 // maxSteps bounds the work of one compile: a step per subschema, property,
-// required name, type name, enum value and $ref token. Schemas written by
-// hand or generated from a program's types take a few hundred.
+// required name, type name, enum value and $ref token (an object of n
+// required properties of simple types takes 3n+1).
 const maxSteps = 100_000
 
 // errTooBig is wrapped when a schema passes a limit.
