@@ -79,10 +79,12 @@ type Engine struct {
 	waiting     []*sequence     // preempted ones first, then by arrival
 	running     []*sequence     // by admission order
 	order       uint64          // last admission order handed out
+	nextDecode  int             // index in running where the next plan's decode tokens start
 	logits      []float32       // [MaxSeqs, Vocab] host copy of a step's logits
 	greedy      []int32         // a greedy step's tokens, one per sampled row (greedyOnly)
 	argmaxer    gpu.ArgMaxer    // the backend's, nil when it has none
 	argmaxSteps int             // steps that sampled through the backend's ArgMax
+	refused     int             // forward passes the model refused (Engine.run)
 	plan        paged.Plan
 	// wantBlocks is how many blocks a prefill chunk lacked in the last
 	// plan: the prefix cache gives them up before the next one.

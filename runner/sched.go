@@ -33,28 +33,30 @@ func (e *Engine) step() {
 	}
 	e.noteBlocks()
 
-	b := &e.batch
-	b.BlockSize, b.Seqs = e.pm.BlockSize(), b.Seqs[:0]
-	e.tokens, e.outRows = e.tokens[:0], e.outRows[:0]
-	for i := range e.chunks {
-		c := &e.chunks[i]
-		s := c.s
-		b.Seqs = append(b.Seqs, gpu.Seq{Start: len(e.tokens), Len: c.n, Pos: s.computed, Blocks: e.pm.Table32(s.id)})
-		e.tokens = append(e.tokens, s.tokens[s.computed:s.computed+c.n]...)
-		if c.sample = s.computed+c.n == len(s.tokens); c.sample {
-			e.outRows = append(e.outRows, int32(len(e.tokens)-1))
-		}
-	}
-	out, err := e.m.Arch.Forward(e.m.KV, b, e.tokens, e.outRows)
+	e.run(e.chunks)
+}
+
+// run computes chunks in one forward pass and samples from it. A pass
+// that fails has computed nothing (arch.Model.Forward refuses a batch
+// before it starts), so the chunks run again in halves: the sequence
+// whose chunk the model refuses ends alone, the others go on as if
+// batched together, at the cost of a few refused calls.
+func (e *Engine) run(chunks []chunk) {
+	out, err := e.forward(chunks)
 	if err != nil {
-		// A bug, not a user error: end the requests in the batch, keep serving.
-		for _, c := range e.chunks {
-			e.finish(c.s, "", fmt.Errorf("runner: forward pass: %w", err))
+		e.refused++
+		if len(chunks) == 1 {
+			// A bug, not a user error: end the sequence, keep serving.
+			e.finish(chunks[0].s, "", fmt.Errorf("runner: forward pass: %w", err))
+			return
 		}
+		half := len(chunks) / 2
+		e.run(chunks[:half])
+		e.run(chunks[half:])
 		return
 	}
 	vocab := e.m.Arch.Vocab
-	greedy := e.greedyOnly()
+	greedy := e.greedyOnly(chunks)
 	if len(e.outRows) > 0 {
 		if greedy {
 			e.greedy = slices.Grow(e.greedy[:0], len(e.outRows))[:len(e.outRows)]
@@ -65,7 +67,7 @@ func (e *Engine) step() {
 		}
 	}
 	row := 0
-	for _, c := range e.chunks {
+	for _, c := range chunks {
 		s := c.s
 		before := s.computed / e.pm.BlockSize()
 		s.computed += c.n
@@ -90,16 +92,34 @@ func (e *Engine) step() {
 	}
 }
 
-// greedyOnly reports whether every sequence sampling this step takes the
+// forward runs the model over chunks, marking those that sample; the
+// logits of their last rows come back in that order.
+func (e *Engine) forward(chunks []chunk) (gpu.Tensor, error) {
+	b := &e.batch
+	b.BlockSize, b.Seqs = e.pm.BlockSize(), b.Seqs[:0]
+	e.tokens, e.outRows = e.tokens[:0], e.outRows[:0]
+	for i := range chunks {
+		c := &chunks[i]
+		s := c.s
+		b.Seqs = append(b.Seqs, gpu.Seq{Start: len(e.tokens), Len: c.n, Pos: s.computed, Blocks: e.pm.Table32(s.id)})
+		e.tokens = append(e.tokens, s.tokens[s.computed:s.computed+c.n]...)
+		if c.sample = s.computed+c.n == len(s.tokens); c.sample {
+			e.outRows = append(e.outRows, int32(len(e.tokens)-1))
+		}
+	}
+	return e.m.Arch.Forward(e.m.KV, b, e.tokens, e.outRows)
+}
+
+// greedyOnly reports whether every sequence sampling from chunks takes the
 // largest logit and nothing else needs the logits (no penalties, format
 // or logprobs; forks of a greedy sequence take the same token), on a
 // backend that finds it itself (gpu.ArgMaxer): then the step asks it for
 // the indices and copies no logits out.
-func (e *Engine) greedyOnly() bool {
+func (e *Engine) greedyOnly(chunks []chunk) bool {
 	if e.argmaxer == nil {
 		return false
 	}
-	for _, c := range e.chunks {
+	for _, c := range chunks {
 		if c.sample && !c.s.greedyOnly() {
 			return false
 		}
@@ -203,13 +223,22 @@ func (e *Engine) reap() {
 	}
 }
 
-// admit moves waiting sequences to running, oldest first, while the pool
-// has room for their prompts above the watermark. A prompt that cannot
-// fit even in an empty pool ends its request with an error.
+// admit moves waiting sequences to running, oldest first, while they fit
+// in MaxSeqs (a request of N samples counts N until it forks: seqs) and
+// the pool has room for their prompts above the watermark. A request of
+// more samples than MaxSeqs runs alone; a prompt that cannot fit even in
+// an empty pool ends its request with an error.
 func (e *Engine) admit() {
 	bs := e.pm.BlockSize()
-	for len(e.waiting) > 0 && len(e.running) < e.opt.MaxSeqs {
+	used := 0
+	for _, s := range e.running {
+		used += s.seqs()
+	}
+	for len(e.waiting) > 0 {
 		s := e.waiting[0]
+		if len(e.running) > 0 && used+s.seqs() > e.opt.MaxSeqs {
+			return
+		}
 		cached := 0
 		if !e.opt.NoPrefixCache {
 			blocks, _ := e.pm.Radix().Match(s.req.extra, s.tokens[:len(s.tokens)-1])
@@ -250,6 +279,7 @@ func (e *Engine) admit() {
 			r.stats.PromptTokens = len(s.tokens) - s.computed
 		}
 		e.running = append(e.running, s)
+		used += s.seqs()
 	}
 }
 
@@ -279,8 +309,22 @@ plan:
 	for len(e.running) > 0 {
 		e.plan, e.chunks = paged.Plan{}, e.chunks[:0]
 		budget := e.opt.NumBatch
-		for _, s := range e.running { // decode first: running requests never starve
-			if s.pending() != 1 || budget == 0 {
+		// A step samples at most MaxSeqs rows: the logits one pass gives
+		// (Load sizes the model's MaxOut so) and e.logits holds. More
+		// sequences decode than that only while a request of more
+		// samples runs alone; they take turns from e.nextDecode, the
+		// first one left out last time.
+		rows, skipped := 0, -1
+		for i := range e.running { // decode first: running requests never starve
+			j := (e.nextDecode + i) % len(e.running)
+			s := e.running[j]
+			if s.pending() != 1 {
+				continue
+			}
+			if budget == 0 || rows == e.opt.MaxSeqs {
+				if skipped < 0 {
+					skipped = j
+				}
 				continue
 			}
 			if err := e.pm.Reserve(&e.plan, s.id, 1); err != nil {
@@ -293,7 +337,9 @@ plan:
 			}
 			e.chunks = append(e.chunks, chunk{s: s, n: 1})
 			budget--
+			rows++
 		}
+		e.nextDecode = max(skipped, 0)
 		if len(e.chunks) > 0 {
 			// Sequences are decoding: a step carries at most PrefillShare
 			// prefill tokens, so their next token is not held up long.
@@ -303,12 +349,20 @@ plan:
 			if s.pending() <= 1 || budget == 0 {
 				continue
 			}
-			// the largest chunk that fits, halving down to one block
-			for n := min(s.pending(), budget); n > 0; n /= 2 {
+			// the largest chunk that fits, halving down to one block; one
+			// that ends the prompt samples, so it needs a row left
+			n := min(s.pending(), budget)
+			if n == s.pending() && rows == e.opt.MaxSeqs {
+				n--
+			}
+			for ; n > 0; n /= 2 {
 				err := e.pm.Reserve(&e.plan, s.id, n)
 				if err == nil {
 					e.chunks = append(e.chunks, chunk{s: s, n: n})
 					budget -= n
+					if n == s.pending() {
+						rows++
+					}
 					break
 				}
 				var short *paged.OutOfBlocksError

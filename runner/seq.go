@@ -64,6 +64,15 @@ type sequence struct {
 	held     string // text withheld because a stop string may be starting
 }
 
+// seqs is how many running sequences s stands for: its request's N until
+// the request forks its samples (at the end of the prompt), then itself.
+func (s *sequence) seqs() int {
+	if s.req.forked {
+		return 1
+	}
+	return s.req.N
+}
+
 // pending is the number of tokens the sequence still has to compute.
 func (s *sequence) pending() int { return len(s.tokens) - s.computed }
 

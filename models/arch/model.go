@@ -139,7 +139,9 @@ func (m *Model) Backend() gpu.Backend { return m.be }
 // Forward runs one ragged batch: tokens[i] is row i of b. It writes every
 // row's K/V into kv and returns the logits of the rows listed in out, as
 // a [len(out), Vocab] tensor valid until the next Forward (nil when out is
-// empty: a prefill chunk that samples nothing).
+// empty: a prefill chunk that samples nothing). It checks the whole batch
+// before computing anything: an error leaves kv as it was, so the caller
+// may run the batch again in parts.
 func (m *Model) Forward(kv gpu.KVCache, b *gpu.Batch, tokens, out []int32) (gpu.Tensor, error) {
 	s, err := m.layers(kv, b, tokens, out)
 	if err != nil || len(out) == 0 {
