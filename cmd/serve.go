@@ -159,7 +159,8 @@ func init() {
 			"FOLIO_KV_CACHE_TYPE (f16; q8_0 holds twice the tokens in the same memory, on the CPU;\n" +
 			"a model or device it does not suit gets f16, with a warning),\n" +
 			"FOLIO_HOME (~/.folio: the registry and the persisted prefix cache),\n" +
-			"FOLIO_KV_STORE_MAX (bytes of persisted prefixes; default 10% of free disk, at most 20 GB),\n" +
+			"FOLIO_KV_STORE_MAX (bytes on disk of persisted prefixes, kvcache.db with its WAL; at least 1 MiB;\n" +
+			"default 10% of free disk, at most 20 GB),\n" +
 			"FOLIO_ORIGINS (browser origins allowed beyond localhost and app pages, comma-separated; * for all),\n" +
 			"FOLIO_MAX_BODY (bytes of a request body, 32 MiB; blob uploads are not limited).\n" +
 			"The default address serves this machine only: set FOLIO_HOST=0.0.0.0 to serve the network.",

@@ -9,8 +9,9 @@
 //   - kvcache.db, persisted prefix K/V blocks: disposable. synchronous=
 //     NORMAL (a crash loses at most the last writes, never consistency).
 //     A file that fails to open or its metadata check is moved aside
-//     (kvcache.db.corrupt-<unix time>, only the newest kept) and replaced
-//     by an empty cache with one log line.
+//     (kvcache.db.corrupt-<unix time>, only the newest kept, removed by
+//     the first Open 7 days later) and replaced by an empty cache with
+//     one log line.
 //
 // Both are in WAL mode with a 5 s busy timeout and foreign keys on; write
 // transactions begin IMMEDIATE. Schemas are numbered migrations in code
@@ -25,7 +26,9 @@
 // the K/V dtype and a checksum: CRC-32C || CRC-32 (IEEE) of tokens||data.
 // LoadBlock returns a block only if its stored token IDs equal the
 // caller's, its length equals the caller's buffer and its checksum
-// matches; otherwise ErrCorrupt, and the row is deleted.
+// matches; otherwise ErrCorrupt, and the row is deleted. The first such
+// block since Open is logged as a warning; the rest are counted
+// (KVStats.Corrupt) and Close logs the count.
 //
 // Metadata (kv_blocks) and data (kv_data) are separate tables, so the
 // index load at Open, the check at Open and LRU updates read small rows,
@@ -36,12 +39,16 @@
 //
 // Writes are behind the request path: SaveBlock queues (bounded by
 // Options.QueueBytes; full means dropped and counted, never blocking),
-// and one writer goroutine writes batches of up to 64 MiB in one
-// transaction each, together with the deletions and the last-use updates
-// that LoadBlock queued, then enforces the budget in that transaction:
-// while the total (kv_totals, kept by triggers, so it counts every
-// process's blocks) exceeds Options.KVMaxBytes, the least recently used
-// block (last_used, then insertion order) is deleted.
+// and one writer goroutine writes batches (1/16 of the budget, at most
+// 64 MiB) in one transaction each, together with the deletions and the
+// last-use updates that LoadBlock queued, then enforces the budget in
+// that transaction: while the pages in use (the file's own count, so it
+// counts every process's blocks) exceed the budget less two batches and
+// the -shm, the least recently used block (last_used, then insertion
+// order) is deleted; after the commit the WAL is checkpointed and
+// truncated. Options.KVMaxBytes thus bounds kvcache.db with its -wal and
+// -shm (kvbudget.go says how, and the small excess while a batch is
+// written). kv_totals, kept by triggers, sums the blocks' bytes.
 //
 // # Concurrency
 //

@@ -28,13 +28,15 @@ type fpIndex struct {
 }
 
 // KVStats describes persisted blocks: how many, their K/V bytes and their
-// tokens, and how many blocks were dropped instead of written (the queue
-// was full or the write failed) since Open.
+// tokens, how many blocks were dropped instead of written (the queue was
+// full or the write failed) and how many failed verification on load
+// since Open.
 type KVStats struct {
 	Blocks  int
 	Bytes   int64
 	Tokens  int64
 	Dropped int64
+	Corrupt int64
 }
 
 // loadIndex reads every block's key and size from the metadata table.
@@ -79,14 +81,15 @@ func addToIndex(idx map[string]*fpIndex, k key, b blockInfo) {
 	f.stats.Tokens += int64(b.tokens)
 }
 
-func removeFromIndex(idx map[string]*fpIndex, k key) {
+// removeFromIndex reports whether k was in idx.
+func removeFromIndex(idx map[string]*fpIndex, k key) bool {
 	f := idx[k.fp]
 	if f == nil {
-		return
+		return false
 	}
 	b, ok := f.blocks[k.hash]
 	if !ok {
-		return
+		return false
 	}
 	delete(f.blocks, k.hash)
 	f.stats.Blocks--
@@ -95,6 +98,7 @@ func removeFromIndex(idx map[string]*fpIndex, k key) {
 	if f.stats.Blocks == 0 {
 		delete(idx, k.fp)
 	}
+	return true
 }
 
 // HasBlocks is how many leading hashes of fp are stored, stopping at the
@@ -122,7 +126,7 @@ func (s *Store) has(k key) bool {
 }
 
 // KVStats sums the blocks of fingerprint fp in the index ("" for all
-// fingerprints). Dropped counts all fingerprints.
+// fingerprints). Dropped and Corrupt count all fingerprints.
 func (s *Store) KVStats(fp string) KVStats {
 	s.idxMu.RLock()
 	var st KVStats
@@ -135,6 +139,7 @@ func (s *Store) KVStats(fp string) KVStats {
 	}
 	s.idxMu.RUnlock()
 	st.Dropped = s.dropped.Load()
+	st.Corrupt = s.corrupted.Load()
 	return st
 }
 
@@ -199,17 +204,31 @@ func (s *Store) loadFailed(k key, id int64, err error) error {
 }
 
 // corrupt forgets a block that failed verification and queues the
-// deletion of its row (id 0: unknown, delete by key).
+// deletion of its row (id 0: unknown, delete by key). The first since
+// Open is logged as a warning, later ones at debug level (a damaged file
+// fails every block it holds); KVStats.Corrupt and Close's log line
+// count them all, each block once (a load racing with the first, or
+// made before its deletion is written, finds it forgotten already).
 func (s *Store) corrupt(k key, id int64, why string) error {
-	s.forget(k)
+	first := s.forget(k)
 	s.q.push(op{kind: opDelete, key: k, id: id}, 0)
-	return fmt.Errorf("%w: block %x of model %.12s: %s; deleted, it will be recomputed", ErrCorrupt, k.hash[:6], k.fp, why)
+	err := fmt.Errorf("%w: block %x of model %.12s: %s; deleted, it will be recomputed", ErrCorrupt, k.hash[:6], k.fp, why)
+	if !first {
+		return err
+	}
+	if s.corrupted.Add(1) == 1 {
+		s.log.Warn("store: a persisted K/V block failed verification; it is recomputed (later ones are counted, and logged at debug level)", "file", filepath.Join(s.home, kvFile), "err", err)
+	} else {
+		s.log.Debug("store: a persisted K/V block failed verification", "err", err)
+	}
+	return err
 }
 
-func (s *Store) forget(k key) {
+// forget removes k from the index and reports whether it was there.
+func (s *Store) forget(k key) bool {
 	s.idxMu.Lock()
-	removeFromIndex(s.idx, k)
-	s.idxMu.Unlock()
+	defer s.idxMu.Unlock()
+	return removeFromIndex(s.idx, k)
 }
 
 // markDamaged writes the marker that makes the next Open move kvcache.db
@@ -229,10 +248,12 @@ func (s *Store) markDamaged(cause error) {
 
 // SaveBlock queues block (fp, hash) for writing and returns at once; the
 // store owns data from then on (tokens is copied). A block already stored
-// or queued is ignored; when the queue holds QueueBytes, the block is
-// dropped and counted in KVStats.Dropped. The block's last use is now.
+// or queued is ignored, and so is a block larger than a write batch (1/16
+// of the budget, at most 64 MiB); when the queue holds QueueBytes, the
+// block is dropped and counted in KVStats.Dropped. The block's last use
+// is now.
 func (s *Store) SaveBlock(fp string, hash, parent [32]byte, tokens []int32, data []byte, dtype string) {
-	if s.kv == nil || int64(len(data)) > s.kvMax {
+	if s.kv == nil || int64(len(data)) > batchBytes(s.kvMax) {
 		return
 	}
 	k := key{fp, hash}

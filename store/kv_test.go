@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 	"time"
 )
@@ -183,65 +185,74 @@ func TestLoadRejects(t *testing.T) {
 }
 
 // TestBudgetEvictsLRU: past the budget, the least recently used blocks
-// go first, with last use from the injected clock.
+// go first, with last use from the injected clock: after every save or
+// load the blocks stored are exactly the most recently used ones, the
+// oldest having been evicted.
 func TestBudgetEvictsLRU(t *testing.T) {
-	const size = 1000
+	const size = 60 << 10 // one 64 KiB page each; a 2 MiB budget holds about 20
 	clk := newClock()
-	s := openTest(t, "", Options{KVMaxBytes: 4 * size, Now: clk.Now})
-	bs := make([]block, 6)
-	for i := range bs {
-		bs[i] = makeBlock(i, size)
+	s := openTest(t, "", Options{KVMaxBytes: 2 << 20, Now: clk.Now})
+	var (
+		bs       []block
+		lastUsed []time.Time // by the test's reckoning
+		evicted  bool
+	)
+	check := func(when string) {
+		t.Helper()
+		order := make([]int, len(bs)) // most recently used first
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int { return lastUsed[b].Compare(lastUsed[a]) })
+		var got []byte
+		for _, i := range order {
+			got = append(got, ".X"[s.HasBlocks(testFP, hashes(bs[i]))])
+		}
+		if k := bytes.IndexByte(got, '.'); k >= 0 && bytes.IndexByte(got[k:], 'X') >= 0 {
+			t.Fatalf("%s: stored by last use, newest first: %s; want the newest stored, the oldest evicted", when, got)
+		}
+		evicted = evicted || bytes.IndexByte(got, '.') >= 0
+		st := s.KVStats("")
+		var total int64
+		s.kv.QueryRow("SELECT bytes FROM kv_totals").Scan(&total)
+		if n := bytes.Count(got, []byte("X")); st.Blocks != n || st.Bytes != int64(n)*size || total != st.Bytes || rowCount(t, s, "kv_data") != n {
+			t.Fatalf("%s: KVStats %+v, kv_totals.bytes %d, %d kv_data rows; want %d blocks of %d bytes", when, st, total, rowCount(t, s, "kv_data"), n, size)
+		}
 	}
-	step := func(f func()) {
+	for i := range 48 {
 		clk.Add(time.Second)
-		f()
+		bs, lastUsed = append(bs, makeBlock(i, size)), append(lastUsed, clk.Now())
+		save(s, testFP, bs[i])
 		s.Flush()
-	}
-	for i := range 4 { // A..D at t=1..4
-		step(func() { save(s, testFP, bs[i]) })
-	}
-	step(func() { // A used at t=5: B is now the oldest
-		if err := load(s, testFP, bs[0]); err != nil {
+		check(fmt.Sprintf("after saving block %d", i))
+		if i%3 != 2 {
+			continue
+		}
+		// Use the oldest stored block: it becomes the newest.
+		oldest := -1
+		for j := range bs {
+			if s.HasBlocks(testFP, hashes(bs[j])) == 1 && (oldest < 0 || lastUsed[j].Before(lastUsed[oldest])) {
+				oldest = j
+			}
+		}
+		clk.Add(time.Second)
+		if err := load(s, testFP, bs[oldest]); err != nil {
 			t.Fatal(err)
 		}
-	})
-	step(func() { save(s, testFP, bs[4]) }) // E: evicts B
-	if got := present(s, bs); got != "A.CDE." {
-		t.Fatalf("after E: %s, want A.CDE.", got)
+		lastUsed[oldest] = clk.Now()
+		s.Flush()
+		check(fmt.Sprintf("after loading block %d", oldest))
 	}
-	step(func() { save(s, testFP, bs[5]) }) // F: evicts C
-	if got := present(s, bs); got != "A..DEF" {
-		t.Fatalf("after F: %s, want A..DEF", got)
+	if !evicted {
+		t.Fatal("48 blocks of 60 KiB fit in 2 MiB: nothing was evicted")
 	}
-	if st := s.KVStats(""); st.Blocks != 4 || st.Bytes != 4*size {
-		t.Fatalf("KVStats = %+v, want 4 blocks of %d bytes", st, size)
-	}
-	if n := rowCount(t, s, "kv_data"); n != 4 {
-		t.Fatalf("%d kv_data rows, want 4 (cascade from kv_blocks)", n)
-	}
-	var total int64
-	s.kv.QueryRow("SELECT bytes FROM kv_totals").Scan(&total)
-	if total != 4*size {
-		t.Fatalf("kv_totals.bytes = %d, want %d", total, 4*size)
-	}
-	// A block larger than the whole budget is never queued.
-	save(s, testFP, makeBlock(9, 5*size))
+	// A block larger than a write batch (1/16 of the budget) is never queued.
+	big := makeBlock(99, 200<<10)
+	save(s, testFP, big)
 	s.Flush()
-	if got := present(s, bs); got != "A..DEF" {
-		t.Fatalf("after an oversized block: %s", got)
+	if s.HasBlocks(testFP, hashes(big)) != 0 {
+		t.Fatal("a block larger than a batch was stored")
 	}
-}
-
-// present is one letter per block that HasBlocks reports, '.' otherwise.
-func present(s *Store, bs []block) string {
-	out := make([]byte, len(bs))
-	for i, b := range bs {
-		out[i] = '.'
-		if s.HasBlocks(testFP, hashes(b)) == 1 {
-			out[i] = byte('A' + i)
-		}
-	}
-	return string(out)
 }
 
 func TestReopenKeepsBlocks(t *testing.T) {

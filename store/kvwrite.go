@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"sync"
 )
@@ -42,6 +41,7 @@ type queue struct {
 	ops     []op
 	bytes   int64            // data bytes in ops and in the batch being written
 	max     int64            // bound on bytes
+	batch   int64            // data bytes a batch takes at most (batchBytes)
 	pending map[key]struct{} // saves in ops or in the batch being written
 	touches map[int64]int64  // row id -> last use (unix ns), not yet written
 	enq     uint64           // pushes and touches so far
@@ -50,12 +50,13 @@ type queue struct {
 	exited  bool             // the writer has returned
 }
 
-func (q *queue) init(max int64) {
+func (q *queue) init(max, batch int64) {
 	if max <= 0 {
 		max = defaultQueue
 	}
 	q.cond.L = &q.mu
 	q.max = max
+	q.batch = batch
 	q.pending = map[key]struct{}{}
 	q.touches = map[int64]int64{}
 }
@@ -117,7 +118,7 @@ type batch struct {
 	seq     uint64 // done becomes seq once the batch is written
 }
 
-// take waits for work and removes a batch of at most maxBatchBytes of
+// take waits for work and removes a batch of at most q.batch bytes of
 // data (at least one op) and all touches. It reports false when the queue
 // is closing and empty; the writer then returns.
 func (q *queue) take() (batch, bool) {
@@ -133,7 +134,7 @@ func (q *queue) take() (batch, bool) {
 	}
 	var b batch
 	n := 0
-	for n < len(q.ops) && (n == 0 || b.bytes+int64(len(q.ops[n].data)) <= maxBatchBytes) {
+	for n < len(q.ops) && (n == 0 || b.bytes+int64(len(q.ops[n].data)) <= q.batch) {
 		b.bytes += int64(len(q.ops[n].data))
 		n++
 	}
@@ -168,8 +169,12 @@ func (s *Store) touch(id int64) {
 }
 
 // writeLoop is the writer goroutine: the only one that writes kvcache.db.
+// Its first task, trim, is the queue's first sequence number (openKV
+// counts it), so a Flush after Open waits for it.
 func (s *Store) writeLoop(ctx context.Context) {
 	defer close(s.writerDone)
+	s.trim(ctx)
+	s.q.finish(batch{seq: 1})
 	for {
 		b, ok := s.q.take()
 		if !ok {
@@ -187,8 +192,9 @@ type written struct {
 }
 
 // writeBatch writes b in one transaction, retrying twice if another
-// process holds the write lock past the busy timeout, then updates the
-// index. A batch that fails is dropped (counted and logged).
+// process holds the write lock past the busy timeout, checkpoints the
+// WAL and updates the index. A batch that fails is dropped (counted and
+// logged).
 func (s *Store) writeBatch(ctx context.Context, b batch) {
 	saves := 0
 	sums := make([][8]byte, len(b.ops))
@@ -226,6 +232,7 @@ func (s *Store) writeBatch(ctx context.Context, b batch) {
 		}
 		return
 	}
+	s.checkpoint(ctx)
 	if s.diskFull.Swap(false) {
 		s.log.Info("store: persisted K/V writes resumed after a full disk")
 	}
@@ -244,7 +251,7 @@ func (s *Store) writeBatch(ctx context.Context, b batch) {
 
 // writeTx is one batch's transaction: inserts, deletions, last-use
 // updates, then eviction of the least recently used blocks while the
-// total exceeds the budget. It returns the blocks stored and evicted.
+// pages in use exceed the budget (kvbudget.go). It returns the blocks stored and evicted.
 func (s *Store) writeTx(ctx context.Context, b batch, sums [][8]byte) (added, evicted []written, err error) {
 	tx, err := s.kv.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
 	if err != nil {
@@ -294,50 +301,4 @@ func (s *Store) writeTx(ctx context.Context, b batch, sums [][8]byte) (added, ev
 		return nil, nil, err
 	}
 	return added, evicted, tx.Commit()
-}
-
-// evict deletes the least recently used blocks (by last_used, then by
-// age) until the total is within the budget. The total is kv_totals, kept
-// by triggers, so it counts every process's blocks.
-func (s *Store) evict(ctx context.Context, tx *sql.Tx) ([]written, error) {
-	var total int64
-	if err := tx.QueryRowContext(ctx, "SELECT bytes FROM kv_totals").Scan(&total); err != nil {
-		return nil, err
-	}
-	if total <= s.kvMax {
-		return nil, nil
-	}
-	rows, err := tx.QueryContext(ctx, "SELECT id, fingerprint, hash, bytes, length(tokens) FROM kv_blocks ORDER BY last_used, id")
-	if err != nil {
-		return nil, err
-	}
-	var (
-		victims []written
-		ids     []int64
-	)
-	for total > s.kvMax && rows.Next() {
-		var (
-			id, n, tlen int64
-			fp          string
-			hash        []byte
-		)
-		if err := rows.Scan(&id, &fp, &hash, &n, &tlen); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		victims = append(victims, written{key{fp, [32]byte(hash)}, blockInfo{n, int32(tlen / 4)}})
-		ids = append(ids, id)
-		total -= n
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	for _, id := range ids {
-		// kv_data goes with it (ON DELETE CASCADE).
-		if _, err := tx.ExecContext(ctx, "DELETE FROM kv_blocks WHERE id = ?", id); err != nil {
-			return nil, err
-		}
-	}
-	return victims, nil
 }

@@ -3,11 +3,13 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"folio/internal/fixtures"
 )
@@ -107,17 +109,20 @@ func TestTruncatedKVCache(t *testing.T) {
 }
 
 // TestGarbageKVCache: a kvcache.db that is not a database at all is
-// replaced the same way, and a second recovery keeps only the newest
-// copy aside.
+// replaced the same way; of three recoveries an hour apart only the
+// newest copy stays aside, and an Open more than 7 days after it removes
+// that one too.
 func TestGarbageKVCache(t *testing.T) {
 	home := fillHome(t, 4)
 	kvPath := filepath.Join(home, kvFile)
-	for range 2 {
+	clk := newClock()
+	for range 3 {
+		clk.Add(time.Hour)
 		if err := os.WriteFile(kvPath, bytes.Repeat([]byte("not sqlite "), 1000), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		log, logs := newLog()
-		s, err := Open(home, Options{KVMaxBytes: 1 << 30, Log: log})
+		s, err := Open(home, Options{KVMaxBytes: 1 << 30, Log: log, Now: clk.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,8 +131,57 @@ func TestGarbageKVCache(t *testing.T) {
 			t.Fatalf("%d recovery log lines, want 1", n)
 		}
 	}
-	if aside, _ := filepath.Glob(kvPath + ".corrupt-*"); len(aside) != 1 {
-		t.Fatalf("files aside: %v, want 1", aside)
+	newest := fmt.Sprintf("%s.corrupt-%d", kvPath, clk.Now().Unix())
+	if aside, _ := filepath.Glob(kvPath + ".corrupt-*"); len(aside) != 1 || aside[0] != newest {
+		t.Fatalf("files aside: %v, want %s", aside, newest)
+	}
+
+	for _, c := range []struct {
+		after time.Duration
+		left  int
+	}{{6 * 24 * time.Hour, 1}, {2 * 24 * time.Hour, 0}} {
+		clk.Add(c.after)
+		log, logs := newLog()
+		openTest(t, home, Options{KVMaxBytes: 1 << 30, Log: log, Now: clk.Now}).Close()
+		if aside, _ := filepath.Glob(kvPath + ".corrupt-*"); len(aside) != c.left {
+			t.Fatalf("files aside %v after the copy was made: %v, want %d", clk.Now().Sub(time.Unix(1_700_000_000, 0)), aside, c.left)
+		}
+		if n := len(logs.lines("more than 7 days ago")); n != 1-c.left {
+			t.Fatalf("%d log lines about removing the copy, want %d", n, 1-c.left)
+		}
+	}
+}
+
+// TestCorruptBlocksLogged: blocks that fail verification are recomputed
+// with one warning however many there are, counted in KVStats.Corrupt,
+// and Close reports the count.
+func TestCorruptBlocksLogged(t *testing.T) {
+	log, logs := newLog()
+	s := openTest(t, "", Options{KVMaxBytes: 1 << 30, Log: log})
+	bs := []block{makeBlock(0, 4096), makeBlock(1, 4096), makeBlock(2, 4096)}
+	for _, b := range bs {
+		save(s, testFP, b)
+	}
+	s.Flush()
+	if _, err := s.kv.Exec("UPDATE kv_data SET data = zeroblob(4096)"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second round finds them deleted: not found, not corrupt
+		for _, b := range bs {
+			if err := load(s, testFP, b); err == nil {
+				t.Fatal("a damaged block loaded")
+			}
+		}
+	}
+	if lines := logs.lines("failed verification"); len(lines) != 1 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "checksum mismatch") {
+		t.Fatalf("log lines about damaged blocks: %q, want one warning naming the cause", lines)
+	}
+	if st := s.KVStats(""); st.Corrupt != 3 || st.Blocks != 0 {
+		t.Fatalf("KVStats = %+v, want 3 corrupt, 0 stored", st)
+	}
+	s.Close()
+	if lines := logs.lines("since start"); len(lines) != 1 || !strings.Contains(lines[0], "blocks=3") {
+		t.Fatalf("Close's log lines: %q, want one with blocks=3", lines)
 	}
 }
 

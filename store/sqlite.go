@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -158,6 +159,30 @@ func moveAside(path string, now time.Time) (string, error) {
 		return "", err
 	}
 	return aside, nil
+}
+
+// corruptKeep is how long a copy of a damaged kvcache.db is kept for
+// inspection; Open removes older ones.
+const corruptKeep = 7 * 24 * time.Hour
+
+// removeOldCopies removes path.corrupt-<unix time>[-wal|-shm] files
+// moved aside more than corruptKeep before now, and returns their names.
+// A name whose time does not parse is left alone.
+func removeOldCopies(path string, now time.Time) (removed []string, err error) {
+	copies, _ := filepath.Glob(path + ".corrupt-*")
+	for _, f := range copies {
+		stamp, _, _ := strings.Cut(strings.TrimPrefix(f, path+".corrupt-"), "-")
+		sec, perr := strconv.ParseInt(stamp, 10, 64)
+		if perr != nil || now.Sub(time.Unix(sec, 0)) <= corruptKeep {
+			continue
+		}
+		if rerr := os.Remove(f); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = errors.Join(err, rerr)
+			continue
+		}
+		removed = append(removed, f)
+	}
+	return removed, err
 }
 
 // migrate brings a database to len(steps): step i (0-based) takes

@@ -26,21 +26,22 @@ const (
 	registryFile = "folio.db"   // the model registry: precious
 	kvFile       = "kvcache.db" // persisted prefix K/V: disposable
 
-	busyTimeout   = 5 * time.Second // how long a statement waits for another writer
-	maxDefaultKV  = 20 << 30        // the default budget never exceeds 20 GB
-	fallbackKV    = 2 << 30         // the budget when free disk space is unknown
-	defaultQueue  = 256 << 20       // bytes of blocks waiting to be written
-	closeWait     = 10 * time.Second
-	maxBatchBytes = 64 << 20 // bytes of block data per write transaction
+	busyTimeout  = 5 * time.Second // how long a statement waits for another writer
+	maxDefaultKV = 20 << 30        // the default budget never exceeds 20 GB
+	fallbackKV   = 2 << 30         // the budget when free disk space is unknown
+	defaultQueue = 256 << 20       // bytes of blocks waiting to be written
+	closeWait    = 10 * time.Second
 )
 
 // Options configure Open. The zero value is usable.
 type Options struct {
-	// KVMaxBytes is the budget of persisted K/V bytes; least recently used
-	// blocks are deleted beyond it. 0: min(10% of the free disk space at
-	// home plus the cache's own size, 20 GB). Negative: no K/V
+	// KVMaxBytes is the budget of the persisted K/V cache's files on disk
+	// (kvcache.db and its -wal and -shm; see kvbudget.go); least recently
+	// used blocks are deleted beyond it. 0: min(10% of the free disk space
+	// at home plus the cache's own size, 20 GB). Negative: no K/V
 	// persistence, kvcache.db is not opened (for commands that only read
-	// the registry). The caller takes it from FOLIO_KV_STORE_MAX.
+	// the registry). Otherwise at least 1 MiB. The caller takes it from
+	// FOLIO_KV_STORE_MAX.
 	KVMaxBytes int64
 	// QueueBytes bounds the block data waiting in the write-behind queue;
 	// SaveBlock drops blocks beyond it. 0: 256 MiB.
@@ -64,15 +65,16 @@ type Store struct {
 	reg *sql.DB // folio.db; *sql.DB is safe for concurrent use
 	kv  *sql.DB // kvcache.db; nil when K/V persistence is off
 
-	kvMax    int64     // budget of kv_blocks.bytes, fixed at Open
+	kvMax    int64     // budget of kvcache.db's files, fixed at Open
 	loadStmt *sql.Stmt // LoadBlock's query, prepared on kv
 
 	idxMu sync.RWMutex
 	idx   map[string]*fpIndex // guarded by idxMu: the blocks this process knows are stored
 
-	q        queue        // write-behind queue, guarded by q.mu
-	dropped  atomic.Int64 // blocks SaveBlock dropped (queue full) or the writer failed to write
-	diskFull atomic.Bool  // the writer's last batch failed for a full disk (logged once)
+	q         queue        // write-behind queue, guarded by q.mu
+	dropped   atomic.Int64 // blocks SaveBlock dropped (queue full) or the writer failed to write
+	corrupted atomic.Int64 // blocks LoadBlock found damaged (logged once, then counted)
+	diskFull  atomic.Bool  // the writer's last batch failed for a full disk (logged once)
 
 	cancel     context.CancelFunc // stops the writer's statements when Close gives up waiting
 	writerDone chan struct{}      // closed when the writer goroutine returns
@@ -86,6 +88,11 @@ type Store struct {
 func Open(home string, opt Options) (*Store, error) {
 	if home == "" {
 		return nil, errors.New("store: no home directory (set FOLIO_HOME)")
+	}
+	if opt.KVMaxBytes > 0 {
+		if err := checkKVMax(opt.KVMaxBytes); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, fmt.Errorf("store: create home directory: %w", err)
@@ -134,10 +141,17 @@ func openRegistry(path string) (*sql.DB, error) {
 
 // openKV opens kvcache.db, loads its index and starts the writer. A file
 // that is damaged (or marked damaged by an earlier run) is moved aside and
-// replaced by an empty cache, with one log line.
+// replaced by an empty cache, with one log line; the copy moved aside is
+// removed by the first Open 7 days later.
 func (s *Store) openKV(opt Options) error {
 	path := filepath.Join(s.home, kvFile)
-	var err error
+	removed, err := removeOldCopies(path, s.now())
+	if len(removed) > 0 {
+		s.log.Info("store: removed the copy of a damaged K/V cache moved aside more than 7 days ago", "files", removed)
+	}
+	if err != nil {
+		s.log.Warn("store: cannot remove the copy of a damaged K/V cache moved aside more than 7 days ago", "err", err)
+	}
 	if _, statErr := os.Stat(path + damagedSuffix); statErr == nil {
 		err = errMarkedDamaged
 	} else {
@@ -163,7 +177,15 @@ func (s *Store) openKV(opt Options) error {
 	if s.kvMax == 0 {
 		s.kvMax = s.defaultBudget(path)
 	}
-	s.q.init(opt.QueueBytes)
+	if err := checkKVMax(s.kvMax); err != nil { // a default budget on a nearly full disk
+		s.log.Warn("store: persisted K/V cache is off for this process: the disk is nearly full", "file", path, "err", err)
+		s.loadStmt.Close()
+		s.kv.Close()
+		s.kv, s.idx = nil, map[string]*fpIndex{}
+		return nil
+	}
+	s.q.init(opt.QueueBytes, batchBytes(s.kvMax))
+	s.q.enq = 1 // the writer's first task, trim
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.writerDone = make(chan struct{})
@@ -206,7 +228,7 @@ func (s *Store) openKVFile(path string) (err error) {
 	return nil
 }
 
-// defaultBudget is min(10% of (free disk + the cache's file), 20 GB).
+// defaultBudget is min(10% of (free disk + the cache's files), 20 GB).
 func (s *Store) defaultBudget(path string) int64 {
 	free, err := FreeBytes(s.home)
 	if err != nil {
@@ -214,8 +236,10 @@ func (s *Store) defaultBudget(path string) int64 {
 		return fallbackKV
 	}
 	var own int64
-	if fi, err := os.Stat(path); err == nil {
-		own = fi.Size()
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if fi, err := os.Stat(path + suffix); err == nil {
+			own += fi.Size()
+		}
 	}
 	return min((free+own)/10, maxDefaultKV)
 }
@@ -239,6 +263,9 @@ func (s *Store) Close() error {
 			s.cancel()
 			s.loadStmt.Close()
 			s.closeErr = s.kv.Close()
+			if n := s.corrupted.Load(); n > 1 {
+				s.log.Warn("store: persisted K/V blocks failed verification since start and were recomputed", "blocks", n, "file", filepath.Join(s.home, kvFile))
+			}
 		}
 		s.closeErr = errors.Join(s.closeErr, s.reg.Close())
 	})
