@@ -108,14 +108,18 @@ func ReadConfig(f *gguf.File) (*Config, error) {
 	case c.Rope.Dims > c.HeadDim || c.Rope.Dims%2 != 0:
 		return nil, fail("rope dimension count %d does not fit head size %d", c.Rope.Dims, c.HeadDim)
 	}
-	c.Eps = 1e-5
-	if v, ok := f.Float(p + "attention.layer_norm_rms_epsilon"); ok {
-		c.Eps = float32(v)
+	eps, err := hyper(f, p+"attention.layer_norm_rms_epsilon", 1e-5,
+		"a number above 0 and below 1 (models use 1e-6 or 1e-5)", func(v float64) bool { return float32(v) > 0 && v < 1 })
+	if err != nil {
+		return nil, fail("%v", err)
 	}
-	c.Rope.HeadDim, c.Rope.Neox, c.Rope.Base, c.Rope.Scale = c.HeadDim, a.neox, 10000, 1
-	if v, ok := f.Float(p + "rope.freq_base"); ok {
-		c.Rope.Base = float32(v)
+	base, err := hyper(f, p+"rope.freq_base", 10000,
+		"a number above 1 (models use 10000 to 1000000)", func(v float64) bool { return v > 1 })
+	if err != nil {
+		return nil, fail("%v", err)
 	}
+	c.Eps = float32(eps)
+	c.Rope.HeadDim, c.Rope.Neox, c.Rope.Base, c.Rope.Scale = c.HeadDim, a.neox, float32(base), 1
 	if err := readRopeScaling(f, p, c); err != nil {
 		return nil, fail("%v", err)
 	}
@@ -125,6 +129,24 @@ func ReadConfig(f *gguf.File) (*Config, error) {
 	}
 	c.Vocab = int(emb.Shape[1])
 	return c, nil
+}
+
+// hyper reads the float hyperparameter key, def when the file has none. It
+// refuses a value that is not a number, that float32 cannot hold (NaN, ±Inf,
+// beyond ±3.4e38) or that valid rejects; must says what the value must be.
+func hyper(f *gguf.File, key string, def float64, must string, valid func(float64) bool) (float64, error) {
+	raw, present := f.Get(key)
+	if !present {
+		return def, nil
+	}
+	v, ok := gguf.AsFloat64(raw)
+	if !ok {
+		return 0, fmt.Errorf("%s holds a %T, not a number; it must be %s", key, raw, must)
+	}
+	if math.IsNaN(v) || math.IsInf(float64(float32(v)), 0) || !valid(v) {
+		return 0, fmt.Errorf("%s = %v; it must be %s", key, raw, must)
+	}
+	return v, nil
 }
 
 // readRopeScaling sets the rope frequency scale and per-pair factors. A
@@ -140,36 +162,56 @@ func readRopeScaling(f *gguf.File, p string, c *Config) error {
 		if err := gguf.Dequantize(gguf.TypeF32, f.TensorData(t), c.Rope.Factors); err != nil {
 			return err
 		}
+		for i, v := range c.Rope.Factors {
+			if !(v > 0) || math.IsInf(float64(v), 0) {
+				return fmt.Errorf("rope_freqs.weight[%d] = %v; every factor must be a positive number", i, v)
+			}
+		}
 		return nil
 	}
-	factor := 1.0
-	if v, ok := f.Float(p + "rope.scaling.factor"); ok && v > 0 {
-		factor = v
-	}
-	switch typ := f.String(p + "rope.scaling.type"); typ {
+	typ := f.String(p + "rope.scaling.type")
+	switch typ {
 	case "", "none":
-	case "linear":
-		c.Rope.Scale = float32(1 / factor)
-	case "llama3":
-		c.Rope.Factors = llama3Factors(f, p, c.Rope, factor)
+		return nil
+	case "linear", "llama3":
 	default:
 		return fmt.Errorf("rope scaling %q is not supported yet (folio knows linear and llama3)", typ)
 	}
-	return nil
+	// 0 means no scaling, as llama.cpp reads it.
+	factor, err := hyper(f, p+"rope.scaling.factor", 1, "0 (no scaling) or a number from 0.001 to 1000000",
+		func(v float64) bool { return v == 0 || v >= 1e-3 && v <= 1e6 })
+	if err != nil {
+		return err
+	}
+	if factor == 0 {
+		factor = 1
+	}
+	if typ == "linear" {
+		c.Rope.Scale = float32(1 / factor)
+		return nil
+	}
+	c.Rope.Factors, err = llama3Factors(f, p, c.Rope, factor)
+	return err
 }
 
 // llama3Factors: wavelengths longer than the original context / low_freq
 // are slowed by factor, shorter than it / high_freq are kept, and those in
 // between are blended.
-func llama3Factors(f *gguf.File, p string, r gpu.Rope, factor float64) []float32 {
-	get := func(key string, def float64) float64 {
-		if v, ok := f.Float(p + key); ok && v > 0 {
-			return v
-		}
-		return def
+func llama3Factors(f *gguf.File, p string, r gpu.Rope, factor float64) ([]float32, error) {
+	positive := func(v float64) bool { return v > 0 }
+	low, err := hyper(f, p+"rope.scaling.low_freq_factor", 1, "a positive number (Llama 3.1 uses 1)", positive)
+	if err != nil {
+		return nil, err
 	}
-	low, high := get("rope.scaling.low_freq_factor", 1), get("rope.scaling.high_freq_factor", 4)
-	orig := get("rope.scaling.original_context_length", 8192)
+	high, err := hyper(f, p+"rope.scaling.high_freq_factor", 4,
+		fmt.Sprintf("a number above low_freq_factor %v (Llama 3.1 uses 4)", low), func(v float64) bool { return v > low })
+	if err != nil {
+		return nil, err
+	}
+	orig, err := hyper(f, p+"rope.scaling.original_context_length", 8192, "a positive number of tokens (Llama 3.1 uses 8192)", positive)
+	if err != nil {
+		return nil, err
+	}
 	lowWave, highWave := orig/low, orig/high
 	out := make([]float32, r.Dims/2)
 	for i := range out {
@@ -185,5 +227,5 @@ func llama3Factors(f *gguf.File, p string, r gpu.Rope, factor float64) []float32
 			out[i] = float32(1 / ((1-smooth)/factor + smooth))
 		}
 	}
-	return out
+	return out, nil
 }
