@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,6 +39,17 @@ type fetch struct {
 	size   int64       // bytes; -1 when unknown
 	ranges bool        // the server answers byte ranges
 	key    string      // names the partial file: the digest's hex or "url-<hash>"
+}
+
+// what names f in messages: its digest, else its URL without a password.
+func (f fetch) what() string {
+	if f.digest != "" {
+		return f.digest
+	}
+	if u, err := url.Parse(f.url); err == nil {
+		return u.Redacted()
+	}
+	return f.url
 }
 
 // part is one byte range of a download.
@@ -116,8 +128,14 @@ func (d *download) load() {
 		(d.f.digest == "" && old.URL != d.f.url) || !tiles(old.Parts, old.Size) {
 		return
 	}
-	if st, err := d.file.Stat(); err != nil || st.Size() != d.f.size {
+	st, err := d.file.Stat()
+	if err != nil || st.Size() > d.f.size {
 		return
+	}
+	for _, p := range old.Parts { // the file holds every byte the record counts
+		if p.Done > 0 && p.Off+p.Done > st.Size() {
+			return
+		}
 	}
 	d.st, d.fresh = old, false
 }
@@ -168,15 +186,12 @@ func (d *download) done() (n int64) {
 }
 
 // run fetches every unfinished range, in parallel, saving the record every
-// o.SaveEvery, and once more at the end whatever happened.
+// o.SaveEvery, and once more at the end whatever happened. The partial file
+// is never extended beyond what is written: a range writes at its offset,
+// so the file is as long as the furthest byte that arrived.
 func (d *download) run(ctx context.Context) error {
 	if d.fresh {
 		if err := d.file.Truncate(0); err != nil {
-			return d.diskError(err)
-		}
-	}
-	if d.f.size >= 0 {
-		if err := d.file.Truncate(d.f.size); err != nil {
 			return d.diskError(err)
 		}
 	}
@@ -257,7 +272,7 @@ func (d *download) runPart(ctx context.Context, i int) error {
 		if !d.f.ranges && p.Done > 0 { // one stream: a retry starts over
 			d.fl.completed.Add(-p.Done)
 			d.st.Parts[i].Done, p.Done = 0, 0
-			if err := d.file.Truncate(max(d.f.size, 0)); err != nil {
+			if err := d.file.Truncate(0); err != nil {
 				d.mu.Unlock()
 				return d.diskError(err)
 			}
@@ -283,7 +298,7 @@ func (d *download) runPart(ctx context.Context, i int) error {
 		}
 		failures++
 		if failures > d.o.Retries {
-			return fmt.Errorf("installer: %d tries without progress, giving up (run the pull again to resume): %w", failures, err)
+			return fmt.Errorf("%w: %d tries without progress, giving up (run the pull again to resume): %w", ErrRegistry, failures, err)
 		}
 		wait := min(d.o.RetryBase<<min(failures-1, 16), 30*time.Second)
 		select {
@@ -406,6 +421,13 @@ func (o *Options) downloadBlob(ctx context.Context, f fetch, fl *flight) (string
 		}
 	}
 	d.load()
+	if err := checkRoom(dir, f, d.done()); err != nil {
+		if d.fresh { // nothing of it to resume
+			os.Remove(d.partial)
+			os.Remove(d.partial + ".json")
+		}
+		return "", err
+	}
 	err = d.run(ctx)
 	if errors.Is(err, errNoRanges) && ctx.Err() == nil {
 		d.f.ranges = false // start over as one stream

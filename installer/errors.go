@@ -4,26 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"syscall"
 )
 
-// statusError is an HTTP answer other than the one asked for.
+// ErrRegistry is wrapped when a registry or a download server fails: it
+// answers another status than the one asked for, sends a manifest or a
+// size that cannot be right, or lets a download make no progress. A model
+// the registry does not have is ErrNotFound instead.
+var ErrRegistry = errors.New("installer: the registry failed")
+
+// statusError is an HTTP answer other than the one asked for. It keeps the
+// status line only: the body is the server's to word, and is not passed on.
 type statusError struct {
 	URL  string
 	Code int
-	Body string
 }
 
 func (e *statusError) Error() string {
-	msg := fmt.Sprintf("GET %s: %d %s", e.URL, e.Code, http.StatusText(e.Code))
-	if e.Body != "" {
-		msg += ": " + e.Body
-	}
-	return msg
+	return fmt.Sprintf("GET %s: %d %s", e.URL, e.Code, http.StatusText(e.Code))
 }
+
+// Is makes every unexpected answer an ErrRegistry.
+func (e *statusError) Is(target error) bool { return target == ErrRegistry }
 
 // retryable: server trouble and rate limits are retried, other answers
 // (not found, unauthorized) are final.
@@ -32,9 +35,15 @@ func (e *statusError) retryable() bool {
 }
 
 func newStatusError(resp *http.Response) *statusError {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	return &statusError{URL: resp.Request.URL.Redacted(), Code: resp.StatusCode, Body: strings.TrimSpace(string(b))}
+	return &statusError{URL: resp.Request.URL.Redacted(), Code: resp.StatusCode}
 }
+
+// notFoundError is an ErrNotFound in the words Ollama uses for it, which
+// its clients show as they are ("pull model manifest: file does not exist").
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string        { return e.msg }
+func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
 
 // ErrDiskFull is wrapped when a pull runs out of disk space, or an upload
 // or import would leave less than Options.DiskReserve free.

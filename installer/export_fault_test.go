@@ -13,7 +13,7 @@ func SetPartialWriter(wrap func(f *os.File) io.WriterAt) (restore func()) {
 	return func() { partialWriter = old }
 }
 
-// SetFreeSpace makes uploads see the free disk space free reports, for
+// SetFreeSpace makes uploads and pulls see the free disk space free reports, for
 // the tests of package installer_test, until restore.
 func SetFreeSpace(free func(dir string) (int64, error)) (restore func()) {
 	old := freeSpace

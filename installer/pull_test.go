@@ -137,7 +137,8 @@ func TestPullBadDigest(t *testing.T) {
 }
 
 // TestPullRefusesTraversal: names and manifest digests that could name a
-// file outside home are refused before anything is written.
+// file outside home are refused before anything is written (a manifest's,
+// as any invalid manifest, as the registry's failure).
 func TestPullRefusesTraversal(t *testing.T) {
 	hub := fakehub.New()
 	defer hub.Close()
@@ -157,8 +158,8 @@ func TestPullRefusesTraversal(t *testing.T) {
 		hub.SetManifest("library", "evil", tag, []byte(`{"schemaVersion":2,"layers":[`+layer+`]}`))
 		home, st := newHome(t)
 		_, err := installer.Pull(context.Background(), hub.Host()+"/library/evil:"+tag, testOptions(home, st))
-		if !errors.Is(err, installer.ErrName) {
-			t.Errorf("layer %s: error %v, want ErrName", layer, err)
+		if !errors.Is(err, installer.ErrRegistry) {
+			t.Errorf("layer %s: error %v, want ErrRegistry", layer, err)
 		}
 		if fs := blobFiles(t, home); len(fs) != 0 {
 			t.Errorf("layer %s: wrote %v", layer, fs)

@@ -23,6 +23,7 @@ const (
 	maxManifest    = 4 << 20 // bytes of manifest JSON read at most
 	maxLayers      = 256
 	maxConfigBlob  = 4 << 20 // bytes of text layers (template, system, ...) read at most
+	maxBlobSize    = 1 << 50 // bytes of one blob at most: 1 PiB, hundreds of times the largest model file
 	manifestTries  = 4
 	defaultScheme  = "https"
 	insecureScheme = "http"
@@ -109,7 +110,7 @@ func (o *Options) fetchManifest(ctx context.Context, n Name) (Manifest, error) {
 	data, err := o.getSmall(ctx, u, http.Header{"Accept": {MediaManifest}}, maxManifest)
 	var se *statusError
 	if errors.As(err, &se) && se.Code == http.StatusNotFound {
-		return Manifest{}, fmt.Errorf("%w: %s: the registry has no such model or tag (%s)", ErrNotFound, n, u)
+		return Manifest{}, &notFoundError{fmt.Sprintf("pull model manifest: file does not exist: the registry has no such model or tag: %s (%s)", n, se)}
 	}
 	if errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden) {
 		return Manifest{}, fmt.Errorf("%w: %s: the registry wants credentials; folio pulls public models only", err, n)
@@ -119,14 +120,20 @@ func (o *Options) fetchManifest(ctx context.Context, n Name) (Manifest, error) {
 	}
 	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
-		return Manifest{}, fmt.Errorf("%w: manifest of %s is not JSON: %v", ErrName, n, err)
+		return Manifest{}, fmt.Errorf("%w: the manifest of %s is not JSON: %v", ErrRegistry, n, err)
+	}
+	for _, l := range m.blobs() {
+		if l.Size < 0 || l.Size > maxBlobSize {
+			return Manifest{}, fmt.Errorf("%w: it sent an invalid manifest for %s: layer %.80s claims %d bytes (a blob has 0 to %s)",
+				ErrRegistry, n, l.Digest, l.Size, sizeText(maxBlobSize))
+		}
 	}
 	if err := m.check(); err != nil {
-		return Manifest{}, fmt.Errorf("manifest of %s: %w", n, err)
+		return Manifest{}, fmt.Errorf("%w: it sent an invalid manifest for %s: %w", ErrRegistry, n, err)
 	}
 	for _, l := range m.blobs() {
 		if l.Path != "" { // only folio create --link writes it, never a registry
-			return Manifest{}, fmt.Errorf("%w: manifest of %s names a local file (%q)", ErrName, n, l.Path)
+			return Manifest{}, fmt.Errorf("%w: %w: the manifest of %s names a local file (%q)", ErrRegistry, ErrName, n, l.Path)
 		}
 	}
 	return m, nil
@@ -174,7 +181,7 @@ func (o *Options) getOnce(ctx context.Context, u string, h http.Header, limit in
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err == nil && int64(len(data)) > limit {
-		err = fmt.Errorf("GET %s: answer larger than %d bytes", u, limit)
+		err = fmt.Errorf("%w: GET %s: answer larger than %d bytes", ErrRegistry, u, limit)
 	}
 	return data, err
 }

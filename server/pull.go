@@ -43,11 +43,15 @@ func (s *Server) installOptions(w http.ResponseWriter) (installer.Options, bool)
 	return *s.cfg.Install, true
 }
 
-// installErr gives installer errors their HTTP status.
+// installErr gives installer errors their HTTP status: a model the
+// registry does not have is 404 and a registry that fails 502, each with
+// the installer's words (Ollama's for a missing manifest).
 func installErr(err error) error {
 	switch {
 	case errors.Is(err, installer.ErrNotFound):
-		return fmt.Errorf("%w: %w", ErrModelNotFound, err)
+		return statusAs{err, ErrModelNotFound}
+	case errors.Is(err, installer.ErrRegistry):
+		return statusAs{err, errUpstream}
 	case errors.Is(err, installer.ErrName), errors.Is(err, installer.ErrDigest), errors.Is(err, installer.ErrModelfile):
 		return fmt.Errorf("%w: %w", errBadRequest, err)
 	}
@@ -57,6 +61,12 @@ func installErr(err error) error {
 	}
 	return err
 }
+
+// statusAs is err with the status statusOf gives kind, and err's message.
+type statusAs struct{ err, kind error }
+
+func (e statusAs) Error() string   { return e.err.Error() }
+func (e statusAs) Unwrap() []error { return []error{e.err, e.kind} }
 
 // progressStream writes progress messages as NDJSON when stream is true;
 // otherwise only the final answer is written.

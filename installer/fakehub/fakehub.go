@@ -5,7 +5,8 @@
 // /<org>/<repo>/resolve/main/<file>), plus plain files at /files/<name>.
 // Byte ranges are answered, and faults can be switched on: dropping the
 // connection every N bytes, holding every response after N bytes until
-// released, ignoring ranges, serving bytes that do not match the digest.
+// released, ignoring ranges, serving bytes that do not match the digest,
+// failing every request with a status.
 package fakehub
 
 import (
@@ -30,6 +31,9 @@ type Hub struct {
 	NoTree    atomic.Bool   // 404 for the tree listing (the siblings listing still works)
 	HoldAfter atomic.Int64  // > 0 with Hold set: a response begun now waits after this many bytes
 	Hold      chan struct{} // set before the first request; closed to let held responses go on
+	// Fail > 0: every request is answered with this status and FailBody,
+	// which a client must not pass on to its users.
+	Fail atomic.Int64
 
 	Served   atomic.Int64 // body bytes of blobs and files written
 	Requests atomic.Int64 // requests for blobs and files
@@ -153,7 +157,14 @@ func (h *Hub) AddFile(name string, data []byte) {
 	h.files[name] = data
 }
 
+// FailBody is the body of the answers that Fail makes.
+const FailBody = "fakehub internal detail: stack trace and secrets"
+
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if code := h.Fail.Load(); code > 0 {
+		http.Error(w, strings.Repeat(FailBody+"\n", 64), int(code))
+		return
+	}
 	p := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	switch {
 	case len(p) == 5 && p[0] == "v2" && p[3] == "manifests":
