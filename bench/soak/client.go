@@ -106,9 +106,11 @@ func (r *rig) one(rng *rand.Rand) {
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	switch p := rng.IntN(100); {
-	case p < 60: // a tenth of them ask for an unload at their end
-		a, err := r.complete(ctx, r.jobs[i], p < 50, rng.IntN(10) == 0, nil)
+	case p < 50: // a tenth of them ask for an unload at their end
+		a, err := r.complete(ctx, r.jobs[i], p < 42, rng.IntN(10) == 0, nil)
 		r.check(i, a, err)
+	case p < 60:
+		r.parallel(ctx, rng)
 	case p < 72:
 		r.cancel(ctx, i, rng)
 	case p < 84:
@@ -294,25 +296,25 @@ func (r *rig) oversized(ctx context.Context, rng *rand.Rand) {
 	r.rep.Oversized.Add(1)
 }
 
-// badInputs are malformed or impossible requests and the status each
-// must get.
+// badInputs are malformed or impossible requests (MODEL: the soak's
+// model) and the status each must get.
 var badInputs = []struct {
 	path, body string
 	status     int
 }{
-	{"/api/generate", `{"model":"folio-soak-tiny","prompt":"hi","options":{"temperature":"hot"}}`, 400},
-	{"/api/generate", `{"model":"folio-soak-tiny","prompt":`, 400},
+	{"/api/generate", `{"model":"MODEL","prompt":"hi","options":{"temperature":"hot"}}`, 400},
+	{"/api/generate", `{"model":"MODEL","prompt":`, 400},
 	{"/api/generate", `[1,2,3]`, 400},
-	{"/api/generate", `{"model":"folio-soak-tiny","prompt":"hi","options":{"num_ctx":1000000}}`, 400},
+	{"/api/generate", `{"model":"MODEL","prompt":"hi","options":{"num_ctx":1000000}}`, 400},
 	{"/api/generate", `{"model":"no-such-model","prompt":"hi"}`, 404},
-	{"/api/chat", `{"model":"folio-soak-tiny","messages":[{"role":"wizard","content":"hi"}]}`, 400},
-	{"/api/chat", `{"model":"folio-soak-tiny","messages":[{"role":"user","content":"hi"}],"options":{"num_predict":-7}}`, 400},
+	{"/api/chat", `{"model":"MODEL","messages":[{"role":"wizard","content":"hi"}]}`, 400},
+	{"/api/chat", `{"model":"MODEL","messages":[{"role":"user","content":"hi"}],"options":{"num_predict":-7}}`, 400},
 	{"/api/chat", ``, 400},
 }
 
 func (r *rig) badInput(ctx context.Context, rng *rand.Rand) {
 	b := badInputs[rng.IntN(len(badInputs))]
-	if err := r.post(ctx, b.path, b.body, b.status); err != nil {
+	if err := r.post(ctx, b.path, strings.ReplaceAll(b.body, "MODEL", modelName), b.status); err != nil {
 		r.rep.fail(&r.rep.Errors, "bad input: %v", err)
 		return
 	}

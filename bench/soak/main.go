@@ -29,6 +29,7 @@ func main() {
 	flag.IntVar(&cfg.NumCtx, "num-ctx", 256, "the model's context (prompts are up to ~200 tokens)")
 	flag.IntVar(&cfg.KVTokens, "kv-tokens", 4096, "tokens the K/V pool holds (fewer: more preemption)")
 	flag.IntVar(&cfg.Prompts, "prompts", 48, "distinct prompts")
+	flag.StringVar(&cfg.Preset, "preset", "tiny", "the synthetic model's shape: tiny (2 layers) or smollm-135m (30 layers, 49,152 tokens)")
 	flag.Parse()
 	cfg.Progress = os.Stderr
 	rep, err := Run(cfg)

@@ -31,6 +31,7 @@ type Config struct {
 	NumCtx   int
 	KVTokens int
 	Prompts  int
+	Preset   string    // the synthetic model's shape (models/synth); "": tiny
 	Progress io.Writer // a line per quiet point; nil: none
 }
 
@@ -53,13 +54,16 @@ func (c *Config) defaults() {
 	if c.Prompts <= 0 {
 		c.Prompts = 48
 	}
+	if c.Preset == "" {
+		c.Preset = "tiny"
+	}
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}
 }
 
 // modelName is the synthetic model's name in the server's library.
-const modelName = "folio-soak-tiny"
+const modelName = "folio-soak"
 
 // rig is the server under test and what the clients share.
 type rig struct {
@@ -133,7 +137,7 @@ func start(cfg Config, rep *Report) (*rig, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc, err := synth.Preset("tiny")
+	sc, err := synth.Preset(cfg.Preset)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +152,7 @@ func start(cfg Config, rep *Report) (*rig, error) {
 	reg := server.NewLibraryRegistry()
 	reg.Dirs = []string{dir}
 	logs := &logCounter{}
-	// K/V bytes per token of the tiny model in f16: 2 layers × 2 heads × 64 × (K+V) × 2 bytes
+	// K/V bytes per token in f16: layers × K/V heads × head size × (K+V) × 2 bytes
 	kvBytes := int64(cfg.KVTokens) * int64(sc.Layers*sc.HeadsKV*(sc.Embd/sc.Heads)*2*2)
 	srv := server.New(server.Config{Registry: reg, Version: "soak", Log: slog.New(logs),
 		Load: runner.LoadOptions{NumCtx: cfg.NumCtx, KVMemory: kvBytes}})
