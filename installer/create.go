@@ -250,7 +250,7 @@ func (o *Options) writeBytes(mediaType string, data []byte) (Layer, error) {
 // discarded (ErrDigest).
 func (o *Options) storeStream(r io.Reader, want string) (string, int64, error) {
 	dir := filepath.Join(o.Home, "blobs")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", 0, err
 	}
 	tmp, err := os.CreateTemp(dir, "upload-*-partial")
@@ -268,7 +268,7 @@ func (o *Options) storeStream(r io.Reader, want string) (string, int64, error) {
 	if want != "" && got != want {
 		return "", n, fmt.Errorf("%w: got %s (%d bytes), want %s; nothing was kept", ErrDigest, got, n, want)
 	}
-	if err := errors.Join(tmp.Sync(), tmp.Chmod(0o644)); err != nil {
+	if err := errors.Join(tmp.Sync(), tmp.Chmod(0o600)); err != nil {
 		return "", n, err
 	}
 	final, _ := BlobPath(o.Home, got)

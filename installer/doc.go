@@ -8,7 +8,7 @@
 //
 // Under home (FOLIO_HOME), as Ollama lays it out:
 //
-//	blobs/sha256-<hex>               a verified blob, 0644, named by its digest
+//	blobs/sha256-<hex>               a verified blob, 0600, named by its digest
 //	blobs/<key>-partial              a download in progress (key: the hex, or url-<hash>)
 //	blobs/<key>-partial.json         its resume record: the byte ranges and how much of each is written
 //	blobs/.lock                      shared by pulls and creates, exclusive for a prune

@@ -170,7 +170,7 @@ func (d *download) save() error {
 		return err
 	}
 	tmp := d.partial + ".json.tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, d.partial+".json")
@@ -394,7 +394,7 @@ func (d *download) fetchPart(ctx context.Context, i int, p part, buf []byte) (in
 // Nothing is renamed into blobs/sha256-<hex> before the hash matches.
 func (o *Options) downloadBlob(ctx context.Context, f fetch, fl *flight) (string, error) {
 	dir := filepath.Join(o.Home, "blobs")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
 	if f.digest != "" {
@@ -405,7 +405,7 @@ func (o *Options) downloadBlob(ctx context.Context, f fetch, fl *flight) (string
 		}
 	}
 	d := &download{o: o, f: f, fl: fl, partial: filepath.Join(dir, f.key+"-partial"), more: make(chan struct{}, 1)}
-	file, err := os.OpenFile(d.partial, os.O_RDWR|os.O_CREATE, 0o644)
+	file, err := os.OpenFile(d.partial, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return "", err
 	}
@@ -448,7 +448,7 @@ func (o *Options) downloadBlob(ctx context.Context, f fetch, fl *flight) (string
 			ErrDigest, f.url, got, size, f.digest, f.size)
 	}
 	final, _ := BlobPath(o.Home, got)
-	if err := file.Chmod(0o644); err != nil {
+	if err := file.Chmod(0o600); err != nil {
 		return "", err
 	}
 	if err := os.Rename(d.partial, final); err != nil {

@@ -314,8 +314,8 @@ func (o *Options) homeLock() (unlock func(), err error) {
 }
 
 func (o *Options) openHomeLock() (*os.File, error) {
-	if err := os.MkdirAll(filepath.Join(o.Home, "blobs"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(o.Home, "blobs"), 0o700); err != nil {
 		return nil, err
 	}
-	return os.OpenFile(filepath.Join(o.Home, "blobs", ".lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	return os.OpenFile(filepath.Join(o.Home, "blobs", ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // TestPullRegistry: a model pulled from a registry is verified, in
-// blobs/ (0644, no partials left), registered with the GGUF header's facts
+// blobs/ (0600, no partials left), registered with the GGUF header's facts
 // and its layers, reported in Ollama's order, and runs.
 func TestPullRegistry(t *testing.T) {
 	hub := fakehub.New()
@@ -39,7 +39,7 @@ func TestPullRegistry(t *testing.T) {
 		t.Errorf("registered %+v", m)
 	}
 	st2, err := os.Stat(wantPath)
-	if err != nil || st2.Mode().Perm() != 0o644 {
+	if err != nil || st2.Mode().Perm() != 0o600 {
 		t.Errorf("blob %v, mode %v", err, st2.Mode())
 	}
 	for _, f := range blobFiles(t, home) {

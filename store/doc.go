@@ -13,6 +13,10 @@
 //     the first Open 7 days later) and replaced by an empty cache with
 //     one log line.
 //
+// Open creates the home 0700 and the databases 0600, tightens what it
+// finds looser under the home (folders 0700, files 0600; home.go), and
+// refuses a home it cannot write, naming the cause.
+//
 // Both are in WAL mode with a 5 s busy timeout and foreign keys on; write
 // transactions begin IMMEDIATE. Schemas are numbered migrations in code
 // (PRAGMA user_version), applied in one transaction at Open. Two processes

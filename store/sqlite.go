@@ -47,8 +47,12 @@ const damagedSuffix = ".damaged"
 // openDB opens a database in WAL mode with a busy timeout, foreign keys
 // and write transactions that take the write lock at BEGIN (so a busy
 // writer waits instead of failing on its first write). sync is
-// PRAGMA synchronous; pageSize applies only when the file is new.
+// PRAGMA synchronous; pageSize applies only when the file is new. A new
+// file is created 0600 (and so are its -wal and -shm).
 func openDB(path, sync string, pageSize int) (*sql.DB, error) {
+	if err := createPrivate(path); err != nil {
+		return nil, err
+	}
 	dsn := fmt.Sprintf("%s?_busy_timeout=%d&_synchronous=%s&_foreign_keys=on&_txlock=immediate",
 		path, busyTimeout.Milliseconds(), sync)
 	db, err := sql.Open(driverName, dsn)

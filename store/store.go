@@ -83,8 +83,10 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the home directory, folio.db and
-// kvcache.db. A damaged kvcache.db is moved aside and replaced by an empty
-// one; a damaged folio.db is an error, never replaced.
+// kvcache.db. The home is this user's only (home.go): created 0700, its
+// folders tightened to 0700 and its files to 0600. A damaged kvcache.db
+// is moved aside and replaced by an empty one; a damaged folio.db is an
+// error, never replaced.
 func Open(home string, opt Options) (*Store, error) {
 	if home == "" {
 		return nil, errors.New("store: no home directory (set FOLIO_HOME)")
@@ -94,8 +96,8 @@ func Open(home string, opt Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return nil, fmt.Errorf("store: create home directory: %w", err)
+	if err := makeHome(home); err != nil {
+		return nil, err
 	}
 	s := &Store{home: home, log: opt.Log, now: opt.Now, idx: map[string]*fpIndex{}}
 	if s.log == nil {
@@ -104,7 +106,13 @@ func Open(home string, opt Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	var err error
+	n, err := tightenHome(home)
+	if n > 0 {
+		s.log.Info("store: made FOLIO_HOME's permissions owner-only (folders 0700, files 0600)", "home", home, "changed", n)
+	}
+	if err != nil {
+		s.log.Warn("store: cannot make all of FOLIO_HOME owner-only; check who owns its files", "home", home, "err", err)
+	}
 	if s.reg, err = openRegistry(filepath.Join(home, registryFile)); err != nil {
 		return nil, err
 	}
