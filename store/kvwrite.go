@@ -251,7 +251,8 @@ func (s *Store) writeBatch(ctx context.Context, b batch) {
 
 // writeTx is one batch's transaction: inserts, deletions, last-use
 // updates, then eviction of the least recently used blocks while the
-// pages in use exceed the budget (kvbudget.go). It returns the blocks stored and evicted.
+// pages in use exceed the budget (kvbudget.go). It returns the blocks
+// stored and evicted.
 func (s *Store) writeTx(ctx context.Context, b batch, sums [][8]byte) (added, evicted []written, err error) {
 	tx, err := s.kv.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
 	if err != nil {

@@ -83,10 +83,10 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the home directory, folio.db and
-// kvcache.db. The home is this user's only (home.go): created 0700, its
-// folders tightened to 0700 and its files to 0600. A damaged kvcache.db
-// is moved aside and replaced by an empty one; a damaged folio.db is an
-// error, never replaced.
+// kvcache.db. The home is this user's only (home.go): created 0700, and
+// folio's folders and files in it tightened to 0700 and 0600. A damaged
+// kvcache.db is moved aside and replaced by an empty one; a damaged
+// folio.db is an error, never replaced.
 func Open(home string, opt Options) (*Store, error) {
 	if home == "" {
 		return nil, errors.New("store: no home directory (set FOLIO_HOME)")
