@@ -16,8 +16,13 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"folio/models"
+	"folio/models/gotemplate"
 	"folio/store"
 )
+
+// ErrTemplate is wrapped when a model's Go template would render without
+// bound (models/gotemplate says why); the model is not registered.
+var ErrTemplate = errors.New("installer: the template is refused")
 
 // CreateRequest is what folio create and /api/create ask for. Empty
 // fields keep what the model named by From has.
@@ -59,6 +64,9 @@ func Create(ctx context.Context, req CreateRequest, opt Options) (store.Model, e
 	json.Unmarshal(data, &asJSON)
 	if err := (&api.Options{}).FromMap(asJSON); err != nil {
 		return store.Model{}, fmt.Errorf("%w: parameters: %v", ErrName, err)
+	}
+	if err := gotemplate.Check(req.Template); err != nil {
+		return store.Model{}, fmt.Errorf("%w: %w", ErrTemplate, err)
 	}
 	m, err := o.create(ctx, n, req)
 	if err != nil {

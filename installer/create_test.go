@@ -111,6 +111,7 @@ func TestCreateErrors(t *testing.T) {
 	home, st := newHome(t)
 	opt := testOptions(home, st)
 	os.WriteFile(filepath.Join(dir, "notes.gguf"), []byte("not a model"), 0o644)
+	os.WriteFile(filepath.Join(dir, "tiny.gguf"), tinyGGUF(t, gguf.TypeQ8_0, 1), 0o644)
 	for _, c := range []struct {
 		modelfile string
 		link      bool
@@ -119,6 +120,8 @@ func TestCreateErrors(t *testing.T) {
 		{"FROM ./missing.gguf", false, "no such file"},
 		{"FROM ./notes.gguf", false, "not a usable GGUF"},
 		{"FROM some-model", true, "--link needs FROM to be a GGUF file"},
+		{"FROM ./tiny.gguf\nTEMPLATE \"\"\"{{ define \"a\" }}{{ template \"a\" . }}{{ end }}{{ template \"a\" . }}\"\"\"", false,
+			`the template is refused: template: limit exceeded: template "a" calls itself`},
 	} {
 		if _, err := create(t, opt, dir, "x", c.modelfile, c.link); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.modelfile, err, c.want)

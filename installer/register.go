@@ -15,13 +15,15 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"folio/models/gguf"
+	"folio/models/gotemplate"
 	"folio/store"
 )
 
 // register enters n in the registry: its manifest under manifests/, its
 // blobs, and the model row (weights file, digest, size, the GGUF header's
 // family, parameter count and quantization, the template and parameters
-// layers). The weights must open as GGUF, or nothing is registered.
+// layers). The weights must open as GGUF and a Go template must pass
+// gotemplate.Check, or nothing is registered.
 func (o *Options) register(n Name, man Manifest) (store.Model, error) {
 	if err := man.check(); err != nil {
 		return store.Model{}, err
@@ -40,6 +42,9 @@ func (o *Options) register(n Name, man Manifest) (store.Model, error) {
 	cfg, err := o.readConfig(man)
 	if err != nil {
 		return store.Model{}, fmt.Errorf("%s: %w", n, err)
+	}
+	if err := gotemplate.Check(cfg.Template); err != nil {
+		return store.Model{}, fmt.Errorf("%s: %w: %w", n, ErrTemplate, err)
 	}
 	m := store.Model{Name: n.String(), Digest: ml.Digest, Path: p, Size: ml.Size, Format: "gguf",
 		Family: sum.Architecture, ParameterSize: gguf.ParamSize(sum.Parameters), Quantization: sum.Quantization,

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -64,7 +65,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msgs := conf.chatMessages(req.Messages)
-	text, templated, err := s.render(l, conf, "", msgs, req.Tools, req.Think)
+	text, templated, err := s.render(r.Context(), l, conf, "", msgs, req.Tools, req.Think)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -79,7 +80,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	c.ids = encodePrompt(l.model.Tok, text, templated)
 	c.thinking, c.parseThink = thinkState(text, req.Think)
 	if c.truncate && msgs[0].Role == "system" {
-		if sys, templated, err := s.render(l, conf, "", msgs[:1], req.Tools, req.Think); err == nil {
+		if sys, templated, err := s.render(r.Context(), l, conf, "", msgs[:1], req.Tools, req.Think); err == nil {
 			c.keep = len(encodePrompt(l.model.Tok, sys, templated))
 		}
 	}
@@ -145,8 +146,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 // template: tmpl from the request, else the template of the model's
 // manifest, else the GGUF file's; each in Ollama's Go syntax or in Jinja
 // (gotemplate.go). A model without any gets the messages' contents, system
-// first, separated by blank lines, and templated false.
-func (s *Server) render(l *loaded, conf modelConf, tmpl string, msgs []api.Message, tools api.Tools,
+// first, separated by blank lines, and templated false. The end of ctx (the
+// request's) stops the template.
+func (s *Server) render(ctx context.Context, l *loaded, conf modelConf, tmpl string, msgs []api.Message, tools api.Tools,
 	think *api.ThinkValue) (text string, templated bool, err error) {
 	fromRequest := tmpl != ""
 	if tmpl == "" {
@@ -170,11 +172,11 @@ func (s *Server) render(l *loaded, conf modelConf, tmpl string, msgs []api.Messa
 			return "", true, err
 		}
 		if ok {
-			text, err := renderGo(gt, msgs, tools, think)
+			text, err := renderGo(ctx, gt, msgs, tools, think)
 			return text, true, err
 		}
 	}
-	text, err = renderTemplate(l, tmpl, msgs, tools, think)
+	text, err = renderTemplate(ctx, l, tmpl, msgs, tools, think)
 	return text, true, err
 }
 

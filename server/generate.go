@@ -133,7 +133,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		}
 	default:
 		msgs := conf.generateMessages(req.System, req.Prompt, len(req.Context) > 0)
-		text, _, err := s.render(l, conf, req.Template, msgs, nil, req.Think)
+		text, _, err := s.render(r.Context(), l, conf, req.Template, msgs, nil, req.Think)
 		if err != nil {
 			writeError(w, err)
 			return

@@ -1,60 +1,65 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"text/template/parse"
 
 	"github.com/ollama/ollama/api"
 	ollamatemplate "github.com/ollama/ollama/template"
+
+	"folio/models/gotemplate"
 )
 
 // Chat templates come in two syntaxes: Jinja, the tokenizer.chat_template
 // of GGUF files (models/template renders it), and Ollama's Go templates,
 // the TEMPLATE of Modelfiles, of the Ollama registry's template layers and
-// of /api/generate's template field. Ollama's own template package renders
-// the latter, so that {{ .Messages }}, {{ .Prompt }}, {{ .Tools }}, the
-// legacy prompt/response templates and its functions (json, currentDate,
-// toTypeScriptType, ...) behave exactly as they do under Ollama.
+// of /api/generate's template field (models/gotemplate renders them with
+// Ollama's own template package, within the same limits as Jinja).
 
 // installedGo holds the templates of installed models by their text,
-// parsed once (nil: not Go syntax), for the render and the tool parser of
-// every request. Templates sent with a request are parsed each time.
-var installedGo sync.Map
+// parsed once, for the render and the tool parser of every request.
+// Templates sent with a request are parsed each time.
+var installedGo sync.Map // string → parsedGo
 
-// maxTemplateOutput bounds a rendered prompt: far above any context, far
-// below what a looping template could fill memory with.
-const maxTemplateOutput = 64 << 20
+// parsedGo is a template's parse: t nil and err nil when it is Jinja; err
+// set when it is Go but refused (installed before folio checked templates
+// at install).
+type parsedGo struct {
+	t   *gotemplate.Template
+	err error
+}
 
 // goTemplate parses s as an Ollama Go template. ok is false when s is not
-// one (it uses Jinja's {% %} or {# #}, or does not parse as Go but does as
-// Jinja: the caller renders it as Jinja). A template that is neither gets
-// an error naming both failures.
-func goTemplate(s string, fromRequest bool) (t *ollamatemplate.Template, ok bool, err error) {
-	if strings.Contains(s, "{%") || strings.Contains(s, "{#") {
-		return nil, false, nil
-	}
+// one (it uses Jinja's {% %} or {# #}, or does not parse as Go): the caller
+// renders it as Jinja.
+func goTemplate(s string, fromRequest bool) (t *gotemplate.Template, ok bool, err error) {
 	if !fromRequest {
 		if v, ok := installedGo.Load(s); ok {
-			t = v.(*ollamatemplate.Template)
-			return t, t != nil, nil
+			p := v.(parsedGo)
+			return p.t, p.t != nil || p.err != nil, p.err
 		}
 	}
-	if t, err = ollamatemplate.Parse(s); err != nil {
-		t = nil
+	t, err = gotemplate.Parse(s)
+	switch {
+	case errors.Is(err, gotemplate.ErrNotGo):
+		t, err = nil, nil
+	case err != nil:
+		err = fmt.Errorf("%w: chat template: %v", errBadRequest, err)
 	}
+	ok = t != nil || err != nil
 	if !fromRequest {
-		installedGo.Store(s, t)
-		return t, t != nil, nil
+		installedGo.Store(s, parsedGo{t, err})
 	}
-	if t == nil {
-		return nil, false, nil
+	if !fromRequest || t == nil {
+		return t, ok, err
 	}
-	if defs := t.Templates(); len(defs) > 1 {
+	if defs := t.Text().Templates(); len(defs) > 1 {
 		return nil, true, fmt.Errorf("%w: template: a template sent with a request may not define templates; install it with folio create instead", errBadRequest)
 	}
-	if err := boundedRanges(t.Tree.Root, false); err != nil {
+	if err := boundedRanges(t.Text().Tree.Root, false); err != nil {
 		return nil, true, fmt.Errorf("%w: template: %v", errBadRequest, err)
 	}
 	return t, true, nil
@@ -64,8 +69,9 @@ func goTemplate(s string, fromRequest bool) (t *ollamatemplate.Template, ok bool
 // work is not bounded by the request's size: a range over a number, or a
 // range or with inside a range that starts again from the root ($, a
 // variable) and so could multiply the messages by themselves. Templates of
-// installed models are the user's own and are not checked (Ollama's
-// llama3.1 template ranges over $.Tools inside its range over messages).
+// installed models may loop so (Ollama's llama3.1 template ranges over
+// $.Tools inside its range over messages): models/gotemplate stops any
+// loop at the rendering's limits.
 func boundedRanges(n parse.Node, inRange bool) error {
 	switch n := n.(type) {
 	case *parse.ListNode:
@@ -129,8 +135,8 @@ func boundedPipe(what string, p *parse.PipeNode, inRange bool) error {
 }
 
 // renderGo renders an Ollama Go template over the messages, tools and
-// think option, as Ollama's server does.
-func renderGo(t *ollamatemplate.Template, msgs []api.Message, tools api.Tools, think *api.ThinkValue) (string, error) {
+// think option, as Ollama's server does; ctx's end stops it.
+func renderGo(ctx context.Context, t *gotemplate.Template, msgs []api.Message, tools api.Tools, think *api.ThinkValue) (string, error) {
 	v := ollamatemplate.Values{Messages: msgs, Tools: tools}
 	if think != nil {
 		v.IsThinkSet = true
@@ -139,20 +145,9 @@ func renderGo(t *ollamatemplate.Template, msgs []api.Message, tools api.Tools, t
 			v.ThinkLevel = think.String()
 		}
 	}
-	var out limitedBuilder
-	if err := t.Execute(&out, v); err != nil {
+	out, err := t.Execute(ctx, v)
+	if err != nil {
 		return "", fmt.Errorf("%w: chat template: %v", errBadRequest, err)
 	}
-	return out.String(), nil
-}
-
-// limitedBuilder is a strings.Builder that refuses to grow past
-// maxTemplateOutput.
-type limitedBuilder struct{ strings.Builder }
-
-func (b *limitedBuilder) Write(p []byte) (int, error) {
-	if b.Len()+len(p) > maxTemplateOutput {
-		return 0, fmt.Errorf("%w (%d MiB)", errTemplateOutput, maxTemplateOutput>>20)
-	}
-	return b.Builder.Write(p)
+	return out, nil
 }

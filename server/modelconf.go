@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -110,10 +109,6 @@ func (c modelConf) generateMessages(system, prompt string, continued bool) []api
 	}
 	return append(msgs, api.Message{Role: "user", Content: prompt})
 }
-
-// errTemplateOutput is the error of a template whose output outgrows
-// maxTemplateOutput.
-var errTemplateOutput = errors.New("the template's output is larger than the limit")
 
 // show adds the manifest's parts to /api/show's answer, and writes its
 // Modelfile as Ollama does: FROM, then TEMPLATE, PARAMETER, SYSTEM,

@@ -202,7 +202,7 @@ func (s *Server) chatJob(ctx context.Context, l *loaded, req *oaiChatRequest, c 
 	if err != nil {
 		return nil, err
 	}
-	text, templated, err := s.render(l, conf, "", conf.chatMessages(msgs), req.Tools, think)
+	text, templated, err := s.render(ctx, l, conf, "", conf.chatMessages(msgs), req.Tools, think)
 	if err != nil {
 		return nil, err
 	}

@@ -121,7 +121,7 @@ func (s *Server) oaiCompletions(w http.ResponseWriter, r *http.Request) {
 		case l.template == "" && conf.Template == "":
 			prompts[i] = encodePrompt(l.model.Tok, in.text, false)
 		default:
-			text, templated, err := s.render(l, conf, "", conf.generateMessages("", in.text, false), nil, nil)
+			text, templated, err := s.render(r.Context(), l, conf, "", conf.generateMessages("", in.text, false), nil, nil)
 			if err != nil {
 				writeOAIError(w, err)
 				return

@@ -12,6 +12,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"folio/installer"
+	"folio/models/gotemplate"
 )
 
 // The installer's endpoints: /api/pull and /api/create stream Ollama's
@@ -52,7 +53,8 @@ func installErr(err error) error {
 		return statusAs{err, ErrModelNotFound}
 	case errors.Is(err, installer.ErrRegistry):
 		return statusAs{err, errUpstream}
-	case errors.Is(err, installer.ErrName), errors.Is(err, installer.ErrDigest), errors.Is(err, installer.ErrModelfile):
+	case errors.Is(err, installer.ErrName), errors.Is(err, installer.ErrDigest), errors.Is(err, installer.ErrModelfile),
+		errors.Is(err, installer.ErrTemplate):
 		return fmt.Errorf("%w: %w", errBadRequest, err)
 	}
 	var ue *url.Error
@@ -216,11 +218,15 @@ func (s *Server) postBlob(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusCreated)
 }
 
-// checkCreateNames checks the new model's name and the digests of files,
-// which become paths under the home, before anything is streamed.
+// checkCreateNames checks the new model's name, the digests of files,
+// which become paths under the home, and its template before anything is
+// streamed.
 func checkCreateNames(cr installer.CreateRequest) error {
 	if _, err := installer.ParseName(cr.Name); err != nil {
 		return err
+	}
+	if err := gotemplate.Check(cr.Template); err != nil {
+		return fmt.Errorf("%w: %w", installer.ErrTemplate, err)
 	}
 	for name, d := range cr.Files {
 		if err := installer.CheckDigest(d); err != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,8 +15,8 @@ import (
 // at load, or tmpl from the request) over the messages, tools and think
 // option, as Hugging Face transformers would. A template that fails — a
 // raise_exception, a limit — is the request's error (400): the template's
-// message says what the model wants.
-func renderTemplate(l *loaded, tmpl string, msgs []api.Message, tools api.Tools, think *api.ThinkValue) (string, error) {
+// message says what the model wants. The end of ctx stops it.
+func renderTemplate(ctx context.Context, l *loaded, tmpl string, msgs []api.Message, tools api.Tools, think *api.ThinkValue) (string, error) {
 	t := l.parsed
 	if tmpl != l.template || t == nil {
 		var err error
@@ -61,7 +62,7 @@ func renderTemplate(l *loaded, tmpl string, msgs []api.Message, tools api.Tools,
 		}
 		c.Vars["enable_thinking"] = on
 	}
-	out, err := t.Render(c)
+	out, err := t.Execute(ctx, c)
 	if err != nil {
 		var te *template.Error
 		if errors.As(err, &te) {

@@ -42,7 +42,7 @@ func newToolStream(l *loaded, conf modelConf, ts api.Tools) *toolStream {
 		tmpl = l.template
 	}
 	if gt, ok, err := goTemplate(tmpl, false); ok && err == nil && tmpl != l.template {
-		return &toolStream{p: tools.NewParser(gt.Template, ts)}
+		return &toolStream{p: tools.NewParser(gt.Text(), ts)}
 	}
 	tag := "{"
 	for _, t := range toolTags {
