@@ -188,7 +188,8 @@ func Parse(name string, data []byte) (*File, error) {
 		return nil, d.err
 	}
 	if string(magic) != Magic {
-		return nil, d.fail("magic", 0, fmt.Sprintf("got %q, want %q: not a GGUF file", magic, Magic))
+		// never the bytes found: the file may be a secret its name pointed at
+		return nil, d.fail("magic", 0, "not a GGUF file (bad magic: a GGUF file starts with \""+Magic+"\")")
 	}
 	f.Version = d.u32("version")
 	switch {

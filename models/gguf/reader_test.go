@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -169,6 +170,25 @@ func TestParseErrors(t *testing.T) {
 				t.Fatalf("error %q should name the file, %q and contain %q", msg, tc.field, tc.msg)
 			}
 		})
+	}
+}
+
+// TestMagicNotEchoed: a file that is not GGUF is refused without its
+// first bytes in the error: a model path may name a secret file, and
+// the error goes back to whoever named it.
+func TestMagicNotEchoed(t *testing.T) {
+	for _, head := range []string{"root:x:0:0:root:/root:/bin/bash\n", "GGML", "\x00\x01\x02\x03ABCD", "GGUv3"} {
+		_, err := Parse("secret", []byte(head))
+		if !errors.Is(err, ErrFormat) {
+			t.Fatalf("%q: %v, want a format error", head, err)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "not a GGUF file") && !strings.Contains(msg, "truncated") {
+			t.Errorf("%q: error %q does not say the file is not GGUF", head, msg)
+		}
+		if first := strings.Trim(fmt.Sprintf("%q", head[:min(4, len(head))]), `"`); strings.Contains(msg, first) {
+			t.Errorf("error %q echoes the file's first bytes %s", msg, first)
+		}
 	}
 }
 
