@@ -112,14 +112,14 @@ func (r *oneModel) List() ([]server.ModelEntry, error) {
 	return []server.ModelEntry{e}, nil
 }
 
-func (r *oneModel) Resolve(name string) (server.ModelEntry, error) {
+func (r *oneModel) Resolve(_ context.Context, name string) (server.ModelEntry, error) {
 	if server.NormalizeName(name) != server.NormalizeName(r.name) {
 		return server.ModelEntry{}, fmt.Errorf("%w: %q (this session runs %s)", server.ErrModelNotFound, name, r.name)
 	}
 	return r.entry()
 }
 
-func (r *oneModel) Copy(src, dst string) error {
+func (r *oneModel) Copy(src server.ModelEntry, dst string) error {
 	return fmt.Errorf("copy: folio run's own server holds one model: run folio serve and use folio cp")
 }
 

@@ -58,7 +58,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		reason := "load"
 		if req.KeepAlive != nil && req.KeepAlive.Duration == 0 {
 			reason = "unload"
-			defer s.models.unload(req.Model)
+			defer s.models.unload(r.Context(), req.Model)
 		}
 		writeJSON(w, http.StatusOK, api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(),
 			Message: api.Message{Role: "assistant"}, Done: true, DoneReason: reason})

@@ -1,13 +1,17 @@
 package server
 
-import "folio/runner"
+import (
+	"context"
+
+	"folio/runner"
+)
 
 // Engine returns the engine of the loaded model that name resolves to, or
 // nil when that model is not loaded. It is for in-process inspection (the
 // soak bench reads the block pool through it); requests go through the
 // HTTP API.
 func (s *Server) Engine(name string) *runner.Engine {
-	ent, err := s.cfg.Registry.Resolve(name)
+	ent, err := s.cfg.Registry.Resolve(context.Background(), name)
 	if err != nil {
 		return nil
 	}

@@ -105,7 +105,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		reason := "load"
 		if req.KeepAlive != nil && req.KeepAlive.Duration == 0 {
 			reason = "unload"
-			defer s.models.unload(req.Model)
+			defer s.models.unload(r.Context(), req.Model)
 		}
 		writeJSON(w, http.StatusOK, api.GenerateResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Done: true, DoneReason: reason})
 		return

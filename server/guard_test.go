@@ -245,7 +245,8 @@ func TestUploadDiskReserve(t *testing.T) {
 
 // TestNoArbitraryFiles: names and digests that would build a path out of
 // the home are refused, and a model name that is a file opens only a
-// .gguf file, and only for a client on this machine.
+// .gguf file, and only for a client on this machine; any other file is
+// "not found", as a missing one (paths_test.go TestPathModelProbing).
 func TestNoArbitraryFiles(t *testing.T) {
 	srv, base, lib, home := guardServer(t, nil, 0)
 	secret := filepath.Join(t.TempDir(), "secret.txt")
@@ -263,12 +264,12 @@ func TestNoArbitraryFiles(t *testing.T) {
 		status     int
 		want       string
 	}{
-		{"/api/show", js(map[string]string{"model": secret}), 400, "not a .gguf file"},
-		{"/api/generate", js(map[string]any{"model": secret, "prompt": "hi"}), 400, "not a .gguf file"},
-		{"/api/chat", js(map[string]any{"model": secret}), 400, "not a .gguf file"},
-		{"/api/embed", js(map[string]any{"model": secret, "input": "hi"}), 400, "not a .gguf file"},
-		{"/api/copy", js(map[string]string{"source": secret, "destination": "x"}), 400, "not a .gguf file"},
-		{"/v1/chat/completions", js(map[string]any{"model": secret, "messages": []map[string]string{{"role": "user", "content": "hi"}}}), 400, "not a .gguf file"},
+		{"/api/show", js(map[string]string{"model": secret}), 404, "not found"},
+		{"/api/generate", js(map[string]any{"model": secret, "prompt": "hi"}), 404, "not found"},
+		{"/api/chat", js(map[string]any{"model": secret}), 404, "not found"},
+		{"/api/embed", js(map[string]any{"model": secret, "input": "hi"}), 404, "not found"},
+		{"/api/copy", js(map[string]string{"source": secret, "destination": "x"}), 404, "not found"},
+		{"/v1/chat/completions", js(map[string]any{"model": secret, "messages": []map[string]string{{"role": "user", "content": "hi"}}}), 404, "not found"},
 		{"/api/create", js(map[string]string{"model": "x", "from": secret}), 400, "/api/blobs"},
 		{"/api/create", js(map[string]string{"model": "x", "from": "../../etc/passwd"}), 400, "/api/blobs"},
 		{"/api/create", js(map[string]any{"model": "x", "files": map[string]string{"m.gguf": "sha256:../../../etc/passwd"}}), 400, "digest"},

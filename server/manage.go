@@ -8,6 +8,7 @@ import (
 	"github.com/ollama/ollama/api"
 	"github.com/ollama/ollama/types/model"
 
+	"folio/installer"
 	"folio/models/gguf"
 )
 
@@ -50,11 +51,7 @@ func (s *Server) show(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: model is required", errBadRequest))
 		return
 	}
-	if err := checkModelName(r.Context(), req.Model); err != nil {
-		writeError(w, err)
-		return
-	}
-	ent, err := s.cfg.Registry.Resolve(req.Model)
+	ent, err := resolveModel(r.Context(), &s.cfg, req.Model)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -137,11 +134,11 @@ func (s *Server) deleteModel(w http.ResponseWriter, r *http.Request) {
 	if req.Model == "" {
 		req.Model = req.Name
 	}
-	if err := checkModelName(r.Context(), req.Model); err != nil {
+	if _, err := checkModelName(r.Context(), &s.cfg, req.Model); err != nil {
 		writeError(w, err)
 		return
 	}
-	s.models.unload(req.Model)
+	s.models.unload(r.Context(), req.Model)
 	if err := s.cfg.Registry.Delete(req.Model); err != nil {
 		writeError(w, err)
 		return
@@ -156,6 +153,9 @@ func (s *Server) deleteModel(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
+// copyModel gives a model another name, under the rules of pull and
+// create: the destination is a model name, the weights open as GGUF, and
+// the source is found as any request's model (paths.go).
 func (s *Server) copyModel(w http.ResponseWriter, r *http.Request) {
 	var req api.CopyRequest
 	if err := decode(r, &req); err != nil {
@@ -166,11 +166,33 @@ func (s *Server) copyModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: source and destination are required", errBadRequest))
 		return
 	}
-	if err := checkModelName(r.Context(), req.Source); err != nil {
+	dst, err := installer.ParseName(req.Destination)
+	if err != nil {
+		writeError(w, fmt.Errorf("%w: destination: %w", errBadRequest, err))
+		return
+	}
+	src, err := resolveModel(r.Context(), &s.cfg, req.Source)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if err := s.cfg.Registry.Copy(req.Source, req.Destination); err != nil {
+	if s.cfg.Install != nil {
+		_, err = installer.Copy(installer.CopySource{Name: src.Name, Path: src.Path, Digest: "sha256:" + src.Digest, Size: src.Size},
+			dst.String(), *s.cfg.Install)
+		if err != nil {
+			writeError(w, installErr(err))
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	f, err := gguf.Open(src.Path)
+	if err != nil {
+		writeError(w, fmt.Errorf("%s: the model is not a usable GGUF file: %w", req.Source, err))
+		return
+	}
+	f.Close()
+	if err := s.cfg.Registry.Copy(src, dst.String()); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -59,10 +59,7 @@ func (m *manager) keepAliveOf(d *time.Duration) time.Duration {
 // acquire returns the model of name, loading it if needed; release must
 // be called when the request is done. keepAlive applies from then.
 func (m *manager) acquire(ctx context.Context, name string, keepAlive *time.Duration) (*loaded, func(), error) {
-	if err := checkModelName(ctx, name); err != nil {
-		return nil, nil, err
-	}
-	ent, err := m.cfg.Registry.Resolve(name)
+	ent, err := resolveModel(ctx, m.cfg, name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -209,8 +206,8 @@ func (m *manager) release(l *loaded) {
 }
 
 // unload ends a model now (keep_alive 0 on a request without a prompt).
-func (m *manager) unload(name string) error {
-	ent, err := m.cfg.Registry.Resolve(name)
+func (m *manager) unload(ctx context.Context, name string) error {
+	ent, err := resolveModel(ctx, m.cfg, name)
 	if err != nil {
 		return err
 	}

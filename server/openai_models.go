@@ -28,11 +28,7 @@ func (s *Server) oaiModels(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) oaiModel(w http.ResponseWriter, r *http.Request) {
-	err := checkModelName(r.Context(), r.PathValue("model"))
-	var e ModelEntry
-	if err == nil {
-		e, err = s.cfg.Registry.Resolve(r.PathValue("model"))
-	}
+	e, err := resolveModel(r.Context(), &s.cfg, r.PathValue("model"))
 	if err != nil {
 		writeOAIError(w, &paramError{"model", err})
 		return

@@ -2,10 +2,13 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"folio/models"
 )
 
 // A model name may also be a path to a GGUF file (folio run ./model.gguf
@@ -15,11 +18,20 @@ import (
 //
 //   - from folio run's own in-process server: the file its user named;
 //   - from another program of this machine (loopback) when the file's name
-//     ends in .gguf: no endpoint reads /etc/passwd or folio.db as a model;
-//   - never from the network, which gets model names only.
+//     ends in .gguf and the file it leads to, after every link, is one the
+//     server may read as a model (allowedTarget): a .gguf file, a file of
+//     a FOLIO_MODELS_PATH folder or a blob of FOLIO_HOME. No endpoint
+//     reads /etc/passwd or folio.db as a model, by name or through a link;
+//   - never from the network, which gets model names only: a name that
+//     looks like a path (absolute, ./, ../, ~, a backslash) is 403 whether
+//     or not the file exists, and any other name is never opened as a file.
 //
-// A web page on this machine cannot use the first rule: the guard refuses
-// its Origin (guard.go) and DNS rebinding (Host).
+// A name refused by these rules gets the answer of a missing model,
+// `model "x" not found`, which names no folder: a client cannot tell a
+// file it may not open from one that does not exist.
+//
+// A web page on this machine cannot use the second rule: the guard
+// refuses its Origin (guard.go) and DNS rebinding (Host).
 
 // modelFileName returns the file a model name would open as a path, as
 // the library registry resolves it (models.LocateIn: the name without its
@@ -35,26 +47,107 @@ func modelFileName(name string) string {
 	return ""
 }
 
-// checkModelName refuses a model name that is a path to a file the
-// request may not open (the rules above). Names that are not files pass:
-// the registry decides whether they exist.
-func checkModelName(ctx context.Context, name string) error {
-	p := modelFileName(name)
-	if p == "" {
-		return nil
+// resolveModel finds the model a request names under the rules above.
+// ctx ends the hashing of a file named by path when the request ends.
+func resolveModel(ctx context.Context, cfg *Config, name string) (ModelEntry, error) {
+	target, err := checkModelName(ctx, cfg, name)
+	if err != nil {
+		return ModelEntry{}, err
 	}
-	switch peerOf(ctx) {
-	case peerProcess:
-		return nil
-	case peerNetwork:
-		return fmt.Errorf("%w: model %q is a file path: this server takes paths only from its own machine; "+
+	ent, err := cfg.Registry.Resolve(ctx, target)
+	if errors.Is(err, ErrModelNotFound) || errors.Is(err, models.ErrNotFound) {
+		return ModelEntry{}, notFound(name)
+	}
+	return ent, err
+}
+
+// checkModelName applies the rules above to name and returns what to
+// resolve: name itself, or for a path the file it leads to (links
+// resolved once, here, so that a link changed after the check is not
+// followed again).
+func checkModelName(ctx context.Context, cfg *Config, name string) (string, error) {
+	peer := peerOf(ctx)
+	if peer == peerProcess {
+		return name, nil
+	}
+	if peer == peerNetwork && looksLikeFilePath(name) {
+		return "", fmt.Errorf("%w: model %.200q is a file path: this server takes paths only from its own machine; "+
 			"name a model of its library or registry (folio create NAME on that machine registers a file)", errForbidden, name)
 	}
-	if !strings.EqualFold(filepath.Ext(p), ".gguf") {
-		return fmt.Errorf("%w: model %q is a file that is not a .gguf file: name a model, or give a path to a GGUF file", errBadRequest, name)
+	p := modelFileName(name)
+	if p == "" {
+		return name, nil
 	}
-	return nil
+	if peer == peerNetwork || !strings.EqualFold(filepath.Ext(p), ".gguf") {
+		return "", notFound(name)
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil || !cfg.allowedTarget(real) {
+		return "", notFound(name)
+	}
+	return real, nil
 }
+
+// allowedTarget reports whether a loopback client may have the server
+// read the file real (links resolved) as a model: a .gguf file, a file
+// inside a folder of FOLIO_MODELS_PATH, or a blob of FOLIO_HOME.
+func (c *Config) allowedTarget(real string) bool {
+	if strings.EqualFold(filepath.Ext(real), ".gguf") {
+		return true
+	}
+	var dirs []string
+	if lr, ok := c.Registry.(*LibraryRegistry); ok {
+		dirs = append(dirs, lr.Dirs...)
+	}
+	if home := c.home(); home != "" {
+		dirs = append(dirs, filepath.Join(home, "blobs"))
+	}
+	for _, d := range dirs {
+		if rd, err := filepath.EvalSymlinks(d); d != "" && err == nil && inside(rd, real) {
+			return true
+		}
+	}
+	return false
+}
+
+// inside reports whether p is below the folder dir (both clean and free
+// of links).
+func inside(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// home is FOLIO_HOME as the server knows it: Home, or Install's.
+func (c *Config) home() string {
+	if c.Home == "" && c.Install != nil {
+		return c.Install.Home
+	}
+	return c.Home
+}
+
+// looksLikeFilePath reports whether a name is written as a path (no model
+// name is): absolute, starting with "." or "~", or holding a backslash.
+// It never looks at the disk.
+func looksLikeFilePath(name string) bool {
+	return filepath.IsAbs(name) || strings.HasPrefix(name, "/") || strings.HasPrefix(name, ".") ||
+		strings.HasPrefix(name, "~") || strings.ContainsRune(name, '\\')
+}
+
+// notFound is the one answer for a name that is no model of this server,
+// including a file the request may not open: it names no folder.
+func notFound(name string) error { return &notFoundError{name} }
+
+type notFoundError struct{ name string }
+
+func (e *notFoundError) Error() string {
+	msg := fmt.Sprintf("model %.200q not found", e.name)
+	if looksLikeFilePath(e.name) { // the same words whether or not the file exists
+		msg += ": a path names a model only when it leads to a GGUF file of the server's machine"
+	}
+	return msg
+}
+
+func (e *notFoundError) Unwrap() error { return ErrModelNotFound }
 
 // looksLikePath reports whether /api/create's from names a file rather
 // than a model: over the API a create starts from a model or from blobs
@@ -63,7 +156,7 @@ func looksLikePath(from string) bool {
 	if from == "" {
 		return false
 	}
-	if filepath.IsAbs(from) || strings.HasPrefix(from, "~") || strings.HasPrefix(from, ".") || strings.ContainsRune(from, '\\') {
+	if looksLikeFilePath(from) {
 		return true
 	}
 	st, err := os.Stat(from)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -32,8 +33,10 @@ type ModelEntry struct {
 // interface.
 type Registry interface {
 	List() ([]ModelEntry, error)
-	Resolve(name string) (ModelEntry, error)
-	Copy(src, dst string) error
+	// Resolve finds the model of name; ctx ends the hashing of a file.
+	Resolve(ctx context.Context, name string) (ModelEntry, error)
+	// Copy makes dst, a checked model name, another name of src.
+	Copy(src ModelEntry, dst string) error
 	Delete(name string) error
 }
 
@@ -85,7 +88,7 @@ func (r *LibraryRegistry) List() ([]ModelEntry, error) {
 			if seen[strings.ToLower(name)] {
 				continue
 			}
-			ent, err := r.entry(name, filepath.Join(dir, e.Name()))
+			ent, err := r.entry(context.Background(), name, filepath.Join(dir, e.Name()))
 			if err != nil {
 				continue
 			}
@@ -105,13 +108,13 @@ func (r *LibraryRegistry) List() ([]ModelEntry, error) {
 			return nil, err
 		}
 		for _, m := range stored {
-			if ent, err := r.entry(m.Name, m.Path); err == nil {
+			if ent, err := r.entry(context.Background(), m.Name, m.Path); err == nil {
 				out = append(out, ent)
 			}
 		}
 	}
 	for alias, target := range aliases {
-		ent, err := r.Resolve(target)
+		ent, err := r.Resolve(context.Background(), target)
 		if err != nil {
 			continue
 		}
@@ -124,14 +127,14 @@ func (r *LibraryRegistry) List() ([]ModelEntry, error) {
 
 // Resolve finds a name: an alias, a library file, a catalog name, or a
 // path to a GGUF file.
-func (r *LibraryRegistry) Resolve(name string) (ModelEntry, error) {
+func (r *LibraryRegistry) Resolve(ctx context.Context, name string) (ModelEntry, error) {
 	norm := NormalizeName(name)
 	if norm == "" {
 		return ModelEntry{}, fmt.Errorf("%w: no model name given", ErrModelNotFound)
 	}
 	if r.Store != nil {
 		if m, err := r.Store.Model(norm); err == nil {
-			ent, err := r.entry(m.Name, m.Path)
+			ent, err := r.entry(ctx, m.Name, m.Path)
 			if want := strings.TrimPrefix(m.Digest, "sha256:"); err == nil && want != "" && ent.Digest != want {
 				// the file changed since it was registered (damage on
 				// disk, or an edit of a linked file): never serve it
@@ -145,7 +148,7 @@ func (r *LibraryRegistry) Resolve(name string) (ModelEntry, error) {
 	target, ok := r.aliases[strings.ToLower(norm)]
 	r.mu.Unlock()
 	if ok {
-		ent, err := r.Resolve(target)
+		ent, err := r.Resolve(ctx, target)
 		ent.Name = norm
 		return ent, err
 	}
@@ -160,10 +163,10 @@ func (r *LibraryRegistry) Resolve(name string) (ModelEntry, error) {
 	if !strings.ContainsAny(base, `/\`) { // a library file: named as /api/tags lists it
 		norm = NormalizeName(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
 	}
-	return r.entry(norm, path)
+	return r.entry(ctx, norm, path)
 }
 
-func (r *LibraryRegistry) entry(name, path string) (ModelEntry, error) {
+func (r *LibraryRegistry) entry(ctx context.Context, name, path string) (ModelEntry, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return ModelEntry{}, err
@@ -174,7 +177,7 @@ func (r *LibraryRegistry) entry(name, path string) (ModelEntry, error) {
 	ent.Digest = r.digests[key]
 	r.mu.Unlock()
 	if ent.Digest == "" {
-		digest, _, err := models.FileDigest(path)
+		digest, _, err := models.FileDigestContext(ctx, path)
 		if err != nil {
 			return ModelEntry{}, err
 		}
@@ -186,23 +189,16 @@ func (r *LibraryRegistry) entry(name, path string) (ModelEntry, error) {
 	return ent, nil
 }
 
-// Copy makes dst another name of src.
-func (r *LibraryRegistry) Copy(src, dst string) error {
-	ent, err := r.Resolve(src)
-	if err != nil {
-		return err
-	}
-	d := NormalizeName(dst)
-	if d == "" || strings.ContainsAny(d, " \t\n/\\") || strings.Contains(d, "..") {
-		return fmt.Errorf("%w: destination name %q: use letters, digits, '-', '_', '.' and an optional :tag", errBadRequest, dst)
-	}
+// Copy makes dst another name of src's file: a row of the store's
+// registry, or without a store an alias in memory.
+func (r *LibraryRegistry) Copy(src ModelEntry, dst string) error {
 	if r.Store != nil {
 		now := time.Now()
-		return r.Store.PutModel(store.Model{Name: d, Digest: ent.Digest, Path: ent.Path, Size: ent.Size, Format: "gguf", Created: now, Modified: now})
+		return r.Store.PutModel(store.Model{Name: dst, Digest: src.Digest, Path: src.Path, Size: src.Size, Format: "gguf", Created: now, Modified: now})
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.aliases[strings.ToLower(d)] = NormalizeName(src)
+	r.aliases[strings.ToLower(dst)] = src.Name
 	return nil
 }
 
@@ -222,7 +218,7 @@ func (r *LibraryRegistry) Delete(name string) error {
 	if ok {
 		return nil
 	}
-	if ent, err := r.Resolve(name); err == nil {
+	if ent, err := r.Resolve(context.Background(), name); err == nil {
 		return fmt.Errorf("%w: %s is the file %s in FOLIO_MODELS_PATH; folio does not delete files it did not create: remove it yourself",
 			errBadRequest, ent.Name, ent.Path)
 	}
