@@ -41,7 +41,7 @@ type Name struct {
 // hf.co/ names.
 func ParseName(s string) (Name, error) {
 	bad := func(why string) (Name, error) {
-		return Name{}, fmt.Errorf("%w: %q: %s (a name is [host/][namespace/]model[:tag] of letters, digits, '-', '_' and '.')", ErrName, s, why)
+		return Name{}, fmt.Errorf("%w: %.200q: %s (a name is [host/][namespace/]model[:tag] of letters, digits, '-', '_' and '.')", ErrName, s, why)
 	}
 	if s == "" {
 		return bad("empty")
