@@ -66,6 +66,9 @@ func createModel(ctx context.Context, req installer.CreateRequest, out io.Writer
 			ar.License = req.License
 		}
 		if req.FromFile != "" {
+			if err := installer.CheckFromFile(req.FromFile); err != nil {
+				return err
+			}
 			view.update(installer.Progress{Status: "uploading " + filepath.Base(req.FromFile)})
 			digest, err := uploadBlob(ctx, c, req.FromFile)
 			if err != nil {

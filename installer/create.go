@@ -16,6 +16,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"folio/models"
+	"folio/models/gguf"
 	"folio/models/gotemplate"
 	"folio/store"
 )
@@ -219,10 +220,25 @@ func (o *Options) uploaded(files map[string]string) (Layer, error) {
 	return ls[0], nil
 }
 
+// CheckFromFile checks that a Modelfile's FROM file is a GGUF file: its
+// magic and its whole header (gguf.Open). folio create calls it before it
+// uploads the file to a server, and a create before it copies the file:
+// no other file leaves its folder.
+func CheckFromFile(p string) error {
+	f, err := gguf.Open(p)
+	if err != nil {
+		return fmt.Errorf("%w: FROM %s is not a usable GGUF file: %w; FROM must be a GGUF file (llama.cpp's format) or the name of a model", ErrModelfile, p, err)
+	}
+	return f.Close()
+}
+
 // fromFile copies a GGUF file into blobs/, or with link only hashes it.
 func (o *Options) fromFile(p string, link bool) (Layer, error) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
+		return Layer{}, err
+	}
+	if err := CheckFromFile(abs); err != nil {
 		return Layer{}, err
 	}
 	f, err := os.Open(abs)

@@ -111,7 +111,9 @@ func TestCreateErrors(t *testing.T) {
 	home, st := newHome(t)
 	opt := testOptions(home, st)
 	os.WriteFile(filepath.Join(dir, "notes.gguf"), []byte("not a model"), 0o644)
-	os.WriteFile(filepath.Join(dir, "tiny.gguf"), tinyGGUF(t, gguf.TypeQ8_0, 1), 0o644)
+	whole := tinyGGUF(t, gguf.TypeQ8_0, 1)
+	os.WriteFile(filepath.Join(dir, "tiny.gguf"), whole, 0o644)
+	os.WriteFile(filepath.Join(dir, "cut.gguf"), whole[:len(whole)/2], 0o644)
 	for _, c := range []struct {
 		modelfile string
 		link      bool
@@ -119,6 +121,8 @@ func TestCreateErrors(t *testing.T) {
 	}{
 		{"FROM ./missing.gguf", false, "no such file"},
 		{"FROM ./notes.gguf", false, "not a usable GGUF"},
+		{"FROM ./notes.gguf", true, "not a usable GGUF"},
+		{"FROM ./cut.gguf", false, "FROM must be a GGUF file"},
 		{"FROM some-model", true, "--link needs FROM to be a GGUF file"},
 		{"FROM ./tiny.gguf\nTEMPLATE \"\"\"{{ define \"a\" }}{{ template \"a\" . }}{{ end }}{{ template \"a\" . }}\"\"\"", false,
 			`the template is refused: template: limit exceeded: template "a" calls itself`},
@@ -129,6 +133,9 @@ func TestCreateErrors(t *testing.T) {
 	}
 	if ms, _ := st.Models(); len(ms) != 0 {
 		t.Errorf("registered %+v", ms)
+	}
+	if fs := blobFiles(t, home); len(fs) != 0 {
+		t.Errorf("a FROM file that is not GGUF was copied into blobs/: %v", fs)
 	}
 	bad := []installer.CreateRequest{
 		{Name: "../x", From: "a"},
