@@ -122,6 +122,10 @@ func pullMissing(ctx context.Context, c *api.Client, name string, insecure bool,
 			return nil
 		}
 		missing = serverErr(missing)
+		// The server names none of its folders; this process names its own.
+		if _, lerr := models.Locate(name); errors.Is(lerr, models.ErrNotFound) {
+			missing = fmt.Errorf("%w (here, %s)", missing, strings.TrimPrefix(lerr.Error(), models.ErrNotFound.Error()+": "))
+		}
 	} else if _, missing = locateModel(name); !errors.Is(missing, models.ErrNotFound) {
 		return nil
 	}

@@ -168,7 +168,7 @@ func (s *Server) copyModel(w http.ResponseWriter, r *http.Request) {
 	}
 	dst, err := installer.ParseName(req.Destination)
 	if err != nil {
-		writeError(w, fmt.Errorf("%w: destination: %w", errBadRequest, err))
+		writeError(w, fmt.Errorf("%w: destination name: %w", errBadRequest, err))
 		return
 	}
 	src, err := resolveModel(r.Context(), &s.cfg, req.Source)
