@@ -229,10 +229,7 @@ func (s *Server) compileFormat(ctx context.Context, model string, format json.Ra
 	if len(bytes.TrimSpace(format)) == 0 {
 		return nil, nil
 	}
-	if err := checkModelName(ctx, model); err != nil {
-		return nil, &paramError{"model", err}
-	}
-	if _, err := s.cfg.Registry.Resolve(model); err != nil {
+	if _, err := resolveModel(ctx, &s.cfg, model); err != nil {
 		return nil, &paramError{"model", err}
 	}
 	g, err := grammar.Format(ctx, format)
