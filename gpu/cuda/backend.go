@@ -424,6 +424,7 @@ func checkShape(op, what string, t *Tensor, rows, cols int) {
 
 // launch runs kernel k with the parameters in b.a.
 func (b *Backend) launch(k kernel, d dims) {
+	checkBlock(k, d)
 	if b.g.on {
 		b.launchOrDefer(k, d)
 		return

@@ -109,7 +109,7 @@ func TestProbeDescribesDevices(t *testing.T) {
 func TestKernelNamesAreInTheSources(t *testing.T) {
 	src := kernelSource()
 	defined := map[string]bool{}
-	for _, m := range regexp.MustCompile(`extern "C" __global__ void (\w+)\(`).FindAllStringSubmatch(src, -1) {
+	for _, m := range regexp.MustCompile(`extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(`).FindAllStringSubmatch(src, -1) {
 		defined[m[1]] = true
 	}
 	for k := range numKernels {

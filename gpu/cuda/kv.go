@@ -90,7 +90,8 @@ func (b *Backend) WriteKV(c gpu.KVCache, layer int, k, v gpu.Tensor, slots []int
 	defer b.leave()
 	b.a.reset().ptr(ck.ptr).ptr(cv.ptr).ptr(b.put(&b.slots, slots, "K/V slots")).ptr(cc.k(layer)).ptr(cc.v(layer)).
 		i32(len(slots)).i32(cc.spec.KVHeads).i32(cc.spec.HeadDim).i32(cc.blockSize)
-	b.launch(kvTypeKernel(cc.spec.Type, kWriteKVF16, kWriteKVF32), elementwiseDims(int64(len(slots))*int64(cc.width)))
+	kern := kvTypeKernel(cc.spec.Type, kWriteKVF16, kWriteKVF32)
+	b.launch(kern, elementwiseDims(kern, int64(len(slots))*int64(cc.width)))
 }
 
 // attentionMeta lays out what the attention kernel reads per row (see
@@ -141,7 +142,8 @@ func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *
 	heads := cq.cols / spec.HeadDim
 	b.a.reset().ptr(cd.ptr).ptr(cq.ptr).ptr(cc.k(layer)).ptr(cc.v(layer)).ptr(b.put(&b.meta, b.host, "attention tables")).
 		i32(cq.rows).i32(heads).i32(spec.KVHeads).i32(spec.HeadDim).i32(spec.BlockSize).f32(scale)
-	b.launch(kvTypeKernel(spec.Type, kAttentionF16, kAttentionF32), attentionDims(heads, cq.rows))
+	k := kvTypeKernel(spec.Type, kAttentionF16, kAttentionF32)
+	b.launch(k, attentionDims(k, heads, cq.rows))
 }
 
 // CopyBlocks copies every layer's K and V of block Src to block Dst, copy

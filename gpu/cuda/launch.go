@@ -75,19 +75,17 @@ func dequantKernel(t gguf.TensorType) kernel { return nativeTypes[t] + kDequantF
 
 // Geometry constants shared with the kernels' #defines.
 const (
-	mvWarps     = 4   // matvec: MV_WARPS, warps per block
-	mvRows      = 2   // matvec: MV_ROWS, weight rows per warp
-	mmTile      = 64  // matmul: TM and TN
-	mmThreads   = 256 // matmul: 16 × 16 threads of 4 × 4 outputs
-	matvecMaxN  = 8   // MatMul uses matvec below this many rows of x
-	ewThreads   = 256 // elementwise kernels
-	getRowsTile = 128 // get_rows: threads per block, 8 elements each
-	attWarps    = 16  // attention: ATT_WARPS
-	attMaxHead  = 256 // attention: 32·ATT_HD, the largest head
-	maxGridY    = 65535
+	mvWarps    = 4   // matvec: MV_WARPS, warps per block
+	mvRows     = 2   // matvec: MV_ROWS, weight rows per warp
+	mmTile     = 64  // matmul: TM and TN
+	matvecMaxN = 8   // MatMul uses matvec below this many rows of x
+	attWarps   = 16  // attention: ATT_WARPS
+	attMaxHead = 256 // attention: 32·ATT_HD, the largest head
+	maxGridY   = 65535
 )
 
-// dims is a launch's grid and block.
+// dims is a launch's grid and block. The helpers below take the block
+// from kernelThreads (bounds.go), the kernels' launch bounds.
 type dims struct{ grid, block [3]uint32 }
 
 func ceilDiv64(a, b int64) int64 { return (a + b - 1) / b }
@@ -103,36 +101,40 @@ func grid3(x, y int64) [3]uint32 {
 
 func block1(n int) [3]uint32 { return [3]uint32{uint32(n), 1, 1} }
 
-// matmulDims is the launch of MatMul for x [n, k] and w [m, k]: matvec for
-// few rows of x (a warp per mvRows weight rows, a grid row per x row), else
-// tiles.
-func matmulDims(n, m int) (d dims, tiled bool) {
+// matmulDims is the launch of MatMul for x [n, k] and w [m, k] of typ:
+// matvec for few rows of x (a warp per mvRows weight rows, a grid row per
+// x row), else tiles.
+func matmulDims(typ gguf.TensorType, n, m int) (k kernel, d dims, tiled bool) {
 	if n < matvecMaxN {
-		return dims{grid3(ceilDiv64(int64(m), mvWarps*mvRows), int64(n)), block1(32 * mvWarps)}, false
+		k = matvecKernel(typ)
+		return k, dims{grid3(ceilDiv64(int64(m), mvWarps*mvRows), int64(n)), block1(kernelThreads[k])}, false
 	}
-	return dims{grid3(ceilDiv64(int64(m), mmTile), ceilDiv64(int64(n), mmTile)), block1(mmThreads)}, true
+	k = matmulKernel(typ)
+	return k, dims{grid3(ceilDiv64(int64(m), mmTile), ceilDiv64(int64(n), mmTile)), block1(kernelThreads[k])}, true
 }
 
-// getRowsDims covers n rows of cols elements, 8 per thread.
-func getRowsDims(n, cols int) dims {
-	return dims{grid3(ceilDiv64(ceilDiv64(int64(cols), 8), getRowsTile), int64(n)), block1(getRowsTile)}
+// getRowsDims covers n rows of cols elements, 8 per thread of k.
+func getRowsDims(k kernel, n, cols int) dims {
+	t := kernelThreads[k]
+	return dims{grid3(ceilDiv64(ceilDiv64(int64(cols), 8), int64(t)), int64(n)), block1(t)}
 }
 
-// elementwiseDims is a thread per element of n.
-func elementwiseDims(n int64) dims {
-	return dims{grid3(ceilDiv64(n, ewThreads), 1), block1(ewThreads)}
+// elementwiseDims is a thread of k per element of n.
+func elementwiseDims(k kernel, n int64) dims {
+	t := kernelThreads[k]
+	return dims{grid3(ceilDiv64(n, int64(t)), 1), block1(t)}
 }
 
-// rowDims is a block per row (or run) of cols elements: as many whole
-// warps as cover cols, at most 256.
-func rowDims(rows int64, cols int) dims {
-	t := min(256, max(32, (cols+31)/32*32))
+// rowDims is a block of k per row (or run) of cols elements: as many whole
+// warps as cover cols, at most k's bound.
+func rowDims(k kernel, rows int64, cols int) dims {
+	t := min(kernelThreads[k], max(32, (cols+31)/32*32))
 	return dims{grid3(rows, 1), block1(t)}
 }
 
-// attentionDims is a block per (query head, row).
-func attentionDims(heads, rows int) dims {
-	return dims{grid3(int64(heads), int64(rows)), block1(32 * attWarps)}
+// attentionDims is a block of k per (query head, row).
+func attentionDims(k kernel, heads, rows int) dims {
+	return dims{grid3(int64(heads), int64(rows)), block1(kernelThreads[k])}
 }
 
 // maxArgs bounds the parameters of a kernel.

@@ -70,7 +70,10 @@ func TestMatmulDims(t *testing.T) {
 		{512, 14336, true, [3]uint32{224, 8, 1}, 256},
 		{513, 65, true, [3]uint32{2, 9, 1}, 256},
 	} {
-		d, tiled := matmulDims(tc.n, tc.m)
+		k, d, tiled := matmulDims(gguf.TypeQ4_K, tc.n, tc.m)
+		if want := map[bool]kernel{false: kMatvecQ4_K, true: kMatmulQ4_K}[tc.tiled]; k != want {
+			t.Errorf("n %d: kernel %s, want %s", tc.n, k, want)
+		}
 		if tiled != tc.tiled || d.grid != tc.grid || d.block != [3]uint32{tc.block, 1, 1} {
 			t.Errorf("n %d, m %d: tiled %v, %v × %v; want %v, %v × %d", tc.n, tc.m, tiled, d.grid, d.block, tc.tiled, tc.grid, tc.block)
 		}
@@ -86,21 +89,21 @@ func TestMatmulDims(t *testing.T) {
 }
 
 func TestOtherDims(t *testing.T) {
-	if d := getRowsDims(3, 2048); d.grid != [3]uint32{2, 3, 1} || d.block[0] != 128 {
+	if d := getRowsDims(kGetRowsQ8_0, 3, 2048); d.grid != [3]uint32{2, 3, 1} || d.block[0] != 128 {
 		t.Errorf("get_rows %v", d)
 	}
-	if d := getRowsDims(1, 1025); d.grid != [3]uint32{2, 1, 1} { // 129 runs of 8, the last of 1
+	if d := getRowsDims(kGetRowsF16, 1, 1025); d.grid != [3]uint32{2, 1, 1} { // 129 runs of 8, the last of 1
 		t.Errorf("get_rows of 1025 %v", d)
 	}
-	if d := elementwiseDims(257); d.grid != [3]uint32{2, 1, 1} || d.block[0] != 256 {
+	if d := elementwiseDims(kAdd, 257); d.grid != [3]uint32{2, 1, 1} || d.block[0] != 256 {
 		t.Errorf("elementwise %v", d)
 	}
 	for cols, threads := range map[int]uint32{1: 32, 64: 64, 100: 128, 128: 128, 2048: 256} {
-		if d := rowDims(5, cols); d.block[0] != threads || d.grid[0] != 5 {
+		if d := rowDims(kRMSNorm, 5, cols); d.block[0] != threads || d.grid[0] != 5 {
 			t.Errorf("rows of %d: %v, want %d threads", cols, d, threads)
 		}
 	}
-	if d := attentionDims(32, 512); d.grid != [3]uint32{32, 512, 1} || d.block[0] != 512 {
+	if d := attentionDims(kAttentionF16, 32, 512); d.grid != [3]uint32{32, 512, 1} || d.block[0] != 512 {
 		t.Errorf("attention %v", d)
 	}
 	defer func() {
@@ -108,7 +111,7 @@ func TestOtherDims(t *testing.T) {
 			t.Error("a grid of 70000 rows in y did not panic")
 		}
 	}()
-	getRowsDims(70000, 8)
+	getRowsDims(kGetRowsF32, 70000, 8)
 }
 
 func TestKernelTables(t *testing.T) {

@@ -24,15 +24,14 @@ func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
 	if b.blas != nil && !b.blasOff && n >= blasMinRows && b.matmulBLAS(cd, cx, cw) {
 		return
 	}
-	d, tiled := matmulDims(n, m)
+	kern, d, tiled := matmulDims(cw.typ, n, m)
 	b.a.reset().ptr(cw.ptr).i64(cw.rowBytes).ptr(cx.ptr).ptr(cd.ptr)
 	if tiled {
 		b.a.i32(n).i32(k).i32(m)
-		b.launch(matmulKernel(cw.typ), d)
-		return
+	} else {
+		b.a.i32(k).i32(m)
 	}
-	b.a.i32(k).i32(m)
-	b.launch(matvecKernel(cw.typ), d)
+	b.launch(kern, d)
 }
 
 // Embed: dst[i,:] = table[ids[i],:], dequantized.
@@ -60,7 +59,8 @@ func (b *Backend) getRows(op string, dst, table gpu.Tensor, ids []int32, buf *de
 	defer b.leave()
 	p := b.put(buf, ids, "row ids")
 	b.a.reset().ptr(ct.ptr).i64(ct.rowBytes).ptr(p).ptr(cd.ptr).i32(ct.cols)
-	b.launch(getRowsKernel(ct.typ), getRowsDims(len(ids), ct.cols))
+	k := getRowsKernel(ct.typ)
+	b.launch(k, getRowsDims(k, len(ids), ct.cols))
 }
 
 // RMSNorm: each run of w.Cols elements of x becomes x / sqrt(mean(x²) +
@@ -75,7 +75,7 @@ func (b *Backend) RMSNorm(dst, x, w gpu.Tensor, eps float32) {
 	b.enter()
 	defer b.leave()
 	b.a.reset().ptr(cx.ptr).ptr(cw.ptr).ptr(cd.ptr).i32(g).f32(eps)
-	b.launch(kRMSNorm, rowDims(int64(cx.rows)*int64(cx.cols/g), g))
+	b.launch(kRMSNorm, rowDims(kRMSNorm, int64(cx.rows)*int64(cx.cols/g), g))
 }
 
 // Add: dst = a + b, b broadcast over rows when it has one. dst may be a.
@@ -89,7 +89,7 @@ func (b *Backend) Add(dst, a, bias gpu.Tensor) {
 	defer b.leave()
 	n := int64(ca.rows) * int64(ca.cols)
 	b.a.reset().ptr(ca.ptr).ptr(cb.ptr).ptr(cd.ptr).i64(n).i32(ca.cols).i32(cb.rows)
-	b.launch(kAdd, elementwiseDims(n))
+	b.launch(kAdd, elementwiseDims(kAdd, n))
 }
 
 // SiLUMul: dst = silu(gate) · up. dst may be gate.
@@ -101,7 +101,7 @@ func (b *Backend) SiLUMul(dst, gate, up gpu.Tensor) {
 	defer b.leave()
 	n := int64(cg.rows) * int64(cg.cols)
 	b.a.reset().ptr(cg.ptr).ptr(cu.ptr).ptr(cd.ptr).i64(n)
-	b.launch(kSiLUMul, elementwiseDims(n))
+	b.launch(kSiLUMul, elementwiseDims(kSiLUMul, n))
 }
 
 // Softmax: each row of x becomes its softmax, in place.
@@ -110,7 +110,7 @@ func (b *Backend) Softmax(x gpu.Tensor) {
 	b.enter()
 	defer b.leave()
 	b.a.reset().ptr(cx.ptr).i32(cx.cols)
-	b.launch(kSoftmax, rowDims(int64(cx.rows), cx.cols))
+	b.launch(kSoftmax, rowDims(kSoftmax, int64(cx.rows), cx.cols))
 }
 
 // Rope rotates each head of row i of x by the angles of position pos[i],
@@ -146,7 +146,7 @@ func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {
 	}
 	b.a.reset().ptr(cx.ptr).ptr(b.put(&b.pos, pos, "positions")).ptr(factors).
 		i32(cx.rows).i32(cx.cols).i32(r.HeadDim).i32(r.Dims).i32(neox).f32(r.Scale).f32(thetaScale)
-	b.launch(kRope, elementwiseDims(int64(cx.rows)*int64(cx.cols/r.HeadDim)*int64(r.Dims/2)))
+	b.launch(kRope, elementwiseDims(kRope, int64(cx.rows)*int64(cx.cols/r.HeadDim)*int64(r.Dims/2)))
 }
 
 // kvTypeKernel picks the F16 or F32 variant of a K/V kernel.
@@ -173,7 +173,8 @@ func (b *Backend) matmulBLAS(cd, cx, cw *Tensor) bool {
 			return false
 		}
 		b.a.reset().ptr(cw.ptr).i64(cw.rowBytes).ptr(wp).i32(m).i32(k)
-		b.launch(dequantKernel(cw.typ), elementwiseDims(int64(m)*ceilDiv64(int64(k), 8)))
+		dk := dequantKernel(cw.typ)
+		b.launch(dk, elementwiseDims(dk, int64(m)*ceilDiv64(int64(k), 8)))
 	}
 	b.sgemmRowMajor(cd.ptr, cx.ptr, wp, n, k, m)
 	return true

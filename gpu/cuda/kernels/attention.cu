@@ -96,12 +96,12 @@ __device__ void attention(float* __restrict__ dst, const float* __restrict__ q, 
     }
 }
 
-extern "C" __global__ void attention_f16(float* dst, const float* q, const u16* kc, const u16* vc, const int* meta,
-                                         int rows, int heads, int kv_heads, int head_dim, int block_size, float scale) {
+extern "C" __global__ void __launch_bounds__(512) attention_f16(float* dst, const float* q, const u16* kc, const u16* vc, const int* meta,
+                                                                int rows, int heads, int kv_heads, int head_dim, int block_size, float scale) {
     attention<u16>(dst, q, kc, vc, meta, rows, heads, kv_heads, head_dim, block_size, scale);
 }
 
-extern "C" __global__ void attention_f32(float* dst, const float* q, const float* kc, const float* vc, const int* meta,
-                                         int rows, int heads, int kv_heads, int head_dim, int block_size, float scale) {
+extern "C" __global__ void __launch_bounds__(512) attention_f32(float* dst, const float* q, const float* kc, const float* vc, const int* meta,
+                                                                int rows, int heads, int kv_heads, int head_dim, int block_size, float scale) {
     attention<float>(dst, q, kc, vc, meta, rows, heads, kv_heads, head_dim, block_size, scale);
 }

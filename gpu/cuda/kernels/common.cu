@@ -3,6 +3,8 @@
 // reductions, and the dequantization of 8 consecutive elements of a
 // weight row of each GGUF type, which the matmul, matvec and get_rows
 // kernels share. Layouts are models/gguf's (one file per type there).
+// Every kernel declares __launch_bounds__(N), N the threads per block Go
+// launches it with (kernelThreads in bounds.go; a test compares them).
 
 typedef unsigned char u8;
 typedef unsigned short u16;

@@ -39,12 +39,12 @@ __device__ void matvec(const u8* __restrict__ w, long long row_bytes, const floa
     }
 }
 
-extern "C" __global__ void matvec_f32(const u8* w, long long rb, const float* x, float* y, int k, int m) { matvec<tf32>(w, rb, x, y, k, m); }
-extern "C" __global__ void matvec_f16(const u8* w, long long rb, const float* x, float* y, int k, int m) { matvec<tf16>(w, rb, x, y, k, m); }
-extern "C" __global__ void matvec_q8_0(const u8* w, long long rb, const float* x, float* y, int k, int m) { matvec<tq8_0>(w, rb, x, y, k, m); }
-extern "C" __global__ void matvec_q4_0(const u8* w, long long rb, const float* x, float* y, int k, int m) { matvec<tq4_0>(w, rb, x, y, k, m); }
-extern "C" __global__ void matvec_q4_k(const u8* w, long long rb, const float* x, float* y, int k, int m) { matvec<tq4_k>(w, rb, x, y, k, m); }
-extern "C" __global__ void matvec_q6_k(const u8* w, long long rb, const float* x, float* y, int k, int m) { matvec<tq6_k>(w, rb, x, y, k, m); }
+extern "C" __global__ void __launch_bounds__(128) matvec_f32(const u8* w, long long rb, const float* x, float* y, int k, int m) { matvec<tf32>(w, rb, x, y, k, m); }
+extern "C" __global__ void __launch_bounds__(128) matvec_f16(const u8* w, long long rb, const float* x, float* y, int k, int m) { matvec<tf16>(w, rb, x, y, k, m); }
+extern "C" __global__ void __launch_bounds__(128) matvec_q8_0(const u8* w, long long rb, const float* x, float* y, int k, int m) { matvec<tq8_0>(w, rb, x, y, k, m); }
+extern "C" __global__ void __launch_bounds__(128) matvec_q4_0(const u8* w, long long rb, const float* x, float* y, int k, int m) { matvec<tq4_0>(w, rb, x, y, k, m); }
+extern "C" __global__ void __launch_bounds__(128) matvec_q4_k(const u8* w, long long rb, const float* x, float* y, int k, int m) { matvec<tq4_k>(w, rb, x, y, k, m); }
+extern "C" __global__ void __launch_bounds__(128) matvec_q6_k(const u8* w, long long rb, const float* x, float* y, int k, int m) { matvec<tq6_k>(w, rb, x, y, k, m); }
 
 // matmul is for many rows of x (prefill): a block of 256 threads computes
 // a TM × TN tile of dst, 4 × 4 per thread, stepping through k by TK with
@@ -98,12 +98,12 @@ __device__ void matmul(const u8* __restrict__ w, long long row_bytes, const floa
     }
 }
 
-extern "C" __global__ void matmul_f32(const u8* w, long long rb, const float* x, float* y, int n, int k, int m) { matmul<tf32>(w, rb, x, y, n, k, m); }
-extern "C" __global__ void matmul_f16(const u8* w, long long rb, const float* x, float* y, int n, int k, int m) { matmul<tf16>(w, rb, x, y, n, k, m); }
-extern "C" __global__ void matmul_q8_0(const u8* w, long long rb, const float* x, float* y, int n, int k, int m) { matmul<tq8_0>(w, rb, x, y, n, k, m); }
-extern "C" __global__ void matmul_q4_0(const u8* w, long long rb, const float* x, float* y, int n, int k, int m) { matmul<tq4_0>(w, rb, x, y, n, k, m); }
-extern "C" __global__ void matmul_q4_k(const u8* w, long long rb, const float* x, float* y, int n, int k, int m) { matmul<tq4_k>(w, rb, x, y, n, k, m); }
-extern "C" __global__ void matmul_q6_k(const u8* w, long long rb, const float* x, float* y, int n, int k, int m) { matmul<tq6_k>(w, rb, x, y, n, k, m); }
+extern "C" __global__ void __launch_bounds__(256) matmul_f32(const u8* w, long long rb, const float* x, float* y, int n, int k, int m) { matmul<tf32>(w, rb, x, y, n, k, m); }
+extern "C" __global__ void __launch_bounds__(256) matmul_f16(const u8* w, long long rb, const float* x, float* y, int n, int k, int m) { matmul<tf16>(w, rb, x, y, n, k, m); }
+extern "C" __global__ void __launch_bounds__(256) matmul_q8_0(const u8* w, long long rb, const float* x, float* y, int n, int k, int m) { matmul<tq8_0>(w, rb, x, y, n, k, m); }
+extern "C" __global__ void __launch_bounds__(256) matmul_q4_0(const u8* w, long long rb, const float* x, float* y, int n, int k, int m) { matmul<tq4_0>(w, rb, x, y, n, k, m); }
+extern "C" __global__ void __launch_bounds__(256) matmul_q4_k(const u8* w, long long rb, const float* x, float* y, int n, int k, int m) { matmul<tq4_k>(w, rb, x, y, n, k, m); }
+extern "C" __global__ void __launch_bounds__(256) matmul_q6_k(const u8* w, long long rb, const float* x, float* y, int n, int k, int m) { matmul<tq6_k>(w, rb, x, y, n, k, m); }
 
 // get_rows: dst[i,:] = table[ids[i],:] dequantized; a thread per run of 8
 // elements, blockIdx.y the row.
@@ -123,12 +123,12 @@ __device__ void get_rows(const u8* __restrict__ table, long long row_bytes, cons
     }
 }
 
-extern "C" __global__ void get_rows_f32(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tf32>(t, rb, ids, dst, cols); }
-extern "C" __global__ void get_rows_f16(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tf16>(t, rb, ids, dst, cols); }
-extern "C" __global__ void get_rows_q8_0(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tq8_0>(t, rb, ids, dst, cols); }
-extern "C" __global__ void get_rows_q4_0(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tq4_0>(t, rb, ids, dst, cols); }
-extern "C" __global__ void get_rows_q4_k(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tq4_k>(t, rb, ids, dst, cols); }
-extern "C" __global__ void get_rows_q6_k(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tq6_k>(t, rb, ids, dst, cols); }
+extern "C" __global__ void __launch_bounds__(128) get_rows_f32(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tf32>(t, rb, ids, dst, cols); }
+extern "C" __global__ void __launch_bounds__(128) get_rows_f16(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tf16>(t, rb, ids, dst, cols); }
+extern "C" __global__ void __launch_bounds__(128) get_rows_q8_0(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tq8_0>(t, rb, ids, dst, cols); }
+extern "C" __global__ void __launch_bounds__(128) get_rows_q4_0(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tq4_0>(t, rb, ids, dst, cols); }
+extern "C" __global__ void __launch_bounds__(128) get_rows_q4_k(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tq4_k>(t, rb, ids, dst, cols); }
+extern "C" __global__ void __launch_bounds__(128) get_rows_q6_k(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tq6_k>(t, rb, ids, dst, cols); }
 
 // dequant: the rows × cols weight w as F32 in dst (for cuBLAS), a thread
 // per run of 8 elements of a row.
@@ -149,9 +149,9 @@ __device__ void dequant(const u8* __restrict__ w, long long row_bytes, float* __
     }
 }
 
-extern "C" __global__ void dequant_f32(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tf32>(w, rb, dst, rows, cols); }
-extern "C" __global__ void dequant_f16(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tf16>(w, rb, dst, rows, cols); }
-extern "C" __global__ void dequant_q8_0(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tq8_0>(w, rb, dst, rows, cols); }
-extern "C" __global__ void dequant_q4_0(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tq4_0>(w, rb, dst, rows, cols); }
-extern "C" __global__ void dequant_q4_k(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tq4_k>(w, rb, dst, rows, cols); }
-extern "C" __global__ void dequant_q6_k(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tq6_k>(w, rb, dst, rows, cols); }
+extern "C" __global__ void __launch_bounds__(256) dequant_f32(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tf32>(w, rb, dst, rows, cols); }
+extern "C" __global__ void __launch_bounds__(256) dequant_f16(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tf16>(w, rb, dst, rows, cols); }
+extern "C" __global__ void __launch_bounds__(256) dequant_q8_0(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tq8_0>(w, rb, dst, rows, cols); }
+extern "C" __global__ void __launch_bounds__(256) dequant_q4_0(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tq4_0>(w, rb, dst, rows, cols); }
+extern "C" __global__ void __launch_bounds__(256) dequant_q4_k(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tq4_k>(w, rb, dst, rows, cols); }
+extern "C" __global__ void __launch_bounds__(256) dequant_q6_k(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tq6_k>(w, rb, dst, rows, cols); }

@@ -4,7 +4,7 @@
 // rms_norm: each run of g elements (blockIdx.x the run) becomes
 // x / sqrt(mean(x²) + eps) · w. y may be x: every read precedes the
 // reduction's barrier, every write follows it.
-extern "C" __global__ void rms_norm(const float* x, const float* w, float* y, int g, float eps) {
+extern "C" __global__ void __launch_bounds__(256) rms_norm(const float* x, const float* w, float* y, int g, float eps) {
     const float* xr = x + (long long)blockIdx.x * g;
     float* yr = y + (long long)blockIdx.x * g;
     double s = 0;
@@ -16,7 +16,7 @@ extern "C" __global__ void rms_norm(const float* x, const float* w, float* y, in
 }
 
 // add: y = a + b, b's row 0 for every row when b_rows is 1 (a bias).
-extern "C" __global__ void add(const float* a, const float* b, float* y, long long n, int cols, int b_rows) {
+extern "C" __global__ void __launch_bounds__(256) add(const float* a, const float* b, float* y, long long n, int cols, int b_rows) {
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
     long long bi = b_rows == 1 ? t % cols : t;
@@ -24,7 +24,7 @@ extern "C" __global__ void add(const float* a, const float* b, float* y, long lo
 }
 
 // silu_mul: y = gate / (1 + e^-gate) · up.
-extern "C" __global__ void silu_mul(const float* gate, const float* up, float* y, long long n) {
+extern "C" __global__ void __launch_bounds__(256) silu_mul(const float* gate, const float* up, float* y, long long n) {
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
     float g = gate[t];
@@ -33,7 +33,7 @@ extern "C" __global__ void silu_mul(const float* gate, const float* up, float* y
 
 // softmax of each row (blockIdx.x), in place: e^(x - max), summed in
 // double, scaled by the float of 1/sum.
-extern "C" __global__ void softmax(float* x, int cols) {
+extern "C" __global__ void __launch_bounds__(256) softmax(float* x, int cols) {
     float* r = x + (long long)blockIdx.x * cols;
     float m = NEG_INF;
     for (int i = threadIdx.x; i < cols; i += blockDim.x) m = fmaxf(m, r[i]);
@@ -54,8 +54,8 @@ extern "C" __global__ void softmax(float* x, int cols) {
 // multiplications, a = scale · (theta / factor[i]), cos and sin of a in
 // double rounded to float. Pair i is (2i, 2i+1), or (i, i + dims/2) for
 // NeoX.
-extern "C" __global__ void rope(float* x, const int* pos, const float* factors, int rows, int cols,
-                                int head_dim, int dims, int neox, float scale, float theta_scale) {
+extern "C" __global__ void __launch_bounds__(256) rope(float* x, const int* pos, const float* factors, int rows, int cols,
+                                                       int head_dim, int dims, int neox, float scale, float theta_scale) {
     int half = dims / 2, heads = cols / head_dim;
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= (long long)rows * heads * half) return;
@@ -97,12 +97,12 @@ __device__ void write_kv(const float* k, const float* v, const int* slots, KV* k
     kv_store(vc, at, v[t]);
 }
 
-extern "C" __global__ void write_kv_f16(const float* k, const float* v, const int* slots, u16* kc, u16* vc,
-                                        int n, int kv_heads, int head_dim, int block_size) {
+extern "C" __global__ void __launch_bounds__(256) write_kv_f16(const float* k, const float* v, const int* slots, u16* kc, u16* vc,
+                                                               int n, int kv_heads, int head_dim, int block_size) {
     write_kv<u16>(k, v, slots, kc, vc, n, kv_heads, head_dim, block_size);
 }
 
-extern "C" __global__ void write_kv_f32(const float* k, const float* v, const int* slots, float* kc, float* vc,
-                                        int n, int kv_heads, int head_dim, int block_size) {
+extern "C" __global__ void __launch_bounds__(256) write_kv_f32(const float* k, const float* v, const int* slots, float* kc, float* vc,
+                                                               int n, int kv_heads, int head_dim, int block_size) {
     write_kv<float>(k, v, slots, kc, vc, n, kv_heads, head_dim, block_size);
 }

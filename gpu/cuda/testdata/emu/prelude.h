@@ -18,6 +18,7 @@
 #define __forceinline__ inline
 #define __restrict__ __restrict
 #define __shared__ static
+#define __launch_bounds__(...)
 
 struct emu_dim3 {
     unsigned x, y, z;
