@@ -25,7 +25,8 @@ type Backend struct {
 	allocs  map[uint64]int64 // every device allocation of this backend, by pointer: its bytes
 	used    int64            // Σ allocs
 	closed  bool
-	a       args    // the parameters of the launch being made
+	a       args    // the parameters of the launch an op is making
+	replay  args    // the parameters of a matched launch that flush (graph.go) makes
 	ids     devInts // Embed, Gather
 	pos     devInts // Rope
 	slots   devInts // WriteKV
@@ -429,12 +430,12 @@ func (b *Backend) launch(k kernel, d dims) {
 		b.launchOrDefer(k, d)
 		return
 	}
-	b.launchNow(k, d)
+	b.launchNow(k, d, &b.a)
 }
 
-// launchNow launches kernel k at once.
-func (b *Backend) launchNow(k kernel, d dims) {
-	if r := b.d.LaunchKernel(b.fn[k], d.grid, d.block, 0, b.stream, b.a.params()); r != 0 {
+// launchNow launches kernel k at once with the parameters in a.
+func (b *Backend) launchNow(k kernel, d dims, a *args) {
+	if r := b.d.LaunchKernel(b.fn[k], d.grid, d.block, 0, b.stream, a.params()); r != 0 {
 		b.d.must("cuLaunchKernel "+k.String(), r) // the name is built on failure only
 	}
 	if b.syncEach {

@@ -75,11 +75,9 @@ func (b *Backend) launchOrDefer(k kernel, d dims) {
 			g.pos++
 			return
 		}
-		saved := b.a
 		b.flush()
-		b.a = saved
 	}
-	b.launchNow(k, d)
+	b.launchNow(k, d, &b.a)
 	if len(g.rec) < maxRecorded {
 		g.rec = append(g.rec, launchRec{k: k, d: d, n: b.a.n, vals: b.a.vals})
 	} else {
@@ -122,7 +120,10 @@ func (b *Backend) graphBreak() {
 }
 
 // flush launches the kernels matched so far eagerly, in order, and ends
-// the match; the graph is dropped, as the steps no longer repeat.
+// the match; the graph is dropped, as the steps no longer repeat. Their
+// parameters go through b.replay, never b.a: flush runs inside ops (an
+// upload or an allocation breaks the match), possibly while b.a holds the
+// op's list half built.
 func (b *Backend) flush() {
 	g := &b.g
 	g.deferring = false
@@ -130,11 +131,11 @@ func (b *Backend) flush() {
 	g.rec = append(g.rec[:0], matched...)
 	for i := range matched {
 		r := &matched[i]
-		b.a.reset()
+		b.replay.reset()
 		for _, v := range r.vals[:r.n] {
-			b.a.put(v)
+			b.replay.put(v)
 		}
-		b.launchNow(r.k, r.d)
+		b.launchNow(r.k, r.d, &b.replay)
 	}
 	g.recOK, g.stable = false, 0
 	b.dropGraph()

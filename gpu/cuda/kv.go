@@ -88,7 +88,8 @@ func (b *Backend) WriteKV(c gpu.KVCache, layer int, k, v gpu.Tensor, slots []int
 	}
 	b.enter()
 	defer b.leave()
-	b.a.reset().ptr(ck.ptr).ptr(cv.ptr).ptr(b.put(&b.slots, slots, "K/V slots")).ptr(cc.k(layer)).ptr(cc.v(layer)).
+	ps := b.put(&b.slots, slots, "K/V slots") // before the list: put may launch (graph.go)
+	b.a.reset().ptr(ck.ptr).ptr(cv.ptr).ptr(ps).ptr(cc.k(layer)).ptr(cc.v(layer)).
 		i32(len(slots)).i32(cc.spec.KVHeads).i32(cc.spec.HeadDim).i32(cc.blockSize)
 	kern := kvTypeKernel(cc.spec.Type, kWriteKVF16, kWriteKVF32)
 	b.launch(kern, elementwiseDims(kern, int64(len(slots))*int64(cc.width)))
@@ -140,7 +141,8 @@ func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *
 	b.enter()
 	defer b.leave()
 	heads := cq.cols / spec.HeadDim
-	b.a.reset().ptr(cd.ptr).ptr(cq.ptr).ptr(cc.k(layer)).ptr(cc.v(layer)).ptr(b.put(&b.meta, b.host, "attention tables")).
+	meta := b.put(&b.meta, b.host, "attention tables") // before the list: put may launch (graph.go)
+	b.a.reset().ptr(cd.ptr).ptr(cq.ptr).ptr(cc.k(layer)).ptr(cc.v(layer)).ptr(meta).
 		i32(cq.rows).i32(heads).i32(spec.KVHeads).i32(spec.HeadDim).i32(spec.BlockSize).f32(scale)
 	k := kvTypeKernel(spec.Type, kAttentionF16, kAttentionF32)
 	b.launch(k, attentionDims(k, heads, cq.rows))

@@ -144,7 +144,8 @@ func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {
 	if r.Neox {
 		neox = 1
 	}
-	b.a.reset().ptr(cx.ptr).ptr(b.put(&b.pos, pos, "positions")).ptr(factors).
+	pp := b.put(&b.pos, pos, "positions") // before the list: put may launch (graph.go)
+	b.a.reset().ptr(cx.ptr).ptr(pp).ptr(factors).
 		i32(cx.rows).i32(cx.cols).i32(r.HeadDim).i32(r.Dims).i32(neox).f32(r.Scale).f32(thetaScale)
 	b.launch(kRope, elementwiseDims(kRope, int64(cx.rows)*int64(cx.cols/r.HeadDim)*int64(r.Dims/2)))
 }
