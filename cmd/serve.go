@@ -162,7 +162,8 @@ func init() {
 			"FOLIO_KV_STORE_MAX (bytes on disk of persisted prefixes, kvcache.db with its WAL; at least 1 MiB;\n" +
 			"default 10% of free disk, at most 20 GB),\n" +
 			"FOLIO_ORIGINS (browser origins allowed beyond localhost and app pages, comma-separated; * for all),\n" +
-			"FOLIO_MAX_BODY (bytes of a request body, 32 MiB; blob uploads are not limited).\n" +
+			"FOLIO_MAX_BODY (bytes of a request body, 32 MiB; blob uploads are not limited),\n" +
+			"FOLIO_MAX_CONNECTIONS (connections open at once, default half the open-file limit; 0: no cap).\n" +
 			"The default address serves this machine only: set FOLIO_HOST=0.0.0.0 to serve the network.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -187,6 +188,10 @@ func init() {
 			if err != nil {
 				return err
 			}
+			maxConns, err := envInt("FOLIO_MAX_CONNECTIONS", int64(server.DefaultMaxConnections()))
+			if err != nil {
+				return err
+			}
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("serve: %w (is another server on %s? set FOLIO_HOST)", err, addr)
@@ -194,8 +199,10 @@ func init() {
 			srv := server.New(cfg)
 			defer srv.Close()
 			// Headers must arrive in 10 s and an idle keep-alive connection is closed after 2 minutes;
-			// bodies have no deadline (a blob upload may take an hour); the others are size-limited (FOLIO_MAX_BODY).
+			// a body must keep arriving (the server's BodyTimeout and BodyMinBytes), however long it
+			// is, and an answer may stream for as long as it takes: there is no whole-request deadline.
 			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+			ln = server.LimitListener(ln, int(maxConns), cfg.Log)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			go func() {
@@ -204,7 +211,7 @@ func init() {
 				defer cancel()
 				hs.Shutdown(sctx)
 			}()
-			cfg.Log.Info("folio serving", "addr", ln.Addr().String(), "version", Version)
+			cfg.Log.Info("folio serving", "addr", ln.Addr().String(), "version", Version, "max_connections", maxConns)
 			if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 				return err
 			}

@@ -134,9 +134,12 @@ func fuzzAPI(f *testing.F, routes []fuzzRoute) {
 		}
 		if c := rec.Code; c >= 300 && c < 400 {
 			// ServeMux sends an unclean path ("/api/blobs/..") to its
-			// clean form, and nothing else redirects.
+			// clean form, with a JSON body, and nothing else redirects.
 			if clean := path.Clean(req.URL.Path); clean == req.URL.Path || rec.Header().Get("Location") == "" {
 				t.Fatalf("%s %s: status %d to %q", rt.method, target, c, rec.Header().Get("Location"))
+			}
+			if !json.Valid(rec.Body.Bytes()) {
+				t.Fatalf("%s %s: redirect body %q is not JSON", rt.method, target, rec.Body)
 			}
 			return
 		}

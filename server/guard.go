@@ -23,7 +23,8 @@ import (
 //     passes only from localhost pages, desktop-app schemes and the
 //     origins of FOLIO_ORIGINS; preflights (OPTIONS) of those are answered
 //     here; requests without an Origin (curl, SDKs) pass;
-//   - the body size (MaxBodyBytes) of everything but blob uploads.
+//   - the body size (MaxBodyBytes) of everything but blob uploads, and the
+//     pace at which every body must arrive (boundBody, conns.go).
 //
 // It also records where the request came from (peerOf: this process,
 // this machine or the network), for the file-path rule of checkModelName
@@ -201,6 +202,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) (*http.Request, b
 			return r, false
 		}
 	}
+	s.boundBody(w, r)
 	if !unlimitedBody(r) { // blob uploads: see pull.go
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	}

@@ -84,6 +84,8 @@ func oaiErrorOf(err error) (int, oaiError) {
 		code = "unsupported_parameter"
 	case status == http.StatusRequestEntityTooLarge:
 		code = "request_too_large"
+	case status == http.StatusRequestTimeout:
+		code = "request_timeout"
 	case errors.Is(err, runner.ErrBusy):
 		code = "server_busy"
 	}

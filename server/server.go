@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/ollama/ollama/api"
@@ -44,6 +46,11 @@ type Config struct {
 	// Home is FOLIO_HOME, whose manifests give models their template,
 	// system prompt, messages and parameters; "": Install's home, if any.
 	Home string
+	// BodyTimeout and BodyMinBytes pace request bodies: each BodyTimeout
+	// (default 30 s) must bring BodyMinBytes (default 64 KiB) of a body,
+	// or its end, else 408 and the connection is closed (conns.go).
+	BodyTimeout  time.Duration
+	BodyMinBytes int64
 	// Install is where /api/pull, /api/create and /api/blobs put models
 	// (home, registry, download settings); nil: they answer 501.
 	Install *installer.Options
@@ -73,6 +80,12 @@ func New(cfg Config) *Server {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 32 << 20
 	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = defaultBodyTimeout
+	}
+	if cfg.BodyMinBytes <= 0 {
+		cfg.BodyMinBytes = defaultBodyMinBytes
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
@@ -92,8 +105,44 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if h, _ := s.mux.Handler(r); reflect.TypeOf(h) == redirectType {
+		redirect(w, r, h)
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
+
+// redirectType is the type of the handler ServeMux picks for a path it
+// redirects: an unclean path (//api/tags, /api/../api/tags) or a subtree
+// named without its slash (/v1).
+var redirectType = reflect.TypeOf(http.RedirectHandler("/", http.StatusTemporaryRedirect))
+
+// redirect answers with the status and Location of ServeMux's redirect h
+// and, in place of its HTML, a JSON body in the error format of the API
+// the redirect leads to.
+func redirect(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	rec := headerRecorder{header: http.Header{}}
+	h.ServeHTTP(&rec, r)
+	loc := rec.header.Get("Location")
+	w.Header().Set("Location", loc)
+	msg := fmt.Sprintf("%s %s is served at %s: request that path", r.Method, r.URL.Path, loc)
+	if strings.HasPrefix(loc, "/v1/") {
+		writeJSON(w, rec.status, map[string]oaiError{"error": {Message: msg, Type: "invalid_request_error"}})
+		return
+	}
+	writeJSON(w, rec.status, map[string]string{"error": msg})
+}
+
+// headerRecorder keeps the status and headers a handler writes and drops
+// its body.
+type headerRecorder struct {
+	header http.Header
+	status int
+}
+
+func (h *headerRecorder) Header() http.Header         { return h.header }
+func (h *headerRecorder) WriteHeader(status int)      { h.status = status }
+func (h *headerRecorder) Write(p []byte) (int, error) { return len(p), nil }
 
 // Close unloads every model.
 func (s *Server) Close() { s.models.closeAll() }
@@ -153,6 +202,8 @@ func statusOf(err error) int {
 	switch {
 	case errors.As(err, &maxBytes):
 		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errSlowBody):
+		return http.StatusRequestTimeout
 	case errors.Is(err, errForbidden):
 		return http.StatusForbidden
 	case errors.Is(err, ErrModelNotFound), errors.Is(err, models.ErrNotFound), errors.Is(err, errNotFoundPath):
