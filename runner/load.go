@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"folio/gpu"
 	"folio/gpu/cpu"
@@ -153,9 +152,9 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 	for _, t := range f.Tensors {
 		need.Weights += t.Bytes
 	}
-	be, err := newBackend(f, cfg.Layers, &need, opt)
+	be, err := newBackend(f, spec, &need, opt)
 	if err != nil {
-		return nil, err
+		return nil, kvTypeErr(err, spec)
 	}
 	am, err := arch.Load(f, be, aopt)
 	if err != nil {
@@ -182,13 +181,8 @@ func kvTypeErr(err error, spec gpu.KVSpec) error {
 // newBackend is the GPU's backend when FOLIO_GPU (cpu, cuda, or auto, the
 // default) allows it: the whole model there, or as many layers as fit
 // with the rest on the CPU; else the CPU's.
-func newBackend(f *gguf.File, layers int, need *MemoryNeed, opt LoadOptions) (gpu.Backend, error) {
-	cn := cuda.Need{Weights: need.Weights, KV: need.KV, Scratch: need.Scratch, Layers: layers}
-	for _, t := range f.Tensors {
-		if strings.HasPrefix(t.Name, "blk.") {
-			cn.LayerWeights += t.Bytes
-		}
-	}
+func newBackend(f *gguf.File, spec gpu.KVSpec, need *MemoryNeed, opt LoadOptions) (gpu.Backend, error) {
+	cn := cuda.NeedOf(f, spec, need.Scratch)
 	g, err := cuda.Choose(os.Getenv("FOLIO_GPU"), cn, func() gpu.Backend { return cpu.New(opt.Threads) })
 	if err != nil {
 		return nil, err

@@ -300,7 +300,7 @@ func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data 
 	if int64(len(data)) != int64(rows)*rb {
 		return nil, fmt.Errorf("cuda: weight %s: %v [%d, %d] takes %d bytes, got %d", name, typ, rows, cols, int64(rows)*rb, len(data))
 	}
-	if _, native := nativeTypes[typ]; !native || rows == 1 && typ != gguf.TypeF32 {
+	if uploadType(typ, rows) != typ { // WeightBytes counts what this uploads
 		f := make([]float32, rows*cols)
 		if err := gguf.Dequantize(typ, data, f); err != nil {
 			return nil, fmt.Errorf("cuda: weight %s: %w", name, err)
@@ -474,7 +474,6 @@ func (b *Backend) tryGrow(buf *devBuf, n int64, what string) (uint64, error) {
 		delete(b.allocs, buf.ptr)
 		buf.ptr, buf.cap = 0, 0
 	}
-	n = max(n, 2*buf.cap, 4096)
 	p, err := b.alloc(n, what)
 	if err != nil {
 		return 0, err
@@ -501,7 +500,9 @@ func (b *Backend) put(buf *devInts, vals []int32, what string) uint64 {
 	if buf.ptr != 0 && len(vals) == len(buf.last) && equalInts(vals, buf.last) {
 		return buf.ptr
 	}
-	b.grow(&buf.devBuf, 4*int64(len(vals)), what)
+	if n := 4 * int64(len(vals)); n > buf.cap {
+		b.grow(&buf.devBuf, max(n, 2*buf.cap, 4096), what) // doubling: tables grow a little at a time
+	}
 	b.graphUpload(buf.ptr)
 	buf.last = append(buf.last[:0], vals...)
 	b.d.must("cuMemcpyHtoDAsync", b.d.MemcpyHtoDAsync(buf.ptr, unsafe.Pointer(&buf.last[0]), uint64(4*len(vals)), b.stream))

@@ -38,11 +38,8 @@ func (b *Backend) NewKVCache(spec gpu.KVSpec) (gpu.KVCache, error) {
 	if err := spec.Check(); err != nil {
 		return nil, err
 	}
-	if spec.Type == gguf.TypeQ8_0 {
-		return nil, fmt.Errorf("%w: cuda: a q8_0 K/V cache runs on the CPU only for now: use f16, or FOLIO_GPU=cpu", gpu.ErrUnsupported)
-	}
-	if spec.HeadDim > attMaxHead {
-		return nil, fmt.Errorf("%w: cuda: attention heads of %d elements (at most %d)", gpu.ErrUnsupported, spec.HeadDim, attMaxHead)
+	if err := checkKV(spec); err != nil {
+		return nil, err
 	}
 	c := &KVCache{spec: spec, elem: 4, width: spec.KVHeads * spec.HeadDim, blockSize: spec.BlockSize}
 	if spec.Type == gguf.TypeF16 {

@@ -3,26 +3,37 @@ package cuda
 import (
 	"fmt"
 	"log"
+	"strings"
 	"sync"
 
 	"folio/gpu"
+	"folio/models/arch"
+	"folio/models/gguf"
 )
 
-// Need is the device memory a model takes: its weights as stored, the K/V
-// pool and the activations; Layers and LayerWeights say how much of it
-// could move to the CPU, a layer at a time.
+// Need is the device memory a model takes: its weights as Weight uploads
+// them, the K/V pool, the activations and cuBLAS's scratch; Layers and
+// LayerWeights say how much of it could move to the CPU, a layer at a
+// time. NeedOf computes it from a model file.
 type Need struct {
 	Weights, KV, Scratch int64
-	Layers               int   // the model's layers
-	LayerWeights         int64 // the weights of the layers (blk.*), part of Weights
+	// BLAS is the F32 copy of the largest weight prefill's matmuls
+	// dequantize for cuBLAS (matmulBLAS); place counts none without cuBLAS.
+	BLAS         int64
+	Layers       int   // the model's layers
+	LayerWeights int64 // the weights of the layers (blk.*), part of Weights
+	// KVSpec is the pool asked for: a type or head size the GPU has no
+	// kernel for is refused before any weight is uploaded. Zero: unchecked.
+	KVSpec gpu.KVSpec
 }
 
 // Reserve is kept free beyond Need on the device: the kernels' module, the
-// per-op tables, and the driver's own allocations as the model runs.
+// per-op tables, and the driver's own allocations (cuBLAS's workspace,
+// graphs) as the model runs.
 const Reserve = 512 << 20
 
 // Total is what the model takes with the reserve.
-func (n Need) Total() int64 { return n.Weights + n.KV + n.Scratch + Reserve }
+func (n Need) Total() int64 { return n.Weights + n.KV + n.Scratch + n.BLAS + Reserve }
 
 func gib(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
 
@@ -36,23 +47,83 @@ func (n Need) Fit(dev Device, free int64) error {
 	if n.KV+n.Scratch > n.Weights/4 {
 		hint = "lower num_ctx or FOLIO_KV_MEMORY (the K/V cache), or num_batch (scratch); or FOLIO_GPU=cpu"
 	}
-	return fmt.Errorf("%w: cuda: the model needs %s on %s (weights %s, K/V cache %s, scratch %s, reserve %s) and %s is free: %s",
-		gpu.ErrOutOfMemory, gib(n.Total()), dev.Name, gib(n.Weights), gib(n.KV), gib(n.Scratch), gib(Reserve), gib(free), hint)
+	return fmt.Errorf("%w: cuda: the model needs %s on %s (weights %s as uploaded, K/V cache %s, scratch %s, cuBLAS scratch %s, reserve %s) and %s is free: %s",
+		gpu.ErrOutOfMemory, gib(n.Total()), dev.Name, gib(n.Weights), gib(n.KV), gib(n.Scratch), gib(n.BLAS), gib(Reserve), gib(free), hint)
 }
 
 // LayersThatFit is how many layers, each with its weights and its share of
 // the K/V pool, fit in free bytes beside everything that stays on the GPU
-// (the weights outside the layers, scratch, the reserve); at most Layers.
+// (the weights outside the layers, scratch, cuBLAS's scratch, the
+// reserve); at most Layers.
 func (n Need) LayersThatFit(free int64) int {
 	if n.Layers <= 0 {
 		return 0
 	}
 	perLayer := (n.LayerWeights + n.KV + int64(n.Layers) - 1) / int64(n.Layers)
-	avail := free - Reserve - n.Scratch - (n.Weights - n.LayerWeights)
+	avail := free - Reserve - n.Scratch - n.BLAS - (n.Weights - n.LayerWeights)
 	if avail <= 0 || perLayer <= 0 {
 		return 0
 	}
 	return int(min(int64(n.Layers), avail/perLayer))
+}
+
+// NeedOf is the Need of the model in f with a K/V pool of spec and scratch
+// bytes of activations: each tensor counted as Weight uploads it
+// (WeightBytes), so a type the kernels do not read counts as F32 (5.8
+// times its file size for Q5_K).
+func NeedOf(f *gguf.File, spec gpu.KVSpec, scratch int64) Need {
+	n := Need{KV: spec.Bytes(), Scratch: scratch, Layers: spec.Layers, KVSpec: spec}
+	for _, t := range f.Tensors {
+		rows, cols := tensorRows(&t), int(t.Shape[0])
+		b := t.Bytes
+		if gguf.CanDequantize(t.Type) { // else Weight refuses it, and loading fails with the reason
+			b = WeightBytes(t.Type, rows, cols)
+		}
+		n.Weights += b
+		if strings.HasPrefix(t.Name, "blk.") {
+			n.LayerWeights += b
+		}
+		if typ := uploadType(t.Type, rows); typ != gguf.TypeF32 && !arch.LookupOnly(f, t.Name) {
+			n.BLAS = max(n.BLAS, 4*int64(rows)*int64(cols))
+		}
+	}
+	return n
+}
+
+// tensorRows is the rows of a GGUF tensor: every dimension past the first.
+func tensorRows(t *gguf.TensorInfo) int {
+	rows := 1
+	for _, d := range t.Shape[1:] {
+		rows *= int(d)
+	}
+	return rows
+}
+
+// uploadType is the type Weight keeps a weight of typ with rows rows in:
+// its own for the types the kernels read, F32 for the others and for a
+// one-row weight (a norm or a bias).
+func uploadType(typ gguf.TensorType, rows int) gguf.TensorType {
+	if _, native := nativeTypes[typ]; !native || rows == 1 {
+		return gguf.TypeF32
+	}
+	return typ
+}
+
+// WeightBytes is the device memory Weight takes for a rows × cols weight
+// of typ.
+func WeightBytes(typ gguf.TensorType, rows, cols int) int64 {
+	return int64(rows) * uploadType(typ, rows).RowBytes(int64(cols))
+}
+
+// checkKV refuses a K/V pool the kernels cannot read or write.
+func checkKV(spec gpu.KVSpec) error {
+	if spec.Type == gguf.TypeQ8_0 {
+		return fmt.Errorf("%w: cuda: a q8_0 K/V cache runs on the CPU only for now: use f16, or FOLIO_GPU=cpu", gpu.ErrUnsupported)
+	}
+	if spec.HeadDim > attMaxHead {
+		return fmt.Errorf("%w: cuda: attention heads of %d elements (at most %d)", gpu.ErrUnsupported, spec.HeadDim, attMaxHead)
+	}
+	return nil
 }
 
 // Free is the device memory free now.
@@ -91,6 +162,12 @@ func choose(mode string, need Need, host func() gpu.Backend, open func() (*Backe
 		return nil, fmt.Errorf("cuda: FOLIO_GPU=%q: use cpu, cuda or auto", mode)
 	}
 	b, err := open()
+	if err == nil && need.KVSpec != (gpu.KVSpec{}) {
+		if kerr := checkKV(need.KVSpec); kerr != nil { // the GPU is there: refused, whatever the mode
+			b.Close()
+			return nil, kerr
+		}
+	}
 	if err == nil {
 		var be gpu.Backend
 		if be, err = place(b, need, host); err == nil {
@@ -107,6 +184,9 @@ func choose(mode string, need Need, host func() gpu.Backend, open func() (*Backe
 
 // place puts the model on b whole, or split with host, or says why not.
 func place(b *Backend, need Need, host func() gpu.Backend) (gpu.Backend, error) {
+	if b.blas == nil {
+		need.BLAS = 0
+	}
 	free, err := b.Free()
 	if err != nil {
 		return nil, err
