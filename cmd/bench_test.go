@@ -129,7 +129,7 @@ func TestBenchServeHTTP(t *testing.T) {
 			w.(http.Flusher).Flush()
 		}
 		fmt.Fprintf(w, "{\"response\":\"\",\"done\":true,\"eval_count\":%d,\"prompt_eval_count\":%d,\"prompt_cached_count\":%d}\n",
-			req.Options.NumPredict, words-words/4, words/4)
+			req.Options.NumPredict, words, words/4)
 	}))
 	defer srv.Close()
 	var r serveJSON

@@ -3,13 +3,13 @@ package runner
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"folio/gpu"
 )
 
 // Embed returns the embedding of ids: the mean of the final hidden states
-// (after the output norm) of every token, scaled to unit length. It runs
+// (after the output norm) of every token, as the model pools them, not
+// scaled (callers normalize when their API says so). It runs
 // between scheduler steps on blocks of its own, which go back to the pool
 // before it returns; generation requests wait for it.
 func (e *Engine) Embed(ctx context.Context, ids []int32) ([]float32, error) {
@@ -65,16 +65,9 @@ func (e *Engine) embed(ids []int32, bs int) ([]float32, error) {
 		}
 		from += n
 	}
-	var norm float64
-	for _, v := range sum {
-		norm += v * v
-	}
-	norm = math.Sqrt(norm)
 	out := make([]float32, dim)
 	for j, v := range sum {
-		if norm > 0 {
-			out[j] = float32(v / norm)
-		}
+		out[j] = float32(v / float64(len(ids)))
 	}
 	return out, nil
 }

@@ -57,7 +57,7 @@ type Event struct {
 // Stats describe a finished request, with Ollama's meanings, plus the
 // prompt tokens reused from the prefix cache.
 type Stats struct {
-	PromptTokens   int           // prompt tokens computed (prompt_eval_count)
+	PromptTokens   int           // prompt tokens computed; with CachedTokens, the prompt (prompt_eval_count)
 	CachedTokens   int           // prompt tokens reused from the prefix cache (prompt_cached_count)
 	RestoredTokens int           // of those, the ones loaded from the persisted store
 	PromptDuration time.Duration // from admission to the first sampled token

@@ -54,6 +54,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	loaded := time.Now()
 	if len(req.Messages) == 0 {
 		reason := "load"
 		if req.KeepAlive != nil && req.KeepAlive.Duration == 0 {
@@ -96,6 +97,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	var content, thinking strings.Builder
 	var lps []api.Logprob
 	var toolCalls []api.ToolCall
+	var cached *int
 	for {
 		ev, ok := st.Recv(r.Context())
 		if !ok {
@@ -118,12 +120,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			resp.Message.Thinking += t2
 			resp.Message.ToolCalls = append(resp.Message.ToolCalls, more...)
 			resp.Done, resp.DoneReason = true, ev.Reason
-			resp.Metrics = metrics(ev.Stats, start, l)
+			resp.Metrics, cached = metrics(ev.Stats, start, loaded)
 		}
 		if out.stream {
 			m := resp.Message
 			if m.Content != "" || m.Thinking != "" || len(m.ToolCalls) > 0 || resp.Logprobs != nil || resp.Done {
-				out.send(resp)
+				out.send(chatResponse{resp, cached})
 			}
 		} else {
 			content.WriteString(resp.Message.Content)
@@ -135,7 +137,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			if !out.stream {
 				resp.Message.Content, resp.Message.Thinking, resp.Logprobs = content.String(), thinking.String(), lps
 				resp.Message.ToolCalls = toolCalls
-				out.send(resp)
+				out.send(chatResponse{resp, cached})
 			}
 			return
 		}

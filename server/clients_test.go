@@ -42,15 +42,21 @@ func TestRealClients(t *testing.T) {
 	}
 	modules := installClients(t)
 	_, base := newTestServer(t)
+	runClientScript(t, node, modules, base, "clients.mjs")
+}
 
+// runClientScript runs testdata/clients/<script> with node against the
+// server at base and reports every check of its JSON summary that failed.
+func runClientScript(t *testing.T, node, modules, base, script string) {
+	t.Helper()
 	// The script runs beside a link to the installed packages, so that
 	// its imports resolve; nothing is installed in the repository.
 	dir := t.TempDir()
-	script, err := os.ReadFile(filepath.Join("testdata", "clients", "clients.mjs"))
+	src, err := os.ReadFile(filepath.Join("testdata", "clients", script))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "clients.mjs"), script, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, script), src, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
@@ -58,7 +64,7 @@ func TestRealClients(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "clients.mjs"), base)
+	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, script), base)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
@@ -74,7 +80,7 @@ func TestRealClients(t *testing.T) {
 		} `json:"checks"`
 	}
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
-		t.Fatalf("node clients.mjs: %v; no JSON summary (%v)\nstdout:\n%s\nstderr:\n%s", runErr, err, stdout.String(), stderr.String())
+		t.Fatalf("node %s: %v; no JSON summary (%v)\nstdout:\n%s\nstderr:\n%s", script, runErr, err, stdout.String(), stderr.String())
 	}
 	t.Logf("clients: ollama-js %s, openai %s; %d checks", sum.Versions["ollama"], sum.Versions["openai"], len(sum.Checks))
 	for _, c := range sum.Checks {
@@ -83,7 +89,7 @@ func TestRealClients(t *testing.T) {
 		}
 	}
 	if runErr != nil || !sum.OK || len(sum.Checks) == 0 {
-		t.Errorf("node clients.mjs: %v, ok %v, %d checks\nstderr:\n%s", runErr, sum.OK, len(sum.Checks), stderr.String())
+		t.Errorf("node %s: %v, ok %v, %d checks\nstderr:\n%s", script, runErr, sum.OK, len(sum.Checks), stderr.String())
 	}
 }
 

@@ -51,7 +51,7 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	resp := api.EmbedResponse{Model: req.Model, Embeddings: [][]float32{}}
+	resp := api.EmbedResponse{Model: req.Model, Embeddings: [][]float32{}, LoadDuration: time.Since(start)}
 	for _, in := range inputs {
 		v, n, err := embedIDs(r.Context(), l, encodePrompt(l.model.Tok, in, false), req.Truncate == nil || *req.Truncate, req.Dimensions)
 		if err != nil {
@@ -65,7 +65,9 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// embeddings is the legacy /api/embeddings: one prompt, float64 values.
+// embeddings is the legacy /api/embeddings: one prompt, float64 values,
+// the model's pooled output as it is (Ollama's legacy endpoint does not
+// normalize; /api/embed does).
 func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 	var req api.EmbeddingRequest
 	if err := decode(r, &req); err != nil {
@@ -97,10 +99,11 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 }
 
 // embedIDs embeds one input of token ids, shared by /api/embed and
-// /v1/embeddings. Input longer than the context loses its end when
-// truncate is set (Ollama's default), else it is an error. dims > 0 keeps
-// that many leading values, normalized again, as Ollama does. It returns
-// the vector and the tokens embedded.
+// /v1/embeddings: the model's pooled output scaled to unit length. Input
+// longer than the context loses its end when truncate is set (Ollama's
+// default), else it is an error. dims > 0 keeps that many leading values,
+// unit length again, as Ollama does. It returns the vector and the tokens
+// embedded.
 func embedIDs(ctx context.Context, l *loaded, ids []int32, truncate bool, dims int) ([]float32, int, error) {
 	if n := l.model.Opt.NumCtx; len(ids) > n && truncate {
 		ids = ids[:n]
@@ -111,16 +114,21 @@ func embedIDs(ctx context.Context, l *loaded, ids []int32, truncate bool, dims i
 	}
 	if dims > 0 && dims < len(v) {
 		v = v[:dims]
-		var sum float64
-		for _, x := range v {
-			sum += float64(x) * float64(x)
-		}
-		if sum > 0 {
-			scale := float32(1 / math.Sqrt(sum))
-			for i := range v {
-				v[i] *= scale
-			}
+	}
+	normalize(v)
+	return v, len(ids), nil
+}
+
+// normalize scales v to unit length in place; a zero vector stays zero.
+func normalize(v []float32) {
+	var sum float64
+	for _, x := range v {
+		sum += float64(x) * float64(x)
+	}
+	if sum > 0 {
+		scale := 1 / math.Sqrt(sum)
+		for i, x := range v {
+			v[i] = float32(float64(x) * scale)
 		}
 	}
-	return v, len(ids), nil
 }

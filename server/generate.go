@@ -100,6 +100,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	loaded := time.Now()
 	if req.Prompt == "" && len(req.Context) == 0 && req.System == "" {
 		// a load (or, with keep_alive 0, an unload) request
 		reason := "load"
@@ -157,6 +158,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	var full strings.Builder
 	var thinkAll strings.Builder
 	var lps []api.Logprob
+	var cached *int
 	think := newThinkSplitter(c.thinking, c.parseThink)
 	generated := append([]int32(nil), c.ids...)
 	for {
@@ -184,11 +186,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 			resp.Thinking += t2
 			resp.Done, resp.DoneReason = true, ev.Reason
 			resp.Context = toInts(generated)
-			resp.Metrics = metrics(ev.Stats, start, l)
+			resp.Metrics, cached = metrics(ev.Stats, start, loaded)
 		}
 		if out.stream {
 			if resp.Response != "" || resp.Thinking != "" || resp.Logprobs != nil || resp.Done {
-				out.send(resp)
+				out.send(generateResponse{resp, cached})
 			}
 		} else {
 			full.WriteString(resp.Response)
@@ -198,7 +200,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		if ev.Done {
 			if !out.stream {
 				resp.Response, resp.Thinking, resp.Logprobs = full.String(), thinkAll.String(), lps
-				out.send(resp)
+				out.send(generateResponse{resp, cached})
 			}
 			return
 		}
@@ -247,14 +249,34 @@ func toInts(ids []int32) []int {
 	return out
 }
 
-// metrics are Ollama's figures for a finished request.
-func metrics(st *runner.Stats, start time.Time, l *loaded) api.Metrics {
-	m := api.Metrics{TotalDuration: time.Since(start)}
+// metrics are Ollama's figures for a finished request that started at
+// start and had its model at loaded, and folio's prompt_cached_count.
+// prompt_eval_count is the whole prompt, as Ollama's (and /v1's
+// prompt_tokens): the tokens computed and those the prefix cache held,
+// which cached counts. load_duration is the wait for the model, as
+// Ollama's: its load on a cold request, next to nothing on a warm one.
+func metrics(st *runner.Stats, start, loaded time.Time) (m api.Metrics, cached *int) {
+	m = api.Metrics{TotalDuration: time.Since(start), LoadDuration: loaded.Sub(start)}
 	if st != nil {
-		m.PromptEvalCount, m.PromptEvalDuration = st.PromptTokens, st.PromptDuration
+		m.PromptEvalCount, m.PromptEvalDuration = st.PromptTokens+st.CachedTokens, st.PromptDuration
 		m.EvalCount, m.EvalDuration = st.EvalTokens, st.EvalDuration
+		cached = &st.CachedTokens
 	}
-	return m
+	return m, cached
+}
+
+// generateResponse is Ollama's /api/generate answer with folio's
+// prompt_cached_count, present in the final one.
+type generateResponse struct {
+	api.GenerateResponse
+	PromptCachedCount *int `json:"prompt_cached_count,omitempty"`
+}
+
+// chatResponse is Ollama's /api/chat answer with folio's
+// prompt_cached_count, present in the final one.
+type chatResponse struct {
+	api.ChatResponse
+	PromptCachedCount *int `json:"prompt_cached_count,omitempty"`
 }
 
 func ollamaLogprob(tok *tokenizer.Tokenizer, lp *runner.TokenLogprob) api.Logprob {

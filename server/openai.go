@@ -271,7 +271,6 @@ type oaiDelta struct {
 type oaiJob struct {
 	c       *completion // the options every prompt shares
 	streams []*runner.Stream
-	prompts []int // prompt tokens, per stream
 	thinks  []*thinkSplitter
 	tools   []*toolStream // per choice; nil entries without tools
 	newTool func() *toolStream
@@ -288,7 +287,6 @@ func (j *oaiJob) start(ctx context.Context, prompts [][]int32) error {
 			return err
 		}
 		j.streams = append(j.streams, st)
-		j.prompts = append(j.prompts, len(ids))
 		for range c.n {
 			j.thinks = append(j.thinks, newThinkSplitter(c.thinking, c.parseThink))
 			var ts *toolStream
@@ -343,7 +341,8 @@ func (j *oaiJob) run(ctx context.Context, emit func(oaiDelta) error) error {
 				}
 			}
 			if ev.Stats != nil {
-				j.usage.PromptTokens += j.prompts[p]
+				// the whole prompt, as /api's prompt_eval_count, of which cached_tokens came from the prefix cache
+				j.usage.PromptTokens += ev.Stats.PromptTokens + ev.Stats.CachedTokens
 				j.usage.PromptTokensDetails.CachedTokens += ev.Stats.CachedTokens
 				j.usage.CompletionTokens += ev.Stats.EvalTokens
 				j.usage.TotalTokens = j.usage.PromptTokens + j.usage.CompletionTokens

@@ -120,7 +120,9 @@ type generateRequest struct {
 }
 
 // generateChunk is one NDJSON line of the streamed answer. Counts are
-// Ollama's; prompt_cached_count is folio's (absent from Ollama).
+// Ollama's (prompt_eval_count is the whole prompt); prompt_cached_count is
+// folio's (absent from Ollama): how many of the prompt's tokens came from
+// the prefix cache.
 type generateChunk struct {
 	Response          string `json:"response"`
 	Done              bool   `json:"done"`
@@ -183,6 +185,7 @@ func (t *HTTPTarget) Do(ctx context.Context, s Spec, temperature float32) (Trace
 			}
 			if c.PromptCachedCount != nil {
 				tr.Cached = *c.PromptCachedCount
+				tr.Computed -= tr.Cached
 			}
 			return tr, nil
 		}
