@@ -148,6 +148,24 @@ func openStore(log *slog.Logger, kvMax int64) (*store.Store, error) {
 	return store.Open(home, store.Options{KVMaxBytes: kvMax, Log: log})
 }
 
+// logKVStore says where the persisted prefix K/V cache is, its budget
+// and what its files take now.
+func logKVStore(log *slog.Logger, st *store.Store) {
+	file, budget := st.KVBudget()
+	if file == "" {
+		log.Info("persisted prefix K/V cache is off for this process")
+		return
+	}
+	var onDisk int64
+	for _, f := range []string{file, file + "-wal", file + "-shm"} {
+		if fi, err := os.Stat(f); err == nil {
+			onDisk += fi.Size()
+		}
+	}
+	log.Info("persisted prefix K/V cache", "file", file, "budget", humanBytes(budget), "budget_bytes", budget,
+		"on_disk", humanBytes(onDisk), "set_budget_with", "FOLIO_KV_STORE_MAX")
+}
+
 func init() {
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -178,6 +196,7 @@ func init() {
 			}
 			defer st.Close()
 			cfg.Store = st
+			logKVStore(cfg.Log, st)
 			if home, err := folioHome(); err == nil { // installer hook: /api/pull, /api/create and /api/blobs install here
 				cfg.Install = &installer.Options{Home: home, Store: st}
 			}

@@ -1,8 +1,11 @@
 package cmd
 
 import (
+	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestParseHost: FOLIO_HOST in Ollama's forms; without a host serve
@@ -68,5 +71,33 @@ func TestServeConfigKVCacheType(t *testing.T) {
 	t.Setenv("FOLIO_KV_CACHE_TYPE", "q4_0")
 	if _, err := serverConfig(); err == nil || !strings.Contains(err.Error(), "FOLIO_KV_CACHE_TYPE") || !strings.Contains(err.Error(), "q8_0") {
 		t.Errorf("FOLIO_KV_CACHE_TYPE=q4_0: %v, want an error naming the variable and the types", err)
+	}
+}
+
+// TestServeSaysWhereTheStoreIs: folio serve says at start where the
+// persisted prefix K/V cache is and its budget (FOLIO_KV_STORE_MAX), and
+// logs each request it answers.
+func TestServeSaysWhereTheStoreIs(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("FOLIO_KV_STORE_MAX", "123456789")
+	_, addr, out := startServe(t, home)
+	want := []string{`msg="persisted prefix K/V cache" file=` + filepath.Join(home, "kvcache.db"),
+		`budget="123.46 MB" budget_bytes=123456789`, "set_budget_with=FOLIO_KV_STORE_MAX"}
+	for _, w := range want {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("serve's log lacks %q:\n%s", w, out.String())
+		}
+	}
+	resp, err := http.Get("http://" + addr + "/api/tags")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// the line is written as the handler returns, just after the answer
+	line := "msg=request method=GET path=/api/tags status=200"
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), line); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve's log lacks the access line %q:\n%s", line, out.String())
+		}
 	}
 }

@@ -99,8 +99,10 @@ func New(cfg Config) *Server {
 }
 
 // ServeHTTP makes Server an http.Handler. Every request passes the guard
-// (guard.go: Host, Origin, body size) first.
+// (guard.go: Host, Origin, body size) first, and is logged (accesslog.go).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w, r, logged := s.logAccess(w, r)
+	defer logged()
 	r, ok := s.guard(w, r)
 	if !ok {
 		return
@@ -250,6 +252,7 @@ func decode(r *http.Request, v any) error {
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("%w: request JSON: %v", errBadRequest, err)
 	}
+	noteModel(r, v)
 	return nil
 }
 

@@ -174,3 +174,13 @@ func checkKVMax(kvMax int64) error {
 	}
 	return nil
 }
+
+// KVBudget is where the persisted prefix K/V cache is and the budget of
+// its files (FOLIO_KV_STORE_MAX, or the default Open chose); file is ""
+// when K/V persistence is off for this process.
+func (s *Store) KVBudget() (file string, budget int64) {
+	if s.kv == nil {
+		return "", 0
+	}
+	return filepath.Join(s.home, kvFile), s.kvMax
+}
