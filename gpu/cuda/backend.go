@@ -452,8 +452,8 @@ type devBuf struct {
 }
 
 // grow makes buf hold at least n bytes and returns its device pointer.
-// Growing frees the old buffer first (cuMemFree waits for the work that
-// may still read it).
+// Growing frees the old buffer first, once the stream has run the work
+// queued before, which may read it.
 func (b *Backend) grow(buf *devBuf, n int64, what string) uint64 {
 	p, err := b.tryGrow(buf, n, what)
 	if err != nil {
@@ -469,6 +469,7 @@ func (b *Backend) tryGrow(buf *devBuf, n int64, what string) (uint64, error) {
 	}
 	if buf.ptr != 0 {
 		b.graphBreak()
+		b.d.must("cuStreamSynchronize", b.d.StreamSynchronize(b.stream))
 		b.d.must("cuMemFree", b.d.MemFree(buf.ptr))
 		b.used -= b.allocs[buf.ptr]
 		delete(b.allocs, buf.ptr)

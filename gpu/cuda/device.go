@@ -5,6 +5,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -157,6 +158,10 @@ func describe(d *driver, ordinal int) (Device, error) {
 	if err1 == nil && err2 == nil {
 		dv.MemBandwidth = 2 * float64(clk) * 1e3 * float64(bus) / 8 // double data rate
 	}
+	// The free memory needs the context current on this thread (current
+	// is per thread) until it is read; then no thread is left with it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	ctx := new(uintptr)
 	if d.PrimaryCtxRetain(ctx, *h) == 0 {
 		if d.CtxSetCurrent(*ctx) == 0 {
@@ -164,6 +169,7 @@ func describe(d *driver, ordinal int) (Device, error) {
 			if d.MemGetInfo(free, tot) == 0 {
 				dv.FreeBytes = int64(*free)
 			}
+			d.CtxSetCurrent(0)
 		}
 		d.PrimaryCtxRelease(*h)
 	}

@@ -23,6 +23,9 @@ type fakeGPU struct {
 	loaded   [][]byte // images given to cuModuleLoadData
 	freeMem  uint64
 	sgemms   [][6]int32 // opA, opB, m, n, k, lda of each SGEMM
+	// queued counts the launches and copies since the stream was last
+	// synchronized; freedQueued the frees made while some were.
+	queued, freedQueued int
 }
 
 type fakeLaunch struct {
@@ -73,7 +76,13 @@ func (f *fakeGPU) driver() *driver {
 		CtxSetCurrent:     func(uintptr) result { return fail("cuCtxSetCurrent") },
 		StreamCreate:      func(s *uintptr, _ uint32) result { *s = 9; return fail("cuStreamCreate") },
 		StreamDestroy:     func(uintptr) result { return 0 },
-		StreamSynchronize: func(uintptr) result { return fail("cuStreamSynchronize") },
+		StreamSynchronize: func(uintptr) result {
+			if r := fail("cuStreamSynchronize"); r != 0 {
+				return r
+			}
+			f.queued = 0
+			return 0
+		},
 		MemGetInfo: func(free, total *uint64) result {
 			*free, *total = f.freeMem, 140<<30
 			return fail("cuMemGetInfo")
@@ -93,23 +102,30 @@ func (f *fakeGPU) driver() *driver {
 			if _, ok := f.mem[p]; !ok {
 				return 1
 			}
+			if f.queued > 0 {
+				f.freedQueued++
+			}
 			delete(f.mem, p)
 			return 0
 		},
 		MemcpyHtoDAsync: func(dst uint64, src unsafe.Pointer, n uint64, _ uintptr) result {
 			f.htod++
+			f.queued++
 			copy(f.bytes(dst, n), unsafe.Slice((*byte)(src), n))
 			return fail("cuMemcpyHtoDAsync")
 		},
 		MemcpyDtoHAsync: func(dst unsafe.Pointer, src uint64, n uint64, _ uintptr) result {
+			f.queued++
 			copy(unsafe.Slice((*byte)(dst), n), f.bytes(src, n))
 			return fail("cuMemcpyDtoHAsync")
 		},
 		MemcpyDtoDAsync: func(dst, src, n uint64, _ uintptr) result {
+			f.queued++
 			copy(f.bytes(dst, n), f.bytes(src, n))
 			return 0
 		},
 		MemsetD8Async: func(dst uint64, v uint8, n uint64, _ uintptr) result {
+			f.queued++
 			b := f.bytes(dst, n)
 			for i := range b {
 				b[i] = v
@@ -146,6 +162,7 @@ func (f *fakeGPU) driver() *driver {
 				l.params = append(l.params, *(*uint64)(p))
 			}
 			f.launches = append(f.launches, l)
+			f.queued++
 			return fail("cuLaunchKernel")
 		},
 		ErrorName: func(r result) string { return fakeErrorNames[r] },

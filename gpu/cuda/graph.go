@@ -1,6 +1,9 @@
 package cuda
 
-import "unsafe"
+import (
+	"runtime"
+	"unsafe"
+)
 
 // CUDA graphs for the steps that repeat (decode): launching a small
 // model's ~250 kernels one by one costs more CPU time than the GPU takes
@@ -194,7 +197,13 @@ func (b *Backend) buildGraph() bool {
 			ptrs[j] = unsafe.Pointer(&vals[j])
 		}
 		p := &kernelNodeParams{fn: b.fn[r.k], grid: r.d.grid, block: r.d.block, params: unsafe.Pointer(&ptrs[0])}
-		if b.d.GraphAddKernelNode(node, g.graph, prev, p) != 0 {
+		res := b.d.GraphAddKernelNode(node, g.graph, prev, p)
+		// The driver reads the parameters and writes the node during the
+		// call, through pointers the garbage collector does not see.
+		runtime.KeepAlive(p)
+		runtime.KeepAlive(vals)
+		runtime.KeepAlive(node)
+		if res != 0 {
 			b.dropGraph()
 			return false
 		}

@@ -148,3 +148,31 @@ func TestFlushLeavesTheArgumentsBeingBuilt(t *testing.T) {
 		t.Error("the list's pointers do not point at its values")
 	}
 }
+
+// A device buffer that grows is freed only once the stream has run what
+// was queued before (kernels of the step may still read it).
+func TestGrowWaitsForQueuedWork(t *testing.T) {
+	for _, graphs := range []bool{false, true} {
+		f, c := newFakeGPU(), &fakeCompiler{}
+		b, err := open(f.withGraphs(f.driver()), c.compiler(), Options{NoCache: true, Graphs: graphs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := newGrowth(t, b)
+		frees := 0
+		free := b.d.MemFree
+		b.d.MemFree = func(p uint64) result { frees++; return free(p) }
+		for pos := growStart; pos < growStart+growSteps; pos++ {
+			g.step(b, pos)
+		}
+		if frees == 0 || f.freedQueued != 0 {
+			t.Errorf("graphs %v: %d frees, %d of them with work queued", graphs, frees, f.freedQueued)
+		}
+		b.Upload(g.q, make([]float32, 64)) // queued when Close frees
+		before := f.freedQueued
+		b.Close()
+		if f.freedQueued != before {
+			t.Errorf("graphs %v: Close freed %d buffers with work queued", graphs, f.freedQueued-before)
+		}
+	}
+}
