@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"reflect"
+	"strings"
 	"time"
 )
 
@@ -62,7 +63,7 @@ func noteModel(r *http.Request, v any) {
 		if f := rv.Elem().FieldByName(name); f.IsValid() && f.Kind() == reflect.String && f.String() != "" {
 			note.model = f.String()
 			if len(note.model) > maxLoggedModel {
-				note.model = note.model[:maxLoggedModel] + "…"
+				note.model = strings.ToValidUTF8(note.model[:maxLoggedModel], "") + "…"
 			}
 			return
 		}

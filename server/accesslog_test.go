@@ -53,6 +53,9 @@ func TestAccessLog(t *testing.T) {
 		{"GET", "/nowhere", "", "", line{Method: "GET", Path: "/nowhere", Status: 404}},
 		{"POST", "/api/generate", `{"model":"stories260k","prompt":"hi"}`, "https://evil.example",
 			line{Method: "POST", Path: "/api/generate", Status: 403}},
+		// a name is the client's text: the line keeps its first 200 bytes, whole characters only
+		{"POST", "/api/show", `{"model":"x` + strings.Repeat("é", 300) + `"}`, "",
+			line{Method: "POST", Path: "/api/show", Status: 404, Model: "x" + strings.Repeat("é", 99) + "…"}},
 	}
 	for _, c := range cases {
 		req, err := http.NewRequest(c.method, hs.URL+c.path, strings.NewReader(c.body))
