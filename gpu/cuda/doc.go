@@ -11,14 +11,18 @@
 // Kernels are CUDA C in kernels/*.cu, embedded in the binary, compiled by
 // NVRTC for the device's compute capability on first use and cached on
 // disk (kcache.go) by a hash of the source, the options and the NVRTC and
-// driver versions. Weights keep their GGUF encoding in device memory and
-// are dequantized inside the matmul kernels (Q8_0, Q4_0, Q4_K, Q6_K, F16,
-// F32; other types are converted to F32 when loaded). The K/V pool is one
-// device allocation, laid out as gpu/cpu's (head-major within a block), so
-// a block's bytes are already in gpu.BlockIO's canonical layout.
+// driver versions. Every kernel declares __launch_bounds__ equal to the
+// block it is launched with, from one table (bounds.go, Kernels).
+//
+// Weights keep their GGUF encoding in device memory and are dequantized
+// inside the matmul kernels (Q8_0, Q4_0, Q4_K, Q6_K, F16, F32; other types
+// are converted to F32 when loaded). The K/V pool is one device
+// allocation, laid out as gpu/cpu's (head-major within a block), so a
+// block's bytes are already in gpu.BlockIO's canonical layout.
 //
 // A model that does not fit whole runs as a Split: its first layers on
-// the GPU, the rest on the CPU (place.go computes how many fit).
+// the GPU, the rest on the CPU (place.go computes how many fit, counting
+// each weight as it is uploaded: NeedOf).
 //
 // Ops are queued on one stream in call order; Download and the BlockIO
 // calls wait for it. A failing driver call inside an op panics with the
