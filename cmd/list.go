@@ -18,7 +18,7 @@ func init() {
 		Use:     "list [PREFIX]",
 		Aliases: []string{"ls"},
 		Short:   "List the models a server can run",
-		Long:    "list asks the server at FOLIO_HOST for its models (the GGUF files of its FOLIO_MODELS_PATH and the names made with folio cp).",
+		Long:    "list asks the server at FOLIO_HOST for the models it can run (the GGUF files of its FOLIO_MODELS_PATH and the names made with folio cp; files of an architecture it does not run, or vocab-only, are left out).",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := needServer(cmd.Context())

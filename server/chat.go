@@ -20,6 +20,15 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if len(req.Messages) == 0 && unloading(req.KeepAlive) {
+		if err := s.models.unload(r.Context(), req.Model); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(),
+			Message: api.Message{Role: "assistant"}, Done: true, DoneReason: "unload"})
+		return
+	}
 	for i, m := range req.Messages {
 		if len(m.Images) > 0 {
 			writeError(w, fmt.Errorf("%w: message %d has images: folio runs text models only", errBadRequest, i))
@@ -55,14 +64,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	loaded := time.Now()
-	if len(req.Messages) == 0 {
-		reason := "load"
-		if req.KeepAlive != nil && req.KeepAlive.Duration == 0 {
-			reason = "unload"
-			defer s.models.unload(r.Context(), req.Model)
-		}
+	if len(req.Messages) == 0 { // a load request
 		writeJSON(w, http.StatusOK, api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(),
-			Message: api.Message{Role: "assistant"}, Done: true, DoneReason: reason})
+			Message: api.Message{Role: "assistant"}, Done: true, DoneReason: "load"})
 		return
 	}
 	msgs := conf.chatMessages(req.Messages)

@@ -61,6 +61,11 @@ func encodePrompt(tok *tokenizer.Tokenizer, text string, templated bool) []int32
 // streamFlag is Ollama's stream field: true unless set to false.
 func streamFlag(p *bool) bool { return p == nil || *p }
 
+// unloading reports whether a request without a prompt asks for an
+// unload (keep_alive 0): it ends the model if loaded and never loads it,
+// as Ollama expires its runner.
+func unloading(d *api.Duration) bool { return d != nil && d.Duration == 0 }
+
 func keepAlive(d *api.Duration) *time.Duration {
 	if d == nil {
 		return nil
@@ -76,6 +81,15 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := checkRequest(req.Model, req.Images, req.Think); err != nil {
 		writeError(w, err)
+		return
+	}
+	noPrompt := req.Prompt == "" && len(req.Context) == 0 && req.System == ""
+	if noPrompt && unloading(req.KeepAlive) {
+		if err := s.models.unload(r.Context(), req.Model); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, api.GenerateResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Done: true, DoneReason: "unload"})
 		return
 	}
 	format, err := s.compileFormat(r.Context(), req.Model, req.Format, "format")
@@ -101,14 +115,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	loaded := time.Now()
-	if req.Prompt == "" && len(req.Context) == 0 && req.System == "" {
-		// a load (or, with keep_alive 0, an unload) request
-		reason := "load"
-		if req.KeepAlive != nil && req.KeepAlive.Duration == 0 {
-			reason = "unload"
-			defer s.models.unload(r.Context(), req.Model)
-		}
-		writeJSON(w, http.StatusOK, api.GenerateResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Done: true, DoneReason: reason})
+	if noPrompt { // a load request
+		writeJSON(w, http.StatusOK, api.GenerateResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Done: true, DoneReason: "load"})
 		return
 	}
 	c := &completion{model: l, opts: opts, sample: sample, n: 1, logprobs: req.Logprobs, topLog: req.TopLogprobs,

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,21 +10,51 @@ import (
 	"github.com/ollama/ollama/types/model"
 
 	"folio/installer"
+	"folio/models/arch"
 	"folio/models/gguf"
 )
 
 func (s *Server) tags(w http.ResponseWriter, r *http.Request) {
-	list, err := s.cfg.Registry.List()
+	list, err := s.runnable()
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	resp := api.ListResponse{Models: []api.ListModelResponse{}}
-	for _, e := range list {
-		resp.Models = append(resp.Models, api.ListModelResponse{Name: e.Name, Model: e.Name, ModifiedAt: e.Modified,
-			Size: e.Size, Digest: e.Digest, Details: details(e.Path)})
+	for _, m := range list {
+		resp.Models = append(resp.Models, api.ListModelResponse{Name: m.Name, Model: m.Name, ModifiedAt: m.Modified,
+			Size: m.Size, Digest: m.Digest, Details: m.details})
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// listedModel is a model /api/tags and /v1/models list, with its details.
+type listedModel struct {
+	ModelEntry
+	details api.ModelDetails
+}
+
+// runnable lists the models of the registry that folio can run. As Ollama
+// lists only models it runs, a GGUF file that cannot run (a vocab-only
+// file, an architecture folio does not support, a header that does not
+// read) is left out; a request that names it still gets the reason.
+func (s *Server) runnable() ([]listedModel, error) {
+	list, err := s.cfg.Registry.List()
+	if err != nil {
+		return nil, err
+	}
+	var out []listedModel
+	for _, e := range list {
+		f, err := gguf.Open(e.Path)
+		if err != nil {
+			continue
+		}
+		if _, err := arch.ReadConfig(f); err == nil {
+			out = append(out, listedModel{e, detailsOf(f)})
+		}
+		f.Close()
+	}
+	return out, nil
 }
 
 // details reads a model's headline facts from its header (no weights).
@@ -33,9 +64,44 @@ func details(path string) api.ModelDetails {
 		return api.ModelDetails{Format: "gguf"}
 	}
 	defer f.Close()
+	return detailsOf(f)
+}
+
+func detailsOf(f *gguf.File) api.ModelDetails {
 	sum := f.Summary()
 	return api.ModelDetails{Format: "gguf", Family: sum.Architecture, Families: []string{sum.Architecture},
 		ParameterSize: gguf.ParamSize(sum.Parameters), QuantizationLevel: sum.Quantization}
+}
+
+// capabilities are what a model can do, as Ollama's /api/show names them:
+// embedding for a model made for embeddings (its {arch}.pooling_type key),
+// completion for the others; insert with fill-in-the-middle tokens or a
+// template that uses .Suffix; tools and thinking from its template.
+func capabilities(f *gguf.File, template string) []model.Capability {
+	var caps []model.Capability
+	if _, ok := f.Get(f.String("general.architecture") + ".pooling_type"); ok {
+		caps = append(caps, model.CapabilityEmbedding)
+	} else {
+		caps = append(caps, model.CapabilityCompletion)
+	}
+	fim := func(keys ...string) bool {
+		for _, k := range keys {
+			if _, ok := f.Get("tokenizer.ggml." + k + "_token_id"); !ok {
+				return false
+			}
+		}
+		return true
+	}
+	if fim("fim_pre", "fim_suf", "fim_mid") || fim("prefix", "suffix", "middle") || strings.Contains(template, ".Suffix") {
+		caps = append(caps, model.CapabilityInsert)
+	}
+	if strings.Contains(template, "tools") {
+		caps = append(caps, model.CapabilityTools)
+	}
+	if strings.Contains(template, "<think>") {
+		caps = append(caps, model.CapabilityThinking)
+	}
+	return caps
 }
 
 func (s *Server) show(w http.ResponseWriter, r *http.Request) {
@@ -73,11 +139,10 @@ func (s *Server) show(w http.ResponseWriter, r *http.Request) {
 		info[kv.Key] = gguf.JSONValue(kv.Value, 0)
 	}
 	resp := api.ShowResponse{
-		Template:     f.String("tokenizer.chat_template"),
-		Details:      details(ent.Path),
-		ModelInfo:    info,
-		ModifiedAt:   ent.Modified,
-		Capabilities: []model.Capability{model.CapabilityCompletion},
+		Template:   f.String("tokenizer.chat_template"),
+		Details:    details(ent.Path),
+		ModelInfo:  info,
+		ModifiedAt: ent.Modified,
 	}
 	conf, err := s.modelConf(req.Model)
 	if err != nil {
@@ -85,12 +150,7 @@ func (s *Server) show(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	conf.show(&resp, ent)
-	if resp.Template != "" && strings.Contains(resp.Template, "tools") {
-		resp.Capabilities = append(resp.Capabilities, model.CapabilityTools)
-	}
-	if strings.Contains(resp.Template, "<think>") {
-		resp.Capabilities = append(resp.Capabilities, model.CapabilityThinking)
-	}
+	resp.Capabilities = capabilities(f, resp.Template)
 	if req.Verbose {
 		for _, t := range f.Tensors {
 			resp.Tensors = append(resp.Tensors, api.Tensor{Name: t.Name, Type: t.Type.String(), Shape: t.Shape})
@@ -140,6 +200,9 @@ func (s *Server) deleteModel(w http.ResponseWriter, r *http.Request) {
 	}
 	s.models.unload(r.Context(), req.Model)
 	if err := s.cfg.Registry.Delete(req.Model); err != nil {
+		if errors.Is(err, ErrModelNotFound) {
+			err = notFound(req.Model)
+		}
 		writeError(w, err)
 		return
 	}

@@ -31,18 +31,19 @@ type loaded struct {
 }
 
 // manager loads models on first use, keeps them for keep_alive after
-// their last request, and holds at most cfg.MaxLoaded at once.
+// their last request, and holds at most cfg.MaxLoaded at once; a request
+// that needs another model while all are busy waits in queue (queue.go).
 type manager struct {
 	cfg *Config
 
-	mu      sync.Mutex               // guards loaded, loading and every loaded's mutable fields
+	mu      sync.Mutex               // guards loaded, loading, queue and every loaded's mutable fields
 	loaded  map[string]*loaded       // by file path
 	loading map[string]chan struct{} // closed when the load in progress ends
-	errs    map[string]error         // the result of the load that just ended
+	queue   slotQueue                // requests waiting for a model to unload
 }
 
 func newManager(cfg *Config) *manager {
-	return &manager{cfg: cfg, loaded: map[string]*loaded{}, loading: map[string]chan struct{}{}, errs: map[string]error{}}
+	return &manager{cfg: cfg, loaded: map[string]*loaded{}, loading: map[string]chan struct{}{}}
 }
 
 // keepAliveOf is the keep_alive a request asked for, or the default.
@@ -57,35 +58,40 @@ func (m *manager) keepAliveOf(d *time.Duration) time.Duration {
 }
 
 // acquire returns the model of name, loading it if needed; release must
-// be called when the request is done. keepAlive applies from then.
+// be called when the request is done. keepAlive applies from then. When
+// MaxLoaded models are loaded and busy, it waits in the queue until one
+// can be unloaded, or until ctx ends.
 func (m *manager) acquire(ctx context.Context, name string, keepAlive *time.Duration) (*loaded, func(), error) {
 	ent, err := resolveModel(ctx, m.cfg, name)
 	if err != nil {
 		return nil, nil, err
 	}
 	ka := m.keepAliveOf(keepAlive)
+	var w *waiter // this request's place in the queue while it has one
 	for {
 		m.mu.Lock()
 		if l, ok := m.loaded[ent.Path]; ok && l.engine.Err() != nil { // a backend fault: load it again
 			if l.refs > 0 {
+				m.leaveLocked(w)
 				m.mu.Unlock()
 				return nil, nil, fmt.Errorf("%w: %s is being reloaded after a failure (%v): retry", runner.ErrBusy, ent.Name, l.engine.Err())
 			}
 			m.cfg.Log.Error("model failed; loading it again", "model", l.entry.Name, "err", l.engine.Err())
 			m.unloadLocked(l)
 		}
-		if l, ok := m.loaded[ent.Path]; ok {
-			l.refs++
-			l.lastUse = m.cfg.Now()
-			if l.timer != nil {
-				l.timer.Stop()
-				l.timer = nil
+		l, isLoaded := m.loaded[ent.Path]
+		if isLoaded && (l != m.queue.drain || m.firstLocked(w)) {
+			if l == m.queue.drain {
+				m.queue.drain = nil
 			}
-			l.keepAlive, l.expires = ka, time.Time{}
+			m.leaveLocked(w)
+			m.useLocked(l, ka)
 			m.mu.Unlock()
 			return l, func() { m.release(l) }, nil
 		}
 		if ch, ok := m.loading[ent.Path]; ok { // another request loads it
+			m.leaveLocked(w)
+			w = nil
 			m.mu.Unlock()
 			select {
 			case <-ch:
@@ -94,29 +100,59 @@ func (m *manager) acquire(ctx context.Context, name string, keepAlive *time.Dura
 				return nil, nil, ctx.Err()
 			}
 		}
-		ch := make(chan struct{})
-		m.loading[ent.Path] = ch
-		m.mu.Unlock()
-
-		l, err := m.load(ent)
-
-		m.mu.Lock()
-		delete(m.loading, ent.Path)
-		close(ch)
-		if err != nil {
+		if !isLoaded && m.firstLocked(w) && m.roomLocked() {
+			m.leaveLocked(w)
+			ch := make(chan struct{})
+			m.loading[ent.Path] = ch
 			m.mu.Unlock()
-			return nil, nil, err
+
+			l, err := m.load(ent)
+
+			m.mu.Lock()
+			delete(m.loading, ent.Path)
+			close(ch)
+			m.signalLocked() // the first waiter looks again: at a free slot, or at a model to drain
+			if err != nil {
+				m.mu.Unlock()
+				return nil, nil, err
+			}
+			m.loaded[ent.Path] = l
+			m.useLocked(l, ka)
+			m.mu.Unlock()
+			return l, func() { m.release(l) }, nil
 		}
-		m.loaded[ent.Path] = l
+		if w == nil {
+			if w, err = m.joinLocked(ent.Path); err != nil {
+				m.mu.Unlock()
+				return nil, nil, err
+			}
+		}
+		changed := m.waitLocked(w)
 		m.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			m.mu.Lock()
+			m.leaveLocked(w)
+			m.mu.Unlock()
+			return nil, nil, ctx.Err()
+		}
 	}
 }
 
-// load makes room under MaxLoaded and loads ent.
-func (m *manager) load(ent ModelEntry) (*loaded, error) {
-	if err := m.makeRoom(); err != nil {
-		return nil, err
+// useLocked counts a request on l and holds it loaded until release.
+func (m *manager) useLocked(l *loaded, keepAlive time.Duration) {
+	l.refs++
+	l.lastUse = m.cfg.Now()
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
 	}
+	l.keepAlive, l.expires = keepAlive, time.Time{}
+}
+
+// load loads ent into the slot acquire reserved for it.
+func (m *manager) load(ent ModelEntry) (*loaded, error) {
 	if m.cfg.LoadModelHook != nil {
 		m.cfg.LoadModelHook(ent)
 	}
@@ -157,27 +193,6 @@ func (m *manager) load(ent ModelEntry) (*loaded, error) {
 	return l, nil
 }
 
-// makeRoom unloads the least recently used idle model while MaxLoaded
-// are loaded; with none idle it refuses.
-func (m *manager) makeRoom() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for len(m.loaded)+len(m.loading) > m.cfg.MaxLoaded {
-		var victim *loaded
-		for _, l := range m.loaded {
-			if l.refs == 0 && (victim == nil || l.lastUse.Before(victim.lastUse)) {
-				victim = l
-			}
-		}
-		if victim == nil {
-			return fmt.Errorf("%w: %d models are loaded and busy (FOLIO_MAX_LOADED_MODELS): retry when one is idle",
-				runner.ErrBusy, len(m.loaded))
-		}
-		m.unloadLocked(victim)
-	}
-	return nil
-}
-
 func (m *manager) release(l *loaded) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -188,7 +203,11 @@ func (m *manager) release(l *loaded) {
 		m.unloadLocked(l)
 		return
 	}
-	if l.refs > 0 || l.keepAlive < 0 {
+	if l.refs > 0 {
+		return
+	}
+	m.signalLocked() // a waiter may unload it now
+	if l.keepAlive < 0 {
 		return
 	}
 	if l.keepAlive == 0 {
@@ -205,7 +224,8 @@ func (m *manager) release(l *loaded) {
 	})
 }
 
-// unload ends a model now (keep_alive 0 on a request without a prompt).
+// unload ends a model now, or when its requests end (keep_alive 0 on a
+// request without a prompt); a model that is not loaded stays so.
 func (m *manager) unload(ctx context.Context, name string) error {
 	ent, err := resolveModel(ctx, m.cfg, name)
 	if err != nil {
@@ -231,9 +251,13 @@ func (m *manager) unloadLocked(l *loaded) {
 	if l.timer != nil {
 		l.timer.Stop()
 	}
+	if m.queue.drain == l {
+		m.queue.drain = nil
+	}
 	l.engine.Close()
 	l.model.Close()
 	m.cfg.Log.Info("model unloaded", "model", l.entry.Name)
+	m.signalLocked() // its slot is free
 }
 
 // running lists the loaded models, most recently used first.

@@ -15,14 +15,14 @@ func modelObject(e ModelEntry) oaiModel {
 }
 
 func (s *Server) oaiModels(w http.ResponseWriter, r *http.Request) {
-	list, err := s.cfg.Registry.List()
+	list, err := s.runnable()
 	if err != nil {
 		writeOAIError(w, err)
 		return
 	}
 	data := []oaiModel{}
-	for _, e := range list {
-		data = append(data, modelObject(e))
+	for _, m := range list {
+		data = append(data, modelObject(m.ModelEntry))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }

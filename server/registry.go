@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"folio/installer"
 	"folio/models"
 	"folio/models/gguf"
 	"folio/store"
@@ -50,6 +51,17 @@ func NormalizeName(name string) string {
 		name += ":latest"
 	}
 	return name
+}
+
+// lookupName is the name a model is looked up by: NormalizeName's,
+// without Ollama's default host and namespace, as Ollama resolves names:
+// library/x and registry.ollama.ai/library/x are x:latest. A name that is
+// no model name (a path) is only normalized.
+func lookupName(name string) string {
+	if n, err := installer.ParseName(strings.TrimSpace(name)); err == nil {
+		return n.String()
+	}
+	return NormalizeName(name)
 }
 
 // LibraryRegistry lists the GGUF files in the folders of FOLIO_MODELS_PATH
@@ -128,7 +140,7 @@ func (r *LibraryRegistry) List() ([]ModelEntry, error) {
 // Resolve finds a name: an alias, a library file, a catalog name, or a
 // path to a GGUF file.
 func (r *LibraryRegistry) Resolve(ctx context.Context, name string) (ModelEntry, error) {
-	norm := NormalizeName(name)
+	norm := lookupName(name)
 	if norm == "" {
 		return ModelEntry{}, fmt.Errorf("%w: no model name given", ErrModelNotFound)
 	}
@@ -205,12 +217,13 @@ func (r *LibraryRegistry) Copy(src ModelEntry, dst string) error {
 // Delete removes a name made by Copy. Files of the library are the user's:
 // folio never deletes them.
 func (r *LibraryRegistry) Delete(name string) error {
+	norm := lookupName(name)
 	if r.Store != nil {
-		if _, err := r.Store.Model(NormalizeName(name)); err == nil {
-			return r.Store.DeleteModel(NormalizeName(name))
+		if _, err := r.Store.Model(norm); err == nil {
+			return r.Store.DeleteModel(norm)
 		}
 	}
-	n := strings.ToLower(NormalizeName(name))
+	n := strings.ToLower(norm)
 	r.mu.Lock()
 	_, ok := r.aliases[n]
 	delete(r.aliases, n)

@@ -172,12 +172,15 @@ func (s *Server) routes() {
 	})
 }
 
+// root answers Ollama's words exactly, as clients probe for them (many
+// compare the whole body); the Server header says it is folio.
 func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Server", strings.TrimSuffix("folio/"+s.cfg.Version, "/"))
 	if r.Method == http.MethodHead {
 		return
 	}
-	io.WriteString(w, "folio is running (Ollama API)")
+	io.WriteString(w, "Ollama is running")
 }
 
 func (s *Server) version(w http.ResponseWriter, r *http.Request) {
