@@ -40,6 +40,7 @@ type manager struct {
 	loaded  map[string]*loaded       // by file path
 	loading map[string]chan struct{} // closed when the load in progress ends
 	queue   slotQueue                // requests waiting for a model to unload
+	closed  bool                     // closeAll ran: nothing loads again
 }
 
 func newManager(cfg *Config) *manager {
@@ -70,6 +71,11 @@ func (m *manager) acquire(ctx context.Context, name string, keepAlive *time.Dura
 	var w *waiter // this request's place in the queue while it has one
 	for {
 		m.mu.Lock()
+		if m.closed {
+			m.leaveLocked(w)
+			m.mu.Unlock()
+			return nil, nil, runner.ErrClosed
+		}
 		if l, ok := m.loaded[ent.Path]; ok && l.engine.Err() != nil { // a backend fault: load it again
 			if l.refs > 0 {
 				m.leaveLocked(w)
@@ -112,6 +118,11 @@ func (m *manager) acquire(ctx context.Context, name string, keepAlive *time.Dura
 			delete(m.loading, ent.Path)
 			close(ch)
 			m.signalLocked() // the first waiter looks again: at a free slot, or at a model to drain
+			if err == nil && m.closed {
+				l.engine.Close()
+				l.model.Close()
+				err = runner.ErrClosed
+			}
 			if err != nil {
 				m.mu.Unlock()
 				return nil, nil, err
@@ -286,10 +297,14 @@ func (m *manager) expiry(l *loaded) time.Time {
 	return l.expires
 }
 
+// closeAll unloads every model; requests still waiting for one end
+// with runner.ErrClosed.
 func (m *manager) closeAll() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.closed = true
 	for _, l := range m.loaded {
 		m.unloadLocked(l)
 	}
+	m.signalLocked()
 }

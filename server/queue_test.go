@@ -174,3 +174,20 @@ func TestQueueFullAndCancel(t *testing.T) {
 		t.Errorf("loaded %v, want [c]", names)
 	}
 }
+
+// TestQueueEndsOnClose: requests waiting for a model when the server
+// closes end with ErrClosed instead of loading a model after the close.
+func TestQueueEndsOnClose(t *testing.T) {
+	m := newQueueManager(t, 1, 0)
+	relA := must(t, m, "a")
+	defer relA()
+	b := acquireAsync(context.Background(), m, "b")
+	eventually(t, "queued for b", func() bool { return m.queued() == 1 })
+	m.closeAll()
+	if r := <-b; !errors.Is(r.err, runner.ErrClosed) {
+		t.Errorf("waiter after close: %v, want ErrClosed", r.err)
+	}
+	if names := m.loadedNames(); len(names) != 0 {
+		t.Errorf("loaded %v after close", names)
+	}
+}

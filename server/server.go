@@ -37,7 +37,7 @@ type Config struct {
 	Load          runner.LoadOptions // how models are loaded
 	KeepAlive     time.Duration      // default keep_alive; 0: 5 minutes
 	MaxLoaded     int                // models loaded at once; default 3
-	MaxQueue      int                // requests waiting per model before 503; 0: no limit
+	MaxQueue      int                // requests waiting per model, and for a model to unload, before 503; 0: no limit
 	MaxBodyBytes  int64              // request body limit but for blob uploads; default 32 MiB (FOLIO_MAX_BODY)
 	Origins       []string           // browser origins allowed beyond localhost and app schemes (FOLIO_ORIGINS); "*": all
 	Log           *slog.Logger
