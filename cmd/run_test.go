@@ -84,13 +84,16 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"run", "stories260k", "--temperature", "-1", "hi"}, "temperature -1"},
 		{[]string{"run", "stories260k", "--kv-type", "q4_0", "hi"}, "use f16, q8_0"},
 		{[]string{"run", "stories260k", "--kv-type", "q8_0", "hi"}, "multiple of 32"},
-		{[]string{"run", "stories260k", "--num-ctx", "8", strings.Repeat("word ", 20)}, "raise num_ctx"},
 		{[]string{"run", "stories260k", "--num-ctx", "1000000000", "hi"}, "lower num_ctx"},
 	} {
 		_, err := execute(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: got %v, want an error containing %q", c.args, err, c.want)
 		}
+	}
+	// a prompt longer than the context is truncated, as ollama run's is
+	if out, err := execute(t, "run", "stories260k", "--num-ctx", "8", strings.Repeat("word ", 20)); err != nil {
+		t.Errorf("a prompt over --num-ctx 8: %v (%q), want a truncated answer", err, out)
 	}
 }
 

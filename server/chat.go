@@ -69,8 +69,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			Message: api.Message{Role: "assistant"}, Done: true, DoneReason: "load"})
 		return
 	}
-	msgs := conf.chatMessages(req.Messages)
-	text, templated, err := s.render(r.Context(), l, conf, "", msgs, req.Tools, req.Think)
+	p := &chatPrompt{s: s, ctx: r.Context(), l: l, conf: conf, tools: req.Tools, think: req.Think}
+	text, ids, err := p.fit(conf.chatMessages(req.Messages), newWindow(l, opts, req.Truncate))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -81,14 +81,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &completion{model: l, opts: opts, sample: sample, n: 1, logprobs: req.Logprobs, topLog: req.TopLogprobs,
-		truncate: req.Truncate != nil && *req.Truncate, format: format}
-	c.ids = encodePrompt(l.model.Tok, text, templated)
+		format: format, ids: ids}
 	c.thinking, c.parseThink = thinkState(text, req.Think)
-	if c.truncate && msgs[0].Role == "system" {
-		if sys, templated, err := s.render(r.Context(), l, conf, "", msgs[:1], req.Tools, req.Think); err == nil {
-			c.keep = len(encodePrompt(l.model.Tok, sys, templated))
-		}
-	}
 	st, err := c.start(r.Context())
 	if err != nil {
 		writeError(w, err)

@@ -29,8 +29,6 @@ type completion struct {
 	n          int
 	logprobs   bool
 	topLog     int
-	truncate   bool
-	keep       int
 	format     *grammar.Grammar // output constraint; nil: free text
 	thinking   bool             // the rendered prompt leaves the model inside <think>
 	parseThink bool             // split <think>…</think> out of the text
@@ -39,7 +37,7 @@ type completion struct {
 // start submits c to the model's engine.
 func (c *completion) start(ctx context.Context) (*runner.Stream, error) {
 	req := runner.Request{Prompt: c.ids, Sample: c.sample, NumCtx: c.opts.NumCtx, Stop: c.opts.Stop, N: c.n,
-		Logprobs: c.logprobs, TopLogprobs: c.topLog, Truncate: c.truncate, Keep: c.keep, Format: c.format}
+		Logprobs: c.logprobs, TopLogprobs: c.topLog, Format: c.format}
 	if c.opts.NumPredict > 0 {
 		req.NumPredict = c.opts.NumPredict
 	}
@@ -119,8 +117,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, api.GenerateResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Done: true, DoneReason: "load"})
 		return
 	}
-	c := &completion{model: l, opts: opts, sample: sample, n: 1, logprobs: req.Logprobs, topLog: req.TopLogprobs,
-		truncate: req.Truncate != nil && *req.Truncate, format: format}
+	c := &completion{model: l, opts: opts, sample: sample, n: 1, logprobs: req.Logprobs, topLog: req.TopLogprobs, format: format}
+	win := newWindow(l, opts, req.Truncate)
 	for _, id := range req.Context {
 		if id < 0 || id >= l.model.Arch.Vocab {
 			writeError(w, fmt.Errorf("%w: context holds token %d, outside the vocabulary of %d: send back the context of this model's last response", errBadRequest, id, l.model.Arch.Vocab))
@@ -141,8 +139,18 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 			c.ids = encodePrompt(tok, text, false)
 		}
 	default:
+		// Without a context, the prompt is a chat of the system prompt,
+		// the model's messages and the prompt, fitted to num_ctx as
+		// /api/chat's is (Ollama's generate does the same).
 		msgs := conf.generateMessages(req.System, req.Prompt, len(req.Context) > 0)
-		text, _, err := s.render(r.Context(), l, conf, req.Template, msgs, nil, req.Think)
+		p := &chatPrompt{s: s, ctx: r.Context(), l: l, conf: conf, tmpl: req.Template, think: req.Think}
+		var text string
+		var ids []int32
+		if len(c.ids) == 0 {
+			text, ids, err = p.fit(msgs, win)
+		} else {
+			text, ids, err = p.encode(msgs)
+		}
 		if err != nil {
 			writeError(w, err)
 			return
@@ -152,8 +160,12 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 				DebugInfo: &api.DebugInfo{RenderedTemplate: text}})
 			return
 		}
-		c.ids = append(c.ids, encodePrompt(tok, text, true)...)
+		c.ids = append(c.ids, ids...)
 		c.thinking, c.parseThink = thinkState(text, req.Think)
+	}
+	if c.ids, err = s.fitTokens(l, win, c.ids); err != nil {
+		writeError(w, err)
+		return
 	}
 	st, err := c.start(r.Context())
 	if err != nil {

@@ -202,7 +202,8 @@ func (s *Server) chatJob(ctx context.Context, l *loaded, req *oaiChatRequest, c 
 	if err != nil {
 		return nil, err
 	}
-	text, templated, err := s.render(ctx, l, conf, "", conf.chatMessages(msgs), req.Tools, think)
+	p := &chatPrompt{s: s, ctx: ctx, l: l, conf: conf, tools: req.Tools, think: think}
+	text, ids, err := p.fit(conf.chatMessages(msgs), newWindow(l, c.opts, nil))
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +213,7 @@ func (s *Server) chatJob(ctx context.Context, l *loaded, req *oaiChatRequest, c 
 	if len(req.Tools) > 0 {
 		job.newTool = func() *toolStream { return newToolStream(l, conf, req.Tools) }
 	}
-	if err := job.start(ctx, [][]int32{encodePrompt(l.model.Tok, text, templated)}); err != nil {
+	if err := job.start(ctx, [][]int32{ids}); err != nil {
 		job.cancel()
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"folio/models/tokenizer"
@@ -113,20 +114,30 @@ func (s *Server) oaiCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.model = l
+	win := newWindow(l, c.opts, nil) // Ollama's /v1 truncates as its /api/generate does
 	prompts := make([][]int32, len(inputs))
 	for i, in := range inputs {
 		switch {
 		case in.tokens:
+			for j, id := range in.ids { // before truncation can drop a bad one
+				if id < 0 || int(id) >= l.model.Arch.Vocab {
+					writeOAIError(w, fmt.Errorf("%w: prompt token %d at %d is outside the vocabulary of %d", errBadRequest, id, j, l.model.Arch.Vocab))
+					return
+				}
+			}
 			prompts[i] = in.ids
 		case l.template == "" && conf.Template == "":
 			prompts[i] = encodePrompt(l.model.Tok, in.text, false)
 		default:
-			text, templated, err := s.render(r.Context(), l, conf, "", conf.generateMessages("", in.text, false), nil, nil)
-			if err != nil {
+			p := &chatPrompt{s: s, ctx: r.Context(), l: l, conf: conf}
+			if _, prompts[i], err = p.fit(conf.generateMessages("", in.text, false), win); err != nil {
 				writeOAIError(w, err)
 				return
 			}
-			prompts[i] = encodePrompt(l.model.Tok, text, templated)
+		}
+		if prompts[i], err = s.fitTokens(l, win, prompts[i]); err != nil {
+			writeOAIError(w, err)
+			return
 		}
 	}
 	job := &oaiJob{c: c}

@@ -178,7 +178,7 @@ func TestBadInput(t *testing.T) {
 		return resp.StatusCode, string(data)
 	}
 	huge := `{"model":"stories260k","prompt":"` + strings.Repeat("a", 2<<20) + `"}`
-	long := `{"model":"stories260k","prompt":"` + strings.Repeat("word ", 600) + `"}`
+	long := `{"model":"stories260k","prompt":"` + strings.Repeat("word ", 600) + `","truncate":false}`
 	for _, c := range []struct {
 		path, body string
 		status     int
