@@ -286,4 +286,11 @@ func TestTruncateOpenAI(t *testing.T) {
 			t.Errorf("%s: %d %s; want an answer to a prompt of at most 508 tokens", tc.path, status, body)
 		}
 	}
+	// a token prompt is checked whole, before truncation could drop a bad id
+	// (at 50 of 601: past num_keep, in the part a cut to 508 drops)
+	ids := strings.Repeat("300, ", 50) + "99999999, " + strings.Repeat("300, ", 550) + "300"
+	status, _, body := post(t, base+"/v1/completions", `{"model": "tiny-qwen2", "prompt": [`+ids+`], "max_tokens": 4}`)
+	if status != 400 || !strings.Contains(string(body), "outside the vocabulary") {
+		t.Errorf("a long token prompt with a bad id: %d %s; want 400", status, body)
+	}
 }

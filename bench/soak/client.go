@@ -24,14 +24,16 @@ type job struct {
 	system     string // one of a few shared preambles, or ""
 	prompt     string
 	numPredict int
+	noTruncate bool // truncate:false: a prompt over num_ctx is refused
 }
 
 // answer is what one request streamed back.
 type answer struct {
-	text      string
-	evalCount int
-	reason    string
-	chunks    int
+	text       string
+	evalCount  int
+	promptEval int // prompt_eval_count
+	reason     string
+	chunks     int
 }
 
 var words = strings.Fields(`the a block cache prefix tree token model stream server client batch decode
@@ -74,6 +76,22 @@ func makeJobs(n, numCtx int, seed uint64) []job {
 	return jobs
 }
 
+// makeLongJobs makes n prompts longer than numCtx, by one to four
+// contexts, half of them to /api/chat, each after a system preamble or
+// none: the server truncates them, and their solo runs are references as
+// makeJobs's are.
+func makeLongJobs(n, numCtx int, seed uint64) []job {
+	rng := rand.New(rand.NewPCG(seed, 0x10a9))
+	jobs := make([]job, n)
+	for i := range jobs {
+		jobs[i] = job{chat: i%2 == 1, numPredict: 8, prompt: sentence(rng, numCtx+1+rng.IntN(3*numCtx))}
+		if i%4 < 2 {
+			jobs[i].system = sentence(rng, 16+rng.IntN(numCtx/8))
+		}
+	}
+	return jobs
+}
+
 // body is a job's endpoint and request, greedy and seeded; unload asks
 // for the model to be unloaded when the request ends (keep_alive 0), as
 // it is when no other request holds it then.
@@ -94,6 +112,9 @@ func (j job) body(stream, unload bool) (path, body string) {
 	}
 	if unload {
 		req["keep_alive"] = 0
+	}
+	if j.noTruncate {
+		req["truncate"] = false
 	}
 	data, _ := json.Marshal(req)
 	return path, string(data)
@@ -146,10 +167,11 @@ type streamLine struct {
 	Message  struct {
 		Content string `json:"content"`
 	} `json:"message"`
-	Done       bool   `json:"done"`
-	DoneReason string `json:"done_reason"`
-	EvalCount  int    `json:"eval_count"`
-	Error      string `json:"error"`
+	Done            bool   `json:"done"`
+	DoneReason      string `json:"done_reason"`
+	EvalCount       int    `json:"eval_count"`
+	PromptEvalCount int    `json:"prompt_eval_count"`
+	Error           string `json:"error"`
 }
 
 // complete sends j (unload: with keep_alive 0) and reads the answer to
@@ -179,7 +201,7 @@ func (r *rig) complete(ctx context.Context, j job, stream, unload bool, onChunk 
 		a.text += l.Response + l.Message.Content
 		a.chunks++
 		if l.Done {
-			a.evalCount, a.reason = l.EvalCount, l.DoneReason
+			a.evalCount, a.promptEval, a.reason = l.EvalCount, l.PromptEvalCount, l.DoneReason
 			return a, nil
 		}
 		if onChunk != nil {
@@ -276,10 +298,29 @@ func (r *rig) disconnect(i int, rng *rand.Rand) {
 	r.rep.Disconnects.Add(1)
 }
 
-// oversized sends a prompt longer than num_ctx: the answer must be 400
-// naming num_ctx, before anything streams.
+// oversized sends a prompt longer than num_ctx. With truncate:false the
+// answer must be 400 naming num_ctx, before anything streams; by default
+// (one of the long jobs) the server truncates it, and the answer must be
+// its solo run's, from a prompt that fits num_ctx.
 func (r *rig) oversized(ctx context.Context, rng *rand.Rand) {
-	j := job{chat: rng.IntN(2) == 0, numPredict: 8,
+	if rng.IntN(2) == 0 {
+		i := rng.IntN(len(r.long))
+		a, err := r.complete(ctx, r.long[i], rng.IntN(2) == 0, false, nil)
+		ref := r.longRefs[i]
+		switch {
+		case err != nil:
+			r.rep.fail(&r.rep.Errors, "truncated prompt %d: %v", i, err)
+		case a.promptEval > r.cfg.NumCtx:
+			r.rep.fail(&r.rep.Errors, "truncated prompt %d: prompt_eval_count %d, over num_ctx %d", i, a.promptEval, r.cfg.NumCtx)
+		case a.text != ref.text || a.evalCount != ref.evalCount || a.reason != ref.reason:
+			r.rep.fail(&r.rep.Mismatches, "truncated prompt %d: %d tokens %q (%s); alone: %d tokens %q (%s)",
+				i, a.evalCount, a.text, a.reason, ref.evalCount, ref.text, ref.reason)
+		default:
+			r.rep.Truncated.Add(1)
+		}
+		return
+	}
+	j := job{chat: rng.IntN(2) == 0, numPredict: 8, noTruncate: true,
 		prompt: sentence(rng, r.cfg.NumCtx+1+rng.IntN(3*r.cfg.NumCtx))}
 	path, body := j.body(rng.IntN(2) == 0, false)
 	resp, err := r.do(ctx, path, body)
@@ -290,7 +331,7 @@ func (r *rig) oversized(ctx context.Context, rng *rand.Rand) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "num_ctx") {
-		r.rep.fail(&r.rep.Errors, "oversized prompt of %d bytes: status %d: %s", len(j.prompt), resp.StatusCode, b)
+		r.rep.fail(&r.rep.Errors, "oversized prompt of %d bytes with truncate:false: status %d: %s", len(j.prompt), resp.StatusCode, b)
 		return
 	}
 	r.rep.Oversized.Add(1)

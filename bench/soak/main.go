@@ -1,8 +1,9 @@
 // Command soak holds an in-process folio server on loopback under load:
 // concurrent streaming clients on /api/generate and /api/chat (greedy,
 // seeded prompts of varied lengths, many sharing a prefix), with
-// cancellations, disconnects mid-stream, prompts longer than num_ctx,
-// malformed requests and model unloads in between. At quiet points (all
+// cancellations, disconnects mid-stream, prompts longer than num_ctx
+// (truncated, and refused with truncate:false), malformed requests and
+// model unloads in between. At quiet points (all
 // clients paused) and at the end it checks that the block pool is back to
 // its full free count, that goroutines are back to their baseline and that
 // the heap did not grow, and it compares every completed request's output

@@ -21,7 +21,8 @@ type Report struct {
 	Choices        atomic.Int64 // choices of those, each equal to the solo run
 	Cancels        atomic.Int64 // ended by cancelling the request's context
 	Disconnects    atomic.Int64 // ended by closing the connection mid-stream
-	Oversized      atomic.Int64 // prompts longer than num_ctx, refused with 400
+	Oversized      atomic.Int64 // prompts longer than num_ctx with truncate:false, refused with 400
+	Truncated      atomic.Int64 // prompts longer than num_ctx, truncated, equal to the solo run
 	BadInputs      atomic.Int64 // malformed requests, refused with 4xx
 	UnloadRequests atomic.Int64 // keep_alive 0 requests during the load
 	Mismatches     atomic.Int64 // completed with another output than alone: must be 0
@@ -89,9 +90,10 @@ func (r *Report) Failures() []string {
 	}
 	r.mu.Unlock()
 	if r.Served.Load() == 0 || r.Parallel.Load() == 0 || r.Cancels.Load() == 0 || r.Disconnects.Load() == 0 || r.Oversized.Load() == 0 ||
-		r.BadInputs.Load() == 0 || r.UnloadRequests.Load() == 0 {
-		add("a kind of request never happened (served %d, n>1 %d, cancels %d, disconnects %d, oversized %d, bad %d, unloads %d): run longer",
-			r.Served.Load(), r.Parallel.Load(), r.Cancels.Load(), r.Disconnects.Load(), r.Oversized.Load(), r.BadInputs.Load(), r.UnloadRequests.Load())
+		r.Truncated.Load() == 0 || r.BadInputs.Load() == 0 || r.UnloadRequests.Load() == 0 {
+		add("a kind of request never happened (served %d, n>1 %d, cancels %d, disconnects %d, oversized %d, truncated %d, bad %d, unloads %d): run longer",
+			r.Served.Load(), r.Parallel.Load(), r.Cancels.Load(), r.Disconnects.Load(), r.Oversized.Load(), r.Truncated.Load(),
+			r.BadInputs.Load(), r.UnloadRequests.Load())
 	}
 	for _, q := range r.Quiets {
 		if q.Free != q.Blocks {
@@ -142,7 +144,8 @@ func (r *Report) Print(w io.Writer) {
 		{"of those, /v1/chat/completions with n in {1,2,4,8} (choices)", fmt.Sprintf("%d (%d)", r.Parallel.Load(), r.Choices.Load())},
 		{"cancellations", r.Cancels.Load()},
 		{"disconnects mid-stream", r.Disconnects.Load()},
-		{"oversized prompts (400)", r.Oversized.Load()},
+		{"oversized prompts with truncate:false (400)", r.Oversized.Load()},
+		{"oversized prompts truncated (equal to the solo run)", r.Truncated.Load()},
 		{"malformed requests (4xx)", r.BadInputs.Load()},
 		{"unload requests during load", r.UnloadRequests.Load()},
 		{"model loads / unloads", fmt.Sprintf("%d / %d", r.Loads, r.Unloads)},

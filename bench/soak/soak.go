@@ -76,6 +76,10 @@ type rig struct {
 	logs   *logCounter
 	jobs   []job
 	refs   []answer // refs[i]: job i run alone
+	// long are prompts over num_ctx that the server truncates;
+	// longRefs[i] is long[i] run alone
+	long     []job
+	longRefs []answer
 
 	// gate lets clients run (read side, one hold per request) until a
 	// quiet point takes it (write side: it waits for requests in flight
@@ -171,6 +175,7 @@ func start(cfg Config, rep *Report) (*rig, error) {
 	})}
 	go r.hs.Serve(ln)
 	r.jobs = makeJobs(cfg.Prompts, cfg.NumCtx, cfg.Seed)
+	r.long = makeLongJobs(4, cfg.NumCtx, cfg.Seed)
 	return r, nil
 }
 
@@ -186,6 +191,14 @@ func (r *rig) references() error {
 			return fmt.Errorf("solo run of prompt %d generated nothing", i)
 		}
 		r.refs[i] = a
+	}
+	r.longRefs = make([]answer, len(r.long))
+	for i, j := range r.long {
+		a, err := r.complete(context.Background(), j, true, false, nil)
+		if err != nil {
+			return fmt.Errorf("solo run of long prompt %d: %w", i, err)
+		}
+		r.longRefs[i] = a
 	}
 	return nil
 }

@@ -42,6 +42,7 @@ func TestFailuresSeeLeaks(t *testing.T) {
 		{"shutdown", func(r *Report) { r.Goroutines.End = 3 }, "after shutdown"},
 		{"no cancels", func(r *Report) { r.Cancels.Store(0) }, "never happened"},
 		{"no n>1", func(r *Report) { r.Parallel.Store(0) }, "never happened"},
+		{"no truncation", func(r *Report) { r.Truncated.Store(0) }, "truncated 0"},
 		{"warning", func(r *Report) { r.Warnings = []string{"model failed"} }, "server warning"},
 	}
 	for _, c := range cases {
@@ -62,7 +63,7 @@ func TestFailuresSeeLeaks(t *testing.T) {
 // passing is a report every check accepts.
 func passing() *Report {
 	r := &Report{HeapBase: 10 << 20}
-	for _, c := range []interface{ Store(int64) }{&r.Served, &r.Parallel, &r.Cancels, &r.Disconnects, &r.Oversized, &r.BadInputs, &r.UnloadRequests} {
+	for _, c := range []interface{ Store(int64) }{&r.Served, &r.Parallel, &r.Cancels, &r.Disconnects, &r.Oversized, &r.Truncated, &r.BadInputs, &r.UnloadRequests} {
 		c.Store(1)
 	}
 	r.Goroutines.Start, r.Goroutines.Loaded, r.Goroutines.End = 2, 5, 2
