@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/ollama/ollama/api"
 )
@@ -64,12 +65,18 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	loaded := time.Now()
+	caps := capsOf(modelTemplate(l, conf))
+	think, err := checkCaps(req.Model, caps, req.Tools, req.Think)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	if len(req.Messages) == 0 { // a load request
 		writeJSON(w, http.StatusOK, api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(),
 			Message: api.Message{Role: "assistant"}, Done: true, DoneReason: "load"})
 		return
 	}
-	p := &chatPrompt{s: s, ctx: r.Context(), l: l, conf: conf, tools: req.Tools, think: req.Think}
+	p := &chatPrompt{s: s, ctx: r.Context(), l: l, conf: conf, tools: req.Tools, think: think}
 	text, ids, err := p.fit(conf.chatMessages(req.Messages), newWindow(l, opts, req.Truncate))
 	if err != nil {
 		writeError(w, err)
@@ -82,7 +89,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &completion{model: l, opts: opts, sample: sample, n: 1, logprobs: req.Logprobs, topLog: req.TopLogprobs,
 		format: format, ids: ids}
-	c.thinking, c.parseThink = thinkState(text, req.Think)
+	c.thinkSplit = thinkState(text, think, caps)
 	st, err := c.start(r.Context())
 	if err != nil {
 		writeError(w, err)
@@ -90,7 +97,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	defer st.Cancel()
 	out := newResponder(w, streamFlag(req.Stream))
-	think := newThinkSplitter(c.thinking, c.parseThink)
+	split := newThinkSplitter(c.thinkSplit)
 	calls := newToolStream(l, conf, req.Tools)
 	var content, thinking strings.Builder
 	var lps []api.Logprob
@@ -102,7 +109,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		resp := api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Message: api.Message{Role: "assistant"}}
-		resp.Message.Content, resp.Message.Thinking = think.add(ev.Text)
+		resp.Message.Content, resp.Message.Thinking = split.add(ev.Text)
 		resp.Message.Content, resp.Message.ToolCalls = calls.add(resp.Message.Content)
 		if ev.Logprob != nil {
 			resp.Logprobs = []api.Logprob{ollamaLogprob(l.model.Tok, ev.Logprob)}
@@ -112,7 +119,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 				out.fail(ev.Err)
 				return
 			}
-			c2, t2 := think.flush()
+			c2, t2 := split.flush()
 			c2, more := calls.add(c2)
 			resp.Message.Content += c2 + calls.flush()
 			resp.Message.Thinking += t2
@@ -180,74 +187,119 @@ func (s *Server) render(ctx context.Context, l *loaded, conf modelConf, tmpl str
 	return text, true, err
 }
 
-// thinkState says, from the rendered prompt and the request's think
-// option, whether generation starts inside a <think> block and whether
-// <think> blocks are split out of the text at all.
-func thinkState(prompt string, think *api.ThinkValue) (inside, parse bool) {
-	if think == nil {
-		return false, false
-	}
-	if b, ok := think.Value.(bool); ok && !b {
-		return false, false
-	}
-	trimmed := strings.TrimRight(prompt, " \n")
-	return strings.HasSuffix(trimmed, "<think>"), true
+// thinkMode says how a reply's thinking is told from its answer.
+type thinkMode struct {
+	open, close string // the template's thinking tags; "" leaves the reply whole
+	inside      bool   // the prompt ends with open: the reply starts as thinking
 }
 
-// thinkSplitter separates <think>…</think> from the answer in streamed
-// text, holding back what may be the start of a tag.
+// thinkState is the think mode of a reply to prompt: the model's thinking
+// tags when the request thinks (checkCaps turned the default on for a
+// model that thinks), and whether the rendered prompt already opened one.
+func thinkState(prompt string, think *api.ThinkValue, caps templateCaps) thinkMode {
+	if !think.Bool() || !caps.thinks() {
+		return thinkMode{}
+	}
+	inside := strings.HasSuffix(strings.TrimSpace(prompt), caps.thinkOpen)
+	return thinkMode{open: caps.thinkOpen, close: caps.thinkClose, inside: inside}
+}
+
+// thinkSplitter separates a reply's thinking from its answer as it
+// streams, as Ollama's thinking parser does: one thought, opened at the
+// start of the reply (after whitespace) or by the prompt, and closed by
+// the close tag; the whitespace after either tag is dropped, and the rest
+// of the reply is the answer, tags and all. What may be the start of a tag
+// is held back until it is known.
 type thinkSplitter struct {
-	inside, parse, seen bool
-	held                string
+	thinkMode
+	state   thinkPhase
+	eatWS   bool // drop the whitespace that follows a tag
+	held    string
+	content strings.Builder
+	thought strings.Builder
 }
 
-func newThinkSplitter(inside, parse bool) *thinkSplitter {
-	return &thinkSplitter{inside: inside, parse: parse}
+// thinkPhase is where a thinkSplitter is in a reply.
+type thinkPhase uint8
+
+const (
+	beforeThought thinkPhase = iota // only whitespace so far: a thought may open
+	inThought
+	afterThought // the answer
+)
+
+func newThinkSplitter(m thinkMode) *thinkSplitter {
+	t := &thinkSplitter{thinkMode: m, state: afterThought}
+	switch {
+	case m.open == "":
+	case m.inside:
+		t.state, t.eatWS = inThought, true
+	default:
+		t.state = beforeThought
+	}
+	return t
 }
 
 // add returns the answer text and the thinking text that are final.
 func (t *thinkSplitter) add(text string) (content, thinking string) {
-	if !t.parse {
+	if t.open == "" {
 		return text, ""
 	}
 	t.held += text
-	var c, th strings.Builder
-	for {
-		tag := "<think>"
-		if t.inside {
-			tag = "</think>"
-		}
-		i := strings.Index(t.held, tag)
-		if i < 0 {
-			keep := partialSuffix(t.held, tag)
-			emit := t.held[:len(t.held)-keep]
-			t.held = t.held[len(t.held)-keep:]
-			t.write(&c, &th, emit)
-			return c.String(), th.String()
-		}
-		t.write(&c, &th, t.held[:i])
-		t.held = t.held[i+len(tag):]
-		if t.inside {
-			t.held = strings.TrimLeft(t.held, "\n")
-		}
-		t.inside = !t.inside
-		t.seen = true
+	for t.step() {
 	}
+	content, thinking = t.content.String(), t.thought.String()
+	t.content.Reset()
+	t.thought.Reset()
+	return content, thinking
 }
 
-func (t *thinkSplitter) write(c, th *strings.Builder, s string) {
-	if t.inside {
-		th.WriteString(s)
-	} else {
-		c.WriteString(s)
+// step moves what it can of held to the answer or the thought and reports
+// whether the phase changed (another step may then move more).
+func (t *thinkSplitter) step() bool {
+	if t.eatWS {
+		t.held = strings.TrimLeftFunc(t.held, unicode.IsSpace)
+		if t.held == "" {
+			return false
+		}
+		t.eatWS = false
 	}
-}
-
-func (t *thinkSplitter) flush() (content, thinking string) {
-	var c, th strings.Builder
-	t.write(&c, &th, t.held)
+	switch t.state {
+	case beforeThought:
+		rest := strings.TrimLeftFunc(t.held, unicode.IsSpace)
+		switch {
+		case strings.HasPrefix(rest, t.open):
+			t.held, t.state, t.eatWS = rest[len(t.open):], inThought, true
+			return true
+		case strings.HasPrefix(t.open, rest): // whitespace, or the start of the tag
+			return false
+		}
+		t.state = afterThought
+		return true
+	case inThought:
+		if i := strings.Index(t.held, t.close); i >= 0 {
+			t.thought.WriteString(t.held[:i])
+			t.held, t.state, t.eatWS = t.held[i+len(t.close):], afterThought, true
+			return true
+		}
+		keep := partialSuffix(t.held, t.close)
+		t.thought.WriteString(t.held[:len(t.held)-keep])
+		t.held = t.held[len(t.held)-keep:]
+		return false
+	}
+	t.content.WriteString(t.held)
 	t.held = ""
-	return c.String(), th.String()
+	return false
+}
+
+// flush returns what was held back at the end of the reply.
+func (t *thinkSplitter) flush() (content, thinking string) {
+	held := t.held
+	t.held = ""
+	if t.state == inThought {
+		return "", held
+	}
+	return held, ""
 }
 
 // partialSuffix is the length of the longest end of s that begins tag.

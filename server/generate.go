@@ -30,8 +30,7 @@ type completion struct {
 	logprobs   bool
 	topLog     int
 	format     *grammar.Grammar // output constraint; nil: free text
-	thinking   bool             // the rendered prompt leaves the model inside <think>
-	parseThink bool             // split <think>…</think> out of the text
+	thinkSplit thinkMode        // how thinking is told from the answer
 }
 
 // start submits c to the model's engine.
@@ -113,6 +112,12 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	loaded := time.Now()
+	caps := capsOf(modelTemplate(l, conf))
+	think, err := checkCaps(req.Model, caps, nil, req.Think)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	if noPrompt { // a load request
 		writeJSON(w, http.StatusOK, api.GenerateResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Done: true, DoneReason: "load"})
 		return
@@ -138,12 +143,13 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		} else {
 			c.ids = encodePrompt(tok, text, false)
 		}
+		c.thinkSplit = thinkState(text, think, caps)
 	default:
 		// Without a context, the prompt is a chat of the system prompt,
 		// the model's messages and the prompt, fitted to num_ctx as
 		// /api/chat's is (Ollama's generate does the same).
 		msgs := conf.generateMessages(req.System, req.Prompt, len(req.Context) > 0)
-		p := &chatPrompt{s: s, ctx: r.Context(), l: l, conf: conf, tmpl: req.Template, think: req.Think}
+		p := &chatPrompt{s: s, ctx: r.Context(), l: l, conf: conf, tmpl: req.Template, think: think}
 		var text string
 		var ids []int32
 		if len(c.ids) == 0 {
@@ -161,7 +167,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		c.ids = append(c.ids, ids...)
-		c.thinking, c.parseThink = thinkState(text, req.Think)
+		c.thinkSplit = thinkState(text, think, caps)
 	}
 	if c.ids, err = s.fitTokens(l, win, c.ids); err != nil {
 		writeError(w, err)
@@ -179,7 +185,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	var thinkAll strings.Builder
 	var lps []api.Logprob
 	var cached *int
-	think := newThinkSplitter(c.thinking, c.parseThink)
+	split := newThinkSplitter(c.thinkSplit)
 	generated := append([]int32(nil), c.ids...)
 	for {
 		ev, ok := st.Recv(r.Context())
@@ -189,7 +195,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		if ev.Token >= 0 {
 			generated = append(generated, ev.Token)
 		}
-		content, thought := think.add(ev.Text)
+		content, thought := split.add(ev.Text)
 		resp := base
 		resp.CreatedAt = s.cfg.Now().UTC()
 		resp.Response, resp.Thinking = content, thought
@@ -201,7 +207,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 				out.fail(ev.Err)
 				return
 			}
-			c2, t2 := think.flush()
+			c2, t2 := split.flush()
 			resp.Response += c2
 			resp.Thinking += t2
 			resp.Done, resp.DoneReason = true, ev.Reason

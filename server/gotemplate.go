@@ -140,10 +140,7 @@ func renderGo(ctx context.Context, t *gotemplate.Template, msgs []api.Message, t
 	v := ollamatemplate.Values{Messages: msgs, Tools: tools}
 	if think != nil {
 		v.IsThinkSet = true
-		v.Think = think.Bool()
-		if think.IsString() {
-			v.ThinkLevel = think.String()
-		}
+		v.Think, v.ThinkLevel = think.Bool(), think.String() // true is "medium", as in Ollama
 	}
 	out, err := t.Execute(ctx, v)
 	if err != nil {

@@ -95,10 +95,11 @@ func capabilities(f *gguf.File, template string) []model.Capability {
 	if fim("fim_pre", "fim_suf", "fim_mid") || fim("prefix", "suffix", "middle") || strings.Contains(template, ".Suffix") {
 		caps = append(caps, model.CapabilityInsert)
 	}
-	if strings.Contains(template, "tools") {
+	tc := capsOf(template)
+	if tc.tools {
 		caps = append(caps, model.CapabilityTools)
 	}
-	if strings.Contains(template, "<think>") {
+	if tc.thinks() {
 		caps = append(caps, model.CapabilityThinking)
 	}
 	return caps

@@ -288,7 +288,7 @@ func (j *oaiJob) start(ctx context.Context, prompts [][]int32) error {
 		}
 		j.streams = append(j.streams, st)
 		for range c.n {
-			j.thinks = append(j.thinks, newThinkSplitter(c.thinking, c.parseThink))
+			j.thinks = append(j.thinks, newThinkSplitter(c.thinkSplit))
 			var ts *toolStream
 			if j.newTool != nil {
 				ts = j.newTool()

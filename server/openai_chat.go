@@ -202,13 +202,17 @@ func (s *Server) chatJob(ctx context.Context, l *loaded, req *oaiChatRequest, c 
 	if err != nil {
 		return nil, err
 	}
+	caps := capsOf(modelTemplate(l, conf))
+	if think, err = checkCaps(req.Model, caps, req.Tools, think); err != nil {
+		return nil, err
+	}
 	p := &chatPrompt{s: s, ctx: ctx, l: l, conf: conf, tools: req.Tools, think: think}
 	text, ids, err := p.fit(conf.chatMessages(msgs), newWindow(l, c.opts, nil))
 	if err != nil {
 		return nil, err
 	}
 	c.model = l
-	c.thinking, c.parseThink = thinkState(text, think)
+	c.thinkSplit = thinkState(text, think, caps)
 	job := &oaiJob{c: c}
 	if len(req.Tools) > 0 {
 		job.newTool = func() *toolStream { return newToolStream(l, conf, req.Tools) }

@@ -239,7 +239,7 @@ func (s *Server) oaiResponses(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	job, err := s.chatJob(r.Context(), l, chat, c, msgs, think)
 	if err != nil {
-		writeOAIError(w, err)
+		writeOAIError(w, responsesParam(err))
 		return
 	}
 	defer job.cancel()

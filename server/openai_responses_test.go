@@ -176,9 +176,9 @@ func TestOpenAIResponsesErrors(t *testing.T) {
 // comes back as a function_call item, whole and streamed, and a
 // conversation that carries a call and its output is accepted.
 func TestOpenAIResponsesToolCalls(t *testing.T) {
-	_, base := newTestServer(t)
+	_, base := newTemplatedServer(t)
 	url := base + "/v1/responses"
-	body := `{"model":"tiny-qwen2","input":"weather?","temperature":0,"max_output_tokens":400,
+	body := `{"model":"tiny-tools","input":"weather?","temperature":0,"max_output_tokens":400,
 		"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],
 		"text":{"format":{"type":"json_schema","name":"call","schema":` + weatherSchema + `}}`
 	var r respObject
@@ -204,7 +204,7 @@ func TestOpenAIResponsesToolCalls(t *testing.T) {
 		t.Errorf("stream: events %v", names)
 	}
 
-	conv := `{"model":"tiny-qwen2","temperature":0,"max_output_tokens":8,"instructions":"Be brief.","input":[
+	conv := `{"model":"tiny-tools","temperature":0,"max_output_tokens":8,"instructions":"Be brief.","input":[
 		{"role":"user","content":"weather?"},
 		{"type":"function_call","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"Paris\"}"},
 		{"type":"function_call_output","call_id":"call_1","output":"sunny"}]}`
@@ -216,11 +216,12 @@ func TestOpenAIResponsesToolCalls(t *testing.T) {
 }
 
 // TestOpenAIResponsesReasoning: with reasoning asked for, a reply that
-// starts inside <think> (here a prompt that ends with the tag) comes back
-// as a reasoning item with the chat endpoint's reasoning text, then an
-// empty message; streamed, as reasoning_text events before the message's.
+// starts inside <think> (here a model whose prompt opens the thought)
+// comes back as a reasoning item with the chat endpoint's reasoning text,
+// then an empty message; streamed, as reasoning_text events before the
+// message's.
 func TestOpenAIResponsesReasoning(t *testing.T) {
-	_, base := newTestServer(t)
+	_, base := newTemplatedServer(t)
 	var chat struct {
 		Choices []struct {
 			Message struct {
@@ -229,13 +230,13 @@ func TestOpenAIResponsesReasoning(t *testing.T) {
 			} `json:"message"`
 		} `json:"choices"`
 	}
-	postJSON(t, base+"/v1/chat/completions", `{"model":"stories260k","messages":[{"role":"user","content":"Once upon a time<think>"}],
+	postJSON(t, base+"/v1/chat/completions", `{"model":"tiny-think","messages":[{"role":"user","content":"Once upon a time"}],
 		"temperature":0,"max_tokens":12,"reasoning_effort":"low"}`, &chat)
 	want := chat.Choices[0].Message.Reasoning
 	if want == "" || chat.Choices[0].Message.Content != "" {
 		t.Fatalf("chat: %+v; want reasoning only", chat.Choices[0].Message)
 	}
-	body := `{"model":"stories260k","input":"Once upon a time<think>","temperature":0,"max_output_tokens":12,"reasoning":{"effort":"low"}`
+	body := `{"model":"tiny-think","input":"Once upon a time","temperature":0,"max_output_tokens":12,"reasoning":{"effort":"low"}`
 	var r struct {
 		Output []struct {
 			Type    string `json:"type"`

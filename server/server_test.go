@@ -26,8 +26,14 @@ import (
 // qwen2 model, and returns an Ollama client for it.
 func newTestServer(t *testing.T, edit ...func(*gguf.Writer)) (*api.Client, string) {
 	t.Helper()
+	return serveLibrary(t, newTestLibrary(t, edit...))
+}
+
+// serveLibrary serves the models of a folder, as newTestServer does.
+func serveLibrary(t *testing.T, dir string) (*api.Client, string) {
+	t.Helper()
 	reg := server.NewLibraryRegistry()
-	reg.Dirs = []string{newTestLibrary(t, edit...)}
+	reg.Dirs = []string{dir}
 	srv := server.New(server.Config{Registry: reg, Version: "test", Load: runner.LoadOptions{NumCtx: 512}, MaxBodyBytes: 1 << 20})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { hs.Close(); srv.Close() })
@@ -47,6 +53,14 @@ func newTestLibrary(t *testing.T, edit ...func(*gguf.Writer)) string {
 	if err := os.WriteFile(filepath.Join(dir, "stories260K.gguf"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	writeTinyQwen2(t, filepath.Join(dir, "tiny-qwen2.gguf"), edit...)
+	return dir
+}
+
+// writeTinyQwen2 writes the tiny synthetic qwen2 model to path, edited by
+// edit.
+func writeTinyQwen2(t *testing.T, path string, edit ...func(*gguf.Writer)) {
+	t.Helper()
 	cfg, err := synth.Preset("tiny")
 	if err != nil {
 		t.Fatal(err)
@@ -60,10 +74,9 @@ func newTestLibrary(t *testing.T, edit ...func(*gguf.Writer)) string {
 	for _, e := range edit {
 		e(w)
 	}
-	if err := w.WriteFile(filepath.Join(dir, "tiny-qwen2.gguf")); err != nil {
+	if err := w.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	return dir
 }
 
 func TestOllamaClient(t *testing.T) {

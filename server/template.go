@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ollama/ollama/api"
 
@@ -56,11 +57,14 @@ func renderTemplate(ctx context.Context, l *loaded, tmpl string, msgs []api.Mess
 		}
 	}
 	if think != nil {
-		on := true
-		if b, ok := think.Value.(bool); ok {
-			on = b
+		c.Vars["enable_thinking"] = think.Bool()
+		if level := think.String(); level != "" {
+			c.Vars["reasoning_effort"] = level // gpt-oss's templates read it
 		}
-		c.Vars["enable_thinking"] = on
+	}
+	prefill := prefillOf(msgs)
+	if prefill != "" {
+		c.AddGenerationPrompt = false
 	}
 	out, err := t.Execute(ctx, c)
 	if err != nil {
@@ -70,7 +74,41 @@ func renderTemplate(ctx context.Context, l *loaded, tmpl string, msgs []api.Mess
 		}
 		return "", err
 	}
+	if prefill != "" {
+		return continueFinal(out, prefill, l.entry.Name)
+	}
 	return out, nil
+}
+
+// prefillOf is the content of a conversation's last message when the
+// model is to continue it: an assistant message with content and no tool
+// calls. "" otherwise.
+func prefillOf(msgs []api.Message) string {
+	if len(msgs) == 0 {
+		return ""
+	}
+	m := msgs[len(msgs)-1]
+	if m.Role != "assistant" || len(m.ToolCalls) > 0 || strings.TrimSpace(m.Content) == "" {
+		return ""
+	}
+	return m.Content
+}
+
+// continueFinal cuts a rendering without a generation prompt right after
+// the content of its last message, so that the model continues that
+// message instead of starting another: what Ollama's Go templates do when
+// the last message is the assistant's, and what transformers'
+// continue_final_message does for Jinja ones. A template that changes the
+// content as it writes it (trims it, as Llama 3's do) is cut after the
+// trimmed content.
+func continueFinal(out, content, model string) (string, error) {
+	for _, c := range []string{content, strings.TrimSpace(content)} {
+		if i := strings.LastIndex(out, c); i >= 0 {
+			return out[:i+len(c)], nil
+		}
+	}
+	return "", fmt.Errorf("%w: the chat template of %s does not write the last assistant message's content as it is, "+
+		"so the reply cannot continue it: end the conversation with a user message", errBadRequest, model)
 }
 
 // jsonValue turns a request value into the template's JSON-like form,

@@ -2,9 +2,9 @@ package server
 
 import (
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"strings"
+	"unicode"
 
 	"github.com/ollama/ollama/api"
 	"github.com/ollama/ollama/tools"
@@ -25,10 +25,15 @@ import (
 var toolTags = []string{"<tool_call>", "[TOOL_CALLS]"}
 
 // toolStream splits a reply into content and tool calls as it streams.
+// Whitespace next to a call (a model's "\n\n" before <tool_call>, the
+// whitespace a format grammar allows before a bare JSON call) is not
+// content: whitespace at the end of the content so far waits until text
+// follows it, and is dropped when a call does.
 type toolStream struct {
 	p     *tools.Parser
-	held  bool // the last text added came back as neither content nor calls
-	calls int  // calls returned so far
+	held  bool   // the last text added came back as neither content nor calls
+	space string // whitespace held back from the end of the content so far
+	calls int    // calls returned so far
 }
 
 // newToolStream returns the splitter for a request's tools under the
@@ -55,7 +60,8 @@ func newToolStream(l *loaded, conf modelConf, ts api.Tools) *toolStream {
 }
 
 // add takes the next piece of the reply's content and returns the content
-// to pass on and the calls completed by it.
+// to pass on and the calls completed by it, each with an id of Ollama's
+// form.
 func (t *toolStream) add(text string) (content string, calls []api.ToolCall) {
 	if t == nil {
 		return text, nil
@@ -65,18 +71,48 @@ func (t *toolStream) add(text string) (content string, calls []api.ToolCall) {
 	}
 	calls, content = t.p.Add(text)
 	t.held = content == "" && len(calls) == 0
+	for i := range calls {
+		calls[i].ID = toolCallID()
+	}
+	if t.calls > 0 { // after a call
+		content = strings.TrimLeftFunc(content, unicode.IsSpace)
+	}
 	t.calls += len(calls)
+	content = t.space + content
+	end := len(strings.TrimRightFunc(content, unicode.IsSpace))
+	content, t.space = content[:end], content[end:]
+	if len(calls) > 0 {
+		t.space = ""
+	}
 	return content, calls
 }
 
 // flush returns the text held back at the end of the reply: what looked
-// like the start of a call but never became one. As in Ollama's chat
-// handler, only text the last add held back is released.
+// like the start of a call but never became one (as in Ollama's chat
+// handler, only text the last add held back is released), and the
+// whitespace at the end of a reply without calls.
 func (t *toolStream) flush() string {
-	if t == nil || !t.held {
+	if t == nil {
 		return ""
 	}
-	return t.p.Content()
+	if t.calls > 0 {
+		return ""
+	}
+	if t.held {
+		return t.space + t.p.Content()
+	}
+	return t.space
+}
+
+// toolCallID is a call's id as Ollama makes them: "call_" and eight
+// lower-case letters or digits.
+func toolCallID() string {
+	const chars = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := []byte("call_--------")
+	for i := len("call_"); i < len(b); i++ {
+		b[i] = chars[rand.IntN(len(chars))]
+	}
+	return string(b)
 }
 
 // called reports whether the reply made any tool call.
@@ -90,7 +126,7 @@ func oaiToolCalls(calls []api.ToolCall) []oaiToolCall {
 		var o oaiToolCall
 		o.ID = c.ID
 		if o.ID == "" {
-			o.ID = fmt.Sprintf("call_%016x", rand.Uint64())
+			o.ID = toolCallID()
 		}
 		o.Type, o.Function.Name = "function", c.Function.Name
 		args, err := json.Marshal(c.Function.Arguments)

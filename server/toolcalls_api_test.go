@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/ollama/ollama/api"
@@ -11,16 +10,16 @@ import (
 
 // TestChatToolCalls: a reply that is a tool call (forced here by a format
 // schema, with a model whose template has no tool-call tag, so bare JSON
-// objects are calls) arrives as message.tool_calls, streamed or not, and
-// not as content.
+// objects are calls) arrives as message.tool_calls with an id of Ollama's
+// form, streamed or not, and not as content.
 func TestChatToolCalls(t *testing.T) {
-	c, _ := newTestServer(t)
+	c, _ := newTemplatedServer(t)
 	ctx := context.Background()
 	var tool api.Tool
 	tool.Type, tool.Function.Name = "function", "get_weather"
 	schema := json.RawMessage(weatherSchema)
 	for _, stream := range []bool{true, false} {
-		req := &api.ChatRequest{Model: "tiny-qwen2", Messages: []api.Message{{Role: "user", Content: "weather?"}},
+		req := &api.ChatRequest{Model: "tiny-tools", Messages: []api.Message{{Role: "user", Content: "weather?"}},
 			Tools: api.Tools{tool}, Format: schema, Stream: &stream, Options: map[string]any{"temperature": 0, "num_predict": 400}}
 		var content string
 		var calls []api.ToolCall
@@ -36,14 +35,14 @@ func TestChatToolCalls(t *testing.T) {
 			t.Fatalf("stream %v: content %q, calls %+v; want one call and no content", stream, content, calls)
 		}
 		city, _ := calls[0].Function.Arguments.Get("city")
-		if calls[0].Function.Name != "get_weather" || (city != "Paris" && city != "Rome") {
+		if calls[0].Function.Name != "get_weather" || (city != "Paris" && city != "Rome") || !callID.MatchString(calls[0].ID) {
 			t.Errorf("stream %v: call %+v", stream, calls[0])
 		}
 	}
 	// Without tools the same reply is text.
 	no := false
 	var content string
-	err := c.Chat(ctx, &api.ChatRequest{Model: "tiny-qwen2", Messages: []api.Message{{Role: "user", Content: "weather?"}},
+	err := c.Chat(ctx, &api.ChatRequest{Model: "tiny-tools", Messages: []api.Message{{Role: "user", Content: "weather?"}},
 		Format: schema, Stream: &no, Options: map[string]any{"temperature": 0, "num_predict": 400}},
 		func(r api.ChatResponse) error { content += r.Message.Content; return nil })
 	if err != nil || !json.Valid([]byte(content)) {
@@ -55,8 +54,8 @@ func TestChatToolCalls(t *testing.T) {
 // comes back as message.tool_calls (arguments as JSON text, an id each)
 // with finish_reason tool_calls, whole and in chunks.
 func TestOpenAIToolCalls(t *testing.T) {
-	_, base := newTestServer(t)
-	body := `{"model":"tiny-qwen2","messages":[{"role":"user","content":"weather?"}],"temperature":0,"max_tokens":400,
+	_, base := newTemplatedServer(t)
+	body := `{"model":"tiny-tools","messages":[{"role":"user","content":"weather?"}],"temperature":0,"max_tokens":400,
 		"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}],
 		"response_format":{"type":"json_schema","json_schema":{"name":"call","schema":` + weatherSchema + `}}`
 	type call struct {
@@ -81,7 +80,7 @@ func TestOpenAIToolCalls(t *testing.T) {
 	}
 	tc := ch.Message.ToolCalls[0]
 	var args map[string]string
-	if tc.Function.Name != "get_weather" || tc.Type != "function" || !strings.HasPrefix(tc.ID, "call_") ||
+	if tc.Function.Name != "get_weather" || tc.Type != "function" || !callID.MatchString(tc.ID) ||
 		json.Unmarshal([]byte(tc.Function.Arguments), &args) != nil || (args["city"] != "Paris" && args["city"] != "Rome") {
 		t.Errorf("whole: call %+v", tc)
 	}
