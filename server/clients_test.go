@@ -41,7 +41,7 @@ func TestRealClients(t *testing.T) {
 		needed(t, "node is not on PATH: %v", err)
 	}
 	modules := installClients(t)
-	_, base := newTestServer(t)
+	_, base := newTemplatedServer(t)
 	runClientScript(t, node, modules, base, "clients.mjs")
 }
 

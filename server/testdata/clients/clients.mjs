@@ -1,8 +1,9 @@
 // Drives a live folio server with two clients nobody here wrote: the npm
 // packages `ollama` (ollama-js) and `openai`. Usage: node clients.mjs BASE_URL
 //
-// The server must serve stories260K (greedy text starts ", there was") and
-// tiny-qwen2 (a synthetic qwen2 with 256-wide embeddings), as
+// The server must serve stories260K (greedy text starts ", there was"),
+// tiny-qwen2 (a synthetic qwen2 with 256-wide embeddings) and its weights
+// as tiny-think and tiny-tools (templates that think and render tools), as
 // server/clients_test.go sets up. Prints one JSON line, a summary
 // {"ok", "versions", "checks": [{"name", "ok", "error"?}]}, and exits 1 when a
 // check failed.
@@ -212,8 +213,8 @@ await check('openai responses stream', async () => {
   assert(text === greedy && r.output_text === greedy && r.status === 'incomplete', 'streamed response', { text, r })
 })
 await check('openai responses stream reasoning', async () => {
-  // a prompt that ends with <think> starts the reply inside the reasoning
-  const stream = openai.responses.stream({ model: 'stories260k', input: 'Once upon a time<think>', temperature: 0,
+  // tiny-think's prompt opens a thought: the reply starts inside the reasoning
+  const stream = openai.responses.stream({ model: 'tiny-think', input: 'Once upon a time', temperature: 0,
     max_output_tokens: 12, reasoning: { effort: 'low' } })
   let thought = ''
   for await (const e of stream) if (e.type === 'response.reasoning_text.delta') thought += e.delta
@@ -223,11 +224,11 @@ await check('openai responses stream reasoning', async () => {
     'reasoning item, then the message', r.output)
 })
 await check('openai responses function call', async () => {
-  // tiny-qwen2's template has no tool-call tag, so a bare JSON object that
+  // tiny-tools's template has no tool-call tag, so a bare JSON object that
   // names a tool is a call; the schema forces one
   const schema = { type: 'object', properties: { name: { const: 'get_weather' },
     arguments: { type: 'object', properties: { city: { enum: ['Paris', 'Rome'] } }, required: ['city'] } }, required: ['name', 'arguments'] }
-  const req = { model: 'tiny-qwen2', input: 'weather?', temperature: 0, max_output_tokens: 400,
+  const req = { model: 'tiny-tools', input: 'weather?', temperature: 0, max_output_tokens: 400,
     tools: [{ type: 'function', name: 'get_weather', parameters: { type: 'object' }, strict: false }],
     text: { format: { type: 'json_schema', name: 'call', schema } } }
   for (const r of [await openai.responses.create(req), await openai.responses.stream(req).finalResponse()]) {
