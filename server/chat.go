@@ -76,7 +76,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			Message: api.Message{Role: "assistant"}, Done: true, DoneReason: "load"})
 		return
 	}
-	p := &chatPrompt{s: s, ctx: r.Context(), l: l, conf: conf, tools: req.Tools, think: think}
+	p := &chatPrompt{s: s, ctx: r.Context(), l: l, conf: conf, tools: req.Tools, think: think, caps: caps, constrained: format != nil}
 	text, ids, err := p.fit(conf.chatMessages(req.Messages), newWindow(l, opts, req.Truncate))
 	if err != nil {
 		writeError(w, err)
@@ -202,6 +202,15 @@ func thinkState(prompt string, think *api.ThinkValue, caps templateCaps) thinkMo
 	}
 	inside := strings.HasSuffix(strings.TrimSpace(prompt), caps.thinkOpen)
 	return thinkMode{open: caps.thinkOpen, close: caps.thinkClose, inside: inside}
+}
+
+// closeThought closes the thought a prompt opens for a reply that cannot
+// think: a constrained one (format), whose first token is the answer's.
+func closeThought(prompt string, think *api.ThinkValue, caps templateCaps) string {
+	if m := thinkState(prompt, think, caps); m.inside {
+		return prompt + "\n" + m.close + "\n\n"
+	}
+	return prompt
 }
 
 // thinkSplitter separates a reply's thinking from its answer as it

@@ -149,7 +149,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		// the model's messages and the prompt, fitted to num_ctx as
 		// /api/chat's is (Ollama's generate does the same).
 		msgs := conf.generateMessages(req.System, req.Prompt, len(req.Context) > 0)
-		p := &chatPrompt{s: s, ctx: r.Context(), l: l, conf: conf, tmpl: req.Template, think: think}
+		p := &chatPrompt{s: s, ctx: r.Context(), l: l, conf: conf, tmpl: req.Template, think: think, caps: caps, constrained: format != nil}
 		var text string
 		var ids []int32
 		if len(c.ids) == 0 {

@@ -89,6 +89,42 @@ func TestThinkingDefault(t *testing.T) {
 	}
 }
 
+// TestThinkingFormat: a format on a model whose prompt opens a thought
+// still gets a reply that parses, as content: the thought is closed before
+// the constrained answer, on /api/chat, /api/generate and /v1.
+func TestThinkingFormat(t *testing.T) {
+	c, base := newTemplatedServer(t)
+	ctx := context.Background()
+	schema := `{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`
+	opts := map[string]any{"num_predict": 60, "seed": 4}
+	no := false
+	var chat api.ChatResponse
+	err := c.Chat(ctx, &api.ChatRequest{Model: "tiny-think", Messages: []api.Message{{Role: "user", Content: "answer in JSON"}},
+		Format: json.RawMessage(schema), Stream: &no, Options: opts}, func(r api.ChatResponse) error { chat = r; return nil })
+	if err != nil || !json.Valid([]byte(chat.Message.Content)) || chat.Message.Thinking != "" {
+		t.Errorf("chat: %v, content %q, thinking %q; want the JSON as content", err, chat.Message.Content, chat.Message.Thinking)
+	}
+	var gen api.GenerateResponse
+	err = c.Generate(ctx, &api.GenerateRequest{Model: "tiny-think", Prompt: "answer in JSON", Format: json.RawMessage(schema),
+		Stream: &no, Options: opts}, func(r api.GenerateResponse) error { gen = r; return nil })
+	if err != nil || !json.Valid([]byte(gen.Response)) || gen.Thinking != "" {
+		t.Errorf("generate: %v, response %q, thinking %q; want the JSON as the response", err, gen.Response, gen.Thinking)
+	}
+	var oai struct {
+		Choices []struct {
+			Message struct {
+				Content   string `json:"content"`
+				Reasoning string `json:"reasoning"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	postJSON(t, base+"/v1/chat/completions", `{"model":"tiny-think","messages":[{"role":"user","content":"answer in JSON"}],"seed":4,`+
+		`"max_tokens":60,"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":`+schema+`}}}`, &oai)
+	if m := oai.Choices[0].Message; !json.Valid([]byte(m.Content)) || m.Reasoning != "" {
+		t.Errorf("/v1: %+v; want the JSON as content", m)
+	}
+}
+
 func checkThought(t *testing.T, what string, stream, thinks bool, content, thinking string) {
 	t.Helper()
 	switch {

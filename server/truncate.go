@@ -92,6 +92,10 @@ type chatPrompt struct {
 	tmpl  string // the request's template; "": the model's
 	tools api.Tools
 	think *api.ThinkValue
+	caps  templateCaps
+	// constrained: the reply has a format, so a thought the prompt opens
+	// is closed (closeThought)
+	constrained bool
 }
 
 // encode renders msgs and tokenizes the text.
@@ -99,6 +103,9 @@ func (p *chatPrompt) encode(msgs []api.Message) (string, []int32, error) {
 	text, templated, err := p.s.render(p.ctx, p.l, p.conf, p.tmpl, msgs, p.tools, p.think)
 	if err != nil {
 		return "", nil, err
+	}
+	if p.constrained {
+		text = closeThought(text, p.think, p.caps)
 	}
 	return text, encodePrompt(p.l.model.Tok, text, templated), nil
 }
