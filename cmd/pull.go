@@ -135,7 +135,7 @@ func pullMissing(ctx context.Context, c *api.Client, name string, insecure bool,
 	return nil
 }
 
-// progressView shows pull and create progress: on a terminal one bar per
+// progressView shows pull, push and create progress: on a terminal one bar per
 // layer (bytes, speed, time left) under the status lines, redrawn in
 // place; otherwise plain lines, a layer's at each quarter.
 type progressView struct {
@@ -164,7 +164,7 @@ func (v *progressView) update(p installer.Progress) {
 	if isNew {
 		v.rows = append(v.rows, p.Status)
 	}
-	if !isBar && p.Total > 0 && strings.HasPrefix(p.Status, "pulling ") {
+	if !isBar && p.Total > 0 && (strings.HasPrefix(p.Status, "pulling ") || strings.HasPrefix(p.Status, "pushing ")) {
 		bar = progressbar.NewOptions64(p.Total, progressbar.OptionSetWriter(io.Discard),
 			progressbar.OptionSetDescription(p.Status), progressbar.OptionShowBytes(true),
 			progressbar.OptionShowTotalBytes(true), progressbar.OptionShowCount(), progressbar.OptionSetWidth(25),

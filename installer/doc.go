@@ -2,7 +2,9 @@
 // them from an Ollama registry, a Hugging Face repository or a plain URL;
 // Create makes them from a GGUF file, an uploaded blob or another model
 // (a Modelfile, or /api/create's JSON). Both enter the result in the
-// registry (store/), which list, show, rm and cp read.
+// registry (store/), which list, show, rm and cp read. Push sends a
+// registered model to an Ollama registry: the blobs it lacks, streamed
+// from disk, then the manifest.
 //
 // # On disk
 //

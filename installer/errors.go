@@ -17,12 +17,13 @@ var ErrRegistry = errors.New("installer: the registry failed")
 // statusError is an HTTP answer other than the one asked for. It keeps the
 // status line only: the body is the server's to word, and is not passed on.
 type statusError struct {
-	URL  string
-	Code int
+	Method string
+	URL    string
+	Code   int
 }
 
 func (e *statusError) Error() string {
-	return fmt.Sprintf("GET %s: %d %s", e.URL, e.Code, http.StatusText(e.Code))
+	return fmt.Sprintf("%s %s: %d %s", e.Method, e.URL, e.Code, http.StatusText(e.Code))
 }
 
 // Is makes every unexpected answer an ErrRegistry.
@@ -35,7 +36,7 @@ func (e *statusError) retryable() bool {
 }
 
 func newStatusError(resp *http.Response) *statusError {
-	return &statusError{URL: resp.Request.URL.Redacted(), Code: resp.StatusCode}
+	return &statusError{Method: resp.Request.Method, URL: resp.Request.URL.Redacted(), Code: resp.StatusCode}
 }
 
 // notFoundError is an ErrNotFound in the words Ollama uses for it, which

@@ -15,9 +15,10 @@ import (
 	"folio/models/gotemplate"
 )
 
-// The installer's endpoints: /api/pull and /api/create stream Ollama's
-// progress (NDJSON) while installer.Pull and installer.Create run;
-// /api/blobs/{digest} receives the blobs a create names.
+// The installer's endpoints: /api/pull, /api/create and /api/push
+// (push.go) stream Ollama's progress (NDJSON) while installer.Pull,
+// Create and Push run; /api/blobs/{digest} receives the blobs a create
+// names.
 
 func (s *Server) installRoutes() {
 	m := s.mux
@@ -25,7 +26,7 @@ func (s *Server) installRoutes() {
 	m.HandleFunc("POST /api/create", s.create)
 	m.HandleFunc("HEAD /api/blobs/{digest}", s.headBlob)
 	m.HandleFunc("POST /api/blobs/{digest}", s.postBlob)
-	m.HandleFunc("POST /api/push", notYet)
+	m.HandleFunc("POST /api/push", s.push)
 }
 
 // unlimitedBody: a blob upload is as large as the model it carries; its

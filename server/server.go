@@ -165,7 +165,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/ps", s.ps)
 	m.HandleFunc("DELETE /api/delete", s.deleteModel)
 	m.HandleFunc("POST /api/copy", s.copyModel)
-	s.installRoutes() // pull, create, blobs (pull.go); push answers notYet
+	s.installRoutes() // pull, create, push, blobs (pull.go)
 	s.openAIRoutes()
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: %s %s", errNotFoundPath, r.Method, r.URL.Path))
@@ -185,11 +185,6 @@ func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) version(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"version": APIVersion, "folio_version": s.cfg.Version})
-}
-
-func notYet(w http.ResponseWriter, r *http.Request) {
-	writeError(w, fmt.Errorf("%w: %s %s arrives with folio's installer; until then put GGUF files in a folder of FOLIO_MODELS_PATH",
-		errNotImplemented, r.Method, r.URL.Path))
 }
 
 var (

@@ -1,6 +1,7 @@
 // Package fakehub is a test server that speaks the two protocols folio
 // pulls over: an Ollama registry (GET /v2/<ns>/<model>/manifests/<tag>
-// and /v2/<ns>/<model>/blobs/<digest>) and Hugging Face's file API (GET
+// and /v2/<ns>/<model>/blobs/<digest>, and the uploads of a push: see
+// push.go) and Hugging Face's file API (GET
 // /api/models/<org>/<repo>/tree/main, /api/models/<org>/<repo>?blobs=true,
 // /<org>/<repo>/resolve/main/<file>), plus plain files at /files/<name>.
 // Byte ranges are answered, and faults can be switched on: dropping the
@@ -37,6 +38,7 @@ type Hub struct {
 
 	Served   atomic.Int64 // body bytes of blobs and files written
 	Requests atomic.Int64 // requests for blobs and files
+	Uploaded atomic.Int64 // body bytes of blob uploads received
 
 	mu        sync.Mutex
 	servedBy  map[string]int64             // guarded by mu: body bytes by blob digest or file name
@@ -45,12 +47,14 @@ type Hub struct {
 	repos     map[string]map[string][]byte // guarded by mu: "org/repo" → path → bytes
 	files     map[string][]byte            // guarded by mu: name → bytes
 	lfs       map[string]string            // guarded by mu: "org/repo/path" → sha256 override
+	uploads   map[string][]byte            // guarded by mu: upload id → bytes received so far
+	nextID    int                          // guarded by mu: the id of the next upload
 }
 
 // New starts a hub on 127.0.0.1.
 func New() *Hub {
 	h := &Hub{blobs: map[string][]byte{}, manifests: map[string][]byte{}, repos: map[string]map[string][]byte{},
-		files: map[string][]byte{}, lfs: map[string]string{}, servedBy: map[string]int64{}}
+		files: map[string][]byte{}, lfs: map[string]string{}, servedBy: map[string]int64{}, uploads: map[string][]byte{}}
 	h.Server = httptest.NewServer(h)
 	return h
 }
@@ -167,6 +171,10 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	switch {
+	case len(p) == 6 && p[0] == "v2" && p[3] == "blobs" && p[4] == "uploads":
+		h.upload(w, r, p[1]+"/"+p[2], p[5])
+	case len(p) == 5 && p[0] == "v2" && p[3] == "manifests" && r.Method == http.MethodPut:
+		h.putManifest(w, r, p[1]+"/"+p[2]+"/"+p[4])
 	case len(p) == 5 && p[0] == "v2" && p[3] == "manifests":
 		data, ok := h.lookup(h.manifests, p[1]+"/"+p[2]+"/"+p[4])
 		if !ok {
