@@ -31,6 +31,14 @@ type gpuReport struct {
 	DecodeOfCeiling float64 `json:"decode_of_ceiling"`
 	DeviceBytes     int64   `json:"device_bytes"`    // device memory folio allocated
 	Split           string  `json:"split,omitempty"` // how the layers are split, when the model did not fit
+	// What actually ran: prefill's matmuls on cuBLAS (BLASCalls SGEMMs over
+	// the warm-up and the rounds; 0: it did not run, BLAS says why), and
+	// decode steps replayed as CUDA graphs (GraphSteps; 0: none, though
+	// Graphs says they were on).
+	BLAS       string `json:"blas"`
+	BLASCalls  int    `json:"blas_calls"`
+	Graphs     bool   `json:"graphs"`
+	GraphSteps int    `json:"graph_steps"`
 }
 
 // init adds --gpu to `folio bench`: the same measurement on the CUDA
@@ -100,6 +108,8 @@ func benchGPU(model string, prompt, gen, repeat int) (*gpuReport, error) {
 		return nil, err
 	}
 	rep.DeviceBytes = dev.Used() // with the scratch cuBLAS grew
+	rep.BLAS, rep.BLASCalls = dev.BLAS(), dev.BLASCalls()
+	rep.Graphs, rep.GraphSteps = dev.GraphsOn(), dev.GraphLaunches()
 	rep.PrefillTPS, rep.DecodeTPS = median(rep.PrefillRuns), median(rep.DecodeRuns)
 	rep.DecodeOfCeiling = rep.DecodeTPS * float64(rep.ModelBytes) / hbmBandwidth
 	return rep, nil
@@ -113,6 +123,8 @@ func printGPU(w io.Writer, r *gpuReport) {
 	}
 	fmt.Fprintf(w, "cuda:    prefill %d: %9.1f tok/s   decode %d (after %d): %8.1f tok/s   (medians of %d)\n",
 		r.Prompt, r.PrefillTPS, r.Gen, r.Prompt, r.DecodeTPS, r.Repeat)
+	fmt.Fprintf(w, "ran:     prefill matmuls on %s (%d SGEMMs); CUDA graphs %s (%d steps as graphs)\n",
+		r.BLAS, r.BLASCalls, map[bool]string{true: "on", false: "off"}[r.Graphs], r.GraphSteps)
 	fmt.Fprintf(w, "ceiling: decode at %.0f%% of 4.8 TB/s ÷ weight bytes (%.0f tok/s)\n",
 		100*r.DecodeOfCeiling, hbmBandwidth/float64(r.ModelBytes))
 }

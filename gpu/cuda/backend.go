@@ -38,6 +38,7 @@ type Backend struct {
 	blas      *blas      // nil without cuBLAS: prefill takes the tiled kernel
 	blasNote  string     // why there is no cuBLAS
 	blasOff   bool       // SetBLAS(false)
+	blasCalls int        // SGEMMs made: bench reports whether cuBLAS ran
 	wbuf      devBuf     // MatMul through cuBLAS: the weight dequantized to F32
 	alphaBeta [2]float32 // cuBLAS's α and β, in heap memory
 	syncEach  bool       // Options.Sync
@@ -174,6 +175,13 @@ func (b *Backend) BLAS() string {
 	}
 	return "cuBLAS SGEMM (TF32) on dequantized weights"
 }
+
+// GraphsOn reports whether repeated steps are replayed as CUDA graphs
+// (asked for, the driver has them, and launches are not synchronized).
+func (b *Backend) GraphsOn() bool { return b.g.on }
+
+// BLASCalls is how many SGEMMs cuBLAS was given.
+func (b *Backend) BLASCalls() int { return b.blasCalls }
 
 // SetBLAS turns cuBLAS on or off for MatMul (selftest checks both paths)
 // and reports whether it is now used.

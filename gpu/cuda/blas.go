@@ -10,7 +10,9 @@ import "fmt"
 type blas struct {
 	// Sgemm is column-major C = α·op(A)·op(B) + β·C (cublasSgemm_v2); op
 	// is 0 (N) or 1 (T); alpha and beta point to host floats in heap memory.
-	Sgemm   func(opA, opB int32, m, n, k int32, alpha *float32, a uint64, lda int32, b uint64, ldb int32, beta *float32, c uint64, ldc int32) result
+	Sgemm func(opA, opB int32, m, n, k int32, alpha *float32, a uint64, lda int32, b uint64, ldb int32, beta *float32, c uint64, ldc int32) result
+	// Version is cublasGetVersion's: 130100 is 13.1.0; 0 if unknown.
+	Version func() int
 	Destroy func() result
 }
 
@@ -45,6 +47,7 @@ func blasError(call string, r result) error {
 // k): C(m×n) = wᵀ(m×k) · x(k×n).
 func (b *Backend) sgemmRowMajor(dst, x, w uint64, n, k, m int) {
 	b.alphaBeta = [2]float32{1, 0}
+	b.blasCalls++
 	r := b.blas.Sgemm(blasOpT, blasOpN, int32(m), int32(n), int32(k), &b.alphaBeta[0], w, int32(k), x, int32(k),
 		&b.alphaBeta[1], dst, int32(m))
 	if err := blasError("cublasSgemm_v2", r); err != nil {

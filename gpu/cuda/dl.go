@@ -13,28 +13,54 @@ import (
 	"github.com/ebitengine/purego"
 )
 
+// dlAttempt is one path dlopen was given: Err is why it did not load, ""
+// for the one that did.
+type dlAttempt struct {
+	Path, Err string
+}
+
 // dlopenFirst opens the first library of names that loads (a bare name
 // goes through the loader's search path, a pattern with * is globbed) and
-// says why none did.
-func dlopenFirst(what string, names []string) (uintptr, error) {
-	var tried []string
+// returns every attempt, in order; the error says why none loaded.
+func dlopenFirst(what string, names []string) (uintptr, []dlAttempt, error) {
+	var tried []dlAttempt
 	for _, n := range names {
 		paths := []string{n}
 		if strings.Contains(n, "*") {
 			paths, _ = filepath.Glob(n)
+			if len(paths) == 0 {
+				tried = append(tried, dlAttempt{n, "no file matches"})
+			}
 		}
 		for _, p := range paths {
 			h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 			if err == nil {
-				return h, nil
+				return h, append(tried, dlAttempt{Path: p}), nil
 			}
-			tried = append(tried, err.Error())
+			tried = append(tried, dlAttempt{p, err.Error()})
 		}
 	}
-	if len(tried) == 0 {
-		tried = append(tried, "no file matches "+strings.Join(names, ", "))
+	return 0, tried, fmt.Errorf("%s: %s", what, dlSummary(tried))
+}
+
+// dlSummary is the first failed attempt's error and how many more there
+// were: the error's line stays short, and `folio gpu preflight` lists them
+// all.
+func dlSummary(tried []dlAttempt) string {
+	first := ""
+	for _, a := range tried {
+		if a.Err != "" && !strings.HasSuffix(a.Err, "no file matches") {
+			first = a.Err // dlerror's message names the path
+			break
+		}
 	}
-	return 0, fmt.Errorf("%s: %s", what, tried[0])
+	if first == "" && len(tried) > 0 {
+		first = tried[0].Path + ": " + tried[0].Err
+	}
+	if len(tried) > 1 {
+		first += fmt.Sprintf(" (and %d more paths tried; `folio gpu preflight` lists them)", len(tried)-1)
+	}
+	return first
 }
 
 // symbols resolves each name into its *uintptr, naming the first missing
@@ -112,14 +138,20 @@ var driverNames = []string{"libcuda.so.1", "libcuda.so", "/usr/lib/x86_64-linux-
 // loadDriver opens libcuda and wraps the calls of driver. Failure wraps
 // ErrNoDriver.
 func loadDriver() (*driver, error) {
-	h, err := dlopenFirst("libcuda", driverNames)
+	d, _, err := loadDriverTried()
+	return d, err
+}
+
+// loadDriverTried is loadDriver with every path it tried.
+func loadDriverTried() (*driver, []dlAttempt, error) {
+	h, tried, err := dlopenFirst("libcuda", driverNames)
 	if err != nil {
-		return nil, fmt.Errorf("%w (%v)", ErrNoDriver, err)
+		return nil, tried, fmt.Errorf("%w (%v)", ErrNoDriver, err)
 	}
 	var f struct {
 		init, version, count, get, name, totalMem, attr, retain, release, setCurrent,
 		streamCreate, streamDestroy, streamSync, memInfo, alloc, free, htod, dtoh, dtod,
-		memset, modLoad, modUnload, getFunc, launch, errName uintptr
+		memset, modLoad, modUnload, getFunc, funcAttr, launch, errName uintptr
 	}
 	err = symbols("libcuda", h, map[string]*uintptr{
 		"cuInit": &f.init, "cuDriverGetVersion": &f.version, "cuDeviceGetCount": &f.count,
@@ -131,10 +163,10 @@ func loadDriver() (*driver, error) {
 		"cuMemAlloc_v2": &f.alloc, "cuMemFree_v2": &f.free, "cuMemcpyHtoDAsync_v2": &f.htod,
 		"cuMemcpyDtoHAsync_v2": &f.dtoh, "cuMemcpyDtoDAsync_v2": &f.dtod, "cuMemsetD8Async": &f.memset,
 		"cuModuleLoadData": &f.modLoad, "cuModuleUnload": &f.modUnload,
-		"cuModuleGetFunction": &f.getFunc, "cuLaunchKernel": &f.launch, "cuGetErrorName": &f.errName,
+		"cuModuleGetFunction": &f.getFunc, "cuFuncGetAttribute": &f.funcAttr, "cuLaunchKernel": &f.launch, "cuGetErrorName": &f.errName,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w (%v)", ErrNoDriver, err)
+		return nil, tried, fmt.Errorf("%w (%v)", ErrNoDriver, err)
 	}
 	u := func(v uint32) uintptr { return uintptr(v) }
 	i := func(v int32) uintptr { return uintptr(v) }
@@ -191,6 +223,7 @@ func loadDriver() (*driver, error) {
 			runtime.KeepAlive(c)
 			return r
 		},
+		FuncGetAttribute: func(v *int32, a int32, fn uintptr) result { return call(f.funcAttr, addr(v), i(a), fn) },
 		LaunchKernel: func(fn uintptr, g, b [3]uint32, shmem uint32, s uintptr, params unsafe.Pointer) result {
 			heap(params)
 			r := call(f.launch, fn, u(g[0]), u(g[1]), u(g[2]), u(b[0]), u(b[1]), u(b[2]), u(shmem), s, uintptr(params), 0)
@@ -229,7 +262,7 @@ func loadDriver() (*driver, error) {
 		d.GraphExecDestroy = func(exec uintptr) result { return call(g.execDestroy, exec) }
 		d.GraphDestroy = func(gr uintptr) result { return call(g.destroy, gr) }
 	}
-	return d, nil
+	return d, tried, nil
 }
 
 // cudaDirs are where the toolkit's libraries (NVRTC, cuBLAS) are looked
@@ -260,4 +293,18 @@ func libNames(lib string, versions ...string) []string {
 		names = append(names, filepath.Join(d, lib+"*"))
 	}
 	return names
+}
+
+// libcVersion is glibc's version (gnu_get_libc_version), "" where the C
+// library is not glibc.
+func libcVersion() string {
+	h, err := purego.Dlopen("libc.so.6", purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return ""
+	}
+	fn, err := purego.Dlsym(h, "gnu_get_libc_version")
+	if err != nil || fn == 0 {
+		return ""
+	}
+	return goString(callPtr(fn))
 }

@@ -5,13 +5,29 @@ package cuda
 import "fmt"
 
 func loadDriver() (*driver, error) {
-	return nil, fmt.Errorf("%w (folio loads the driver on Linux only)", ErrNoDriver)
+	d, _, err := loadDriverTried()
+	return d, err
+}
+
+func loadDriverTried() (*driver, []dlAttempt, error) {
+	return nil, nil, fmt.Errorf("%w (folio loads the driver on Linux only)", ErrNoDriver)
 }
 
 func loadNVRTC() (*compiler, error) {
-	return nil, fmt.Errorf("%w (folio loads NVRTC on Linux only)", ErrNoDriver)
+	c, _, err := loadNVRTCTried()
+	return c, err
+}
+
+func loadNVRTCTried() (*compiler, []dlAttempt, error) {
+	return nil, nil, fmt.Errorf("%w (folio loads NVRTC on Linux only)", ErrNoDriver)
 }
 
 func loadBLAS(uintptr) (*blas, error) {
 	return nil, fmt.Errorf("%w (folio loads cuBLAS on Linux only)", ErrNoDriver)
 }
+
+func loadBLASTried(uintptr) (*blas, []dlAttempt, error) {
+	return nil, nil, fmt.Errorf("%w (folio loads cuBLAS on Linux only)", ErrNoDriver)
+}
+
+func libcVersion() string { return "" }

@@ -3,14 +3,39 @@
 package cuda
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-func TestDlopenFirstSaysWhy(t *testing.T) {
-	_, err := dlopenFirst("libnothing", []string{"libfolio-no-such-lib.so.7", filepath.Join(t.TempDir(), "*.so")})
-	if err == nil || !strings.Contains(err.Error(), "libnothing") || !strings.Contains(err.Error(), "libfolio-no-such-lib.so.7") {
-		t.Fatalf("got %v", err)
+// Every path is tried and reported, with its own error, not only the
+// first; the error's line names the first and counts the rest.
+func TestDlopenFirstReportsEveryAttempt(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "libbroken.so.1")
+	if err := os.WriteFile(bad, []byte("not an ELF file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"libfolio-no-such-lib.so.7", filepath.Join(dir, "*.so"), filepath.Join(dir, "libbroken.so*")}
+	_, tried, err := dlopenFirst("libnothing", names)
+	if err == nil || !strings.Contains(err.Error(), "libnothing") || !strings.Contains(err.Error(), "libfolio-no-such-lib.so.7") ||
+		!strings.Contains(err.Error(), "2 more paths tried") {
+		t.Fatalf("error %v", err)
+	}
+	want := []string{"libfolio-no-such-lib.so.7", filepath.Join(dir, "*.so"), bad}
+	if len(tried) != len(want) {
+		t.Fatalf("%d attempts %+v, want %d", len(tried), tried, len(want))
+	}
+	for i, a := range tried {
+		if a.Path != want[i] || a.Err == "" {
+			t.Errorf("attempt %d: %+v, want %s with its error", i, a, want[i])
+		}
+	}
+	if !strings.Contains(tried[1].Err, "no file matches") {
+		t.Errorf("the empty glob says %q", tried[1].Err)
+	}
+	if tried[2].Err == tried[0].Err {
+		t.Errorf("the broken file's error %q is the missing file's", tried[2].Err)
 	}
 }

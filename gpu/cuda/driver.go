@@ -55,6 +55,8 @@ type driver struct {
 	ModuleLoadData     func(m *uintptr, image []byte) result
 	ModuleUnload       func(m uintptr) result
 	ModuleGetFunction  func(f *uintptr, m uintptr, name string) result
+	// FuncGetAttribute is cuFuncGetAttribute: one of f's funcAttr values.
+	FuncGetAttribute func(v *int32, attr int32, f uintptr) result
 	// LaunchKernel's params is the kernelParams array of cuLaunchKernel:
 	// one pointer per kernel argument, to the argument's value.
 	LaunchKernel func(f uintptr, grid, block [3]uint32, shmem uint32, s uintptr, params unsafe.Pointer) result

@@ -95,6 +95,21 @@ func emuBackend(t *testing.T) (*Backend, *fakeGPU) {
 }
 
 func emuBackendWith(t *testing.T, opt Options) (*Backend, *fakeGPU) {
+	d, f := emuDriver(t)
+	saved := openBLAS
+	openBLAS = func(uintptr) (*blas, error) { return f.blas(), nil }
+	be, err := open(d, (&fakeCompiler{}).compiler(), opt)
+	openBLAS = saved
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	return be, f
+}
+
+// emuDriver is a fake driver whose launches run the emulated kernels,
+// with graphs.
+func emuDriver(t *testing.T) (*driver, *fakeGPU) {
 	h, err := purego.Dlopen(emuLibrary(t), purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
 		t.Fatal(err)
@@ -121,15 +136,7 @@ func emuBackendWith(t *testing.T, opt Options) (*Backend, *fakeGPU) {
 		runtime.KeepAlive(params)
 		return r
 	}
-	saved := openBLAS
-	openBLAS = func(uintptr) (*blas, error) { return f.blas(), nil }
-	be, err := open(f.withGraphs(d), (&fakeCompiler{}).compiler(), opt)
-	openBLAS = saved
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { be.Close() })
-	return be, f
+	return f.withGraphs(d), f
 }
 
 // emuPair is an emulated backend and the CPU reference.

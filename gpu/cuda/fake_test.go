@@ -26,6 +26,9 @@ type fakeGPU struct {
 	// queued counts the launches and copies since the stream was last
 	// synchronized; freedQueued the frees made while some were.
 	queued, freedQueued int
+	// maxThreads is cuFuncGetAttribute's MAX_THREADS_PER_BLOCK by kernel
+	// name, 1024 for the others.
+	maxThreads map[string]int32
 }
 
 type fakeLaunch struct {
@@ -151,6 +154,26 @@ func (f *fakeGPU) driver() *driver {
 				}
 			}
 			return 500
+		},
+		FuncGetAttribute: func(v *int32, a int32, fn uintptr) result {
+			name := ""
+			if k := int(fn) - 100; k >= 0 && k < len(kernelNames) {
+				name = kernelNames[k]
+			}
+			switch a {
+			case funcMaxThreads:
+				*v = 1024
+				if n, ok := f.maxThreads[name]; ok {
+					*v = n
+				}
+			case funcRegisters:
+				*v = 40
+			case funcLocalBytes, funcSharedBytes:
+				*v = 0
+			default:
+				return 1
+			}
+			return fail("cuFuncGetAttribute")
 		},
 		LaunchKernel: func(fn uintptr, g, b [3]uint32, _ uint32, _ uintptr, params unsafe.Pointer) result {
 			l := fakeLaunch{fn: fn, grid: g, block: b}

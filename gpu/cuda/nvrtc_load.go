@@ -10,9 +10,15 @@ import (
 
 // loadNVRTC opens NVRTC and wraps it as a compiler.
 func loadNVRTC() (*compiler, error) {
-	h, err := dlopenFirst("NVRTC", libNames("libnvrtc.so", "", ".13", ".12", ".11.2"))
+	c, _, err := loadNVRTCTried()
+	return c, err
+}
+
+// loadNVRTCTried is loadNVRTC with every path it tried.
+func loadNVRTCTried() (*compiler, []dlAttempt, error) {
+	h, tried, err := dlopenFirst("NVRTC", libNames("libnvrtc.so", "", ".13", ".12", ".11.2"))
 	if err != nil {
-		return nil, fmt.Errorf("cuda: NVRTC (the CUDA toolkit's run-time compiler) is needed to build folio's kernels: %v; install the CUDA toolkit or set FOLIO_CUDA_PATH to it", err)
+		return nil, tried, fmt.Errorf("cuda: NVRTC (the CUDA toolkit's run-time compiler) is needed to build folio's kernels: %v; install the CUDA toolkit or set FOLIO_CUDA_PATH to it", err)
 	}
 	var f struct{ version, create, compile, logSize, log, binSize, bin, destroy, errStr uintptr }
 	err = symbols("libnvrtc", h, map[string]*uintptr{
@@ -21,7 +27,7 @@ func loadNVRTC() (*compiler, error) {
 		"nvrtcGetCUBIN": &f.bin, "nvrtcDestroyProgram": &f.destroy, "nvrtcGetErrorString": &f.errStr,
 	})
 	if err != nil {
-		return nil, err
+		return nil, tried, err
 	}
 	check := func(what string, r result) error {
 		if r == 0 {
@@ -83,5 +89,5 @@ func loadNVRTC() (*compiler, error) {
 		runtime.KeepAlive(bin)
 		return bin, log, err
 	}
-	return c, nil
+	return c, tried, nil
 }
