@@ -9,7 +9,7 @@
 #   bin/BUILD       the commit, whether the tree was clean, the Go version, and
 #                   the newest glibc symbol version the binaries need
 #
-# linux/amd64 only (the GPU machines are x86-64); about 45 MB in all, within
+# linux/amd64 only (the GPU machines are x86-64); about 30 MB in all, within
 # the 64 MiB a device call carries. bin/ is ignored by git: name it in the
 # call's `carry`.
 set -euo pipefail

@@ -29,6 +29,11 @@
 // call and the error: gpu.Backend's ops return no error, and a device that
 // faults mid-pass leaves nothing to continue with.
 //
+// Preflight (preflight*.go) checks a machine step by step and stops at the
+// first failure: the libraries loaded and every path tried, the compile
+// and its log, each kernel's attributes against its launch bounds, a
+// synchronized launch of every kernel, cuBLAS, and a CUDA graph.
+//
 // A Backend is used by one goroutine at a time (gpu.Backend's rule); each
 // op locks the goroutine to its OS thread and makes the context current
 // there, since a CUDA context is current per thread.
