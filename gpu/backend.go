@@ -215,9 +215,21 @@ type BlockIO interface {
 	WriteBlock(c KVCache, block int32, src []byte)
 }
 
-// KVCache is a backend's paged K/V pool.
+// KVCache is a backend's paged K/V pool. Spec may be called from any
+// goroutine, even while the pool grows (KVGrower).
 type KVCache interface {
 	Spec() KVSpec
+}
+
+// KVGrower is an optional capability: a K/V pool grown in place to more
+// blocks, between ops (as an op, never while another uses the cache).
+// Every block keeps its ID and its K/V, the new ones are zeroed, and Spec
+// gives the new size from then on. The backend may hold the old pool and
+// the new one at once while it copies, so the new pool's bytes must be
+// free. An error (wrapping ErrOutOfMemory when memory is short) leaves
+// the cache as it was.
+type KVGrower interface {
+	GrowKVCache(c KVCache, blocks int) error
 }
 
 // BlockCopy asks for block Src's K/V to be copied into block Dst.

@@ -10,7 +10,8 @@
 // `var _ gpu.Backend = (*Backend)(nil)` and is checked op by op against the
 // CPU's scalar reference. Optional capabilities, found by type assertion,
 // are listed here as they arrive: BlockIO (a block's K/V to and from host
-// memory, for persisted prefixes).
+// memory, for persisted prefixes), KVGrower (a K/V pool grown in place,
+// its blocks kept).
 //
 // gpu knows nothing of block allocation: the block tables it reads come
 // from paged/ through the runner, as plain block IDs.

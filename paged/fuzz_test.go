@@ -9,8 +9,8 @@ import (
 )
 
 // FuzzManager drives random sequences of appends, plans, forks,
-// truncations, frees, prefix attaches and inserts, matches, locks and
-// evictions. The oracles are verify (every invariant) and a model of the
+// truncations, frees, prefix attaches and inserts, matches, locks,
+// evictions and growths of the pool (some between a plan and its commit). The oracles are verify (every invariant) and a model of the
 // K/V memory: each slot holds the token last written there, copies are
 // carried out when drained, and every live sequence and every cached edge
 // must read back its own tokens through its blocks.
@@ -44,9 +44,9 @@ func FuzzManager(f *testing.F) {
 			m.Free(s)
 		}
 		fz.drain()
-		m.Radix().Evict(n)
-		if m.FreeBlocks() != n || m.Radix().Blocks() != 0 {
-			t.Fatalf("after freeing everything: %d of %d free, %d cached", m.FreeBlocks(), n, m.Radix().Blocks())
+		m.Radix().Evict(m.NumBlocks())
+		if m.FreeBlocks() != m.NumBlocks() || m.Radix().Blocks() != 0 {
+			t.Fatalf("after freeing everything: %d of %d free, %d cached", m.FreeBlocks(), m.NumBlocks(), m.Radix().Blocks())
 		}
 		if err := m.verify(); err != nil {
 			t.Fatal(err)
@@ -107,7 +107,7 @@ func (fz *fuzzer) free(s SeqID) {
 
 func (fz *fuzzer) op() string {
 	m := fz.m
-	switch code := fz.next() % 11; code {
+	switch code := fz.next() % 12; code {
 	case 0:
 		s := m.NewSeq(fz.extra())
 		fz.toks[s] = nil
@@ -175,6 +175,9 @@ func (fz *fuzzer) op() string {
 	case 9:
 		m.Radix().Evict(int(fz.next() % 8))
 		return "evict"
+	case 10:
+		fz.grow()
+		return "grow"
 	default:
 		return fz.step()
 	}
@@ -217,6 +220,9 @@ func (fz *fuzzer) step() string {
 		}
 		adds[s] = append(adds[s], t...)
 	}
+	if fz.next()%4 == 0 { // the pool grows between the plan and its commit
+		fz.grow()
+	}
 	fz.m.Commit(&p)
 	if fz.next()%4 == 0 {
 		if s, ok := fz.pick(); ok { // preempted between commit and copy
@@ -229,6 +235,16 @@ func (fz *fuzzer) step() string {
 		fz.write(s, adds[s])
 	}
 	return "step"
+}
+
+// grow adds a few blocks to the pool, and their slots to the memory
+// model, up to 256 blocks.
+func (fz *fuzzer) grow() {
+	n := min(fz.m.NumBlocks()+1+int(fz.next()%8), 256)
+	if err := fz.m.Grow(n); err != nil {
+		panic(err)
+	}
+	fz.mem = append(fz.mem, slices.Repeat([]int32{-1}, n*fz.m.BlockSize()-len(fz.mem))...)
 }
 
 // drain carries out the pending copies on the memory model.

@@ -83,6 +83,18 @@ func New(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
+// Grow makes the pool nBlocks blocks long, after the backend has grown
+// its K/V pool to match. Tables, the radix cache and pending copies keep
+// their blocks, so a plan made before stays valid: it only finds more
+// blocks free.
+func (m *Manager) Grow(nBlocks int) error {
+	if err := m.pool.Grow(nBlocks); err != nil {
+		return err
+	}
+	m.checkInvariants()
+	return nil
+}
+
 // BlockSize is the number of tokens per block.
 func (m *Manager) BlockSize() int { return m.pool.blockSize }
 

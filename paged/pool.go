@@ -142,6 +142,24 @@ func (p *BlockPool) Release(b BlockID) bool {
 	return true
 }
 
+// Grow makes the pool nBlocks blocks long. Blocks keep their IDs and
+// holders; the new ones are free and handed out next, lowest ID first.
+func (p *BlockPool) Grow(nBlocks int) error {
+	old := len(p.refs)
+	if nBlocks < old || nBlocks > math.MaxInt32 {
+		return fmt.Errorf("paged: grow a pool of %d blocks to %d (want %d to %d)", old, nBlocks, old, math.MaxInt32)
+	}
+	p.refs = append(p.refs, make([]int32, nBlocks-old)...)
+	p.next = append(p.next, make([]BlockID, nBlocks-old)...)
+	for b := nBlocks - 1; b >= old; b-- {
+		p.next[b] = p.head
+		p.head = BlockID(b)
+	}
+	p.nFree += nBlocks - old
+	p.checkInvariants()
+	return nil
+}
+
 // verify checks the pool's own invariants: the free list has nFree
 // distinct blocks, all with ref count 0, and every other block has a
 // positive ref count.

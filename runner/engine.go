@@ -65,12 +65,16 @@ type Engine struct {
 	peak  atomic.Int64 // the most blocks held at once (tables and cache)
 	used  atomic.Int64 // blocks held now
 	steps atomic.Int64
+	grows atomic.Int64 // times the K/V pool grew
 	// failed holds the error of a step that panicked (a backend fault);
 	// from then on every request ends with it.
 	failed atomic.Pointer[error]
 	// stepFault, set by tests before any request, runs at the start of
 	// every step: a seam for backend faults.
 	stepFault func()
+	// hostMemory reads the memory available now, before the K/V pool
+	// grows (gpu.HostMemory; tests set another before any request).
+	hostMemory func() (available, total int64, ok bool)
 
 	// loop-owned
 	pm          *paged.Manager
@@ -128,7 +132,7 @@ func NewEngine(m *Model, opt EngineOptions) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{m: m, opt: opt, pm: pm, in: make(chan *request, 256), calls: make(chan func()),
-		quit: make(chan struct{}), done: make(chan struct{}),
+		quit: make(chan struct{}), done: make(chan struct{}), hostMemory: gpu.HostMemory,
 		logits: make([]float32, opt.MaxSeqs*m.Arch.Vocab)}
 	e.argmaxer, _ = m.Arch.Backend().(gpu.ArgMaxer)
 	if opt.Store != nil {
@@ -154,9 +158,11 @@ func NewEngine(m *Model, opt EngineOptions) (*Engine, error) {
 func (e *Engine) Model() *Model { return e.m }
 
 // Submit queues a request and returns its stream. The request ends when
-// ctx does, or when the stream is cancelled.
+// ctx does, or when the stream is cancelled. A num_ctx larger than the K/V
+// pool grows the pool first, between steps, when the model's K/V budget
+// and the free memory allow; otherwise Submit says which limit stood in
+// the way.
 func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
-	spec := e.m.KV.Spec()
 	if len(req.Prompt) == 0 {
 		bos := e.m.Tok.Vocab().BOS
 		if bos < 0 {
@@ -164,7 +170,7 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
 		}
 		req.Prompt = []int32{bos}
 	}
-	if err := req.check(e.opt.NumCtx, spec.Blocks*spec.BlockSize); err != nil {
+	if err := req.check(e.opt.NumCtx); err != nil {
 		return nil, err
 	}
 	if err := e.Err(); err != nil {
@@ -174,6 +180,9 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
 		if t < 0 || int(t) >= e.m.Arch.Vocab {
 			return nil, fmt.Errorf("%w: prompt token %d at %d is outside the vocabulary of %d", ErrRequest, t, i, e.m.Arch.Vocab)
 		}
+	}
+	if err := e.reserve(req.NumCtx); err != nil {
+		return nil, err
 	}
 	if e.opt.MaxQueue > 0 && e.queue.Load() >= int64(e.opt.MaxQueue) {
 		return nil, fmt.Errorf("%w (%d queued): retry later or raise FOLIO_MAX_QUEUE", ErrBusy, e.queue.Load())
@@ -212,12 +221,13 @@ type EngineStats struct {
 	Blocks, UsedBlocks, PeakBlocks int
 	Queued                         int
 	Steps                          int64
+	Growths                        int64 // times the K/V pool grew for a larger num_ctx
 }
 
 // Stats returns the engine's figures so far.
 func (e *Engine) Stats() EngineStats {
 	return EngineStats{Blocks: e.m.KV.Spec().Blocks, UsedBlocks: int(e.used.Load()),
-		PeakBlocks: int(e.peak.Load()), Queued: int(e.queue.Load()), Steps: e.steps.Load()}
+		PeakBlocks: int(e.peak.Load()), Queued: int(e.queue.Load()), Steps: e.steps.Load(), Growths: e.grows.Load()}
 }
 
 // do runs f on the loop goroutine, between steps, and waits for it.

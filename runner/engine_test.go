@@ -333,7 +333,7 @@ func TestEngineStopStrings(t *testing.T) {
 }
 
 func TestEngineRequestErrors(t *testing.T) {
-	m := tinyModel(t, LoadOptions{NumCtx: 256})
+	m := tinyModel(t, LoadOptions{NumCtx: 256, KVMemory: 1 << 20}) // 1,024 tokens, never grown
 	e := newEngine(t, m, EngineOptions{})
 	for _, c := range []struct {
 		req  Request

@@ -28,8 +28,11 @@ type LoadOptions struct {
 	BlockSize int    // tokens per K/V block; default 16
 	KVType    string // "f16" (default), "q8_0" (half the memory) or "f32"
 	MaxSeqs   int    // sequences computed at once; default 64 (at most num_batch)
-	KVMemory  int64  // bytes of the K/V cache; default room for 4 × num_ctx tokens
-	Threads   int    // CPU threads; default all
+	// KVMemory is the bytes of the K/V cache, allocated at load and never
+	// grown past (FOLIO_KV_MEMORY). 0: room for 4 × num_ctx tokens at
+	// load, grown for a request's larger num_ctx up to Model.KVBudget.
+	KVMemory int64
+	Threads  int // CPU threads; default all
 }
 
 // ParseKVType is the K/V cache type a name (f16, q8_0 or f32, any case)
@@ -76,7 +79,11 @@ type Model struct {
 	Tok   *tokenizer.Tokenizer
 	KV    gpu.KVCache
 	Opt   LoadOptions
-	Bytes MemoryNeed
+	Bytes MemoryNeed // at load; the K/V pool may grow since (KV.Spec().Bytes())
+	// KVBudget is the most bytes the K/V pool may grow to: its size when
+	// KVMemory fixed it or the backend cannot grow it, else
+	// DefaultKVBudget of the memory available at load.
+	KVBudget int64
 }
 
 // MemoryNeed is what a model takes, computed before anything is loaded.
@@ -127,6 +134,7 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	avail, _, memKnown := gpu.HostMemory() // before the model takes any
 	spec := gpu.KVSpec{Layers: cfg.Layers, BlockSize: opt.BlockSize,
 		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Type: kvType}
 	if opt.KVMemory > 0 {
@@ -166,7 +174,11 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 		be.Close()
 		return nil, kvTypeErr(err, spec)
 	}
-	return &Model{File: f, Arch: am, Tok: tok, KV: kv, Opt: opt, Bytes: need}, nil
+	budget := spec.Bytes()
+	if _, grows := be.(gpu.KVGrower); grows && opt.KVMemory == 0 && memKnown {
+		budget = DefaultKVBudget(avail, need.Total()-need.KV, spec.Bytes())
+	}
+	return &Model{File: f, Arch: am, Tok: tok, KV: kv, Opt: opt, Bytes: need, KVBudget: budget}, nil
 }
 
 // kvTypeErr marks err with ErrKVType when it is a backend refusing spec's
@@ -212,7 +224,6 @@ func checkHostMemory(need MemoryNeed, opt LoadOptions) error {
 	if !ok {
 		return nil
 	}
-	gib := func(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
 	if alloc := need.KV + need.Scratch + need.Repacked; alloc > avail {
 		return fmt.Errorf("%w: the K/V cache for num_ctx %d (%s), scratch (%s) and the weights repacked for the CPU kernels (%s) need %s, %s is available: lower num_ctx or num_batch, use a q8_0 K/V cache (FOLIO_KV_CACHE_TYPE) or a smaller model",
 			ErrNoMemory, opt.NumCtx, gib(need.KV), gib(need.Scratch), gib(need.Repacked), gib(alloc), gib(avail))

@@ -122,8 +122,10 @@ func (s *Stream) Recv(ctx context.Context) (ev Event, ok bool) {
 // and its stream ends with an error event.
 func (s *Stream) Cancel() { s.cancel() }
 
-// check validates r against the engine's limits and fills defaults.
-func (r *Request) check(numCtx, poolTokens int) error {
+// check validates r and fills defaults: numCtx is the engine's context
+// for a request that sets none. A context larger than the K/V pool is the
+// engine's to grow (Engine.reserve).
+func (r *Request) check(numCtx int) error {
 	if err := r.Sample.Check(); err != nil {
 		return fmt.Errorf("%w: %v", ErrRequest, err)
 	}
@@ -143,9 +145,6 @@ func (r *Request) check(numCtx, poolTokens int) error {
 	r.N = max(r.N, 1)
 	if r.NumCtx == 0 {
 		r.NumCtx = numCtx
-	}
-	if r.NumCtx > poolTokens {
-		return fmt.Errorf("%w: num_ctx %d is larger than the K/V cache (%d tokens): lower num_ctx or raise FOLIO_KV_MEMORY", ErrRequest, r.NumCtx, poolTokens)
 	}
 	if len(r.Prompt) < r.NumCtx {
 		return nil

@@ -3,7 +3,9 @@ package cpu
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"folio/gpu"
@@ -20,8 +22,13 @@ import (
 // element e, at a multiple of 32 (HeadDim is one), starts at byte
 // e/32·34, so a head's row quantizes on its own and a block of the pool is
 // still one run.
+//
+// The fields belong to the goroutine that runs ops, which is also the one
+// that grows the pool (GrowKVCache); shown is spec for Spec, which any
+// goroutine may call.
 type KVCache struct {
 	spec     gpu.KVSpec
+	shown    atomic.Pointer[gpu.KVSpec]
 	k16, v16 [][]uint16
 	k32, v32 [][]float32
 	k8, v8   [][]byte
@@ -81,12 +88,23 @@ func (c *KVCache) offset(s, h int) int {
 }
 
 // Spec is the pool's shape.
-func (c *KVCache) Spec() gpu.KVSpec { return c.spec }
+func (c *KVCache) Spec() gpu.KVSpec { return *c.shown.Load() }
 
 // NewKVCache allocates the paged K/V pool of spec, zeroed. A pool whose
 // size overflows, or that Go cannot allocate, is an error wrapping
 // gpu.ErrOutOfMemory.
-func (b *Backend) NewKVCache(spec gpu.KVSpec) (kv gpu.KVCache, err error) {
+func (b *Backend) NewKVCache(spec gpu.KVSpec) (gpu.KVCache, error) {
+	c, err := allocKV(spec)
+	if err != nil {
+		return nil, err
+	}
+	b.fill(c, nil)
+	return c, nil
+}
+
+// allocKV allocates the layers of a pool of spec, zeroed by the runtime
+// but not yet touched (see fill).
+func allocKV(spec gpu.KVSpec) (kv *KVCache, err error) {
 	if err := spec.Check(); err != nil {
 		return nil, err
 	}
@@ -109,6 +127,7 @@ func (b *Backend) NewKVCache(spec gpu.KVSpec) (kv gpu.KVCache, err error) {
 		}
 	}()
 	c := &KVCache{spec: spec, width: spec.KVHeads * spec.HeadDim}
+	c.shown.Store(&spec)
 	switch spec.Type {
 	case gguf.TypeF16:
 		c.k16, c.v16 = make([][]uint16, spec.Layers), make([][]uint16, spec.Layers)
@@ -126,39 +145,85 @@ func (b *Backend) NewKVCache(spec gpu.KVSpec) (kv gpu.KVCache, err error) {
 			c.k32[l], c.v32[l] = alignedF32(perLayer), alignedF32(perLayer)
 		}
 	}
-	b.touch(c)
 	return c, nil
 }
 
-// touch writes every page of c's K and V once, over the pool, as llama.cpp
+// fill writes every page of c's K and V once, over the pool, as llama.cpp
 // clears its K/V buffer at load: a page's first write costs a fault and
 // its zeroing, which otherwise fell on decode steps as sequences reached
 // fresh blocks (WriteKV 3 → 20 µs a call when no huge pages were free).
-func (b *Backend) touch(c *KVCache) {
-	t := &touchTask{}
-	add := func(p unsafe.Pointer, n int) {
-		all := unsafe.Slice((*byte)(p), n)
-		for len(all) > 0 {
-			m := min(len(all), hugePage)
-			t.spans = append(t.spans, all[:m])
-			all = all[m:]
+// With from (a smaller pool of the same layers), each layer starts with
+// from's bytes and the rest is zeroed.
+func (b *Backend) fill(c, from *KVCache) {
+	t := &fillTask{}
+	add := func(dst, src []byte) {
+		for len(dst) > 0 {
+			m := min(len(dst), hugePage)
+			sp := fillSpan{dst: dst[:m]}
+			if len(src) > 0 {
+				m = min(m, len(src))
+				sp = fillSpan{dst: dst[:m], src: src[:m]}
+				src = src[m:]
+			}
+			t.spans = append(t.spans, sp)
+			dst = dst[m:]
 		}
 	}
 	for l := range c.spec.Layers {
 		k, v := c.layerBytes(l)
-		add(unsafe.Pointer(&k[0]), len(k))
-		add(unsafe.Pointer(&v[0]), len(v))
+		var fk, fv []byte
+		if from != nil {
+			fk, fv = from.layerBytes(l)
+		}
+		add(k, fk)
+		add(v, fv)
 	}
 	b.pool.run(t, len(t.spans), hugePage)
 }
 
-// touchTask zeroes spans of memory.
-type touchTask struct{ spans [][]byte }
+// fillTask copies src into dst, or zeroes dst where there is no src, for
+// each span.
+type fillTask struct{ spans []fillSpan }
 
-func (t *touchTask) run(_ *worker, lo, hi int) {
+type fillSpan struct{ dst, src []byte }
+
+func (t *fillTask) run(_ *worker, lo, hi int) {
 	for _, s := range t.spans[lo:hi] {
-		clear(s)
+		if s.src == nil {
+			clear(s.dst)
+		} else {
+			copy(s.dst, s.src)
+		}
 	}
+}
+
+var _ gpu.KVGrower = (*Backend)(nil)
+
+// GrowKVCache grows c in place to blocks blocks: a new pool for every
+// layer, filled with the old one's bytes (the same offsets, since a block
+// is one run per layer) and zeroes after them, replaces the old, which the
+// garbage collector then frees. Both are held while the bytes are copied.
+func (b *Backend) GrowKVCache(c gpu.KVCache, blocks int) error {
+	cc := b.kv(c)
+	spec := cc.spec
+	if blocks < spec.Blocks {
+		return fmt.Errorf("cpu: grow a K/V cache of %d blocks to %d: a pool only grows", spec.Blocks, blocks)
+	}
+	if blocks == spec.Blocks {
+		return nil
+	}
+	spec.Blocks = blocks
+	n, err := allocKV(spec)
+	if err != nil {
+		return err
+	}
+	b.fill(n, cc)
+	cc.spec, cc.k16, cc.v16, cc.k32, cc.v32, cc.k8, cc.v8 = n.spec, n.k16, n.v16, n.k32, n.v32, n.k8, n.v8
+	cc.shown.Store(&spec)
+	// The old pool is garbage as large as the new one's head; give it back
+	// now, not when the heap has doubled.
+	debug.FreeOSMemory()
+	return nil
 }
 
 // kv returns c as this package's KVCache, panicking on another backend's.
