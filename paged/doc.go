@@ -13,7 +13,7 @@
 //     BlocksForBudget turns a byte budget into N.
 //   - Manager: the pool, every sequence's table and the radix cache, with
 //     their ref counts kept in step. NewSeq, Fork (the child shares every
-//     block), Truncate, Free. Growth is planned, then committed: Reserve
+//     block), Truncate, Free, Grow (more blocks, all else as it was). Growth is planned, then committed: Reserve
 //     adds a sequence's next tokens to a Plan without changing anything and
 //     fails with an *OutOfBlocksError (free and needed blocks) when the
 //     plan does not fit; Commit allocates. Writing into a shared, partly

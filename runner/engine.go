@@ -181,11 +181,11 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
 			return nil, fmt.Errorf("%w: prompt token %d at %d is outside the vocabulary of %d", ErrRequest, t, i, e.m.Arch.Vocab)
 		}
 	}
-	if err := e.reserve(req.NumCtx); err != nil {
-		return nil, err
-	}
 	if e.opt.MaxQueue > 0 && e.queue.Load() >= int64(e.opt.MaxQueue) {
 		return nil, fmt.Errorf("%w (%d queued): retry later or raise FOLIO_MAX_QUEUE", ErrBusy, e.queue.Load())
+	}
+	if err := e.reserve(req.NumCtx); err != nil {
+		return nil, err
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	r := &request{Request: req, ctx: rctx, stream: newStream(cancel), arrived: time.Now(), extra: req.CacheKey, live: 1}

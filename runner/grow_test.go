@@ -54,9 +54,12 @@ func growsPoolForNumCtx(t *testing.T, kv string) {
 			return
 		}
 		parked <- struct{}{}
-		grow := <-e.calls
-		running, generated = len(e.running), e.running[0].gen
-		grow()
+		select {
+		case grow := <-e.calls:
+			running, generated = len(e.running), e.running[0].gen
+			grow()
+		case <-e.quit: // B was refused without a call
+		}
 	}
 
 	if res := run(t, e, reqC); res.err != nil { // caches doc's 6 full blocks
