@@ -1,12 +1,14 @@
 package arch_test
 
 import (
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"testing"
 
 	"folio/gpu"
+	"folio/models/arch"
 	"folio/models/gguf"
 	"folio/models/synth"
 )
@@ -117,5 +119,28 @@ func TestBlockSizes(t *testing.T) {
 	for _, bs := range []int{8, 32, 64} {
 		got := openRig(t, path, bs, gguf.TypeF32).prompt(t, p)
 		assertSame(t, "block size "+strconv.Itoa(bs), got, want)
+	}
+}
+
+// Every architecture ReadConfig accepts builds its blocks and runs a pass:
+// an entry the table knows without a block constructor would be a nil call
+// here, not in a user's first request.
+func TestEveryArchitectureRuns(t *testing.T) {
+	for _, a := range arch.Architectures() {
+		t.Run(a, func(t *testing.T) {
+			r := openRig(t, synthModel(t, a, gguf.TypeF32), 16, gguf.TypeF32)
+			if got := r.m.Config.Arch; got != a {
+				t.Fatalf("loaded architecture %q, want %q", got, a)
+			}
+			logits := r.prompt(t, randomIDs(20, 1, r.m.Config.Vocab))
+			if len(logits) != r.m.Config.Vocab {
+				t.Fatalf("%d logits, want %d", len(logits), r.m.Config.Vocab)
+			}
+			for i, l := range logits {
+				if math.IsNaN(float64(l)) || math.IsInf(float64(l), 0) {
+					t.Fatalf("logit %d is %v", i, l)
+				}
+			}
+		})
 	}
 }

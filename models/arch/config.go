@@ -35,12 +35,19 @@ type Config struct {
 func (c *Config) QDim() int  { return c.Heads * c.HeadDim }
 func (c *Config) KVDim() int { return c.KVHeads * c.HeadDim }
 
-// architectures are the values of general.architecture folio runs, with
-// their rope pairing.
-var architectures = map[string]struct{ neox bool }{
-	"llama": {false},
-	"qwen2": {true},
-	"qwen3": {true},
+// architecture is what folio knows of one value of general.architecture:
+// its rope pairing and how to build its transformer blocks.
+type architecture struct {
+	neox     bool                              // rope pairs j with j+Dims/2 (GPT-NeoX), not 2j with 2j+1
+	newBlock func(*loader, *Config, int) block // block i's weights, read by the loader
+}
+
+// architectures are the values of general.architecture folio runs. A new
+// family is one entry here and one file with its block.
+var architectures = map[string]architecture{
+	"llama": {neox: false, newBlock: newLlamaBlock},
+	"qwen2": {neox: true, newBlock: newQwen2Block},
+	"qwen3": {neox: true, newBlock: newQwen3Block},
 }
 
 // Architectures lists the supported values of general.architecture.

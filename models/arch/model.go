@@ -84,9 +84,7 @@ func Load(f *gguf.File, be gpu.Backend, opt Options) (*Model, error) {
 	if _, ok := f.Tensor("output.weight"); ok {
 		m.output = ld.weight("output.weight", cfg.Vocab, cfg.Dim)
 	}
-	newBlock := map[string]func(*loader, *Config, int) block{
-		"llama": newLlamaBlock, "qwen2": newQwen2Block, "qwen3": newQwen3Block,
-	}[cfg.Arch]
+	newBlock := architectures[cfg.Arch].newBlock // ReadConfig refused any other
 	for i := range cfg.Layers {
 		m.blocks = append(m.blocks, newBlock(ld, cfg, i))
 	}
