@@ -254,7 +254,8 @@ func loadDriverTried() (*driver, []dlAttempt, error) {
 			}
 			heap(p.params)
 			r := call(g.add, addr(node), gr, addr(deps), n, addr(p))
-			runtime.KeepAlive(p)
+			runtime.KeepAlive(p) // the driver reads p, its parameters and deps during the call
+			runtime.KeepAlive(deps)
 			return r
 		}
 		d.GraphInstantiate = func(exec *uintptr, gr uintptr) result { return call(g.inst, addr(exec), gr, 0) }
