@@ -23,6 +23,11 @@ type SampleOptions struct {
 	PresencePenalty  float32 // subtracted once from the logit of each recent token
 	FrequencyPenalty float32 // subtracted per occurrence of each recent token
 	Seed             int64   // -1: a random seed
+	// LogitBias is added to the logits of its tokens before anything else
+	// (OpenAI's logit_bias): -100 all but bans a token, 100 all but forces
+	// it. Ids outside the logits are skipped; callers check them against
+	// the vocabulary. Read only: forked samples share it.
+	LogitBias map[int32]float32
 }
 
 // DefaultSampleOptions are Ollama's defaults, with the repeat penalty off
@@ -46,6 +51,11 @@ func (o *SampleOptions) Check() error {
 		return fmt.Errorf("repeat_penalty %v: use a value > 0 (1 is off)", o.RepeatPenalty)
 	case o.RepeatLastN < -1:
 		return fmt.Errorf("repeat_last_n %d: use -1 (all), 0 (none) or a count", o.RepeatLastN)
+	}
+	for id, b := range o.LogitBias {
+		if isNaN(b) {
+			return fmt.Errorf("logit_bias of token %d is NaN: use a number", id)
+		}
 	}
 	return nil
 }
@@ -88,6 +98,11 @@ func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 	s.cand = s.cand[:0]
 	for i, l := range logits {
 		s.cand = append(s.cand, candidate{id: int32(i), logit: l})
+	}
+	for id, b := range o.LogitBias {
+		if id >= 0 && int(id) < len(s.cand) {
+			s.cand[id].logit += b
+		}
 	}
 	s.penalize(history)
 	if o.Temperature == 0 {
@@ -197,8 +212,10 @@ func (s *Sampler) argmax() int32 {
 }
 
 // greedy reports whether the token is the largest logit's index and
-// nothing changes the logits first: greedy, no penalty.
-func (o *SampleOptions) greedy() bool { return o.Temperature == 0 && !o.penalizes() }
+// nothing changes the logits first: greedy, no penalty, no bias.
+func (o *SampleOptions) greedy() bool {
+	return o.Temperature == 0 && !o.penalizes() && len(o.LogitBias) == 0
+}
 
 // penalizes reports whether any of the penalties is on.
 func (o *SampleOptions) penalizes() bool {

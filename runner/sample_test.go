@@ -174,3 +174,35 @@ func TestGreedyFastPath(t *testing.T) {
 		t.Errorf("greedy over tied maxima: fast %d, full %d, want 1 (the first)", a, b)
 	}
 }
+
+// TestLogitBias: the bias is added before sampling: -100 on the greedy
+// token gives the next one, +100 forces a token even at temperature 1
+// under top_k, ids outside the logits are skipped, and the logits stay
+// untouched.
+func TestLogitBias(t *testing.T) {
+	logits := []float32{1, 4, 3, -2}
+	for _, c := range []struct {
+		name string
+		opt  SampleOptions
+		want int32
+	}{
+		{"ban the greedy token", SampleOptions{Temperature: 0, RepeatPenalty: 1, LogitBias: map[int32]float32{1: -100}}, 2},
+		{"force a token", SampleOptions{Temperature: 0, RepeatPenalty: 1, LogitBias: map[int32]float32{3: 100}}, 3},
+		{"force under top_k", SampleOptions{Temperature: 1, TopK: 1, TopP: 1, RepeatPenalty: 1, Seed: 5, LogitBias: map[int32]float32{0: 100}}, 0},
+		{"out of range skipped", SampleOptions{Temperature: 0, RepeatPenalty: 1, LogitBias: map[int32]float32{-1: 100, 9: 100}}, 1},
+	} {
+		s := NewSampler(c.opt)
+		for range 10 {
+			if got := s.Sample(logits, nil); got != c.want {
+				t.Fatalf("%s: sampled %d, want %d", c.name, got, c.want)
+			}
+		}
+	}
+	if logits[1] != 4 {
+		t.Errorf("Sample modified the logits: %v", logits)
+	}
+	bad := SampleOptions{Temperature: 1, RepeatPenalty: 1, LogitBias: map[int32]float32{2: float32(math.NaN())}}
+	if bad.Check() == nil {
+		t.Error("a NaN bias accepted")
+	}
+}

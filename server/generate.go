@@ -80,7 +80,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	noPrompt := req.Prompt == "" && len(req.Context) == 0 && req.System == ""
+	noPrompt := req.Prompt == "" && req.Suffix == "" && len(req.Context) == 0 && req.System == ""
 	if noPrompt && unloading(req.KeepAlive) {
 		if err := s.models.unload(r.Context(), req.Model); err != nil {
 			writeError(w, err)
@@ -133,6 +133,19 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	}
 	tok := l.model.Tok
 	switch {
+	case req.Suffix != "":
+		in := insertion{prompt: req.Prompt, suffix: req.Suffix, tmpl: req.Template, raw: req.Raw, context: len(c.ids)}
+		text, ids, err := s.insertPrompt(r.Context(), l, conf, req.Model, in, win)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if req.DebugRenderOnly {
+			writeJSON(w, http.StatusOK, api.GenerateResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Done: true,
+				DebugInfo: &api.DebugInfo{RenderedTemplate: text}})
+			return
+		}
+		c.ids = append(c.ids, ids...)
 	case req.Raw || (l.template == "" && conf.Template == "" && req.Template == ""):
 		text := req.Prompt
 		if system := cmp.Or(req.System, conf.System); system != "" && !req.Raw {

@@ -12,6 +12,7 @@ import (
 	"folio/installer"
 	"folio/models/arch"
 	"folio/models/gguf"
+	"folio/models/tokenizer"
 )
 
 func (s *Server) tags(w http.ResponseWriter, r *http.Request) {
@@ -84,15 +85,7 @@ func capabilities(f *gguf.File, template string) []model.Capability {
 	} else {
 		caps = append(caps, model.CapabilityCompletion)
 	}
-	fim := func(keys ...string) bool {
-		for _, k := range keys {
-			if _, ok := f.Get("tokenizer.ggml." + k + "_token_id"); !ok {
-				return false
-			}
-		}
-		return true
-	}
-	if fim("fim_pre", "fim_suf", "fim_mid") || fim("prefix", "suffix", "middle") || strings.Contains(template, ".Suffix") {
+	if v, _ := tokenizer.LoadVocab(f); canInsert(template, v) { // v is nil for a file without a usable vocabulary
 		caps = append(caps, model.CapabilityInsert)
 	}
 	tc := capsOf(template)

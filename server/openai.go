@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/ollama/ollama/api"
@@ -21,8 +22,8 @@ import (
 // n samples forked after prefill. Field names and shapes follow OpenAI's
 // reference; sampling defaults follow Ollama's OpenAI layer (temperature
 // 1, top_p 1, no max_tokens limit; top_k stays Ollama's 40). What folio
-// cannot do yet (logit_bias, echo, suffix, best_of other than n, JSON
-// output; stored responses) is refused with a 501 naming the field, never
+// cannot do yet (best_of other than n, echo with logprobs, JSON output;
+// stored responses) is refused with a 501 naming the field, never
 // ignored. /v1/responses is a chat request underneath
 // (openai_responses.go).
 func (s *Server) openAIRoutes() {
@@ -172,6 +173,8 @@ type oaiSampling struct {
 	PresencePenalty  *float64           `json:"presence_penalty"`
 	LogitBias        map[string]float64 `json:"logit_bias"`
 	User             string             `json:"user"` // ignored
+
+	bias map[int32]float32 // LogitBias as options reads it
 }
 
 func (q *oaiSampling) includeUsage() bool {
@@ -192,9 +195,11 @@ func (q *oaiSampling) options(maxTokens *int) (map[string]any, int, error) {
 	if n < 1 {
 		return nil, 0, badParam("n", "n %d: ask for at least 1 choice", n)
 	}
-	if len(q.LogitBias) > 0 {
-		return nil, 0, unsupported("logit_bias", "logit_bias is not supported: leave it out")
+	bias, err := logitBias(q.LogitBias)
+	if err != nil {
+		return nil, 0, err
 	}
+	q.bias = bias
 	raw := map[string]any{"temperature": 1.0, "top_p": 1.0}
 	if q.Temperature != nil {
 		raw["temperature"] = *q.Temperature
@@ -225,6 +230,39 @@ func (q *oaiSampling) options(maxTokens *int) (map[string]any, int, error) {
 		raw["stop"] = stop
 	}
 	return raw, n, nil
+}
+
+// logitBias reads OpenAI's logit_bias: token ids, as strings, to biases
+// from -100 to 100 added to their logits.
+func logitBias(m map[string]float64) (map[int32]float32, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	out := make(map[int32]float32, len(m))
+	for k, b := range m {
+		id, err := strconv.ParseInt(k, 10, 32)
+		if err != nil || id < 0 {
+			return nil, badParam("logit_bias", "logit_bias: %q is not a token id: use the ids of the model's vocabulary as keys", k)
+		}
+		if b < -100 || b > 100 {
+			return nil, badParam("logit_bias", "logit_bias of token %d is %v: use -100 to 100", id, b)
+		}
+		out[int32(id)] = float32(b)
+	}
+	return out, nil
+}
+
+// applyBias hands the request's logit_bias to c once its model l is
+// known, naming an id outside the vocabulary. It comes after confFor,
+// which rebuilds c's sampling options.
+func (q *oaiSampling) applyBias(c *completion, l *loaded) error {
+	for id := range q.bias {
+		if int(id) >= l.model.Arch.Vocab {
+			return badParam("logit_bias", "logit_bias: token %d is outside the vocabulary of %s (ids 0 to %d)", id, q.Model, l.model.Arch.Vocab-1)
+		}
+	}
+	c.sample.LogitBias = q.bias
+	return nil
 }
 
 // stopStrings reads OpenAI's stop: null, a string or an array of strings.

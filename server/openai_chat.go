@@ -206,6 +206,9 @@ func (s *Server) chatJob(ctx context.Context, l *loaded, req *oaiChatRequest, c 
 	if think, err = checkCaps(req.Model, caps, req.Tools, think); err != nil {
 		return nil, err
 	}
+	if err := req.applyBias(c, l); err != nil {
+		return nil, err
+	}
 	p := &chatPrompt{s: s, ctx: ctx, l: l, conf: conf, tools: req.Tools, think: think, caps: caps, constrained: c.format != nil}
 	text, ids, err := p.fit(conf.chatMessages(msgs), newWindow(l, c.opts, nil))
 	if err != nil {

@@ -15,8 +15,8 @@ type oaiCompletionRequest struct {
 	oaiSampling
 	Prompt   json.RawMessage `json:"prompt"`   // a string, strings, token ids, or lists of token ids
 	Logprobs *int            `json:"logprobs"` // how many alternatives per token; 0: the chosen token's only
-	Echo     bool            `json:"echo"`
-	Suffix   string          `json:"suffix"`
+	Echo     bool            `json:"echo"`     // the prompt starts each choice's text
+	Suffix   string          `json:"suffix"`   // fill in the middle: the text after the completion
 	BestOf   *int            `json:"best_of"`
 }
 
@@ -66,10 +66,10 @@ func (q *oaiCompletionRequest) check() (*completion, []oaiInput, error) {
 		return nil, nil, err
 	}
 	switch {
-	case q.Echo:
-		return nil, nil, unsupported("echo", "echo is not supported (folio does not score prompt tokens): leave it out")
-	case q.Suffix != "":
-		return nil, nil, unsupported("suffix", "suffix (fill in the middle) is not supported yet: leave it out")
+	case q.Echo && q.Logprobs != nil:
+		return nil, nil, unsupported("echo", "echo with logprobs is not supported (folio does not score prompt tokens): leave one of them out")
+	case q.Echo && q.Suffix != "":
+		return nil, nil, badParam("echo", "echo with a suffix: the completion goes between the prompt and the suffix; leave echo out")
 	case q.BestOf != nil && *q.BestOf != n:
 		return nil, nil, unsupported("best_of", "best_of %d: folio does not rank samples; use n", *q.BestOf)
 	case q.Logprobs != nil && *q.Logprobs < 0:
@@ -95,7 +95,9 @@ func (q *oaiCompletionRequest) check() (*completion, []oaiInput, error) {
 // oaiCompletions serves POST /v1/completions. A text prompt goes through
 // the model's chat template as a user message, as Ollama's /v1/completions
 // (and /api/generate) does; a model without one, or token ids, get the
-// prompt as it is.
+// prompt as it is. With a suffix the prompt is the text before the
+// completion and goes through insertPrompt, as /api/generate's; echo
+// starts each choice's text with its prompt.
 func (s *Server) oaiCompletions(w http.ResponseWriter, r *http.Request) {
 	var req oaiCompletionRequest
 	var c *completion
@@ -114,17 +116,36 @@ func (s *Server) oaiCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.model = l
+	if err := req.applyBias(c, l); err != nil {
+		writeOAIError(w, err)
+		return
+	}
 	win := newWindow(l, c.opts, nil) // Ollama's /v1 truncates as its /api/generate does
+	tok := l.model.Tok
 	prompts := make([][]int32, len(inputs))
+	var echoes []string
 	for i, in := range inputs {
-		switch {
-		case in.tokens:
+		if in.tokens {
 			for j, id := range in.ids { // before truncation can drop a bad one
 				if id < 0 || int(id) >= l.model.Arch.Vocab {
 					writeOAIError(w, fmt.Errorf("%w: prompt token %d at %d is outside the vocabulary of %d", errBadRequest, id, j, l.model.Arch.Vocab))
 					return
 				}
 			}
+			if req.Echo || req.Suffix != "" {
+				in.text = tok.Decode(in.ids, tokenizer.DecodeOptions{})
+			}
+		}
+		if req.Echo {
+			echoes = append(echoes, in.text)
+		}
+		switch {
+		case req.Suffix != "":
+			if _, prompts[i], err = s.insertPrompt(r.Context(), l, conf, req.Model, insertion{prompt: in.text, suffix: req.Suffix}, win); err != nil {
+				writeOAIError(w, &paramError{"suffix", err})
+				return
+			}
+		case in.tokens:
 			prompts[i] = in.ids
 		case l.template == "" && conf.Template == "":
 			prompts[i] = encodePrompt(l.model.Tok, in.text, false)
@@ -147,7 +168,7 @@ func (s *Server) oaiCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	respond(r.Context(), w, job, &req.oaiSampling, &textWriter{head: s.oaiHead("cmpl", "text_completion", req.Model),
-		tok: l.model.Tok, logprobs: c.logprobs, null: chunkUsage(&req.oaiSampling)})
+		tok: tok, logprobs: c.logprobs, null: chunkUsage(&req.oaiSampling), echoes: echoes, n: c.n})
 }
 
 // The text_completion object (whole and in chunks).
@@ -193,15 +214,25 @@ type textWriter struct {
 	head     oaiHead
 	tok      *tokenizer.Tokenizer
 	logprobs bool
-	null     any   // the usage of every chunk but the last
-	offsets  []int // per choice, streaming: text_offset of its next token
+	null     any      // the usage of every chunk but the last
+	offsets  []int    // per choice, streaming: text_offset of its next token
+	echoes   []string // per prompt, with echo: the text its choices start with
+	n        int      // choices per prompt
+}
+
+// echo is the text choice i starts with: its prompt under echo.
+func (f *textWriter) echo(i int) string {
+	if f.echoes == nil {
+		return ""
+	}
+	return f.echoes[i/f.n]
 }
 
 func (f *textWriter) whole(choices []oaiChoice, usage oaiUsage) any {
 	resp := oaiObject[oaiTextChoice]{oaiHead: f.head, Choices: []oaiTextChoice{}, Usage: &usage}
 	for i := range choices {
 		c := &choices[i]
-		ch := oaiTextChoice{Text: c.text.String(), Index: i, FinishReason: &c.finish}
+		ch := oaiTextChoice{Text: f.echo(i) + c.text.String(), Index: i, FinishReason: &c.finish}
 		if f.logprobs {
 			ch.Logprobs, _ = legacyLogprobs(f.tok, c.lps, 0)
 		}
@@ -210,9 +241,16 @@ func (f *textWriter) whole(choices []oaiChoice, usage oaiUsage) any {
 	return resp
 }
 
+// opening sends, under echo, each choice's prompt first.
 func (f *textWriter) opening(choices int) []any {
 	f.offsets = make([]int, choices)
-	return nil
+	var out []any
+	for i := range choices {
+		if e := f.echo(i); e != "" {
+			out = append(out, oaiObject[oaiTextChoice]{oaiHead: f.head, Choices: []oaiTextChoice{{Text: e, Index: i}}, Usage: f.null})
+		}
+	}
+	return out
 }
 
 func (f *textWriter) chunks(d oaiDelta) []any {

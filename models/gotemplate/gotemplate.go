@@ -53,6 +53,7 @@ var ErrNotGo = errors.New("gotemplate: not a Go template")
 type Template struct {
 	ot     *ollamatemplate.Template // its trees carry the ticks (bound.go)
 	legacy bool                     // no .Messages: rendered one prompt/response turn at a time
+	suffix bool                     // uses .Suffix: renders fill-in-the-middle prompts
 	Limits jinja.Limits             // jinja.DefaultLimits unless changed before rendering
 }
 
@@ -70,7 +71,7 @@ func Parse(s string) (*Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotGo, err)
 	}
-	t := &Template{ot: ot, legacy: !slices.Contains(vars, "messages"), Limits: jinja.DefaultLimits}
+	t := &Template{ot: ot, legacy: !slices.Contains(vars, "messages"), suffix: slices.Contains(vars, "suffix"), Limits: jinja.DefaultLimits}
 	if err := checkCalls(ot.Template, t.Limits); err != nil {
 		return nil, err
 	}
@@ -95,9 +96,16 @@ func Check(s string) error {
 // tool-call parser. Its trees hold empty text nodes that render nothing.
 func (t *Template) Text() *template.Template { return t.ot.Template }
 
+// Suffix reports whether the template uses .Suffix, as the templates of
+// Ollama's code models do for fill in the middle (Ollama's insert
+// capability).
+func (t *Template) Suffix() bool { return t.suffix }
+
 // Execute renders the template over v as Ollama's server does, stopping
 // with an error wrapping jinja.ErrLimit when ctx is done or a limit is
-// reached.
+// reached. With a suffix it renders the fill-in-the-middle form, over
+// .Prompt (the text before, which may be empty) and .Suffix alone, as
+// Ollama does for a prompt and a suffix.
 func (t *Template) Execute(ctx context.Context, v ollamatemplate.Values) (out string, err error) {
 	// A panic here is a bug (ours or Ollama's); the server must survive it.
 	defer func() {
@@ -116,9 +124,13 @@ func (t *Template) Execute(ctx context.Context, v ollamatemplate.Values) (out st
 		return "", err
 	}
 	run.Funcs(b.funcs())
-	if t.legacy && (v.Prompt == "" || v.Suffix == "") {
+	switch {
+	case v.Suffix != "":
+		err = run.Execute(b, map[string]any{"Prompt": v.Prompt, "Suffix": v.Suffix, "Response": "",
+			"Think": v.Think, "ThinkLevel": v.ThinkLevel, "IsThinkSet": v.IsThinkSet})
+	case t.legacy:
 		err = executeLegacy(run, b, v)
-	} else {
+	default:
 		ot := *t.ot
 		ot.Template = run
 		err = ot.Execute(b, v)

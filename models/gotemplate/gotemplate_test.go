@@ -229,3 +229,28 @@ func TestTimeout(t *testing.T) {
 		t.Fatalf("cancelled: error %v, want ErrLimit and the cancellation", err)
 	}
 }
+
+// TestSuffix: a template that uses .Suffix says so and renders the
+// fill-in-the-middle form as Ollama does, also when the text before is
+// empty (Ollama would render its chat form then).
+func TestSuffix(t *testing.T) {
+	src := `{{- if .Suffix }}<PRE>{{ .Prompt }}<SUF>{{ .Suffix }}<MID>{{- else }}{{ range .Messages }}{{ .Content }}{{ end }}{{- end }}`
+	tm, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain, _ := Parse(sameAsOllama["legacy"]); !tm.Suffix() || plain.Suffix() {
+		t.Fatalf("Suffix() = %v for a template with .Suffix, %v for one without", tm.Suffix(), plain.Suffix())
+	}
+	ot, _ := ollamatemplate.Parse(src)
+	var want bytes.Buffer
+	if err := ot.Execute(&want, ollamatemplate.Values{Prompt: "a<b", Suffix: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ prompt, want string }{{"a<b", want.String()}, {"", "<PRE><SUF>c<MID>"}} {
+		got, err := tm.Execute(context.Background(), ollamatemplate.Values{Prompt: c.prompt, Suffix: "c"})
+		if err != nil || got != c.want {
+			t.Errorf("prompt %q: %q, %v; want %q", c.prompt, got, err, c.want)
+		}
+	}
+}

@@ -67,6 +67,7 @@ type Vocab struct {
 	Merges []string    // "left right" pairs by rank (gpt2)
 
 	BOS, EOS, EOT, EOM, UNK, PAD, SEP, CLS, MASK int32 // NoToken when absent
+	FIMPre, FIMSuf, FIMMid                       int32 // fill in the middle (fim.go); NoToken when absent
 
 	AddBOS, AddEOS         bool // add BOS / EOS when encoding with AddSpecial
 	AddSpacePrefix         bool // SentencePiece: prefix plain text with a space
@@ -202,6 +203,9 @@ func LoadVocab(f *gguf.File) (*Vocab, error) {
 		if *id >= int32(len(tokens)) { // a default that this small vocabulary lacks
 			*id = NoToken
 		}
+	}
+	if err := v.loadFIM(f); err != nil {
+		return nil, err
 	}
 	v.collectEOG()
 	return v, nil
