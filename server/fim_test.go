@@ -61,6 +61,17 @@ func TestInsertTokens(t *testing.T) {
 	if len(resp.Context) < len(want) || !slices.Equal(resp.Context[:len(want)], want) || resp.PromptEvalCount != len(want) {
 		t.Fatalf("FIM prompt %v (prompt_eval_count %d), want %v", resp.Context, resp.PromptEvalCount, want)
 	}
+	// over num_ctx (16, room 4: 12 tokens), the prompt loses its start and
+	// the suffix its end, the markers stay: 4 + 6 of the prompt + 2 of the suffix
+	cut, err := generateOnce(t, c, api.GenerateRequest{Model: "tiny-qwen2", Prompt: "abcdefghij", Suffix: "klmn",
+		Options: map[string]any{"temperature": 0, "num_predict": 4, "num_ctx": 16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCut := []int{1, 300, 3 + 'e', 3 + 'f', 3 + 'g', 3 + 'h', 3 + 'i', 3 + 'j', 301, 259, 3 + 'k', 302}
+	if len(cut.Context) < len(wantCut) || !slices.Equal(cut.Context[:len(wantCut)], wantCut) {
+		t.Errorf("FIM prompt cut to num_ctx 16: %v, want %v", cut.Context, wantCut)
+	}
 	if caps := capabilities(t, c, "tiny-qwen2"); !slices.Contains(caps, model.CapabilityInsert) {
 		t.Errorf("tiny-qwen2 with FIM tokens: capabilities %v, want insert", caps)
 	}
@@ -102,6 +113,12 @@ func TestInsertTemplate(t *testing.T) {
 		if want := "<PRE>" + prompt + "<SUF>cd<MID>"; err != nil || resp.DebugInfo == nil || resp.DebugInfo.RenderedTemplate != want {
 			t.Errorf("prompt %q: rendered %+v, %v; want %q", prompt, resp.DebugInfo, err, want)
 		}
+	}
+	// over num_ctx, the texts are cut at token boundaries and rendered again
+	cut, err := generateOnce(t, c, api.GenerateRequest{Model: name, Prompt: "abcdefghijklmnopqrstuvwxyz", Suffix: "0123456789",
+		DebugRenderOnly: true, Options: map[string]any{"num_ctx": 32, "num_predict": 4}})
+	if want := "<PRE>qrstuvwxyz<SUF>01<MID>"; err != nil || cut.DebugInfo == nil || cut.DebugInfo.RenderedTemplate != want {
+		t.Errorf("cut to num_ctx 32: rendered %+v, %v; want %q", cut.DebugInfo, err, want)
 	}
 	// the prompt computed is the rendered text's
 	opts := map[string]any{"temperature": 0, "num_predict": 3}
