@@ -350,6 +350,12 @@ func (e *Engine) enqueue(r *request) {
 			e.toks = grammar.TokensOf(e.m.Tok)
 		}
 		s.grammar = grammar.New(r.Format, e.toks)
+		// the value must be complete by the last token the sequence may take
+		left := r.NumCtx - len(r.Prompt)
+		if r.NumPredict > 0 {
+			left = min(left, r.NumPredict)
+		}
+		s.grammar.Limit(left)
 	}
 	e.waiting = append(e.waiting, s)
 }

@@ -17,6 +17,9 @@ type Constraint struct {
 	cur   []thread // the live threads; never empty before an end
 	ended bool     // an end token was accepted: nothing more is allowed
 	live  int      // arena entries kept by the last compaction
+	// left is how many more tokens (end tokens not counted) the sequence
+	// may take; -1: no limit. See Limit.
+	left int
 
 	// scratch, reused across calls
 	run1, run2 []thread
@@ -24,7 +27,15 @@ type Constraint struct {
 	remap      []int32
 	masked     []float32
 	key        []byte
-	cache      map[string][]uint64 // allowed-token bitsets by state key
+	cache      map[string]mask // allowed tokens by state key
+}
+
+// mask is a cached set of allowed tokens, one bit per id, and far, the
+// largest estimate any of them leaves (see est.go): a limit at or above
+// far removes none of them.
+type mask struct {
+	set []uint64
+	far int32
 }
 
 // maxCached bounds the mask cache: each entry is one bit per token (19 KiB
@@ -35,14 +46,32 @@ const maxCached = 32
 // New returns a constraint at the start of g's output, masking the tokens
 // of toks (nil for byte-level use only).
 func New(g *Grammar, toks *Tokens) *Constraint {
-	return &Constraint{m: matcher{g: g}, toks: toks, cur: []thread{{top: frame{node: g.doc}, parent: -1}}}
+	return &Constraint{m: matcher{g: g}, toks: toks, cur: []thread{{top: frame{node: g.doc}, parent: -1}}, left: -1}
+}
+
+// Limit says that the sequence may take at most n more tokens (end tokens
+// not counted): num_predict, or the room left in the context. From then
+// on only tokens after which a complete value is at most the tokens still
+// left away (counting a byte a token) are allowed, so that the output is
+// complete by the n-th token whenever the grammar has a value that short
+// from here. Strings, arrays and optional properties close as the budget
+// runs out. n < 0 removes the limit.
+func (c *Constraint) Limit(n int) { c.left = max(n, -1) }
+
+// limit is the largest estimate a token may leave: one less than the
+// tokens left, as that token is one of them. -1: no limit.
+func (c *Constraint) limit() int32 {
+	if c.left < 0 {
+		return -1
+	}
+	return int32(min(c.left-1, int(inf)))
 }
 
 // Clone returns an independent copy at the same point: for the n-way forks
 // of one request.
 func (c *Constraint) Clone() *Constraint {
 	return &Constraint{m: matcher{g: c.m.g, arena: slices.Clone(c.m.arena)}, toks: c.toks,
-		cur: slices.Clone(c.cur), ended: c.ended, live: c.live}
+		cur: slices.Clone(c.cur), ended: c.ended, live: c.live, left: c.left}
 }
 
 // Allowed reports whether token tok may come next: an end token where the
@@ -55,7 +84,24 @@ func (c *Constraint) Allowed(tok int32) bool {
 	if c.toks.isEOG(tok) {
 		return c.CanEnd()
 	}
-	return c.AllowedBytes(c.toks.pieces[tok])
+	p := c.toks.pieces[tok]
+	if len(p) == 0 {
+		return false
+	}
+	base := len(c.m.arena)
+	defer func() { c.m.arena = c.m.arena[:base] }()
+	return c.within(c.run(p), c.limit())
+}
+
+// within reports whether some thread of ts can end within limit bytes
+// (limit < 0: at all).
+func (c *Constraint) within(ts []thread, limit int32) bool {
+	for _, t := range ts {
+		if limit < 0 || c.m.est(t) <= limit {
+			return true
+		}
+	}
+	return false
 }
 
 // AllowedBytes reports whether the grammar can consume p next.
@@ -84,6 +130,9 @@ func (c *Constraint) Accept(tok int32) error {
 	}
 	if err := c.AcceptBytes(c.toks.pieces[tok]); err != nil {
 		return fmt.Errorf("token %d: %w", tok, err)
+	}
+	if c.left > 0 {
+		c.left--
 	}
 	return nil
 }
@@ -197,6 +246,7 @@ func (c *Constraint) stateKey(dst []byte) []byte {
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(f.node))
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(f.n))
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(f.prop))
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(f.cnt))
 		dst = append(dst, f.state, f.sub)
 	}
 	for _, t := range c.cur {
@@ -210,29 +260,47 @@ func (c *Constraint) stateKey(dst []byte) []byte {
 }
 
 // allowed returns the bitset of the tokens allowed next, one bit per id.
-// The caller must not modify it.
+// The caller must not modify it. A state's mask without the limit is
+// cached with the largest estimate its tokens leave; only when the limit
+// is below that is a mask under the limit computed (and cached under the
+// state and the limit).
 func (c *Constraint) allowed() []uint64 {
 	t := c.toks
 	if c.ended { // the state is the one before the end token: not a cache key
 		return make([]uint64, (t.size+63)/64)
 	}
 	c.key = c.stateKey(c.key[:0])
-	if set, ok := c.cache[string(c.key)]; ok {
-		return set
+	m, ok := c.cache[string(c.key)]
+	if !ok {
+		m = c.computeMask(-1)
 	}
+	if limit := c.limit(); limit >= 0 && limit < m.far {
+		c.key = binary.LittleEndian.AppendUint32(c.key, uint32(limit))
+		if m, ok = c.cache[string(c.key)]; !ok {
+			m = c.computeMask(limit)
+		}
+	}
+	return m.set
+}
+
+// computeMask walks the vocabulary under limit (-1: none) and caches the
+// mask under the current key.
+func (c *Constraint) computeMask(limit int32) mask {
+	t := c.toks
 	set := make([]uint64, (t.size+63)/64)
 	c.walk.ensure(t.maxDepth)
-	t.walk(&c.m, c.cur, set, &c.walk)
+	far := t.walk(&c.m, c.cur, set, &c.walk, limit)
 	if c.CanEnd() {
 		for i, w := range t.eog {
 			set[i] |= w
 		}
 	}
 	if c.cache == nil || len(c.cache) >= maxCached {
-		c.cache = make(map[string][]uint64, maxCached)
+		c.cache = make(map[string]mask, maxCached)
 	}
-	c.cache[string(c.key)] = set
-	return set
+	m := mask{set: set, far: far}
+	c.cache[string(c.key)] = m
+	return m
 }
 
 // Mask sets the logits of disallowed tokens to -Inf in place (ids past the

@@ -23,8 +23,9 @@ var ErrRejected = errors.New("grammar: token not allowed")
 // sequences and goroutines.
 type Grammar struct {
 	nodes []node
-	doc   int32 // the document: bounded leading whitespace, then the root value
-	str   int32 // a plain string, for the keys of free-form objects
+	ml    []int32 // by node: the fewest bytes of a whole value (see est.go)
+	doc   int32   // the document: bounded leading whitespace, then the root value
+	str   int32   // a plain string, for the keys of free-form objects
 }
 
 // kind is what a node matches.
@@ -32,10 +33,11 @@ type kind uint8
 
 const (
 	kAnyOf    kind = iota // one of alts; also "any value"
-	kObject               // {...}: declared properties in order, or free-form keys
-	kArray                // [...] of child
+	kObject               // {...}: declared properties in order, then additional ones if free
+	kArray                // [...] of prefix items, then of child
 	kString               // "..." of min..max code points
-	kNumber               // a JSON number (integer: no fraction or exponent)
+	kPattern              // "..." whose value the automaton dfa accepts
+	kNumber               // a JSON number (integer: no fraction or exponent), within num if set
 	kLiterals             // exactly one of lits: enum, const, true, false, null
 	kDoc                  // the whole output: whitespace, then child
 )
@@ -43,24 +45,36 @@ const (
 // node is one schema value compiled. Fields a kind does not use are zero.
 type node struct {
 	kind kind
-	// child is the items of a kArray, the value of every key of a free
-	// kObject, and the root value of the kDoc.
+	// child is the items of a kArray past its prefix (-1: none), the value
+	// of every additional key of a free kObject, and the root value of the
+	// kDoc.
 	child int32
 	// min and max bound a kArray's items or a kString's code points; max -1
 	// is no limit.
 	min, max int32
-	integer  bool     // kNumber: digits only
-	free     bool     // kObject: any string keys, each with a child value
-	props    []prop   // kObject, not free: in schema order
-	lastReq  int32    // kObject: index of the last required property, -1 if none
-	lits     [][]byte // kLiterals: canonical JSON texts, sorted, distinct
-	alts     []int32  // kAnyOf
+	integer  bool       // kNumber: digits only
+	num      *numBounds // kNumber: its bounds; nil: any number
+	free     bool       // kObject: additional keys (node key), each with a child value
+	key      int32      // kObject, free: the node of an additional key
+	props    []prop     // kObject: declared, in schema order
+	lastReq  int32      // kObject: index of the last required property, -1 if none
+	obj      *objInfo   // kObject: property counts and sums (est.go)
+	prefix   []int32    // kArray: the items of the first positions (prefixItems)
+	lits     [][]byte   // kLiterals: canonical JSON texts, sorted, distinct
+	// litMin[j][k], in kLiterals, is the length of the shortest literal
+	// that shares the first k bytes of lits[j] (those are adjacent, from
+	// the first of them on, and j is the first when a frame holds it).
+	litMin [][]int32
+	alts   []int32 // kAnyOf
+	dfa    *dfa    // kPattern
+	isKey  bool    // kPattern: the key of an additional property (hashed: see keys.go)
 }
 
 // prop is a declared property of an object.
 type prop struct {
-	key   []byte // the name as JSON text, quotes included: the only spelling accepted
-	value int32
+	key      []byte // the name as JSON text, quotes included: the only spelling accepted
+	value    int32
+	required bool
 	// window is the last property that may come next when this one is the
 	// first candidate: the first required property at or after it, else the
 	// last one. Properties before it that are skipped are optional.
@@ -93,7 +107,11 @@ func skipWS(sub *uint8, b byte) bool {
 // string or number is not what callers of "json" mode parse for).
 func JSON() *Grammar {
 	b := newBuilder()
-	return b.finish(b.freeObject(b.anyValue()))
+	g, err := b.finish(b.freeObject(b.anyValue()), nil)
+	if err != nil {
+		panic(err) // a fixed grammar: it always settles
+	}
+	return g
 }
 
 // Format compiles Ollama's format field as it came in the request: empty,
@@ -153,11 +171,11 @@ func ResponseFormat(ctx context.Context, raw []byte) (*Grammar, error) {
 
 // builder appends nodes to a pool; the schema compiler and JSON share it.
 type builder struct {
-	nodes          []node
-	anyIdx, strIdx int32 // memoized: -1 until first asked for
+	nodes                  []node
+	anyIdx, strIdx, keyIdx int32 // memoized: -1 until first asked for
 }
 
-func newBuilder() *builder { return &builder{anyIdx: -1, strIdx: -1} }
+func newBuilder() *builder { return &builder{anyIdx: -1, strIdx: -1, keyIdx: -1} }
 
 func (b *builder) add(n node) int32 {
 	b.nodes = append(b.nodes, n)
@@ -189,7 +207,20 @@ func (b *builder) plainString() int32 {
 }
 
 func (b *builder) freeObject(value int32) int32 {
-	return b.add(node{kind: kObject, free: true, child: value, lastReq: -1})
+	return b.add(node{kind: kObject, free: true, child: value, key: b.anyKey(), lastReq: -1,
+		obj: &objInfo{maxP: -1}})
+}
+
+// anyKey is any string as the key of an additional property.
+func (b *builder) anyKey() int32 {
+	if b.keyIdx < 0 {
+		d, err := buildDFA(context.Background(), stringSpec{must: []*nfa{anyStringNFA()}, max: -1})
+		if err != nil {
+			panic(err) // a fixed automaton of a few states
+		}
+		b.keyIdx = b.add(node{kind: kPattern, dfa: d, isKey: true})
+	}
+	return b.keyIdx
 }
 
 // literals adds a node matching exactly one of lits, sorted and deduplicated
@@ -204,12 +235,39 @@ func (b *builder) literals(lits [][]byte) int32 {
 			out = append(out, l)
 		}
 	}
-	return b.add(node{kind: kLiterals, lits: out})
+	litMin := make([][]int32, len(out))
+	for j := len(out) - 1; j >= 0; j-- {
+		l := out[j]
+		litMin[j] = make([]int32, len(l)+1)
+		shared := 0 // bytes shared with the next literal
+		if j+1 < len(out) {
+			for shared < len(l) && shared < len(out[j+1]) && l[shared] == out[j+1][shared] {
+				shared++
+			}
+		}
+		for k := range litMin[j] {
+			litMin[j][k] = int32(len(l))
+			if j+1 < len(out) && k <= shared {
+				litMin[j][k] = min(litMin[j][k], litMin[j+1][k])
+			}
+		}
+	}
+	return b.add(node{kind: kLiterals, lits: out, litMin: litMin})
 }
 
-// finish wraps root in the document node and returns the grammar.
-func (b *builder) finish(root int32) *Grammar {
+// finish wraps root in the document node, computes every node's minimal
+// length (charging charge for the work, when not nil) and returns the
+// grammar. A document that has no finite value is refused.
+func (b *builder) finish(root int32, charge func(int) error) (*Grammar, error) {
 	str := b.plainString()
 	doc := b.add(node{kind: kDoc, child: root})
-	return &Grammar{nodes: b.nodes, doc: doc, str: str}
+	g := &Grammar{nodes: b.nodes, doc: doc, str: str}
+	if err := g.settleLengths(charge); err != nil {
+		return nil, err
+	}
+	if g.ml[doc] >= inf {
+		return nil, fmt.Errorf("%w: schema: no finite value matches it (a required property, item or "+
+			"alternative always leads back to itself, or bounds leave nothing)", ErrFormat)
+	}
+	return g, nil
 }

@@ -213,3 +213,37 @@ func literal(f *frame, nd *node, b byte) bool {
 	}
 	return false
 }
+
+// strRem is a plain string's estimate: the bytes of the character or
+// escape under way, the characters minLength still wants, the quote.
+func strRem(f frame, nd *node) int32 {
+	switch f.state {
+	case sStart:
+		return 2 + nd.min
+	case sClosed:
+		return 0
+	}
+	var pending int32
+	switch s := f.sub; {
+	case s >= 1 && s <= 3:
+		pending = int32(s)
+	case s == subE0 || s == subED:
+		pending = 2
+	case s == subF0 || s == subF4:
+		pending = 3
+	case s == subEsc:
+		pending = 1
+	case s > subHex:
+		pending = int32(s - subHex)
+	}
+	return pending + max(0, nd.min-f.n) + 1
+}
+
+// numRem is an unbounded number's estimate: a digit where one is due.
+func numRem(f frame) int32 {
+	switch f.state {
+	case nZero, nInt, nFrac, nExpDigits:
+		return 0
+	}
+	return 1
+}

@@ -13,29 +13,42 @@ import (
 //
 //   - type: object, array, string, number, integer, boolean, null, or a list
 //     of them; without type, the keywords present imply it (properties: an
-//     object, items: an array, ...), and with none the value is any JSON
+//     object, items: an array, pattern: a string, minimum: a number...), and
+//     with none the value is any JSON
 //   - properties, emitted in schema order; a property outside required may
 //     be skipped; additionalProperties false or absent allows no others
-//     (llama.cpp's converter does the same), and true or a schema is
-//     supported only without properties (a map: any keys, values of that
-//     schema)
-//   - items (a schema or a boolean), minItems, maxItems
-//   - minLength, maxLength (in code points; an escape counts as one)
+//     (llama.cpp's converter does the same), true or a schema allows
+//     others after the declared ones, named otherwise;
+//     minProperties, maxProperties
+//   - items (a schema or a boolean), prefixItems (or items as a list, with
+//     additionalItems), minItems, maxItems
+//   - minLength, maxLength (in code points; an escape counts as one);
+//     pattern (ECMA-262, the subset regex.go lists; searched for, as JSON
+//     Schema says, so "^...$" is the whole string); format date, time,
+//     date-time, uuid and email (formats.go)
+//   - minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers or,
+//     draft 4, booleans beside minimum and maximum), on integers and
+//     numbers: a bounded number is written without an exponent and
+//     checked exactly (bounds.go)
 //   - enum, const: the values in their canonical JSON text only
 //   - anyOf, oneOf (as anyOf: exclusivity is not checked), allOf of one
 //   - $ref to anywhere in the document (#/$defs/..., #/definitions/..., #),
 //     recursion included; nullable (OpenAPI)
 //
-// Annotations (title, description, default, examples, format, ...) and
-// keywords it does not know are ignored, as JSON Schema says. Validation
-// keywords it cannot enforce (pattern, minimum, uniqueItems, ...) are an
-// error naming them, wrapping ErrFormat.
+// Annotations (title, description, default, examples, other formats, ...)
+// and keywords it does not know are ignored, as JSON Schema says.
+// Validation keywords it cannot enforce (multipleOf, uniqueItems, not,
+// lookarounds in a pattern, ...) are an error naming them, wrapping
+// ErrFormat.
 //
 // Compiling costs time linear in the schema's size (every subschema is
 // compiled once, however many $refs reach it) and is bounded: a schema
 // nesting deeper than 512 levels (counting $ref hops) or needing more than
-// 100,000 steps is refused, wrapping ErrFormat and naming the limit. It
-// stops with ctx's error once ctx is done.
+// 100,000 steps is refused, wrapping ErrFormat and naming the limit; so is
+// a pattern longer than 2,000 bytes or one whose automaton needs more than
+// 20,000 states, or 10,000 once determinized with its format, length
+// bounds or the names an additional property must avoid. It stops with
+// ctx's error once ctx is done.
 func Schema(ctx context.Context, schema []byte) (*Grammar, error) {
 	return newCompiler(ctx).schema(schema)
 }
@@ -53,7 +66,8 @@ func stopped(err error) error { return fmt.Errorf("grammar: schema compilation s
 
 func newCompiler(ctx context.Context) *compiler {
 	return &compiler{builder: newBuilder(), ctx: ctx, null: -1, memo: map[*value]int32{},
-		pending: map[*value]int32{}, targets: map[string]*value{}, named: map[int32]string{}}
+		pending: map[*value]int32{}, targets: map[string]*value{}, named: map[int32]string{},
+		strs: map[string]int32{}}
 }
 
 func (c *compiler) schema(schema []byte) (*Grammar, error) {
@@ -73,17 +87,16 @@ func (c *compiler) schema(schema []byte) (*Grammar, error) {
 	if err := c.checkCycles(); err != nil {
 		return nil, err
 	}
-	return c.finish(top), nil
+	return c.finish(top, c.charge)
 }
 
 // unsupported are validation keywords the grammar cannot enforce: a schema
 // using them is refused rather than silently loosened.
 var unsupported = map[string]bool{
-	"pattern": true, "minimum": true, "maximum": true, "exclusiveMinimum": true,
-	"exclusiveMaximum": true, "multipleOf": true, "uniqueItems": true, "contains": true,
-	"minContains": true, "maxContains": true, "prefixItems": true, "additionalItems": true,
+	"multipleOf": true, "uniqueItems": true, "contains": true,
+	"minContains": true, "maxContains": true,
 	"unevaluatedItems": true, "unevaluatedProperties": true, "patternProperties": true,
-	"propertyNames": true, "minProperties": true, "maxProperties": true,
+	"propertyNames":     true,
 	"dependentRequired": true, "dependentSchemas": true, "dependencies": true, "not": true,
 	"if": true, "then": true, "else": true, "$dynamicRef": true, "$recursiveRef": true,
 	"contentSchema": true,
@@ -92,7 +105,9 @@ var unsupported = map[string]bool{
 // shapeKeywords constrain a value directly; a combinator ($ref, anyOf,
 // oneOf, allOf) next to one of them would need an intersection.
 var shapeKeywords = []string{"type", "properties", "required", "additionalProperties",
-	"items", "minItems", "maxItems", "minLength", "maxLength", "enum", "const"}
+	"minProperties", "maxProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
+	"minLength", "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+	"enum", "const"}
 
 // compiler turns a decoded schema into nodes. Each subschema is compiled
 // once: memo maps it to its node, and a $ref that reaches a subschema still
@@ -109,6 +124,7 @@ type compiler struct {
 	null    int32             // the null literal; -1 until first asked for
 	steps   int               // work done, at most maxSteps
 	depth   int               // compile's recursion, at most maxDepth
+	strs    map[string]int32  // string automata compiled, by what they enforce
 }
 
 // path is where a subschema is in the document: a JSON pointer, put
@@ -188,7 +204,10 @@ func (c *compiler) compileOnce(s *value, at *path) (int32, error) {
 	}
 	for _, k := range s.keys {
 		if unsupported[k] {
-			return 0, c.fail(at, "keyword %q is not supported (supported: type, properties, required, additionalProperties, items, minItems, maxItems, minLength, maxLength, enum, const, anyOf, oneOf, $ref)", k)
+			return 0, c.fail(at, "keyword %q cannot be enforced: remove it (supported: type, properties, required, "+
+				"additionalProperties, minProperties, maxProperties, items, prefixItems, minItems, maxItems, "+
+				"minLength, maxLength, pattern, format, minimum, maximum, exclusiveMinimum, exclusiveMaximum, "+
+				"enum, const, anyOf, oneOf, allOf of one, $ref)", k)
 		}
 	}
 	idx, err := c.shape(s, at)
@@ -212,6 +231,9 @@ func (c *compiler) shape(s *value, at *path) (int32, error) {
 			if s.get(k) != nil {
 				return 0, c.fail(at, "%s next to %q is not supported: move %q into the %s", comb, k, k, comb)
 			}
+		}
+		if f := s.get("format"); f != nil && f.kind == '"' && formats[f.text] != "" {
+			return 0, c.fail(at, "%s next to format %q is not supported: move it into the %s", comb, f.text, comb)
 		}
 		switch comb {
 		case "$ref":
@@ -324,7 +346,17 @@ func impliedType(s *value) string {
 		return "object"
 	case s.get("items") != nil || s.get("minItems") != nil || s.get("maxItems") != nil:
 		return "array"
-	case s.get("minLength") != nil || s.get("maxLength") != nil:
+	case s.get("minProperties") != nil || s.get("maxProperties") != nil:
+		return "object"
+	case s.get("prefixItems") != nil || s.get("additionalItems") != nil:
+		return "array"
+	case s.get("minLength") != nil || s.get("maxLength") != nil || s.get("pattern") != nil:
+		return "string"
+	case s.get("minimum") != nil || s.get("maximum") != nil || s.get("exclusiveMinimum") != nil ||
+		s.get("exclusiveMaximum") != nil:
+		return "number"
+	}
+	if f := s.get("format"); f != nil && f.kind == '"' && formats[f.text] != "" {
 		return "string"
 	}
 	return ""
@@ -343,18 +375,9 @@ func (c *compiler) typed(s *value, t string, at *path) (int32, error) {
 	case "array":
 		return c.array(s, at)
 	case "string":
-		lo, hi, err := c.bounds(s, at, "minLength", "maxLength")
-		if err != nil {
-			return 0, err
-		}
-		if lo == 0 && hi < 0 {
-			return c.plainString(), nil
-		}
-		return c.add(node{kind: kString, min: lo, max: hi}), nil
-	case "number":
-		return c.add(node{kind: kNumber}), nil
-	case "integer":
-		return c.add(node{kind: kNumber, integer: true}), nil
+		return c.str(s, at)
+	case "number", "integer":
+		return c.number(s, t == "integer", at)
 	case "boolean":
 		return c.literals([][]byte{[]byte("true"), []byte("false")}), nil
 	case "null":
@@ -391,103 +414,6 @@ func (c *compiler) bounds(s *value, at *path, minKey, maxKey string) (lo, hi int
 		return 0, 0, c.fail(at, "%s %d is below %s %d", maxKey, hi, minKey, lo)
 	}
 	return lo, hi, nil
-}
-
-func (c *compiler) array(s *value, at *path) (int32, error) {
-	lo, hi, err := c.bounds(s, at, "minItems", "maxItems")
-	if err != nil {
-		return 0, err
-	}
-	items := c.anyValue()
-	switch v := s.get("items"); {
-	case v == nil:
-	case v.kind == 'f':
-		if lo > 0 {
-			return 0, c.fail(at, "items false with minItems %d matches no array", lo)
-		}
-		hi = 0
-	case v.kind == '[':
-		return 0, c.fail(at, "items as a list (tuple validation) is not supported")
-	default:
-		if items, err = c.compile(v, at.to("items")); err != nil {
-			return 0, err
-		}
-	}
-	return c.add(node{kind: kArray, child: items, min: lo, max: hi}), nil
-}
-
-func (c *compiler) object(s *value, at *path) (int32, error) {
-	props := s.get("properties")
-	if props != nil && props.kind != '{' {
-		return 0, c.fail(at, "properties is %s, want an object", props.describe())
-	}
-	var required []bool // by property position
-	if r := s.get("required"); r != nil {
-		if r.kind != '[' {
-			return 0, c.fail(at, "required is %s, want an array of names", r.describe())
-		}
-		if err := c.charge(len(r.elems)); err != nil {
-			return 0, err
-		}
-		if props != nil {
-			required = make([]bool, len(props.keys))
-		}
-		for _, e := range r.elems {
-			if e.kind != '"' {
-				return 0, c.fail(at, "required lists %s, want property names", e.describe())
-			}
-			i := props.find(e.text)
-			if i < 0 {
-				return 0, c.fail(at, "required property %q is not in properties", e.text)
-			}
-			required[i] = true
-		}
-	}
-	extra := s.get("additionalProperties")
-	if props == nil || len(props.keys) == 0 {
-		if extra == nil || extra.kind == 't' {
-			return c.freeObject(c.anyValue()), nil
-		}
-		if extra.kind != 'f' {
-			value, err := c.compile(extra, at.to("additionalProperties"))
-			if err != nil {
-				return 0, err
-			}
-			return c.freeObject(value), nil
-		}
-	} else if extra != nil && extra.kind != 'f' {
-		return 0, c.fail(at, "additionalProperties next to properties is supported only as false")
-	}
-	n := node{kind: kObject, lastReq: -1}
-	var keys []string
-	if props != nil {
-		keys = props.keys
-		if err := c.charge(len(keys)); err != nil {
-			return 0, err
-		}
-	}
-	for i, k := range keys {
-		if props.find(k) != i {
-			return 0, c.fail(at, "property %q is declared twice", k)
-		}
-		value, err := c.compile(props.elems[i], at.to("properties/"+escapePointer(k)))
-		if err != nil {
-			return 0, err
-		}
-		n.props = append(n.props, prop{key: appendString(nil, k), value: value})
-		if required != nil && required[i] {
-			n.lastReq = int32(i)
-		}
-	}
-	// window: scanning back, the next required property at or after i
-	next := int32(len(n.props) - 1)
-	for i := len(n.props) - 1; i >= 0; i-- {
-		if required != nil && required[i] {
-			next = int32(i)
-		}
-		n.props[i].window = next
-	}
-	return c.add(n), nil
 }
 
 func escapePointer(k string) string {

@@ -130,27 +130,38 @@ func (t *Tokens) Size() int { return t.size }
 
 func (t *Tokens) isEOG(id int32) bool { return t.eog[id>>6]&(1<<(id&63)) != 0 }
 
-// walk sets in set the tokens whose bytes the threads can consume. Scratch
-// of maxDepth+1 entries per level d of the current trie path: levels[d] are
-// the threads after its first d bytes and marks[d] the arena length when
-// they were made, so that moving to a node at depth d drops what the
-// abandoned deeper path pushed; runes[d] counts the path's characters and
-// budget[d] is how long a plain token, counted from the root, may be for a
-// string among levels[d] (-1: none is between characters of a string).
-func (t *Tokens) walk(m *matcher, cur []thread, set []uint64, s *walkScratch) {
+// walk sets in set the tokens whose bytes the threads can consume and
+// after which some thread's estimate is at most limit (limit < 0: any),
+// and returns far, the largest such estimate a set token leaves (an upper
+// bound). Scratch of maxDepth+1 entries per level d of the current trie
+// path: levels[d] are the threads after its first d bytes and marks[d]
+// the arena length when they were made, so that moving to a node at depth
+// d drops what the abandoned deeper path pushed; runes[d] counts the
+// path's characters and budget[d] is how long a plain token, counted from
+// the root, may be for a string among levels[d] (-1: none is between
+// characters of a string within the limit), whose estimates are at most
+// farAt[d].
+func (t *Tokens) walk(m *matcher, cur []thread, set []uint64, s *walkScratch, limit int32) (far int32) {
 	base := len(m.arena)
 	s.levels[0] = append(s.levels[0][:0], cur...)
-	s.marks[0], s.runes[0], s.budget[0] = base, 0, m.stringRoom(cur)
+	s.marks[0], s.runes[0] = base, 0
+	s.budget[0], s.farAt[0] = m.stringRoom(cur, limit)
 	for i := 0; i < len(t.label); {
 		d := t.depth[i]
 		if b := s.budget[d-1]; t.plain[i] && b >= 0 {
 			// Every token below is plain text from the root, so it stays
-			// in that string: it fits if its length does.
+			// in that string (its estimate does not grow): it fits if its
+			// length does.
 			all := b >= int32(t.runes[i])
+			any := false
 			for _, id := range t.ids[t.tokOff[i]:t.tokOff[t.end[i]]] {
 				if all || int32(t.tokRunes[id]) <= b {
 					set[id>>6] |= 1 << (id & 63)
+					any = true
 				}
+			}
+			if any {
+				far = max(far, s.farAt[d-1])
 			}
 			i = int(t.end[i])
 			continue
@@ -166,27 +177,37 @@ func (t *Tokens) walk(m *matcher, cur []thread, set []uint64, s *walkScratch) {
 		if t.label[i]&0xC0 != 0x80 { // not a UTF-8 continuation byte
 			s.runes[d]++
 		}
-		if room := m.stringRoom(next); room >= 0 {
-			s.budget[d] = room + s.runes[d]
+		if room, f := m.stringRoom(next, limit); room >= 0 {
+			s.budget[d], s.farAt[d] = room+s.runes[d], f
 		}
-		for _, id := range t.ids[t.tokOff[i]:t.tokOff[i+1]] {
-			set[id>>6] |= 1 << (id & 63)
+		if ids := t.ids[t.tokOff[i]:t.tokOff[i+1]]; len(ids) > 0 {
+			e := inf
+			for _, th := range next {
+				e = min(e, m.est(th))
+			}
+			if limit < 0 || e <= limit {
+				far = max(far, e)
+				for _, id := range ids {
+					set[id>>6] |= 1 << (id & 63)
+				}
+			}
 		}
 		i++
 	}
 	m.arena = m.arena[:base]
+	return far
 }
 
 // walkScratch is walk's per-level scratch, kept by a Constraint.
 type walkScratch struct {
-	levels        [][]thread
-	marks         []int
-	runes, budget []int32
+	levels               [][]thread
+	marks                []int
+	runes, budget, farAt []int32
 }
 
 func (s *walkScratch) ensure(depth int) {
 	if len(s.levels) < depth+1 {
 		n := depth + 1
-		*s = walkScratch{make([][]thread, n), make([]int, n), make([]int32, n), make([]int32, n)}
+		*s = walkScratch{make([][]thread, n), make([]int, n), make([]int32, n), make([]int32, n), make([]int32, n)}
 	}
 }

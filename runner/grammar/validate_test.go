@@ -4,15 +4,23 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/big"
+	"net/mail"
 	"slices"
+	"strings"
+	"time"
 	"unicode/utf8"
+
+	"github.com/dlclark/regexp2"
 )
 
 // validate checks a JSON text against a schema of the supported subset. It
 // is the tests' oracle: written from JSON Schema's rules, sharing nothing
-// with the compiler but the ordered decoder, and stricter than JSON Schema
-// in the two ways the grammar is: properties in schema order, and no
-// additional properties unless additionalProperties says so.
+// with the compiler but the ordered decoder (patterns run in regexp2's
+// ECMAScript mode, formats through the standard library's parsers), and
+// stricter than JSON Schema in the two ways the grammar is: declared
+// properties in schema order, and no additional properties unless
+// additionalProperties says so.
 func validate(schema, text []byte) error {
 	root, err := parseValue(context.Background(), schema)
 	if err != nil {
@@ -73,6 +81,12 @@ func validValue(root, s, v *value, at string) error {
 	}
 	switch v.kind {
 	case '{':
+		if n, ok := intKeyword(s, "minProperties"); ok && len(v.keys) < n {
+			return fmt.Errorf("%s: %d properties, fewer than minProperties", at, len(v.keys))
+		}
+		if n, ok := intKeyword(s, "maxProperties"); ok && len(v.keys) > n {
+			return fmt.Errorf("%s: %d properties, more than maxProperties", at, len(v.keys))
+		}
 		return validObject(root, s, v, at)
 	case '[':
 		if n, ok := intKeyword(s, "minItems"); ok && len(v.elems) < n {
@@ -81,11 +95,23 @@ func validValue(root, s, v *value, at string) error {
 		if n, ok := intKeyword(s, "maxItems"); ok && len(v.elems) > n {
 			return fmt.Errorf("%s: %d items, more than maxItems", at, len(v.elems))
 		}
-		if items := s.get("items"); items != nil {
-			for i, e := range v.elems {
-				if err := validValue(root, items, e, fmt.Sprintf("%s[%d]", at, i)); err != nil {
-					return err
-				}
+		prefix, rest := s.get("prefixItems"), s.get("items")
+		if rest != nil && rest.kind == '[' {
+			prefix, rest = rest, s.get("additionalItems")
+		}
+		for i, e := range v.elems {
+			item := rest
+			if prefix != nil && i < len(prefix.elems) {
+				item = prefix.elems[i]
+			}
+			if item == nil {
+				continue
+			}
+			if item.kind == 'f' {
+				return fmt.Errorf("%s: item %d where no more are allowed", at, i)
+			}
+			if err := validValue(root, item, e, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+				return err
 			}
 		}
 	case '"':
@@ -95,6 +121,95 @@ func validValue(root, s, v *value, at string) error {
 		}
 		if hi, ok := intKeyword(s, "maxLength"); ok && n > hi {
 			return fmt.Errorf("%s: %d characters, more than maxLength", at, n)
+		}
+		if p := s.get("pattern"); p != nil {
+			re, err := regexp2.Compile(p.text, regexp2.ECMAScript)
+			if err != nil {
+				return fmt.Errorf("%s: pattern %q: %v", at, p.text, err)
+			}
+			if ok, err := re.MatchString(v.text); err != nil || !ok {
+				return fmt.Errorf("%s: %q does not match pattern %q", at, v.text, p.text)
+			}
+		}
+		if f := s.get("format"); f != nil {
+			if err := validFormat(f.text, v.text); err != nil {
+				return fmt.Errorf("%s: %q is not a %s: %v", at, v.text, f.text, err)
+			}
+		}
+	case '0':
+		return validBounds(s, v, at)
+	}
+	return nil
+}
+
+// validFormat checks the formats the grammar enforces; others are
+// annotations.
+func validFormat(format, s string) error {
+	switch format {
+	case "date":
+		_, err := time.Parse(time.DateOnly, s)
+		return err
+	case "date-time":
+		if strings.ContainsAny(s, "tz") || strings.Count(s, "T") != 1 {
+			return fmt.Errorf("want an upper-case T and Z") // the spelling the grammar writes
+		}
+		_, err := time.Parse(time.RFC3339Nano, s)
+		return err
+	case "time":
+		_, err := time.Parse(time.DateOnly+"T"+"15:04:05.999999999Z07:00", "2000-01-01T"+s)
+		return err
+	case "uuid":
+		if len(s) != 36 || strings.Count(s, "-") != 4 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+			return fmt.Errorf("want 8-4-4-4-12 hex digits")
+		}
+		if strings.Trim(strings.ReplaceAll(s, "-", ""), "0123456789abcdefABCDEF") != "" {
+			return fmt.Errorf("not hex")
+		}
+	case "email":
+		a, err := mail.ParseAddress(s)
+		if err != nil {
+			return err
+		}
+		at := strings.LastIndexByte(s, '@')
+		if a.Address != s || a.Name != "" || !strings.Contains(s[at:], ".") {
+			return fmt.Errorf("not a bare address at a dotted domain")
+		}
+		for _, label := range strings.Split(s[at+1:], ".") {
+			if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+				return fmt.Errorf("domain label %q", label)
+			}
+		}
+	}
+	return nil
+}
+
+// validBounds checks minimum, maximum and their exclusive forms (numbers,
+// or draft 4's booleans) with exact rational arithmetic.
+func validBounds(s, v *value, at string) error {
+	x, ok := new(big.Rat).SetString(v.text)
+	if !ok {
+		return fmt.Errorf("%s: %s is not a number", at, v.text)
+	}
+	check := func(key string, bad func(c int) bool) error {
+		b := s.get(key)
+		if b == nil || b.kind != '0' {
+			return nil
+		}
+		r, _ := new(big.Rat).SetString(b.text)
+		if bad(x.Cmp(r)) {
+			return fmt.Errorf("%s: %s is not within %s %s", at, v.text, key, b.text)
+		}
+		return nil
+	}
+	flag := func(key string) bool { b := s.get(key); return b != nil && b.kind == 't' }
+	for _, err := range []error{
+		check("minimum", func(c int) bool { return c < 0 || c == 0 && flag("exclusiveMinimum") }),
+		check("maximum", func(c int) bool { return c > 0 || c == 0 && flag("exclusiveMaximum") }),
+		check("exclusiveMinimum", func(c int) bool { return c <= 0 }),
+		check("exclusiveMaximum", func(c int) bool { return c >= 0 }),
+	} {
+		if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -118,6 +233,8 @@ func validObject(root, s, v *value, at string) error {
 			last, sub = j, props.elems[j]
 		case props != nil && len(props.keys) > 0 && (extra == nil || extra.kind == 'f'):
 			return fmt.Errorf("%s: additional property %q", at, k)
+		case slices.Contains(v.keys[:i], k):
+			return fmt.Errorf("%s: property %q twice", at, k)
 		case extra != nil && extra.kind == 'f':
 			return fmt.Errorf("%s: additional property %q", at, k)
 		case sub == nil:
