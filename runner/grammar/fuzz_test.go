@@ -17,7 +17,14 @@ func FuzzMatcher(f *testing.F) {
 		`{"name":"n","age":1,"ok":true}`, `{"name":"n","age":1,"tags":["a"],"ok":false}`, "{\"\xe2\x82\xac\":1}"} {
 		f.Add([]byte(s), uint8(3))
 	}
-	grammars := []*Grammar{JSON(), mustSchema(f, string(schema))}
+	keywords := []byte(`{"type":"object","properties":{"id":{"type":"integer","minimum":1,"maximum":500},
+		"p":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":1},"code":{"type":"string","pattern":"^[A-Z]{2}\\d+$"},
+		"day":{"type":"string","format":"date"},"pair":{"type":"array","prefixItems":[{"type":"string"},{"type":"boolean"}],"items":false}},
+		"required":["id"],"additionalProperties":{"type":"string","maxLength":4},"maxProperties":5}`)
+	for _, s := range []string{`{"id":7,"p":0.25,"code":"AB12","day":"2024-02-29","pair":["x",true],"z":"ab"}`, `{"id":500,"zz":""}`} {
+		f.Add([]byte(s), uint8(2))
+	}
+	grammars := []*Grammar{JSON(), mustSchema(f, string(schema)), mustSchema(f, string(keywords))}
 	f.Fuzz(func(t *testing.T, data []byte, cut uint8) {
 		for gi, g := range grammars {
 			c := New(g, nil)
@@ -38,8 +45,8 @@ func FuzzMatcher(f *testing.F) {
 			if !json.Valid(data) {
 				t.Fatalf("grammar %d accepted %q, which is not valid JSON", gi, data)
 			}
-			if gi == 1 {
-				if err := validate(schema, data); err != nil {
+			if gi > 0 {
+				if err := validate([][]byte{nil, schema, keywords}[gi], data); err != nil {
 					t.Fatalf("accepted %q: %v", data, err)
 				}
 			}
@@ -56,6 +63,18 @@ func FuzzSchema(f *testing.F) {
 	}
 	f.Add([]byte(`{"type":["string","integer"],"minLength":2,"nullable":true}`), uint64(2))
 	f.Add([]byte(`{"anyOf":[{"enum":[1,12,123]},{"type":"array","maxItems":0}]}`), uint64(3))
+	for i, s := range []string{
+		`{"type":"string","pattern":"^(a|bc)+[^x]?\d{2}$","maxLength":6}`,
+		`{"type":"string","pattern":"x.y","format":"email"}`,
+		`{"type":"string","format":"date-time"}`,
+		`{"type":"array","items":{"type":"integer","minimum":-12,"exclusiveMaximum":305}}`,
+		`{"type":"array","items":{"type":"number","exclusiveMinimum":-0.5,"maximum":2.25}}`,
+		`{"properties":{"a":{"type":"null"},"ab":{}},"additionalProperties":{"type":"boolean"},"minProperties":2,"maxProperties":3}`,
+		`{"type":"array","prefixItems":[{"type":"string","format":"uuid"},{"const":1}],"items":false}`,
+		`{"type":"object","additionalProperties":{"type":"integer"},"minProperties":3}`,
+	} {
+		f.Add([]byte(s), uint64(10+i))
+	}
 	f.Fuzz(func(t *testing.T, schema []byte, seed uint64) {
 		g, err := Schema(context.Background(), schema)
 		if err != nil {

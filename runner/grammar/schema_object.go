@@ -1,6 +1,10 @@
 package grammar
 
-import "strconv"
+import (
+	"context"
+	"errors"
+	"strconv"
+)
 
 // array compiles an array schema: prefixItems (or items as a list, as
 // drafts before 2020-12 wrote tuples) for the first positions, then items
@@ -151,6 +155,9 @@ func (c *compiler) otherKey(names []string, at *path) (int32, error) {
 		return 0, c.fail(at, "additionalProperties next to %d properties: %v", len(names), err)
 	}
 	d, err := buildDFA(c.ctx, stringSpec{must: []*nfa{anyStringNFA()}, mustNot: []*nfa{words}, max: -1})
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return 0, err
+	}
 	if err != nil {
 		return 0, c.fail(at, "additionalProperties next to %d properties: the names additional keys must avoid: %v", len(names), err)
 	}

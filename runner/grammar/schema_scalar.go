@@ -1,6 +1,8 @@
 package grammar
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/big"
 )
@@ -49,6 +51,9 @@ func (c *compiler) str(s *value, at *path) (int32, error) {
 		spec.must = append(spec.must, a)
 	}
 	d, err := buildDFA(c.ctx, spec)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return 0, err
+	}
 	if err != nil {
 		what := fmt.Sprintf("pattern %q", pattern)
 		if pattern == "" {
