@@ -20,11 +20,11 @@ func wideFormat(n int) string {
 
 // TestFormatAfterModel: a request's format is compiled only once its model
 // is found, so a missing model is a 404 whatever the format, even one that
-// would be refused (a schema with "pattern") or one past the compile's
+// would be refused (a schema with "multipleOf") or one past the compile's
 // limits; a found model's format past the limits is a 400 naming the limit.
 func TestFormatAfterModel(t *testing.T) {
 	_, base := newTestServer(t)
-	const bad = `{"type":"string","pattern":"a+"}`
+	const bad = `{"type":"number","multipleOf":3}`
 	wide := wideFormat(40000)
 	chat := func(model, format string) string {
 		return `{"model":"` + model + `","messages":[{"role":"user","content":"hi"}],"stream":false,"format":` + format + `}`
@@ -45,7 +45,7 @@ func TestFormatAfterModel(t *testing.T) {
 		{"openai chat, 40k properties", "/v1/chat/completions", oai("nope", wide), 404, "not found"},
 		{"responses, refused format", "/v1/responses",
 			`{"model":"nope","input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":` + bad + `}}}`, 404, "not found"},
-		{"found, refused format", "/api/chat", chat("stories260k", bad), 400, `keyword \"pattern\"`},
+		{"found, refused format", "/api/chat", chat("stories260k", bad), 400, `keyword \"multipleOf\"`},
 		{"found, 40k properties", "/api/chat", chat("stories260k", wide), 400, "more than 100000 steps"},
 		{"openai found, 40k properties", "/v1/chat/completions", oai("stories260k", wide), 400, "more than 100000 steps"},
 	} {

@@ -20,7 +20,7 @@ func TestOpenAIErrors(t *testing.T) {
 		{"/v1/chat/completions", `{"model": "nope", "messages": [{"role": "user", "content": "hi"}]}`, 404, "model", "not found"},
 		{"/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}]}`, 400, "model", "model is required"},
 		{"/v1/chat/completions", `{"model": "stories260k", "messages": []}`, 400, "messages", "at least one"},
-		{"/v1/chat/completions", chat + `"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "pattern": "a"}}}}`, 400, "response_format", "pattern"},
+		{"/v1/chat/completions", chat + `"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "number", "multipleOf": 2}}}}`, 400, "response_format", "multipleOf"},
 		{"/v1/chat/completions", chat + `"response_format": {"type": "yaml"}}`, 400, "response_format", "yaml"},
 		{"/v1/chat/completions", chat + `"n": 0}`, 400, "n", "at least 1"},
 		{"/v1/chat/completions", chat + `"n": 17}`, 400, "", "at most 16"},

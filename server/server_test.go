@@ -208,7 +208,7 @@ func TestBadInput(t *testing.T) {
 		{"/api/generate", long, 400, "num_ctx"},
 		{"/api/generate", `{"prompt": "hi"}`, 400, "model is required"},
 		{"/api/chat", `{"model": "stories260k", "messages": [{"role": "wizard", "content": "x"}]}`, 400, "role"},
-		{"/api/generate", `{"model": "stories260k", "prompt": "hi", "format": {"type": "string", "pattern": "a+"}}`, 400, "pattern"},
+		{"/api/generate", `{"model": "stories260k", "prompt": "hi", "format": {"type": "number", "multipleOf": 2}}`, 400, "multipleOf"},
 		{"/api/generate", `{"model": "stories260k", "prompt": "hi", "format": "yaml"}`, 400, "format"},
 		{"/api/embed", `{"model": "stories260k", "input": 5}`, 400, "input"},
 		{"/api/pull", `{"model": "llama3"}`, 501, "installer"},
