@@ -261,7 +261,8 @@ func (m *matcher) advance(ts []thread, b byte, out []thread) []thread {
 		n := len(out)
 		out = m.step(t, b, out)
 		for i := n; i < len(out); i++ {
-			if m.est(out[i]) >= inf {
+			if t := out[i]; t.below >= inf || m.g.nodes[t.top.node].kind != kString && m.est(t) >= inf {
+				// (a plain string can always end: its own part is finite)
 				out = append(out[:i], out[i+1:]...)
 				i--
 				continue
