@@ -1,6 +1,7 @@
 package paged
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -195,5 +196,55 @@ func BenchmarkBlockHashes4096(b *testing.B) {
 	t := toks(0, 4096)
 	for b.Loop() {
 		BlockHashes("model digest", t, 16)
+	}
+}
+
+// BenchmarkEvictUnderPressure is one planning step of a full pool: a new
+// prompt of 4 blocks does not fit (every block is cached), so the step
+// evicts the least recently used leaf, plans again, commits, and caches
+// the prompt in its place. The tree stays at the named size; the cost of
+// a step must not grow with it.
+func BenchmarkEvictUnderPressure(b *testing.B) {
+	noInvariants(b)
+	const prompt = 4 * 16 // tokens: 4 blocks, one leaf each
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("blocks=%d", n), func(b *testing.B) {
+			m, _ := New(Config{Blocks: n})
+			next := int32(0)
+			tokens := make([]int32, prompt)
+			fresh := func() []int32 { // a prompt no other shares
+				for i := range tokens {
+					tokens[i] = next
+					next++
+				}
+				return tokens
+			}
+			var p Plan
+			step := func() {
+				s := m.NewSeq("")
+				t := fresh()
+				err := m.Reserve(&p, s, len(t))
+				if short, ok := err.(*OutOfBlocksError); ok {
+					m.Radix().Evict(short.Need - short.Free)
+					p = Plan{}
+					err = m.Reserve(&p, s, len(t))
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				m.Commit(&p)
+				m.CachePrefix(s, t)
+				m.Free(s)
+			}
+			for range n / 4 {
+				step()
+			}
+			if m.FreeBlocks() != 0 || m.Radix().Blocks() != n/4*4 {
+				b.Fatalf("%d free, %d cached", m.FreeBlocks(), m.Radix().Blocks())
+			}
+			for b.Loop() {
+				step()
+			}
+		})
 	}
 }
