@@ -173,8 +173,23 @@ func (fz *fuzzer) op() string {
 		}
 		return "unlock"
 	case 9:
-		m.Radix().Evict(int(fz.next() % 8))
-		return "evict"
+		n := int(fz.next() % 8)
+		if n%2 == 0 {
+			m.Radix().Evict(n)
+			return "evict"
+		}
+		// as for a waiting request: what it would attach stays cached
+		var prompt []int32
+		if s, ok := fz.pick(); ok {
+			prompt = fz.toks[s]
+		}
+		extra := fz.extra()
+		before := m.Radix().Cached(extra, prompt)
+		m.Radix().EvictSparing(n, extra, prompt)
+		if after := m.Radix().Cached(extra, prompt); after != before {
+			panic(fmt.Sprintf("EvictSparing evicted the spared prefix: %d cached blocks, then %d", before, after))
+		}
+		return "evict sparing"
 	case 10:
 		fz.grow()
 		return "grow"

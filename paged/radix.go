@@ -1,7 +1,6 @@
 package paged
 
 import (
-	"container/heap"
 	"fmt"
 	"slices"
 )
@@ -18,6 +17,15 @@ import (
 // recently used first, and a block goes back to the pool when its last
 // holder lets go.
 //
+// Every unlocked node but the roots is on an intrusive LRU list, least
+// recently used first and each node behind all of its children (a node is
+// used whenever a child is, and locked whenever a child is). The head is
+// then always an unlocked leaf, the one to evict, and a parent whose last
+// child is evicted is already in its place: Evict costs O(1) per node it
+// removes, and Lock, Unlock, Match and Insert keep the list in step at no
+// cost beyond the path they walk. A node is in use while it is locked, so
+// the Unlock that leaves it unlocked counts as a use.
+//
 // A RadixCache belongs to its Manager and, like it, has no locks.
 type RadixCache struct {
 	m       *Manager
@@ -26,6 +34,9 @@ type RadixCache struct {
 	ticks   int64  // the default clock
 	ids     uint64 // the last Node.id handed out
 	nBlocks int    // blocks the tree holds
+	// lru is the sentinel of the LRU list, a ring through Node.older and
+	// Node.newer: lru.newer is the least recently used node.
+	lru Node
 }
 
 // Node is a node of a RadixCache: the edge from its parent, a run of full
@@ -41,9 +52,12 @@ type Node struct {
 	blocks   []BlockID // the edge's blocks, in order
 	depth    int       // tokens from the root to the end of this edge
 	lock     int32     // sequences (or callers) using this node or a descendant
-	lastUse  int64     // clock reading of the last Match or Insert through it
-	id       uint64    // creation order, to break lastUse ties
+	lastUse  int64     // clock reading of its last use: a Match or Insert through it, or the Unlock that left it unlocked
+	id       uint64    // creation order, for messages
 	key      string    // the extra key; set on roots only
+	// older and newer are its neighbours on the LRU list while it is
+	// unlocked, nil while it is locked (and on roots).
+	older, newer *Node
 }
 
 // Tokens is the length of the prefix that ends at n.
@@ -51,6 +65,7 @@ func (n *Node) Tokens() int { return n.depth }
 
 func newRadixCache(m *Manager, clock func() int64) *RadixCache {
 	r := &RadixCache{m: m, roots: map[string]*Node{}, clock: clock}
+	r.lru.older, r.lru.newer = &r.lru, &r.lru
 	if r.clock == nil {
 		r.clock = func() int64 { r.ticks++; return r.ticks }
 	}
@@ -67,37 +82,61 @@ func (r *RadixCache) Blocks() int { return r.nBlocks }
 // node; Manager.AttachPrefix does both. A match that ends inside an edge
 // splits it there, so the node ends exactly at the match.
 func (r *RadixCache) Match(extra string, tokens []int32) ([]BlockID, *Node) {
-	root := r.roots[extra]
-	if root == nil {
+	n, nb := r.descend(extra, tokens, true)
+	if n == nil {
 		return nil, nil
 	}
+	r.use(n, r.clock())
+	blocks := make([]BlockID, nb, len(tokens)/r.m.pool.blockSize)
+	for c := n; c.parent != nil; c = c.parent {
+		nb -= len(c.blocks)
+		copy(blocks[nb:], c.blocks)
+	}
+	r.m.checkInvariants()
+	return blocks, n
+}
+
+// Cached is the number of leading full blocks of tokens that the cache
+// holds under extra, as Match would find them, but it changes nothing:
+// no edge is split and nothing is marked used. A request still waiting
+// for room asks this, so that waiting does not keep its prefix fresh.
+func (r *RadixCache) Cached(extra string, tokens []int32) int {
+	_, nb := r.descend(extra, tokens, false)
+	return nb
+}
+
+// descend follows tokens down the tree under extra for as many whole
+// blocks as it holds, and returns the node where the match ends and the
+// number of blocks matched (nil and 0 when not even the first block is
+// cached). A match that ends inside an edge splits it there with split;
+// without, the node returned is the one whose edge goes on past it.
+func (r *RadixCache) descend(extra string, tokens []int32, split bool) (*Node, int) {
+	root := r.roots[extra]
+	if root == nil {
+		return nil, 0
+	}
 	bs := r.m.pool.blockSize
-	now := r.clock()
 	n, i := root, 0
-	var blocks []BlockID
 	for len(tokens)-i >= bs {
 		c := n.child(tokens[i : i+bs])
 		if c == nil {
 			break
 		}
 		k := commonBlocks(c.tokens, tokens[i:], bs)
-		if blocks == nil {
-			blocks = make([]BlockID, 0, len(tokens)/bs)
-		}
-		blocks = append(blocks, c.blocks[:k]...)
-		c.lastUse = now
 		i += k * bs
 		if k < len(c.blocks) {
-			n = r.split(c, k)
+			if split {
+				c = r.split(c, k)
+			}
+			n = c
 			break
 		}
 		n = c
 	}
 	if n == root {
-		return nil, nil
+		return nil, 0
 	}
-	r.m.checkInvariants()
-	return blocks, n
+	return n, i / bs
 }
 
 // Insert caches the full blocks of tokens under extra: blocks[i] holds
@@ -121,16 +160,14 @@ func (r *RadixCache) Insert(extra string, tokens []int32, blocks []BlockID) (*No
 		root = &Node{id: r.ids, key: extra}
 		r.roots[extra] = root
 	}
-	now := r.clock()
 	n, i, existing := root, 0, 0
 	for i < nb {
 		c := n.child(tokens[i*bs : (i+1)*bs])
 		if c == nil {
-			n = r.addLeaf(n, tokens[i*bs:nb*bs], blocks[i:nb], now)
+			n = r.addLeaf(n, tokens[i*bs:nb*bs], blocks[i:nb])
 			break
 		}
 		k := commonBlocks(c.tokens, tokens[i*bs:nb*bs], bs)
-		c.lastUse = now
 		existing += k
 		i += k
 		if k < len(c.blocks) {
@@ -139,6 +176,7 @@ func (r *RadixCache) Insert(extra string, tokens []int32, blocks []BlockID) (*No
 		}
 		n = c
 	}
+	r.use(n, r.clock())
 	r.m.version++
 	r.m.checkInvariants()
 	return n, existing
@@ -158,51 +196,108 @@ func (r *RadixCache) Unlock(n *Node) {
 	r.m.checkInvariants()
 }
 
+// lock takes n and the path above it off the LRU list as their counts
+// leave zero.
 func (r *RadixCache) lock(n *Node) {
 	for ; n != nil && n.parent != nil; n = n.parent {
+		if n.lock == 0 {
+			unlink(n)
+		}
 		n.lock++
 	}
 }
 
+// unlock puts the nodes whose counts reach zero at the newest end of the
+// LRU list, n first: they were in use until now. Counts do not grow
+// towards the leaves, so those nodes are n and the first few above it.
 func (r *RadixCache) unlock(n *Node) {
+	now, read := int64(0), false
 	for ; n != nil && n.parent != nil; n = n.parent {
 		if n.lock <= 0 {
 			panic(fmt.Sprintf("paged: unlock of radix node %d (prefix of %d tokens) with lock count %d", n.id, n.depth, n.lock))
 		}
 		n.lock--
+		if n.lock == 0 {
+			if !read {
+				now, read = r.clock(), true
+			}
+			n.lastUse = now
+			r.pushNewest(n)
+		}
 	}
 }
 
-// Evict removes unlocked leaves, least recently used first (ties: the
-// older node first), releasing the tree's refs on their blocks, until
-// nBlocks blocks have gone back to the pool or nothing is left to evict.
-// A leaf goes as a whole. Blocks a sequence still holds leave the tree
-// but not the pool. It returns the number of blocks freed. The cost is a
-// walk over the whole tree: evict in batches.
+// use marks n and the path above it used at now. Unlocked ones move to the
+// newest end of the LRU list, n first, so each stays behind its children;
+// above the first locked node all are locked.
+func (r *RadixCache) use(n *Node, now int64) {
+	for ; n != nil && n.parent != nil; n = n.parent {
+		n.lastUse = now
+		if n.lock == 0 {
+			r.pushNewest(n)
+		}
+	}
+}
+
+// pushNewest moves n, listed or not, to the newest end of the LRU list.
+func (r *RadixCache) pushNewest(n *Node) {
+	if n.newer != nil {
+		unlink(n)
+	}
+	linkAfter(r.lru.older, n)
+}
+
+// linkAfter puts n on the LRU list just after (newer than) at.
+func linkAfter(at, n *Node) {
+	n.older, n.newer = at, at.newer
+	at.newer.older = n
+	at.newer = n
+}
+
+// unlink takes n off the LRU list.
+func unlink(n *Node) {
+	n.older.newer, n.newer.older = n.newer, n.older
+	n.older, n.newer = nil, nil
+}
+
+// Evict removes unlocked leaves, least recently used first (among leaves
+// used at the same moment, the one used first; of one path, the deepest),
+// releasing the tree's refs on their blocks, until nBlocks blocks have
+// gone back to the pool or nothing is left to evict. A leaf goes as a
+// whole. Blocks a sequence still holds leave the tree but not the pool.
+// It returns the number of blocks freed. The cost is O(1) per node
+// removed, whatever the size of the tree.
 func (r *RadixCache) Evict(nBlocks int) int {
+	return r.evict(nBlocks, nil)
+}
+
+// EvictSparing evicts as Evict does but keeps the cached prefix of tokens
+// under extra: the blocks a request waiting for room is about to attach,
+// which evicting would only make it compute again. Like Cached it marks
+// nothing used; it splits the edge where the prefix ends, as Match does.
+func (r *RadixCache) EvictSparing(nBlocks int, extra string, tokens []int32) int {
+	keep, _ := r.descend(extra, tokens, true)
+	return r.evict(nBlocks, keep)
+}
+
+// evict walks the LRU list from its oldest end. Without keep every node
+// it meets is a leaf (children come first); with keep it passes over keep
+// and, since they have it below them, keep's ancestors.
+func (r *RadixCache) evict(nBlocks int, keep *Node) int {
 	if nBlocks <= 0 {
 		return 0
 	}
-	var h lruHeap
-	for _, root := range r.roots {
-		root.walk(func(n *Node) {
-			if n.parent != nil && len(n.children) == 0 && n.lock == 0 {
-				h = append(h, n)
-			}
-		})
-	}
-	heap.Init(&h)
 	freed := 0
-	for freed < nBlocks && len(h) > 0 {
-		n := heap.Pop(&h).(*Node)
-		p := n.parent
-		freed += r.drop(n)
-		switch {
-		case p.parent == nil && len(p.children) == 0:
-			delete(r.roots, p.key)
-		case p.parent != nil && len(p.children) == 0 && p.lock == 0:
-			heap.Push(&h, p)
+	for n := r.lru.newer; freed < nBlocks && n != &r.lru; {
+		next := n.newer
+		if n != keep && len(n.children) == 0 {
+			p := n.parent
+			freed += r.drop(n)
+			if p.parent == nil && len(p.children) == 0 {
+				delete(r.roots, p.key)
+			}
 		}
+		n = next
 	}
 	r.m.version++
 	r.m.checkInvariants()
@@ -220,22 +315,24 @@ func (r *RadixCache) drop(n *Node) int {
 		}
 	}
 	r.nBlocks -= len(n.blocks)
+	if n.newer != nil {
+		unlink(n)
+	}
 	n.parent.removeChild(n, r.m.pool.blockSize)
 	n.parent = nil
 	return freed
 }
 
 // addLeaf hangs a new leaf under n for tokens and blocks (copied), taking
-// a ref on each block.
-func (r *RadixCache) addLeaf(n *Node, tokens []int32, blocks []BlockID, now int64) *Node {
+// a ref on each block. The caller marks it used, which lists it.
+func (r *RadixCache) addLeaf(n *Node, tokens []int32, blocks []BlockID) *Node {
 	r.ids++
 	leaf := &Node{
-		parent:  n,
-		tokens:  slices.Clone(tokens),
-		blocks:  slices.Clone(blocks),
-		depth:   n.depth + len(tokens),
-		lastUse: now,
-		id:      r.ids,
+		parent: n,
+		tokens: slices.Clone(tokens),
+		blocks: slices.Clone(blocks),
+		depth:  n.depth + len(tokens),
+		id:     r.ids,
 	}
 	for _, b := range leaf.blocks {
 		r.m.pool.Retain(b)
@@ -249,7 +346,7 @@ func (r *RadixCache) addLeaf(n *Node, tokens []int32, blocks []BlockID, now int6
 // takes the first k blocks and c's place under its parent; c keeps the
 // rest, and its identity, so locks and handles on c stay valid. The new
 // node inherits c's lock count, since every path through c runs through
-// it.
+// it, and its last use; unlocked, it goes on the LRU list just behind c.
 func (r *RadixCache) split(c *Node, k int) *Node {
 	bs := r.m.pool.blockSize
 	p := c.parent
@@ -267,6 +364,9 @@ func (r *RadixCache) split(c *Node, k int) *Node {
 	c.tokens, c.blocks, c.parent, c.next = c.tokens[k*bs:], c.blocks[k:], up, nil
 	up.addChild(c, bs)
 	p.addChild(up, bs)
+	if c.newer != nil {
+		linkAfter(c, up)
+	}
 	return up
 }
 
@@ -337,23 +437,4 @@ func blockKey(tokens []int32) uint64 {
 		h *= 1099511628211
 	}
 	return h
-}
-
-// lruHeap orders evictable leaves by last use, then age.
-type lruHeap []*Node
-
-func (h lruHeap) Len() int { return len(h) }
-func (h lruHeap) Less(i, j int) bool {
-	if h[i].lastUse != h[j].lastUse {
-		return h[i].lastUse < h[j].lastUse
-	}
-	return h[i].id < h[j].id
-}
-func (h lruHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *lruHeap) Push(x any)   { *h = append(*h, x.(*Node)) }
-func (h *lruHeap) Pop() any {
-	old := *h
-	n := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return n
 }

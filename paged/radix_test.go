@@ -257,3 +257,88 @@ func TestUnlockPanics(t *testing.T) {
 	}()
 	m.Radix().Unlock(n)
 }
+
+// TestRadixEvictOrder: leaves go least recently used first, where a use
+// is a Match or Insert through a node or the Unlock that leaves it
+// unlocked (it was in use until then), and a parent goes after its
+// children.
+func TestRadixEvictOrder(t *testing.T) {
+	var now int64
+	m, err := New(Config{Blocks: 32, BlockSize: 4, Clock: func() int64 { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.Radix()
+	s, a, b, q := toks(1, 5), toks(10, 14), toks(20, 24), toks(30, 38)
+	now = 1
+	cached(t, m, "m", cat(s, a)) // blocks 0 1
+	now = 2
+	cached(t, m, "m", cat(s, b)) // 0 2: s splits off as a parent of a and b
+	now = 3
+	cached(t, m, "m", q) // 3 4
+	now = 4
+	held := m.NewSeq("m")
+	m.AttachPrefix(held, cat(s, a)) // locks s and a
+	now = 5
+	r.Match("m", q)
+	now = 6
+	m.Free(held) // a and s were in use until now
+	if err := m.verify(); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{
+		"[1 2 3 4]{0} ( [10 11 12 13]{1} ) [30 31 32 33 34 35 36 37]{3 4}", // b, last used at 2
+		"[1 2 3 4]{0} ( [10 11 12 13]{1} )",                                // q, at 5
+		"[1 2 3 4]{0}",                                                     // a, unlocked at 6
+		"",                                                                 // s, at 6 but behind its child
+	} {
+		if freed := r.Evict(1); freed == 0 {
+			t.Fatalf("eviction %d freed nothing", i)
+		}
+		if got := dump(r, "m"); got != want {
+			t.Fatalf("after eviction %d: tree %s, want %s", i, got, want)
+		}
+	}
+}
+
+// TestRadixCachedAndEvictSparing: Cached finds what Match would without
+// marking it used, and EvictSparing keeps a waiting request's prefix
+// while the rest goes in LRU order.
+func TestRadixCachedAndEvictSparing(t *testing.T) {
+	var now int64
+	m, err := New(Config{Blocks: 32, BlockSize: 4, Clock: func() int64 { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.Radix()
+	p1, p2 := toks(1, 13), toks(20, 28) // 3 blocks, 2 blocks
+	now = 1
+	cached(t, m, "m", p1)
+	now = 2
+	cached(t, m, "m", p2)
+	now = 3
+	waiting := cat(p1[:8], toks(90, 95)) // shares p1's first 2 blocks
+	if got := r.Cached("m", waiting); got != 2 {
+		t.Fatalf("Cached: %d blocks, want 2", got)
+	}
+	if got := dump(r, "m"); got != "[1 2 3 4 5 6 7 8 9 10 11 12]{0 1 2} [20 21 22 23 24 25 26 27]{3 4}" {
+		t.Fatalf("Cached changed the tree: %s", got)
+	}
+	// p1, the least recently used, is spared but for its last block,
+	// which the waiting request would not attach; p2 goes next.
+	if freed := r.EvictSparing(32, "m", waiting); freed != 3 {
+		t.Fatalf("EvictSparing freed %d blocks, want 3", freed)
+	}
+	if got := dump(r, "m"); got != "[1 2 3 4 5 6 7 8]{0 1}" {
+		t.Fatalf("after EvictSparing: %s", got)
+	}
+	if err := m.verify(); err != nil {
+		t.Fatal(err)
+	}
+	// Without sparing, the oldest goes first: p1 before p2.
+	now = 4
+	cached(t, m, "m", p2)
+	if freed := r.Evict(1); freed != 2 || r.Cached("m", p2) != 2 || r.Cached("m", p1) != 0 {
+		t.Fatalf("Evict(1) freed %d; cached p1 %d, p2 %d blocks", freed, r.Cached("m", p1), r.Cached("m", p2))
+	}
+}

@@ -20,6 +20,9 @@ import (
 //     siblings differ in their first block and sit under its key; no
 //     block appears twice; a node's lock count covers its children's and
 //     the sequences that lock it; a sequence's node is in the tree.
+//   - The LRU list: exactly the unlocked nodes of the tree (roots aside),
+//     each once, linked both ways, in order of last use, each behind all
+//     of its children.
 func (m *Manager) verify() error {
 	if err := m.pool.verify(); err != nil {
 		return err
@@ -131,12 +134,63 @@ func (m *Manager) verify() error {
 			return err
 		}
 	}
+	if err := m.radix.verifyLRU(); err != nil {
+		return err
+	}
 	if treeBlocks != m.radix.nBlocks {
 		return fmt.Errorf("radix tree holds %d blocks, its count says %d", treeBlocks, m.radix.nBlocks)
 	}
 	for b, h := range holders {
 		if r := m.pool.refs[b]; r != h {
 			return fmt.Errorf("block %d has ref count %d but %d holders (tables, tree, pending copies)", b, r, h)
+		}
+	}
+	return nil
+}
+
+// verifyLRU checks the LRU list against the tree.
+func (r *RadixCache) verifyLRU() error {
+	unlocked := map[*Node]bool{}
+	for _, root := range r.roots {
+		if root.older != nil || root.newer != nil {
+			return fmt.Errorf("radix root for key %q is on the LRU list", root.key)
+		}
+		root.walk(func(n *Node) {
+			if n.parent != nil && n.lock == 0 {
+				unlocked[n] = true
+			}
+		})
+	}
+	seen := map[*Node]bool{}
+	last := int64(0)
+	for n := r.lru.newer; n != &r.lru; n = n.newer {
+		switch {
+		case n.newer == nil || n.newer.older != n:
+			return fmt.Errorf("radix node %d is linked on the LRU list one way only", n.id)
+		case seen[n]:
+			return fmt.Errorf("radix node %d is on the LRU list twice", n.id)
+		case !unlocked[n]:
+			return fmt.Errorf("radix node %d is on the LRU list but is locked (%d) or not in the tree", n.id, n.lock)
+		case len(seen) > 0 && n.lastUse < last:
+			return fmt.Errorf("radix node %d, last used at %d, is on the LRU list behind a node used at %d", n.id, n.lastUse, last)
+		}
+		for _, c := range n.children {
+			for ; c != nil; c = c.next {
+				if !seen[c] {
+					return fmt.Errorf("radix node %d is on the LRU list before its child %d", n.id, c.id)
+				}
+			}
+		}
+		seen[n], last = true, n.lastUse
+	}
+	if r.lru.newer.older != &r.lru {
+		return fmt.Errorf("the LRU list's head is not linked back")
+	}
+	if len(seen) != len(unlocked) {
+		for n := range unlocked {
+			if !seen[n] {
+				return fmt.Errorf("unlocked radix node %d is not on the LRU list", n.id)
+			}
 		}
 	}
 	return nil

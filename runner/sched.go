@@ -240,17 +240,16 @@ func (e *Engine) admit() {
 			return
 		}
 		cached := 0
-		if !e.opt.NoPrefixCache {
-			blocks, _ := e.pm.Radix().Match(s.req.extra, s.tokens[:len(s.tokens)-1])
-			cached = len(blocks)
+		if !e.opt.NoPrefixCache { // Cached, not Match: a request that waits does not keep its prefix fresh
+			cached = e.pm.Radix().Cached(s.req.extra, s.tokens[:len(s.tokens)-1])
 		}
 		need := ceilDiv(len(s.tokens)+1, bs) - cached
 		mark := 0
 		if len(e.running) > 0 {
 			mark = max(1, int(e.opt.Watermark*float64(e.pm.NumBlocks())))
 		}
-		if short := need + mark - e.pm.FreeBlocks(); short > 0 {
-			e.pm.Radix().Evict(short)
+		if short := need + mark - e.pm.FreeBlocks(); short > 0 { // not the prefix it counted on
+			e.pm.Radix().EvictSparing(short, s.req.extra, s.tokens[:len(s.tokens)-1])
 		}
 		if need+mark > e.pm.FreeBlocks() {
 			if len(e.running) == 0 {
