@@ -87,7 +87,7 @@ func (r *RadixCache) Match(extra string, tokens []int32) ([]BlockID, *Node) {
 		return nil, nil
 	}
 	r.use(n, r.clock())
-	blocks := make([]BlockID, nb, len(tokens)/r.m.pool.blockSize)
+	blocks := make([]BlockID, nb)
 	for c := n; c.parent != nil; c = c.parent {
 		nb -= len(c.blocks)
 		copy(blocks[nb:], c.blocks)
