@@ -22,18 +22,22 @@
 //     and hands them to the backend in one call before the forward pass.
 //   - RadixCache: a tree per extra key (model digest, cache salt) over
 //     token IDs whose edges are runs of full blocks. Match, Insert,
-//     Lock/Unlock, Evict of the least recently used unlocked leaves by an
-//     injected clock. The tree holds a ref on each cached block; a
-//     sequence that attaches a cached prefix (Manager.AttachPrefix) takes
-//     its own refs and a lock; an evicted block returns to the pool only
-//     when its last holder lets go.
+//     Lock/Unlock, Evict of the least recently used unlocked leaves, in
+//     O(1) each off an intrusive LRU list of the unlocked nodes (last use
+//     read from an injected clock). Cached and EvictSparing serve a
+//     request still waiting for room without marking its prefix used.
+//     The tree holds a ref on each cached block; a sequence that attaches
+//     a cached prefix (Manager.AttachPrefix) takes its own refs and a
+//     lock; an evicted block returns to the pool only when its last
+//     holder lets go.
 //   - BlockHash: the SHA-256 chain over full blocks (parent hash, extra
 //     key, tokens) by which persisted blocks are named.
 //
 // Invariants are written next to the data and checked by one function
 // (Manager.verify): every ref is accounted for by a table, the tree or a
 // pending copy, free blocks have no refs, the free list is as long as the
-// free count. Built with -tags invariants, every operation runs it and
+// free count, the LRU list holds exactly the tree's unlocked nodes in
+// order of last use. Built with -tags invariants, every operation runs it and
 // panics on the first violation.
 //
 // Concurrency: nothing here locks. A Manager, its pool and its radix cache

@@ -17,9 +17,10 @@ type Copy struct{ Src, Dst BlockID }
 type Config struct {
 	Blocks    int // physical blocks in the pool (see BlocksForBudget)
 	BlockSize int // tokens per block; 0 means DefaultBlockSize
-	// Clock orders the radix cache's least-recently-used eviction. Any
-	// monotonic count will do; nil means a counter that ticks on every
-	// Match and Insert, so paged never reads the wall clock.
+	// Clock stamps the radix cache's last uses (the LRU list holds them in
+	// order; the invariant checker compares). Any non-decreasing count
+	// will do; nil means a counter that ticks on every use (Match, Insert,
+	// an Unlock to zero), so paged never reads the wall clock.
 	Clock func() int64
 }
 
