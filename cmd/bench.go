@@ -7,19 +7,24 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"folio/bench/loadgen"
+	"folio/internal/loadgen"
 	"folio/runner"
 )
 
-// benchCmd groups the load generators of the serving engine.
-var benchCmd = &cobra.Command{
-	Use:   "bench",
-	Short: "Measure the serving engine under load",
+// newBenchCmd is `folio bench`: with --model it measures a backend's
+// prefill and decode (addMeasure); its subcommands drive the serving
+// engine under load.
+func newBenchCmd() *cobra.Command {
+	bench := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the serving engine under load",
+	}
+	addMeasure(bench)
+	bench.AddCommand(newBenchServeCmd(), newBenchRestartCmd(), newBenchMultiturnCmd(), newBenchExtractionCmd())
+	return bench
 }
 
-func init() {
-	rootCmd.AddCommand(benchCmd)
-
+func newBenchServeCmd() *cobra.Command {
 	var (
 		mf      modelFlags
 		model   string
@@ -102,7 +107,7 @@ func init() {
 	f.BoolVar(&noCache, "no-prefix-cache", false, "compute every prompt in full (in-process only)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the run to this file")
-	benchCmd.AddCommand(serve)
+	return serve
 }
 
 // benchEngine loads a model and starts an engine on it; done closes both.

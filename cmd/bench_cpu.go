@@ -63,8 +63,12 @@ type llamaCppSpeed struct {
 	Backend      string    `json:"cpu_backend"`
 }
 
-func init() {
+// addMeasure makes bench itself, with --model, measure one backend: the
+// CPU's by default, even where a GPU is, or the CUDA backend's with --gpu
+// (or the FOLIO_GPU=cuda setting).
+func addMeasure(bench *cobra.Command) {
 	var (
+		onGPU    bool
 		model    string
 		prompt   int
 		gen      int
@@ -77,7 +81,7 @@ func init() {
 		llamaref string
 		profile  string
 	)
-	benchCmd.Long = "bench with --model measures the CPU backend: prefill of --prompt tokens in one\n" +
+	bench.Long = "bench with --model measures the CPU backend: prefill of --prompt tokens in one\n" +
 		"forward pass and --gen single-token decode steps of one sequence, from an empty\n" +
 		"K/V cache (llama-bench's pp and tg), after one unmeasured round; tokens/s are\n" +
 		"medians over --repeat rounds. --depth D puts D tokens in the cache first (untimed),\n" +
@@ -87,8 +91,14 @@ func init() {
 		"bandwidth is measured too: decode reads every weight once per token, so\n" +
 		"bandwidth ÷ model bytes is decode's ceiling.\n\n" +
 		"Its subcommands drive the serving engine under load."
-	benchCmd.Args = cobra.NoArgs
-	benchCmd.RunE = func(cmd *cobra.Command, args []string) error {
+	bench.Args = cobra.NoArgs
+	bench.RunE = func(cmd *cobra.Command, args []string) error {
+		if onGPU || gpuSetting() == "cuda" {
+			if model == "" {
+				return fmt.Errorf("bench: --gpu needs --model FILE")
+			}
+			return runBenchGPU(cmd, model, prompt, gen, repeat, asJSON)
+		}
 		if model == "" {
 			return cmd.Help()
 		}
@@ -130,7 +140,8 @@ func init() {
 		printCPU(cmd.OutOrStdout(), rep)
 		return nil
 	}
-	f := benchCmd.Flags()
+	f := bench.Flags()
+	f.BoolVar(&onGPU, "gpu", false, "measure the CUDA backend (with --model)")
 	f.StringVar(&model, "model", "", "GGUF file to measure")
 	f.IntVar(&prompt, "prompt", 512, "prompt tokens, prefilled in one forward pass")
 	f.IntVar(&gen, "gen", 128, "tokens decoded one at a time")
@@ -146,7 +157,7 @@ func init() {
 
 // benchCPU loads model and times prefill and decode on it.
 func benchCPU(model string, prompt, gen, threads, repeat, depth int, kvType string) (*cpuReport, error) {
-	m, err := loadForBench(model, prompt, gen, threads, depth, kvType)
+	m, err := loadForBench(model, "cpu", prompt, gen, threads, depth, kvType)
 	if err != nil {
 		return nil, err
 	}
@@ -172,17 +183,17 @@ func benchCPU(model string, prompt, gen, threads, repeat, depth int, kvType stri
 // benchBlock is the K/V block size of the speed measurements.
 const benchBlock = 16
 
-// loadForBench loads model for one sequence of depth + prompt + gen
-// tokens, with a K/V cache of kvType of exactly that context, as
-// llama-bench's.
-func loadForBench(model string, prompt, gen, threads, depth int, kvType string) (*runner.Model, error) {
+// loadForBench loads model on device (cpu or cuda) for one sequence of
+// depth + prompt + gen tokens, with a K/V cache of kvType of exactly that
+// context, as llama-bench's.
+func loadForBench(model, device string, prompt, gen, threads, depth int, kvType string) (*runner.Model, error) {
 	perToken, err := kvBytesPerToken(model, kvType)
 	if err != nil {
 		return nil, err
 	}
 	ctx := depth + prompt + gen
 	return runner.Load(model, runner.LoadOptions{
-		NumCtx: ctx, NumBatch: prompt, BlockSize: benchBlock, MaxSeqs: 1, Threads: threads, KVType: kvType,
+		NumCtx: ctx, NumBatch: prompt, BlockSize: benchBlock, MaxSeqs: 1, Threads: threads, KVType: kvType, Device: device,
 		KVMemory: int64(ceilDivInt(ctx, benchBlock)*benchBlock) * perToken,
 	})
 }

@@ -1,9 +1,13 @@
 package cmd
 
-import "testing"
+import (
+	"testing"
+
+	"folio/internal/loadgen"
+)
 
 func TestBenchRestart(t *testing.T) {
-	var got restartReport
+	var got loadgen.RestartReport
 	benchJSON(t, &got, "bench", "restart", "--model", tinySynth(t), "--history", "300", "--home", t.TempDir())
 	// turn 2 is the 300-token history, turn 1's answer (≤ 16 tokens) and 20
 	// new ones; every full block of what turn 1 computed comes back

@@ -5,11 +5,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"folio/bench/loadgen"
+	"folio/internal/loadgen"
 	"folio/runner"
 )
 
-func init() {
+func newBenchMultiturnCmd() *cobra.Command {
 	var (
 		mf     modelFlags
 		model  string
@@ -55,8 +55,10 @@ func init() {
 	f.IntVar(&cfg.FollowUp, "follow-up", cfg.FollowUp, "tokens of the second user message")
 	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the prompt tokens")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	benchCmd.AddCommand(multiturn)
+	return multiturn
+}
 
+func newBenchExtractionCmd() *cobra.Command {
 	var (
 		emf    modelFlags
 		emodel string
@@ -106,7 +108,7 @@ func init() {
 		},
 	}
 	emf.register(extraction)
-	f = extraction.Flags()
+	f := extraction.Flags()
 	f.StringVar(&emodel, "model", "", "GGUF file")
 	f.IntVar(&ecfg.DocTokens, "doc-tokens", ecfg.DocTokens, "tokens of the document")
 	f.IntVar(&ecfg.Questions, "questions", ecfg.Questions, "questions, one request each")
@@ -115,5 +117,5 @@ func init() {
 	f.IntVarP(&ecfg.Concurrency, "concurrency", "c", ecfg.Concurrency, "requests in flight at once")
 	f.Uint64Var(&ecfg.Seed, "seed", ecfg.Seed, "seed of the document and questions")
 	f.BoolVar(&ejson, "json", false, "print the report as JSON")
-	benchCmd.AddCommand(extraction)
+	return extraction
 }

@@ -18,7 +18,7 @@ import (
 
 // TestMain points FOLIO_HOST at a port that hangs up at once, so that run
 // loads models in this process whatever server this machine runs (one a
-// person started on Ollama's port), and gives the commands an empty stdin.
+// person started on Ollama's port).
 func TestMain(m *testing.M) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -34,7 +34,6 @@ func TestMain(m *testing.M) {
 		}
 	}()
 	os.Setenv("FOLIO_HOST", ln.Addr().String())
-	rootCmd.SetIn(strings.NewReader(""))
 	code := m.Run()
 	ln.Close()
 	os.Exit(code)

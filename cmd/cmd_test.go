@@ -4,39 +4,34 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"folio/internal/fixtures"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 
-// execute runs the folio command line with args and returns what it printed.
-// Flags are reset first: cobra keeps their values between runs.
+// execute runs a new folio command tree with args and an empty stdin, and
+// returns what it printed.
 func execute(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	var reset func(c *cobra.Command)
-	reset = func(c *cobra.Command) {
-		c.Flags().VisitAll(func(f *pflag.Flag) {
-			f.Value.Set(f.DefValue)
-			f.Changed = false
-		})
-		for _, sub := range c.Commands() {
-			reset(sub)
-		}
-	}
-	reset(rootCmd)
+	return executeIn(t, strings.NewReader(""), args...)
+}
+
+// executeIn is execute with stdin.
+func executeIn(t *testing.T, stdin io.Reader, args ...string) (string, error) {
+	t.Helper()
+	root := NewRoot()
 	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&out)
-	rootCmd.SetArgs(args)
-	err := rootCmd.Execute()
+	root.SetIn(stdin)
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.Execute()
 	return out.String(), err
 }
 

@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	rootCmd.AddCommand(&cobra.Command{
+func newCpCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "cp SOURCE DESTINATION",
 		Short: "Give a model another name on a server",
 		Long:  "cp asks the server at FOLIO_HOST to make DESTINATION a name of the model SOURCE.",
@@ -24,5 +24,5 @@ func init() {
 			fmt.Fprintf(cmd.OutOrStdout(), "copied '%s' to '%s'\n", args[0], args[1])
 			return nil
 		},
-	})
+	}
 }

@@ -16,7 +16,7 @@ import (
 	"folio/models"
 )
 
-func init() {
+func newCreateCmd() *cobra.Command {
 	var file string
 	var link bool
 	cmd := &cobra.Command{
@@ -51,7 +51,7 @@ func init() {
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "Modelfile", "the Modelfile")
 	cmd.Flags().BoolVar(&link, "link", false, "register FROM's GGUF file where it is instead of copying it")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 // createModel creates through the server at FOLIO_HOST when one answers

@@ -12,7 +12,7 @@ import (
 	"folio/paged/kvsim"
 )
 
-func init() {
+func newKVSimCmd() *cobra.Command {
 	var (
 		traces, budget, png string
 		seed                uint64
@@ -76,7 +76,7 @@ func init() {
 	f.StringVar(&budget, "budget", "24GiB", "KV cache memory in bytes (suffixes KiB MiB GiB TiB, or KB MB GB TB)")
 	f.StringVar(&png, "png", "", "also draw the results into this PNG file")
 	f.BoolVar(&asJSON, "json", false, "print the rows as JSON")
-	devCmd.AddCommand(cmd)
+	return cmd
 }
 
 func loadTrace(name string, seed uint64) (kvsim.Trace, error) {

@@ -10,7 +10,7 @@ import (
 	"folio/models/tokenizer"
 )
 
-func init() {
+func newLogitsCmd() *cobra.Command {
 	var (
 		mf     modelFlags
 		tokens string
@@ -83,5 +83,5 @@ func init() {
 	f.StringVar(&prompt, "prompt", "", "prompt text")
 	f.BoolVar(&asJSON, "json", false, `print {"ids": [...], "logits": [...]}`)
 	f.IntVar(&top, "top", 10, "without --json: how many of the largest logits to list")
-	devCmd.AddCommand(cmd)
+	return cmd
 }

@@ -11,7 +11,7 @@ import (
 	"folio/models/template"
 )
 
-func init() {
+func newRenderTemplateCmd() *cobra.Command {
 	var casePath, now string
 	cmd := &cobra.Command{
 		Use:   "render-template FILE.jinja --case CASE.json",
@@ -52,7 +52,7 @@ func init() {
 	cmd.Flags().StringVar(&casePath, "case", "", "JSON file with messages, tools, add_generation_prompt, bos_token, eos_token (required)")
 	cmd.Flags().StringVar(&now, "now", "", "the date strftime_now formats, as 2024-07-26 or RFC 3339 (default: now)")
 	_ = cmd.MarkFlagRequired("case")
-	devCmd.AddCommand(cmd)
+	return cmd
 }
 
 func parseNow(s string) (time.Time, error) {

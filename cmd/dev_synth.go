@@ -12,7 +12,7 @@ import (
 	"folio/models/synth"
 )
 
-func init() {
+func newSynthCmd() *cobra.Command {
 	var (
 		arch, preset, typeName, vocabPath, out, name string
 		seed                                         uint64
@@ -92,7 +92,7 @@ func init() {
 	f.BoolVar(&noTie, "no-tie-embeddings", false, "write a separate output.weight")
 	f.Float32Var(&ropeBase, "rope-base", 0, "RoPE frequency base (overrides the preset)")
 	f.Float32Var(&eps, "eps", 0, "RMS norm epsilon (default 1e-5 llama, 1e-6 qwen)")
-	devCmd.AddCommand(cmd)
+	return cmd
 }
 
 func runSynth(cmd *cobra.Command, cfg synth.Config, out string) error {

@@ -12,7 +12,7 @@ import (
 	"folio/models/tokenizer"
 )
 
-func init() {
+func newTokenizeCmd() *cobra.Command {
 	var bos, special, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "tokenize MODEL TEXT",
@@ -68,5 +68,5 @@ func init() {
 	cmd.Flags().BoolVar(&bos, "bos", false, "add BOS/EOS as the model's tokenizer asks (add_bos_token, add_eos_token)")
 	cmd.Flags().BoolVar(&special, "special", false, `parse special-token text such as "<|eot_id|>" as single tokens`)
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"ids": [...], "pieces": [...]}`)
-	devCmd.AddCommand(cmd)
+	return cmd
 }

@@ -10,18 +10,16 @@ import (
 	"folio/gpu/cuda"
 )
 
-// gpuCmd groups the NVIDIA GPU's commands.
-var gpuCmd = &cobra.Command{
-	Use:   "gpu",
-	Short: "The NVIDIA GPU: its devices, and a check of folio's kernels on it",
-	Long: "folio runs on an NVIDIA GPU when the driver (libcuda.so.1) and the CUDA toolkit's\n" +
-		"NVRTC load at run time; FOLIO_GPU=cpu|cuda|auto chooses (auto, the default, uses the\n" +
-		"GPU when it can and says once why not otherwise).",
-}
-
-func init() {
-	rootCmd.AddCommand(gpuCmd)
-	gpuCmd.AddCommand(&cobra.Command{
+// newGPUCmd groups the NVIDIA GPU's commands.
+func newGPUCmd() *cobra.Command {
+	g := &cobra.Command{
+		Use:   "gpu",
+		Short: "The NVIDIA GPU: its devices, and a check of folio's kernels on it",
+		Long: "folio runs on an NVIDIA GPU when the driver (libcuda.so.1) and the CUDA toolkit's\n" +
+			"NVRTC load at run time; FOLIO_GPU=cpu|cuda|auto chooses (auto, the default, uses the\n" +
+			"GPU when it can and says once why not otherwise).",
+	}
+	g.AddCommand(&cobra.Command{
 		Use:   "info",
 		Short: "List the GPUs: name, memory, compute capability, driver",
 		Long: "info lists the GPUs the NVIDIA driver sees. Without a driver it says why and\n" +
@@ -30,7 +28,8 @@ func init() {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return printGPUInfo(cmd.OutOrStdout())
 		},
-	})
+	}, newPreflightCmd(), newSelftestCmd())
+	return g
 }
 
 func printGPUInfo(w io.Writer) error {

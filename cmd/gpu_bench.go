@@ -3,7 +3,6 @@ package cmd
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -41,52 +40,28 @@ type gpuReport struct {
 	GraphSteps int    `json:"graph_steps"`
 }
 
-// init adds --gpu to `folio bench`: the same measurement on the CUDA
-// backend (FOLIO_GPU=cuda for the load, which also implies --gpu); without
-// it, bench measures the CPU even where a GPU is.
-func init() {
-	var onGPU bool
-	benchCmd.Flags().BoolVar(&onGPU, "gpu", false, "measure the CUDA backend (with --model)")
-	cpuRun := benchCmd.RunE
-	benchCmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if os.Getenv("FOLIO_GPU") == "cuda" {
-			onGPU = true
-		}
-		if !onGPU {
-			// The CPU's measurement, on the CPU even where a GPU is.
-			os.Setenv("FOLIO_GPU", "cpu")
-			return cpuRun(cmd, args)
-		}
-		f := cmd.Flags()
-		model, _ := f.GetString("model")
-		prompt, _ := f.GetInt("prompt")
-		gen, _ := f.GetInt("gen")
-		repeat, _ := f.GetInt("repeat")
-		asJSON, _ := f.GetBool("json")
-		if model == "" {
-			return fmt.Errorf("bench: --gpu needs --model FILE")
-		}
-		if prompt < 1 || gen < 1 || repeat < 1 {
-			return fmt.Errorf("bench: --prompt %d, --gen %d, --repeat %d: each must be at least 1", prompt, gen, repeat)
-		}
-		rep, err := benchGPU(model, prompt, gen, repeat)
-		if err != nil {
-			return err
-		}
-		if asJSON {
-			return printJSON(cmd.OutOrStdout(), rep)
-		}
-		printGPU(cmd.OutOrStdout(), rep)
-		return nil
+// runBenchGPU is `folio bench --gpu`: the CPU measurement's prefill and
+// decode rounds on the CUDA backend.
+func runBenchGPU(cmd *cobra.Command, model string, prompt, gen, repeat int, asJSON bool) error {
+	if prompt < 1 || gen < 1 || repeat < 1 {
+		return fmt.Errorf("bench: --prompt %d, --gen %d, --repeat %d: each must be at least 1", prompt, gen, repeat)
 	}
+	rep, err := benchGPU(model, prompt, gen, repeat)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(cmd.OutOrStdout(), rep)
+	}
+	printGPU(cmd.OutOrStdout(), rep)
+	return nil
 }
 
 // benchGPU loads model on the GPU and times a prefill of prompt tokens and
 // gen decode steps, repeat times after a warm-up; each step's logits are
 // downloaded, as serving does, which also waits for the GPU.
 func benchGPU(model string, prompt, gen, repeat int) (*gpuReport, error) {
-	os.Setenv("FOLIO_GPU", "cuda")
-	m, err := loadForBench(model, prompt, gen, 0, 0, "f16")
+	m, err := loadForBench(model, "cuda", prompt, gen, 0, 0, "f16")
 	if err != nil {
 		return nil, err
 	}

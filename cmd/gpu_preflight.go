@@ -6,8 +6,8 @@ import (
 	"folio/gpu/cuda"
 )
 
-func init() {
-	gpuCmd.AddCommand(&cobra.Command{
+func newPreflightCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "preflight",
 		Short: "Check, step by step, what folio needs of the GPU; stop at the first failure",
 		Long: "preflight checks what folio needs of the NVIDIA GPU in about 30 seconds, one step at a\n" +
@@ -23,5 +23,5 @@ func init() {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cuda.Preflight(cmd.OutOrStdout(), "")
 		},
-	})
+	}
 }

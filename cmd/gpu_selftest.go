@@ -14,7 +14,7 @@ import (
 	"folio/models/synth"
 )
 
-func init() {
+func newSelftestCmd() *cobra.Command {
 	var (
 		seed    uint64
 		tokens  int
@@ -40,7 +40,7 @@ func init() {
 	f.IntVar(&tokens, "tokens", 16, "greedy tokens of the generation check")
 	f.StringVar(&model, "model", "", "GGUF file for the generation check (default: synthetic llama Q4_K and qwen3 Q8_0)")
 	f.BoolVar(&noCache, "no-cache", false, "compile the kernels even when the disk cache holds them")
-	gpuCmd.AddCommand(cmd)
+	return cmd
 }
 
 func gpuSelftest(w io.Writer, seed uint64, tokens int, model string, noCache bool) error {

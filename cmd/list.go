@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	rootCmd.AddCommand(&cobra.Command{
+func newListCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:     "list [PREFIX]",
 		Aliases: []string{"ls"},
 		Short:   "List the models a server can run",
@@ -37,7 +37,7 @@ func init() {
 			}
 			return table(cmd.OutOrStdout(), []string{"NAME", "ID", "SIZE", "MODIFIED"}, rows)
 		},
-	})
+	}
 }
 
 // table writes rows under a header as Ollama's CLI does: left-aligned

@@ -31,9 +31,10 @@ func TestServeFaultChild(t *testing.T) {
 		t.Skip("the child of TestKillDuringModelLoad")
 	}
 	os.Setenv("FOLIO_HOST", addr) // TestMain pointed it elsewhere
-	rootCmd.SetArgs([]string{"serve"})
-	rootCmd.SetErr(os.Stderr)
-	if err := rootCmd.Execute(); err != nil {
+	root := NewRoot()
+	root.SetArgs([]string{"serve"})
+	root.SetErr(os.Stderr)
+	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
 }

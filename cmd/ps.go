@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	rootCmd.AddCommand(&cobra.Command{
+func newPsCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "ps [PREFIX]",
 		Short: "List the models a server has loaded",
 		Long:  "ps asks the server at FOLIO_HOST which models it holds in memory, their context size and when they unload.",
@@ -42,5 +42,5 @@ func init() {
 			}
 			return table(cmd.OutOrStdout(), []string{"NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "UNTIL"}, rows)
 		},
-	})
+	}
 }

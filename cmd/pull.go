@@ -22,7 +22,7 @@ import (
 	"folio/models"
 )
 
-func init() {
+func newPullCmd() *cobra.Command {
 	var insecure bool
 	var name string
 	cmd := &cobra.Command{
@@ -43,7 +43,7 @@ func init() {
 	}
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "talk plain HTTP to the registry (a local one)")
 	cmd.Flags().StringVar(&name, "name", "", "the name a URL pull is registered as (default: the file's name)")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 // pullModel pulls through the server at FOLIO_HOST when one answers (not

@@ -10,7 +10,7 @@ import (
 	"folio/installer"
 )
 
-func init() {
+func newPushCmd() *cobra.Command {
 	var insecure bool
 	cmd := &cobra.Command{
 		Use:   "push MODEL",
@@ -25,7 +25,7 @@ func init() {
 		},
 	}
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "talk plain HTTP to the registry (a local one)")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 // pushModel pushes through the server at FOLIO_HOST when one answers,

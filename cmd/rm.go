@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	rootCmd.AddCommand(&cobra.Command{
+func newRmCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "rm MODEL...",
 		Short: "Remove models from a server",
 		Long: "rm asks the server at FOLIO_HOST to unload and delete each MODEL. folio deletes the\n" +
@@ -27,5 +27,5 @@ func init() {
 			}
 			return nil
 		},
-	})
+	}
 }

@@ -13,27 +13,50 @@ import (
 // -ldflags "-X folio/cmd.Version=v0.1.0".
 var Version = "0.0.0-dev"
 
-var rootCmd = &cobra.Command{
-	Use:           "folio",
-	Short:         "Run open-weight LLMs on this workstation",
-	Long:          "folio runs GGUF models locally with a paged KV cache and a persistent prefix cache.",
-	SilenceUsage:  true,
-	SilenceErrors: true,
+// NewRoot builds folio's whole command tree. Each command comes from its
+// own constructor and holds its flags in that constructor's variables, so
+// two trees share nothing (tests build one per run).
+func NewRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "folio",
+		Short:         "Run open-weight LLMs on this workstation",
+		Long:          "folio runs GGUF models locally with a paged KV cache and a persistent prefix cache.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newServeCmd(),
+		newRunCmd(),
+		newShowCmd(),
+		newListCmd(),
+		newPsCmd(),
+		newStopCmd(),
+		newPullCmd(),
+		newPushCmd(),
+		newCreateCmd(),
+		newCpCmd(),
+		newRmCmd(),
+		newBenchCmd(),
+		newGPUCmd(),
+		newDevCmd(),
+		newVersionCmd(),
+	)
+	return root
 }
 
-// devCmd groups tools for folio's developers: synthetic models, tokenizer probes.
-var devCmd = &cobra.Command{
-	Use:   "dev",
-	Short: "Developer tools (synthetic models and probes)",
-}
-
-func init() {
-	rootCmd.AddCommand(devCmd)
+// newDevCmd groups tools for folio's developers: synthetic models, tokenizer probes.
+func newDevCmd() *cobra.Command {
+	dev := &cobra.Command{
+		Use:   "dev",
+		Short: "Developer tools (synthetic models and probes)",
+	}
+	dev.AddCommand(newSynthCmd(), newTokenizeCmd(), newLogitsCmd(), newRenderTemplateCmd(), newKVSimCmd())
+	return dev
 }
 
 // Execute runs the command line and prints an error, if any, to stderr.
 func Execute() error {
-	err := rootCmd.Execute()
+	err := NewRoot().Execute()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 	}

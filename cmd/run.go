@@ -35,14 +35,16 @@ func (m *modelFlags) load(name string) (*runner.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return runner.Load(path, m.opt)
+	opt := m.opt
+	opt.Device = gpuSetting()
+	return runner.Load(path, opt)
 }
 
 // localOnlyFlags shape a model loaded in this process; a server loads
 // models its own way, so setting one of them runs the model here.
 var localOnlyFlags = []string{"num-batch", "block-size", "kv-type", "kv-memory", "threads"}
 
-func init() {
+func newRunCmd() *cobra.Command {
 	var (
 		mf       modelFlags
 		opt      = runner.DefaultSampleOptions()
@@ -123,7 +125,7 @@ func init() {
 	f.IntVar(&predict, "num-predict", -1, "tokens to generate at most (-1: until the model stops or the context is full)")
 	f.BoolVar(&insecure, "insecure", false, "pull a missing model over plain HTTP (a local registry)")
 	f.BoolVar(&verbose, "verbose", false, "print token counts and speeds (one-shot: to stderr)")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 // runPrompt decides between one prompt and a chat: a PROMPT argument (-

@@ -158,9 +158,7 @@ func TestRunThroughServer(t *testing.T) {
 	if remote != local {
 		t.Errorf("seeded sampling through the server:\n%q\nin process:\n%q", remote, local)
 	}
-	rootCmd.SetIn(strings.NewReader("Lily and Tom"))
-	defer rootCmd.SetIn(strings.NewReader(""))
-	piped, err := execute(t, args[:len(args)-1]...)
+	piped, err := executeIn(t, strings.NewReader("Lily and Tom"), args[:len(args)-1]...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,6 +94,7 @@ func serverConfig() (server.Config, error) {
 		n, err = envInt(name, def)
 		return n
 	}
+	cfg.Load.Device = gpuSetting()
 	cfg.MaxLoaded = int(get("FOLIO_MAX_LOADED_MODELS", 3))
 	cfg.MaxQueue = int(get("FOLIO_MAX_QUEUE", 512))
 	cfg.Load.KVMemory = get("FOLIO_KV_MEMORY", 0)
@@ -166,7 +167,7 @@ func logKVStore(log *slog.Logger, st *store.Store) {
 		"on_disk", humanBytes(onDisk), "set_budget_with", "FOLIO_KV_STORE_MAX")
 }
 
-func init() {
+func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the Ollama and OpenAI APIs",
@@ -237,5 +238,5 @@ func init() {
 			return nil
 		},
 	}
-	rootCmd.AddCommand(cmd)
+	return cmd
 }

@@ -14,7 +14,7 @@ import (
 	"folio/models/gguf"
 )
 
-func init() {
+func newShowCmd() *cobra.Command {
 	var verbose, asJSON bool
 	var maxArray int
 	cmd := &cobra.Command{
@@ -47,7 +47,7 @@ func init() {
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list every metadata key and tensor")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object with metadata and tensors")
 	cmd.Flags().IntVar(&maxArray, "max-array", 16, "show at most this many items of an array (0: all)")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 func showSummary(out io.Writer, f *gguf.File) {

@@ -5,8 +5,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	rootCmd.AddCommand(&cobra.Command{
+func newStopCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "stop MODEL",
 		Short: "Unload a model from a server",
 		Long:  "stop asks the server at FOLIO_HOST to unload MODEL now (a request with keep_alive 0 and no prompt).",
@@ -18,7 +18,7 @@ func init() {
 			}
 			return modelErr(unload(cmd, c, args[0]), "stop", args[0])
 		},
-	})
+	}
 }
 
 // unload asks the server to unload name: keep_alive 0 and no prompt.

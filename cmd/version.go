@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	rootCmd.AddCommand(&cobra.Command{
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "version",
 		Short: "Print folio's version",
 		Args:  cobra.NoArgs,
@@ -16,5 +16,5 @@ func init() {
 			fmt.Fprintf(cmd.OutOrStdout(), "folio version %s (%s, %s/%s)\n",
 				Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		},
-	})
+	}
 }

@@ -33,6 +33,9 @@ type LoadOptions struct {
 	// load, grown for a request's larger num_ctx up to Model.KVBudget.
 	KVMemory int64
 	Threads  int // CPU threads; default all
+	// Device is where the model computes: "cpu", "cuda", or "auto" (the
+	// default, ""): the GPU when it can, else the CPU.
+	Device string
 }
 
 // ParseKVType is the K/V cache type a name (f16, q8_0 or f32, any case)
@@ -195,7 +198,7 @@ func kvTypeErr(err error, spec gpu.KVSpec) error {
 // with the rest on the CPU; else the CPU's.
 func newBackend(f *gguf.File, spec gpu.KVSpec, need *MemoryNeed, opt LoadOptions) (gpu.Backend, error) {
 	cn := cuda.NeedOf(f, spec, need.Scratch)
-	g, err := cuda.Choose(os.Getenv("FOLIO_GPU"), cn, func() gpu.Backend { return cpu.New(opt.Threads) })
+	g, err := cuda.Choose(device(opt.Device), cn, func() gpu.Backend { return cpu.New(opt.Threads) })
 	if err != nil {
 		return nil, err
 	}
@@ -239,4 +242,12 @@ func checkHostMemory(need MemoryNeed, opt LoadOptions) error {
 func (m *Model) Close() error {
 	err := m.Arch.Backend().Close()
 	return errors.Join(err, m.File.Close())
+}
+
+// device is opt.Device, or FOLIO_GPU when it is not set.
+func device(d string) string {
+	if d == "" {
+		return os.Getenv("FOLIO_GPU")
+	}
+	return d
 }

@@ -1,0 +1,110 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+
+	"folio/models"
+	"folio/runner"
+	"folio/store"
+)
+
+// RestartConfig is a two-turn conversation across a restart: turn 1 is a
+// History-token prompt of random tokens (Seed) answered greedily with
+// Answer tokens on an engine persisting its prefixes in the store at Home;
+// turn 2 adds the answer and a FollowUp-token message.
+type RestartConfig struct {
+	Home                      string
+	History, Answer, FollowUp int
+	Seed                      uint64
+}
+
+// RestartReport compares turn 2's time to first token with nothing cached
+// (cold) and with the prefixes restored from the reopened store.
+type RestartReport struct {
+	History           int     `json:"history"`
+	Turn2Prompt       int     `json:"turn2_prompt"`
+	ColdTTFTms        float64 `json:"cold_ttft_ms"`
+	RestoredTTFTms    float64 `json:"restored_ttft_ms"`
+	Speedup           float64 `json:"speedup"`
+	PromptEvalCount   int     `json:"prompt_eval_count"`
+	PromptCachedCount int     `json:"prompt_cached_count"`
+	SameTokens        bool    `json:"same_tokens"` // the restored turn 2 generated what the cold one did (greedy)
+}
+
+// Restart runs turn 1 on an engine over the store in cfg.Home, closes
+// both, then turn 2 twice: on a fresh engine without a cache (cold) and on
+// a fresh engine over the reopened store (restored).
+func Restart(ctx context.Context, m *runner.Model, cfg RestartConfig) (RestartReport, error) {
+	if cfg.History < 1 || cfg.Home == "" {
+		return RestartReport{}, errors.New("loadgen: restart needs a positive history and a home folder")
+	}
+	digest, _, err := models.FileDigest(m.File.Path)
+	if err != nil {
+		return RestartReport{}, err
+	}
+	fp := runner.Fingerprint(digest, m)
+	r := rand.New(rand.NewPCG(cfg.Seed, 11))
+	vocab := m.Tok.Vocab()
+	randomTokens := func(n int) []int32 {
+		out := make([]int32, n)
+		for i := range out {
+			for {
+				t := int32(r.IntN(vocab.Size()))
+				if !vocab.IsEOG(t) && t != vocab.BOS {
+					out[i] = t
+					break
+				}
+			}
+		}
+		return out
+	}
+	turn1 := randomTokens(cfg.History)
+	if vocab.BOS >= 0 {
+		turn1[0] = vocab.BOS
+	}
+	// turn 1, persisted
+	tr1, err := runStored(ctx, m, cfg.Home, fp, turn1, cfg.Answer)
+	if err != nil {
+		return RestartReport{}, err
+	}
+	turn2 := append(append(slices.Clone(turn1), tr1.IDs...), randomTokens(cfg.FollowUp)...)
+	// cold: nothing cached anywhere
+	e, err := runner.NewEngine(m, runner.EngineOptions{NoPrefixCache: true})
+	if err != nil {
+		return RestartReport{}, err
+	}
+	cold, err := RunTokens(ctx, e, turn2, cfg.Answer, 0, 1)
+	e.Close()
+	if err != nil {
+		return RestartReport{}, err
+	}
+	// restored: a new engine over the reopened store
+	warm, err := runStored(ctx, m, cfg.Home, fp, turn2, cfg.Answer)
+	if err != nil {
+		return RestartReport{}, err
+	}
+	rep := RestartReport{History: cfg.History, Turn2Prompt: len(turn2),
+		ColdTTFTms: cold.TTFT().Seconds() * 1e3, RestoredTTFTms: warm.TTFT().Seconds() * 1e3,
+		PromptEvalCount: warm.Computed, PromptCachedCount: warm.Cached, SameTokens: slices.Equal(cold.IDs, warm.IDs)}
+	rep.Speedup = rep.ColdTTFTms / max(rep.RestoredTTFTms, 1e-3)
+	return rep, nil
+}
+
+// runStored runs prompt on a new engine over the store in home, then
+// closes the engine and the store.
+func runStored(ctx context.Context, m *runner.Model, home, fp string, prompt []int32, answer int) (Trace, error) {
+	st, err := store.Open(home, store.Options{})
+	if err != nil {
+		return Trace{}, err
+	}
+	defer st.Close()
+	e, err := runner.NewEngine(m, runner.EngineOptions{Store: st, Fingerprint: fp})
+	if err != nil {
+		return Trace{}, err
+	}
+	defer e.Close()
+	return RunTokens(ctx, e, prompt, answer, 0, 1)
+}
