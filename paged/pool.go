@@ -70,7 +70,7 @@ func NewBlockPool(nBlocks, blockSize int) (*BlockPool, error) {
 
 // BlocksForBudget is the number of blocks of blockSize tokens that fit in
 // budget bytes when one token's K and V, over all layers, take
-// bytesPerToken bytes (see KVBytesPerToken). It is 0 when not even one
+// bytesPerToken bytes. It is 0 when not even one
 // block fits.
 func BlocksForBudget(budget, bytesPerToken int64, blockSize int) int {
 	if budget <= 0 || bytesPerToken <= 0 || blockSize <= 0 {
@@ -81,12 +81,6 @@ func BlocksForBudget(budget, bytesPerToken int64, blockSize int) int {
 		return 0
 	}
 	return int(min(budget/perBlock, math.MaxInt32))
-}
-
-// KVBytesPerToken is the memory one token's K and V take over all layers:
-// 2 · layers · kvHeads · headDim · elemBytes (2 for F16).
-func KVBytesPerToken(layers, kvHeads, headDim, elemBytes int) int64 {
-	return 2 * int64(layers) * int64(kvHeads) * int64(headDim) * int64(elemBytes)
 }
 
 // BlockSize is the number of tokens a block holds.

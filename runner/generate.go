@@ -1,51 +1,10 @@
 package runner
 
 import (
-	"context"
 	"fmt"
 
 	"folio/gpu"
 )
-
-// GenerateOptions are the options of one in-process generation.
-type GenerateOptions struct {
-	Sample     SampleOptions
-	NumPredict int // tokens to generate at most; ≤ 0: until an end token or the context is full
-	Stop       []string
-}
-
-// Generate continues prompt (token ids; empty means BOS alone) and calls
-// emit with each piece of complete text as it is generated: one request on
-// an engine of its own, for `folio run`.
-func (m *Model) Generate(ctx context.Context, prompt []int32, opt GenerateOptions, emit func(text string) error) (Stats, error) {
-	e, err := NewEngine(m, EngineOptions{})
-	if err != nil {
-		return Stats{}, err
-	}
-	defer e.Close()
-	st, err := e.Submit(ctx, Request{Prompt: prompt, Sample: opt.Sample, NumPredict: opt.NumPredict, Stop: opt.Stop})
-	if err != nil {
-		return Stats{}, err
-	}
-	defer st.Cancel()
-	for {
-		ev, ok := st.Recv(ctx)
-		if !ok {
-			return Stats{}, ctx.Err()
-		}
-		if ev.Text != "" {
-			if err := emit(ev.Text); err != nil {
-				return Stats{}, err
-			}
-		}
-		if ev.Done {
-			if ev.Err != nil {
-				return Stats{}, ev.Err
-			}
-			return *ev.Stats, nil
-		}
-	}
-}
 
 // Logits runs ids as one sequence over the pool's first blocks and returns
 // the last position's logits over the vocabulary. It uses the K/V cache

@@ -75,7 +75,7 @@ func CheckGeneration(path string, ref, dev gpu.Backend, steps int) (GenCheck, er
 			s.m.Backend().Download(logits[i], out)
 		}
 		pos = len(toks)
-		c, d := argmax(logits[0]), argmax(logits[1])
+		c, d := gpu.ArgMax(logits[0]), gpu.ArgMax(logits[1])
 		g.Ref, g.Dev = append(g.Ref, int32(c)), append(g.Dev, int32(d))
 		g.Steps++
 		g.Worst = max(g.Worst, NMSE(logits[1], logits[0]))
@@ -91,16 +91,6 @@ func CheckGeneration(path string, ref, dev gpu.Backend, steps int) (GenCheck, er
 		toks = append(toks, int32(c))
 	}
 	return g, nil
-}
-
-func argmax(v []float32) int {
-	best := 0
-	for i, x := range v {
-		if x > v[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 func abs32(x float32) float32 { return float32(math.Abs(float64(x))) }

@@ -315,11 +315,3 @@ func LookupOnly(f *gguf.File, name string) bool {
 	_, untied := f.Tensor("output.weight")
 	return untied
 }
-
-// optional loads name if the file has it, else returns nil.
-func (ld *loader) optional(name string, rows, cols int) gpu.Tensor {
-	if _, ok := ld.f.Tensor(name); !ok {
-		return nil
-	}
-	return ld.weight(name, rows, cols)
-}

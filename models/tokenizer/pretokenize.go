@@ -242,14 +242,6 @@ func classOf(r rune) uint16 {
 	return c
 }
 
-// runeAt decodes the rune at byte i of s; an invalid byte is (RuneError, 1).
-func runeAt(s string, i int) (rune, int) {
-	if b := s[i]; b < utf8.RuneSelf {
-		return rune(b), 1
-	}
-	return utf8.DecodeRuneInString(s[i:])
-}
-
 // classAt returns the class bits and byte length of the rune at byte i.
 func classAt(s string, i int) (uint16, int) {
 	if b := s[i]; b < utf8.RuneSelf {
