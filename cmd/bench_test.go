@@ -200,7 +200,7 @@ func TestBenchExtraction(t *testing.T) {
 }
 
 // Without --num-ctx, bench extraction sizes the context to its document
-// when that needs more than the default: the 8,000-token command
+// when that needs more than the default: an 8,000-token document
 // otherwise failed on num_ctx 4096.
 func TestBenchExtractionSizesContext(t *testing.T) {
 	var got struct {

@@ -11,7 +11,7 @@ import (
 )
 
 // hbmBandwidth is the H200's HBM3e bandwidth, the ceiling `folio bench
-// --gpu` measures decode against (the issue's yardstick).
+// --gpu` measures decode against.
 const hbmBandwidth = 4.8e12
 
 // gpuReport is what `folio bench --gpu --model FILE` measures.

@@ -58,8 +58,9 @@ func newRunCmd() *cobra.Command {
 		Long: "run talks to the server at FOLIO_HOST (default 127.0.0.1:11434) when one answers,\n" +
 			"and otherwise loads MODEL in this process.\n\n" +
 			"With PROMPT (- reads stdin), or with stdin not a terminal (piped stdin is the\n" +
-			"prompt), run streams the text the model generates after the prompt, taken as\n" +
-			"raw text (no chat template; an empty prompt starts from BOS alone). Otherwise it\n" +
+			"prompt), run streams the model's answer to the prompt, put through the model's\n" +
+			"template as ollama run does (a model without one gets the prompt as it is; an\n" +
+			"empty prompt starts from BOS alone, with no template). Otherwise it\n" +
 			"starts a chat: type a message, \"\"\" to begin and end a multi-line one, /? for\n" +
 			"help, Ctrl-C to stop a reply, Ctrl-D or /bye to leave.\n\n" +
 			"MODEL is a path to a .gguf file, NAME for NAME.gguf in a folder of\n" +
@@ -156,7 +157,7 @@ func runClient(ctx context.Context, name string, opt runner.LoadOptions, local, 
 	return startLocal(name, opt)
 }
 
-// generateOnce streams the raw continuation of prompt to out, and with
+// generateOnce streams the answer to prompt to out, and with
 // stats != nil the token counts and speeds to it. An empty prompt starts
 // from the model's BOS token.
 func generateOnce(ctx context.Context, c *api.Client, model, prompt string, options map[string]any, out, stats io.Writer) error {

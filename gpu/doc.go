@@ -8,10 +8,23 @@
 // Implementations: gpu/cpu, always available; gpu/cuda, loaded at run time
 // when an NVIDIA driver is present. Each one asserts
 // `var _ gpu.Backend = (*Backend)(nil)` and is checked op by op against the
-// CPU's scalar reference. Optional capabilities, found by type assertion,
-// are listed here as they arrive: BlockIO (a block's K/V to and from host
-// memory, for persisted prefixes), KVGrower (a K/V pool grown in place,
-// its blocks kept).
+// CPU's scalar reference.
+//
+// Optional capabilities, found by type assertion; a backend without one
+// gets the plain ops or goes without:
+//
+//   - MultiMatMul: several MatMuls of one x as one op (MatMuls falls back).
+//   - AttentionBlock: rope, K/V write, attention and Wo as one op
+//     (RunAttend falls back to AttendOps).
+//   - LookupWeighter: a weight only Embed reads, kept without the copy the
+//     backend makes for its MatMul kernels.
+//   - ArgMaxer: greedy sampling on the device, so a greedy step downloads
+//     indices, not logits.
+//   - BlockIO: a block's K/V to and from host memory, for persisted
+//     prefixes.
+//   - KVGrower: a K/V pool grown in place, its blocks kept.
+//   - Repacked() bool on a weight Tensor: the backend holds its own copy,
+//     so the loader releases the file's pages (models/arch).
 //
 // gpu knows nothing of block allocation: the block tables it reads come
 // from paged/ through the runner, as plain block IDs.

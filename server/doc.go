@@ -1,4 +1,4 @@
 // Package server is folio's HTTP face: the Ollama API (/api/*) and the
 // OpenAI API (/v1/*), model lifecycle (load on first use, keep_alive) and
-// streaming. server.New returns an http.Handler. Arrives with the server issue.
+// streaming. server.New returns an http.Handler.
 package server

@@ -29,9 +29,10 @@ type ModelEntry struct {
 	Digest   string // sha256 of the file, hex; computed once
 }
 
-// Registry maps model names to files. The store issue replaces this
-// implementation with the SQLite registry; the server sees only this
-// interface.
+// Registry maps model names to files: LibraryRegistry for folio serve
+// (FOLIO_MODELS_PATH's folders and the store's registry), one model for a
+// server that folio run starts in its own process. The server sees only
+// this interface.
 type Registry interface {
 	List() ([]ModelEntry, error)
 	// Resolve finds the model of name; ctx ends the hashing of a file.

@@ -307,8 +307,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // checksum is CRC-32C || CRC-32 (IEEE) of tokens || data, 8 bytes
 // big-endian. Two CRCs with different polynomials give 64 bits against
-// torn or flipped bytes at ~15 GB/s (SHA-256 runs at ~1.4 GB/s, which on
-// a long restored prompt costs as much as recomputing it). It guards
+// torn or flipped bytes at about ten times SHA-256's speed, which on a
+// long restored prompt costs as much as recomputing it (numbers:
+// bench/results/2026-12-02-comment-numbers.md). It guards
 // against damage, not against an adversary: identity is the key and the
 // token comparison.
 func checksum(tokens, data []byte) [8]byte {

@@ -31,7 +31,7 @@ func init() {
 
 // kvPageSize is kvcache.db's page size (the largest SQLite allows): block
 // data lives in overflow pages, and fewer, larger pages per block cut the
-// CPU cost of a 512 KiB save by ~40% against 4 KiB pages (loads ~15%).
+// CPU cost of saving and loading a block (bench/results/2026-12-02-comment-numbers.md).
 const kvPageSize = 65536
 
 var (

@@ -8,8 +8,8 @@ import "folio/gpu"
 // Run as five ops, each split over the threads its own way, a sequence's
 // rows crossed cores three times a layer: the calling thread rotated Q, a
 // helper attended it, the calling thread quantized the output for the
-// MatMul. On this project's 2-core VM the cores are ~250 ns apart, and
-// that cost decode attention its whole second-thread gain at short
+// MatMul. Each crossing waits on the other core, and on 2 cores that cost
+// decode attention its whole second-thread gain at short
 // contexts (bench/results/2026-12-01-engine5.md). Fused, a unit is a tile
 // of a sequence's rows with every K/V head: the thread that takes it
 // rotates the tile's Q and K, stores its K/V, attends and quantizes the

@@ -48,7 +48,7 @@ func (b *Backend) attnPlan(batch *gpu.Batch, tr int) []int32 {
 	// Costliest first (rows × positions read), in small chunks: a batch's
 	// sequences differ in length by orders of magnitude, and a guided
 	// chunk of the long ones left one thread working while the other
-	// waited (~30% of attention's time in a serving run).
+	// waited for a good part of attention's time in a serving run.
 	slices.SortStableFunc(b.attnTiles, func(a, b attnTile) int {
 		return cmp.Compare(int64(b.rows)*int64(b.pos+b.rows), int64(a.rows)*int64(a.pos+a.rows))
 	})

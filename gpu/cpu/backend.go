@@ -102,10 +102,8 @@ func New(threads int) *Backend {
 // its P; when no P is idle, the runtime's monitor takes a P from a thread
 // that has been in a call for 20 µs and starts another thread to look for
 // work, dozens of times a millisecond, and on a machine with as many cores
-// as pool threads those threads take the cores from the kernels: on 2
-// cores, smollm-135m decoded 135 tok/s at GOMAXPROCS=2, 206 at 3 (266 with
-// the pool's threads at real-time priority, which nothing preempts). One
-// idle P stops it: the monitor leaves a P in a call of under 10 ms alone
+// as pool threads those threads take the cores from the kernels (decode
+// speeds: bench/results/2026-12-02-comment-numbers.md). One idle P stops it: the monitor leaves a P in a call of under 10 ms alone
 // while another P is idle.
 func spareProc(threads int) {
 	spareOnce.Do(func() {

@@ -151,7 +151,8 @@ func allocKV(spec gpu.KVSpec) (kv *KVCache, err error) {
 // fill writes every page of c's K and V once, over the pool, as llama.cpp
 // clears its K/V buffer at load: a page's first write costs a fault and
 // its zeroing, which otherwise fell on decode steps as sequences reached
-// fresh blocks (WriteKV 3 → 20 µs a call when no huge pages were free).
+// fresh blocks (WriteKV several times slower when no huge pages were
+// free; bench/results/2026-12-02-comment-numbers.md).
 // With from (a smaller pool of the same layers), each layer starts with
 // from's bytes and the rest is zeroed.
 func (b *Backend) fill(c, from *KVCache) {

@@ -26,10 +26,9 @@ func (b *Backend) matmulsSIMD(kind kernelKind, xt *Tensor) {
 		xq = b.xqBuf(n * stride)
 		q := &b.quant
 		*q = quantTask{kind: kind, x: xt.f32, k: k, out: xq, stride: stride}
-		// Priced as the elementwise ops are (C streams 8-16 elements a
-		// nanosecond): a decode step's rows stay on this thread. Split a
-		// row at a time over the pool, it took 4.5-5.0 µs an op in serve
-		// runs against 2.8-3.9 alone.
+		// Priced as the elementwise ops are: a decode step's rows stay on
+		// this thread. Split a row at a time over the pool, it was slower
+		// than alone (bench/results/2026-12-02-comment-numbers.md).
 		b.pool.run(q, n, elemCost(b.level, k))
 		*q = quantTask{}
 	}
@@ -84,10 +83,9 @@ const fineRows = 32
 const simdWRows = 16
 
 // minChunkBytes is the least weight bytes (per activation row) worth
-// handing to another thread: handing over costs a microsecond or so, about
-// the time one thread streams 24 KiB. (At 64 KiB smollm's K and V
-// projections, 62 KB, ran on one thread; splitting them gained ~5% of
-// decode, bench/results/2026-12-01-cpu2.md.)
+// handing to another thread: handing over costs about the time one thread
+// streams 24 KiB. (At 64 KiB smollm's K and V projections ran on one
+// thread; splitting them gained decode speed, bench/results/2026-12-01-cpu2.md.)
 const minChunkBytes = 24 << 10
 
 // xqBuf returns n bytes of 64-byte aligned scratch for quantized

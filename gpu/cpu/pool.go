@@ -154,8 +154,8 @@ func (p *pool) helper(i int, w *worker) {
 	defer p.exited.Done()
 	// A helper keeps its thread, asleep or not: the scheduler otherwise
 	// moved it from thread to thread, and on as many cores as pool
-	// threads the extra runnable threads preempted the kernels (plain
-	// serve 714 -> 755 tok/s).
+	// threads the extra runnable threads preempted the kernels
+	// (bench/results/2026-12-02-comment-numbers.md).
 	runtime.LockOSThread()
 	var seen uint64 // not epoch.Load(): an op may be published before this goroutine runs
 	for {

@@ -73,8 +73,8 @@ INLINE AVX512 __m512i q8_bias(const __m512i *q) {
 // pq8_0_512 sets acc[G·i + g] to the dot products of G (1 or 2) Q8_0
 // groups, gb bytes apart (nb blocks, quants at w + g·gb, scales 512·nb
 // after them), with nx X8P activation rows: the first block's products
-// start each sum (zeroing the tile first compiled to a rep stos, ~5% of the
-// kernel's time at 16 rows). The weights are the signed side:
+// start each sum (zeroing the tile first compiled to a rep stos, a
+// measurable part of the kernel's time at 16 rows). The weights are the signed side:
 // each sum starts at q8_bias. With G = 2, one broadcast of four
 // activations feeds both groups' vpdpbusd, and a row's two chains of 8
 // interleave.

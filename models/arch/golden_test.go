@@ -130,7 +130,7 @@ func synthConfig(flags map[string]any) (synth.Config, error) {
 	return cfg, nil
 }
 
-// tolerance is the bound on max|ours − llama.cpp's| relative to
+// tolerance bounds max|ours − llama.cpp's| relative to
 // max|logit|: llama.cpp rounds activations to F16 for F16 weights and to 8
 // bits for quantized ones.
 func tolerance(t gguf.TensorType) float64 {
