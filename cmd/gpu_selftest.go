@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"folio/gpu/conformance"
 	"folio/gpu/cpu"
 	"folio/gpu/cuda"
 	"folio/models/gguf"
@@ -57,10 +58,10 @@ func gpuSelftest(w io.Writer, seed uint64, tokens int, model string, noCache boo
 
 	fmt.Fprintf(w, "prefill matmuls: %s\n", dev.BLAS())
 	failed := 0
-	checks := cuda.CheckOps(ref, dev, seed)
+	checks := conformance.CheckOps(ref, dev, seed)
 	if dev.SetBLAS(true) { // the tiled kernel too, when cuBLAS took the prefill cases
 		dev.SetBLAS(false)
-		for _, c := range cuda.CheckMatMuls(ref, dev, seed+1) {
+		for _, c := range conformance.CheckMatMuls(ref, dev, seed+1) {
 			c.Op += " (tiled)"
 			checks = append(checks, c)
 		}
@@ -89,7 +90,7 @@ func gpuSelftest(w io.Writer, seed uint64, tokens int, model string, noCache boo
 			typ  gguf.TensorType
 		}{{"llama", gguf.TypeQ4_K}, {"qwen3", gguf.TypeQ8_0}} {
 			path := filepath.Join(dir, fmt.Sprintf("%s-%v.gguf", m.arch, m.typ))
-			if err := writeSynth(path, m.arch, m.typ, seed); err != nil {
+			if err := synth.WriteTiny(path, m.arch, m.typ, seed); err != nil {
 				return err
 			}
 			models = append(models, path)
@@ -97,7 +98,7 @@ func gpuSelftest(w io.Writer, seed uint64, tokens int, model string, noCache boo
 	}
 	genFailed := 0
 	for _, path := range models {
-		g, err := cuda.CheckGeneration(path, ref, dev, tokens)
+		g, err := conformance.CheckGeneration(path, ref, dev, tokens)
 		if err != nil {
 			return fmt.Errorf("gpu selftest: generation on %s: %w", path, err)
 		}
@@ -106,7 +107,7 @@ func gpuSelftest(w io.Writer, seed uint64, tokens int, model string, noCache boo
 			verdict, genFailed = "FAIL", genFailed+1
 		}
 		fmt.Fprintf(w, "generation %s: %d tokens, %d differ (%d beyond near-ties), worst logits NMSE %.3g (tolerance %.0e): %s\n",
-			filepath.Base(path), g.Steps, g.Differ, g.Mismatches, g.Worst, cuda.GenTolerance, verdict)
+			filepath.Base(path), g.Steps, g.Differ, g.Mismatches, g.Worst, conformance.GenTolerance, verdict)
 		fmt.Fprintf(w, "  cpu:  %v\n  cuda: %v\n", g.Ref, g.Dev)
 	}
 	// The generation again with decode steps replayed as CUDA graphs.
@@ -114,7 +115,7 @@ func gpuSelftest(w io.Writer, seed uint64, tokens int, model string, noCache boo
 	if err != nil {
 		return fmt.Errorf("gpu selftest: %w", err)
 	}
-	g, err := cuda.CheckGeneration(models[0], ref, gdev, tokens)
+	g, err := conformance.CheckGeneration(models[0], ref, gdev, tokens)
 	launches := gdev.GraphLaunches()
 	gdev.Close()
 	if err != nil {
@@ -132,18 +133,4 @@ func gpuSelftest(w io.Writer, seed uint64, tokens int, model string, noCache boo
 	}
 	fmt.Fprintln(w, "selftest: pass")
 	return nil
-}
-
-// writeSynth writes the tiny preset of arch with weights of typ.
-func writeSynth(path, archName string, typ gguf.TensorType, seed uint64) error {
-	cfg, err := synth.Preset("tiny")
-	if err != nil {
-		return err
-	}
-	cfg.Arch, cfg.Type, cfg.Seed = archName, typ, seed
-	m, err := synth.New(cfg)
-	if err != nil {
-		return err
-	}
-	return m.WriteFile(path)
 }

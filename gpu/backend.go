@@ -140,6 +140,14 @@ type LookupWeighter interface {
 	LookupWeight(name string, typ gguf.TensorType, rows, cols int, data []byte) (Tensor, error)
 }
 
+// RepackedWeight is an optional capability of a weight Tensor: Repacked
+// reports whether the backend keeps its own copy of the weight (rearranged
+// for its MatMul kernels) and no longer reads the bytes Weight was given,
+// so that the caller may release them.
+type RepackedWeight interface {
+	Repacked() bool
+}
+
 // MultiMatMul is an optional capability: MatMul of one x by several
 // weights (Q, K and V; gate and up) as one op, dsts[i] = x · ws[i]ᵀ, each
 // with the shapes MatMul asks for. A backend that splits an op's rows

@@ -8,7 +8,7 @@
 // Implementations: gpu/cpu, always available; gpu/cuda, loaded at run time
 // when an NVIDIA driver is present. Each one asserts
 // `var _ gpu.Backend = (*Backend)(nil)` and is checked op by op against the
-// CPU's scalar reference.
+// CPU's scalar reference (gpu/conformance).
 //
 // Optional capabilities, found by type assertion; a backend without one
 // gets the plain ops or goes without:
@@ -23,7 +23,7 @@
 //   - BlockIO: a block's K/V to and from host memory, for persisted
 //     prefixes.
 //   - KVGrower: a K/V pool grown in place, its blocks kept.
-//   - Repacked() bool on a weight Tensor: the backend holds its own copy,
+//   - RepackedWeight, of a weight Tensor: the backend holds its own copy,
 //     so the loader releases the file's pages (models/arch).
 //
 // gpu knows nothing of block allocation: the block tables it reads come

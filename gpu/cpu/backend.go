@@ -169,6 +169,8 @@ func (t *Tensor) String() string {
 // for an activation.
 func (t *Tensor) Bytes() []byte { return t.data }
 
+var _ gpu.RepackedWeight = (*Tensor)(nil)
+
 // Repacked reports whether the kernels read a repacked copy of the weight,
 // so that its bytes are read again only to look up rows (Embed, Gather).
 func (t *Tensor) Repacked() bool { return t.packed != nil }

@@ -5,6 +5,7 @@ package cuda
 import (
 	"testing"
 
+	"folio/gpu"
 	"folio/gpu/cpu"
 )
 
@@ -20,7 +21,7 @@ func TestGraphsWithGrowingTablesOnTheEmulator(t *testing.T) {
 	gd, gr := newGrowth(t, dev), newGrowth(t, ref)
 	for pos := growStart; pos < growStart+growSteps; pos++ {
 		got, want := gd.step(dev, pos), gr.step(ref, pos)
-		if e := NMSE(got, want); e > 1e-10 {
+		if e := gpu.NMSE(got, want); e > 1e-10 {
 			t.Errorf("position %d (%d blocks, %d steps as graphs): NMSE %.3g", pos, pos+1, dev.GraphLaunches(), e)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"folio/gpu/conformance"
 	"folio/gpu/cpu"
 	"folio/models/gguf"
 )
@@ -22,16 +23,16 @@ func TestOnTheGPU(t *testing.T) {
 	ref := cpu.New(0)
 	defer ref.Close()
 	t.Logf("%s: %s", dev.Device().Name, dev.BLAS())
-	checks := CheckOps(ref, dev, 9)
+	checks := conformance.CheckOps(ref, dev, 9)
 	dev.SetBLAS(false)
-	checks = append(checks, CheckMatMuls(ref, dev, 10)...)
+	checks = append(checks, conformance.CheckMatMuls(ref, dev, 10)...)
 	dev.SetBLAS(true)
 	for _, r := range checks {
 		if !r.Pass() {
 			t.Errorf("%-60s NMSE %.3g (tolerance %.0e) %s", r.Op, r.NMSE, r.Tol, r.Err)
 		}
 	}
-	g, err := CheckGeneration(synthModel(t, "qwen3", gguf.TypeQ4_K, 2), ref, dev, 8)
+	g, err := conformance.CheckGeneration(synthModel(t, "qwen3", gguf.TypeQ4_K, 2), ref, dev, 8)
 	if err != nil {
 		t.Fatal(err)
 	}

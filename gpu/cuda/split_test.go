@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"folio/gpu"
+	"folio/gpu/conformance"
 	"folio/gpu/cpu"
 	"folio/models/gguf"
 	"folio/models/synth"
@@ -65,7 +66,7 @@ func TestSplitMatchesOneBackend(t *testing.T) {
 	for onDev := 0; onDev <= 3; onDev++ {
 		dev, host := &countingCPU{Backend: cpu.New(1)}, &countingCPU{Backend: cpu.New(1)}
 		s := NewSplit(dev, host, onDev)
-		g, err := CheckGeneration(path, ref, s, 4)
+		g, err := conformance.CheckGeneration(path, ref, s, 4)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -295,7 +295,7 @@ func (ld *loader) weight(name string, rows, cols int) gpu.Tensor {
 	// A weight the backend repacked is not read again (Embed reads the
 	// token embeddings' rows, so they stay): its file pages leave the
 	// process's memory, which otherwise held the weights twice.
-	if r, ok := w.(interface{ Repacked() bool }); ok && r.Repacked() && name != tokEmbdName {
+	if r, ok := w.(gpu.RepackedWeight); ok && r.Repacked() && name != tokEmbdName {
 		ld.f.Release(t)
 	}
 	return w

@@ -86,6 +86,27 @@ func Preset(name string) (Config, error) {
 	return c, nil
 }
 
+// Tiny is the tiny preset of arch with weights of typ drawn from seed,
+// after edits (if any) change the configuration: the model the tests and
+// `folio gpu selftest` load.
+func Tiny(arch string, typ gguf.TensorType, seed uint64, edits ...func(*Config)) (*Model, error) {
+	cfg := presets["tiny"]
+	cfg.Arch, cfg.Type, cfg.Seed = arch, typ, seed
+	for _, e := range edits {
+		e(&cfg)
+	}
+	return New(cfg)
+}
+
+// WriteTiny writes Tiny(arch, typ, seed, edits...) to path.
+func WriteTiny(path, arch string, typ gguf.TensorType, seed uint64, edits ...func(*Config)) error {
+	m, err := Tiny(arch, typ, seed, edits...)
+	if err != nil {
+		return err
+	}
+	return m.WriteFile(path)
+}
+
 // fileTypes maps a weight type to llama.cpp's general.file_type (enum
 // llama_ftype) for a file whose 2-D weights all have that type.
 var fileTypes = map[gguf.TensorType]uint32{

@@ -1,4 +1,4 @@
-package cuda
+package conformance
 
 import (
 	"errors"
@@ -78,7 +78,7 @@ func CheckGeneration(path string, ref, dev gpu.Backend, steps int) (GenCheck, er
 		c, d := gpu.ArgMax(logits[0]), gpu.ArgMax(logits[1])
 		g.Ref, g.Dev = append(g.Ref, int32(c)), append(g.Dev, int32(d))
 		g.Steps++
-		g.Worst = max(g.Worst, NMSE(logits[1], logits[0]))
+		g.Worst = max(g.Worst, gpu.NMSE(logits[1], logits[0]))
 		if math.IsNaN(g.Worst) {
 			return g, errors.New("NaN in the GPU's logits")
 		}

@@ -1,4 +1,4 @@
-package cuda
+package conformance
 
 import (
 	"encoding/binary"
@@ -9,19 +9,6 @@ import (
 	"folio/gpu"
 	"folio/models/gguf"
 )
-
-// OpCheck is one op of a backend compared with the reference on the same
-// inputs, as llama.cpp's test-backend-ops compares: the normalized mean
-// squared error NMSE = Σ(dev − ref)² / Σ ref² against a tolerance per op.
-type OpCheck struct {
-	Op   string  // the op and its case: "MatMul q4_K [3×512]·[130×512]ᵀ"
-	NMSE float64 // NaN when the backend panicked or produced NaN
-	Tol  float64
-	Err  string // the panic, if any
-}
-
-// Pass reports whether the op is within its tolerance.
-func (c OpCheck) Pass() bool { return c.Err == "" && c.NMSE <= c.Tol }
 
 // Tolerances. MatMul's reference (gpu/cpu) quantizes activations to 8 bits
 // for the integer kernels, as ggml does, where the GPU multiplies in F32:
@@ -34,90 +21,45 @@ const (
 	tolBits      = 0 // the same bits: F16 rounding is IEEE's on both
 )
 
-// NMSE is Σ(a − b)² / Σ b² (b the reference), 0 for two zero vectors.
-func NMSE(a, b []float32) float64 {
-	var num, den float64
-	for i := range b {
-		d := float64(a[i]) - float64(b[i])
-		num += d * d
-		den += float64(b[i]) * float64(b[i])
-	}
-	switch {
-	case math.IsNaN(num):
-		return math.NaN()
-	case den == 0:
-		if num == 0 {
-			return 0
-		}
-		return math.Inf(1)
-	}
-	return num / den
+// table builds the cases: their inputs are drawn from r as each case is
+// added, so a seed fixes them all.
+type table struct {
+	r     *rand.Rand
+	cases []Case
 }
 
-// checker runs each case on both backends and records the results.
-type checker struct {
-	ref, dev gpu.Backend
-	r        *rand.Rand
-	out      []OpCheck
-}
+func newTable(seed uint64) *table { return &table{r: rand.New(rand.NewPCG(seed, 11))} }
 
-// CheckOps compares every op of dev with ref (gpu/cpu) on random inputs of
-// awkward sizes, op by op and type by type.
-func CheckOps(ref, dev gpu.Backend, seed uint64) []OpCheck {
-	c := &checker{ref: ref, dev: dev, r: rand.New(rand.NewPCG(seed, 11))}
+// Cases is the table of every op's cases on random inputs of awkward
+// sizes, op by op and type by type: MatMul of each weight type, Embed,
+// Gather, RMSNorm, Add, SiLUMul, Softmax, Rope, WriteKV with Attention,
+// CopyBlocks and BlockIO, and F16 rounding.
+func Cases(seed uint64) []Case {
+	c := newTable(seed)
 	c.matmuls()
 	c.rows()
 	c.elementwise()
 	c.ropes()
 	c.attention()
 	c.halves()
-	return c.out
+	return c.cases
 }
 
-// CheckMatMuls is CheckOps's MatMul cases alone: for a second pass over
+// MatMulCases is Cases's MatMul cases alone: for a second pass over
 // another matmul path (cuBLAS off).
-func CheckMatMuls(ref, dev gpu.Backend, seed uint64) []OpCheck {
-	c := &checker{ref: ref, dev: dev, r: rand.New(rand.NewPCG(seed, 11))}
+func MatMulCases(seed uint64) []Case {
+	c := newTable(seed)
 	c.matmuls()
-	return c.out
+	return c.cases
 }
 
-// run calls f on ref and then dev; f returns the values to compare. A
-// panic (on either side) is the case's error.
-func (c *checker) run(op string, tol float64, f func(be gpu.Backend) []float32) {
-	res := OpCheck{Op: op, Tol: tol, NMSE: math.NaN()}
-	defer func() { c.out = append(c.out, res) }()
-	want, err := c.try(f, c.ref)
-	if err != "" {
-		res.Err = "reference: " + err
-		return
-	}
-	got, err := c.try(f, c.dev)
-	if err != "" {
-		res.Err = err
-		return
-	}
-	if len(got) != len(want) {
-		res.Err = fmt.Sprintf("%d values, reference %d", len(got), len(want))
-		return
-	}
-	res.NMSE = NMSE(got, want)
-	if math.IsNaN(res.NMSE) {
-		res.Err = "NaN in the result"
-	}
-}
-
-func (c *checker) try(f func(gpu.Backend) []float32, be gpu.Backend) (out []float32, err string) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Sprint(r)
-		}
-	}()
-	return f(be), ""
+// add appends a case.
+func (c *table) add(op string, tol float64, f func(be gpu.Backend) []float32) {
+	c.cases = append(c.cases, Case{Op: op, Tol: tol, Run: f})
 }
 
 // vals returns n random values in [-s, s).
-func (c *checker) vals(n int, s float32) []float32 {
+func (c *table) vals(n int, s float32) []float32 {
 	v := make([]float32, n)
 	for i := range v {
 		v[i] = s * (2*c.r.Float32() - 1)
@@ -165,7 +107,7 @@ func weight(be gpu.Backend, typ gguf.TensorType, rows, cols int, data []byte) gp
 var checkTypes = []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ5_K}
 
 // matmuls: decode (matvec) and prefill (tiled) shapes with ragged edges.
-func (c *checker) matmuls() {
+func (c *table) matmuls() {
 	for _, typ := range checkTypes {
 		shapes := [][3]int{{1, 256, 67}, {3, 512, 130}, {8, 256, 64}, {17, 768, 100}, {70, 512, 129}}
 		if typ.BlockSize() == 1 {
@@ -174,7 +116,7 @@ func (c *checker) matmuls() {
 		for _, s := range shapes {
 			n, k, m := s[0], s[1], s[2]
 			x, w := c.vals(n*k, 1), weightBytes(typ, m, k, c.vals(m*k, 0.5))
-			c.run(fmt.Sprintf("MatMul %v [%d×%d]·[%d×%d]ᵀ", typ, n, k, m, k), tolMatMul, func(be gpu.Backend) []float32 {
+			c.add(fmt.Sprintf("MatMul %v [%d×%d]·[%d×%d]ᵀ", typ, n, k, m, k), tolMatMul, func(be gpu.Backend) []float32 {
 				dst := act(be, n, m, make([]float32, n*m))
 				be.MatMul(dst, act(be, n, k, x), weight(be, typ, m, k, w))
 				return read(be, dst)
@@ -184,7 +126,7 @@ func (c *checker) matmuls() {
 }
 
 // rows: Embed of every type, Gather.
-func (c *checker) rows() {
+func (c *table) rows() {
 	for _, typ := range checkTypes {
 		cols := 512
 		if typ.BlockSize() == 1 {
@@ -193,14 +135,14 @@ func (c *checker) rows() {
 		const vocab = 37
 		table := weightBytes(typ, vocab, cols, c.vals(vocab*cols, 1))
 		ids := []int32{3, 0, 36, 3, 17}
-		c.run(fmt.Sprintf("Embed %v [%d ids of %d×%d]", typ, len(ids), vocab, cols), tolExact, func(be gpu.Backend) []float32 {
+		c.add(fmt.Sprintf("Embed %v [%d ids of %d×%d]", typ, len(ids), vocab, cols), tolExact, func(be gpu.Backend) []float32 {
 			dst := act(be, len(ids), cols, make([]float32, len(ids)*cols))
 			be.Embed(dst, weight(be, typ, vocab, cols, table), ids)
 			return read(be, dst)
 		})
 	}
 	x := c.vals(9*77, 3)
-	c.run("Gather [3 of 9×77]", tolExact, func(be gpu.Backend) []float32 {
+	c.add("Gather [3 of 9×77]", tolExact, func(be gpu.Backend) []float32 {
 		dst := act(be, 3, 77, make([]float32, 3*77))
 		be.Gather(dst, act(be, 9, 77, x), []int32{8, 2, 2})
 		return read(be, dst)
@@ -209,35 +151,35 @@ func (c *checker) rows() {
 
 // elementwise: RMSNorm (whole rows, per head, in place), Add (full and
 // broadcast), SiLUMul, Softmax.
-func (c *checker) elementwise() {
+func (c *table) elementwise() {
 	for _, s := range [][3]int{{3, 2048, 2048}, {5, 576, 576}, {4, 256, 64}, {2, 1000, 1000}} {
 		rows, cols, g := s[0], s[1], s[2]
 		x, w := c.vals(rows*cols, 2), c.vals(g, 1)
-		c.run(fmt.Sprintf("RMSNorm [%d×%d] by %d", rows, cols, g), tolExact, func(be gpu.Backend) []float32 {
+		c.add(fmt.Sprintf("RMSNorm [%d×%d] by %d", rows, cols, g), tolExact, func(be gpu.Backend) []float32 {
 			xt := act(be, rows, cols, x)
 			be.RMSNorm(xt, xt, weight(be, gguf.TypeF32, 1, g, weightBytes(gguf.TypeF32, 1, g, w)), 1e-5)
 			return read(be, xt)
 		})
 	}
 	a, bias, full := c.vals(7*300, 4), c.vals(300, 1), c.vals(7*300, 1)
-	c.run("Add [7×300] + bias", tolExact, func(be gpu.Backend) []float32 {
+	c.add("Add [7×300] + bias", tolExact, func(be gpu.Backend) []float32 {
 		at := act(be, 7, 300, a)
 		be.Add(at, at, weight(be, gguf.TypeF32, 1, 300, weightBytes(gguf.TypeF32, 1, 300, bias)))
 		return read(be, at)
 	})
-	c.run("Add [7×300] + [7×300]", tolExact, func(be gpu.Backend) []float32 {
+	c.add("Add [7×300] + [7×300]", tolExact, func(be gpu.Backend) []float32 {
 		dst := act(be, 7, 300, make([]float32, 7*300))
 		be.Add(dst, act(be, 7, 300, a), act(be, 7, 300, full))
 		return read(be, dst)
 	})
 	g, u := c.vals(3*1001, 8), c.vals(3*1001, 2)
-	c.run("SiLUMul [3×1001]", tolExact, func(be gpu.Backend) []float32 {
+	c.add("SiLUMul [3×1001]", tolExact, func(be gpu.Backend) []float32 {
 		gt := act(be, 3, 1001, g)
 		be.SiLUMul(gt, gt, act(be, 3, 1001, u))
 		return read(be, gt)
 	})
 	sm := c.vals(4*1537, 20)
-	c.run("Softmax [4×1537]", tolExact, func(be gpu.Backend) []float32 {
+	c.add("Softmax [4×1537]", tolExact, func(be gpu.Backend) []float32 {
 		t := act(be, 4, 1537, sm)
 		be.Softmax(t)
 		return read(be, t)
@@ -246,7 +188,7 @@ func (c *checker) elementwise() {
 
 // ropes: llama and NeoX pairing, partial rotation, llama3 factors, far
 // positions.
-func (c *checker) ropes() {
+func (c *table) ropes() {
 	factors := make([]float32, 32)
 	for i := range factors {
 		factors[i] = 1 + float32(i)/4
@@ -261,7 +203,7 @@ func (c *checker) ropes() {
 		cols := heads * r.HeadDim
 		x := c.vals(rows*cols, 1)
 		pos := []int32{0, 1, 17, 4095, 30000}
-		c.run(fmt.Sprintf("Rope dims %d of %d, neox %v, factors %v", r.Dims, r.HeadDim, r.Neox, r.Factors != nil), tolExact, func(be gpu.Backend) []float32 {
+		c.add(fmt.Sprintf("Rope dims %d of %d, neox %v, factors %v", r.Dims, r.HeadDim, r.Neox, r.Factors != nil), tolExact, func(be gpu.Backend) []float32 {
 			t := act(be, rows, cols, x)
 			be.Rope(t, pos, &r)
 			return read(be, t)
@@ -272,7 +214,7 @@ func (c *checker) ropes() {
 // attention: WriteKV then Attention over decode, prefill and mixed
 // batches, F16 and F32 pools, GQA, awkward block sizes; CopyBlocks and the
 // pool's bytes through BlockIO.
-func (c *checker) attention() {
+func (c *table) attention() {
 	type tc struct {
 		name                   string
 		typ                    gguf.TensorType
@@ -316,7 +258,7 @@ func (c *checker) attention() {
 		k, v, q := c.vals(rows*w, 1), c.vals(rows*w, 1), c.vals(rows*t.heads*t.hd, 1)
 		scale := float32(1 / math.Sqrt(float64(t.hd)))
 		copies := []gpu.BlockCopy{{Src: 0, Dst: int32(nb)}}
-		c.run(fmt.Sprintf("Attention %s %v %d/%d heads of %d, block %d", t.name, t.typ, t.heads, t.kvHeads, t.hd, t.bs), tolAttention, func(be gpu.Backend) []float32 {
+		c.add(fmt.Sprintf("Attention %s %v %d/%d heads of %d, block %d", t.name, t.typ, t.heads, t.kvHeads, t.hd, t.bs), tolAttention, func(be gpu.Backend) []float32 {
 			kv, err := be.NewKVCache(spec)
 			if err != nil {
 				panic(err)
@@ -342,7 +284,7 @@ func (c *checker) attention() {
 
 // halves: WriteKV into an F16 pool rounds as gguf.F32ToF16 does, bit for
 // bit, from subnormals to past the largest half.
-func (c *checker) halves() {
+func (c *table) halves() {
 	spec := gpu.KVSpec{Layers: 1, Blocks: 2, BlockSize: 8, KVHeads: 2, HeadDim: 64, Type: gguf.TypeF16}
 	w := spec.KVHeads * spec.HeadDim
 	k, v := c.vals(8*w, 1), c.vals(8*w, 1)
@@ -356,7 +298,7 @@ func (c *checker) halves() {
 			k[i] = float32(math.Float32frombits(math.Float32bits(k[i])&^0x1fff | 0x1000)) // a tie
 		}
 	}
-	c.run("WriteKV F16 rounding (bits)", tolBits, func(be gpu.Backend) []float32 {
+	c.add("WriteKV F16 rounding (bits)", tolBits, func(be gpu.Backend) []float32 {
 		kv, err := be.NewKVCache(spec)
 		if err != nil {
 			panic(err)

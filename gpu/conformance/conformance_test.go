@@ -1,0 +1,91 @@
+package conformance
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"folio/gpu"
+	"folio/gpu/cpu"
+	"folio/models/gguf"
+	"folio/models/synth"
+)
+
+// The checker itself, run with the CPU on both sides: every case runs and
+// agrees; a backend that gets one op wrong fails that op only.
+func TestCheckOpsCPUAgainstItself(t *testing.T) {
+	ref, dev := cpu.New(2), cpu.New(1)
+	defer ref.Close()
+	defer dev.Close()
+	res := CheckOps(ref, dev, 1)
+	if len(res) < 40 {
+		t.Fatalf("only %d cases", len(res))
+	}
+	for _, r := range res {
+		if !r.Pass() {
+			t.Errorf("%s: NMSE %g (tolerance %g) %s", r.Op, r.NMSE, r.Tol, r.Err)
+		}
+	}
+	bad := CheckOps(ref, &wrongSoftmax{dev}, 1)
+	for _, r := range bad {
+		if strings.HasPrefix(r.Op, "Softmax") == r.Pass() {
+			t.Errorf("with a wrong Softmax, %s passes: %v", r.Op, r.Pass())
+		}
+	}
+}
+
+// The table is fixed by its seed: the same ops, names and bounds in the
+// same order, and MatMulCases is its MatMul cases.
+func TestCasesTable(t *testing.T) {
+	a, b := Cases(3), Cases(3)
+	if len(a) != len(b) {
+		t.Fatalf("%d cases, then %d", len(a), len(b))
+	}
+	names := map[string]bool{}
+	matmuls := 0
+	for i := range a {
+		if a[i].Op != b[i].Op || a[i].Tol != b[i].Tol {
+			t.Errorf("case %d: %q %g, then %q %g", i, a[i].Op, a[i].Tol, b[i].Op, b[i].Tol)
+		}
+		if names[a[i].Op] {
+			t.Errorf("two cases named %q", a[i].Op)
+		}
+		names[a[i].Op] = true
+		if strings.HasPrefix(a[i].Op, "MatMul") {
+			matmuls++
+		}
+	}
+	if m := MatMulCases(3); len(m) != matmuls {
+		t.Errorf("MatMulCases: %d cases, the table has %d MatMuls", len(m), matmuls)
+	}
+}
+
+// wrongSoftmax is a backend whose Softmax is off by a little.
+type wrongSoftmax struct{ *cpu.Backend }
+
+func (w *wrongSoftmax) Softmax(x gpu.Tensor) {
+	w.Backend.Softmax(x)
+	v := make([]float32, x.Rows()*x.Cols())
+	w.Download(v, x)
+	v[0] += 0.1
+	w.Upload(x, v)
+}
+
+// The generation check, with the CPU on both sides, agrees exactly; it is
+// what `folio gpu selftest` runs against the GPU.
+func TestGenerationCheckCPUAgainstItself(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := synth.WriteTiny(path, "qwen3", gguf.TypeQ4_K, 3); err != nil {
+		t.Fatal(err)
+	}
+	a, b := cpu.New(1), cpu.New(2)
+	defer a.Close()
+	defer b.Close()
+	g, err := CheckGeneration(path, a, b, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g.Pass() || g.Steps != 5 || g.Differ != 0 || g.Worst != 0 || len(g.Ref) != 5 {
+		t.Errorf("result %+v", g)
+	}
+}
