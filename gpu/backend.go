@@ -93,15 +93,25 @@ type KVSpec struct {
 	Type                                        gguf.TensorType // F16 (default), Q8_0 or F32
 }
 
-// Bytes is the memory the pool takes.
-func (s KVSpec) Bytes() int64 {
-	return 2 * int64(s.Layers) * int64(s.Blocks) * int64(s.BlockSize) * s.Type.RowBytes(int64(s.KVHeads*s.HeadDim))
-}
+// RowBytes is the memory one token's K (or V) takes in one layer:
+// KVHeads·HeadDim elements of Type (2 bytes each for F16, 4 for F32, 34
+// per 32 for Q8_0). Every other size of the pool is a multiple of it, and
+// the backends lay out their pools in runs of it.
+func (s KVSpec) RowBytes() int64 { return s.Type.RowBytes(int64(s.KVHeads * s.HeadDim)) }
 
 // BytesPerToken is the memory one token's K and V take over all layers.
-func (s KVSpec) BytesPerToken() int64 {
-	return 2 * int64(s.Layers) * s.Type.RowBytes(int64(s.KVHeads*s.HeadDim))
-}
+func (s KVSpec) BytesPerToken() int64 { return 2 * int64(s.Layers) * s.RowBytes() }
+
+// BlockBytes is the memory one block takes over all layers: the size of
+// the buffers BlockIO reads and writes.
+func (s KVSpec) BlockBytes() int64 { return s.BytesPerToken() * int64(s.BlockSize) }
+
+// Bytes is the memory the pool takes.
+func (s KVSpec) Bytes() int64 { return s.BlockBytes() * int64(s.Blocks) }
+
+// Tokens is the number of token slots the pool holds: the longest context
+// it can take.
+func (s KVSpec) Tokens() int { return s.Blocks * s.BlockSize }
 
 // Check reports a spec a backend cannot allocate.
 func (s KVSpec) Check() error {
@@ -121,17 +131,13 @@ func (s KVSpec) Check() error {
 // CheckSlots panics, naming op ("cpu: WriteKV"), on a slot outside the
 // pool: a programming error of the caller, as a wrong shape is.
 func (s KVSpec) CheckSlots(op string, slots []int32) {
-	n := s.Blocks * s.BlockSize
+	n := s.Tokens()
 	for i, slot := range slots {
 		if slot < 0 || int(slot) >= n {
 			panic(fmt.Sprintf("%s: slot %d (row %d) outside a pool of %d slots", op, slot, i, n))
 		}
 	}
 }
-
-// BlockBytes is the memory one block takes over all layers: the size of
-// the buffers BlockIO reads and writes.
-func (s KVSpec) BlockBytes() int64 { return s.BytesPerToken() * int64(s.BlockSize) }
 
 // LookupWeighter is an optional capability: a weight that only Embed
 // reads (untied token embeddings), which the backend keeps as Weight does

@@ -70,7 +70,7 @@ func NewBlockPool(nBlocks, blockSize int) (*BlockPool, error) {
 
 // BlocksForBudget is the number of blocks of blockSize tokens that fit in
 // budget bytes when one token's K and V, over all layers, take
-// bytesPerToken bytes. It is 0 when not even one
+// bytesPerToken bytes (gpu.KVSpec.BytesPerToken). It is 0 when not even one
 // block fits.
 func BlocksForBudget(budget, bytesPerToken int64, blockSize int) int {
 	if budget <= 0 || bytesPerToken <= 0 || blockSize <= 0 {

@@ -120,7 +120,7 @@ func NewEngine(m *Model, opt EngineOptions) (*Engine, error) {
 	if opt.NumCtx <= 0 {
 		opt.NumCtx = m.Opt.NumCtx
 	}
-	opt.NumCtx = min(opt.NumCtx, spec.Blocks*spec.BlockSize)
+	opt.NumCtx = min(opt.NumCtx, spec.Tokens())
 	if opt.PrefillShare <= 0 || opt.PrefillShare > opt.NumBatch {
 		opt.PrefillShare = max(opt.NumBatch/4, min(spec.BlockSize, opt.NumBatch))
 	}

@@ -11,8 +11,8 @@ import (
 // directly: not while an engine runs on the model.
 func (m *Model) Logits(ids []int32) ([]float32, error) {
 	spec := m.KV.Spec()
-	if len(ids) == 0 || len(ids) > spec.Blocks*spec.BlockSize {
-		return nil, fmt.Errorf("runner: %d tokens: the context holds 1 to %d; raise num_ctx", len(ids), spec.Blocks*spec.BlockSize)
+	if len(ids) == 0 || len(ids) > spec.Tokens() {
+		return nil, fmt.Errorf("runner: %d tokens: the context holds 1 to %d; raise num_ctx", len(ids), spec.Tokens())
 	}
 	table := make([]int32, spec.Blocks)
 	for i := range table {

@@ -19,8 +19,7 @@ func DefaultKVBudget(available, modelBytes, floor int64) int64 {
 // poolTokens is the number of tokens the K/V pool holds now. Any
 // goroutine may ask.
 func (e *Engine) poolTokens() int {
-	spec := e.m.KV.Spec()
-	return spec.Blocks * spec.BlockSize
+	return e.m.KV.Spec().Tokens()
 }
 
 // reserve makes the K/V pool hold a context of numCtx tokens, growing it
@@ -46,7 +45,7 @@ func (e *Engine) reserve(numCtx int) error {
 // the budget, so a few growths reach any size.
 func (e *Engine) grow(numCtx int) error {
 	spec := e.m.KV.Spec()
-	have := spec.Blocks * spec.BlockSize
+	have := spec.Tokens()
 	if numCtx <= have { // another request grew it first
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"folio/models/arch"
 	"folio/models/gguf"
 	"folio/models/tokenizer"
+	"folio/paged"
 )
 
 // ErrNoMemory is wrapped when a model with its K/V cache does not fit.
@@ -25,7 +26,7 @@ var ErrKVType = errors.New("runner: K/V cache type unsupported here")
 type LoadOptions struct {
 	NumCtx    int    // longest sequence (prompt + output) in tokens; default min(4096, the model's)
 	NumBatch  int    // tokens per forward pass; default 512
-	BlockSize int    // tokens per K/V block; default 16
+	BlockSize int    // tokens per K/V block; default paged.DefaultBlockSize
 	KVType    string // "f16" (default), "q8_0" (half the memory) or "f32"
 	MaxSeqs   int    // sequences computed at once; default 64 (at most num_batch)
 	// KVMemory is the bytes of the K/V cache, allocated at load and never
@@ -63,7 +64,7 @@ func (o *LoadOptions) defaults(modelCtx int) {
 		o.NumBatch = 512
 	}
 	if o.BlockSize <= 0 {
-		o.BlockSize = 16
+		o.BlockSize = paged.DefaultBlockSize
 	}
 	if o.KVType == "" {
 		o.KVType = "f16"
@@ -141,14 +142,14 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 	spec := gpu.KVSpec{Layers: cfg.Layers, BlockSize: opt.BlockSize,
 		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Type: kvType}
 	if opt.KVMemory > 0 {
-		spec.Blocks = int(opt.KVMemory / (spec.BytesPerToken() * int64(opt.BlockSize)))
-		if spec.Blocks*opt.BlockSize < opt.NumCtx {
+		spec.Blocks = int(opt.KVMemory / spec.BlockBytes())
+		if spec.Tokens() < opt.NumCtx {
 			q8 := ""
 			if kvType != gguf.TypeQ8_0 && cfg.HeadDim%32 == 0 {
 				q8 = ", or use a q8_0 K/V cache (FOLIO_KV_CACHE_TYPE, --kv-type), which holds 64/34 the tokens of f16"
 			}
 			return nil, fmt.Errorf("%w: a K/V cache of %d bytes holds %d tokens, less than num_ctx %d: raise FOLIO_KV_MEMORY (--kv-memory) or lower num_ctx%s",
-				ErrNoMemory, opt.KVMemory, spec.Blocks*opt.BlockSize, opt.NumCtx, q8)
+				ErrNoMemory, opt.KVMemory, spec.Tokens(), opt.NumCtx, q8)
 		}
 	} else {
 		spec.Blocks = ceilDiv(4*opt.NumCtx, opt.BlockSize)

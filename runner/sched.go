@@ -401,7 +401,7 @@ func (e *Engine) preemptNewest() {
 	}
 	spec := e.m.KV.Spec()
 	e.finish(victim, "", fmt.Errorf("%w: the sequence needs more than the %d tokens of the K/V cache: lower num_ctx or raise FOLIO_KV_MEMORY",
-		ErrRequest, spec.Blocks*spec.BlockSize))
+		ErrRequest, spec.Tokens()))
 }
 
 // preempt frees s's blocks (its full ones stay in the prefix cache) and

@@ -169,7 +169,7 @@ func (s *Server) ps(w http.ResponseWriter, r *http.Request) {
 		spec := l.model.KV.Spec()
 		p := psModel{ProcessModelResponse: api.ProcessModelResponse{Name: l.entry.Name, Model: l.entry.Name,
 			Size: l.model.Bytes.Total(), Digest: l.entry.Digest, Details: details(l.entry.Path),
-			ExpiresAt: s.models.expiry(l), ContextLength: min(l.model.Opt.NumCtx, spec.Blocks*spec.BlockSize)},
+			ExpiresAt: s.models.expiry(l), ContextLength: min(l.model.Opt.NumCtx, spec.Tokens())},
 			CachedTokens: l.engine.CachedTokens()}
 		if fp := l.engine.Fingerprint(); fp != "" && s.cfg.Store != nil {
 			p.StoredTokens = s.cfg.Store.KVStats(fp).Tokens

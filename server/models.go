@@ -193,7 +193,7 @@ func (m *manager) load(ent ModelEntry) (*loaded, error) {
 	}
 	spec := rm.KV.Spec()
 	m.cfg.Log.Info("model loaded", "model", ent.Name, "path", ent.Path, "seconds", time.Since(start).Seconds(),
-		"kv_type", spec.Type.String(), "kv_tokens", spec.Blocks*spec.BlockSize, "kv_bytes", rm.Bytes.KV)
+		"kv_type", spec.Type.String(), "kv_tokens", spec.Tokens(), "kv_bytes", rm.Bytes.KV)
 	l := &loaded{entry: ent, model: rm, engine: e, template: rm.File.String("tokenizer.chat_template"),
 		loadTime: time.Since(start), lastUse: m.cfg.Now()}
 	if l.template != "" {

@@ -343,7 +343,7 @@ func (t *copyBlocksTask) run(_ *worker, lo, hi int) {
 
 // blockBytes is the bytes of one block of one layer's K (or V).
 func (c *KVCache) blockBytes() int {
-	return int(c.spec.Type.RowBytes(int64(c.spec.BlockSize * c.width)))
+	return int(int64(c.spec.BlockSize) * c.spec.RowBytes())
 }
 
 // quantizeQ8 quantizes x (a multiple of 32 elements) into Q8_0 blocks.

@@ -6,7 +6,6 @@ import (
 	"unsafe"
 
 	"folio/gpu"
-	"folio/models/gguf"
 )
 
 var _ gpu.BlockIO = (*Backend)(nil)
@@ -20,7 +19,6 @@ var _ gpu.BlockIO = (*Backend)(nil)
 type KVCache struct {
 	spec      gpu.KVSpec
 	ptr       uint64
-	elem      int64 // bytes per element: 2 or 4
 	layer     int64 // bytes of one layer's K (or V)
 	blockRun  int64 // bytes of one block of one layer's K (or V)
 	width     int   // KVHeads · HeadDim
@@ -41,11 +39,8 @@ func (b *Backend) NewKVCache(spec gpu.KVSpec) (gpu.KVCache, error) {
 	if err := checkKV(spec); err != nil {
 		return nil, err
 	}
-	c := &KVCache{spec: spec, elem: 4, width: spec.KVHeads * spec.HeadDim, blockSize: spec.BlockSize}
-	if spec.Type == gguf.TypeF16 {
-		c.elem = 2
-	}
-	c.blockRun = int64(spec.BlockSize) * int64(c.width) * c.elem
+	c := &KVCache{spec: spec, width: spec.KVHeads * spec.HeadDim, blockSize: spec.BlockSize}
+	c.blockRun = int64(spec.BlockSize) * spec.RowBytes()
 	c.layer = int64(spec.Blocks) * c.blockRun
 	b.enter()
 	defer b.leave()

@@ -10,6 +10,8 @@ import (
 	"math"
 	"slices"
 
+	"folio/gpu"
+	"folio/models/gguf"
 	"folio/paged"
 )
 
@@ -22,7 +24,7 @@ type Config struct {
 
 // Llama8B is the K/V size of a token of a Llama-3-8B-class model at F16:
 // 2 · 32 layers · 8 KV heads · 128 · 2 bytes = 128 KiB.
-const Llama8B = 2 * 32 * 8 * 128 * 2
+var Llama8B = gpu.KVSpec{Layers: 32, KVHeads: 8, HeadDim: 128, Type: gguf.TypeF16}.BytesPerToken()
 
 // DefaultConfig: a 24 GiB KV budget of Llama8B tokens (196,608 tokens),
 // 20 ms a decode step.
