@@ -135,11 +135,17 @@ func TestKillDuringModelLoad(t *testing.T) {
 func checkHomeAfterKill(t *testing.T, home, name string) {
 	t.Helper()
 	var logs fixtures.LockedBuffer
-	st, err := store.Open(home, store.Options{KVMaxBytes: 1 << 30, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	st, err := store.OpenRegistry(home, store.RegistryOptions{Log: log})
 	if err != nil {
-		t.Fatalf("the store does not open after the kill: %v", err)
+		t.Fatalf("the registry does not open after the kill: %v", err)
 	}
 	defer st.Close()
+	kv, err := store.OpenKV(home, store.KVOptions{MaxBytes: 1 << 30, Log: log})
+	if err != nil {
+		t.Fatalf("the K/V store does not open after the kill: %v", err)
+	}
+	defer kv.Close()
 	if strings.Contains(logs.String(), "damaged") {
 		t.Errorf("the kill damaged the store: %s", logs.String())
 	}

@@ -74,7 +74,7 @@ func localInstall() (installer.Options, func(), error) {
 	if err != nil {
 		return installer.Options{}, nil, err
 	}
-	st, err := openStore(slog.New(slog.NewTextHandler(io.Discard, nil)), -1)
+	st, err := openRegistry(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return installer.Options{}, nil, err
 	}

@@ -74,13 +74,13 @@ func TestPushCommand(t *testing.T) {
 
 	// Through a server, which has its own home.
 	home := t.TempDir()
-	st, err := store.Open(home, store.Options{KVMaxBytes: -1})
+	st, err := store.OpenRegistry(home, store.RegistryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := server.NewLibraryRegistry()
 	reg.Dirs, reg.Store = nil, st
-	srv := server.New(server.Config{Registry: reg, Store: st, Version: "test", Load: runner.LoadOptions{NumCtx: 256},
+	srv := server.New(server.Config{Registry: reg, Version: "test", Load: runner.LoadOptions{NumCtx: 256},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Install: &installer.Options{Home: home, Store: st}})
 	hs := httptest.NewServer(srv)
 	defer func() { hs.Close(); srv.Close(); st.Close() }()

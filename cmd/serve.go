@@ -134,25 +134,38 @@ func folioHome() (string, error) {
 	return filepath.Join(home, ".folio"), nil
 }
 
-// openStore opens the registry and prefix store in FOLIO_HOME; kvMax < 0
-// leaves the K/V cache closed (commands that only read the registry).
-func openStore(log *slog.Logger, kvMax int64) (*store.Store, error) {
+// openRegistry opens the model registry (folio.db) in FOLIO_HOME.
+func openRegistry(log *slog.Logger) (*store.Registry, error) {
 	home, err := folioHome()
 	if err != nil {
 		return nil, err
 	}
-	if kvMax == 0 {
-		if kvMax, err = envInt("FOLIO_KV_STORE_MAX", 0); err != nil {
-			return nil, err
-		}
+	return store.OpenRegistry(home, store.RegistryOptions{Log: log})
+}
+
+// openKVStore opens the persisted prefix K/V cache (kvcache.db) in
+// FOLIO_HOME with the budget FOLIO_KV_STORE_MAX; a negative budget turns
+// it off (nil).
+func openKVStore(log *slog.Logger) (*store.KVStore, error) {
+	home, err := folioHome()
+	if err != nil {
+		return nil, err
 	}
-	return store.Open(home, store.Options{KVMaxBytes: kvMax, Log: log})
+	kvMax, err := envInt("FOLIO_KV_STORE_MAX", 0)
+	if err != nil || kvMax < 0 {
+		return nil, err
+	}
+	return store.OpenKV(home, store.KVOptions{MaxBytes: kvMax, Log: log})
 }
 
 // logKVStore says where the persisted prefix K/V cache is, its budget
-// and what its files take now.
-func logKVStore(log *slog.Logger, st *store.Store) {
-	file, budget := st.KVBudget()
+// and what its files take now; kv is nil when it is off.
+func logKVStore(log *slog.Logger, kv *store.KVStore) {
+	var file string
+	var budget int64
+	if kv != nil {
+		file, budget = kv.KVBudget()
+	}
 	if file == "" {
 		log.Info("persisted prefix K/V cache is off for this process")
 		return
@@ -191,18 +204,25 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			st, err := openStore(cfg.Log, 0)
+			reg, err := openRegistry(cfg.Log)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			cfg.Store = st
-			logKVStore(cfg.Log, st)
-			if home, err := folioHome(); err == nil { // installer hook: /api/pull, /api/create and /api/blobs install here
-				cfg.Install = &installer.Options{Home: home, Store: st}
+			defer reg.Close()
+			kv, err := openKVStore(cfg.Log)
+			if err != nil {
+				return err
 			}
-			if reg, ok := cfg.Registry.(*server.LibraryRegistry); ok {
-				reg.Store = st
+			if kv != nil {
+				defer kv.Close()
+				cfg.Store = kv
+			}
+			logKVStore(cfg.Log, kv)
+			if home, err := folioHome(); err == nil { // installer hook: /api/pull, /api/create and /api/blobs install here
+				cfg.Install = &installer.Options{Home: home, Store: reg}
+			}
+			if lib, ok := cfg.Registry.(*server.LibraryRegistry); ok {
+				lib.Store = reg
 			}
 			addr, err := parseHost(os.Getenv("FOLIO_HOST"))
 			if err != nil {

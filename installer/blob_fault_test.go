@@ -21,7 +21,7 @@ import (
 )
 
 // serveHome serves the models of st and the GGUF files of lib.
-func serveHome(t *testing.T, st *store.Store, lib string) string {
+func serveHome(t *testing.T, st *store.Registry, lib string) string {
 	t.Helper()
 	reg := server.NewLibraryRegistry()
 	reg.Dirs, reg.Store = []string{lib}, st
@@ -55,7 +55,7 @@ func ask(t *testing.T, url, model string) (int, string) {
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 // pullTwo pulls tiny (seed 1) and other (seed 2) into a new home.
-func pullTwo(t *testing.T) (home string, st *store.Store, tiny, other store.Model) {
+func pullTwo(t *testing.T) (home string, st *store.Registry, tiny, other store.Model) {
 	t.Helper()
 	hub := fakehub.New()
 	t.Cleanup(hub.Close)

@@ -55,10 +55,10 @@ func tinyGGUF(t testing.TB, typ gguf.TensorType, seed uint64) []byte {
 }
 
 // newHome is an empty FOLIO_HOME with its registry open.
-func newHome(t testing.TB) (string, *store.Store) {
+func newHome(t testing.TB) (string, *store.Registry) {
 	t.Helper()
 	home := t.TempDir()
-	st, err := store.Open(home, store.Options{KVMaxBytes: -1})
+	st, err := store.OpenRegistry(home, store.RegistryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func newHome(t testing.TB) (string, *store.Store) {
 
 // testOptions pull from local fakes quickly: small ranges (so a few MB is
 // several of them), short waits, frequent records and reports.
-func testOptions(home string, st *store.Store) installer.Options {
+func testOptions(home string, st *store.Registry) installer.Options {
 	return installer.Options{Home: home, Store: st, Insecure: true, MinPartSize: 256 << 10,
 		RetryBase: time.Millisecond, StallTimeout: 10 * time.Second, SaveEvery: 5 * time.Millisecond,
 		ProgressEvery: 5 * time.Millisecond}
@@ -130,7 +130,7 @@ func blobFiles(t testing.TB, home string) []string {
 
 // generate runs a registered model through the server (the registry of
 // home) and returns a few greedy tokens of text.
-func generate(t testing.TB, st *store.Store, name string) string {
+func generate(t testing.TB, st *store.Registry, name string) string {
 	t.Helper()
 	reg := server.NewLibraryRegistry()
 	reg.Dirs, reg.Store = nil, st

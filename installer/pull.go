@@ -19,9 +19,9 @@ import (
 // Options configure Pull and Create. Home and Store are required; the
 // zero value of every other field is the default.
 type Options struct {
-	Home     string       // FOLIO_HOME: blobs/ and manifests/ live here
-	Store    *store.Store // the registry (folio.db) models are entered in
-	Insecure bool         // plain HTTP to a registry host (a local registry)
+	Home     string          // FOLIO_HOME: blobs/ and manifests/ live here
+	Store    *store.Registry // the registry (folio.db) models are entered in
+	Insecure bool            // plain HTTP to a registry host (a local registry)
 	// Name is what a URL pull is registered as; "": the file's name
 	// without .gguf, tag latest.
 	Name string

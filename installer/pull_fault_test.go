@@ -29,7 +29,7 @@ import (
 // Partial downloads may be there: they are not registered and resume.
 func checkHome(t *testing.T, home string) []store.Model {
 	t.Helper()
-	st, err := store.Open(home, store.Options{KVMaxBytes: -1})
+	st, err := store.OpenRegistry(home, store.RegistryOptions{})
 	if err != nil {
 		t.Fatalf("the registry does not open after the fault: %v", err)
 	}
@@ -122,7 +122,7 @@ func TestPullDiskFullTmpfs(t *testing.T) {
 	hub := fakehub.New()
 	defer hub.Close()
 	publishTiny(t, hub, gguf.TypeF32)
-	st, err := store.Open(home, store.Options{KVMaxBytes: -1})
+	st, err := store.OpenRegistry(home, store.RegistryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestPullFaultChild(t *testing.T) {
 		t.Skip("the child of TestPullKilledAnywhere")
 	}
 	home, name, _ := strings.Cut(spec, "|")
-	st, err := store.Open(home, store.Options{KVMaxBytes: -1})
+	st, err := store.OpenRegistry(home, store.RegistryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestPullKilledAnywhere(t *testing.T) {
 	if kills == 0 || !finished {
 		t.Fatalf("%d pulls killed; one finished: %v", kills, finished)
 	}
-	st, err := store.Open(home, store.Options{KVMaxBytes: -1})
+	st, err := store.OpenRegistry(home, store.RegistryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

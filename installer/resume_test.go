@@ -26,7 +26,7 @@ func TestPullChild(t *testing.T) {
 		t.Skip("the child of TestResumeAfterKill")
 	}
 	home, name, _ := strings.Cut(spec, "|")
-	st, err := store.Open(home, store.Options{KVMaxBytes: -1})
+	st, err := store.OpenRegistry(home, store.RegistryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestResumeAfterKill(t *testing.T) {
 
 	digest := fakehub.Digest(weights)
 	before := hub.ServedOf(digest)
-	st, err := store.Open(home, store.Options{KVMaxBytes: -1})
+	st, err := store.OpenRegistry(home, store.RegistryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

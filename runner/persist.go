@@ -11,7 +11,7 @@ import (
 	"folio/paged"
 )
 
-// PrefixStore keeps full K/V blocks across restarts (store.Store is the
+// PrefixStore keeps full K/V blocks across restarts (store.KVStore is the
 // implementation). Blocks are keyed by the model's fingerprint and their
 // chained block hash; loading verifies the stored token IDs and a
 // checksum, so a hash alone is never trusted.

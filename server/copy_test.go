@@ -82,13 +82,13 @@ func TestCopyKeepsManifest(t *testing.T) {
 
 // copyServer serves tiny.gguf's library with an installer home in home
 // (a fresh folder when ""), keeping reserve bytes of its disk free.
-func copyServer(t *testing.T, home string, reserve int64) (string, *store.Store) {
+func copyServer(t *testing.T, home string, reserve int64) (string, *store.Registry) {
 	t.Helper()
 	reg, _, _, _ := tinyHome(t)
 	if home == "" {
 		home = t.TempDir()
 	}
-	st, err := store.Open(home, store.Options{KVMaxBytes: -1})
+	st, err := store.OpenRegistry(home, store.RegistryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

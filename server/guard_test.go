@@ -38,7 +38,7 @@ func guardServer(t testing.TB, origins []string, maxBody int64) (*server.Server,
 // tinyHome makes a library folder holding tiny.gguf (the tiny synthetic
 // model, Q8_0) and a FOLIO_HOME with its store (closed at cleanup), and
 // returns the registry over both, the store, the folder and the home.
-func tinyHome(t testing.TB) (*server.LibraryRegistry, *store.Store, string, string) {
+func tinyHome(t testing.TB) (*server.LibraryRegistry, *store.Registry, string, string) {
 	t.Helper()
 	lib, home := t.TempDir(), t.TempDir()
 	cfg, _ := synth.Preset("tiny")
@@ -50,7 +50,7 @@ func tinyHome(t testing.TB) (*server.LibraryRegistry, *store.Store, string, stri
 	if err := m.WriteFile(filepath.Join(lib, "tiny.gguf")); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(home, store.Options{KVMaxBytes: -1})
+	st, err := store.OpenRegistry(home, store.RegistryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

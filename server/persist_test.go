@@ -35,16 +35,20 @@ func TestPersistedPrefixAcrossRestart(t *testing.T) {
 	}
 	var base string
 	start := func() func() {
-		st, err := store.Open(home, store.Options{})
+		st, err := store.OpenRegistry(home, store.RegistryOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kv, err := store.OpenKV(home, store.KVOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		reg := server.NewLibraryRegistry()
 		reg.Dirs, reg.Store = []string{lib}, st
-		srv := server.New(server.Config{Registry: reg, Store: st, Load: runner.LoadOptions{NumCtx: 2048}})
+		srv := server.New(server.Config{Registry: reg, Store: kv, Load: runner.LoadOptions{NumCtx: 2048}})
 		hs := httptest.NewServer(srv)
 		base = hs.URL
-		return func() { hs.Close(); srv.Close(); st.Close() }
+		return func() { hs.Close(); srv.Close(); kv.Close(); st.Close() }
 	}
 	stream := false
 	history := strings.Repeat("the quick brown fox jumps over the lazy dog ", 25) // ~1,100 byte tokens

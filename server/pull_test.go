@@ -29,13 +29,13 @@ import (
 func newInstallServer(t *testing.T) (*api.Client, string, string) {
 	t.Helper()
 	home := t.TempDir()
-	st, err := store.Open(home, store.Options{KVMaxBytes: -1})
+	st, err := store.OpenRegistry(home, store.RegistryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := server.NewLibraryRegistry()
 	reg.Dirs, reg.Store = nil, st
-	srv := server.New(server.Config{Registry: reg, Store: st, Version: "test", Load: runner.LoadOptions{NumCtx: 256},
+	srv := server.New(server.Config{Registry: reg, Version: "test", Load: runner.LoadOptions{NumCtx: 256},
 		MaxBodyBytes: 1 << 20, Install: &installer.Options{Home: home, Store: st, MinPartSize: 256 << 10,
 			RetryBase: time.Millisecond, ProgressEvery: 5 * time.Millisecond}})
 	hs := httptest.NewServer(srv)

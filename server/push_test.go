@@ -36,13 +36,13 @@ func newPushServer(t *testing.T, lib map[string][]byte) (*api.Client, string, st
 			t.Fatal(err)
 		}
 	}
-	st, err := store.Open(home, store.Options{KVMaxBytes: -1})
+	st, err := store.OpenRegistry(home, store.RegistryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := server.NewLibraryRegistry()
 	reg.Dirs, reg.Store = []string{dir}, st
-	srv := server.New(server.Config{Registry: reg, Store: st, Version: "test", Load: runner.LoadOptions{NumCtx: 256},
+	srv := server.New(server.Config{Registry: reg, Version: "test", Load: runner.LoadOptions{NumCtx: 256},
 		MaxBodyBytes: 1 << 20, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Install: &installer.Options{Home: home, Store: st, RetryBase: time.Millisecond, ProgressEvery: 5 * time.Millisecond}})
 	hs := httptest.NewServer(srv)

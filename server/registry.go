@@ -71,7 +71,7 @@ func lookupName(name string) string {
 // are kept; without a store, copies live in memory.
 type LibraryRegistry struct {
 	Dirs  []string
-	Store *store.Store // nil: no persistent registry
+	Store *store.Registry // nil: no persistent registry
 
 	mu      sync.Mutex        // guards aliases and digests
 	aliases map[string]string // normalized lower-case name → target name

@@ -32,7 +32,7 @@ const APIVersion = "0.17.4"
 // gives the default.
 type Config struct {
 	Registry      Registry
-	Store         *store.Store       // persists prefix K/V across restarts; nil: memory only
+	Store         *store.KVStore     // persists prefix K/V across restarts; nil: memory only
 	Version       string             // folio's version, for /api/version
 	Load          runner.LoadOptions // how models are loaded
 	KeepAlive     time.Duration      // default keep_alive; 0: 5 minutes

@@ -11,7 +11,7 @@ const benchBlock = 512 << 10
 // BenchmarkSaveBlock is write-behind throughput: 512 KiB blocks saved and
 // written (Flush every 32 blocks keeps the queue from dropping).
 func BenchmarkSaveBlock(b *testing.B) {
-	s := openTest(b, "", Options{KVMaxBytes: 1 << 40, QueueBytes: 1 << 30})
+	s := openTest(b, "", KVOptions{MaxBytes: 1 << 40, QueueBytes: 1 << 30})
 	data := makeBlock(0, benchBlock).data // never modified, so shared by all saves
 	tokens := makeBlock(0, 0).tokens
 	b.SetBytes(benchBlock)
@@ -32,7 +32,7 @@ func BenchmarkSaveBlock(b *testing.B) {
 // BenchmarkLoadBlock is the latency of one 512 KiB load (query, copy,
 // token check, checksum) over 64 stored blocks.
 func BenchmarkLoadBlock(b *testing.B) {
-	s := openTest(b, "", Options{KVMaxBytes: 1 << 40})
+	s := openTest(b, "", KVOptions{MaxBytes: 1 << 40})
 	blocks := make([]block, 64)
 	for i := range blocks {
 		blocks[i] = makeBlock(i, benchBlock)
@@ -53,7 +53,7 @@ func BenchmarkLoadBlock(b *testing.B) {
 
 // BenchmarkHasBlocks is the request-path lookup of a 256-block prompt.
 func BenchmarkHasBlocks(b *testing.B) {
-	s := openTest(b, "", Options{KVMaxBytes: 1 << 40})
+	s := openTest(b, "", KVOptions{MaxBytes: 1 << 40})
 	blocks := make([]block, 256)
 	for i := range blocks {
 		blocks[i] = makeBlock(i, 16)

@@ -23,8 +23,9 @@ import (
 func TestKVDiskFullSeam(t *testing.T) {
 	log, logs := newLog()
 	home := t.TempDir()
-	s := openTest(t, home, Options{KVMaxBytes: 1 << 40, Log: log})
-	if err := s.PutModel(Model{Name: "keep", Digest: "sha256:cc"}); err != nil {
+	reg := openRegistryTest(t, home, RegistryOptions{})
+	s := openTest(t, home, KVOptions{MaxBytes: 1 << 40, Log: log})
+	if err := reg.PutModel(Model{Name: "keep", Digest: "sha256:cc"}); err != nil {
 		t.Fatal(err)
 	}
 	s.kv.SetMaxOpenConns(1) // the pragma is per connection
@@ -61,7 +62,7 @@ func TestKVDiskFullSeam(t *testing.T) {
 	if len(logs.lines("resumed")) != 1 {
 		t.Errorf("no line says writes resumed")
 	}
-	reopenAndVerify(t, s, home, st.Blocks+4)
+	reopenAndVerify(t, reg, s, home, st.Blocks+4)
 }
 
 // TestKVDiskFullTmpfs fills a real 2 MiB tmpfs; it needs the right to
@@ -73,11 +74,12 @@ func TestKVDiskFullTmpfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	log, logs := newLog()
-	s, err := Open(home, Options{KVMaxBytes: 1 << 40, Log: log})
+	reg := openRegistryTest(t, home, RegistryOptions{})
+	s, err := OpenKV(home, KVOptions{MaxBytes: 1 << 40, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutModel(Model{Name: "keep", Digest: "sha256:cc"}); err != nil {
+	if err := reg.PutModel(Model{Name: "keep", Digest: "sha256:cc"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 64 && s.KVStats("").Dropped == 0; i++ {
@@ -90,7 +92,7 @@ func TestKVDiskFullTmpfs(t *testing.T) {
 	}
 	checkFullLog(t, logs)
 	// the registry says so too
-	err = s.PutModel(Model{Name: "new", Template: strings.Repeat("x", 1<<20)})
+	err = reg.PutModel(Model{Name: "new", Template: strings.Repeat("x", 1<<20)})
 	if err == nil || !strings.Contains(err.Error(), "is full: free disk space") {
 		t.Errorf("PutModel on a full disk: %v", err)
 	}
@@ -98,11 +100,11 @@ func TestKVDiskFullTmpfs(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	s2 := openTest(t, home, Options{KVMaxBytes: 1 << 40, Log: log})
+	s2 := openTest(t, home, KVOptions{MaxBytes: 1 << 40, Log: log})
 	if lines := logs.lines("damaged"); len(lines) > 0 {
 		t.Errorf("the full disk damaged kvcache.db: %q", lines)
 	}
-	reopenAndVerify(t, s2, home, st.Blocks)
+	reopenAndVerify(t, reg, s2, home, st.Blocks)
 }
 
 func checkFullLog(t *testing.T, logs *logBuf) {
@@ -116,27 +118,29 @@ func checkFullLog(t *testing.T, logs *logBuf) {
 	}
 }
 
-// reopenAndVerify closes s, opens home again and checks both databases
-// and every stored block (want of them), and the registry's model.
-func reopenAndVerify(t *testing.T, s *Store, home string, want int) {
+// reopenAndVerify closes reg and s, opens home's two stores again and
+// checks both databases and every stored block (want of them), and the
+// registry's model.
+func reopenAndVerify(t *testing.T, reg *Registry, s *KVStore, home string, want int) {
 	t.Helper()
-	if err := s.Close(); err != nil {
+	if err := errors.Join(s.Close(), reg.Close()); err != nil {
 		t.Fatal(err)
 	}
-	s = openTest(t, home, Options{KVMaxBytes: 1 << 40})
+	reg = openRegistryTest(t, home, RegistryOptions{})
+	s = openTest(t, home, KVOptions{MaxBytes: 1 << 40})
 	if err := integrityCheck(s.kv); err != nil {
 		t.Errorf("kvcache.db: %v", err)
 	}
-	if err := integrityCheck(s.reg); err != nil {
+	if err := integrityCheck(reg.db); err != nil {
 		t.Errorf("folio.db: %v", err)
 	}
 	if got := verifyAllBlocks(t, s); got != want {
 		t.Errorf("%d blocks stored after reopening, want %d", got, want)
 	}
-	if _, err := s.Model("keep"); err != nil {
+	if _, err := reg.Model("keep"); err != nil {
 		t.Errorf("the registry lost its model: %v", err)
 	}
-	if _, err := s.Model("new"); !errors.Is(err, ErrNotFound) {
+	if _, err := reg.Model("new"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a model whose write failed is registered: %v", err)
 	}
 }

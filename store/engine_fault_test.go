@@ -99,7 +99,10 @@ func TestEngineFaultChild(t *testing.T) {
 		t.Skip("the child of TestKillDuringEngineWriteBehind")
 	}
 	home, model, _ := strings.Cut(spec, "|")
-	s, err := Open(home, Options{KVMaxBytes: 1 << 40})
+	if _, err := OpenRegistry(home, RegistryOptions{}); err != nil { // held open, as serve holds it
+		t.Fatal(err)
+	}
+	s, err := OpenKV(home, KVOptions{MaxBytes: 1 << 40})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,14 +156,15 @@ func TestKillDuringEngineWriteBehind(t *testing.T) {
 	}
 
 	log, logs := newLog()
-	s := openTest(t, home, Options{KVMaxBytes: 1 << 40, Log: log})
+	reg := openRegistryTest(t, home, RegistryOptions{})
+	s := openTest(t, home, KVOptions{MaxBytes: 1 << 40, Log: log})
 	if lines := logs.lines("damaged"); len(lines) > 0 {
 		t.Errorf("kvcache.db was damaged by the kill: %q", lines)
 	}
 	if err := integrityCheck(s.kv); err != nil {
 		t.Errorf("kvcache.db: %v", err)
 	}
-	if err := integrityCheck(s.reg); err != nil {
+	if err := integrityCheck(reg.db); err != nil {
 		t.Errorf("folio.db: %v", err)
 	}
 	blocks := verifyAllBlocks(t, s)
@@ -222,7 +226,7 @@ func integrityCheck(db *sql.DB) error {
 
 // verifyAllBlocks loads every stored block through LoadBlock (tokens,
 // length and checksum verified) and returns how many there are.
-func verifyAllBlocks(t *testing.T, s *Store) int {
+func verifyAllBlocks(t *testing.T, s *KVStore) int {
 	t.Helper()
 	rows, err := s.kv.Query("SELECT fingerprint, hash, tokens, bytes FROM kv_blocks")
 	if err != nil {

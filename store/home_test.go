@@ -47,7 +47,8 @@ func TestHomePermissions(t *testing.T) {
 
 	t.Run("new", func(t *testing.T) {
 		home := filepath.Join(t.TempDir(), "home")
-		s := openTest(t, home, Options{KVMaxBytes: 1 << 30})
+		openRegistryTest(t, home, RegistryOptions{})
+		s := openTest(t, home, KVOptions{MaxBytes: 1 << 30})
 		save(s, testFP, makeBlock(0, 4096))
 		s.Flush()
 		got := modes(t, home)
@@ -64,7 +65,7 @@ func TestHomePermissions(t *testing.T) {
 
 	t.Run("existing", func(t *testing.T) {
 		home := t.TempDir()
-		openTest(t, home, Options{KVMaxBytes: 1 << 30}).Close()
+		openTest(t, home, KVOptions{MaxBytes: 1 << 30}).Close()
 		outside := filepath.Join(t.TempDir(), "model.gguf")
 		write := func(name string) {
 			path := filepath.Join(home, name)
@@ -96,7 +97,7 @@ func TestHomePermissions(t *testing.T) {
 		})
 
 		log, logs := newLog()
-		openTest(t, home, Options{KVMaxBytes: 1 << 30, Log: log}).Close()
+		openTest(t, home, KVOptions{MaxBytes: 1 << 30, Log: log}).Close()
 		for name, m := range modes(t, home) {
 			fi, _ := os.Lstat(filepath.Join(home, name))
 			want := fs.FileMode(0o600)
@@ -131,7 +132,9 @@ func TestHomePermissions(t *testing.T) {
 func TestHomeNotWritable(t *testing.T) {
 	t.Run("read-only", func(t *testing.T) {
 		home := fixtures.ReadOnlyDir(t)
-		_, err := Open(home, Options{KVMaxBytes: 1 << 30})
+		_, err := OpenKV(home, KVOptions{MaxBytes: 1 << 30})
+		checkHomeErr(t, err, "FOLIO_HOME "+home+" is not writable")
+		_, err = OpenRegistry(home, RegistryOptions{})
 		checkHomeErr(t, err, "FOLIO_HOME "+home+" is not writable")
 	})
 	t.Run("file", func(t *testing.T) {
@@ -139,7 +142,9 @@ func TestHomeNotWritable(t *testing.T) {
 		if err := os.WriteFile(home, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := Open(home, Options{KVMaxBytes: 1 << 30})
+		_, err := OpenKV(home, KVOptions{MaxBytes: 1 << 30})
+		checkHomeErr(t, err, "FOLIO_HOME "+home+" is not a folder")
+		_, err = OpenRegistry(home, RegistryOptions{})
 		checkHomeErr(t, err, "FOLIO_HOME "+home+" is not a folder")
 	})
 }

@@ -103,10 +103,10 @@ func removeFromIndex(idx map[string]*fpIndex, k key) bool {
 
 // HasBlocks is how many leading hashes of fp are stored, stopping at the
 // first missing one. It reads the in-memory index only. The index knows
-// the blocks stored at Open and those this process has written since; a
+// the blocks stored at OpenKV and those this process has written since; a
 // block another process deleted since may still be reported, and
 // LoadBlock then returns ErrNotFound.
-func (s *Store) HasBlocks(fp string, hashes [][32]byte) int {
+func (s *KVStore) HasBlocks(fp string, hashes [][32]byte) int {
 	s.idxMu.RLock()
 	defer s.idxMu.RUnlock()
 	f := s.idx[fp]
@@ -121,13 +121,13 @@ func (s *Store) HasBlocks(fp string, hashes [][32]byte) int {
 	return len(hashes)
 }
 
-func (s *Store) has(k key) bool {
+func (s *KVStore) has(k key) bool {
 	return s.HasBlocks(k.fp, [][32]byte{k.hash}) == 1
 }
 
 // KVStats sums the blocks of fingerprint fp in the index ("" for all
 // fingerprints). Dropped and Corrupt count all fingerprints.
-func (s *Store) KVStats(fp string) KVStats {
+func (s *KVStore) KVStats(fp string) KVStats {
 	s.idxMu.RLock()
 	var st KVStats
 	for name, f := range s.idx {
@@ -154,7 +154,7 @@ WHERE b.fingerprint = ? AND b.hash = ?`
 // it is recomputed and saved again. A block that is not stored returns
 // ErrNotFound. On error dst's contents are unspecified. A successful load
 // marks the block used now (written behind).
-func (s *Store) LoadBlock(fp string, hash [32]byte, tokens []int32, dst []byte) error {
+func (s *KVStore) LoadBlock(fp string, hash [32]byte, tokens []int32, dst []byte) error {
 	k := key{fp, hash}
 	if s.kv == nil {
 		return fmt.Errorf("%w: block %x (K/V persistence is off)", ErrNotFound, hash[:6])
@@ -195,7 +195,7 @@ func (s *Store) LoadBlock(fp string, hash [32]byte, tokens []int32, dst []byte) 
 // loadFailed handles a failed query: corruption in the file is the
 // block's corruption (and marks the file for replacement at the next
 // Open); anything else is returned as is.
-func (s *Store) loadFailed(k key, id int64, err error) error {
+func (s *KVStore) loadFailed(k key, id int64, err error) error {
 	if isCorrupt(err) {
 		s.markDamaged(err)
 		return s.corrupt(k, id, err.Error())
@@ -209,7 +209,7 @@ func (s *Store) loadFailed(k key, id int64, err error) error {
 // fails every block it holds); KVStats.Corrupt and Close's log line
 // count them all, each block once (a load racing with the first, or
 // made before its deletion is written, finds it forgotten already).
-func (s *Store) corrupt(k key, id int64, why string) error {
+func (s *KVStore) corrupt(k key, id int64, why string) error {
 	first := s.forget(k)
 	s.q.push(op{kind: opDelete, key: k, id: id}, 0)
 	err := fmt.Errorf("%w: block %x of model %.12s: %s; deleted, it will be recomputed", ErrCorrupt, k.hash[:6], k.fp, why)
@@ -225,7 +225,7 @@ func (s *Store) corrupt(k key, id int64, why string) error {
 }
 
 // forget removes k from the index and reports whether it was there.
-func (s *Store) forget(k key) bool {
+func (s *KVStore) forget(k key) bool {
 	s.idxMu.Lock()
 	defer s.idxMu.Unlock()
 	return removeFromIndex(s.idx, k)
@@ -234,7 +234,7 @@ func (s *Store) forget(k key) bool {
 // markDamaged writes the marker that makes the next Open move kvcache.db
 // aside; SQLite reported the file itself damaged, which no row deletion
 // repairs.
-func (s *Store) markDamaged(cause error) {
+func (s *KVStore) markDamaged(cause error) {
 	path := filepath.Join(s.home, kvFile) + damagedSuffix
 	if _, err := os.Stat(path); err == nil {
 		return
@@ -252,7 +252,7 @@ func (s *Store) markDamaged(cause error) {
 // of the budget, at most 64 MiB); when the queue holds QueueBytes, the
 // block is dropped and counted in KVStats.Dropped. The block's last use
 // is now.
-func (s *Store) SaveBlock(fp string, hash, parent [32]byte, tokens []int32, data []byte, dtype string) {
+func (s *KVStore) SaveBlock(fp string, hash, parent [32]byte, tokens []int32, data []byte, dtype string) {
 	if s.kv == nil || int64(len(data)) > batchBytes(s.kvMax) {
 		return
 	}
@@ -276,7 +276,7 @@ func (s *Store) SaveBlock(fp string, hash, parent [32]byte, tokens []int32, data
 
 // Flush waits until every block queued, row deletion and last-use update
 // made before the call is written (or has failed, and been logged).
-func (s *Store) Flush() {
+func (s *KVStore) Flush() {
 	if s.kv != nil {
 		s.q.flush()
 	}

@@ -39,11 +39,11 @@ func makeBlock(i, n int) block {
 	return b
 }
 
-func save(s *Store, fp string, b block) {
+func save(s *KVStore, fp string, b block) {
 	s.SaveBlock(fp, b.hash, b.parent, b.tokens, bytes.Clone(b.data), "f16")
 }
 
-func load(s *Store, fp string, b block) error {
+func load(s *KVStore, fp string, b block) error {
 	dst := make([]byte, len(b.data))
 	if err := s.LoadBlock(fp, b.hash, b.tokens, dst); err != nil {
 		return err
@@ -63,7 +63,7 @@ func hashes(bs ...block) [][32]byte {
 }
 
 // rowCount is the number of rows in table (kv_blocks or kv_data).
-func rowCount(t *testing.T, s *Store, table string) int {
+func rowCount(t *testing.T, s *KVStore, table string) int {
 	t.Helper()
 	var n int
 	if err := s.kv.QueryRow("SELECT count(*) FROM " + table).Scan(&n); err != nil {
@@ -78,7 +78,7 @@ func fileExists(path string) bool {
 }
 
 func TestSaveLoadRoundTrip(t *testing.T) {
-	s := openTest(t, "", Options{KVMaxBytes: 1 << 30})
+	s := openTest(t, "", KVOptions{MaxBytes: 1 << 30})
 	b0, b1, b2 := makeBlock(0, 4096), makeBlock(1, 4096), makeBlock(2, 4096)
 	save(s, testFP, b0)
 	save(s, testFP, b1)
@@ -128,21 +128,21 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 func TestLoadRejects(t *testing.T) {
 	cases := []struct {
 		name   string
-		damage func(t *testing.T, s *Store, b *block) // makes the load fail
+		damage func(t *testing.T, s *KVStore, b *block) // makes the load fail
 	}{
-		{"token mismatch", func(t *testing.T, s *Store, b *block) {
+		{"token mismatch", func(t *testing.T, s *KVStore, b *block) {
 			b.tokens = append([]int32(nil), b.tokens...)
 			b.tokens[5]++
 		}},
-		{"short token list", func(t *testing.T, s *Store, b *block) { b.tokens = b.tokens[:15] }},
-		{"length mismatch", func(t *testing.T, s *Store, b *block) { b.data = b.data[:len(b.data)-2] }},
-		{"flipped data byte", func(t *testing.T, s *Store, b *block) {
+		{"short token list", func(t *testing.T, s *KVStore, b *block) { b.tokens = b.tokens[:15] }},
+		{"length mismatch", func(t *testing.T, s *KVStore, b *block) { b.data = b.data[:len(b.data)-2] }},
+		{"flipped data byte", func(t *testing.T, s *KVStore, b *block) {
 			_, err := s.kv.Exec("UPDATE kv_data SET data = substr(data, 1, 100) || x'5a' || substr(data, 102)")
 			if err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"flipped token byte", func(t *testing.T, s *Store, b *block) {
+		{"flipped token byte", func(t *testing.T, s *KVStore, b *block) {
 			b.tokens[0] ^= 1 << 20
 			_, err := s.kv.Exec("UPDATE kv_blocks SET tokens = ?", encodeTokens(b.tokens))
 			if err != nil {
@@ -152,7 +152,7 @@ func TestLoadRejects(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := openTest(t, "", Options{KVMaxBytes: 1 << 30})
+			s := openTest(t, "", KVOptions{MaxBytes: 1 << 30})
 			b := makeBlock(3, 1000)
 			if b.data[100] == 0x5a {
 				t.Fatal("test block already has the flipped byte")
@@ -191,7 +191,7 @@ func TestLoadRejects(t *testing.T) {
 func TestBudgetEvictsLRU(t *testing.T) {
 	const size = 60 << 10 // one 64 KiB page each; a 2 MiB budget holds about 20
 	clk := newClock()
-	s := openTest(t, "", Options{KVMaxBytes: 2 << 20, Now: clk.Now})
+	s := openTest(t, "", KVOptions{MaxBytes: 2 << 20, Now: clk.Now})
 	var (
 		bs       []block
 		lastUsed []time.Time // by the test's reckoning
@@ -257,7 +257,7 @@ func TestBudgetEvictsLRU(t *testing.T) {
 
 func TestReopenKeepsBlocks(t *testing.T) {
 	home := t.TempDir()
-	s, err := Open(home, Options{KVMaxBytes: 1 << 30})
+	s, err := OpenKV(home, KVOptions{MaxBytes: 1 << 30})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestReopenKeepsBlocks(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = openTest(t, home, Options{KVMaxBytes: 1 << 30})
+	s = openTest(t, home, KVOptions{MaxBytes: 1 << 30})
 	if n := s.HasBlocks(testFP, hashes(bs...)); n != 3 {
 		t.Fatalf("HasBlocks after reopen = %d, want 3", n)
 	}
@@ -286,7 +286,7 @@ func TestReopenKeepsBlocks(t *testing.T) {
 // TestQueueFullDrops: SaveBlock never blocks; past QueueBytes it drops
 // and counts.
 func TestQueueFullDrops(t *testing.T) {
-	s := openTest(t, "", Options{KVMaxBytes: 1 << 30, QueueBytes: 3000})
+	s := openTest(t, "", KVOptions{MaxBytes: 1 << 30, QueueBytes: 3000})
 	// 2000 bytes count against the bound as a batch being written would,
 	// with no op for the writer to take and finish: the pushes below see
 	// the bound whenever the writer runs. (A queued op could be taken and
@@ -306,7 +306,7 @@ func TestQueueFullDrops(t *testing.T) {
 }
 
 func TestDefaultBudget(t *testing.T) {
-	s := openTest(t, "", Options{})
+	s := openTest(t, "", KVOptions{})
 	free, err := FreeBytes(s.home)
 	if err != nil {
 		t.Skip(err)

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 )
 
-// The budget (Options.KVMaxBytes, FOLIO_KV_STORE_MAX) bounds kvcache.db's
+// The budget (KVOptions.MaxBytes, FOLIO_KV_STORE_MAX) bounds kvcache.db's
 // files on disk: kvcache.db, kvcache.db-wal and kvcache.db-shm together.
 //
 //   - Pages, not block bytes, are counted: at the end of every write
@@ -73,7 +73,7 @@ func pagesInUse(ctx context.Context, q interface {
 // so the budget counts every process's blocks. Each round deletes the
 // oldest blocks whose bytes cover the excess, then measures again
 // (a block's pages exceed its bytes by its rounding to whole pages).
-func (s *Store) evict(ctx context.Context, tx *sql.Tx) ([]written, error) {
+func (s *KVStore) evict(ctx context.Context, tx *sql.Tx) ([]written, error) {
 	limit := pageBudget(s.kvMax)
 	var victims []written
 	for {
@@ -133,7 +133,7 @@ func oldestBlocks(ctx context.Context, tx *sql.Tx, excess int64) ([]written, []i
 // checkpoint copies the WAL into kvcache.db and truncates it to zero
 // bytes. A reader of another process holding an old snapshot past the
 // busy timeout leaves it as it is until the next batch.
-func (s *Store) checkpoint(ctx context.Context) {
+func (s *KVStore) checkpoint(ctx context.Context) {
 	var busy, frames, done int
 	err := s.kv.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &done)
 	if err != nil || busy != 0 {
@@ -148,7 +148,7 @@ func (s *Store) checkpoint(ctx context.Context) {
 // one log line. VACUUM rewrites the pages in use, at most the budget. A
 // file at its usual size, within the budget less a batch, never comes
 // near that threshold.
-func (s *Store) trim(ctx context.Context) {
+func (s *KVStore) trim(ctx context.Context) {
 	s.writeBatch(ctx, batch{})
 	_, file, err := pagesInUse(ctx, s.kv)
 	if err != nil || file <= s.kvMax-shmBytes {
@@ -176,9 +176,9 @@ func checkKVMax(kvMax int64) error {
 }
 
 // KVBudget is where the persisted prefix K/V cache is and the budget of
-// its files (FOLIO_KV_STORE_MAX, or the default Open chose); file is ""
+// its files (FOLIO_KV_STORE_MAX, or the default OpenKV chose); file is ""
 // when K/V persistence is off for this process.
-func (s *Store) KVBudget() (file string, budget int64) {
+func (s *KVStore) KVBudget() (file string, budget int64) {
 	if s.kv == nil {
 		return "", 0
 	}

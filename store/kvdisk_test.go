@@ -3,6 +3,7 @@ package store
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -35,7 +36,7 @@ func TestKVFilesWithinBudget(t *testing.T) {
 		slack  = 16 * kvPageSize
 	)
 	home := t.TempDir()
-	s := openTest(t, home, Options{KVMaxBytes: budget})
+	s := openTest(t, home, KVOptions{MaxBytes: budget})
 	var (
 		wg   sync.WaitGroup
 		stop = make(chan struct{})
@@ -88,7 +89,7 @@ func TestKVFilesWithinBudget(t *testing.T) {
 // line, and its remaining blocks load.
 func TestKVShrinksToLowerBudget(t *testing.T) {
 	home := t.TempDir()
-	s := openTest(t, home, Options{KVMaxBytes: 16 << 20})
+	s := openTest(t, home, KVOptions{MaxBytes: 16 << 20})
 	for i := range 200 {
 		save(s, testFP, makeBlock(i, 60<<10))
 	}
@@ -97,7 +98,7 @@ func TestKVShrinksToLowerBudget(t *testing.T) {
 		t.Fatalf("the filled cache takes %d bytes, want more than 8 MiB", n)
 	}
 	log, logs := newLog()
-	s = openTest(t, home, Options{KVMaxBytes: 2 << 20, Log: log})
+	s = openTest(t, home, KVOptions{MaxBytes: 2 << 20, Log: log})
 	s.Flush()
 	if n := kvFilesSize(t, home); n > 2<<20 {
 		t.Fatalf("after opening with a 2 MiB budget the K/V files take %d bytes", n)
@@ -111,10 +112,14 @@ func TestKVShrinksToLowerBudget(t *testing.T) {
 	}
 }
 
-// TestKVMaxTooSmall: a budget below 1 MiB holds no block; Open says so.
+// TestKVMaxTooSmall: a budget below 1 MiB holds no block, and a negative
+// one none at all; OpenKV says so (a caller without K/V persistence does
+// not open the K/V store).
 func TestKVMaxTooSmall(t *testing.T) {
-	_, err := Open(t.TempDir(), Options{KVMaxBytes: 4000})
-	if err == nil || !strings.Contains(err.Error(), "FOLIO_KV_STORE_MAX is 4000 bytes") {
-		t.Fatalf("Open with a 4000-byte budget: %v", err)
+	for _, max := range []int64{4000, -1} {
+		_, err := OpenKV(t.TempDir(), KVOptions{MaxBytes: max})
+		if want := "FOLIO_KV_STORE_MAX is " + strconv.FormatInt(max, 10) + " bytes"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("OpenKV with a budget of %d bytes: %v", max, err)
+		}
 	}
 }

@@ -164,14 +164,14 @@ func (q *queue) finish(b batch) {
 	q.cond.Broadcast()
 }
 
-func (s *Store) touch(id int64) {
+func (s *KVStore) touch(id int64) {
 	s.q.touch(id, s.now().UnixNano())
 }
 
 // writeLoop is the writer goroutine: the only one that writes kvcache.db.
 // Its first task, trim, is the queue's first sequence number (openKV
 // counts it), so a Flush after Open waits for it.
-func (s *Store) writeLoop(ctx context.Context) {
+func (s *KVStore) writeLoop(ctx context.Context) {
 	defer close(s.writerDone)
 	s.trim(ctx)
 	s.q.finish(batch{seq: 1})
@@ -195,7 +195,7 @@ type written struct {
 // process holds the write lock past the busy timeout, checkpoints the
 // WAL and updates the index. A batch that fails is dropped (counted and
 // logged).
-func (s *Store) writeBatch(ctx context.Context, b batch) {
+func (s *KVStore) writeBatch(ctx context.Context, b batch) {
 	saves := 0
 	sums := make([][8]byte, len(b.ops))
 	for i, o := range b.ops {
@@ -253,7 +253,7 @@ func (s *Store) writeBatch(ctx context.Context, b batch) {
 // updates, then eviction of the least recently used blocks while the
 // pages in use exceed the budget (kvbudget.go). It returns the blocks
 // stored and evicted.
-func (s *Store) writeTx(ctx context.Context, b batch, sums [][8]byte) (added, evicted []written, err error) {
+func (s *KVStore) writeTx(ctx context.Context, b batch, sums [][8]byte) (added, evicted []written, err error) {
 	tx, err := s.kv.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
 	if err != nil {
 		return nil, nil, err

@@ -50,7 +50,12 @@ func TestChildProcess(t *testing.T) {
 	if role == "" {
 		t.Skip("runs only as the child of a multi-process test")
 	}
-	s, err := Open(home, Options{KVMaxBytes: 1 << 40})
+	s, err := OpenKV(home, KVOptions{MaxBytes: 1 << 40})
+	if err != nil {
+		fmt.Printf("error %v\n", err)
+		os.Exit(1)
+	}
+	reg, err := OpenRegistry(home, RegistryOptions{})
 	if err != nil {
 		fmt.Printf("error %v\n", err)
 		os.Exit(1)
@@ -78,7 +83,7 @@ func TestChildProcess(t *testing.T) {
 				running = false
 			default:
 			}
-			if _, err := s.Models(); err != nil {
+			if _, err := reg.Models(); err != nil {
 				fails++
 				first = cmpOr(first, err)
 			}
@@ -87,6 +92,7 @@ func TestChildProcess(t *testing.T) {
 		fmt.Printf("lists %d errors %d first %v\n", lists, fails, first)
 	}
 	s.Close()
+	reg.Close()
 	os.Exit(0)
 }
 
@@ -124,7 +130,7 @@ func TestKillDuringWriteBehind(t *testing.T) {
 		t.Fatal("the child flushed nothing")
 	}
 
-	s := openTest(t, home, Options{KVMaxBytes: 1 << 40})
+	s := openTest(t, home, KVOptions{MaxBytes: 1 << 40})
 	present, corrupt := 0, 0
 	for i := range killBlocks {
 		b := makeBlock(i, killSize)
@@ -151,17 +157,18 @@ func TestKillDuringWriteBehind(t *testing.T) {
 // never wait for the writer; writers wait out each other's locks).
 func TestTwoProcesses(t *testing.T) {
 	home := t.TempDir()
-	s := openTest(t, home, Options{KVMaxBytes: 1 << 30})
+	reg := openRegistryTest(t, home, RegistryOptions{})
+	s := openTest(t, home, KVOptions{MaxBytes: 1 << 30})
 	cmd, stdin, out := startChild(t, "lister", home)
 	if !out.Scan() || out.Text() != "ready" {
 		t.Fatalf("child: %q %v", out.Text(), out.Err())
 	}
 	for i := range 300 {
-		if err := s.PutModel(Model{Name: fmt.Sprintf("m%03d", i), Template: strings.Repeat("x", 2000)}); err != nil {
+		if err := reg.PutModel(Model{Name: fmt.Sprintf("m%03d", i), Template: strings.Repeat("x", 2000)}); err != nil {
 			t.Fatal(err)
 		}
 		if i%3 == 0 {
-			if err := s.DeleteModel(fmt.Sprintf("m%03d", i/2)); err != nil && !errors.Is(err, ErrNotFound) {
+			if err := reg.DeleteModel(fmt.Sprintf("m%03d", i/2)); err != nil && !errors.Is(err, ErrNotFound) {
 				t.Fatal(err)
 			}
 		}

@@ -36,17 +36,18 @@ func newLog() (*slog.Logger, *logBuf) {
 func fillHome(t *testing.T, n int) string {
 	t.Helper()
 	home := t.TempDir()
-	s, err := Open(home, Options{KVMaxBytes: 1 << 30})
-	if err != nil {
+	reg := openRegistryTest(t, home, RegistryOptions{})
+	if err := reg.PutModel(Model{Name: "keep", Digest: "sha256:cc"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutModel(Model{Name: "keep", Digest: "sha256:cc"}); err != nil {
+	s, err := OpenKV(home, KVOptions{MaxBytes: 1 << 30})
+	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
 		save(s, testFP, makeBlock(i, 16<<10))
 	}
-	if err := s.Close(); err != nil {
+	if err := errors.Join(s.Close(), reg.Close()); err != nil {
 		t.Fatal(err)
 	}
 	return home
@@ -76,7 +77,7 @@ func TestTruncatedKVCache(t *testing.T) {
 	}
 
 	log, logs := newLog()
-	s := openTest(t, home, Options{KVMaxBytes: 1 << 30, Log: log})
+	s := openTest(t, home, KVOptions{MaxBytes: 1 << 30, Log: log})
 	if lines := logs.lines("kvcache.db"); len(lines) != 1 || !strings.Contains(lines[0], "moved it aside") {
 		t.Fatalf("log lines about kvcache.db: %q, want one", lines)
 	}
@@ -90,7 +91,7 @@ func TestTruncatedKVCache(t *testing.T) {
 	if len(aside) != 1 {
 		t.Fatalf("files moved aside: %v, want kvcache.db.corrupt-<time>", aside)
 	}
-	if m, err := s.Model("keep"); err != nil || m.Digest != "sha256:cc" {
+	if m, err := openRegistryTest(t, home, RegistryOptions{}).Model("keep"); err != nil || m.Digest != "sha256:cc" {
 		t.Fatalf("registry after K/V recovery: %+v, %v", m, err)
 	}
 	b := makeBlock(100, 16<<10)
@@ -122,7 +123,7 @@ func TestGarbageKVCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		log, logs := newLog()
-		s, err := Open(home, Options{KVMaxBytes: 1 << 30, Log: log, Now: clk.Now})
+		s, err := OpenKV(home, KVOptions{MaxBytes: 1 << 30, Log: log, Now: clk.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +143,7 @@ func TestGarbageKVCache(t *testing.T) {
 	}{{6 * 24 * time.Hour, 1}, {2 * 24 * time.Hour, 0}} {
 		clk.Add(c.after)
 		log, logs := newLog()
-		openTest(t, home, Options{KVMaxBytes: 1 << 30, Log: log, Now: clk.Now}).Close()
+		openTest(t, home, KVOptions{MaxBytes: 1 << 30, Log: log, Now: clk.Now}).Close()
 		if aside, _ := filepath.Glob(kvPath + ".corrupt-*"); len(aside) != c.left {
 			t.Fatalf("files aside %v after the copy was made: %v, want %d", clk.Now().Sub(time.Unix(1_700_000_000, 0)), aside, c.left)
 		}
@@ -157,7 +158,7 @@ func TestGarbageKVCache(t *testing.T) {
 // and Close reports the count.
 func TestCorruptBlocksLogged(t *testing.T) {
 	log, logs := newLog()
-	s := openTest(t, "", Options{KVMaxBytes: 1 << 30, Log: log})
+	s := openTest(t, "", KVOptions{MaxBytes: 1 << 30, Log: log})
 	bs := []block{makeBlock(0, 4096), makeBlock(1, 4096), makeBlock(2, 4096)}
 	for _, b := range bs {
 		save(s, testFP, b)
@@ -189,11 +190,11 @@ func TestCorruptBlocksLogged(t *testing.T) {
 // time, the next Open replaces it.
 func TestDamagedMarker(t *testing.T) {
 	home := fillHome(t, 4)
-	s := openTest(t, home, Options{KVMaxBytes: 1 << 30})
+	s := openTest(t, home, KVOptions{MaxBytes: 1 << 30})
 	s.markDamaged(errors.New("database disk image is malformed"))
 	s.Close()
 	log, logs := newLog()
-	s = openTest(t, home, Options{KVMaxBytes: 1 << 30, Log: log})
+	s = openTest(t, home, KVOptions{MaxBytes: 1 << 30, Log: log})
 	if st := s.KVStats(""); st.Blocks != 0 || len(logs.lines("moved it aside")) != 1 {
 		t.Fatalf("after the marker: %+v, logs %q", st, logs.lines(""))
 	}
@@ -215,7 +216,7 @@ func TestCorruptRegistry(t *testing.T) {
 			}
 		}},
 		{"truncated", func(t *testing.T, path string) {
-			s, err := Open(filepath.Dir(path), Options{KVMaxBytes: -1})
+			s, err := OpenRegistry(filepath.Dir(path), RegistryOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -233,10 +234,10 @@ func TestCorruptRegistry(t *testing.T) {
 			path := filepath.Join(home, registryFile)
 			c.damage(t, path)
 			before, _ := os.ReadFile(path)
-			s, err := Open(home, Options{})
+			s, err := OpenRegistry(home, RegistryOptions{})
 			if err == nil {
 				s.Close()
-				t.Fatal("Open of a damaged folio.db succeeded")
+				t.Fatal("OpenRegistry of a damaged folio.db succeeded")
 			}
 			msg := err.Error()
 			for _, want := range []string{path, "damaged", "backup", "move it aside"} {

@@ -28,7 +28,7 @@ const modelColumns = "name, digest, path, size, format, family, parameter_size, 
 // PutModel inserts m, or replaces the model of the same name. A zero
 // Modified is now; a zero Created is now for a new name and unchanged for
 // an existing one.
-func (s *Store) PutModel(m Model) error {
+func (s *Registry) PutModel(m Model) error {
 	if m.Name == "" {
 		return errors.New("store: model has no name")
 	}
@@ -40,7 +40,7 @@ func (s *Store) PutModel(m Model) error {
 	if m.Modified.IsZero() {
 		m.Modified = now
 	}
-	_, err := s.reg.Exec(`INSERT INTO models (`+modelColumns+`)
+	_, err := s.db.Exec(`INSERT INTO models (`+modelColumns+`)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
 		ON CONFLICT (name) DO UPDATE SET
 			digest = ?2, path = ?3, size = ?4, format = ?5, family = ?6,
@@ -58,8 +58,8 @@ func (s *Store) PutModel(m Model) error {
 }
 
 // Model returns the model called name, or an error wrapping ErrNotFound.
-func (s *Store) Model(name string) (Model, error) {
-	m, err := scanModel(s.reg.QueryRow("SELECT "+modelColumns+" FROM models WHERE name = ?", name))
+func (s *Registry) Model(name string) (Model, error) {
+	m, err := scanModel(s.db.QueryRow("SELECT "+modelColumns+" FROM models WHERE name = ?", name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Model{}, fmt.Errorf("%w: model %q", ErrNotFound, name)
 	}
@@ -70,8 +70,8 @@ func (s *Store) Model(name string) (Model, error) {
 }
 
 // Models returns every model, by name.
-func (s *Store) Models() ([]Model, error) {
-	rows, err := s.reg.Query("SELECT " + modelColumns + " FROM models ORDER BY name")
+func (s *Registry) Models() ([]Model, error) {
+	rows, err := s.db.Query("SELECT " + modelColumns + " FROM models ORDER BY name")
 	if err != nil {
 		return nil, fmt.Errorf("store: list models: %w", err)
 	}
@@ -92,8 +92,8 @@ func (s *Store) Models() ([]Model, error) {
 
 // DeleteModel removes the model called name (its files stay), or returns
 // an error wrapping ErrNotFound.
-func (s *Store) DeleteModel(name string) error {
-	r, err := s.reg.Exec("DELETE FROM models WHERE name = ?", name)
+func (s *Registry) DeleteModel(name string) error {
+	r, err := s.db.Exec("DELETE FROM models WHERE name = ?", name)
 	if err != nil {
 		return fmt.Errorf("store: delete model %q: %w", name, err)
 	}
@@ -105,12 +105,12 @@ func (s *Store) DeleteModel(name string) error {
 
 // CopyModel registers dst as a copy of src (same weights file), replacing
 // any model called dst; Created and Modified of dst are now.
-func (s *Store) CopyModel(src, dst string) error {
+func (s *Registry) CopyModel(src, dst string) error {
 	if dst == "" {
 		return errors.New("store: copy model: no destination name")
 	}
 	now := s.now().UnixNano()
-	r, err := s.reg.Exec(`INSERT INTO models (`+modelColumns+`)
+	r, err := s.db.Exec(`INSERT INTO models (`+modelColumns+`)
 		SELECT ?1, digest, path, size, format, family, parameter_size, quantization, template, parameters, ?2, ?2
 		FROM models WHERE name = ?3
 		ON CONFLICT (name) DO UPDATE SET
@@ -151,14 +151,14 @@ type Blob struct {
 
 // PutBlob inserts b or replaces the blob of the same digest; a zero
 // Created is now.
-func (s *Store) PutBlob(b Blob) error {
+func (s *Registry) PutBlob(b Blob) error {
 	if b.Digest == "" {
 		return errors.New("store: blob has no digest")
 	}
 	if b.Created.IsZero() {
 		b.Created = s.now()
 	}
-	_, err := s.reg.Exec(`INSERT INTO blobs (digest, path, size, created) VALUES (?1, ?2, ?3, ?4)
+	_, err := s.db.Exec(`INSERT INTO blobs (digest, path, size, created) VALUES (?1, ?2, ?3, ?4)
 		ON CONFLICT (digest) DO UPDATE SET path = ?2, size = ?3, created = ?4`,
 		b.Digest, b.Path, b.Size, b.Created.UnixNano())
 	if err != nil {
@@ -168,8 +168,8 @@ func (s *Store) PutBlob(b Blob) error {
 }
 
 // Blob returns the blob of digest, or an error wrapping ErrNotFound.
-func (s *Store) Blob(digest string) (Blob, error) {
-	b, err := scanBlob(s.reg.QueryRow("SELECT digest, path, size, created FROM blobs WHERE digest = ?", digest))
+func (s *Registry) Blob(digest string) (Blob, error) {
+	b, err := scanBlob(s.db.QueryRow("SELECT digest, path, size, created FROM blobs WHERE digest = ?", digest))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Blob{}, fmt.Errorf("%w: blob %s", ErrNotFound, digest)
 	}
@@ -180,8 +180,8 @@ func (s *Store) Blob(digest string) (Blob, error) {
 }
 
 // Blobs returns every blob, by digest.
-func (s *Store) Blobs() ([]Blob, error) {
-	rows, err := s.reg.Query("SELECT digest, path, size, created FROM blobs ORDER BY digest")
+func (s *Registry) Blobs() ([]Blob, error) {
+	rows, err := s.db.Query("SELECT digest, path, size, created FROM blobs ORDER BY digest")
 	if err != nil {
 		return nil, fmt.Errorf("store: list blobs: %w", err)
 	}
@@ -202,8 +202,8 @@ func (s *Store) Blobs() ([]Blob, error) {
 
 // DeleteBlob forgets the blob of digest (the file stays), or returns an
 // error wrapping ErrNotFound.
-func (s *Store) DeleteBlob(digest string) error {
-	r, err := s.reg.Exec("DELETE FROM blobs WHERE digest = ?", digest)
+func (s *Registry) DeleteBlob(digest string) error {
+	r, err := s.db.Exec("DELETE FROM blobs WHERE digest = ?", digest)
 	if err != nil {
 		return fmt.Errorf("store: delete blob %s: %w", digest, err)
 	}

@@ -28,14 +28,29 @@ func (c *clock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// openTest opens a store in home (a fresh temp directory when "") and
-// closes it at the end of the test.
-func openTest(t testing.TB, home string, opt Options) *Store {
+// openTest opens a K/V store in home (a fresh temp directory when "")
+// and closes it at the end of the test.
+func openTest(t testing.TB, home string, opt KVOptions) *KVStore {
 	t.Helper()
 	if home == "" {
 		home = t.TempDir()
 	}
-	s, err := Open(home, opt)
+	s, err := OpenKV(home, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// openRegistryTest opens a registry in home (a fresh temp directory when
+// "") and closes it at the end of the test.
+func openRegistryTest(t testing.TB, home string, opt RegistryOptions) *Registry {
+	t.Helper()
+	if home == "" {
+		home = t.TempDir()
+	}
+	s, err := OpenRegistry(home, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +60,7 @@ func openTest(t testing.TB, home string, opt Options) *Store {
 
 func TestRegistryCRUD(t *testing.T) {
 	clk := newClock()
-	s := openTest(t, "", Options{Now: clk.Now, KVMaxBytes: -1})
+	s := openRegistryTest(t, "", RegistryOptions{Now: clk.Now})
 
 	llama := Model{Name: "llama3:8b", Digest: "sha256:aa", Path: "/m/aa", Size: 4 << 30, Format: "gguf",
 		Family: "llama", ParameterSize: "8B", Quantization: "Q4_K_M", Template: "{{ .Prompt }}", Parameters: "stop <|eot_id|>"}
@@ -122,7 +137,7 @@ func sameModel(a, b Model) bool {
 
 func TestBlobs(t *testing.T) {
 	clk := newClock()
-	s := openTest(t, "", Options{Now: clk.Now, KVMaxBytes: -1})
+	s := openRegistryTest(t, "", RegistryOptions{Now: clk.Now})
 	for _, b := range []Blob{{Digest: "sha256:02", Path: "/b/02", Size: 2}, {Digest: "sha256:01", Path: "/b/01", Size: 1}} {
 		if err := s.PutBlob(b); err != nil {
 			t.Fatal(err)
@@ -147,11 +162,11 @@ func TestBlobs(t *testing.T) {
 	}
 }
 
-// TestRegistryReopen: the registry survives Close and Open, and a store
-// opened with KVMaxBytes < 0 does not create kvcache.db.
+// TestRegistryReopen: the registry survives Close and OpenRegistry, and
+// opening it does not create kvcache.db.
 func TestRegistryReopen(t *testing.T) {
 	home := t.TempDir()
-	s, err := Open(home, Options{KVMaxBytes: -1})
+	s, err := OpenRegistry(home, RegistryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +176,7 @@ func TestRegistryReopen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = openTest(t, home, Options{KVMaxBytes: -1})
+	s = openRegistryTest(t, home, RegistryOptions{})
 	if m, err := s.Model("a"); err != nil || m.Size != 7 {
 		t.Fatalf("after reopen: %+v, %v", m, err)
 	}

@@ -1,15 +1,11 @@
 package store
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -33,96 +29,70 @@ const (
 	closeWait    = 10 * time.Second
 )
 
-// Options configure Open. The zero value is usable.
-type Options struct {
-	// KVMaxBytes is the budget of the persisted K/V cache's files on disk
-	// (kvcache.db and its -wal and -shm; see kvbudget.go); least recently
-	// used blocks are deleted beyond it. 0: min(10% of the free disk space
-	// at home plus the cache's own size, 20 GB). Negative: no K/V
-	// persistence, kvcache.db is not opened (for commands that only read
-	// the registry). Otherwise at least 1 MiB. The caller takes it from
-	// FOLIO_KV_STORE_MAX.
-	KVMaxBytes int64
-	// QueueBytes bounds the block data waiting in the write-behind queue;
-	// SaveBlock drops blocks beyond it. 0: 256 MiB.
-	QueueBytes int64
-	// Log receives one line per recovery or failed write. nil: slog.Default().
+// RegistryOptions configure OpenRegistry. The zero value is usable.
+type RegistryOptions struct {
+	// Log receives a line when the home's permissions are tightened.
+	// nil: slog.Default().
 	Log *slog.Logger
-	// Now is the clock for last_used (LRU) and timestamps. nil: time.Now.
+	// Now is the clock of the entries' timestamps. nil: time.Now.
 	Now func() time.Time
 }
 
-// Store is folio's durable state: the registry in folio.db and the
-// persisted prefix K/V in kvcache.db, both in one home directory. Its
-// methods are safe for concurrent use; see the package doc for the locks.
+// Registry is the model registry, folio.db in the home directory: the
+// models and blobs folio has entered. It is precious: a damaged one is
+// reported, never replaced. Its methods are safe for concurrent use.
 // Several processes may open one home directory (SQLite WAL and a busy
 // timeout keep it consistent).
-type Store struct {
+type Registry struct {
 	home string
-	log  *slog.Logger
 	now  func() time.Time
-
-	reg *sql.DB // folio.db; *sql.DB is safe for concurrent use
-	kv  *sql.DB // kvcache.db; nil when K/V persistence is off
-
-	kvMax    int64     // budget of kvcache.db's files, fixed at Open
-	loadStmt *sql.Stmt // LoadBlock's query, prepared on kv
-
-	idxMu sync.RWMutex
-	idx   map[string]*fpIndex // guarded by idxMu: the blocks this process knows are stored
-
-	q         queue        // write-behind queue, guarded by q.mu
-	dropped   atomic.Int64 // blocks SaveBlock dropped (queue full) or the writer failed to write
-	corrupted atomic.Int64 // blocks LoadBlock found damaged (logged once, then counted)
-	diskFull  atomic.Bool  // the writer's last batch failed for a full disk (logged once)
-
-	cancel     context.CancelFunc // stops the writer's statements when Close gives up waiting
-	writerDone chan struct{}      // closed when the writer goroutine returns
-	closeOnce  sync.Once
-	closeErr   error
+	db   *sql.DB // folio.db; *sql.DB is safe for concurrent use
 }
 
-// Open opens (creating if needed) the home directory, folio.db and
-// kvcache.db. The home is this user's only (home.go): created 0700, and
+// OpenRegistry opens (creating if needed) the home directory and
+// folio.db. The home is this user's only (home.go): created 0700, and
 // folio's folders and files in it tightened to 0700 and 0600. A damaged
-// kvcache.db is moved aside and replaced by an empty one; a damaged
 // folio.db is an error, never replaced.
-func Open(home string, opt Options) (*Store, error) {
-	if home == "" {
-		return nil, errors.New("store: no home directory (set FOLIO_HOME)")
+func OpenRegistry(home string, opt RegistryOptions) (*Registry, error) {
+	log := opt.Log
+	if log == nil {
+		log = slog.Default()
 	}
-	if opt.KVMaxBytes > 0 {
-		if err := checkKVMax(opt.KVMaxBytes); err != nil {
-			return nil, err
-		}
-	}
-	if err := makeHome(home); err != nil {
+	if err := openHome(home, log); err != nil {
 		return nil, err
 	}
-	s := &Store{home: home, log: opt.Log, now: opt.Now, idx: map[string]*fpIndex{}}
-	if s.log == nil {
-		s.log = slog.Default()
+	r := &Registry{home: home, now: opt.Now}
+	if r.now == nil {
+		r.now = time.Now
 	}
-	if s.now == nil {
-		s.now = time.Now
+	db, err := openRegistry(filepath.Join(home, registryFile))
+	if err != nil {
+		return nil, err
+	}
+	r.db = db
+	return r, nil
+}
+
+// Close closes folio.db.
+func (r *Registry) Close() error { return r.db.Close() }
+
+// openHome creates the home if needed and tightens folio's entries in it,
+// logging what it changed or could not.
+func openHome(home string, log *slog.Logger) error {
+	if home == "" {
+		return errors.New("store: no home directory (set FOLIO_HOME)")
+	}
+	if err := makeHome(home); err != nil {
+		return err
 	}
 	n, err := tightenHome(home)
 	if n > 0 {
-		s.log.Info("store: made FOLIO_HOME's permissions owner-only (folders 0700, files 0600)", "home", home, "changed", n)
+		log.Info("store: made FOLIO_HOME's permissions owner-only (folders 0700, files 0600)", "home", home, "changed", n)
 	}
 	if err != nil {
-		s.log.Warn("store: cannot make all of FOLIO_HOME owner-only; check who owns its files", "home", home, "err", err)
+		log.Warn("store: cannot make all of FOLIO_HOME owner-only; check who owns its files", "home", home, "err", err)
 	}
-	if s.reg, err = openRegistry(filepath.Join(home, registryFile)); err != nil {
-		return nil, err
-	}
-	if opt.KVMaxBytes >= 0 {
-		if err := s.openKV(opt); err != nil {
-			s.reg.Close()
-			return nil, err
-		}
-	}
-	return s, nil
+	return nil
 }
 
 // openRegistry opens folio.db and checks it. It never moves or deletes
@@ -145,137 +115,4 @@ func openRegistry(path string) (*sql.DB, error) {
 		return nil, fmt.Errorf("store: %s is damaged (%v); it is the model registry, which folio never replaces on its own: restore it from a backup, or move it aside to start with an empty registry (models must then be pulled or created again)", path, err)
 	}
 	return nil, fmt.Errorf("store: open %s: %w", path, err)
-}
-
-// openKV opens kvcache.db, loads its index and starts the writer. A file
-// that is damaged (or marked damaged by an earlier run) is moved aside and
-// replaced by an empty cache, with one log line; the copy moved aside is
-// removed by the first Open 7 days later.
-func (s *Store) openKV(opt Options) error {
-	path := filepath.Join(s.home, kvFile)
-	removed, err := removeOldCopies(path, s.now())
-	if len(removed) > 0 {
-		s.log.Info("store: removed the copy of a damaged K/V cache moved aside more than 7 days ago", "files", removed)
-	}
-	if err != nil {
-		s.log.Warn("store: cannot remove the copy of a damaged K/V cache moved aside more than 7 days ago", "err", err)
-	}
-	if _, statErr := os.Stat(path + damagedSuffix); statErr == nil {
-		err = errMarkedDamaged
-	} else {
-		err = s.openKVFile(path)
-	}
-	if err != nil && isCorrupt(err) {
-		aside, mvErr := moveAside(path, s.now())
-		if mvErr != nil {
-			return fmt.Errorf("store: %s is damaged (%v) and cannot be moved aside: %w", path, err, mvErr)
-		}
-		s.log.Warn("store: persisted K/V cache was damaged; moved it aside and started an empty one", "file", path, "moved_to", aside, "err", err)
-		err = s.openKVFile(path)
-	}
-	if errors.Is(err, errNewerSchema) {
-		s.log.Warn("store: persisted K/V cache is off for this process", "file", path, "err", err)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("store: open %s: %w", path, err)
-	}
-
-	s.kvMax = opt.KVMaxBytes
-	if s.kvMax == 0 {
-		s.kvMax = s.defaultBudget(path)
-	}
-	if err := checkKVMax(s.kvMax); err != nil { // a default budget on a nearly full disk
-		s.log.Warn("store: persisted K/V cache is off for this process: the disk is nearly full", "file", path, "err", err)
-		s.loadStmt.Close()
-		s.kv.Close()
-		s.kv, s.idx = nil, map[string]*fpIndex{}
-		return nil
-	}
-	s.q.init(opt.QueueBytes, batchBytes(s.kvMax))
-	s.q.enq = 1 // the writer's first task, trim
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	s.writerDone = make(chan struct{})
-	go s.writeLoop(ctx)
-	return nil
-}
-
-// openKVFile opens and checks one kvcache.db and loads the index; on
-// error nothing stays open.
-func (s *Store) openKVFile(path string) (err error) {
-	db, err := openDB(path, "NORMAL", kvPageSize)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			db.Close()
-		}
-	}()
-	if err = migrate(db, kvMigrations); err != nil {
-		return err
-	}
-	// The metadata and its indexes are checked in full; the block data is
-	// verified block by block on load (checksums), so the whole file,
-	// up to the budget in size, is not read at every start.
-	for _, table := range []string{"kv_blocks", "kv_totals"} {
-		if err = quickCheck(db, table); err != nil {
-			return err
-		}
-	}
-	idx, err := loadIndex(db)
-	if err != nil {
-		return err
-	}
-	stmt, err := db.Prepare(loadQuery)
-	if err != nil {
-		return err
-	}
-	s.kv, s.idx, s.loadStmt = db, idx, stmt
-	return nil
-}
-
-// defaultBudget is min(10% of (free disk + the cache's files), 20 GB).
-func (s *Store) defaultBudget(path string) int64 {
-	free, err := FreeBytes(s.home)
-	if err != nil {
-		s.log.Warn("store: free disk space unknown; persisted K/V budget set to 2 GB (set FOLIO_KV_STORE_MAX to change it)", "err", err)
-		return fallbackKV
-	}
-	var own int64
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if fi, err := os.Stat(path + suffix); err == nil {
-			own += fi.Size()
-		}
-	}
-	return min((free+own)/10, maxDefaultKV)
-}
-
-// Close writes what the write-behind queue holds (waiting at most 10 s,
-// then dropping the rest) and closes both databases.
-func (s *Store) Close() error {
-	s.closeOnce.Do(func() {
-		if s.kv != nil {
-			s.q.mu.Lock()
-			s.q.closing = true
-			s.q.cond.Broadcast()
-			s.q.mu.Unlock()
-			select {
-			case <-s.writerDone:
-			case <-time.After(closeWait):
-				s.log.Warn("store: persisted K/V writes did not finish in time; the rest are dropped", "wait", closeWait)
-				s.cancel()
-				<-s.writerDone
-			}
-			s.cancel()
-			s.loadStmt.Close()
-			s.closeErr = s.kv.Close()
-			if n := s.corrupted.Load(); n > 1 {
-				s.log.Warn("store: persisted K/V blocks failed verification since start and were recomputed", "blocks", n, "file", filepath.Join(s.home, kvFile))
-			}
-		}
-		s.closeErr = errors.Join(s.closeErr, s.reg.Close())
-	})
-	return s.closeErr
 }

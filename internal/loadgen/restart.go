@@ -96,7 +96,7 @@ func Restart(ctx context.Context, m *runner.Model, cfg RestartConfig) (RestartRe
 // runStored runs prompt on a new engine over the store in home, then
 // closes the engine and the store.
 func runStored(ctx context.Context, m *runner.Model, home, fp string, prompt []int32, answer int) (Trace, error) {
-	st, err := store.Open(home, store.Options{})
+	st, err := store.OpenKV(home, store.KVOptions{})
 	if err != nil {
 		return Trace{}, err
 	}
