@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/ollama/ollama/api"
@@ -21,15 +20,6 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if len(req.Messages) == 0 && unloading(req.KeepAlive) {
-		if err := s.models.unload(r.Context(), req.Model); err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(),
-			Message: api.Message{Role: "assistant"}, Done: true, DoneReason: "unload"})
-		return
-	}
 	for i, m := range req.Messages {
 		if len(m.Images) > 0 {
 			writeError(w, fmt.Errorf("%w: message %d has images: folio runs text models only", errBadRequest, i))
@@ -42,42 +32,16 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	format, err := s.compileFormat(r.Context(), req.Model, req.Format, "format")
-	if err != nil {
-		writeError(w, err)
+	j := s.openOllama(w, r, ollamaRequest{model: req.Model, options: req.Options, format: req.Format, keepAlive: req.KeepAlive,
+		tools: req.Tools, think: req.Think, noPrompt: len(req.Messages) == 0}, func(reason string) any {
+		return api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Message: api.Message{Role: "assistant"}, Done: true, DoneReason: reason}
+	})
+	if j == nil {
 		return
 	}
-	conf, err := s.modelConf(req.Model)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	opts, sample, err := conf.options(req.Options)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	start := time.Now()
-	l, release, err := s.models.acquire(r.Context(), req.Model, keepAlive(req.KeepAlive))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	defer release()
-	loaded := time.Now()
-	caps := capsOf(modelTemplate(l, conf))
-	think, err := checkCaps(req.Model, caps, req.Tools, req.Think)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if len(req.Messages) == 0 { // a load request
-		writeJSON(w, http.StatusOK, api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(),
-			Message: api.Message{Role: "assistant"}, Done: true, DoneReason: "load"})
-		return
-	}
-	p := &chatPrompt{s: s, ctx: r.Context(), l: l, conf: conf, tools: req.Tools, think: think, caps: caps, constrained: format != nil}
-	text, ids, err := p.fit(conf.chatMessages(req.Messages), newWindow(l, opts, req.Truncate))
+	defer j.release()
+	p := &chatPrompt{s: s, ctx: r.Context(), l: j.l, conf: j.conf, tools: req.Tools, think: j.think, caps: j.caps, constrained: j.c.format != nil}
+	text, ids, err := p.fit(j.conf.chatMessages(req.Messages), newWindow(j.l, j.c.opts, req.Truncate))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -87,66 +51,17 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			Message: api.Message{Role: "assistant"}, DebugInfo: &api.DebugInfo{RenderedTemplate: text}})
 		return
 	}
-	c := &completion{model: l, opts: opts, sample: sample, n: 1, logprobs: req.Logprobs, topLog: req.TopLogprobs,
-		format: format, ids: ids}
-	c.thinkSplit = thinkState(text, think, caps)
-	st, err := c.start(r.Context())
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	defer st.Cancel()
-	out := newResponder(w, streamFlag(req.Stream))
-	split := newThinkSplitter(c.thinkSplit)
-	calls := newToolStream(l, conf, req.Tools)
-	var content, thinking strings.Builder
-	var lps []api.Logprob
-	var toolCalls []api.ToolCall
-	var cached *int
-	for {
-		ev, ok := st.Recv(r.Context())
-		if !ok {
-			return
+	j.c.ids, j.c.logprobs, j.c.topLog = ids, req.Logprobs, req.TopLogprobs
+	j.c.thinkSplit = thinkState(text, j.think, j.caps)
+	j.run(r.Context(), w, streamFlag(req.Stream), newToolStream(j.l, j.conf, req.Tools), func(d ollamaDelta) any {
+		resp := api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Logprobs: d.logprobs,
+			Message: api.Message{Role: "assistant", Content: d.content, Thinking: d.thinking, ToolCalls: d.calls}}
+		if d.done {
+			resp.Done, resp.DoneReason, resp.Metrics = true, d.reason, d.metrics
+			return chatResponse{resp, d.cached}
 		}
-		resp := api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Message: api.Message{Role: "assistant"}}
-		resp.Message.Content, resp.Message.Thinking = split.add(ev.Text)
-		resp.Message.Content, resp.Message.ToolCalls = calls.add(resp.Message.Content)
-		if ev.Logprob != nil {
-			resp.Logprobs = []api.Logprob{ollamaLogprob(l.model.Tok, ev.Logprob)}
-		}
-		if ev.Done {
-			if ev.Err != nil {
-				out.fail(ev.Err)
-				return
-			}
-			c2, t2 := split.flush()
-			c2, more := calls.add(c2)
-			resp.Message.Content += c2 + calls.flush()
-			resp.Message.Thinking += t2
-			resp.Message.ToolCalls = append(resp.Message.ToolCalls, more...)
-			resp.Done, resp.DoneReason = true, ev.Reason
-			resp.Metrics, cached = metrics(ev.Stats, start, loaded)
-		}
-		if out.stream {
-			m := resp.Message
-			if m.Content != "" || m.Thinking != "" || len(m.ToolCalls) > 0 || resp.Logprobs != nil || resp.Done {
-				out.send(chatResponse{resp, cached})
-			}
-		} else {
-			content.WriteString(resp.Message.Content)
-			thinking.WriteString(resp.Message.Thinking)
-			toolCalls = append(toolCalls, resp.Message.ToolCalls...)
-			lps = append(lps, resp.Logprobs...)
-		}
-		if ev.Done {
-			if !out.stream {
-				resp.Message.Content, resp.Message.Thinking, resp.Logprobs = content.String(), thinking.String(), lps
-				resp.Message.ToolCalls = toolCalls
-				out.send(chatResponse{resp, cached})
-			}
-			return
-		}
-	}
+		return chatResponse{resp, nil}
+	})
 }
 
 // render turns messages into the model's prompt text with a chat

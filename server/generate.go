@@ -80,50 +80,19 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	noPrompt := req.Prompt == "" && req.Suffix == "" && len(req.Context) == 0 && req.System == ""
-	if noPrompt && unloading(req.KeepAlive) {
-		if err := s.models.unload(r.Context(), req.Model); err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, api.GenerateResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Done: true, DoneReason: "unload"})
+	j := s.openOllama(w, r, ollamaRequest{model: req.Model, options: req.Options, format: req.Format, keepAlive: req.KeepAlive,
+		think: req.Think, noPrompt: req.Prompt == "" && req.Suffix == "" && len(req.Context) == 0 && req.System == ""},
+		func(reason string) any {
+			return api.GenerateResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Done: true, DoneReason: reason}
+		})
+	if j == nil {
 		return
 	}
-	format, err := s.compileFormat(r.Context(), req.Model, req.Format, "format")
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	conf, err := s.modelConf(req.Model)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	opts, sample, err := conf.options(req.Options)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	start := time.Now()
-	l, release, err := s.models.acquire(r.Context(), req.Model, keepAlive(req.KeepAlive))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	defer release()
-	loaded := time.Now()
-	caps := capsOf(modelTemplate(l, conf))
-	think, err := checkCaps(req.Model, caps, nil, req.Think)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if noPrompt { // a load request
-		writeJSON(w, http.StatusOK, api.GenerateResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Done: true, DoneReason: "load"})
-		return
-	}
-	c := &completion{model: l, opts: opts, sample: sample, n: 1, logprobs: req.Logprobs, topLog: req.TopLogprobs, format: format}
-	win := newWindow(l, opts, req.Truncate)
+	defer j.release()
+	l, conf, c, think, caps := j.l, j.conf, j.c, j.think, j.caps
+	c.logprobs, c.topLog = req.Logprobs, req.TopLogprobs
+	var err error
+	win := newWindow(l, c.opts, req.Truncate)
 	for _, id := range req.Context {
 		if id < 0 || id >= l.model.Arch.Vocab {
 			writeError(w, fmt.Errorf("%w: context holds token %d, outside the vocabulary of %d: send back the context of this model's last response", errBadRequest, id, l.model.Arch.Vocab))
@@ -162,7 +131,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		// the model's messages and the prompt, fitted to num_ctx as
 		// /api/chat's is (Ollama's generate does the same).
 		msgs := conf.generateMessages(req.System, req.Prompt, len(req.Context) > 0)
-		p := &chatPrompt{s: s, ctx: r.Context(), l: l, conf: conf, tmpl: req.Template, think: think, caps: caps, constrained: format != nil}
+		p := &chatPrompt{s: s, ctx: r.Context(), l: l, conf: conf, tmpl: req.Template, think: think, caps: caps, constrained: c.format != nil}
 		var text string
 		var ids []int32
 		if len(c.ids) == 0 {
@@ -186,64 +155,17 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	st, err := c.start(r.Context())
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	defer st.Cancel()
-	out := newResponder(w, streamFlag(req.Stream))
-	base := api.GenerateResponse{Model: req.Model}
-	var full strings.Builder
-	var thinkAll strings.Builder
-	var lps []api.Logprob
-	var cached *int
-	split := newThinkSplitter(c.thinkSplit)
-	generated := append([]int32(nil), c.ids...)
-	for {
-		ev, ok := st.Recv(r.Context())
-		if !ok {
-			return
+	prompt := c.ids
+	j.run(r.Context(), w, streamFlag(req.Stream), nil, func(d ollamaDelta) any {
+		resp := api.GenerateResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Response: d.content, Thinking: d.thinking,
+			Logprobs: d.logprobs}
+		if d.done {
+			resp.Done, resp.DoneReason, resp.Metrics = true, d.reason, d.metrics
+			resp.Context = toInts(append(append([]int32(nil), prompt...), d.generated...))
+			return generateResponse{resp, d.cached}
 		}
-		if ev.Token >= 0 {
-			generated = append(generated, ev.Token)
-		}
-		content, thought := split.add(ev.Text)
-		resp := base
-		resp.CreatedAt = s.cfg.Now().UTC()
-		resp.Response, resp.Thinking = content, thought
-		if ev.Logprob != nil {
-			resp.Logprobs = []api.Logprob{ollamaLogprob(tok, ev.Logprob)}
-		}
-		if ev.Done {
-			if ev.Err != nil {
-				out.fail(ev.Err)
-				return
-			}
-			c2, t2 := split.flush()
-			resp.Response += c2
-			resp.Thinking += t2
-			resp.Done, resp.DoneReason = true, ev.Reason
-			resp.Context = toInts(generated)
-			resp.Metrics, cached = metrics(ev.Stats, start, loaded)
-		}
-		if out.stream {
-			if resp.Response != "" || resp.Thinking != "" || resp.Logprobs != nil || resp.Done {
-				out.send(generateResponse{resp, cached})
-			}
-		} else {
-			full.WriteString(resp.Response)
-			thinkAll.WriteString(resp.Thinking)
-			lps = append(lps, resp.Logprobs...)
-		}
-		if ev.Done {
-			if !out.stream {
-				resp.Response, resp.Thinking, resp.Logprobs = full.String(), thinkAll.String(), lps
-				out.send(generateResponse{resp, cached})
-			}
-			return
-		}
-	}
+		return generateResponse{resp, nil}
+	})
 }
 
 // checkRequest refuses what folio cannot do with a clear message, rather

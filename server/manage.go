@@ -99,16 +99,8 @@ func capabilities(f *gguf.File, template string) []model.Capability {
 }
 
 func (s *Server) show(w http.ResponseWriter, r *http.Request) {
-	var req api.ShowRequest
-	if err := decode(r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	if req.Model == "" {
-		req.Model = req.Name
-	}
-	if req.Model == "" {
-		writeError(w, fmt.Errorf("%w: model is required", errBadRequest))
+	req, ok := decodeNamed(w, r, func(q *api.ShowRequest) (*string, string) { return &q.Model, q.Name })
+	if !ok {
 		return
 	}
 	ent, err := resolveModel(r.Context(), &s.cfg, req.Model)
@@ -180,13 +172,9 @@ func (s *Server) ps(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteModel(w http.ResponseWriter, r *http.Request) {
-	var req api.DeleteRequest
-	if err := decode(r, &req); err != nil {
-		writeError(w, err)
+	req, ok := decodeNamed(w, r, func(q *api.DeleteRequest) (*string, string) { return &q.Model, q.Name })
+	if !ok {
 		return
-	}
-	if req.Model == "" {
-		req.Model = req.Name
 	}
 	if _, err := checkModelName(r.Context(), &s.cfg, req.Model); err != nil {
 		writeError(w, err)

@@ -112,16 +112,8 @@ func (p *progressStream) end(err error) {
 }
 
 func (s *Server) pull(w http.ResponseWriter, r *http.Request) {
-	var req api.PullRequest
-	if err := decode(r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	if req.Model == "" {
-		req.Model = req.Name
-	}
-	if req.Model == "" {
-		writeError(w, fmt.Errorf("%w: model is required", errBadRequest))
+	req, ok := decodeNamed(w, r, func(q *api.PullRequest) (*string, string) { return &q.Model, q.Name })
+	if !ok {
 		return
 	}
 	if _, err := installer.ParseName(req.Model); err != nil { // refused before the stream's 200

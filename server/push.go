@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/ollama/ollama/api"
@@ -15,16 +14,8 @@ import (
 // have 404, before the stream; a registry that fails is 502, or an error
 // line once the stream has begun.
 func (s *Server) push(w http.ResponseWriter, r *http.Request) {
-	var req api.PushRequest
-	if err := decode(r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	if req.Model == "" {
-		req.Model = req.Name
-	}
-	if req.Model == "" {
-		writeError(w, fmt.Errorf("%w: model is required", errBadRequest))
+	req, ok := decodeNamed(w, r, func(q *api.PushRequest) (*string, string) { return &q.Model, q.Name })
+	if !ok {
 		return
 	}
 	n, err := installer.PushName(req.Model)

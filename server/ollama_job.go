@@ -1,0 +1,190 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ollama/ollama/api"
+)
+
+// ollamaRequest is what /api/chat and /api/generate share before their
+// prompts: the model, its options and output format, and whether the
+// request has no prompt (a load, or an unload with keep_alive 0).
+type ollamaRequest struct {
+	model     string
+	options   map[string]any
+	format    json.RawMessage
+	keepAlive *api.Duration
+	tools     api.Tools
+	think     *api.ThinkValue
+	noPrompt  bool
+}
+
+// ollamaJob is an Ollama request on a loaded model: the prelude both
+// endpoints share done (options, format, the model acquired, its
+// capabilities checked), then one completion streamed or accumulated by
+// run. The oaiJob of the OpenAI endpoints has the same shape.
+type ollamaJob struct {
+	s       *Server
+	l       *loaded
+	conf    modelConf
+	caps    templateCaps
+	think   *api.ThinkValue // after checkCaps: the model's default filled in
+	c       *completion     // opts, sample and format set; the handler sets ids and thinkSplit
+	release func()          // gives the model back; the handler defers it
+	start   time.Time       // the request's start, for total_duration
+	loaded  time.Time       // when the model was held, for load_duration
+}
+
+// openOllama runs the prelude of q. When it answers the request itself
+// (an error, a load or an unload), it returns nil; done makes the answer
+// of a request without a prompt, given "load" or "unload".
+func (s *Server) openOllama(w http.ResponseWriter, r *http.Request, q ollamaRequest, done func(reason string) any) *ollamaJob {
+	if q.noPrompt && unloading(q.keepAlive) {
+		if err := s.models.unload(r.Context(), q.model); err != nil {
+			writeError(w, err)
+			return nil
+		}
+		writeJSON(w, http.StatusOK, done("unload"))
+		return nil
+	}
+	format, err := s.compileFormat(r.Context(), q.model, q.format, "format")
+	if err != nil {
+		writeError(w, err)
+		return nil
+	}
+	conf, err := s.modelConf(q.model)
+	if err != nil {
+		writeError(w, err)
+		return nil
+	}
+	opts, sample, err := conf.options(q.options)
+	if err != nil {
+		writeError(w, err)
+		return nil
+	}
+	j := &ollamaJob{s: s, conf: conf, start: time.Now()}
+	l, release, err := s.models.acquire(r.Context(), q.model, keepAlive(q.keepAlive))
+	if err != nil {
+		writeError(w, err)
+		return nil
+	}
+	j.l, j.release, j.loaded = l, release, time.Now()
+	j.caps = capsOf(modelTemplate(l, conf))
+	if j.think, err = checkCaps(q.model, j.caps, q.tools, q.think); err != nil {
+		release()
+		writeError(w, err)
+		return nil
+	}
+	if q.noPrompt {
+		release()
+		writeJSON(w, http.StatusOK, done("load"))
+		return nil
+	}
+	j.c = &completion{model: l, opts: opts, sample: sample, n: 1, format: format}
+	return j
+}
+
+// ollamaDelta is what one event adds to an answer, or, given to emit at
+// the end of an answer that does not stream, the whole answer.
+type ollamaDelta struct {
+	content, thinking string
+	calls             []api.ToolCall
+	logprobs          []api.Logprob
+	done              bool
+	reason            string
+	metrics           api.Metrics
+	cached            *int
+	generated         []int32 // the tokens generated, when done
+}
+
+func (d *ollamaDelta) empty() bool {
+	return d.content == "" && d.thinking == "" && len(d.calls) == 0 && d.logprobs == nil && !d.done
+}
+
+// run starts the completion and answers with what emit makes of each
+// delta: a line per delta that says something when stream, else one
+// object for the whole answer. Tool calls are parsed from the answer when
+// calls is not nil. An error before the first line is the status; after,
+// a final {"error": ...} line.
+func (j *ollamaJob) run(ctx context.Context, w http.ResponseWriter, stream bool, calls *toolStream, emit func(ollamaDelta) any) {
+	st, err := j.c.start(ctx)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer st.Cancel()
+	out := newResponder(w, stream)
+	split := newThinkSplitter(j.c.thinkSplit)
+	var all ollamaDelta
+	var content, thinking strings.Builder
+	var generated []int32
+	for {
+		ev, ok := st.Recv(ctx)
+		if !ok {
+			return
+		}
+		if ev.Token >= 0 {
+			generated = append(generated, ev.Token)
+		}
+		var d ollamaDelta
+		d.content, d.thinking = split.add(ev.Text)
+		d.content, d.calls = calls.add(d.content)
+		if ev.Logprob != nil {
+			d.logprobs = []api.Logprob{ollamaLogprob(j.l.model.Tok, ev.Logprob)}
+		}
+		if ev.Done {
+			if ev.Err != nil {
+				out.fail(ev.Err)
+				return
+			}
+			c2, t2 := split.flush()
+			c2, more := calls.add(c2)
+			d.content += c2 + calls.flush()
+			d.thinking += t2
+			d.calls = append(d.calls, more...)
+			d.done, d.reason, d.generated = true, ev.Reason, generated
+			d.metrics, d.cached = metrics(ev.Stats, j.start, j.loaded)
+		}
+		if stream {
+			if !d.empty() {
+				out.send(emit(d))
+			}
+		} else {
+			content.WriteString(d.content)
+			thinking.WriteString(d.thinking)
+			all.calls = append(all.calls, d.calls...)
+			all.logprobs = append(all.logprobs, d.logprobs...)
+		}
+		if ev.Done {
+			if !stream {
+				all.content, all.thinking = content.String(), thinking.String()
+				all.done, all.reason, all.generated, all.metrics, all.cached = true, d.reason, d.generated, d.metrics, d.cached
+				out.send(emit(all))
+			}
+			return
+		}
+	}
+}
+
+// decodeNamed decodes a request that names one model, in model or (as
+// older clients send it) name, and sets model to the name; a request
+// without one is answered 400 and ok is false.
+func decodeNamed[T any](w http.ResponseWriter, r *http.Request, fields func(*T) (model *string, name string)) (req T, ok bool) {
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return req, false
+	}
+	model, name := fields(&req)
+	*model = cmp.Or(*model, name)
+	if *model == "" {
+		writeError(w, fmt.Errorf("%w: model is required", errBadRequest))
+		return req, false
+	}
+	return req, true
+}
