@@ -21,6 +21,7 @@ import (
 
 	"folio/gpu"
 	"folio/gpu/cpu"
+	"folio/internal/envconfig"
 	"folio/models/arch"
 	"folio/models/gguf"
 	"folio/runner"
@@ -193,8 +194,8 @@ func loadForBench(model, device string, prompt, gen, threads, depth int, kvType 
 	}
 	ctx := depth + prompt + gen
 	return runner.Load(model, runner.LoadOptions{
-		NumCtx: ctx, NumBatch: prompt, BlockSize: benchBlock, MaxSeqs: 1, Threads: threads, KVType: kvType, Device: device,
-		KVMemory: int64(ceilDivInt(ctx, benchBlock)*benchBlock) * perToken,
+		NumCtx: ctx, NumBatch: prompt, BlockSize: benchBlock, MaxSeqs: 1, Threads: threads, KVType: kvType,
+		KVMemory: int64(ceilDivInt(ctx, benchBlock)*benchBlock) * perToken, Device: device, CUDA: cudaOptions(),
 	})
 }
 
@@ -309,7 +310,7 @@ func peakRSS() int64 {
 // benchLlamaCpp runs `llamaref cbench` on model.
 func benchLlamaCpp(ctx context.Context, llamaref, model string, prompt, gen, threads, repeat, depth int, kvType string) (*llamaCppSpeed, error) {
 	if llamaref == "" {
-		llamaref = os.Getenv("LLAMAREF")
+		llamaref = envconfig.Get("LLAMAREF")
 	}
 	if llamaref == "" {
 		llamaref = filepath.Join("..", "shared", "tools", "llamaref", "llamaref")

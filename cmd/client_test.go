@@ -51,7 +51,7 @@ func startServer(t *testing.T) *server.Server {
 	if err := os.WriteFile(filepath.Join(dir, "stories260K.gguf"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	reg := server.NewLibraryRegistry()
+	reg := server.NewLibraryRegistry(nil)
 	reg.Dirs = []string{dir}
 	srv := server.New(server.Config{Registry: reg, Version: "test", Load: runner.LoadOptions{NumCtx: 512},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"folio/models"
 	"folio/models/gguf"
 	"folio/models/tokenizer"
 )
@@ -30,7 +29,7 @@ func newTokenizeCmd() *cobra.Command {
 				}
 				text = string(b)
 			}
-			path, err := models.Locate(args[0])
+			path, err := locate(args[0])
 			if err != nil {
 				return err
 			}

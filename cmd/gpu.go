@@ -17,7 +17,7 @@ func newGPUCmd() *cobra.Command {
 		Short: "The NVIDIA GPU: its devices, and a check of folio's kernels on it",
 		Long: "folio runs on an NVIDIA GPU when the driver (libcuda.so.1) and the CUDA toolkit's\n" +
 			"NVRTC load at run time; FOLIO_GPU=cpu|cuda|auto chooses (auto, the default, uses the\n" +
-			"GPU when it can and says once why not otherwise).",
+			"GPU when it can and says, with each load, why not otherwise).",
 	}
 	g.AddCommand(&cobra.Command{
 		Use:   "info",
@@ -42,7 +42,7 @@ func printGPUInfo(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "driver: CUDA %s (%d)\n", info.DriverString(), info.DriverVersion)
-	if v, err := cuda.CompilerVersion(); err != nil {
+	if v, err := cuda.CompilerVersion(cudaOptions().Toolkit); err != nil {
 		fmt.Fprintf(w, "nvrtc:  %v\n", err)
 	} else {
 		fmt.Fprintf(w, "nvrtc:  %s\n", v)

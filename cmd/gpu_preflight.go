@@ -21,7 +21,7 @@ func newPreflightCmd() *cobra.Command {
 			"Without a driver it says so, with every path it tried, and exits with status 1.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return cuda.Preflight(cmd.OutOrStdout(), "")
+			return cuda.Preflight(cmd.OutOrStdout(), cudaOptions())
 		},
 	}
 }

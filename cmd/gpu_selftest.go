@@ -45,7 +45,7 @@ func newSelftestCmd() *cobra.Command {
 }
 
 func gpuSelftest(w io.Writer, seed uint64, tokens int, model string, noCache bool) error {
-	dev, err := cuda.Open(cuda.Options{NoCache: noCache, Sync: true}) // a fault names its kernel
+	dev, err := cuda.Open(withCUDA(cuda.Options{NoCache: noCache, Sync: true})) // a fault names its kernel
 	if err != nil {
 		return fmt.Errorf("gpu selftest: %w", err)
 	}
@@ -111,7 +111,7 @@ func gpuSelftest(w io.Writer, seed uint64, tokens int, model string, noCache boo
 		fmt.Fprintf(w, "  cpu:  %v\n  cuda: %v\n", g.Ref, g.Dev)
 	}
 	// The generation again with decode steps replayed as CUDA graphs.
-	gdev, err := cuda.Open(cuda.Options{Graphs: true})
+	gdev, err := cuda.Open(withCUDA(cuda.Options{Graphs: true}))
 	if err != nil {
 		return fmt.Errorf("gpu selftest: %w", err)
 	}

@@ -78,14 +78,14 @@ func localInstall() (installer.Options, func(), error) {
 	if err != nil {
 		return installer.Options{}, nil, err
 	}
-	return installer.Options{Home: home, Store: st}, func() { st.Close() }, nil
+	return installOptions(home, st), func() { st.Close() }, nil
 }
 
 // locateModel finds a model file as models.Locate does, then in the
 // registry of FOLIO_HOME (the models folio pull and create made). An
 // absent registry is not created.
 func locateModel(name string) (string, error) {
-	path, err := models.Locate(name)
+	path, err := locate(name)
 	if err == nil {
 		return path, nil
 	}
@@ -123,7 +123,7 @@ func pullMissing(ctx context.Context, c *api.Client, name string, insecure bool,
 		}
 		missing = serverErr(missing)
 		// The server names none of its folders; this process names its own.
-		if _, lerr := models.Locate(name); errors.Is(lerr, models.ErrNotFound) {
+		if _, lerr := locate(name); errors.Is(lerr, models.ErrNotFound) {
 			missing = fmt.Errorf("%w (here, %s)", missing, strings.TrimPrefix(lerr.Error(), models.ErrNotFound.Error()+": "))
 		}
 	} else if _, missing = locateModel(name); !errors.Is(missing, models.ErrNotFound) {

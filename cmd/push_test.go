@@ -78,7 +78,7 @@ func TestPushCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := server.NewLibraryRegistry()
+	reg := server.NewLibraryRegistry(nil)
 	reg.Dirs, reg.Store = nil, st
 	srv := server.New(server.Config{Registry: reg, Version: "test", Load: runner.LoadOptions{NumCtx: 256},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Install: &installer.Options{Home: home, Store: st}})

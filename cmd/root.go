@@ -7,6 +7,9 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"folio/gpu/cpu"
+	"folio/internal/envconfig"
 )
 
 // Version is folio's version, set at build time with
@@ -23,6 +26,11 @@ func NewRoot() *cobra.Command {
 		Long:          "folio runs GGUF models locally with a paged KV cache and a persistent prefix cache.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRun: func(*cobra.Command, []string) {
+			if envconfig.Get("GOMAXPROCS") == "" {
+				cpu.SpareProc(cpu.ThreadCount(0)) // one P idle beside the CPU backend's threads
+			}
+		},
 	}
 	root.AddCommand(
 		newServeCmd(),

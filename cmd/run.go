@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"folio/models"
 	"folio/runner"
 )
 
@@ -31,13 +30,11 @@ func (m *modelFlags) register(cmd *cobra.Command) {
 // load finds MODEL (a path, NAME.gguf in FOLIO_MODELS_PATH, or a catalog
 // name) and loads it.
 func (m *modelFlags) load(name string) (*runner.Model, error) {
-	path, err := models.Locate(name)
+	path, err := locate(name)
 	if err != nil {
 		return nil, err
 	}
-	opt := m.opt
-	opt.Device = gpuSetting()
-	return runner.Load(path, opt)
+	return loadModel(path, m.opt)
 }
 
 // localOnlyFlags shape a model loaded in this process; a server loads

@@ -17,7 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"folio/installer"
+	"folio/internal/envconfig"
 	"folio/runner"
 	"folio/server"
 	"folio/store"
@@ -32,9 +32,9 @@ import (
 // find folio. A FOLIO_HOST that parses as none of these is returned as it
 // is, for the error of whatever uses it to show (serve checks it first).
 func hostAddr() string {
-	addr, err := parseHost(os.Getenv("FOLIO_HOST"))
+	addr, err := parseHost(envconfig.Get("FOLIO_HOST"))
 	if err != nil {
-		return strings.TrimSpace(os.Getenv("FOLIO_HOST"))
+		return strings.TrimSpace(envconfig.Get("FOLIO_HOST"))
 	}
 	return addr
 }
@@ -71,7 +71,7 @@ func parseHost(s string) (string, error) {
 
 // envInt reads an integer setting, naming it in the error.
 func envInt(name string, def int64) (int64, error) {
-	v := strings.TrimSpace(os.Getenv(name))
+	v := strings.TrimSpace(envconfig.Get(name))
 	if v == "" {
 		return def, nil
 	}
@@ -84,7 +84,7 @@ func envInt(name string, def int64) (int64, error) {
 
 // serverConfig is the server's configuration from the environment.
 func serverConfig() (server.Config, error) {
-	cfg := server.Config{Registry: server.NewLibraryRegistry(), Version: Version}
+	cfg := server.Config{Registry: server.NewLibraryRegistry(modelsPath()), Version: Version}
 	var err error
 	get := func(name string, def int64) int64 {
 		if err != nil {
@@ -94,7 +94,7 @@ func serverConfig() (server.Config, error) {
 		n, err = envInt(name, def)
 		return n
 	}
-	cfg.Load.Device = gpuSetting()
+	cfg.Load = withDevice(cfg.Load)
 	cfg.MaxLoaded = int(get("FOLIO_MAX_LOADED_MODELS", 3))
 	cfg.MaxQueue = int(get("FOLIO_MAX_QUEUE", 512))
 	cfg.Load.KVMemory = get("FOLIO_KV_MEMORY", 0)
@@ -103,16 +103,16 @@ func serverConfig() (server.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	if t := os.Getenv("FOLIO_KV_CACHE_TYPE"); t != "" {
+	if t := envconfig.Get("FOLIO_KV_CACHE_TYPE"); t != "" {
 		if _, perr := runner.ParseKVType(t); perr != nil {
 			return cfg, fmt.Errorf("FOLIO_KV_CACHE_TYPE=%q: use f16 (the default), q8_0 (half the memory) or f32", t)
 		}
 		cfg.Load.KVType, cfg.KVTypeFallback = t, true
 	}
-	if o := os.Getenv("FOLIO_ORIGINS"); o != "" {
+	if o := envconfig.Get("FOLIO_ORIGINS"); o != "" {
 		cfg.Origins = strings.Split(o, ",")
 	}
-	if ka := os.Getenv("FOLIO_KEEP_ALIVE"); ka != "" {
+	if ka := envconfig.Get("FOLIO_KEEP_ALIVE"); ka != "" {
 		d, perr := time.ParseDuration(ka)
 		if perr != nil {
 			return cfg, fmt.Errorf("FOLIO_KEEP_ALIVE=%q: use a duration such as 5m or 1h", ka)
@@ -124,7 +124,7 @@ func serverConfig() (server.Config, error) {
 
 // folioHome is FOLIO_HOME, default ~/.folio.
 func folioHome() (string, error) {
-	if h := os.Getenv("FOLIO_HOME"); h != "" {
+	if h := envconfig.Get("FOLIO_HOME"); h != "" {
 		return h, nil
 	}
 	home, err := os.UserHomeDir()
@@ -186,17 +186,8 @@ func newServeCmd() *cobra.Command {
 		Short: "Serve the Ollama and OpenAI APIs",
 		Long: "serve answers the Ollama API (/api/*) at FOLIO_HOST (default 127.0.0.1:11434).\n" +
 			"Models are the GGUF files in the folders of FOLIO_MODELS_PATH.\n" +
-			"Settings: FOLIO_KEEP_ALIVE (5m), FOLIO_MAX_LOADED_MODELS (3), FOLIO_MAX_QUEUE (512),\n" +
-			"FOLIO_KV_MEMORY (bytes of K/V cache per model), FOLIO_CONTEXT_LENGTH (4096),\n" +
-			"FOLIO_KV_CACHE_TYPE (f16; q8_0 holds twice the tokens in the same memory, on the CPU;\n" +
-			"a model or device it does not suit gets f16, with a warning),\n" +
-			"FOLIO_HOME (~/.folio: the registry and the persisted prefix cache),\n" +
-			"FOLIO_KV_STORE_MAX (bytes on disk of persisted prefixes, kvcache.db with its WAL; at least 1 MiB;\n" +
-			"default 10% of free disk, at most 20 GB),\n" +
-			"FOLIO_ORIGINS (browser origins allowed beyond localhost and app pages, comma-separated; * for all),\n" +
-			"FOLIO_MAX_BODY (bytes of a request body, 32 MiB; blob uploads are not limited),\n" +
-			"FOLIO_MAX_CONNECTIONS (connections open at once, default half the open-file limit; 0: no cap).\n" +
-			"The default address serves this machine only: set FOLIO_HOST=0.0.0.0 to serve the network.",
+			"The default address serves this machine only: set FOLIO_HOST=0.0.0.0 to serve the network.\n\n" +
+			"Settings (environment variables, with their defaults):\n" + envconfig.Usage(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := serverConfig()
@@ -219,12 +210,13 @@ func newServeCmd() *cobra.Command {
 			}
 			logKVStore(cfg.Log, kv)
 			if home, err := folioHome(); err == nil { // installer hook: /api/pull, /api/create and /api/blobs install here
-				cfg.Install = &installer.Options{Home: home, Store: reg}
+				opt := installOptions(home, reg)
+				cfg.Install = &opt
 			}
 			if lib, ok := cfg.Registry.(*server.LibraryRegistry); ok {
 				lib.Store = reg
 			}
-			addr, err := parseHost(os.Getenv("FOLIO_HOST"))
+			addr, err := parseHost(envconfig.Get("FOLIO_HOST"))
 			if err != nil {
 				return err
 			}

@@ -23,7 +23,7 @@ import (
 // serveHome serves the models of st and the GGUF files of lib.
 func serveHome(t *testing.T, st *store.Registry, lib string) string {
 	t.Helper()
-	reg := server.NewLibraryRegistry()
+	reg := server.NewLibraryRegistry(nil)
 	reg.Dirs, reg.Store = []string{lib}, st
 	srv := server.New(server.Config{Registry: reg, Version: "test", Load: runner.LoadOptions{NumCtx: 256},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})

@@ -183,7 +183,7 @@ func (o *Options) base(ctx context.Context, req CreateRequest) (Manifest, error)
 		return one(l), CheckDigest(digest)
 	}
 	// A file of FOLIO_MODELS_PATH, never a path relative to this process.
-	if p, err := models.Locate(req.From); err == nil && !fileExists(req.From) {
+	if p, err := models.LocateIn(req.From, o.ModelDirs); err == nil && !fileExists(req.From) {
 		l, err := o.fromFile(p, false)
 		return one(l), err
 	}

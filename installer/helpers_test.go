@@ -132,7 +132,7 @@ func blobFiles(t testing.TB, home string) []string {
 // home) and returns a few greedy tokens of text.
 func generate(t testing.TB, st *store.Registry, name string) string {
 	t.Helper()
-	reg := server.NewLibraryRegistry()
+	reg := server.NewLibraryRegistry(nil)
 	reg.Dirs, reg.Store = nil, st
 	srv := server.New(server.Config{Registry: reg, Version: "test", Load: runner.LoadOptions{NumCtx: 256}})
 	hs := httptest.NewServer(srv)

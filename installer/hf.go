@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -28,22 +27,19 @@ type hfFile struct {
 	SHA256 string // hex; "" for a file kept in git rather than LFS
 }
 
-// hfEndpoint is o.HFEndpoint, else FOLIO_HF_ENDPOINT, else Hugging Face.
+// hfEndpoint is o.HFEndpoint, else Hugging Face.
 func (o *Options) hfEndpoint() string {
 	ep := o.HFEndpoint
-	if ep == "" {
-		ep = os.Getenv("FOLIO_HF_ENDPOINT")
-	}
 	if ep == "" {
 		ep = "https://huggingface.co"
 	}
 	return strings.TrimRight(ep, "/")
 }
 
-// hfHeader carries HF_TOKEN, for gated and private repositories.
-func hfHeader() http.Header {
+// hfHeader carries o.HFToken, for gated and private repositories.
+func (o *Options) hfHeader() http.Header {
 	h := http.Header{}
-	if tok := os.Getenv("HF_TOKEN"); tok != "" {
+	if tok := o.HFToken; tok != "" {
 		h.Set("Authorization", "Bearer "+tok)
 	}
 	return h
@@ -54,7 +50,7 @@ func hfHeader() http.Header {
 func (o *Options) hfFiles(ctx context.Context, n Name) ([]hfFile, error) {
 	ep := o.hfEndpoint()
 	repo := n.Namespace + "/" + n.Model
-	data, err := o.getSmall(ctx, ep+"/api/models/"+repo+"/tree/main?recursive=true", hfHeader(), maxManifest)
+	data, err := o.getSmall(ctx, ep+"/api/models/"+repo+"/tree/main?recursive=true", o.hfHeader(), maxManifest)
 	if err == nil {
 		var tree []struct {
 			Type string `json:"type"`
@@ -85,7 +81,7 @@ func (o *Options) hfFiles(ctx context.Context, n Name) ([]hfFile, error) {
 	if !errors.As(err, &se) || se.Code != http.StatusNotFound {
 		return nil, fmt.Errorf("hf.co/%s: list files: %w", repo, err)
 	}
-	data, err = o.getSmall(ctx, ep+"/api/models/"+repo+"?blobs=true", hfHeader(), maxManifest)
+	data, err = o.getSmall(ctx, ep+"/api/models/"+repo+"?blobs=true", o.hfHeader(), maxManifest)
 	if errors.As(err, &se) && se.Code == http.StatusNotFound {
 		return nil, fmt.Errorf("%w: hf.co/%s: no such repository (or it is private: set HF_TOKEN)", ErrNotFound, repo)
 	}
@@ -197,7 +193,7 @@ func (o *Options) hfFetch(ctx context.Context, n Name) (fetch, error) {
 		segs = append(segs, url.PathEscape(s))
 	}
 	ft := fetch{url: o.hfEndpoint() + "/" + repo + "/resolve/main/" + strings.Join(segs, "/"),
-		header: hfHeader(), size: f.Size, ranges: true}
+		header: o.hfHeader(), size: f.Size, ranges: true}
 	if f.SHA256 != "" {
 		ft.digest = "sha256:" + strings.ToLower(f.SHA256)
 		if err := CheckDigest(ft.digest); err != nil {

@@ -23,8 +23,12 @@ func TestPullHuggingFace(t *testing.T) {
 	hub.AddRepoFile("org/tiny-GGUF", "sub/tiny-Q8_0.gguf", q8, "")
 	hub.AddRepoFile("org/tiny-GGUF", "mmproj-tiny-Q8_0.gguf", []byte("projector"), "")
 	hub.AddRepoFile("org/tiny-GGUF", "README.md", []byte("# tiny"), "-")
-	t.Setenv("FOLIO_HF_ENDPOINT", hub.URL)
 	home, st := newHome(t)
+	hfOptions := func() installer.Options {
+		o := testOptions(home, st)
+		o.HFEndpoint = hub.URL
+		return o
+	}
 	for _, c := range []struct {
 		name   string
 		noTree bool
@@ -35,7 +39,7 @@ func TestPullHuggingFace(t *testing.T) {
 		{"huggingface.co/org/tiny-GGUF:Q4_K_S", true, q4s},
 	} {
 		hub.NoTree.Store(c.noTree)
-		m, err := installer.Pull(context.Background(), c.name, testOptions(home, st))
+		m, err := installer.Pull(context.Background(), c.name, hfOptions())
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -48,25 +52,25 @@ func TestPullHuggingFace(t *testing.T) {
 	}
 	hub.NoTree.Store(false)
 
-	_, err := installer.Pull(context.Background(), "hf.co/org/tiny-GGUF:IQ2_XS", testOptions(home, st))
+	_, err := installer.Pull(context.Background(), "hf.co/org/tiny-GGUF:IQ2_XS", hfOptions())
 	if !errors.Is(err, installer.ErrNotFound) || !strings.Contains(err.Error(), "tiny-Q4_K_M.gguf") {
 		t.Errorf("a missing quantization: %v", err)
 	}
-	_, err = installer.Pull(context.Background(), "hf.co/org/nosuch", testOptions(home, st))
+	_, err = installer.Pull(context.Background(), "hf.co/org/nosuch", hfOptions())
 	if !errors.Is(err, installer.ErrNotFound) {
 		t.Errorf("a missing repository: %v", err)
 	}
 
 	// The listing's sha256 is what the bytes are checked against.
 	hub.AddRepoFile("org/liar", "liar-Q4_K_M.gguf", q4, strings.Repeat("0", 64))
-	_, err = installer.Pull(context.Background(), "hf.co/org/liar", testOptions(home, st))
+	_, err = installer.Pull(context.Background(), "hf.co/org/liar", hfOptions())
 	if !errors.Is(err, installer.ErrDigest) {
 		t.Errorf("a file that does not match its LFS sha256: %v", err)
 	}
 	// A file without LFS metadata: its sha256 is computed, and said so.
 	hub.AddRepoFile("org/plain", "plain.gguf", q8, "-")
 	var rec recorder
-	opt := testOptions(home, st)
+	opt := hfOptions()
 	opt.Progress = rec.add
 	m, err := installer.Pull(context.Background(), "hf.co/org/plain", opt)
 	if err != nil || m.Digest != fakehub.Digest(q8) || !strings.Contains(strings.Join(rec.statuses(), "\n"), "computed sha256") {
@@ -74,7 +78,7 @@ func TestPullHuggingFace(t *testing.T) {
 	}
 	// A listing that names a file outside the repository is refused.
 	hub.AddRepoFile("org/evil", "../../x-Q4_K_M.gguf", q4, "")
-	if _, err := installer.Pull(context.Background(), "hf.co/org/evil", testOptions(home, st)); !errors.Is(err, installer.ErrName) {
+	if _, err := installer.Pull(context.Background(), "hf.co/org/evil", hfOptions()); !errors.Is(err, installer.ErrName) {
 		t.Errorf("a file named ../../x: %v", err)
 	}
 }

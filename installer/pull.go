@@ -30,9 +30,15 @@ type Options struct {
 	Progress func(Progress)
 	// HTTP makes every request; nil: a client with the default transport.
 	HTTP *http.Client
-	// HFEndpoint serves hf.co/ names; "": FOLIO_HF_ENDPOINT, else
+	// HFEndpoint serves hf.co/ names (FOLIO_HF_ENDPOINT); "":
 	// https://huggingface.co.
 	HFEndpoint string
+	// HFToken (HF_TOKEN) is sent to HFEndpoint, for gated and private
+	// repositories; "": none.
+	HFToken string
+	// ModelDirs are FOLIO_MODELS_PATH's folders, where create finds a
+	// FROM model given by name.
+	ModelDirs []string
 
 	Parts         int           // byte ranges fetched at once per blob; 0: 4
 	MinPartSize   int64         // bytes per range (more for blobs over 1024 of them); 0: 64 MiB

@@ -12,8 +12,7 @@ import (
 
 func TestLocateCatalog(t *testing.T) {
 	shared := fixtures.Models(t)
-	t.Setenv("FOLIO_MODELS_PATH", shared)
-	path, err := Locate("Stories260K")
+	path, err := LocateIn("Stories260K", []string{shared})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,8 +21,7 @@ func TestLocateCatalog(t *testing.T) {
 	}
 
 	empty := t.TempDir()
-	t.Setenv("FOLIO_MODELS_PATH", empty)
-	_, err = Locate("stories260k")
+	_, err = LocateIn("stories260k", []string{empty})
 	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "huggingface.co/ggml-org/models") {
 		t.Errorf("missing file: got %v, want ErrNotFound naming where to download it", err)
 	}
@@ -36,7 +34,7 @@ func TestLocateCatalog(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(empty, "stories260K.gguf"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Locate("stories260k"); err == nil || !strings.Contains(err.Error(), "not the published") {
+	if _, err := LocateIn("stories260k", []string{empty}); err == nil || !strings.Contains(err.Error(), "not the published") {
 		t.Errorf("altered file: got %v, want a sha256 mismatch", err)
 	}
 }

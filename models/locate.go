@@ -11,19 +11,14 @@ import (
 	"strings"
 )
 
-// ErrNotFound is wrapped by Locate when no file matches a name.
+// ErrNotFound is wrapped by LocateIn when no file matches a name.
 var ErrNotFound = errors.New("models: model not found")
 
-// Locate returns the GGUF file a name refers to: an existing file path is
+// LocateIn returns the GGUF file a name refers to: an existing file path is
 // used as it is; otherwise NAME matches NAME.gguf (case-insensitively) in
-// the folders of FOLIO_MODELS_PATH, a list separated like PATH. A catalog
+// the folders dirs (FOLIO_MODELS_PATH's). A catalog
 // name (stories260k) also matches its published file's name there, and the
 // file found must be the published one (size and sha256).
-func Locate(name string) (string, error) {
-	return LocateIn(name, filepath.SplitList(os.Getenv("FOLIO_MODELS_PATH")))
-}
-
-// LocateIn is Locate over the folders dirs instead of FOLIO_MODELS_PATH.
 func LocateIn(name string, dirs []string) (string, error) {
 	if e, ok := Catalog(name); ok {
 		path, err := locate(strings.TrimSuffix(e.File, ".gguf"), dirs)

@@ -294,7 +294,6 @@ func TestEnginePrefixReuse(t *testing.T) {
 // TestEngineStopStrings: the streamed text ends before the first stop
 // string and never carries any of it, even split over tokens.
 func TestEngineStopStrings(t *testing.T) {
-	t.Setenv("FOLIO_MODELS_PATH", fixtures.Models(t))
 	m, err := Load(fixtures.Model(t, "stories260K.gguf"), LoadOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"folio/gpu"
 	"folio/gpu/cpu"
@@ -34,9 +33,10 @@ type LoadOptions struct {
 	// load, grown for a request's larger num_ctx up to Model.KVBudget.
 	KVMemory int64
 	Threads  int // CPU threads; default all
-	// Device is where the model computes: "cpu", "cuda", or "auto" (the
-	// default, ""): the GPU when it can, else the CPU.
+	// Device is where the model computes (FOLIO_GPU): "cpu", "cuda", or
+	// "auto" (the default, ""): the GPU when it can, else the CPU.
 	Device string
+	CUDA   cuda.Options // how the GPU's backend is opened (kernel cache, sync, graphs)
 }
 
 // ParseKVType is the K/V cache type a name (f16, q8_0 or f32, any case)
@@ -88,6 +88,10 @@ type Model struct {
 	// KVMemory fixed it or the backend cannot grow it, else
 	// DefaultKVBudget of the memory available at load.
 	KVBudget int64
+	// Notice says, when it is not "", why the model is not where Device
+	// asked: on the CPU instead of the GPU, or split between them. The
+	// caller logs it with the load.
+	Notice string
 }
 
 // MemoryNeed is what a model takes, computed before anything is loaded.
@@ -164,7 +168,7 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 	for _, t := range f.Tensors {
 		need.Weights += t.Bytes
 	}
-	be, err := newBackend(f, spec, &need, opt)
+	be, notice, err := newBackend(f, spec, &need, opt)
 	if err != nil {
 		return nil, kvTypeErr(err, spec)
 	}
@@ -182,7 +186,7 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 	if _, grows := be.(gpu.KVGrower); grows && opt.KVMemory == 0 && memKnown {
 		budget = DefaultKVBudget(avail, need.Total()-need.KV, spec.Bytes())
 	}
-	return &Model{File: f, Arch: am, Tok: tok, KV: kv, Opt: opt, Bytes: need, KVBudget: budget}, nil
+	return &Model{File: f, Arch: am, Tok: tok, KV: kv, Opt: opt, Bytes: need, KVBudget: budget, Notice: notice}, nil
 }
 
 // kvTypeErr marks err with ErrKVType when it is a backend refusing spec's
@@ -194,17 +198,17 @@ func kvTypeErr(err error, spec gpu.KVSpec) error {
 	return err
 }
 
-// newBackend is the GPU's backend when FOLIO_GPU (cpu, cuda, or auto, the
+// newBackend is the GPU's backend when opt.Device (cpu, cuda, or auto, the
 // default) allows it: the whole model there, or as many layers as fit
 // with the rest on the CPU; else the CPU's.
-func newBackend(f *gguf.File, spec gpu.KVSpec, need *MemoryNeed, opt LoadOptions) (gpu.Backend, error) {
+func newBackend(f *gguf.File, spec gpu.KVSpec, need *MemoryNeed, opt LoadOptions) (gpu.Backend, string, error) {
 	cn := cuda.NeedOf(f, spec, need.Scratch)
-	g, err := cuda.Choose(device(opt.Device), cn, func() gpu.Backend { return cpu.New(opt.Threads) })
+	g, notice, err := cuda.Choose(opt.Device, opt.CUDA, cn, func() gpu.Backend { return cpu.New(opt.Threads) })
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if g != nil {
-		return g, nil
+		return g, notice, nil
 	}
 	for _, t := range f.Tensors {
 		if len(t.Shape) == 2 && !arch.LookupOnly(f, t.Name) {
@@ -215,9 +219,9 @@ func newBackend(f *gguf.File, spec gpu.KVSpec, need *MemoryNeed, opt LoadOptions
 		}
 	}
 	if err := checkHostMemory(*need, opt); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return cpu.New(opt.Threads), nil
+	return cpu.New(opt.Threads), notice, nil
 }
 
 // checkHostMemory refuses a model whose K/V cache and scratch do not fit in
@@ -243,12 +247,4 @@ func checkHostMemory(need MemoryNeed, opt LoadOptions) error {
 func (m *Model) Close() error {
 	err := m.Arch.Backend().Close()
 	return errors.Join(err, m.File.Close())
-}
-
-// device is opt.Device, or FOLIO_GPU when it is not set.
-func device(d string) string {
-	if d == "" {
-		return os.Getenv("FOLIO_GPU")
-	}
-	return d
 }

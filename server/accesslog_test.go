@@ -22,7 +22,7 @@ import (
 // including requests that fail, stream, or that the guard refuses.
 func TestAccessLog(t *testing.T) {
 	var logs fixtures.LockedBuffer
-	reg := server.NewLibraryRegistry()
+	reg := server.NewLibraryRegistry(nil)
 	reg.Dirs = []string{newTestLibrary(t)}
 	srv := server.New(server.Config{Registry: reg, Load: runner.LoadOptions{NumCtx: 512},
 		Log: slog.New(slog.NewJSONHandler(&logs, nil))})

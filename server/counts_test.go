@@ -147,7 +147,7 @@ func TestPromptEvalCountWholePrompt(t *testing.T) {
 func TestLoadDuration(t *testing.T) {
 	const slow = time.Second
 	var loads atomic.Int32
-	reg := server.NewLibraryRegistry()
+	reg := server.NewLibraryRegistry(nil)
 	reg.Dirs = []string{newTestLibrary(t)}
 	srv := server.New(server.Config{Registry: reg, Load: runner.LoadOptions{NumCtx: 512},
 		LoadModelHook: func(server.ModelEntry) { loads.Add(1); time.Sleep(slow) }})

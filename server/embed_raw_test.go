@@ -70,7 +70,7 @@ func relErr[T float32 | float64](got []T, want []float64) float64 {
 func TestEmbeddingsRawAndNormalized(t *testing.T) {
 	dir := newTestLibrary(t)
 	opt := runner.LoadOptions{NumCtx: 512}
-	reg := server.NewLibraryRegistry()
+	reg := server.NewLibraryRegistry(nil)
 	reg.Dirs = []string{dir}
 	srv := server.New(server.Config{Registry: reg, Load: opt})
 	hs := httptest.NewServer(srv)

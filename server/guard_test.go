@@ -55,7 +55,7 @@ func tinyHome(t testing.TB) (*server.LibraryRegistry, *store.Registry, string, s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	reg := server.NewLibraryRegistry()
+	reg := server.NewLibraryRegistry(nil)
 	reg.Dirs, reg.Store = []string{lib}, st
 	return reg, st, lib, home
 }

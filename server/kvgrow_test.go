@@ -27,7 +27,7 @@ func TestNumCtxGrowsKVPool(t *testing.T) {
 		{"FOLIO_KV_MEMORY", 512 << 10, 400, "FOLIO_KV_MEMORY"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			reg := server.NewLibraryRegistry()
+			reg := server.NewLibraryRegistry(nil)
 			reg.Dirs = []string{newTestLibrary(t)}
 			srv := server.New(server.Config{Registry: reg, Version: "test", MaxBodyBytes: 1 << 20,
 				Load: runner.LoadOptions{NumCtx: 128, KVMemory: c.kvMemory}}) // a pool of 512 tokens

@@ -22,7 +22,7 @@ import (
 // instead of refusing to load it (as Ollama's OLLAMA_KV_CACHE_TYPE falls
 // back).
 func TestKVCacheTypeFallsBack(t *testing.T) {
-	reg := server.NewLibraryRegistry()
+	reg := server.NewLibraryRegistry(nil)
 	reg.Dirs = []string{newTestLibrary(t)}
 	var logs fixtures.LockedBuffer
 	srv := server.New(server.Config{Registry: reg, Version: "test", Log: slog.New(slog.NewTextHandler(&logs, nil)),

@@ -48,7 +48,7 @@ func newLifecycleServer(t *testing.T, edit func(*server.Config), lib ...func(*gg
 		}
 	}
 	ls := &lifecycleServer{}
-	reg := server.NewLibraryRegistry()
+	reg := server.NewLibraryRegistry(nil)
 	reg.Dirs = []string{dir}
 	cfg := server.Config{Registry: reg, Version: "test", Load: runner.LoadOptions{NumCtx: 512}, MaxBodyBytes: 1 << 20,
 		LoadModelHook: func(e server.ModelEntry) {
@@ -269,7 +269,7 @@ func TestTagsListsRunnable(t *testing.T) {
 	if err := os.Rename(filepath.Join(other, "tiny-qwen2.gguf"), filepath.Join(dir, "tiny-mamba.gguf")); err != nil {
 		t.Fatal(err)
 	}
-	reg := server.NewLibraryRegistry()
+	reg := server.NewLibraryRegistry(nil)
 	reg.Dirs = []string{dir}
 	srv := server.New(server.Config{Registry: reg, Version: "test", Load: runner.LoadOptions{NumCtx: 512}})
 	hs := httptest.NewServer(srv)

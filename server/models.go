@@ -182,6 +182,9 @@ func (m *manager) load(ent ModelEntry) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rm.Notice != "" {
+		m.cfg.Log.Warn(rm.Notice, "model", ent.Name)
+	}
 	eopt := runner.EngineOptions{MaxQueue: m.cfg.MaxQueue}
 	if m.cfg.Store != nil {
 		eopt.Store, eopt.Fingerprint = m.cfg.Store, runner.Fingerprint(ent.Digest, rm)

@@ -43,7 +43,7 @@ func TestPersistedPrefixAcrossRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reg := server.NewLibraryRegistry()
+		reg := server.NewLibraryRegistry(nil)
 		reg.Dirs, reg.Store = []string{lib}, st
 		srv := server.New(server.Config{Registry: reg, Store: kv, Load: runner.LoadOptions{NumCtx: 2048}})
 		hs := httptest.NewServer(srv)

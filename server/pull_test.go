@@ -33,7 +33,7 @@ func newInstallServer(t *testing.T) (*api.Client, string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := server.NewLibraryRegistry()
+	reg := server.NewLibraryRegistry(nil)
 	reg.Dirs, reg.Store = nil, st
 	srv := server.New(server.Config{Registry: reg, Version: "test", Load: runner.LoadOptions{NumCtx: 256},
 		MaxBodyBytes: 1 << 20, Install: &installer.Options{Home: home, Store: st, MinPartSize: 256 << 10,

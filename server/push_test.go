@@ -40,7 +40,7 @@ func newPushServer(t *testing.T, lib map[string][]byte) (*api.Client, string, st
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := server.NewLibraryRegistry()
+	reg := server.NewLibraryRegistry(nil)
 	reg.Dirs, reg.Store = []string{dir}, st
 	srv := server.New(server.Config{Registry: reg, Version: "test", Load: runner.LoadOptions{NumCtx: 256},
 		MaxBodyBytes: 1 << 20, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),

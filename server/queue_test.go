@@ -30,7 +30,7 @@ func newQueueManager(t *testing.T, maxLoaded, maxQueue int) *manager {
 			t.Fatal(err)
 		}
 	}
-	reg := NewLibraryRegistry()
+	reg := NewLibraryRegistry(nil)
 	reg.Dirs = []string{dir}
 	cfg := &Config{Registry: reg, Load: runner.LoadOptions{NumCtx: 256}, MaxLoaded: maxLoaded, MaxQueue: maxQueue,
 		KeepAlive: time.Minute, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now}

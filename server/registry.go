@@ -78,9 +78,10 @@ type LibraryRegistry struct {
 	digests map[string]string // path|size|mtime → sha256
 }
 
-// NewLibraryRegistry reads the folders from FOLIO_MODELS_PATH.
-func NewLibraryRegistry() *LibraryRegistry {
-	return &LibraryRegistry{Dirs: filepath.SplitList(os.Getenv("FOLIO_MODELS_PATH")),
+// NewLibraryRegistry is a registry of the GGUF files in dirs
+// (FOLIO_MODELS_PATH's folders).
+func NewLibraryRegistry(dirs []string) *LibraryRegistry {
+	return &LibraryRegistry{Dirs: dirs,
 		aliases: map[string]string{}, digests: map[string]string{}}
 }
 

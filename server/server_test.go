@@ -32,7 +32,7 @@ func newTestServer(t *testing.T, edit ...func(*gguf.Writer)) (*api.Client, strin
 // serveLibrary serves the models of a folder, as newTestServer does.
 func serveLibrary(t *testing.T, dir string) (*api.Client, string) {
 	t.Helper()
-	reg := server.NewLibraryRegistry()
+	reg := server.NewLibraryRegistry(nil)
 	reg.Dirs = []string{dir}
 	srv := server.New(server.Config{Registry: reg, Version: "test", Load: runner.LoadOptions{NumCtx: 512}, MaxBodyBytes: 1 << 20})
 	hs := httptest.NewServer(srv)

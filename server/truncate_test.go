@@ -62,7 +62,7 @@ func truncServer(t *testing.T) (c *api.Client, base string, tok *tokenizer.Token
 		t.Fatal(err)
 	}
 	logs = &truncLogs{}
-	reg := server.NewLibraryRegistry()
+	reg := server.NewLibraryRegistry(nil)
 	reg.Dirs = []string{dir}
 	srv := server.New(server.Config{Registry: reg, Version: "test", Load: runner.LoadOptions{NumCtx: 512},
 		Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})

@@ -153,7 +153,7 @@ func start(cfg Config, rep *Report) (*rig, error) {
 	if err := sm.WriteFile(filepath.Join(dir, modelName+".gguf")); err != nil {
 		return nil, err
 	}
-	reg := server.NewLibraryRegistry()
+	reg := server.NewLibraryRegistry(nil)
 	reg.Dirs = []string{dir}
 	logs := &logCounter{}
 	// K/V bytes per token in f16: layers × K/V heads × head size × (K+V) × 2 bytes

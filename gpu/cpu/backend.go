@@ -28,9 +28,7 @@ package cpu
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 	"runtime"
-	"sync"
 	"unsafe"
 
 	"folio/gpu"
@@ -91,13 +89,13 @@ func New(threads int) *Backend {
 	threads = ThreadCount(threads)
 	initF16Table()
 	spin := threads <= runtime.GOMAXPROCS(0)
-	if spin && bestLevel > levelScalar {
-		spareProc(threads)
-	}
 	return &Backend{pool: newPool(threads, spin), level: bestLevel}
 }
 
-// spareProc raises GOMAXPROCS to threads+1 unless the user set it. The
+// SpareProc raises GOMAXPROCS to threads+1 when it is at most threads
+// and the kernels are SIMD ones; the program calls it once, before any
+// backend, unless the user set GOMAXPROCS (a library leaves the process's
+// GOMAXPROCS alone). The
 // pool's threads spend most of a forward pass in cgo calls, each holding
 // its P; when no P is idle, the runtime's monitor takes a P from a thread
 // that has been in a call for 20 µs and starts another thread to look for
@@ -105,15 +103,11 @@ func New(threads int) *Backend {
 // as pool threads those threads take the cores from the kernels (decode
 // speeds: bench/results/2026-12-02-comment-numbers.md). One idle P stops it: the monitor leaves a P in a call of under 10 ms alone
 // while another P is idle.
-func spareProc(threads int) {
-	spareOnce.Do(func() {
-		if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) <= threads {
-			runtime.GOMAXPROCS(threads + 1)
-		}
-	})
+func SpareProc(threads int) {
+	if bestLevel > levelScalar && runtime.GOMAXPROCS(0) <= threads {
+		runtime.GOMAXPROCS(threads + 1)
+	}
 }
-
-var spareOnce sync.Once
 
 // Threads is the number of threads the backend computes on.
 func (b *Backend) Threads() int { return len(b.pool.workers) }

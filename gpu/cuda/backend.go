@@ -3,7 +3,6 @@ package cuda
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"unsafe"
 
@@ -49,16 +48,17 @@ type Backend struct {
 // Options say how Open makes a backend; the zero value gives the defaults.
 type Options struct {
 	Ordinal  int    // the device; default 0
-	CacheDir string // compiled kernels; default $FOLIO_HOME/cache/cuda or the user cache dir
+	CacheDir string // compiled kernels; default the user cache dir's folio/cuda
 	NoCache  bool   // compile even when the cache holds the kernels
 	NoBLAS   bool   // prefill with folio's tiled kernel, not cuBLAS
 	// Sync waits for each kernel as it is launched, so that a fault names
-	// its kernel (else it shows at the next Download). FOLIO_CUDA_SYNC=1
-	// sets it too.
+	// its kernel (else it shows at the next Download).
 	Sync bool
 	// Graphs replays repeated steps (decode) as CUDA graphs (graph.go).
-	// FOLIO_CUDA_GRAPHS=1 sets it too.
 	Graphs bool
+	// Toolkit are folders of the CUDA toolkit (FOLIO_CUDA_PATH, CUDA_HOME,
+	// CUDA_PATH), searched for NVRTC and cuBLAS before the usual places.
+	Toolkit []string
 }
 
 // openBLAS is loadBLAS, replaced by tests.
@@ -73,7 +73,7 @@ func Open(opt Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	nv, err := loadNVRTC()
+	nv, err := loadNVRTC(opt.Toolkit)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func open(d *driver, nv *compiler, opt Options) (b *Backend, err error) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	b = &Backend{d: d, allocs: map[uint64]int64{}, syncEach: opt.Sync || os.Getenv("FOLIO_CUDA_SYNC") == "1"}
+	b = &Backend{d: d, allocs: map[uint64]int64{}, syncEach: opt.Sync}
 	h, ctx, stream := new(int32), new(uintptr), new(uintptr)
 	if err := d.check("cuDeviceGet", d.DeviceGet(h, int32(opt.Ordinal))); err != nil {
 		return nil, err
@@ -156,10 +156,10 @@ func open(d *driver, nv *compiler, opt Options) (b *Backend, err error) {
 		}
 		b.fn[k] = *f
 	}
-	b.g.on = (opt.Graphs || os.Getenv("FOLIO_CUDA_GRAPHS") == "1") && d.graphsAvailable() && !b.syncEach
+	b.g.on = opt.Graphs && d.graphsAvailable() && !b.syncEach
 	if opt.NoBLAS {
 		b.blasNote = "off (Options.NoBLAS)"
-	} else if b.blas, err = openBLAS(b.stream); err != nil {
+	} else if b.blas, err = openBLAS(b.stream, opt.Toolkit); err != nil {
 		b.blasNote, err = err.Error(), nil
 	}
 	return b, nil

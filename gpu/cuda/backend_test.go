@@ -276,16 +276,16 @@ func TestChoose(t *testing.T) {
 	f := newFakeGPU()
 	f.fail["cuInit"] = 100
 	resetDriver(t, func() (*driver, error) { return f.driver(), nil })
-	if b, err := Choose("cpu", Need{}, nil); b != nil || err != nil {
+	if b, _, err := Choose("cpu", Options{}, Need{}, nil); b != nil || err != nil {
 		t.Errorf("cpu: %v, %v", b, err)
 	}
-	if b, err := Choose("auto", Need{}, nil); b != nil || err != nil {
+	if b, _, err := Choose("auto", Options{}, Need{}, nil); b != nil || err != nil {
 		t.Errorf("auto without a device: %v, %v", b, err)
 	}
-	if _, err := Choose("cuda", Need{}, nil); !errors.Is(err, ErrNoDriver) || !strings.Contains(err.Error(), "FOLIO_GPU=cuda") {
+	if _, _, err := Choose("cuda", Options{}, Need{}, nil); !errors.Is(err, ErrNoDriver) || !strings.Contains(err.Error(), "FOLIO_GPU=cuda") {
 		t.Errorf("cuda without a device: %v", err)
 	}
-	if _, err := Choose("gpu", Need{}, nil); err == nil || !strings.Contains(err.Error(), "use cpu, cuda or auto") {
+	if _, _, err := Choose("gpu", Options{}, Need{}, nil); err == nil || !strings.Contains(err.Error(), "use cpu, cuda or auto") {
 		t.Errorf("an unknown mode: %v", err)
 	}
 }
@@ -310,7 +310,18 @@ func TestChoosePlacement(t *testing.T) {
 		f, c := newFakeGPU(), &fakeCompiler{}
 		f.freeMem = uint64(tc.free)
 		open := func() (*Backend, error) { return open(f.driver(), c.compiler(), Options{NoCache: true}) }
-		be, err := choose(tc.mode, need, func() gpu.Backend { return cpu.New(1) }, open)
+		be, notice, err := choose(tc.mode, need, func() gpu.Backend { return cpu.New(1) }, open)
+		// what the caller logs: the split or the fallback, never the whole GPU
+		want := map[int]string{-1: "", -2: "computing on the CPU"}[tc.onDev]
+		if tc.onDev >= 0 {
+			want = "layers on"
+		}
+		if tc.errSub != "" {
+			want = ""
+		}
+		if (want == "") != (notice == "") || !strings.Contains(notice, want) {
+			t.Errorf("%s, %d free: notice %q, want %q", tc.mode, tc.free, notice, want)
+		}
 		switch {
 		case tc.errSub != "":
 			if err == nil || !strings.Contains(err.Error(), tc.errSub) || be != nil {
@@ -346,7 +357,7 @@ func TestChoosePlacement(t *testing.T) {
 func TestMatMulThroughBLAS(t *testing.T) {
 	f, c := newFakeGPU(), &fakeCompiler{}
 	saved := openBLAS
-	openBLAS = func(uintptr) (*blas, error) { return f.blas(), nil }
+	openBLAS = func(uintptr, []string) (*blas, error) { return f.blas(), nil }
 	b, err := open(f.driver(), c.compiler(), Options{NoCache: true})
 	openBLAS = saved
 	if err != nil {
@@ -405,7 +416,7 @@ func TestSyncNamesTheFaultingKernel(t *testing.T) {
 func TestMatMulWithoutScratchMemory(t *testing.T) {
 	f, c := newFakeGPU(), &fakeCompiler{}
 	saved := openBLAS
-	openBLAS = func(uintptr) (*blas, error) { return f.blas(), nil }
+	openBLAS = func(uintptr, []string) (*blas, error) { return f.blas(), nil }
 	b, err := open(f.driver(), c.compiler(), Options{NoCache: true})
 	openBLAS = saved
 	if err != nil {

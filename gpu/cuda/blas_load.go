@@ -6,16 +6,16 @@ import "fmt"
 
 // loadBLAS opens cuBLAS and makes a handle on stream, with TF32 tensor
 // cores allowed. The context must be current.
-func loadBLAS(stream uintptr) (*blas, error) {
-	b, _, err := loadBLASTried(stream)
+func loadBLAS(stream uintptr, toolkit []string) (*blas, error) {
+	b, _, err := loadBLASTried(stream, toolkit)
 	return b, err
 }
 
 // loadBLASTried is loadBLAS with every path it tried, cuBLASLt's first.
-func loadBLASTried(stream uintptr) (*blas, []dlAttempt, error) {
+func loadBLASTried(stream uintptr, toolkit []string) (*blas, []dlAttempt, error) {
 	// cuBLAS needs cuBLASLt; opened first, it is found wherever cuBLAS is.
-	_, tried, _ := dlopenFirst("cuBLASLt", libNames("libcublasLt.so", "", ".13", ".12"))
-	h, more, err := dlopenFirst("cuBLAS", libNames("libcublas.so", "", ".13", ".12"))
+	_, tried, _ := dlopenFirst("cuBLASLt", libNames("libcublasLt.so", toolkit, "", ".13", ".12"))
+	h, more, err := dlopenFirst("cuBLAS", libNames("libcublas.so", toolkit, "", ".13", ".12"))
 	tried = append(tried, more...)
 	if err != nil {
 		return nil, tried, err

@@ -50,7 +50,7 @@ func TestLaunchBoundsMatchTheTable(t *testing.T) {
 func TestLaunchesUseTheTable(t *testing.T) {
 	f, c := newFakeGPU(), &fakeCompiler{}
 	saved := openBLAS
-	openBLAS = func(uintptr) (*blas, error) { return f.blas(), nil }
+	openBLAS = func(uintptr, []string) (*blas, error) { return f.blas(), nil }
 	b, err := open(f.driver(), c.compiler(), Options{NoCache: true})
 	openBLAS = saved
 	if err != nil {

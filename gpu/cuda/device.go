@@ -176,9 +176,10 @@ func describe(d *driver, ordinal int) (Device, error) {
 	return dv, nil
 }
 
-// CompilerVersion is NVRTC's version as "13.0", or why it does not load.
-func CompilerVersion() (string, error) {
-	nv, err := loadNVRTC()
+// CompilerVersion is NVRTC's version as "13.0", or why it does not load;
+// toolkit is Options.Toolkit.
+func CompilerVersion(toolkit []string) (string, error) {
+	nv, err := loadNVRTC(toolkit)
 	if err != nil {
 		return "", err
 	}

@@ -4,7 +4,6 @@ package cuda
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -267,12 +266,13 @@ func loadDriverTried() (*driver, []dlAttempt, error) {
 }
 
 // cudaDirs are where the toolkit's libraries (NVRTC, cuBLAS) are looked
-// for after the loader's path: $FOLIO_CUDA_PATH, $CUDA_HOME, $CUDA_PATH,
-// /usr/local/cuda*, then Python's NVIDIA wheels.
-func cudaDirs() []string {
+// for after the loader's path: the toolkit folders (Options.Toolkit:
+// FOLIO_CUDA_PATH, CUDA_HOME, CUDA_PATH), /usr/local/cuda*, then Python's
+// NVIDIA wheels.
+func cudaDirs(toolkit []string) []string {
 	var dirs []string
-	for _, env := range []string{"FOLIO_CUDA_PATH", "CUDA_HOME", "CUDA_PATH"} {
-		if d := os.Getenv(env); d != "" {
+	for _, d := range toolkit {
+		if d != "" {
 			dirs = append(dirs, filepath.Join(d, "lib64"), filepath.Join(d, "lib"))
 		}
 	}
@@ -285,12 +285,12 @@ func cudaDirs() []string {
 
 // libNames lists the places to look for lib (a base name such as
 // "libnvrtc.so"): the loader's search path first, then cudaDirs.
-func libNames(lib string, versions ...string) []string {
+func libNames(lib string, toolkit []string, versions ...string) []string {
 	var names []string
 	for _, v := range versions {
 		names = append(names, lib+v)
 	}
-	for _, d := range cudaDirs() {
+	for _, d := range cudaDirs(toolkit) {
 		names = append(names, filepath.Join(d, lib+"*"))
 	}
 	return names

@@ -13,20 +13,20 @@ func loadDriverTried() (*driver, []dlAttempt, error) {
 	return nil, nil, fmt.Errorf("%w (folio loads the driver on Linux only)", ErrNoDriver)
 }
 
-func loadNVRTC() (*compiler, error) {
-	c, _, err := loadNVRTCTried()
+func loadNVRTC([]string) (*compiler, error) {
+	c, _, err := loadNVRTCTried(nil)
 	return c, err
 }
 
-func loadNVRTCTried() (*compiler, []dlAttempt, error) {
+func loadNVRTCTried([]string) (*compiler, []dlAttempt, error) {
 	return nil, nil, fmt.Errorf("%w (folio loads NVRTC on Linux only)", ErrNoDriver)
 }
 
-func loadBLAS(uintptr) (*blas, error) {
+func loadBLAS(uintptr, []string) (*blas, error) {
 	return nil, fmt.Errorf("%w (folio loads cuBLAS on Linux only)", ErrNoDriver)
 }
 
-func loadBLASTried(uintptr) (*blas, []dlAttempt, error) {
+func loadBLASTried(uintptr, []string) (*blas, []dlAttempt, error) {
 	return nil, nil, fmt.Errorf("%w (folio loads cuBLAS on Linux only)", ErrNoDriver)
 }
 

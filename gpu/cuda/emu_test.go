@@ -96,7 +96,7 @@ func emuBackend(t *testing.T) (*Backend, *fakeGPU) {
 func emuBackendWith(t *testing.T, opt Options) (*Backend, *fakeGPU) {
 	d, f := emuDriver(t)
 	saved := openBLAS
-	openBLAS = func(uintptr) (*blas, error) { return f.blas(), nil }
+	openBLAS = func(uintptr, []string) (*blas, error) { return f.blas(), nil }
 	be, err := open(d, (&fakeCompiler{}).compiler(), opt)
 	openBLAS = saved
 	if err != nil {

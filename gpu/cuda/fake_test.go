@@ -9,7 +9,7 @@ import (
 
 // Tests load no cuBLAS unless they ask for the fake one.
 func init() {
-	openBLAS = func(uintptr) (*blas, error) { return nil, errors.New("cuBLAS is not loaded in tests") }
+	openBLAS = func(uintptr, []string) (*blas, error) { return nil, errors.New("cuBLAS is not loaded in tests") }
 }
 
 // fakeGPU is a driver without a GPU: device memory is Go memory, launches

@@ -19,7 +19,7 @@ import (
 // from the graph ends the match: the kernels matched so far are launched
 // eagerly, in order, and the step goes on eagerly.
 //
-// Off unless Options.Graphs or FOLIO_CUDA_GRAPHS=1, until measured on a GPU.
+// Off unless Options.Graphs (FOLIO_CUDA_GRAPHS=1), until measured on a GPU.
 
 // stableSteps is how many identical eager steps make a graph.
 const stableSteps = 3

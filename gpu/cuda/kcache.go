@@ -29,12 +29,9 @@ type kernelCache struct {
 
 var cacheMagic = []byte("FOLIOCU1")
 
-// defaultCacheDir is $FOLIO_HOME/cache/cuda, else the user's cache
-// directory's folio/cuda, else "" (no cache).
+// defaultCacheDir is the user's cache directory's folio/cuda, else ""
+// (no cache). cmd gives FOLIO_HOME's cache/cuda as Options.CacheDir.
 func defaultCacheDir() string {
-	if h := os.Getenv("FOLIO_HOME"); h != "" {
-		return filepath.Join(h, "cache", "cuda")
-	}
 	if d, err := os.UserCacheDir(); err == nil {
 		return filepath.Join(d, "folio", "cuda")
 	}

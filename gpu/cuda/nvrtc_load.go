@@ -9,14 +9,14 @@ import (
 )
 
 // loadNVRTC opens NVRTC and wraps it as a compiler.
-func loadNVRTC() (*compiler, error) {
-	c, _, err := loadNVRTCTried()
+func loadNVRTC(toolkit []string) (*compiler, error) {
+	c, _, err := loadNVRTCTried(toolkit)
 	return c, err
 }
 
 // loadNVRTCTried is loadNVRTC with every path it tried.
-func loadNVRTCTried() (*compiler, []dlAttempt, error) {
-	h, tried, err := dlopenFirst("NVRTC", libNames("libnvrtc.so", "", ".13", ".12", ".11.2"))
+func loadNVRTCTried(toolkit []string) (*compiler, []dlAttempt, error) {
+	h, tried, err := dlopenFirst("NVRTC", libNames("libnvrtc.so", toolkit, "", ".13", ".12", ".11.2"))
 	if err != nil {
 		return nil, tried, fmt.Errorf("cuda: NVRTC (the CUDA toolkit's run-time compiler) is needed to build folio's kernels: %v; install the CUDA toolkit or set FOLIO_CUDA_PATH to it", err)
 	}

@@ -2,9 +2,7 @@ package cuda
 
 import (
 	"fmt"
-	"log"
 	"strings"
-	"sync"
 
 	"folio/gpu"
 	"folio/models/arch"
@@ -138,75 +136,71 @@ func (b *Backend) Free() (int64, error) {
 	return int64(*free), nil
 }
 
-// Choose opens the backend FOLIO_GPU (mode) asks for, for a model of need:
+// Choose opens the backend mode (FOLIO_GPU: cpu, cuda or auto) asks for,
+// with opt, for a model of need:
 //
-//   - "cpu": none (nil, nil);
+//   - "cpu": none;
 //   - "cuda": the first GPU, or an error saying why it cannot be used;
-//   - "auto" or "": the first GPU when a driver loads, else none, with one
-//     log line (per process) saying why.
+//   - "auto" or "": the first GPU when a driver loads, else none, with a
+//     notice saying why.
 //
 // A model that does not fit whole is split (Split): as many layers as fit
-// on the GPU, the rest on host(), said once in the log; with no layer
+// on the GPU, the rest on host(), with a notice saying so; with no layer
 // fitting, it is an error for "cuda" and the CPU for "auto". The caller
-// computes on the CPU when Choose returns no backend.
-func Choose(mode string, need Need, host func() gpu.Backend) (gpu.Backend, error) {
-	return choose(mode, need, host, func() (*Backend, error) { return Open(Options{}) })
+// computes on the CPU when Choose returns no backend, and logs the notice
+// ("" when there is nothing to say) where it logs the load.
+func Choose(mode string, opt Options, need Need, host func() gpu.Backend) (gpu.Backend, string, error) {
+	return choose(mode, need, host, func() (*Backend, error) { return Open(opt) })
 }
 
-func choose(mode string, need Need, host func() gpu.Backend, open func() (*Backend, error)) (gpu.Backend, error) {
+func choose(mode string, need Need, host func() gpu.Backend, open func() (*Backend, error)) (gpu.Backend, string, error) {
 	switch mode {
 	case "cpu":
-		return nil, nil
+		return nil, "", nil
 	case "cuda", "auto", "":
 	default:
-		return nil, fmt.Errorf("cuda: FOLIO_GPU=%q: use cpu, cuda or auto", mode)
+		return nil, "", fmt.Errorf("cuda: FOLIO_GPU=%q: use cpu, cuda or auto", mode)
 	}
 	b, err := open()
 	if err == nil && need.KVSpec != (gpu.KVSpec{}) {
 		if kerr := checkKV(need.KVSpec); kerr != nil { // the GPU is there: refused, whatever the mode
 			b.Close()
-			return nil, kerr
+			return nil, "", kerr
 		}
 	}
 	if err == nil {
-		var be gpu.Backend
-		if be, err = place(b, need, host); err == nil {
-			return be, nil
+		be, notice, perr := place(b, need, host)
+		if perr == nil {
+			return be, notice, nil
 		}
 		b.Close()
+		err = perr
 	}
 	if mode == "cuda" {
-		return nil, fmt.Errorf("%w (FOLIO_GPU=cuda; unset it to fall back to the CPU)", err)
+		return nil, "", fmt.Errorf("%w (FOLIO_GPU=cuda; unset it to fall back to the CPU)", err)
 	}
-	logOnce(&fallbackOnce, "folio: %v; computing on the CPU", err)
-	return nil, nil
+	return nil, fmt.Sprintf("%v; computing on the CPU", err), nil
 }
 
-// place puts the model on b whole, or split with host, or says why not.
-func place(b *Backend, need Need, host func() gpu.Backend) (gpu.Backend, error) {
+// place puts the model on b whole, or split with host (saying so in the
+// notice), or says why not.
+func place(b *Backend, need Need, host func() gpu.Backend) (gpu.Backend, string, error) {
 	if b.blas == nil {
 		need.BLAS = 0
 	}
 	free, err := b.Free()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	fit := need.Fit(b.dev, free)
 	if fit == nil {
-		return b, nil
+		return b, "", nil
 	}
 	k := need.LayersThatFit(free)
 	if k == 0 || host == nil {
-		return nil, fit
+		return nil, "", fit
 	}
-	logOnce(&splitOnce, "folio: %d of %d layers on %s (%s free), the rest on the CPU: the model needs %s on the GPU whole",
+	notice := fmt.Sprintf("%d of %d layers on %s (%s free), the rest on the CPU: the model needs %s on the GPU whole",
 		k, need.Layers, b.dev.Name, gib(free), gib(need.Total()))
-	return NewSplit(b, host(), k), nil
-}
-
-var fallbackOnce, splitOnce sync.Once
-
-// logOnce logs once per process per once.
-func logOnce(once *sync.Once, format string, args ...any) {
-	once.Do(func() { log.Printf(format, args...) })
+	return NewSplit(b, host(), k), notice, nil
 }

@@ -150,13 +150,13 @@ func chooseAsUploaded(t *testing.T, typ gguf.TensorType) {
 	var dev *Backend
 	open := func() (*Backend, error) {
 		saved := openBLAS
-		openBLAS = func(uintptr) (*blas, error) { return fg.blas(), nil }
+		openBLAS = func(uintptr, []string) (*blas, error) { return fg.blas(), nil }
 		defer func() { openBLAS = saved }()
 		b, err := open(fg.driver(), c.compiler(), Options{NoCache: true})
 		dev = b
 		return b, err
 	}
-	be, err := choose("cuda", need, func() gpu.Backend { return cpu.New(1) }, open)
+	be, _, err := choose("cuda", need, func() gpu.Backend { return cpu.New(1) }, open)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestChooseRefusesQ8KVBeforeUploading(t *testing.T) {
 	for _, mode := range []string{"auto", "cuda"} {
 		f, c := newFakeGPU(), &fakeCompiler{}
 		open := func() (*Backend, error) { return open(f.driver(), c.compiler(), Options{NoCache: true}) }
-		be, err := choose(mode, need, func() gpu.Backend { return cpu.New(1) }, open)
+		be, _, err := choose(mode, need, func() gpu.Backend { return cpu.New(1) }, open)
 		if be != nil || !errors.Is(err, gpu.ErrUnsupported) || !strings.Contains(err.Error(), "q8_0 K/V cache") {
 			t.Errorf("%s: %v, %v", mode, be, err)
 		}
@@ -205,13 +205,13 @@ func TestChooseRefusesQ8KVBeforeUploading(t *testing.T) {
 		}
 	}
 	noGPU := func() (*Backend, error) { return nil, ErrNoDriver }
-	if be, err := choose("auto", need, nil, noGPU); be != nil || err != nil {
+	if be, _, err := choose("auto", need, nil, noGPU); be != nil || err != nil {
 		t.Errorf("auto without a GPU: %v, %v", be, err)
 	}
 	big := need
 	big.KVSpec.Type, big.KVSpec.HeadDim = gguf.TypeF16, 512
 	f, c := newFakeGPU(), &fakeCompiler{}
-	if _, err := choose("auto", big, nil, func() (*Backend, error) { return open(f.driver(), c.compiler(), Options{NoCache: true}) }); !errors.Is(err, gpu.ErrUnsupported) {
+	if _, _, err := choose("auto", big, nil, func() (*Backend, error) { return open(f.driver(), c.compiler(), Options{NoCache: true}) }); !errors.Is(err, gpu.ErrUnsupported) {
 		t.Errorf("heads of 512: %v", err)
 	}
 }

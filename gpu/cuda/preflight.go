@@ -15,18 +15,21 @@ import (
 // stops at the first step that fails: the system (glibc, the libraries
 // mapped into the process), the driver (every path dlopen was given, cuInit,
 // the devices), NVRTC, a compile of the kernels (its time and whole log,
-// stored in the kernel cache at cacheDir, "" for the default, for the
+// stored in the kernel cache at opt.CacheDir, "" for the default, for the
 // commands that follow), the module and each kernel's attributes against
 // the threads folio launches it with, one tiny synchronized launch of every
 // kernel, cuBLAS and an SGEMM against the CPU, and a two-node CUDA graph.
 // Each line is written before the work it names, so that a hang or a crash
 // shows where. Without a driver the error wraps ErrNoDriver.
-func Preflight(w io.Writer, cacheDir string) error {
+// NVRTC and cuBLAS are looked for in opt.Toolkit first.
+func Preflight(w io.Writer, opt Options) error {
 	return preflight(w, preflightEnv{
-		driver: loadDriverTried, nvrtc: loadNVRTCTried, blas: loadBLASTried,
-		maps: func() (string, error) { b, err := os.ReadFile("/proc/self/maps"); return string(b), err },
-		libc: libcVersion,
-	}, cacheDir)
+		driver: loadDriverTried,
+		nvrtc:  func() (*compiler, []dlAttempt, error) { return loadNVRTCTried(opt.Toolkit) },
+		blas:   func(stream uintptr) (*blas, []dlAttempt, error) { return loadBLASTried(stream, opt.Toolkit) },
+		maps:   func() (string, error) { b, err := os.ReadFile("/proc/self/maps"); return string(b), err },
+		libc:   libcVersion,
+	}, opt.CacheDir)
 }
 
 // preflightEnv is what preflight loads and reads; tests put fakes in its

@@ -102,7 +102,7 @@ func TestPreflightWithoutDriver(t *testing.T) {
 // runs this test there) it must pass.
 func TestPreflightHere(t *testing.T) {
 	var out bytes.Buffer
-	err := Preflight(&out, t.TempDir())
+	err := Preflight(&out, Options{CacheDir: t.TempDir()})
 	if err == nil {
 		t.Log(out.String())
 		return
