@@ -3,7 +3,10 @@ package installer_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"folio/installer"
@@ -121,5 +124,33 @@ func TestPullURL(t *testing.T) {
 	}
 	if _, err := installer.Pull(context.Background(), hub.URL+"/files/nosuch.gguf", opt); !errors.Is(err, installer.ErrNotFound) {
 		t.Errorf("a missing file: %v", err)
+	}
+}
+
+// TestHFTokenIsAnOption: Options.HFToken (HF_TOKEN, read by cmd) is sent
+// to the Hugging Face endpoint; without it no Authorization goes out.
+func TestHFTokenIsAnOption(t *testing.T) {
+	var auth []string
+	var mu sync.Mutex
+	hub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		http.NotFound(w, r)
+	}))
+	defer hub.Close()
+	home, st := newHome(t)
+	for _, tok := range []string{"hf_secret", ""} {
+		auth = nil
+		opt := testOptions(home, st)
+		opt.HFEndpoint, opt.HFToken = hub.URL, tok
+		if _, err := installer.Pull(context.Background(), "hf.co/org/gated", opt); err == nil {
+			t.Fatal("a repository the hub does not have was pulled")
+		}
+		mu.Lock()
+		if len(auth) == 0 || auth[0] != map[string]string{"hf_secret": "Bearer hf_secret", "": ""}[tok] {
+			t.Errorf("token %q: Authorization headers %q", tok, auth)
+		}
+		mu.Unlock()
 	}
 }
