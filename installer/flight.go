@@ -65,7 +65,9 @@ func (o *Options) join(f fetch) (fl *flight, at int64) {
 }
 
 // wait returns the flight's outcome, or ctx's error when ctx ends first;
-// the last waiter to leave stops the download (its bytes stay on disk).
+// the last waiter to leave stops the download (its bytes stay on disk)
+// and returns once it has stopped, so that nothing writes in the home
+// after the pull that started it has returned.
 func (fl *flight) wait(ctx context.Context) (string, error) {
 	select {
 	case <-fl.done:
@@ -73,13 +75,17 @@ func (fl *flight) wait(ctx context.Context) (string, error) {
 	case <-ctx.Done():
 		flights.mu.Lock()
 		fl.waiters--
-		if fl.waiters == 0 { // abandoned: a later pull starts afresh (and resumes)
+		last := fl.waiters == 0
+		if last { // abandoned: a later pull starts afresh (and resumes)
 			fl.cancel()
 			if flights.m[fl.key] == fl {
 				delete(flights.m, fl.key)
 			}
 		}
 		flights.mu.Unlock()
+		if last {
+			<-fl.done
+		}
 		return "", ctx.Err()
 	}
 }
