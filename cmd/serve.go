@@ -194,7 +194,16 @@ func newServeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			level, err := logLevel()
+			if err != nil {
+				return err
+			}
+			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			settings := envconfig.AsMap()
+			if settings["HF_TOKEN"] != "" {
+				settings["HF_TOKEN"] = "(set)" // a secret: never in a log
+			}
+			cfg.Log.Debug("settings", "env", settings)
 			reg, err := openRegistry(cfg.Log)
 			if err != nil {
 				return err
@@ -251,4 +260,16 @@ func newServeCmd() *cobra.Command {
 		},
 	}
 	return cmd
+}
+
+// logLevel is serve's log level: debug with FOLIO_DEBUG=1, else info.
+func logLevel() (slog.Level, error) {
+	switch v := envconfig.Get("FOLIO_DEBUG"); strings.ToLower(v) {
+	case "", "0", "false":
+		return slog.LevelInfo, nil
+	case "1", "true":
+		return slog.LevelDebug, nil
+	default:
+		return 0, fmt.Errorf("FOLIO_DEBUG=%q: set it to 1 to log at debug level, or 0 (or leave it unset) for info", v)
+	}
 }

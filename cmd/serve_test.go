@@ -101,3 +101,31 @@ func TestServeSaysWhereTheStoreIs(t *testing.T) {
 		}
 	}
 }
+
+// TestServeDebug: FOLIO_DEBUG=1 logs at debug level (the settings at
+// start, HF_TOKEN's value left out); unset, serve logs no debug line; any
+// other value is refused with what to set.
+func TestServeDebug(t *testing.T) {
+	t.Setenv("FOLIO_DEBUG", "1")
+	t.Setenv("HF_TOKEN", "hf_secretvalue")
+	_, _, out := startServe(t, t.TempDir())
+	for _, w := range []string{"level=DEBUG msg=settings", "FOLIO_DEBUG:1", "HF_TOKEN:(set)"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("with FOLIO_DEBUG=1 serve's log lacks %q:\n%s", w, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "hf_secretvalue") {
+		t.Errorf("serve's debug log shows HF_TOKEN's value:\n%s", out.String())
+	}
+
+	t.Setenv("FOLIO_DEBUG", "")
+	_, _, out = startServe(t, t.TempDir())
+	if strings.Contains(out.String(), "level=DEBUG") {
+		t.Errorf("without FOLIO_DEBUG serve logs debug lines:\n%s", out.String())
+	}
+
+	t.Setenv("FOLIO_DEBUG", "yes")
+	if _, err := execute(t, "serve"); err == nil || !strings.Contains(err.Error(), "FOLIO_DEBUG=\"yes\": set it to 1") {
+		t.Errorf("FOLIO_DEBUG=yes: %v", err)
+	}
+}

@@ -34,6 +34,7 @@ var Settings = []Setting{
 	{"FOLIO_ORIGINS", "", "browser origins allowed beyond localhost and app pages, comma-separated; * for all"},
 	{"FOLIO_MAX_BODY", "33554432", "bytes of a request body (blob uploads are not limited)"},
 	{"FOLIO_MAX_CONNECTIONS", "", "connections open at once (default half the open-file limit; 0: no cap)"},
+	{"FOLIO_DEBUG", "0", "1: serve logs at debug level too (the settings at start, what truncation dropped from a prompt)"},
 	{"FOLIO_HF_ENDPOINT", "https://huggingface.co", "the host pull fetches hf.co/ names from"},
 	{"HF_TOKEN", "", "a Hugging Face token, for gated and private repositories"},
 	{"FOLIO_CUDA_PATH", "", "the CUDA toolkit's folder (NVRTC, cuBLAS), searched before CUDA_HOME, CUDA_PATH and /usr/local/cuda"},
