@@ -41,8 +41,7 @@ func (b *Backend) attnPlan(batch *gpu.Batch, tr int) []int32 {
 		at := int32(len(blocks))
 		blocks = append(blocks, s.Blocks[:(s.Pos+s.Len+bs-1)/bs]...)
 		for r0 := (s.Len - 1) / tr * tr; r0 >= 0; r0 -= tr {
-			b.attnTiles = append(b.attnTiles, attnTile{row: int32(s.Start + r0), rows: int32(min(tr, s.Len-r0)),
-				pos: int32(s.Pos + r0), blocks: at})
+			b.attnTiles = append(b.attnTiles, newAttnTile(int32(s.Start+r0), int32(min(tr, s.Len-r0)), int32(s.Pos+r0), at))
 		}
 	}
 	// Costliest first (rows × positions read), in small chunks: a batch's
@@ -72,11 +71,6 @@ func attnScratch(nq, d, n, bs int) int {
 	// 16 each.
 	return max(d*nqp+n*nqp+4*d+bs*d, 64*max(d, 16)+8*(n+16))
 }
-
-// attnTile is a tile of rows as the kernels read it: its first row of q
-// and dst, its row count, the position of its first row, and where its
-// sequence's block table starts in simdAttentionTask.blocks.
-type attnTile struct{ row, rows, pos, blocks int32 }
 
 type simdAttentionTask struct {
 	level   simdLevel

@@ -44,16 +44,25 @@ const (
 	q8Bytes = 34
 )
 
-// kvKind is the cache's element type as the C kernels number it
-// (simd_attn.c: KV_F32, KV_F16, KV_Q8).
-func (c *KVCache) kvKind() int {
+// kvKind is a K/V element type as the C kernels number it (simd.h's
+// KV_F32, KV_F16, KV_Q8).
+type kvKind int
+
+const (
+	kvF32 kvKind = iota
+	kvF16
+	kvQ8
+)
+
+// kvKind is the cache's element type.
+func (c *KVCache) kvKind() kvKind {
 	switch {
 	case c.k16 != nil:
-		return 1
+		return kvF16
 	case c.k8 != nil:
-		return 2
+		return kvQ8
 	}
-	return 0
+	return kvF32
 }
 
 // layerPtrs returns the start of layer's K and V.

@@ -13,11 +13,15 @@ enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4 
 // Dispatch levels (Go's simdLevel).
 enum { LEVEL_SCALAR = 0, LEVEL_AVX2 = 1, LEVEL_AVX512 = 2 };
 
+// Kinds of K/V element (KVCache.kvKind): float32s, halves, Q8_0 blocks.
+enum { KV_F32 = 0, KV_F16 = 1, KV_Q8 = 2 };
+
 // Weight block sizes (ggml's block_q8_0, block_q4_0, block_q4_K, block_q6_K).
 #define Q8_0_BYTES 34
 #define Q4_0_BYTES 18
 #define Q4_K_BYTES 144
 #define Q6_K_BYTES 210
+_Static_assert(Q8_0_BYTES == 2 + 32, "a Q8_0 block is a half scale and 32 int8 quants");
 
 // Activation formats. X8P: a pair of 32-element blocks (Q8_0 weights),
 // the quants biased by 128 (q ^ 0x80): vpdpbusd's unsigned side.
@@ -100,9 +104,29 @@ void folio_write_kv_q8(const float *k, const float *v, int n, const int32_t *slo
                        int bs, int kvheads, int d);
 AVX512 __m512 exp512(__m512 x);
 AVX2 __m256 exp256(__m256 x);
-void folio_attention(int level, const int32_t *tiles, int lo, int hi, const float *q, int64_t qstride, int g, int d,
-                     const void *kl, const void *vl, int kt, const int32_t *blocks, int bs, int kvheads, float scale,
-                     float *out, float *scratch);
+// folio_tile is a tile of attention rows (Go's attnTile is this type): its
+// first row of q and out, its row count, the position of that row and where
+// its sequence's block table starts in folio_attn.blocks.
+typedef struct {
+	int32_t row, rows, pos, blocks;
+} folio_tile;
+_Static_assert(sizeof(folio_tile) == 16, "folio_tile is four int32s");
+
+// folio_attn is what every unit of one folio_attention call shares: the
+// tiles, q and out (rows qstride floats apart; g query heads of d elements
+// per K/V head), the layer's K and V (kt: KV_*), the block tables, the
+// block size, the K/V heads, the scores' scale and a unit's scratch.
+typedef struct {
+	const folio_tile *tiles;
+	const float *q;
+	float *out, *scratch;
+	const void *kl, *vl;
+	const int32_t *blocks;
+	int64_t qstride;
+	int g, d, kt, bs, kvheads;
+	float scale;
+} folio_attn;
+void folio_attention(int level, folio_attn a, int lo, int hi);
 
 // The microkernels take the activation rows in tiles of at most XT: 8
 // accumulators (and their temporaries) fit AVX-512's 32 registers; AVX2's 16

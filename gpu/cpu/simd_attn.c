@@ -46,7 +46,7 @@ static inline AVX512 __mmask16 tail16(int left) { return left >= 16 ? 0xffff : (
 // q8x16_512 decodes elements e … e+15 (e a multiple of 16) of a Q8_0
 // layer.
 static inline AVX512 __m512 q8x16_512(const void *base, int64_t e) {
-	const uint8_t *blk = (const uint8_t *)base + (e >> 5) * 34;
+	const uint8_t *blk = (const uint8_t *)base + (e >> 5) * Q8_0_BYTES;
 	uint16_t h;
 	memcpy(&h, blk, 2);
 	__m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2 + (e & 31)))));
@@ -319,22 +319,22 @@ static inline AVX512 void ktile512(const void *kl, int kk, int64_t at, int np, i
 // 16 rows at a time; rows past np are zero and not read. The 16 rows'
 // scales of a block are decoded once for its two chunks.
 static inline AVX512 void ktile8_512(const void *kl, int64_t at, int np, int d, float *kt) {
-	const uint8_t *base = (const uint8_t *)kl + (at >> 5) * 34;
-	int64_t rowb = d / 32 * 34;
+	const uint8_t *base = (const uint8_t *)kl + (at >> 5) * Q8_0_BYTES;
+	int64_t rowb = d / 32 * Q8_0_BYTES;
 	float sc[16];
 	for (int j0 = 0; j0 < d; j0 += 16) {
 		if ((j0 & 31) == 0)
 			for (int i = 0; i < 16; i++) {
 				uint16_t h = 0;
 				if (i < np)
-					memcpy(&h, base + i * rowb + (j0 >> 5) * 34, 2);
+					memcpy(&h, base + i * rowb + (j0 >> 5) * Q8_0_BYTES, 2);
 				sc[i] = _cvtsh_ss(h);
 			}
 		__m512 r[16];
 		UNROLL for (int i = 0; i < 16; i++) {
 			r[i] = _mm512_setzero_ps();
 			if (i < np) {
-				const uint8_t *qs = base + i * rowb + (j0 >> 5) * 34 + 2 + (j0 & 31);
+				const uint8_t *qs = base + i * rowb + (j0 >> 5) * Q8_0_BYTES + 2 + (j0 & 31);
 				__m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)qs)));
 				r[i] = _mm512_mul_ps(q, _mm512_set1_ps(sc[i]));
 			}
@@ -442,7 +442,7 @@ INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int f
 		__m512 v[4];
 		if (full && kt == KV_Q8 && (c0 & 1) == 0) { // chunks 2i and 2i+1 share a block and its scale
 			UNROLL for (int c = 0; c < CW; c += 2) {
-				const uint8_t *blk = (const uint8_t *)vl + ((at + 16 * c) >> 5) * 34;
+				const uint8_t *blk = (const uint8_t *)vl + ((at + 16 * c) >> 5) * Q8_0_BYTES;
 				uint16_t hs;
 				memcpy(&hs, blk, 2);
 				__m512 sc = _mm512_set1_ps(_cvtsh_ss(hs));
@@ -597,28 +597,28 @@ static void prefetch_first(const void *kl, const void *vl, int kt, const int32_t
 	prefetch_rows(vl, kt, blocks, bs, kvheads, h, d, 0, n < vAhead ? n : vAhead, 0, d);
 }
 
-// folio_attention runs units lo … hi-1: unit u is K/V head u % kvheads of
-// tile u / kvheads, whose four ints in tiles are its first row of q and
-// out, its row count, the position of that row and where its sequence's
-// block table starts in blocks. One call for many units spares a cgo call
-// per unit, which is not small beside a decode unit's microsecond or less.
-void folio_attention(int level, const int32_t *tiles, int lo, int hi, const float *q, int64_t qstride, int g, int d,
-                     const void *kl, const void *vl, int kt, const int32_t *blocks, int bs, int kvheads, float scale,
-                     float *out, float *scratch) {
+// folio_attention runs units lo … hi-1 of a: unit u is K/V head u %
+// a.kvheads of tile u / a.kvheads. One call for many units spares a cgo
+// call per unit, which is not small beside a decode unit's microsecond or
+// less.
+void folio_attention(int level, folio_attn a, int lo, int hi) {
 	for (int u = lo; u < hi; u++) {
-		const int32_t *t = tiles + 4 * (u / kvheads);
-		int h = u % kvheads;
+		const folio_tile *t = a.tiles + u / a.kvheads;
+		int h = u % a.kvheads;
 		// The first rows of a decode unit's K and V (the kernel asks for the
 		// others on the way), for the next unit while this one computes.
-		if (u == lo && t[1] == 1)
-			prefetch_first(kl, vl, kt, blocks + t[3], bs, kvheads, h, d, t[2] + 1);
-		const int32_t *tn = tiles + 4 * ((u + 1) / kvheads);
-		if (u + 1 < hi && tn[1] == 1)
-			prefetch_first(kl, vl, kt, blocks + tn[3], bs, kvheads, (u + 1) % kvheads, d, tn[2] + 1);
-		int64_t at = t[0] * qstride + (int64_t)h * g * d;
+		if (u == lo && t->rows == 1)
+			prefetch_first(a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs, a.kvheads, h, a.d, t->pos + 1);
+		const folio_tile *tn = a.tiles + (u + 1) / a.kvheads;
+		if (u + 1 < hi && tn->rows == 1)
+			prefetch_first(a.kl, a.vl, a.kt, a.blocks + tn->blocks, a.bs, a.kvheads, (u + 1) % a.kvheads, a.d,
+			               tn->pos + 1);
+		int64_t at = t->row * a.qstride + (int64_t)h * a.g * a.d;
 		if (level == LEVEL_AVX512)
-			attn_avx512(q + at, qstride, t[1], g, d, kl, vl, kt, blocks + t[3], bs, kvheads, h, t[2], scale, out + at, scratch);
+			attn_avx512(a.q + at, a.qstride, t->rows, a.g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs,
+			            a.kvheads, h, t->pos, a.scale, a.out + at, a.scratch);
 		else
-			folio_attn_avx2(q + at, qstride, t[1], g, d, kl, vl, kt, blocks + t[3], bs, kvheads, h, t[2], scale, out + at, scratch);
+			folio_attn_avx2(a.q + at, a.qstride, t->rows, a.g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs,
+			                a.kvheads, h, t->pos, a.scale, a.out + at, a.scratch);
 	}
 }

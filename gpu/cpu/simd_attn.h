@@ -18,9 +18,6 @@ static inline int64_t kv_at(const int32_t *blocks, int bs, int kvheads, int h, i
 	return (((int64_t)blocks[p / bs] * kvheads + h) * bs + p % bs) * d;
 }
 
-// The kinds of K/V element (KVCache.kvKind).
-enum { KV_F32 = 0, KV_F16 = 1, KV_Q8 = 2 };
-
 // prefetch_rows asks L1 for elements o0 … o1-1 of the rows p0 … p1-1 of
 // head h of a layer's K or V (of kind kt). A decode unit reads each
 // row once, from blocks spread over the pool, where the hardware
@@ -33,7 +30,7 @@ static inline void prefetch_rows(const void *base, int kt, const int32_t *blocks
 	int esz = kt == KV_F32 ? 4 : 2;
 	int64_t rb = (int64_t)d * esz, b0 = (int64_t)o0 * esz, b1 = (int64_t)o1 * esz - 1;
 	if (kt == KV_Q8)
-		rb = d / 32 * 34, b0 = o0 / 32 * 34, b1 = (o1 - 1) / 32 * 34 + 33;
+		rb = d / 32 * Q8_0_BYTES, b0 = o0 / 32 * Q8_0_BYTES, b1 = (o1 - 1) / 32 * Q8_0_BYTES + Q8_0_BYTES - 1;
 	for (int p = p0; p < p1;) {
 		int e = (p / bs + 1) * bs;
 		e = e < p1 ? e : p1;

@@ -30,7 +30,7 @@ static inline AVX2 const float *row256(const void *base, int kt, int64_t at, int
 		return (const float *)base + at;
 	if (kt == KV_Q8) {
 		for (int j = 0; j < d; j += 8) {
-			const uint8_t *blk = (const uint8_t *)base + ((at + j) >> 5) * 34;
+			const uint8_t *blk = (const uint8_t *)base + ((at + j) >> 5) * Q8_0_BYTES;
 			uint16_t h;
 			memcpy(&h, blk, 2);
 			__m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + ((at + j) & 31)))));

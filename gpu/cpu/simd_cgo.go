@@ -64,19 +64,42 @@ func readSum(p []byte) uint64 {
 	return uint64(C.folio_read_sum((*C.uint8_t)(unsafe.Pointer(&p[0])), C.int64_t(len(p))))
 }
 
+// attnTile is a tile of rows as the kernels read it (simd.h's folio_tile):
+// its first row of q and out, its row count, the position of that row and
+// where its sequence's block table starts in simdAttentionTask.blocks.
+type attnTile = C.folio_tile
+
+func newAttnTile(row, rows, pos, blocks int32) attnTile {
+	return attnTile{row: C.int32_t(row), rows: C.int32_t(rows), pos: C.int32_t(pos), blocks: C.int32_t(blocks)}
+}
+
+// The Go names of the C side's enums and sizes (simd.h): a mismatch is an
+// index out of range, which does not compile.
+func _() {
+	var x [1]int
+	_ = x[kindQ8_0-C.KIND_Q8_0] + x[kindQ4_0-C.KIND_Q4_0] + x[kindQ4_K-C.KIND_Q4_K] + x[kindQ6_K-C.KIND_Q6_K] + x[kindF16-C.KIND_F16]
+	_ = x[C.KIND_Q8_0-kindQ8_0] + x[C.KIND_Q4_0-kindQ4_0] + x[C.KIND_Q4_K-kindQ4_K] + x[C.KIND_Q6_K-kindQ6_K] + x[C.KIND_F16-kindF16]
+	_ = x[levelScalar-C.LEVEL_SCALAR] + x[levelAVX2-C.LEVEL_AVX2] + x[levelAVX512-C.LEVEL_AVX512]
+	_ = x[C.LEVEL_SCALAR-levelScalar] + x[C.LEVEL_AVX2-levelAVX2] + x[C.LEVEL_AVX512-levelAVX512]
+	_ = x[kvF32-C.KV_F32] + x[kvF16-C.KV_F16] + x[kvQ8-C.KV_Q8] + x[C.KV_F32-kvF32] + x[C.KV_F16-kvF16] + x[C.KV_Q8-kvQ8]
+	_ = x[q8Bytes-C.Q8_0_BYTES] + x[C.Q8_0_BYTES-q8Bytes]
+}
+
 // attentionX runs units lo … hi-1 of SIMD attention (simd_attn.c) in one
 // cgo call: unit u is K/V head u % kvheads, with its g query heads, of the
 // tile of rows tiles[u/kvheads]. The caller has checked the tiles against
 // q, out and blocks; kl and vl are the layer's K and V, of kind
 // (KVCache.kvKind: float32s, halves or Q8_0 blocks); scratch holds
 // attnScratch of the largest tile.
-func attentionX(l simdLevel, tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind int,
+func attentionX(l simdLevel, tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind kvKind,
 	blocks []int32, bs, kvheads int, scale float32, out, scratch []float32) {
 	_ = tiles[(hi-1)/kvheads]
-	C.folio_attention(C.int(l), (*C.int32_t)(unsafe.Pointer(&tiles[0])), C.int(lo), C.int(hi),
-		(*C.float)(unsafe.Pointer(&q[0])), C.int64_t(qstride), C.int(g), C.int(d), kl, vl, C.int(kind),
-		(*C.int32_t)(unsafe.Pointer(&blocks[0])), C.int(bs), C.int(kvheads), C.float(scale),
-		(*C.float)(unsafe.Pointer(&out[0])), (*C.float)(unsafe.Pointer(&scratch[0])))
+	C.folio_attention(C.int(l), C.folio_attn{
+		tiles: &tiles[0], q: (*C.float)(unsafe.Pointer(&q[0])), out: (*C.float)(unsafe.Pointer(&out[0])),
+		scratch: (*C.float)(unsafe.Pointer(&scratch[0])), kl: kl, vl: vl, blocks: (*C.int32_t)(unsafe.Pointer(&blocks[0])),
+		qstride: C.int64_t(qstride), g: C.int(g), d: C.int(d), kt: C.int(kind), bs: C.int(bs), kvheads: C.int(kvheads),
+		scale: C.float(scale),
+	}, C.int(lo), C.int(hi))
 }
 
 // siluMulX: dst = silu(gate) · up over len(dst) elements. One cgo call.

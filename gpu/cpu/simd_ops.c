@@ -106,10 +106,10 @@ AVX2 void folio_write_kv_q8(const float *k, const float *v, int n, const int32_t
 	for (int i = 0; i < n; i++) {
 		int64_t s = slots[i];
 		for (int h = 0; h < kvheads; h++) {
-			int64_t at = ((s / bs * kvheads + h) * bs + s % bs) * d / 32 * 34;
+			int64_t at = ((s / bs * kvheads + h) * bs + s % bs) * d / 32 * Q8_0_BYTES;
 			for (int j = 0; j < d; j += 32) {
-				quant_q8_block(k + (int64_t)i * width + h * d + j, kd + at + j / 32 * 34);
-				quant_q8_block(v + (int64_t)i * width + h * d + j, vd + at + j / 32 * 34);
+				quant_q8_block(k + (int64_t)i * width + h * d + j, kd + at + j / 32 * Q8_0_BYTES);
+				quant_q8_block(v + (int64_t)i * width + h * d + j, vd + at + j / 32 * Q8_0_BYTES);
 			}
 		}
 	}

@@ -28,7 +28,14 @@ func readSum(p []byte) uint64 { return readSumGo(p) }
 
 func argmaxX(_ simdLevel, x []float32) int { return gpu.ArgMax(x) }
 
-func attentionX(simdLevel, []attnTile, int, int, []float32, int, int, int, unsafe.Pointer, unsafe.Pointer, int,
+// attnTile is a tile of rows as the kernels read it: its first row of q
+// and out, its row count, the position of that row and where its
+// sequence's block table starts in simdAttentionTask.blocks.
+type attnTile struct{ row, rows, pos, blocks int32 }
+
+func newAttnTile(row, rows, pos, blocks int32) attnTile { return attnTile{row, rows, pos, blocks} }
+
+func attentionX(simdLevel, []attnTile, int, int, []float32, int, int, int, unsafe.Pointer, unsafe.Pointer, kvKind,
 	[]int32, int, int, float32, []float32, []float32) {
 	panic("cpu: SIMD kernels are not built in")
 }
