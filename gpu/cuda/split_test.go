@@ -40,17 +40,8 @@ func (c *countingCPU) Upload(dst gpu.Tensor, src []float32) {
 // synthModel writes the tiny preset of arch with layers layers of typ.
 func synthModel(t *testing.T, arch string, typ gguf.TensorType, layers int) string {
 	t.Helper()
-	cfg, err := synth.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Arch, cfg.Type, cfg.Seed, cfg.Layers = arch, typ, 4, layers
-	m, err := synth.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), arch+".gguf")
-	if err := m.WriteFile(path); err != nil {
+	if err := synth.WriteTiny(path, arch, typ, 4, func(c *synth.Config) { c.Layers = layers }); err != nil {
 		t.Fatal(err)
 	}
 	return path

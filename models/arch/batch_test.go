@@ -22,20 +22,13 @@ const sameTol = 1e-5
 
 func synthModel(t testing.TB, arch string, typ gguf.TensorType) string {
 	t.Helper()
-	cfg, err := synth.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Arch, cfg.Type, cfg.Seed = arch, typ, 9
-	if arch == "qwen3" {
-		cfg.HeadDim = 96 // Heads·HeadDim ≠ Dim
-	}
-	m, err := synth.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), arch+".gguf")
-	if err := m.WriteFile(path); err != nil {
+	err := synth.WriteTiny(path, arch, typ, 9, func(c *synth.Config) {
+		if arch == "qwen3" {
+			c.HeadDim = 96 // Heads·HeadDim ≠ Dim
+		}
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return path

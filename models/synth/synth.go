@@ -93,7 +93,9 @@ func Tiny(arch string, typ gguf.TensorType, seed uint64, edits ...func(*Config))
 	cfg := presets["tiny"]
 	cfg.Arch, cfg.Type, cfg.Seed = arch, typ, seed
 	for _, e := range edits {
-		e(&cfg)
+		if e != nil {
+			e(&cfg)
+		}
 	}
 	return New(cfg)
 }

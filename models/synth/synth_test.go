@@ -19,20 +19,8 @@ import (
 // after edit (if any) changes the configuration, and returns its path.
 func writeTiny(t *testing.T, arch string, typ gguf.TensorType, seed uint64, edit func(*Config)) string {
 	t.Helper()
-	cfg, err := Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Arch, cfg.Type, cfg.Seed = arch, typ, seed
-	if edit != nil {
-		edit(&cfg)
-	}
-	m, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), fmt.Sprintf("tiny-%s-%s-%d.gguf", arch, typ, seed))
-	if err := m.WriteFile(path); err != nil {
+	if err := WriteTiny(path, arch, typ, seed, edit); err != nil {
 		t.Fatal(err)
 	}
 	return path
