@@ -278,7 +278,7 @@ func TestAttentionNoAllocs(t *testing.T) {
 func TestWriteKVRounding(t *testing.T) {
 	// Ties, subnormals, overflow and ordinary values.
 	vals := []float32{1 + 1.0/2048, 1 + 3.0/2048, 65520, 70000, 1e-8, 3e-8, -2.5e-5, 0.1,
-		-1 - 1.0/2048, 5.9604645e-8, 2.980232e-8, -0.0, 123.456, 1e-3, -65504, 0.33333334}
+		-1 - 1.0/2048, 5.9604645e-8, 2.980232e-8, float32(math.Copysign(0, -1)), 123.456, 1e-3, -65504, 0.33333334}
 	const heads, hd = 2, 12
 	kf, vf := make([]float32, 2*heads*hd), make([]float32, 2*heads*hd)
 	for i := range kf {

@@ -81,7 +81,8 @@ type kernelNodeParams struct {
 	shmem       uint32
 	params      unsafe.Pointer // void**: one pointer per kernel parameter
 	extra       unsafe.Pointer
-	kern, ctx   uintptr // CUkernel, CUcontext: 0, as fn says which
+	kern        uintptr // CUkernel: 0, as fn says which
+	_           uintptr // CUcontext: 0 likewise
 }
 
 // check turns a CUresult into nil or an error naming call and the code.

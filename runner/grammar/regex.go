@@ -167,17 +167,6 @@ func (b *nfaBuilder) add(s nstate) (int32, error) {
 	return int32(len(b.a.states) - 1), nil
 }
 
-// compileRegexp builds the automaton of a parsed pattern.
-func compileRegexp(re *syntax.Regexp) (*nfa, error) {
-	b := &nfaBuilder{a: nfa{states: []nstate{{op: nMatch}}}}
-	start, err := b.build(re, 0)
-	if err != nil {
-		return nil, err
-	}
-	b.a.start = start
-	return &b.a, nil
-}
-
 // build compiles re so that it continues to next, returning its entry state.
 func (b *nfaBuilder) build(re *syntax.Regexp, next int32) (int32, error) {
 	switch re.Op {
