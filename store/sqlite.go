@@ -9,25 +9,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
-
-	"github.com/mattn/go-sqlite3"
 )
 
-// driverName is go-sqlite3 with a hook that bounds the WAL file.
+// driverName is go-sqlite3 with a hook that bounds the WAL file
+// (sqlite_cgo.go).
 const driverName = "sqlite3_folio"
 
-func init() {
-	sql.Register(driverName, &sqlite3.SQLiteDriver{
-		ConnectHook: func(c *sqlite3.SQLiteConn) error {
-			// After a checkpoint the WAL is truncated to this size, so a
-			// large batch does not leave a large file behind.
-			_, err := c.Exec("PRAGMA journal_size_limit = 67108864", nil)
-			return err
-		},
-	})
-}
+// ErrNoSQLite is Open's error in a build without cgo, which has no SQLite.
+var ErrNoSQLite = errors.New("store: built without cgo: no SQLite, so no folio.db or kvcache.db; build folio with CGO_ENABLED=1 and a C compiler")
 
 // kvPageSize is kvcache.db's page size (the largest SQLite allows): block
 // data lives in overflow pages, and fewer, larger pages per block cut the
@@ -117,30 +107,6 @@ func quickCheck(db *sql.DB, table string) error {
 		return fmt.Errorf("%w: %s", errCheckFailed, strings.Join(msgs, "; "))
 	}
 	return nil
-}
-
-// isCorrupt reports whether err means the file is damaged (as opposed to
-// unreadable, locked or full).
-func isCorrupt(err error) bool {
-	var se sqlite3.Error
-	if errors.As(err, &se) && (se.Code == sqlite3.ErrCorrupt || se.Code == sqlite3.ErrNotADB) {
-		return true
-	}
-	return errors.Is(err, errCheckFailed) || errors.Is(err, errMarkedDamaged)
-}
-
-// isFull reports whether err is a full disk: SQLite's "database or disk
-// is full" or the system's ENOSPC.
-func isFull(err error) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && se.Code == sqlite3.ErrFull || errors.Is(err, syscall.ENOSPC)
-}
-
-// isBusy reports whether err is another connection holding the lock past
-// the busy timeout.
-func isBusy(err error) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }
 
 // moveAside renames path and its -wal and -shm files to

@@ -82,6 +82,9 @@ func openHome(home string, log *slog.Logger) error {
 	if home == "" {
 		return errors.New("store: no home directory (set FOLIO_HOME)")
 	}
+	if err := haveSQLite(); err != nil {
+		return err
+	}
 	if err := makeHome(home); err != nil {
 		return err
 	}

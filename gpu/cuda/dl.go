@@ -6,17 +6,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
 )
-
-// dlAttempt is one path dlopen was given: Err is why it did not load, ""
-// for the one that did.
-type dlAttempt struct {
-	Path, Err string
-}
 
 // dlopenFirst opens the first library of names that loads (a bare name
 // goes through the loader's search path, a pattern with * is globbed) and
@@ -40,26 +35,6 @@ func dlopenFirst(what string, names []string) (uintptr, []dlAttempt, error) {
 		}
 	}
 	return 0, tried, fmt.Errorf("%s: %s", what, dlSummary(tried))
-}
-
-// dlSummary is the first failed attempt's error and how many more there
-// were: the error's line stays short, and `folio gpu preflight` lists them
-// all.
-func dlSummary(tried []dlAttempt) string {
-	first := ""
-	for _, a := range tried {
-		if a.Err != "" && !strings.HasSuffix(a.Err, "no file matches") {
-			first = a.Err // dlerror's message names the path
-			break
-		}
-	}
-	if first == "" && len(tried) > 0 {
-		first = tried[0].Path + ": " + tried[0].Err
-	}
-	if len(tried) > 1 {
-		first += fmt.Sprintf(" (and %d more paths tried; `folio gpu preflight` lists them)", len(tried)-1)
-	}
-	return first
 }
 
 // symbols resolves each name into its *uintptr, naming the first missing
@@ -99,7 +74,8 @@ func heap(p unsafe.Pointer) {
 
 var (
 	heapSinkOn bool
-	heapSink   unsafe.Pointer
+	//lint:ignore U1000 written, never read: the write is what makes p escape
+	heapSink unsafe.Pointer
 )
 
 // addr is p's address for a C argument, p moved to the heap first.
@@ -129,10 +105,30 @@ func goString(p uintptr) string {
 	return string(unsafe.Slice((*byte)(ptr), n))
 }
 
+// libDirFor is Debian's and Ubuntu's library folder for goarch: x86_64 or
+// aarch64 (GH200 and DGX Spark are arm64); "" for another.
+func libDirFor(goarch string) string {
+	switch goarch {
+	case "amd64":
+		return "/usr/lib/x86_64-linux-gnu"
+	case "arm64":
+		return "/usr/lib/aarch64-linux-gnu"
+	}
+	return ""
+}
+
+// inLibDir is name in this machine's libDirFor folder, if it has one.
+func inLibDir(name string) []string {
+	if d := libDirFor(runtime.GOARCH); d != "" {
+		return []string{filepath.Join(d, name)}
+	}
+	return nil
+}
+
 // driverNames are where libcuda is looked for: the loader's path first.
-var driverNames = []string{"libcuda.so.1", "libcuda.so", "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+var driverNames = slices.Concat([]string{"libcuda.so.1", "libcuda.so"}, inLibDir("libcuda.so.1"), []string{
 	"/usr/lib64/libcuda.so.1", "/usr/local/nvidia/lib64/libcuda.so.1", "/usr/local/nvidia/lib/libcuda.so.1",
-	"/usr/local/cuda/compat/libcuda.so.1"}
+	"/usr/local/cuda/compat/libcuda.so.1"})
 
 // loadDriver opens libcuda and wraps the calls of driver. Failure wraps
 // ErrNoDriver.
@@ -276,9 +272,13 @@ func cudaDirs(toolkit []string) []string {
 			dirs = append(dirs, filepath.Join(d, "lib64"), filepath.Join(d, "lib"))
 		}
 	}
-	// Last, the libraries that Python's NVIDIA wheels install.
-	return append(dirs, "/usr/local/cuda/lib64", "/usr/local/cuda/targets/*-linux/lib",
-		"/usr/local/cuda-*/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64",
+	// targets/*-linux: x86_64-linux, sbsa-linux (arm64 servers) or
+	// aarch64-linux. Last, the libraries that Python's NVIDIA wheels install.
+	dirs = append(dirs, "/usr/local/cuda/lib64", "/usr/local/cuda/targets/*-linux/lib", "/usr/local/cuda-*/lib64")
+	if d := libDirFor(runtime.GOARCH); d != "" {
+		dirs = append(dirs, d)
+	}
+	return append(dirs, "/usr/lib64",
 		"/opt/*/.venv/lib/python3*/site-packages/nvidia/*/lib",
 		"/usr/local/lib/python3*/dist-packages/nvidia/*/lib")
 }

@@ -5,6 +5,8 @@ package cuda
 import (
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -37,5 +39,23 @@ func TestDlopenFirstReportsEveryAttempt(t *testing.T) {
 	}
 	if tried[2].Err == tried[0].Err {
 		t.Errorf("the broken file's error %q is the missing file's", tried[2].Err)
+	}
+}
+
+// The driver and the toolkit are looked for in the library folder of the
+// machine's architecture, arm64 (GH200, DGX Spark) as well as x86_64.
+func TestLibDirs(t *testing.T) {
+	for goarch, want := range map[string]string{
+		"amd64": "/usr/lib/x86_64-linux-gnu", "arm64": "/usr/lib/aarch64-linux-gnu", "riscv64": ""} {
+		if got := libDirFor(goarch); got != want {
+			t.Errorf("libDirFor(%s) = %q, want %q", goarch, got, want)
+		}
+	}
+	d := libDirFor(runtime.GOARCH)
+	if d == "" {
+		t.Skipf("no library folder known for %s", runtime.GOARCH)
+	}
+	if !slices.Contains(driverNames, d+"/libcuda.so.1") || !slices.Contains(cudaDirs(), d) {
+		t.Errorf("%s is not searched: driver %v, toolkit %v", d, driverNames, cudaDirs())
 	}
 }

@@ -32,6 +32,32 @@ func Preflight(w io.Writer, opt Options) error {
 	}, opt.CacheDir)
 }
 
+// dlAttempt is one path dlopen was given: Err is why it did not load, ""
+// for the one that did.
+type dlAttempt struct {
+	Path, Err string
+}
+
+// dlSummary is the first failed attempt's error and how many more there
+// were: the error's line stays short, and `folio gpu preflight` lists them
+// all.
+func dlSummary(tried []dlAttempt) string {
+	first := ""
+	for _, a := range tried {
+		if a.Err != "" && !strings.HasSuffix(a.Err, "no file matches") {
+			first = a.Err // dlerror's message names the path
+			break
+		}
+	}
+	if first == "" && len(tried) > 0 {
+		first = tried[0].Path + ": " + tried[0].Err
+	}
+	if len(tried) > 1 {
+		first += fmt.Sprintf(" (and %d more paths tried; `folio gpu preflight` lists them)", len(tried)-1)
+	}
+	return first
+}
+
 // preflightEnv is what preflight loads and reads; tests put fakes in its
 // place.
 type preflightEnv struct {
