@@ -123,7 +123,7 @@ func TestKillDuringModelLoad(t *testing.T) {
 		}
 		checkHomeAfterKill(t, home, name)
 	}
-	child, addr, _ = startServe(t, home)
+	_, addr, _ = startServe(t, home)
 	if got, err := faultGenerate(addr, name); err != nil || got != want {
 		t.Errorf("after the kills: %q, %v; before: %q", got, err, want)
 	}
