@@ -55,7 +55,7 @@ func TestLibDirs(t *testing.T) {
 	if d == "" {
 		t.Skipf("no library folder known for %s", runtime.GOARCH)
 	}
-	if !slices.Contains(driverNames, d+"/libcuda.so.1") || !slices.Contains(cudaDirs(), d) {
-		t.Errorf("%s is not searched: driver %v, toolkit %v", d, driverNames, cudaDirs())
+	if !slices.Contains(driverNames, d+"/libcuda.so.1") || !slices.Contains(cudaDirs(nil), d) {
+		t.Errorf("%s is not searched: driver %v, toolkit %v", d, driverNames, cudaDirs(nil))
 	}
 }
