@@ -21,17 +21,8 @@ import (
 // with opt.
 func tinyModel(t testing.TB, opt LoadOptions) *Model {
 	t.Helper()
-	cfg, err := synth.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Type, cfg.Seed = gguf.TypeQ8_0, 5
-	sm, err := synth.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := sm.WriteFile(path); err != nil {
+	if err := synth.WriteTiny(path, "llama", gguf.TypeQ8_0, 5); err != nil {
 		t.Fatal(err)
 	}
 	m, err := Load(path, opt)
