@@ -94,7 +94,15 @@ func TestEngineForwardFailureEndsOneSequence(t *testing.T) {
 	}
 
 	poisoned := 0 // sequences decoding in the pass that was refused
+	gathered := false
 	e.stepFault = func() {
+		// The first step waits for all five requests (on the loop goroutine,
+		// taking them as the loop would), so that they run side by side
+		// however the goroutines that submit them are scheduled.
+		for !gathered && len(e.running)+len(e.waiting) < len(reqs) {
+			e.enqueue(<-e.in)
+		}
+		gathered = true
 		if poisoned > 0 {
 			return
 		}
