@@ -47,7 +47,7 @@ func TestRealClients(t *testing.T) {
 
 // runClientScript runs testdata/clients/<script> with node against the
 // server at base and reports every check of its JSON summary that failed.
-func runClientScript(t *testing.T, node, modules, base, script string) {
+func runClientScript(t *testing.T, node, modules, base, script string) (checks int) {
 	t.Helper()
 	// The script runs beside a link to the installed packages, so that
 	// its imports resolve; nothing is installed in the repository.
@@ -91,6 +91,7 @@ func runClientScript(t *testing.T, node, modules, base, script string) {
 	if runErr != nil || !sum.OK || len(sum.Checks) == 0 {
 		t.Errorf("node %s: %v, ok %v, %d checks\nstderr:\n%s", script, runErr, sum.OK, len(sum.Checks), stderr.String())
 	}
+	return len(sum.Checks)
 }
 
 // installClients installs testdata/clients/package.json once per content
