@@ -183,7 +183,7 @@ func (m *manager) load(ent ModelEntry) (*loaded, error) {
 		return nil, err
 	}
 	if rm.Notice != "" {
-		m.cfg.Log.Warn(rm.Notice, "model", ent.Name)
+		m.cfg.Log.Info(rm.Notice, "model", ent.Name) // where the model computes: news, not a fault
 	}
 	eopt := runner.EngineOptions{MaxQueue: m.cfg.MaxQueue}
 	if m.cfg.Store != nil {
