@@ -48,17 +48,8 @@ var greedy = runner.SampleOptions{RepeatPenalty: 1}
 // faultModel writes the tiny synthetic llama into dir.
 func faultModel(t testing.TB, dir string) string {
 	t.Helper()
-	cfg, err := synth.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Type, cfg.Seed = gguf.TypeQ8_0, 3
-	sm, err := synth.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(dir, "tiny.gguf")
-	if err := sm.WriteFile(path); err != nil {
+	if err := synth.WriteTiny(path, "llama", gguf.TypeQ8_0, 3); err != nil {
 		t.Fatal(err)
 	}
 	return path
