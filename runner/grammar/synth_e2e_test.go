@@ -19,20 +19,13 @@ import (
 // vocabulary) and starts an engine on it.
 func loadTiny(t *testing.T, vocab *synth.Vocab) *runner.Engine {
 	t.Helper()
-	cfg, err := synth.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Type, cfg.Seed, cfg.Vocab = gguf.TypeQ8_0, 9, vocab
-	if vocab != nil {
-		cfg.VocabSize = 0 // the vocabulary's own size
-	}
-	sm, err := synth.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := sm.WriteFile(path); err != nil {
+	err := synth.WriteTiny(path, "llama", gguf.TypeQ8_0, 9, func(c *synth.Config) {
+		if vocab != nil {
+			c.Vocab, c.VocabSize = vocab, 0 // the vocabulary's own size
+		}
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	m, err := runner.Load(path, runner.LoadOptions{NumCtx: 1024})
