@@ -1,6 +1,7 @@
 package arch
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -17,38 +18,31 @@ func TestLookupOnlyEmbeddings(t *testing.T) {
 		t.Skip("no repacked Q8_0 weights at this SIMD level")
 	}
 	for _, tied := range []bool{false, true} {
-		cfg, err := synth.Preset("tiny")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Type, cfg.Tied = gguf.TypeQ8_0, tied
-		sm, err := synth.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(t.TempDir(), "tiny.gguf")
-		if err := sm.WriteFile(path); err != nil {
-			t.Fatal(err)
-		}
-		f, err := gguf.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if LookupOnly(f, "token_embd.weight") == tied || LookupOnly(f, "output.weight") {
-			t.Fatalf("tied %v: LookupOnly(token_embd) = %v, (output) = %v", tied, LookupOnly(f, "token_embd.weight"), LookupOnly(f, "output.weight"))
-		}
-		be := cpu.New(2)
-		defer be.Close()
-		m, err := Load(f, be, Options{MaxRows: 16})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := m.tokEmbd.(*cpu.Tensor).Repacked(); got != tied {
-			t.Errorf("tied %v: token embeddings repacked: %v", tied, got)
-		}
-		if !m.output.(*cpu.Tensor).Repacked() {
-			t.Errorf("tied %v: the output matrix is not repacked", tied)
-		}
+		t.Run(fmt.Sprintf("tied=%v", tied), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "tiny.gguf")
+			if err := synth.WriteTiny(path, "llama", gguf.TypeQ8_0, 0, func(c *synth.Config) { c.Tied = tied }); err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if LookupOnly(f, "token_embd.weight") == tied || LookupOnly(f, "output.weight") {
+				t.Fatalf("tied %v: LookupOnly(token_embd) = %v, (output) = %v", tied, LookupOnly(f, "token_embd.weight"), LookupOnly(f, "output.weight"))
+			}
+			be := cpu.New(2)
+			defer be.Close()
+			m, err := Load(f, be, Options{MaxRows: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.tokEmbd.(*cpu.Tensor).Repacked(); got != tied {
+				t.Errorf("tied %v: token embeddings repacked: %v", tied, got)
+			}
+			if !m.output.(*cpu.Tensor).Repacked() {
+				t.Errorf("tied %v: the output matrix is not repacked", tied)
+			}
+		})
 	}
 }
