@@ -127,9 +127,11 @@ func TestCreateErrors(t *testing.T) {
 		{"FROM ./tiny.gguf\nTEMPLATE \"\"\"{{ define \"a\" }}{{ template \"a\" . }}{{ end }}{{ template \"a\" . }}\"\"\"", false,
 			`the template is refused: template: limit exceeded: template "a" calls itself`},
 	} {
-		if _, err := create(t, opt, dir, "x", c.modelfile, c.link); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%q: %v, want %q", c.modelfile, err, c.want)
-		}
+		t.Run(c.want, func(t *testing.T) {
+			if _, err := create(t, opt, dir, "x", c.modelfile, c.link); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%q: %v, want %q", c.modelfile, err, c.want)
+			}
+		})
 	}
 	if ms, _ := st.Models(); len(ms) != 0 {
 		t.Errorf("registered %+v", ms)

@@ -33,17 +33,8 @@ func tinyGGUF(t testing.TB, typ gguf.TensorType, seed uint64) []byte {
 	if data, ok := ggufCache.Load(key); ok {
 		return data.([]byte)
 	}
-	cfg, err := synth.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Type, cfg.Seed = typ, seed
-	m, err := synth.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := m.WriteFile(p); err != nil {
+	if err := synth.WriteTiny(p, "llama", typ, seed); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(p)

@@ -41,14 +41,16 @@ func TestPullHuggingFace(t *testing.T) {
 		{"hf.co/org/tiny-GGUF:q8_0", false, q8},
 		{"huggingface.co/org/tiny-GGUF:Q4_K_S", true, q4s},
 	} {
-		hub.NoTree.Store(c.noTree)
-		m, err := installer.Pull(context.Background(), c.name, hfOptions())
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if m.Digest != fakehub.Digest(c.want) || !strings.HasPrefix(m.Name, "hf.co/org/tiny-GGUF:") {
-			t.Errorf("%s: registered %s as %s", c.name, m.Digest, m.Name)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			hub.NoTree.Store(c.noTree)
+			m, err := installer.Pull(context.Background(), c.name, hfOptions())
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if m.Digest != fakehub.Digest(c.want) || !strings.HasPrefix(m.Name, "hf.co/org/tiny-GGUF:") {
+				t.Errorf("%s: registered %s as %s", c.name, m.Digest, m.Name)
+			}
+		})
 	}
 	if text := generate(t, st, "hf.co/org/tiny-GGUF:latest"); text == "" {
 		t.Error("the pulled model generated nothing")

@@ -57,14 +57,16 @@ LICENSE MIT
 		{"x.gguf", "", "/m/x.gguf"},
 		{"/abs/x", "", "/abs/x"},
 	} {
-		mf, err := installer.ParseModelfile(strings.NewReader("FROM " + c.from))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req, _ := mf.Request("m", "/m")
-		if req.From != c.name || req.FromFile != c.file {
-			t.Errorf("FROM %s: name %q, file %q", c.from, req.From, req.FromFile)
-		}
+		t.Run(c.from, func(t *testing.T) {
+			mf, err := installer.ParseModelfile(strings.NewReader("FROM " + c.from))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, _ := mf.Request("m", "/m")
+			if req.From != c.name || req.FromFile != c.file {
+				t.Errorf("FROM %s: name %q, file %q", c.from, req.From, req.FromFile)
+			}
+		})
 	}
 }
 
@@ -93,11 +95,13 @@ func TestModelfileErrors(t *testing.T) {
 		{"FROM a\nADAPTER x.gguf", 2, "ADAPTER"},
 		{"FROM \"\"", 1, "FROM needs"},
 	} {
-		_, err := installer.ParseModelfile(strings.NewReader(c.text))
-		var me *installer.ModelfileError
-		if !errors.As(err, &me) || !errors.Is(err, installer.ErrModelfile) || me.Line != c.line || !strings.Contains(me.Msg, c.msg) {
-			t.Errorf("%q: %v; want line %d: %s", c.text, err, c.line, c.msg)
-		}
+		t.Run(c.msg, func(t *testing.T) {
+			_, err := installer.ParseModelfile(strings.NewReader(c.text))
+			var me *installer.ModelfileError
+			if !errors.As(err, &me) || !errors.Is(err, installer.ErrModelfile) || me.Line != c.line || !strings.Contains(me.Msg, c.msg) {
+				t.Errorf("%q: %v; want line %d: %s", c.text, err, c.line, c.msg)
+			}
+		})
 	}
 }
 
