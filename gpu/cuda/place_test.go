@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,16 +41,18 @@ func TestWeightBytesIsWhatWeightAllocates(t *testing.T) {
 		{gguf.TypeQ4_K, 1, 1024}, // a norm or a bias: F32
 		{gguf.TypeF16, 1, 1024},
 	} {
-		if got := WeightBytes(tc.typ, tc.rows, cols); got != tc.want {
-			t.Errorf("WeightBytes(%v, %d, %d) = %d, want %d", tc.typ, tc.rows, cols, got, tc.want)
-		}
-		before := b.Used()
-		if _, err := b.Weight("w", tc.typ, tc.rows, cols, make([]byte, int64(tc.rows)*tc.typ.RowBytes(cols))); err != nil {
-			t.Fatal(err)
-		}
-		if got := b.Used() - before; got != tc.want {
-			t.Errorf("%v [%d, %d]: Weight allocated %d bytes, WeightBytes says %d", tc.typ, tc.rows, cols, got, tc.want)
-		}
+		t.Run(fmt.Sprintf("%v/%d", tc.typ, tc.rows), func(t *testing.T) {
+			if got := WeightBytes(tc.typ, tc.rows, cols); got != tc.want {
+				t.Errorf("WeightBytes(%v, %d, %d) = %d, want %d", tc.typ, tc.rows, cols, got, tc.want)
+			}
+			before := b.Used()
+			if _, err := b.Weight("w", tc.typ, tc.rows, cols, make([]byte, int64(tc.rows)*tc.typ.RowBytes(cols))); err != nil {
+				t.Fatal(err)
+			}
+			if got := b.Used() - before; got != tc.want {
+				t.Errorf("%v [%d, %d]: Weight allocated %d bytes, WeightBytes says %d", tc.typ, tc.rows, cols, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -106,17 +109,8 @@ func TestChooseCountsWeightsAsUploaded(t *testing.T) {
 }
 
 func chooseAsUploaded(t *testing.T, typ gguf.TensorType) {
-	cfg, err := synth.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Type, cfg.Layers, cfg.Seed = typ, 4, 1
-	sm, err := synth.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "m.gguf")
-	if err := sm.WriteFile(path); err != nil {
+	if err := synth.WriteTiny(path, "llama", typ, 1, func(c *synth.Config) { c.Layers = 4 }); err != nil {
 		t.Fatal(err)
 	}
 	f, err := gguf.Open(path)
