@@ -22,20 +22,13 @@ func tinySynth(t *testing.T) string { return tinySynthCtx(t, 0) }
 // tinySynthCtx is tinySynth with a context of ctx tokens (0: the preset's).
 func tinySynthCtx(t *testing.T, ctx int) string {
 	t.Helper()
-	cfg, err := synth.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Type, cfg.Seed = gguf.TypeQ8_0, 3
-	if ctx > 0 {
-		cfg.Ctx = ctx
-	}
-	m, err := synth.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := m.WriteFile(path); err != nil {
+	err := synth.WriteTiny(path, "llama", gguf.TypeQ8_0, 3, func(c *synth.Config) {
+		if ctx > 0 {
+			c.Ctx = ctx
+		}
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -71,10 +71,12 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"run", "stories260k"}, "fetch https://huggingface.co/ggml-org/models"},
 		{[]string{"run", "no-such-model"}, "no no-such-model.gguf is in FOLIO_MODELS_PATH"},
 	} {
-		_, err := execute(t, c.args...)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%v: got %v, want an error containing %q", c.args, err, c.want)
-		}
+		t.Run(c.want, func(t *testing.T) {
+			_, err := execute(t, c.args...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%v: got %v, want an error containing %q", c.args, err, c.want)
+			}
+		})
 	}
 	t.Setenv("FOLIO_MODELS_PATH", fixtures.Models(t))
 	for _, c := range []struct {
@@ -86,10 +88,12 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"run", "stories260k", "--kv-type", "q8_0", "hi"}, "multiple of 32"},
 		{[]string{"run", "stories260k", "--num-ctx", "1000000000", "hi"}, "lower num_ctx"},
 	} {
-		_, err := execute(t, c.args...)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%v: got %v, want an error containing %q", c.args, err, c.want)
-		}
+		t.Run(c.want, func(t *testing.T) {
+			_, err := execute(t, c.args...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%v: got %v, want an error containing %q", c.args, err, c.want)
+			}
+		})
 	}
 	// a prompt longer than the context is truncated, as ollama run's is
 	if out, err := execute(t, "run", "stories260k", "--num-ctx", "8", strings.Repeat("word ", 20)); err != nil {

@@ -32,13 +32,15 @@ func TestParseHost(t *testing.T) {
 		{"a b:80", "", "host"},
 		{"user@host:80", "", "host"},
 	} {
-		got, err := parseHost(c.in)
-		switch {
-		case c.err == "" && (err != nil || got != c.want):
-			t.Errorf("parseHost(%q) = %q, %v; want %q", c.in, got, err, c.want)
-		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "FOLIO_HOST")):
-			t.Errorf("parseHost(%q) = %q, %v; want an error about the %s naming FOLIO_HOST", c.in, got, err, c.err)
-		}
+		t.Run(c.in, func(t *testing.T) {
+			got, err := parseHost(c.in)
+			switch {
+			case c.err == "" && (err != nil || got != c.want):
+				t.Errorf("parseHost(%q) = %q, %v; want %q", c.in, got, err, c.want)
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "FOLIO_HOST")):
+				t.Errorf("parseHost(%q) = %q, %v; want an error about the %s naming FOLIO_HOST", c.in, got, err, c.err)
+			}
+		})
 	}
 }
 
