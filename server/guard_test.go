@@ -41,13 +41,7 @@ func guardServer(t testing.TB, origins []string, maxBody int64) (*server.Server,
 func tinyHome(t testing.TB) (*server.LibraryRegistry, *store.Registry, string, string) {
 	t.Helper()
 	lib, home := t.TempDir(), t.TempDir()
-	cfg, _ := synth.Preset("tiny")
-	cfg.Type = gguf.TypeQ8_0
-	m, err := synth.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.WriteFile(filepath.Join(lib, "tiny.gguf")); err != nil {
+	if err := synth.WriteTiny(filepath.Join(lib, "tiny.gguf"), "llama", gguf.TypeQ8_0, 0); err != nil {
 		t.Fatal(err)
 	}
 	st, err := store.OpenRegistry(home, store.RegistryOptions{})
@@ -126,17 +120,19 @@ func TestOrigins(t *testing.T) {
 		{"null", false},
 		{"moz-extension://abc", false},
 	} {
-		h := map[string]string{}
-		if c.origin != "" {
-			h["Origin"] = c.origin
-		}
-		status, hdr, msg := call(t, "GET", base+"/api/version", "", h)
-		switch {
-		case c.ok && (status != http.StatusOK || (c.origin != "" && c.origin != "http://"+u.Host && hdr.Get("Access-Control-Allow-Origin") != c.origin)):
-			t.Errorf("origin %q: status %d, Access-Control-Allow-Origin %q; want 200 and the origin", c.origin, status, hdr.Get("Access-Control-Allow-Origin"))
-		case !c.ok && (status != http.StatusForbidden || !strings.Contains(msg, "FOLIO_ORIGINS")):
-			t.Errorf("origin %q: status %d, error %q; want 403 naming FOLIO_ORIGINS", c.origin, status, msg)
-		}
+		t.Run(c.origin, func(t *testing.T) {
+			h := map[string]string{}
+			if c.origin != "" {
+				h["Origin"] = c.origin
+			}
+			status, hdr, msg := call(t, "GET", base+"/api/version", "", h)
+			switch {
+			case c.ok && (status != http.StatusOK || (c.origin != "" && c.origin != "http://"+u.Host && hdr.Get("Access-Control-Allow-Origin") != c.origin)):
+				t.Errorf("origin %q: status %d, Access-Control-Allow-Origin %q; want 200 and the origin", c.origin, status, hdr.Get("Access-Control-Allow-Origin"))
+			case !c.ok && (status != http.StatusForbidden || !strings.Contains(msg, "FOLIO_ORIGINS")):
+				t.Errorf("origin %q: status %d, error %q; want 403 naming FOLIO_ORIGINS", c.origin, status, msg)
+			}
+		})
 	}
 	// "*" set explicitly allows every origin.
 	_, any, _, _ := guardServer(t, []string{"*"}, 0)
@@ -193,10 +189,12 @@ func TestHostHeader(t *testing.T) {
 		{"]", false}, // FuzzGuard: brackets were trimmed to an empty Host
 		{"[evil.example]", false},
 	} {
-		status, _, msg := call(t, "GET", base+"/api/version", "", map[string]string{"Host": c.host})
-		if c.ok != (status == http.StatusOK) || (!c.ok && (status != http.StatusForbidden || !strings.Contains(msg, "DNS rebinding"))) {
-			t.Errorf("Host %q: status %d %q", c.host, status, msg)
-		}
+		t.Run(c.host, func(t *testing.T) {
+			status, _, msg := call(t, "GET", base+"/api/version", "", map[string]string{"Host": c.host})
+			if c.ok != (status == http.StatusOK) || (!c.ok && (status != http.StatusForbidden || !strings.Contains(msg, "DNS rebinding"))) {
+				t.Errorf("Host %q: status %d %q", c.host, status, msg)
+			}
+		})
 	}
 }
 
@@ -278,9 +276,11 @@ func TestNoArbitraryFiles(t *testing.T) {
 		{"/api/pull", js(map[string]string{"model": "../../etc/passwd"}), 400, `".."`},
 		{"/api/copy", js(map[string]string{"source": "tiny", "destination": "../../escape"}), 400, "destination"},
 	} {
-		if status, msg := post(c.path, c.body); status != c.status || !strings.Contains(msg, c.want) {
-			t.Errorf("%s %s: %d %q; want %d and %q", c.path, c.body, status, msg, c.status, c.want)
-		}
+		t.Run(c.path+" "+c.want, func(t *testing.T) {
+			if status, msg := post(c.path, c.body); status != c.status || !strings.Contains(msg, c.want) {
+				t.Errorf("%s %s: %d %q; want %d and %q", c.path, c.body, status, msg, c.status, c.want)
+			}
+		})
 	}
 	for _, d := range []string{"sha256:..%2F..%2Fetc%2Fpasswd", "sha256-" + strings.Repeat("a", 64), "..%2Fblobs"} {
 		if status, _, msg := call(t, "POST", base+"/api/blobs/"+d, "x", nil); status != http.StatusBadRequest && status != http.StatusNotFound {

@@ -21,16 +21,7 @@ import (
 // server restarts on the same FOLIO_HOME, computes only its new tokens.
 func TestPersistedPrefixAcrossRestart(t *testing.T) {
 	lib, home := t.TempDir(), t.TempDir()
-	cfg, err := synth.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Type, cfg.Seed = gguf.TypeQ8_0, 8
-	m, err := synth.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.WriteFile(filepath.Join(lib, "tiny.gguf")); err != nil {
+	if err := synth.WriteTiny(filepath.Join(lib, "tiny.gguf"), "llama", gguf.TypeQ8_0, 8); err != nil {
 		t.Fatal(err)
 	}
 	var base string

@@ -46,14 +46,8 @@ func newInstallServer(t *testing.T) (*api.Client, string, string) {
 
 func tinyBytes(t *testing.T, seed uint64) []byte {
 	t.Helper()
-	cfg, _ := synth.Preset("tiny")
-	cfg.Type, cfg.Seed = gguf.TypeQ8_0, seed
-	m, err := synth.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := m.WriteFile(p); err != nil {
+	if err := synth.WriteTiny(p, "llama", gguf.TypeQ8_0, seed); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(p)

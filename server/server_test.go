@@ -61,12 +61,7 @@ func newTestLibrary(t *testing.T, edit ...func(*gguf.Writer)) string {
 // edit.
 func writeTinyQwen2(t *testing.T, path string, edit ...func(*gguf.Writer)) {
 	t.Helper()
-	cfg, err := synth.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Arch, cfg.Type, cfg.Seed = "qwen2", gguf.TypeQ8_0, 3
-	m, err := synth.New(cfg)
+	m, err := synth.Tiny("qwen2", gguf.TypeQ8_0, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,10 +208,12 @@ func TestBadInput(t *testing.T) {
 		{"/api/embed", `{"model": "stories260k", "input": 5}`, 400, "input"},
 		{"/api/pull", `{"model": "llama3"}`, 501, "installer"},
 	} {
-		status, body := post(c.path, c.body)
-		if status != c.status || !strings.Contains(body, c.want) || !json.Valid([]byte(body)) {
-			t.Errorf("%s %.80s: %d %s; want %d with %q", c.path, c.body, status, body, c.status, c.want)
-		}
+		t.Run(c.path+" "+c.want, func(t *testing.T) {
+			status, body := post(c.path, c.body)
+			if status != c.status || !strings.Contains(body, c.want) || !json.Valid([]byte(body)) {
+				t.Errorf("%s %.80s: %d %s; want %d with %q", c.path, c.body, status, body, c.status, c.want)
+			}
+		})
 	}
 	// still serving
 	status, body := post("/api/generate", `{"model": "stories260k", "prompt": "hi", "stream": false, "options": {"num_predict": 3}}`)
