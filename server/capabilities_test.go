@@ -160,25 +160,27 @@ func TestToolStreamWhitespace(t *testing.T) {
 		{"a space before a bare call, a newline after", bare, " " + call + "\n", "", 1},
 		{"no call: whitespace kept", qwen, "Hello \n there\n\n", "Hello \n there\n\n", 0},
 	} {
-		for _, step := range []int{1, 3, 1000} {
-			ts := newToolStream(tc.l, modelConf{}, weatherTools())
-			var content strings.Builder
-			var calls []api.ToolCall
-			for i := 0; i < len(tc.text); i += step {
-				c, k := ts.add(tc.text[i:min(i+step, len(tc.text))])
-				content.WriteString(c)
-				calls = append(calls, k...)
-			}
-			content.WriteString(ts.flush())
-			if content.String() != tc.content || len(calls) != tc.calls {
-				t.Errorf("%s, chunks of %d: content %q, %d calls; want %q, %d", tc.name, step, content.String(), len(calls), tc.content, tc.calls)
-			}
-			for _, c := range calls {
-				if !id.MatchString(c.ID) {
-					t.Errorf("%s: call id %q, want call_ and eight letters or digits", tc.name, c.ID)
+		t.Run(tc.name, func(t *testing.T) {
+			for _, step := range []int{1, 3, 1000} {
+				ts := newToolStream(tc.l, modelConf{}, weatherTools())
+				var content strings.Builder
+				var calls []api.ToolCall
+				for i := 0; i < len(tc.text); i += step {
+					c, k := ts.add(tc.text[i:min(i+step, len(tc.text))])
+					content.WriteString(c)
+					calls = append(calls, k...)
+				}
+				content.WriteString(ts.flush())
+				if content.String() != tc.content || len(calls) != tc.calls {
+					t.Errorf("%s, chunks of %d: content %q, %d calls; want %q, %d", tc.name, step, content.String(), len(calls), tc.content, tc.calls)
+				}
+				for _, c := range calls {
+					if !id.MatchString(c.ID) {
+						t.Errorf("%s: call id %q, want call_ and eight letters or digits", tc.name, c.ID)
+					}
 				}
 			}
-		}
+		})
 	}
 }
 

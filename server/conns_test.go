@@ -286,39 +286,41 @@ func TestRedirectJSON(t *testing.T) {
 		{"GET", "/v1", "/v1/"},
 		{"GET", "/v1//models", "/v1/models"},
 	} {
-		conn, err := net.Dial("tcp", addr) // the path as written: an http.Client would clean it
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n", c.method, c.path)
-		conn.SetReadDeadline(time.Now().Add(answerWithin))
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		what := c.method + " " + c.path
-		if resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != c.loc {
-			t.Errorf("%s: %d to %q, want 307 to %s", what, resp.StatusCode, resp.Header.Get("Location"), c.loc)
-		}
-		var e struct{ Error json.RawMessage }
-		if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || json.Unmarshal(body, &e) != nil || e.Error == nil {
-			t.Errorf("%s: %s %q, want a JSON error body", what, resp.Header.Get("Content-Type"), body)
-			continue
-		}
-		var msg string
-		if strings.HasPrefix(c.loc, "/v1/") {
-			var oai struct{ Message string }
-			if err := json.Unmarshal(e.Error, &oai); err != nil {
-				t.Errorf("%s: %s is not OpenAI's error object", what, e.Error)
+		t.Run(c.path, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr) // the path as written: an http.Client would clean it
+			if err != nil {
+				t.Fatal(err)
 			}
-			msg = oai.Message
-		} else if err := json.Unmarshal(e.Error, &msg); err != nil {
-			t.Errorf("%s: %s is not Ollama's error string", what, e.Error)
-		}
-		if !strings.Contains(msg, c.loc) {
-			t.Errorf("%s: error %q does not name %s", what, msg, c.loc)
-		}
+			defer conn.Close()
+			fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n", c.method, c.path)
+			conn.SetReadDeadline(time.Now().Add(answerWithin))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			what := c.method + " " + c.path
+			if resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != c.loc {
+				t.Errorf("%s: %d to %q, want 307 to %s", what, resp.StatusCode, resp.Header.Get("Location"), c.loc)
+			}
+			var e struct{ Error json.RawMessage }
+			if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || json.Unmarshal(body, &e) != nil || e.Error == nil {
+				t.Errorf("%s: %s %q, want a JSON error body", what, resp.Header.Get("Content-Type"), body)
+				return
+			}
+			var msg string
+			if strings.HasPrefix(c.loc, "/v1/") {
+				var oai struct{ Message string }
+				if err := json.Unmarshal(e.Error, &oai); err != nil {
+					t.Errorf("%s: %s is not OpenAI's error object", what, e.Error)
+				}
+				msg = oai.Message
+			} else if err := json.Unmarshal(e.Error, &msg); err != nil {
+				t.Errorf("%s: %s is not Ollama's error string", what, e.Error)
+			}
+			if !strings.Contains(msg, c.loc) {
+				t.Errorf("%s: error %q does not name %s", what, msg, c.loc)
+			}
+		})
 	}
 }

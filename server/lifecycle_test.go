@@ -232,12 +232,14 @@ func TestOllamaNames(t *testing.T) {
 		{"/api/show", `{"model": "registry.ollama.ai/library/nope"}`, "registry.ollama.ai/library/nope"},
 		{"/api/embed", `{"model": "nope", "input": "hi"}`, "nope"},
 	} {
-		status, body := ls.post(t, c.path, c.body)
-		var e struct{ Error string }
-		json.Unmarshal([]byte(body), &e)
-		if want := `model "` + c.name + `" not found`; status != 404 || e.Error != want {
-			t.Errorf("%s %s: %d %s; want 404 %q", c.path, c.body, status, body, want)
-		}
+		t.Run(c.path, func(t *testing.T) {
+			status, body := ls.post(t, c.path, c.body)
+			var e struct{ Error string }
+			json.Unmarshal([]byte(body), &e)
+			if want := `model "` + c.name + `" not found`; status != 404 || e.Error != want {
+				t.Errorf("%s %s: %d %s; want 404 %q", c.path, c.body, status, body, want)
+			}
+		})
 	}
 	req, _ := http.NewRequest(http.MethodDelete, ls.base+"/api/delete", strings.NewReader(`{"model": "nope"}`))
 	resp, err := http.DefaultClient.Do(req)

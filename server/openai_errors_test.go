@@ -47,19 +47,21 @@ func TestOpenAIErrors(t *testing.T) {
 		{"/v1/embeddings", `{"model": "tiny-qwen2", "input": "x", "dimensions": 0}`, 400, "dimensions", "dimensions 0"},
 		{"/v1/nothing", `{}`, 404, "", "no such endpoint"},
 	} {
-		status, ctype, data := post(t, base+c.path, c.body)
-		var e struct {
-			Error map[string]any `json:"error"`
-		}
-		err := json.Unmarshal(data, &e)
-		param, _ := e.Error["param"].(string)
-		msg, _ := e.Error["message"].(string)
-		_, hasCode := e.Error["code"]
-		_, hasParam := e.Error["param"]
-		if err != nil || status != c.status || !strings.HasPrefix(ctype, "application/json") || param != c.param ||
-			!strings.Contains(msg, c.want) || e.Error["type"] == nil || !hasCode || !hasParam {
-			t.Errorf("%s %.90s: %d %s; want %d, param %q, message with %q", c.path, c.body, status, data, c.status, c.param, c.want)
-		}
+		t.Run(c.path+" "+c.want, func(t *testing.T) {
+			status, ctype, data := post(t, base+c.path, c.body)
+			var e struct {
+				Error map[string]any `json:"error"`
+			}
+			err := json.Unmarshal(data, &e)
+			param, _ := e.Error["param"].(string)
+			msg, _ := e.Error["message"].(string)
+			_, hasCode := e.Error["code"]
+			_, hasParam := e.Error["param"]
+			if err != nil || status != c.status || !strings.HasPrefix(ctype, "application/json") || param != c.param ||
+				!strings.Contains(msg, c.want) || e.Error["type"] == nil || !hasCode || !hasParam {
+				t.Errorf("%s %.90s: %d %s; want %d, param %q, message with %q", c.path, c.body, status, data, c.status, c.param, c.want)
+			}
+		})
 	}
 	// response_format text is plain generation; the server still serves
 	var one chatObject

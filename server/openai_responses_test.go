@@ -159,16 +159,18 @@ func TestOpenAIResponsesErrors(t *testing.T) {
 		{`{"model":"stories260k","input":"hi","text":{"format":{"type":"yaml"}}}`, 400, "text.format"},
 		{`{"model":"stories260k","input":"hi","reasoning":{"effort":"max"}}`, 400, "reasoning.effort"},
 	} {
-		status, _, data := post(t, base+"/v1/responses", tc.body)
-		var e struct {
-			Error struct {
-				Message string  `json:"message"`
-				Param   *string `json:"param"`
-			} `json:"error"`
-		}
-		if status != tc.status || json.Unmarshal(data, &e) != nil || e.Error.Param == nil || *e.Error.Param != tc.param || e.Error.Message == "" {
-			t.Errorf("%s: %d %s; want %d naming %s", tc.body, status, data, tc.status, tc.param)
-		}
+		t.Run(tc.param, func(t *testing.T) {
+			status, _, data := post(t, base+"/v1/responses", tc.body)
+			var e struct {
+				Error struct {
+					Message string  `json:"message"`
+					Param   *string `json:"param"`
+				} `json:"error"`
+			}
+			if status != tc.status || json.Unmarshal(data, &e) != nil || e.Error.Param == nil || *e.Error.Param != tc.param || e.Error.Message == "" {
+				t.Errorf("%s: %d %s; want %d naming %s", tc.body, status, data, tc.status, tc.param)
+			}
+		})
 	}
 }
 

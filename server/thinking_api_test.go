@@ -60,32 +60,34 @@ func TestThinkingDefault(t *testing.T) {
 		{"a level", &api.ThinkValue{Value: "high"}, true},
 		{"think false", &api.ThinkValue{Value: false}, false},
 	} {
-		for _, stream := range []bool{true, false} {
-			var content, thinking strings.Builder
-			err := c.Chat(ctx, &api.ChatRequest{Model: "tiny-think", Messages: []api.Message{{Role: "user", Content: "answer in JSON"}},
-				Think: tc.think, Stream: &stream, Options: opts}, func(r api.ChatResponse) error {
-				content.WriteString(r.Message.Content)
-				thinking.WriteString(r.Message.Thinking)
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkThought(t, "chat, "+tc.name, stream, tc.thinks, content.String(), thinking.String())
+		t.Run(tc.name, func(t *testing.T) {
+			for _, stream := range []bool{true, false} {
+				var content, thinking strings.Builder
+				err := c.Chat(ctx, &api.ChatRequest{Model: "tiny-think", Messages: []api.Message{{Role: "user", Content: "answer in JSON"}},
+					Think: tc.think, Stream: &stream, Options: opts}, func(r api.ChatResponse) error {
+					content.WriteString(r.Message.Content)
+					thinking.WriteString(r.Message.Thinking)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkThought(t, "chat, "+tc.name, stream, tc.thinks, content.String(), thinking.String())
 
-			content.Reset()
-			thinking.Reset()
-			err = c.Generate(ctx, &api.GenerateRequest{Model: "tiny-think", Prompt: "answer in JSON", Think: tc.think, Stream: &stream,
-				Options: opts}, func(r api.GenerateResponse) error {
-				content.WriteString(r.Response)
-				thinking.WriteString(r.Thinking)
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
+				content.Reset()
+				thinking.Reset()
+				err = c.Generate(ctx, &api.GenerateRequest{Model: "tiny-think", Prompt: "answer in JSON", Think: tc.think, Stream: &stream,
+					Options: opts}, func(r api.GenerateResponse) error {
+					content.WriteString(r.Response)
+					thinking.WriteString(r.Thinking)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkThought(t, "generate, "+tc.name, stream, tc.thinks, content.String(), thinking.String())
 			}
-			checkThought(t, "generate, "+tc.name, stream, tc.thinks, content.String(), thinking.String())
-		}
+		})
 	}
 }
 
@@ -220,10 +222,12 @@ func TestToolsRefused(t *testing.T) {
 			`"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`},
 		{"/v1/responses", `{"model":"tiny-qwen2","input":"weather?","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}]}`},
 	} {
-		status, _, data := post(t, base+tc.path, tc.body)
-		if status != 400 || !strings.Contains(string(data), `"param":"tools"`) || !strings.Contains(string(data), "does not support tools") {
-			t.Errorf("%s: %d %s", tc.path, status, data)
-		}
+		t.Run(tc.path, func(t *testing.T) {
+			status, _, data := post(t, base+tc.path, tc.body)
+			if status != 400 || !strings.Contains(string(data), `"param":"tools"`) || !strings.Contains(string(data), "does not support tools") {
+				t.Errorf("%s: %d %s", tc.path, status, data)
+			}
+		})
 	}
 }
 
@@ -264,18 +268,20 @@ func TestJinjaPrefill(t *testing.T) {
 			"<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\nThe answer is"},
 		{"Qwen-Qwen3-0.6B.jinja", "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nThe answer is"},
 	} {
-		tmpl, err := os.ReadFile(filepath.Join(dir, tc.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, _ := newTestServer(t, func(w *gguf.Writer) { w.Set("tokenizer.chat_template", string(tmpl)) })
-		no := false
-		var got string
-		err = c.Chat(context.Background(), &api.ChatRequest{Model: "tiny-qwen2", Messages: msgs, Stream: &no, DebugRenderOnly: true},
-			func(r api.ChatResponse) error { got = r.DebugInfo.RenderedTemplate; return nil })
-		if err != nil || got != tc.want {
-			t.Errorf("%s: %q, %v\nwant %q", tc.file, got, err, tc.want)
-		}
+		t.Run(tc.file, func(t *testing.T) {
+			tmpl, err := os.ReadFile(filepath.Join(dir, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, _ := newTestServer(t, func(w *gguf.Writer) { w.Set("tokenizer.chat_template", string(tmpl)) })
+			no := false
+			var got string
+			err = c.Chat(context.Background(), &api.ChatRequest{Model: "tiny-qwen2", Messages: msgs, Stream: &no, DebugRenderOnly: true},
+				func(r api.ChatResponse) error { got = r.DebugInfo.RenderedTemplate; return nil })
+			if err != nil || got != tc.want {
+				t.Errorf("%s: %q, %v\nwant %q", tc.file, got, err, tc.want)
+			}
+		})
 	}
 }
 

@@ -155,20 +155,22 @@ func TestTruncateFalseRefuses(t *testing.T) {
 		{"/api/generate", `{"model": "tiny-qwen2", "prompt": "` + long + `", "raw": true, "stream": false, "options": {"num_ctx": 64, "num_predict": 2}%s}`},
 		{"/api/chat", `{"model": "tiny-qwen2", "messages": [{"role": "user", "content": "` + long + `"}], "stream": false, "options": {"num_ctx": 64, "num_predict": 2}%s}`},
 	} {
-		status, _, body := post(t, base+tc.path, fmt.Sprintf(tc.body, `, "truncate": false`))
-		if status != 400 || !strings.Contains(string(body), "num_ctx") {
-			t.Errorf("%s with truncate:false: %d %s; want 400 naming num_ctx", tc.path, status, body)
-		}
-		for _, trunc := range []string{"", `, "truncate": true`} {
-			status, _, body = post(t, base+tc.path, fmt.Sprintf(tc.body, trunc))
-			var done struct {
-				Done            bool `json:"done"`
-				PromptEvalCount int  `json:"prompt_eval_count"`
+		t.Run(tc.path, func(t *testing.T) {
+			status, _, body := post(t, base+tc.path, fmt.Sprintf(tc.body, `, "truncate": false`))
+			if status != 400 || !strings.Contains(string(body), "num_ctx") {
+				t.Errorf("%s with truncate:false: %d %s; want 400 naming num_ctx", tc.path, status, body)
 			}
-			if json.Unmarshal(body, &done); status != 200 || !done.Done || done.PromptEvalCount > 64 {
-				t.Errorf("%s%s: %d %s; want a truncated answer", tc.path, trunc, status, body)
+			for _, trunc := range []string{"", `, "truncate": true`} {
+				status, _, body = post(t, base+tc.path, fmt.Sprintf(tc.body, trunc))
+				var done struct {
+					Done            bool `json:"done"`
+					PromptEvalCount int  `json:"prompt_eval_count"`
+				}
+				if json.Unmarshal(body, &done); status != 200 || !done.Done || done.PromptEvalCount > 64 {
+					t.Errorf("%s%s: %d %s; want a truncated answer", tc.path, trunc, status, body)
+				}
 			}
-		}
+		})
 	}
 }
 
