@@ -70,15 +70,17 @@ func TestSchemaTooBig(t *testing.T) {
 		{"nested 600 deep", strings.Repeat(`{"items":`, 600) + `{}` + strings.Repeat(`}`, 600), "nests deeper than 512 levels"},
 		{"a chain of 600 $refs", chain(600), "nests deeper than 512 levels (counting $ref hops)"},
 	} {
-		c := newCompiler(context.Background())
-		_, err := c.schema([]byte(tc.schema))
-		if err == nil || !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "schema is too big") ||
-			!strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: got %v, want an ErrFormat saying %q", tc.name, err, tc.want)
-		}
-		if c.steps > maxSteps {
-			t.Errorf("%s: %d steps, past the limit of %d", tc.name, c.steps, maxSteps)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCompiler(context.Background())
+			_, err := c.schema([]byte(tc.schema))
+			if err == nil || !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "schema is too big") ||
+				!strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: got %v, want an ErrFormat saying %q", tc.name, err, tc.want)
+			}
+			if c.steps > maxSteps {
+				t.Errorf("%s: %d steps, past the limit of %d", tc.name, c.steps, maxSteps)
+			}
+		})
 	}
 	// just under the limits compiles
 	for _, s := range []string{string(wideSchema(33000, 33000)), chain(500)} {

@@ -79,7 +79,9 @@ func TestJSONMatcher(t *testing.T) {
 		{`{"a":[1,]}`, "reject"},
 		{`{"a":[1}`, "reject"},
 	} {
-		check(t, g, tc.text, tc.want)
+		t.Run(tc.text, func(t *testing.T) {
+			check(t, g, tc.text, tc.want)
+		})
 	}
 }
 
