@@ -15,20 +15,20 @@ func (b *Backend) ArgMax(dst []int32, src gpu.Tensor) {
 		panic(fmt.Sprintf("cpu: ArgMax: %d indices for %v", len(dst), cs))
 	}
 	t := &b.argmax
-	*t = argmaxTask{dst: dst, x: b.f32(src), c: cs.cols, level: b.level}
-	b.pool.run(t, cs.rows, elemCost(b.level, cs.cols))
+	*t = argmaxTask{dst: dst, x: b.f32(src), c: cs.cols, argmax: b.k.argmax}
+	b.pool.run(t, cs.rows, b.k.elemCost(cs.cols))
 	*t = argmaxTask{}
 }
 
 type argmaxTask struct {
-	dst   []int32
-	x     []float32
-	c     int
-	level simdLevel
+	dst    []int32
+	x      []float32
+	c      int
+	argmax func([]float32) int
 }
 
 func (t *argmaxTask) run(_ *worker, lo, hi int) {
 	for i := lo; i < hi; i++ {
-		t.dst[i] = int32(argmaxX(t.level, t.x[i*t.c:(i+1)*t.c]))
+		t.dst[i] = int32(t.argmax(t.x[i*t.c : (i+1)*t.c]))
 	}
 }

@@ -19,7 +19,7 @@ func TestArgMax(t *testing.T) {
 		for _, cols := range []int{1, 2, 15, 16, 31, 32, 33, 63, 64, 65, 100, 49152} {
 			t.Run(fmt.Sprintf("%v/cols=%d", l, cols), func(t *testing.T) {
 				b := newTestBackend(t)
-				b.level = l
+				b.k = kernelsAt(l)
 				const rows = 24
 				x := make([]float32, rows*cols)
 				for i := range x {
@@ -58,7 +58,7 @@ func BenchmarkArgMax(b *testing.B) {
 	for _, l := range supportedLevels() {
 		b.Run(l.String(), func(b *testing.B) {
 			be := newTestBackend(b)
-			be.level = l
+			be.k = kernelsAt(l)
 			src := newAct(b, be, rows, cols, x)
 			dst := make([]int32, rows)
 			b.SetBytes(4 * rows * cols)

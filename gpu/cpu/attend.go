@@ -32,8 +32,8 @@ const fusedTilesPerThread = 4
 func (b *Backend) attendFused(a *gpu.Attend) bool {
 	threads := len(b.pool.workers)
 	cw := b.tensor(a.Wo)
-	kind, ok := kernelFor(cw.typ, b.level)
-	if threads == 1 || b.level == levelScalar || !ok {
+	kind, ok := b.k.matmulKind(cw.typ)
+	if threads == 1 || !ok {
 		return false
 	}
 	cq, ck, catt, cc := b.tensor(a.Q), b.tensor(a.K), b.tensor(a.Att), b.kv(a.KV)
@@ -67,10 +67,10 @@ func (b *Backend) attendFused(a *gpu.Attend) bool {
 	xq := b.xqBuf(n * stride)
 	t := &b.attend
 	*t = attendTask{
-		ropeQ:   ropeTask{x: b.act(a.Q), c: cq.cols, r: a.Rope, cs: b.ropeAngles.cs, level: b.level},
-		ropeK:   ropeTask{x: b.act(a.K), c: ck.cols, r: a.Rope, cs: b.ropeAngles.cs, level: b.level},
-		writeKV: writeKVTask{c: cc, layer: a.Layer, k: b.f32(a.K), v: b.f32(a.V), slots: a.Slots, simd: true},
-		attn: simdAttentionTask{level: b.level, dst: b.act(a.Att), q: cq.f32, qcols: cq.cols, c: cc, layer: a.Layer,
+		ropeQ:   ropeTask{x: b.act(a.Q), c: cq.cols, r: a.Rope, cs: b.ropeAngles.cs, kern: b.k},
+		ropeK:   ropeTask{x: b.act(a.K), c: ck.cols, r: a.Rope, cs: b.ropeAngles.cs, kern: b.k},
+		writeKV: writeKVTask{c: cc, layer: a.Layer, k: b.f32(a.K), v: b.f32(a.V), slots: a.Slots, kern: b.k},
+		attn: simdAttentionTask{kern: b.k, dst: b.act(a.Att), q: cq.f32, qcols: cq.cols, c: cc, layer: a.Layer,
 			tiles: b.attnTiles, blocks: blocks, group: group, scale: a.Scale,
 			scratch: attnScratch(tr*group, spec.HeadDim, maxCtx, spec.BlockSize)},
 		quant:   quantTask{kind: kind, x: catt.f32, k: k, out: xq, stride: stride},
@@ -102,7 +102,7 @@ func (b *Backend) attendFused(a *gpu.Attend) bool {
 		r = end
 	}
 	t.spans = b.attendSpans
-	prep := elemCost(b.level, 2*(cq.cols+2*ck.cols)) // rope of Q and K, K and V stored: per row
+	prep := b.k.elemCost(2 * (cq.cols + 2*ck.cols)) // rope of Q and K, K and V stored: per row
 	if len(t.spans) > 0 {
 		t.phase = 0
 		b.pool.run(t, len(t.spans), spanRows*prep)

@@ -124,7 +124,7 @@ func TestAttendEqualsFiveOps(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(41, 42))
 	for _, l := range supportedLevels() {
-		fused.level, ops.level = l, l
+		fused.k, ops.k = kernelsAt(l), kernelsAt(l)
 		for _, kvType := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32, gguf.TypeQ8_0} {
 			for _, woType := range []gguf.TensorType{gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeF16, gguf.TypeF32} {
 				for _, gap := range []int{0, 3} {
@@ -171,7 +171,7 @@ func TestAttendFewTilesAndNoAllocs(t *testing.T) {
 	for _, seqs := range [][]seqShape{{{9, 1}, {20, 1}}, {{9, 1}, {20, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}, {7, 1}, {8, 1}, {9, 1}, {30, 1}}} {
 		c := newAttendCase(t, r, gguf.TypeF16, gguf.TypeQ8_0, seqs, 0)
 		run := c.on(t, b)
-		fuses := len(seqs) >= fusedTilesPerThread*testThreads && b.level > levelScalar
+		fuses := len(seqs) >= fusedTilesPerThread*testThreads && b.k.level > levelScalar
 		if did := b.attendFused(&run.a); did != fuses {
 			t.Fatalf("%d sequences: fused %v, want %v", len(seqs), did, fuses)
 		}

@@ -20,13 +20,12 @@ import (
 func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *gpu.Batch, scale float32) {
 	cc, cq := b.kv(c), b.tensor(q)
 	rowSeq, maxCtx, _ := b.attnRows(dst, q, cc, layer, batch)
+	b.k.attentionOp(b, dst, q, cq, cc, layer, batch, scale, rowSeq, maxCtx)
+}
+
+// attentionGo is Attention through the Go kernel, its arguments checked.
+func (b *Backend) attentionGo(dst, q gpu.Tensor, cq *Tensor, cc *KVCache, layer int, batch *gpu.Batch, scale float32, rowSeq []int32, maxCtx int) {
 	spec, d := cc.spec, cc.spec.HeadDim
-
-	if b.level > levelScalar {
-		b.attentionSIMD(b.act(dst), b.f32(q), cq.cols, cc, layer, batch, scale, maxCtx)
-		return
-	}
-
 	heads := cq.cols / d
 	group := heads / spec.KVHeads
 	// The units are (row, K/V head, run of hs of its query heads), rows

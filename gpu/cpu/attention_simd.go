@@ -19,7 +19,7 @@ func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer i
 	tr := attnTileRows(group, maxCtx)
 	t := &b.attentionX
 	blocks := b.attnPlan(batch, tr)
-	*t = simdAttentionTask{level: b.level, dst: dst, q: q, qcols: qcols, c: c, layer: layer,
+	*t = simdAttentionTask{kern: b.k, dst: dst, q: q, qcols: qcols, c: c, layer: layer,
 		tiles: b.attnTiles, blocks: blocks, group: group, scale: scale,
 		scratch: attnScratch(tr*group, spec.HeadDim, maxCtx, bs)}
 	// The pool counts cost in the Go kernels' multiply-adds, about a
@@ -73,7 +73,7 @@ func attnScratch(nq, d, n, bs int) int {
 }
 
 type simdAttentionTask struct {
-	level   simdLevel
+	kern    *kernels
 	dst, q  []float32
 	qcols   int // Heads · HeadDim
 	c       *KVCache
@@ -89,6 +89,6 @@ func (t *simdAttentionTask) run(w *worker, lo, hi int) {
 	spec := t.c.spec
 	scratch := grow(&w.scores, t.scratch)
 	kl, vl := t.c.layerPtrs(t.layer)
-	attentionX(t.level, t.tiles, lo, hi, t.q, t.qcols, t.group, spec.HeadDim, kl, vl, t.c.kvKind(),
+	t.kern.attention(t.tiles, lo, hi, t.q, t.qcols, t.group, spec.HeadDim, kl, vl, t.c.kvKind(),
 		t.blocks, spec.BlockSize, spec.KVHeads, t.scale, t.dst, scratch)
 }

@@ -192,7 +192,7 @@ func TestAttention(t *testing.T) {
 	}
 	for _, l := range supportedLevels() {
 		b := newTestBackend(t)
-		b.level = l
+		b.k = kernelsAt(l)
 		for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32, gguf.TypeQ8_0} {
 			hds := []int{8, 12, 20, 64}
 			if typ == gguf.TypeQ8_0 {
@@ -218,7 +218,7 @@ func TestAttention(t *testing.T) {
 func TestAttentionPagedEqualsContiguous(t *testing.T) {
 	for _, l := range supportedLevels() {
 		b := newTestBackend(t)
-		b.level = l
+		b.k = kernelsAt(l)
 		pagedEqualsContiguous(t, b)
 	}
 }
@@ -255,7 +255,7 @@ func pagedEqualsContiguous(t *testing.T, b *Backend) {
 		for i := range got {
 			if got[i] != want[i] {
 				t.Fatalf("%v trial %d (%v, block %d, seqs %v): element %d paged %v, contiguous %v",
-					b.level, trial, typ, bs, seqs, i, got[i], want[i])
+					b.k.level, trial, typ, bs, seqs, i, got[i], want[i])
 			}
 		}
 	}
@@ -287,7 +287,7 @@ func TestWriteKVRounding(t *testing.T) {
 	slots := []int32{6, 1}
 	for _, l := range supportedLevels() {
 		b := newTestBackend(t)
-		b.level = l
+		b.k = kernelsAt(l)
 		spec := gpu.KVSpec{Layers: 1, Blocks: 2, BlockSize: 4, KVHeads: heads, HeadDim: hd, Type: gguf.TypeF16}
 		c, err := b.NewKVCache(spec)
 		if err != nil {
@@ -384,7 +384,7 @@ func TestThreadCountInvariance(t *testing.T) {
 	defer one.Close()
 	defer many.Close()
 	for _, l := range supportedLevels() {
-		one.level, many.level = l, l
+		one.k, many.k = kernelsAt(l), kernelsAt(l)
 		threadCountInvariance(t, one, many)
 	}
 }
@@ -397,7 +397,7 @@ func threadCountInvariance(t *testing.T, one, many *Backend) {
 		got, want := download(many, b.output), download(one, a.output)
 		for i := range got {
 			if got[i] != want[i] {
-				t.Fatalf("%v Attention, group %d: element %d is %v on 16 threads, %v on 1", one.level, group, i, got[i], want[i])
+				t.Fatalf("%v Attention, group %d: element %d is %v on 16 threads, %v on 1", one.k.level, group, i, got[i], want[i])
 			}
 		}
 	}
@@ -412,7 +412,7 @@ func threadCountInvariance(t *testing.T, one, many *Backend) {
 	}
 	for i := range outs[0] {
 		if outs[0][i] != outs[1][i] {
-			t.Fatalf("%v MatMul: element %d is %v on 16 threads, %v on 1", one.level, i, outs[1][i], outs[0][i])
+			t.Fatalf("%v MatMul: element %d is %v on 16 threads, %v on 1", one.k.level, i, outs[1][i], outs[0][i])
 		}
 	}
 }
@@ -449,7 +449,7 @@ func decodeEqualsPrefill(t *testing.T, n, kvh, g, hd, bs int, blocks, slots []in
 				continue
 			}
 			b := newTestBackend(t)
-			b.level = l
+			b.k = kernelsAt(l)
 			c, err := b.NewKVCache(gpu.KVSpec{Layers: 1, Blocks: len(blocks), BlockSize: bs, KVHeads: kvh, HeadDim: hd, Type: typ})
 			if err != nil {
 				t.Fatal(err)
@@ -484,7 +484,7 @@ func BenchmarkAttentionPrefill(b *testing.B) {
 			b.Run(fmt.Sprintf("%v/rows=%d/hd=%d", l, sh.rows, sh.hd), func(b *testing.B) {
 				be := New(0)
 				defer be.Close()
-				be.level = l
+				be.k = kernelsAt(l)
 				c := newAttnCase(b, be, rand.New(rand.NewPCG(3, 3)), gguf.TypeF16, 16, sh.kvHeads, sh.group, sh.hd,
 					[]seqShape{{0, sh.rows}}, false)
 				q := newAct(b, be, sh.rows, c.heads*sh.hd, c.q)

@@ -41,8 +41,8 @@ var _ gpu.Backend = (*Backend)(nil)
 type Backend struct {
 	pool    *pool
 	closed  bool
-	level   simdLevel // the kernels' instruction set: bestLevel, lower in tests
-	weights arena     // the repacked weights
+	k       *kernels // the kernels of bestLevel (lower in tests), chosen in New
+	weights arena    // the repacked weights
 
 	// The ops' kernels, filled in before each dispatch and cleared after,
 	// kept here so that handing one to the pool allocates nothing.
@@ -89,7 +89,7 @@ func New(threads int) *Backend {
 	threads = ThreadCount(threads)
 	initF16Table()
 	spin := threads <= runtime.GOMAXPROCS(0)
-	return &Backend{pool: newPool(threads, spin), level: bestLevel}
+	return &Backend{pool: newPool(threads, spin), k: kernelsAt(bestLevel)}
 }
 
 // SpareProc raises GOMAXPROCS to threads+1 when it is at most threads
@@ -203,7 +203,7 @@ func (b *Backend) weight(name string, typ gguf.TensorType, rows, cols int, data 
 	if typ == gguf.TypeF32 && littleEndian && uintptr(unsafe.Pointer(&data[0]))%4 == 0 {
 		t.f32 = unsafe.Slice((*float32)(unsafe.Pointer(&data[0])), rows*cols)
 	}
-	if kind, ok := packedKind(typ, b.level); ok && repack {
+	if kind, ok := b.k.packedKind(typ); ok && repack {
 		n := packedSize(kind, rows, cols)
 		if ram := physicalMemory(); ram > 0 && n > ram {
 			return nil, fmt.Errorf("%w: cpu: weight %s: its repacked copy takes %d bytes, more than this machine's %d",

@@ -24,7 +24,7 @@ func BenchmarkMatMul(b *testing.B) {
 					}
 					be := New(0)
 					defer be.Close()
-					be.level = l
+					be.k = kernelsAt(l)
 					r := rand.New(rand.NewPCG(1, 1))
 					data, _ := quantWeight(b, r, typ, m, k)
 					w := newWeight(b, be, typ, m, k, data)
@@ -69,7 +69,7 @@ func BenchmarkAttentionDecode(b *testing.B) {
 					ctx, kvHeads, heads, hd, seqs := sh.ctx, sh.kvHeads, sh.heads, sh.hd, sh.seqs
 					be := New(0)
 					defer be.Close()
-					be.level = l
+					be.k = kernelsAt(l)
 					per := ctx / bs // blocks per sequence
 					spec := gpu.KVSpec{Layers: sh.layers, Blocks: seqs * per, BlockSize: bs, KVHeads: kvHeads, HeadDim: hd, Type: typ}
 					c, err := be.NewKVCache(spec)
@@ -150,7 +150,7 @@ func benchKernel(b *testing.B, l simdLevel, kind kernelKind, typ gguf.TensorType
 	if packed {
 		be := New(1)
 		defer be.Close()
-		be.level = l
+		be.k = kernelsAt(l)
 		p := newWeight(b, be, typ, m, k, data).(*Tensor).packed
 		b.ResetTimer()
 		for b.Loop() {

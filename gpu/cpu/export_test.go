@@ -17,7 +17,7 @@ func NewAtLevel(threads int, level string) *Backend {
 	b := New(threads)
 	for _, l := range supportedLevels() {
 		if l.String() == level {
-			b.level = l
+			b.k = kernelsAt(l)
 			return b
 		}
 	}

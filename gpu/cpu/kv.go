@@ -258,8 +258,8 @@ func (b *Backend) WriteKV(c gpu.KVCache, layer int, k, v gpu.Tensor, slots []int
 	cc := b.kv(c)
 	b.checkWriteKV(cc, layer, k, v, slots)
 	t := &b.writekv
-	*t = writeKVTask{c: cc, layer: layer, k: b.f32(k), v: b.f32(v), slots: slots, simd: b.level > levelScalar}
-	b.pool.run(t, len(slots), elemCost(b.level, 2*cc.width))
+	*t = writeKVTask{c: cc, layer: layer, k: b.f32(k), v: b.f32(v), slots: slots, kern: b.k}
+	b.pool.run(t, len(slots), b.k.elemCost(2*cc.width))
 	*t = writeKVTask{}
 }
 
@@ -277,19 +277,28 @@ type writeKVTask struct {
 	layer int
 	k, v  []float32
 	slots []int32
-	simd  bool // convert to F16 or Q8_0 in C
+	kern  *kernels
 }
 
-func (t *writeKVTask) run(_ *worker, lo, hi int) {
+func (t *writeKVTask) run(_ *worker, lo, hi int) { t.kern.writeKV(t, lo, hi) }
+
+// writeKVSIMD stores slots lo … hi-1, converting to F16 or Q8_0 in C.
+func writeKVSIMD(t *writeKVTask, lo, hi int) {
 	w, d, bs := t.c.width, t.c.spec.HeadDim, t.c.spec.BlockSize
-	if t.simd && t.c.k16 != nil {
+	if t.c.k16 != nil {
 		writeKVX(t.k[lo*w:hi*w], t.v[lo*w:hi*w], t.slots[lo:hi], t.c.k16[t.layer], t.c.v16[t.layer], bs, t.c.spec.KVHeads, d)
 		return
 	}
-	if t.simd && t.c.k8 != nil {
+	if t.c.k8 != nil {
 		writeKVQ8X(t.k[lo*w:hi*w], t.v[lo*w:hi*w], t.slots[lo:hi], t.c.k8[t.layer], t.c.v8[t.layer], bs, t.c.spec.KVHeads, d)
 		return
 	}
+	writeKVGo(t, lo, hi)
+}
+
+// writeKVGo stores slots lo … hi-1 in Go.
+func writeKVGo(t *writeKVTask, lo, hi int) {
+	w, d, bs := t.c.width, t.c.spec.HeadDim, t.c.spec.BlockSize
 	for i := lo; i < hi; i++ {
 		at := t.c.offset(int(t.slots[i]), 0) // head h is h·BlockSize·HeadDim further
 		for h := 0; h < w; h += d {

@@ -44,7 +44,7 @@ func TestWriteKVQ8(t *testing.T) {
 	}
 	for _, l := range supportedLevels() {
 		b := newTestBackend(t)
-		b.level = l
+		b.k = kernelsAt(l)
 		c, err := b.NewKVCache(gpu.KVSpec{Layers: 2, Blocks: 4, BlockSize: 4, KVHeads: heads, HeadDim: hd, Type: gguf.TypeQ8_0})
 		if err != nil {
 			t.Fatal(err)
@@ -82,7 +82,7 @@ func TestAttentionQ8EqualsF32(t *testing.T) {
 	seqs := []seqShape{{0, 1}, {0, 23}, {41, 1}, {130, 1}, {70, 6}, {9, 1}}
 	for _, l := range supportedLevels() {
 		b := newTestBackend(t)
-		b.level = l
+		b.k = kernelsAt(l)
 		for _, sh := range []struct{ bs, kvh, group, hd int }{{16, 3, 3, 64}, {8, 2, 4, 128}, {32, 1, 8, 32}, {4, 2, 1, 96}, {16, 1, 5, 96}} {
 			name := fmt.Sprintf("%v/block%d/kvh%d/gqa%d/hd%d", l, sh.bs, sh.kvh, sh.group, sh.hd)
 			q8 := newAttnCase(t, b, rand.New(rand.NewPCG(53, uint64(sh.hd))), gguf.TypeQ8_0, sh.bs, sh.kvh, sh.group, sh.hd, seqs, false)

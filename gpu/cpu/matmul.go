@@ -12,7 +12,7 @@ func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
 	cd, cx, cw := b.tensor(dst), b.tensor(x), b.tensor(w)
 	n, k, m := cx.rows, cx.cols, cw.rows
 	checkMatMul("MatMul", cd, cx, cw)
-	if kind, ok := kernelFor(cw.typ, b.level); ok {
+	if kind, ok := b.k.matmulKind(cw.typ); ok {
 		b.f32(x) // x must be F32 in place: the SIMD path quantizes cx.f32
 		b.matmulSIMD(kind, cd, cx, cw)
 		return
@@ -42,9 +42,9 @@ func (b *Backend) MatMuls(dsts []gpu.Tensor, x gpu.Tensor, ws []gpu.Tensor) {
 		panic(fmt.Sprintf("cpu: MatMuls: %d dsts for %d weights", len(dsts), len(ws)))
 	}
 	cx := b.tensor(x)
-	kind, ok := kernelFor(b.tensor(ws[0]).typ, b.level)
+	kind, ok := b.k.matmulKind(b.tensor(ws[0]).typ)
 	for _, w := range ws[1:] {
-		k, ok2 := kernelFor(b.tensor(w).typ, b.level)
+		k, ok2 := b.k.matmulKind(b.tensor(w).typ)
 		ok = ok && ok2 && k == kind
 	}
 	if !ok {

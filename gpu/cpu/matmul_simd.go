@@ -29,12 +29,12 @@ func (b *Backend) matmulsSIMD(kind kernelKind, xt *Tensor) {
 		// Priced as the elementwise ops are: a decode step's rows stay on
 		// this thread. Split a row at a time over the pool, it was slower
 		// than alone (bench/results/2026-12-02-comment-numbers.md).
-		b.pool.run(q, n, elemCost(b.level, k))
+		b.pool.run(q, n, b.k.elemCost(k))
 		*q = quantTask{}
 	}
 
 	t := &b.matmulX
-	*t = simdMatmulTask{kind: kind, level: b.level, xq: xq, xstride: stride, n: n, k: k, nTile: n, parts: b.mmParts}
+	*t = simdMatmulTask{kind: kind, kern: b.k, xq: xq, xstride: stride, n: n, k: k, nTile: n, parts: b.mmParts}
 	if n > 2*xTile {
 		t.nTile = xTile
 	}
@@ -118,7 +118,7 @@ func (t *quantTask) run(_ *worker, lo, hi int) {
 // call.
 type simdMatmulTask struct {
 	kind    kernelKind
-	level   simdLevel
+	kern    *kernels
 	xq      []byte // quantized activations, xstride bytes a row
 	xstride int
 	n, k    int
@@ -149,11 +149,11 @@ func (t *simdMatmulTask) run(_ *worker, lo, hi int) {
 		i0 := tile * t.nTile
 		i1 := min(i0+t.nTile, t.n)
 		if pw := w.packed; pw != nil {
-			matmulPackedX(t.kind, t.level, pw.data[o0/packRows*pw.group:], pw.group, pw.blocks, o1-o0,
+			t.kern.matmulPacked(t.kind, pw.data[o0/packRows*pw.group:], pw.group, pw.blocks, o1-o0,
 				t.xq[i0*t.xstride:], t.xstride, i1-i0, t.k, p.dst.f32[i0*m+o0:], m)
 		} else {
 			rb := w.rowBytes
-			matmulX(t.kind, t.level, w.data[o0*rb:o1*rb], rb, o1-o0, t.xq[i0*t.xstride:], t.xstride, i1-i0, t.k,
+			t.kern.matmul(t.kind, w.data[o0*rb:o1*rb], rb, o1-o0, t.xq[i0*t.xstride:], t.xstride, i1-i0, t.k,
 				p.dst.f32[i0*m+o0:], m)
 		}
 		lo = end

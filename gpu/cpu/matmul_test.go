@@ -26,7 +26,7 @@ func TestMatMul(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, l := range supportedLevels() {
 		b := newTestBackend(t)
-		b.level = l
+		b.k = kernelsAt(l)
 		for _, typ := range weightTypes {
 			bs := typ.BlockSize()
 			kb := max(bs, 32)   // one block of the type, at least 32 elements
@@ -95,10 +95,10 @@ func quantXTol(kind kernelKind) float64 {
 func TestSIMDMatchesScalar(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	ref := newTestBackend(t)
-	ref.level = levelScalar
+	ref.k = kernelsAt(levelScalar)
 	for _, l := range supportedLevels()[1:] {
 		b := newTestBackend(t)
-		b.level = l
+		b.k = kernelsAt(l)
 		for kind, typ := range kernelTypes {
 			for _, k := range awkwardKs(kind) {
 				for _, n := range []int{1, 3, 17, 64} {

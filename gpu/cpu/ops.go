@@ -12,17 +12,12 @@ import (
 // float32 (with a float64 sum where ggml sums in ggml_float), so that a
 // forward pass can be compared with llama.cpp's to the last bits.
 
-// elemCost is the pool cost of a unit of an elementwise op that costs
+// simdCost is the pool cost of a unit of an elementwise op that costs
 // goCost in the Go kernel: the C kernels stream 8-16 elements a
 // nanosecond, so that a decode step's few rows are not worth handing to
 // another thread (its hand-off, and the rows' trip to its cache, cost
 // more than the op).
-func elemCost(l simdLevel, goCost int) int {
-	if l > levelScalar {
-		return max(1, goCost/8)
-	}
-	return goCost
-}
+func simdCost(goCost int) int { return max(1, goCost/8) }
 
 // RMSNorm: each run of w.Cols elements of x becomes x / sqrt(mean(x²) + eps)
 // · w. dst may be x.
@@ -34,8 +29,8 @@ func (b *Backend) RMSNorm(dst, x, w gpu.Tensor, eps float32) {
 	}
 	checkShape("RMSNorm", "dst", cd, cx.rows, cx.cols)
 	t := &b.rmsnorm
-	*t = rmsNormTask{dst: b.act(dst), x: b.f32(x), w: cw, g: g, eps: eps, level: b.level}
-	b.pool.run(t, cx.rows*cx.cols/g, elemCost(b.level, 2*g))
+	*t = rmsNormTask{dst: b.act(dst), x: b.f32(x), w: cw, g: g, eps: eps, kern: b.k}
+	b.pool.run(t, cx.rows*cx.cols/g, b.k.elemCost(2*g))
 	*t = rmsNormTask{}
 }
 
@@ -44,7 +39,7 @@ type rmsNormTask struct {
 	w      *Tensor
 	g      int // elements per run
 	eps    float32
-	level  simdLevel
+	kern   *kernels
 }
 
 // run normalizes runs lo … hi-1 as ggml_compute_forward_rms_norm_f32 and
@@ -53,18 +48,19 @@ type rmsNormTask struct {
 func (t *rmsNormTask) run(wk *worker, lo, hi int) {
 	g := t.g
 	w := t.w.rowView(0, &wk.row)
-	if t.level > levelScalar {
-		rmsNormX(t.level, t.x[lo*g:hi*g], w, t.dst[lo*g:hi*g], g, t.eps)
-		return
-	}
-	for r := lo; r < hi; r++ {
-		x, y := t.x[r*g:(r+1)*g], t.dst[r*g:(r+1)*g]
+	t.kern.rmsNorm(t.x[lo*g:hi*g], w, t.dst[lo*g:hi*g], g, t.eps)
+}
+
+// rmsNormGo is the Go kernel of RMSNorm over the runs of g elements of x.
+func rmsNormGo(xs, w, dst []float32, g int, eps float32) {
+	for r := range len(xs) / g {
+		x, y := xs[r*g:(r+1)*g], dst[r*g:(r+1)*g]
 		var sum float64
 		for _, v := range x {
 			sum += float64(v * v)
 		}
 		mean := float32(sum / float64(g))
-		scale := 1 / sqrt32(mean+t.eps)
+		scale := 1 / sqrt32(mean+eps)
 		for i, v := range x {
 			y[i] = (v * scale) * w[i]
 		}
@@ -80,8 +76,8 @@ func (b *Backend) Add(dst, a, bias gpu.Tensor) {
 	}
 	checkShape("Add", "dst", cd, ca.rows, ca.cols)
 	t := &b.add
-	*t = addTask{dst: b.act(dst), a: b.f32(a), b: cb, c: ca.cols, level: b.level}
-	b.pool.run(t, ca.rows, elemCost(b.level, ca.cols))
+	*t = addTask{dst: b.act(dst), a: b.f32(a), b: cb, c: ca.cols, kern: b.k}
+	b.pool.run(t, ca.rows, b.k.elemCost(ca.cols))
 	*t = addTask{}
 }
 
@@ -89,17 +85,17 @@ type addTask struct {
 	dst, a []float32
 	b      *Tensor
 	c      int
-	level  simdLevel
+	kern   *kernels
 }
 
 func (t *addTask) run(wk *worker, lo, hi int) {
 	c := t.c
-	if t.level > levelScalar && t.b.f32 != nil {
+	if t.b.f32 != nil {
 		bstride, b := 0, t.b.f32
 		if t.b.rows > 1 {
 			bstride, b = c, b[lo*c:]
 		}
-		addX(t.level, t.a[lo*c:hi*c], b, t.dst[lo*c:hi*c], c, bstride)
+		t.kern.add(t.a[lo*c:hi*c], b, t.dst[lo*c:hi*c], c, bstride)
 		return
 	}
 	for r := lo; r < hi; r++ {
@@ -115,6 +111,17 @@ func (t *addTask) run(wk *worker, lo, hi int) {
 	}
 }
 
+// addGo is the Go kernel of Add over the rows of c elements of a, with
+// b's rows bstride apart (0: one row broadcast).
+func addGo(a, b, dst []float32, c, bstride int) {
+	for r := range len(a) / c {
+		bv, x, y := b[r*bstride:r*bstride+c], a[r*c:(r+1)*c], dst[r*c:(r+1)*c]
+		for i := range y {
+			y[i] = x[i] + bv[i]
+		}
+	}
+}
+
 // SiLUMul: dst = silu(gate) · up with silu(x) = x / (1 + e^-x), in float32.
 // dst may be gate.
 func (b *Backend) SiLUMul(dst, gate, up gpu.Tensor) {
@@ -122,22 +129,23 @@ func (b *Backend) SiLUMul(dst, gate, up gpu.Tensor) {
 	checkShape("SiLUMul", "up", cu, cg.rows, cg.cols)
 	checkShape("SiLUMul", "dst", cd, cg.rows, cg.cols)
 	t := &b.silumul
-	*t = siluMulTask{dst: b.act(dst), gate: b.f32(gate), up: b.f32(up), level: b.level}
-	b.pool.run(t, len(t.dst), elemCost(b.level, 16))
+	*t = siluMulTask{dst: b.act(dst), gate: b.f32(gate), up: b.f32(up), kern: b.k}
+	b.pool.run(t, len(t.dst), b.k.elemCost(16))
 	*t = siluMulTask{}
 }
 
 type siluMulTask struct {
 	dst, gate, up []float32
-	level         simdLevel
+	kern          *kernels
 }
 
 func (t *siluMulTask) run(_ *worker, lo, hi int) {
 	gate, up, y := t.gate[lo:hi], t.up[lo:hi], t.dst[lo:hi]
-	if t.level > levelScalar {
-		siluMulX(t.level, gate, up, y)
-		return
-	}
+	t.kern.siluMul(gate, up, y)
+}
+
+// siluMulGo is the Go kernel of SiLUMul.
+func siluMulGo(gate, up, y []float32) {
 	for i, g := range gate {
 		y[i] = g / (1 + exp32(-g)) * up[i]
 	}
@@ -147,24 +155,25 @@ func (t *siluMulTask) run(_ *worker, lo, hi int) {
 func (b *Backend) Softmax(x gpu.Tensor) {
 	cx := b.tensor(x)
 	t := &b.softmax
-	*t = softmaxTask{x: b.act(x), c: cx.cols, level: b.level}
+	*t = softmaxTask{x: b.act(x), c: cx.cols, kern: b.k}
 	b.pool.run(t, cx.rows, 8*cx.cols)
 	*t = softmaxTask{}
 }
 
 type softmaxTask struct {
-	x     []float32
-	c     int
-	level simdLevel
+	x    []float32
+	c    int
+	kern *kernels
 }
 
 func (t *softmaxTask) run(_ *worker, lo, hi int) {
-	if t.level > levelScalar {
-		softmaxX(t.level, t.x[lo*t.c:hi*t.c], t.c)
-		return
-	}
-	for r := lo; r < hi; r++ {
-		softmax(t.x[r*t.c : (r+1)*t.c])
+	t.kern.softmax(t.x[lo*t.c:hi*t.c], t.c)
+}
+
+// softmaxGo is the Go kernel of Softmax over the rows of c elements of x.
+func softmaxGo(x []float32, c int) {
+	for r := range len(x) / c {
+		softmax(x[r*c : (r+1)*c])
 	}
 }
 
@@ -197,12 +206,8 @@ func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {
 		b.ropeAngles.compute(b, pos, r)
 	}
 	t := &b.rope
-	*t = ropeTask{x: b.act(x), c: cx.cols, r: r, cs: b.ropeAngles.cs, level: b.level}
-	cost := 2 * cx.cols
-	if t.simd() {
-		cost = elemCost(b.level, cost)
-	}
-	b.pool.run(t, cx.rows, cost)
+	*t = ropeTask{x: b.act(x), c: cx.cols, r: r, cs: b.ropeAngles.cs, kern: b.k}
+	b.pool.run(t, cx.rows, b.k.ropeCost(2*cx.cols))
 	*t = ropeTask{}
 }
 
@@ -294,33 +299,31 @@ func (t *ropeAnglesTask) run(_ *worker, lo, hi int) {
 }
 
 type ropeTask struct {
-	x     []float32
-	c     int
-	r     *gpu.Rope
-	cs    []float32 // the rows' angles (ropeAngles)
-	level simdLevel
+	x    []float32
+	c    int
+	r    *gpu.Rope
+	cs   []float32 // the rows' angles (ropeAngles)
+	kern *kernels
 }
-
-// simd reports whether the C kernels rotate (Llama's adjacent pairs and
-// NeoX's halves, at AVX-512).
-func (t *ropeTask) simd() bool { return t.level == levelAVX512 }
 
 // run rotates rows lo … hi-1 by their angles.
 func (t *ropeTask) run(_ *worker, lo, hi int) {
 	r := t.r
-	if t.simd() {
-		ropeX(r.Neox, t.cs[lo*r.Dims:hi*r.Dims], t.x[lo*t.c:hi*t.c], t.c, r.HeadDim, r.Dims)
-		return
-	}
-	half := r.Dims / 2
-	for row := lo; row < hi; row++ {
-		cs := t.cs[row*r.Dims : (row+1)*r.Dims]
-		x := t.x[row*t.c : (row+1)*t.c]
-		for h := 0; h < t.c; h += r.HeadDim {
-			head := x[h : h+r.HeadDim]
+	t.kern.rope(r.Neox, t.cs[lo*r.Dims:hi*r.Dims], t.x[lo*t.c:hi*t.c], t.c, r.HeadDim, r.Dims)
+}
+
+// ropeGo is the Go kernel of Rope: it rotates the rows of xs (c elements
+// each) by their angles in css, as ropeX does.
+func ropeGo(neox bool, css, xs []float32, c, hd, dims int) {
+	half := dims / 2
+	for row := range len(xs) / c {
+		cs := css[row*dims : (row+1)*dims]
+		x := xs[row*c : (row+1)*c]
+		for h := 0; h < c; h += hd {
+			head := x[h : h+hd]
 			// Pair i is (2i, 2i+1), or (i, i+half) for NeoX.
 			stride, step := 1, 2
-			if r.Neox {
+			if neox {
 				stride, step = half, 1
 			}
 			for i := range half {

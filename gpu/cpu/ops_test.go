@@ -29,7 +29,7 @@ func TestRMSNorm(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, l := range supportedLevels() {
 		b := newTestBackend(t)
-		b.level = l
+		b.k = kernelsAt(l)
 		type tc struct{ rows, cols, group int }
 		cases := []tc{{1, 1, 1}, {1, 7, 7}, {3, 64, 64}, {5, 33, 33}, {130, 17, 17}, {2, 4096, 4096},
 			{4, 96, 32}, {3, 60, 12}} // per head, as qwen3's Q/K norms
@@ -85,7 +85,7 @@ func TestAdd(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, l := range supportedLevels() {
 		b := newTestBackend(t)
-		b.level = l
+		b.k = kernelsAt(l)
 		for _, s := range rowShapes {
 			for _, bias := range []bool{false, true} {
 				rows, cols := s[0], s[1]
@@ -117,7 +117,7 @@ func TestSiLUMul(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 16))
 	for _, l := range supportedLevels() {
 		b := newTestBackend(t)
-		b.level = l
+		b.k = kernelsAt(l)
 		for si, s := range append(rowShapes, [2]int{1, 6}) {
 			rows, cols := s[0], s[1]
 			gf, uf := randFloats(r, rows*cols, 4), randFloats(r, rows*cols, 1)
@@ -140,7 +140,7 @@ func TestSoftmax(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 18))
 	for _, l := range supportedLevels() {
 		b := newTestBackend(t)
-		b.level = l
+		b.k = kernelsAt(l)
 		for _, s := range rowShapes {
 			rows, cols := s[0], s[1]
 			xf := randFloats(r, rows*cols, 10)
@@ -313,7 +313,7 @@ func TestRopeLevels(t *testing.T) {
 		var first []float32
 		for _, l := range supportedLevels() {
 			b := newTestBackend(t)
-			b.level = l
+			b.k = kernelsAt(l)
 			x := newAct(t, b, rows, cols, xf)
 			b.Rope(x, pos, &rope)
 			got := download(b, x)

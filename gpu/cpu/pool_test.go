@@ -19,7 +19,7 @@ func TestPoolHandOff(t *testing.T) {
 	data, wf := quantWeight(t, r, gguf.TypeQ4_K, m, k)
 	xf := randFloats(r, n*k, 1)
 	for _, spin := range []bool{true, false} {
-		b := &Backend{pool: newPool(3, spin), level: bestLevel}
+		b := &Backend{pool: newPool(3, spin), k: kernelsAt(bestLevel)}
 		w := newWeight(t, b, gguf.TypeQ4_K, m, k, data)
 		x := newAct(t, b, n, k, xf)
 		var want []float32
@@ -30,7 +30,7 @@ func TestPoolHandOff(t *testing.T) {
 			if want == nil {
 				want = got
 				xs := xf
-				if kind, ok := kernelFor(gguf.TypeQ4_K, b.level); ok {
+				if kind, ok := kernelFor(gguf.TypeQ4_K, b.k.level); ok {
 					xs = nil
 					for row := range n {
 						xs = append(xs, dequantizeXRef(kind, quantizeXRef(kind, xf[row*k:(row+1)*k]), k)...)

@@ -1,0 +1,115 @@
+package cpu
+
+import (
+	"unsafe"
+
+	"folio/gpu"
+	"folio/models/gguf"
+)
+
+// kernels is the backend's kernel table: each op's kernel at one SIMD
+// level, filled once (kernelsAt, from New) so that the ops call through it
+// and never test the level. The scalar table holds the plain Go kernels;
+// an op whose kernel a level lacks gets the Go one there.
+type kernels struct {
+	level simdLevel
+
+	// elemCost is the pool cost of a unit of an elementwise op that costs
+	// goCost in the Go kernel, ropeCost that of Rope's.
+	elemCost, ropeCost func(goCost int) int
+
+	// matmulKind reports the matmul kernel of a weight type, if any;
+	// packedKind whether weights of a type are repacked (repack.go).
+	matmulKind, packedKind func(typ gguf.TensorType) (kernelKind, bool)
+
+	// attentionOp runs Attention, its arguments checked: through the Go
+	// kernel or through attention's units.
+	attentionOp func(b *Backend, dst, q gpu.Tensor, cq *Tensor, cc *KVCache, layer int, batch *gpu.Batch, scale float32,
+		rowSeq []int32, maxCtx int)
+
+	matmul       func(kind kernelKind, w []byte, wstride, rows int, x []byte, xstride, nx, k int, dst []float32, dstride int)
+	matmulPacked func(kind kernelKind, w []byte, group, nb, rows int, x []byte, xstride, nx, k int, dst []float32, dstride int)
+	attention    func(tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind kvKind,
+		blocks []int32, bs, kvheads int, scale float32, out, scratch []float32)
+
+	argmax  func(x []float32) int
+	rmsNorm func(x, w, dst []float32, g int, eps float32)
+	add     func(a, b, dst []float32, c, bstride int)
+	siluMul func(gate, up, dst []float32)
+	softmax func(x []float32, c int)
+	rope    func(neox bool, cs, x []float32, c, hd, dims int)
+	writeKV func(t *writeKVTask, lo, hi int)
+}
+
+// kernelsAt returns the kernel table of level l.
+func kernelsAt(l simdLevel) *kernels {
+	k := &kernels{
+		level:    l,
+		elemCost: func(c int) int { return c },
+		ropeCost: func(c int) int { return c },
+		matmulKind: func(gguf.TensorType) (kernelKind, bool) {
+			return 0, false
+		},
+		packedKind: func(gguf.TensorType) (kernelKind, bool) {
+			return 0, false
+		},
+		matmul:       noMatmul,
+		attentionOp:  (*Backend).attentionGo,
+		matmulPacked: noMatmulPacked,
+		attention:    noAttention,
+		argmax:       gpu.ArgMax,
+		rmsNorm:      rmsNormGo,
+		add:          addGo,
+		siluMul:      siluMulGo,
+		softmax:      softmaxGo,
+		rope:         ropeGo,
+		writeKV:      writeKVGo,
+	}
+	if l == levelScalar {
+		return k
+	}
+	k.elemCost = simdCost
+	k.matmulKind = func(typ gguf.TensorType) (kernelKind, bool) { return kernelFor(typ, l) }
+	k.packedKind = func(typ gguf.TensorType) (kernelKind, bool) { return packedKind(typ, l) }
+	k.attentionOp = func(b *Backend, dst, q gpu.Tensor, cq *Tensor, cc *KVCache, layer int, batch *gpu.Batch, scale float32,
+		_ []int32, maxCtx int) {
+		b.attentionSIMD(b.act(dst), b.f32(q), cq.cols, cc, layer, batch, scale, maxCtx)
+	}
+	k.matmul = func(kind kernelKind, w []byte, wstride, rows int, x []byte, xstride, nx, kk int, dst []float32, dstride int) {
+		matmulX(kind, l, w, wstride, rows, x, xstride, nx, kk, dst, dstride)
+	}
+	k.matmulPacked = func(kind kernelKind, w []byte, group, nb, rows int, x []byte, xstride, nx, kk int, dst []float32, dstride int) {
+		matmulPackedX(kind, l, w, group, nb, rows, x, xstride, nx, kk, dst, dstride)
+	}
+	k.attention = func(tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind kvKind,
+		blocks []int32, bs, kvheads int, scale float32, out, scratch []float32) {
+		attentionX(l, tiles, lo, hi, q, qstride, g, d, kl, vl, kind, blocks, bs, kvheads, scale, out, scratch)
+	}
+	k.argmax = func(x []float32) int { return argmaxX(l, x) }
+	k.rmsNorm = func(x, w, dst []float32, g int, eps float32) { rmsNormX(l, x, w, dst, g, eps) }
+	k.add = func(a, b, dst []float32, c, bstride int) { addX(l, a, b, dst, c, bstride) }
+	k.siluMul = func(gate, up, dst []float32) { siluMulX(l, gate, up, dst) }
+	k.softmax = func(x []float32, c int) { softmaxX(l, x, c) }
+	k.writeKV = writeKVSIMD
+	if l >= levelAVX512 { // the rope kernels are AVX-512 only
+		k.rope = ropeX
+		k.ropeCost = simdCost
+	}
+	return k
+}
+
+// noMatmul, noMatmulPacked and noAttention fill the scalar table's entries for the SIMD
+// matmul and attention, which the scalar level never reaches: its
+// matmulKind reports no kernel, and Attention runs its Go units.
+func noMatmul(kernelKind, []byte, int, int, []byte, int, int, int, []float32, int) {
+	panic("cpu: no SIMD matmul at the scalar level")
+}
+
+func noMatmulPacked(kernelKind, []byte, int, int, int, []byte, int, int, int, []float32, int) {
+	panic("cpu: no SIMD matmul at the scalar level")
+}
+
+func noAttention([]attnTile, int, int, []float32, int, int, int, unsafe.Pointer, unsafe.Pointer, kvKind,
+	[]int32, int, int, float32, []float32, []float32) {
+	panic("cpu: no SIMD attention at the scalar level")
+}
