@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -307,48 +308,50 @@ func TestChoosePlacement(t *testing.T) {
 		{"auto", 3*gb + gb/2, -2, ""},                     // nothing past what stays on the GPU
 		{"cuda", 3*gb + gb/2, -2, "smaller quantization"}, // the same, refused
 	} {
-		f, c := newFakeGPU(), &fakeCompiler{}
-		f.freeMem = uint64(tc.free)
-		open := func() (*Backend, error) { return open(f.driver(), c.compiler(), Options{NoCache: true}) }
-		be, notice, err := choose(tc.mode, need, func() gpu.Backend { return cpu.New(1) }, open)
-		// what the caller logs: the split or the fallback, never the whole GPU
-		want := map[int]string{-1: "", -2: "computing on the CPU"}[tc.onDev]
-		if tc.onDev >= 0 {
-			want = "layers on"
-		}
-		if tc.errSub != "" {
-			want = ""
-		}
-		if (want == "") != (notice == "") || !strings.Contains(notice, want) {
-			t.Errorf("%s, %d free: notice %q, want %q", tc.mode, tc.free, notice, want)
-		}
-		switch {
-		case tc.errSub != "":
-			if err == nil || !strings.Contains(err.Error(), tc.errSub) || be != nil {
-				t.Errorf("%s, %d free: %v, %v", tc.mode, tc.free, be, err)
+		t.Run(fmt.Sprintf("%s/%dMiB free", tc.mode, tc.free>>20), func(t *testing.T) {
+			f, c := newFakeGPU(), &fakeCompiler{}
+			f.freeMem = uint64(tc.free)
+			open := func() (*Backend, error) { return open(f.driver(), c.compiler(), Options{NoCache: true}) }
+			be, notice, err := choose(tc.mode, need, func() gpu.Backend { return cpu.New(1) }, open)
+			// what the caller logs: the split or the fallback, never the whole GPU
+			want := map[int]string{-1: "", -2: "computing on the CPU"}[tc.onDev]
+			if tc.onDev >= 0 {
+				want = "layers on"
 			}
-		case err != nil:
-			t.Errorf("%s, %d free: %v", tc.mode, tc.free, err)
-		case tc.onDev == -1:
-			if _, ok := be.(*Backend); !ok {
-				t.Errorf("%s, %d free: %T, want the GPU whole", tc.mode, tc.free, be)
+			if tc.errSub != "" {
+				want = ""
 			}
-		case tc.onDev == -2:
+			if (want == "") != (notice == "") || !strings.Contains(notice, want) {
+				t.Errorf("%s, %d free: notice %q, want %q", tc.mode, tc.free, notice, want)
+			}
+			switch {
+			case tc.errSub != "":
+				if err == nil || !strings.Contains(err.Error(), tc.errSub) || be != nil {
+					t.Errorf("%s, %d free: %v, %v", tc.mode, tc.free, be, err)
+				}
+			case err != nil:
+				t.Errorf("%s, %d free: %v", tc.mode, tc.free, err)
+			case tc.onDev == -1:
+				if _, ok := be.(*Backend); !ok {
+					t.Errorf("%s, %d free: %T, want the GPU whole", tc.mode, tc.free, be)
+				}
+			case tc.onDev == -2:
+				if be != nil {
+					t.Errorf("%s, %d free: %T, want none", tc.mode, tc.free, be)
+				}
+			default:
+				s, ok := be.(*Split)
+				if !ok || s.OnDevice() != tc.onDev {
+					t.Errorf("%s, %d free: %T %v, want %d layers on the GPU", tc.mode, tc.free, be, be, tc.onDev)
+				}
+			}
 			if be != nil {
-				t.Errorf("%s, %d free: %T, want none", tc.mode, tc.free, be)
+				be.Close()
 			}
-		default:
-			s, ok := be.(*Split)
-			if !ok || s.OnDevice() != tc.onDev {
-				t.Errorf("%s, %d free: %T %v, want %d layers on the GPU", tc.mode, tc.free, be, be, tc.onDev)
+			if be == nil && len(f.mem) != 0 {
+				t.Errorf("%s, %d free: %d allocations left after refusing", tc.mode, tc.free, len(f.mem))
 			}
-		}
-		if be != nil {
-			be.Close()
-		}
-		if be == nil && len(f.mem) != 0 {
-			t.Errorf("%s, %d free: %d allocations left after refusing", tc.mode, tc.free, len(f.mem))
-		}
+		})
 	}
 }
 

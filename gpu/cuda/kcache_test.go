@@ -33,11 +33,13 @@ func TestKernelCacheHitAndMiss(t *testing.T) {
 		{"nvrtc", "src A", opts, [2]int{12, 8}, 13000},
 		{"driver", "src A", opts, [2]int{13, 0}, 12080},
 	} {
-		fc.ver = tc.ver
-		before := fc.calls
-		if _, cached, err := c.build(nv, tc.src, "a.cu", tc.opts, tc.driver, false); err != nil || cached || fc.calls != before+1 {
-			t.Errorf("%s changed: cached %v, %d compiles, %v", tc.name, cached, fc.calls-before, err)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			fc.ver = tc.ver
+			before := fc.calls
+			if _, cached, err := c.build(nv, tc.src, "a.cu", tc.opts, tc.driver, false); err != nil || cached || fc.calls != before+1 {
+				t.Errorf("%s changed: cached %v, %d compiles, %v", tc.name, cached, fc.calls-before, err)
+			}
+		})
 	}
 }
 

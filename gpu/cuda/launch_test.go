@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -70,21 +71,23 @@ func TestMatmulDims(t *testing.T) {
 		{512, 14336, true, [3]uint32{224, 8, 1}, 256},
 		{513, 65, true, [3]uint32{2, 9, 1}, 256},
 	} {
-		k, d, tiled := matmulDims(gguf.TypeQ4_K, tc.n, tc.m)
-		if want := map[bool]kernel{false: kMatvecQ4_K, true: kMatmulQ4_K}[tc.tiled]; k != want {
-			t.Errorf("n %d: kernel %s, want %s", tc.n, k, want)
-		}
-		if tiled != tc.tiled || d.grid != tc.grid || d.block != [3]uint32{tc.block, 1, 1} {
-			t.Errorf("n %d, m %d: tiled %v, %v × %v; want %v, %v × %d", tc.n, tc.m, tiled, d.grid, d.block, tc.tiled, tc.grid, tc.block)
-		}
-		// Every output is covered by the grid.
-		if tiled {
-			if int(d.grid[0])*mmTile < tc.m || int(d.grid[1])*mmTile < tc.n {
-				t.Errorf("n %d, m %d: tiles do not cover dst", tc.n, tc.m)
+		t.Run(fmt.Sprintf("%dx%d/tiled=%v", tc.n, tc.m, tc.tiled), func(t *testing.T) {
+			k, d, tiled := matmulDims(gguf.TypeQ4_K, tc.n, tc.m)
+			if want := map[bool]kernel{false: kMatvecQ4_K, true: kMatmulQ4_K}[tc.tiled]; k != want {
+				t.Errorf("n %d: kernel %s, want %s", tc.n, k, want)
 			}
-		} else if int(d.grid[0])*mvWarps*mvRows < tc.m || int(d.grid[1]) != tc.n {
-			t.Errorf("n %d, m %d: warps do not cover dst", tc.n, tc.m)
-		}
+			if tiled != tc.tiled || d.grid != tc.grid || d.block != [3]uint32{tc.block, 1, 1} {
+				t.Errorf("n %d, m %d: tiled %v, %v × %v; want %v, %v × %d", tc.n, tc.m, tiled, d.grid, d.block, tc.tiled, tc.grid, tc.block)
+			}
+			// Every output is covered by the grid.
+			if tiled {
+				if int(d.grid[0])*mmTile < tc.m || int(d.grid[1])*mmTile < tc.n {
+					t.Errorf("n %d, m %d: tiles do not cover dst", tc.n, tc.m)
+				}
+			} else if int(d.grid[0])*mvWarps*mvRows < tc.m || int(d.grid[1]) != tc.n {
+				t.Errorf("n %d, m %d: warps do not cover dst", tc.n, tc.m)
+			}
+		})
 	}
 }
 
