@@ -312,39 +312,10 @@ func (p *preflightRun) graph() error {
 // float32 additions.
 const graphTolerance = 1e-6
 
-// act makes an F32 activation holding v on be.
-func act(be gpu.Backend, rows, cols int, v []float32) gpu.Tensor {
-	t, err := be.NewTensor(rows, cols)
-	if err != nil {
-		panic(err)
-	}
-	be.Upload(t, v)
-	return t
-}
-
-// read downloads t.
-func read(be gpu.Backend, t gpu.Tensor) []float32 {
-	out := make([]float32, t.Rows()*t.Cols())
-	be.Download(out, t)
-	return out
-}
-
-// weightBytes encodes v (rows × cols) as typ.
-func weightBytes(typ gguf.TensorType, rows, cols int, v []float32) []byte {
-	rb := int(typ.RowBytes(int64(cols)))
-	data := make([]byte, rows*rb)
-	for r := range rows {
-		if err := gguf.Quantize(typ, v[r*cols:(r+1)*cols], data[r*rb:(r+1)*rb]); err != nil {
-			panic(err)
-		}
-	}
-	return data
-}
-
-func weight(be gpu.Backend, typ gguf.TensorType, rows, cols int, data []byte) gpu.Tensor {
-	w, err := be.Weight("w", typ, rows, cols, data)
-	if err != nil {
-		panic(err)
-	}
-	return w
-}
+// The tensor helpers of every backend check, under this file's short names.
+var (
+	act         = gpu.Activation
+	read        = gpu.Values
+	weightBytes = gpu.QuantizeRows
+	weight      = gpu.WeightOf
+)
