@@ -18,11 +18,46 @@ import (
 // what Ollama would send for the same text.
 
 // toolTags are the tags Jinja templates write before JSON tool calls, in
-// the order they are looked for. A template with none (Llama 3.1 writes
-// bare {"name": …} objects) gets "{": the reply is a call only if it
-// starts with one. Tags whose calls are not JSON objects (DeepSeek's,
-// pythonic ones) are left out: their text stays text.
-var toolTags = []string{"<tool_call>", "[TOOL_CALLS]"}
+// the order they are looked for: Hermes' and Qwen's <tool_call>, Granite's
+// and Phi-4-mini's <|tool_call|> (a JSON array of calls). A template with
+// none (Llama 3.1 writes bare {"name": …} objects) gets "{": the reply is a
+// call only if it starts with one. Mistral's [TOOL_CALLS] has its own
+// parser (toolcalls_mistral.go). Tags whose calls are not JSON objects
+// (DeepSeek's, pythonic ones) are left out: their text stays text.
+var toolTags = []string{"<tool_call>", "<|tool_call|>"}
+
+// callParser reads tool calls out of a reply as it streams.
+type callParser interface {
+	// Add takes the next piece of the reply and returns the calls it
+	// completed and the content that is final.
+	Add(text string) (calls []api.ToolCall, content string)
+	// held is the text taken and neither returned as content nor read as
+	// a call: at the end of a reply without calls, it is content.
+	held() string
+}
+
+// ollamaCalls is Ollama's parser for a tag.
+type ollamaCalls struct {
+	p    *tools.Parser
+	last bool // the last Add returned neither content nor calls
+}
+
+func (o *ollamaCalls) Add(text string) ([]api.ToolCall, string) {
+	calls, content := o.p.Add(text)
+	o.last = content == "" && len(calls) == 0
+	return calls, content
+}
+
+// held: under a tag, the parser's buffer is what it has not returned.
+// Under "{" or "[" (where Content is the buffer) the buffer also keeps
+// text it has returned once the reply turned out to be text, and only
+// what the last Add held back is still to come.
+func (o *ollamaCalls) held() string {
+	if !o.last && o.p.Content() != "" {
+		return ""
+	}
+	return string(o.p.GetBuffer())
+}
 
 // toolStream splits a reply into content and tool calls as it streams.
 // Whitespace next to a call (a model's "\n\n" before <tool_call>, the
@@ -30,8 +65,7 @@ var toolTags = []string{"<tool_call>", "[TOOL_CALLS]"}
 // content: whitespace at the end of the content so far waits until text
 // follows it, and is dropped when a call does.
 type toolStream struct {
-	p     *tools.Parser
-	held  bool   // the last text added came back as neither content nor calls
+	p     callParser
 	space string // whitespace held back from the end of the content so far
 	calls int    // calls returned so far
 }
@@ -46,8 +80,11 @@ func newToolStream(l *loaded, conf modelConf, ts api.Tools) *toolStream {
 	if tmpl == "" {
 		tmpl = l.template
 	}
+	if strings.Contains(tmpl, mistralMark) {
+		return &toolStream{p: &mistralCalls{tools: ts}}
+	}
 	if gt, ok, err := goTemplate(tmpl, false); ok && err == nil && tmpl != l.template {
-		return &toolStream{p: tools.NewParser(gt.Text(), ts)}
+		return &toolStream{p: &ollamaCalls{p: tools.NewParser(gt.Text(), ts)}}
 	}
 	tag := "{"
 	for _, t := range toolTags {
@@ -56,7 +93,7 @@ func newToolStream(l *loaded, conf modelConf, ts api.Tools) *toolStream {
 			break
 		}
 	}
-	return &toolStream{p: tools.NewParserWithTag(ts, tag)}
+	return &toolStream{p: &ollamaCalls{p: tools.NewParserWithTag(ts, tag)}}
 }
 
 // add takes the next piece of the reply's content and returns the content
@@ -70,7 +107,6 @@ func (t *toolStream) add(text string) (content string, calls []api.ToolCall) {
 		return "", nil
 	}
 	calls, content = t.p.Add(text)
-	t.held = content == "" && len(calls) == 0
 	for i := range calls {
 		calls[i].ID = toolCallID()
 	}
@@ -87,21 +123,16 @@ func (t *toolStream) add(text string) (content string, calls []api.ToolCall) {
 	return content, calls
 }
 
-// flush returns the text held back at the end of the reply: what looked
-// like the start of a call but never became one (as in Ollama's chat
-// handler, only text the last add held back is released), and the
-// whitespace at the end of a reply without calls.
+// flush returns the text held back at the end of a reply without calls:
+// what looked like the start of a call but never became one (a tag and
+// what followed it, or the start of a tag) is content, as the model wrote
+// it, and so is the whitespace at the end. Ollama's chat handler drops a
+// tag's text that does not parse; folio keeps the reply.
 func (t *toolStream) flush() string {
-	if t == nil {
+	if t == nil || t.calls > 0 {
 		return ""
 	}
-	if t.calls > 0 {
-		return ""
-	}
-	if t.held {
-		return t.space + t.p.Content()
-	}
-	return t.space
+	return t.space + t.p.held()
 }
 
 // toolCallID is a call's id as Ollama makes them: "call_" and eight

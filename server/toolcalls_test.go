@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -20,6 +21,12 @@ func TestToolStream(t *testing.T) {
 	llama := &loaded{template: "{% for m in messages %}{{ m.content }}{% endfor %}"}
 	var goConf modelConf // a Modelfile TEMPLATE: its tag is the text before the calls
 	goConf.Template = `{{ range .Messages }}{{ .Content }}{{ if .ToolCalls }}[CALL] {{ range .ToolCalls }}{{ json .Function }}{{ end }}{{ end }}{{ end }}`
+	// Mistral's templates, cut to what decides the parser; Granite's tag.
+	nemo := &loaded{template: `{%- if message.tool_calls %}{{- "[TOOL_CALLS][" }}{{ tool_call.function|tojson }}{% endif %}`}
+	devstral := &loaded{template: `{{- "[TOOL_CALLS]" + tool['function']['name'] + "[ARGS]" + arguments }}`}
+	granite := &loaded{template: `respond only with <|tool_call|> followed by a JSON list of tools used.`}
+	var phiConf modelConf // Phi-4-mini's calls, as an Ollama Modelfile TEMPLATE writes them back
+	phiConf.Template = `{{ range .Messages }}{{ .Content }}{{ if .ToolCalls }}<|tool_call|>[{{ range .ToolCalls }}{"name": "{{ .Function.Name }}", "arguments": {{ .Function.Arguments }}}{{ end }}]<|/tool_call|>{{ end }}{{ end }}`
 	for _, tc := range []struct {
 		name    string
 		l       *loaded
@@ -27,12 +34,23 @@ func TestToolStream(t *testing.T) {
 		text    string
 		content string
 		calls   int
+		args    string // the first call's arguments as JSON, when given
 	}{
-		{"qwen tag", qwen, modelConf{}, "Let me check.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>", "Let me check.", 1},
-		{"bare JSON", llama, modelConf{}, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Rome\"}}", "", 1},
-		{"text first", llama, modelConf{}, "It is {sunny} today", "It is {sunny} today", 0},
-		{"Go template tag", llama, goConf, "ok [CALL] {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}", "ok", 1},
-		{"unknown tool", llama, modelConf{}, "{\"name\": \"nope\", \"arguments\": {}}", "{\"name\": \"nope\", \"arguments\": {}}", 0},
+		{"qwen tag", qwen, modelConf{}, "Let me check.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>", "Let me check.", 1, ""},
+		{"bare JSON", llama, modelConf{}, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Rome\"}}", "", 1, ""},
+		{"text first", llama, modelConf{}, "It is {sunny} today", "It is {sunny} today", 0, ""},
+		{"Go template tag", llama, goConf, "ok [CALL] {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}", "ok", 1, ""},
+		{"unknown tool", llama, modelConf{}, "{\"name\": \"nope\", \"arguments\": {}}", "{\"name\": \"nope\", \"arguments\": {}}", 0, ""},
+		{"qwen tag, not a call", qwen, modelConf{}, "<tool_call>\nI cannot", "<tool_call>\nI cannot", 0, ""},
+		{"start of a tag at the end", qwen, modelConf{}, "ok <tool_c", "ok <tool_c", 0, ""},
+		{"mistral JSON array", nemo, modelConf{}, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}]", "", 2, `{"city":"Paris"}`},
+		{"mistral ARGS", devstral, modelConf{}, "Checking.[TOOL_CALLS]get_weather[ARGS]{\"name\": \"Paris\", \"days\": 2}\n[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Rome\"}", "Checking.", 2, `{"name":"Paris","days":2}`},
+		{"mistral CALL_ID", devstral, modelConf{}, "[TOOL_CALLS]get_weather[CALL_ID]a1B2c3D4e[ARGS]{\"city\": \"Paris\"}", "", 1, `{"city":"Paris"}`},
+		{"mistral unknown tool", devstral, modelConf{}, "[TOOL_CALLS]nope[ARGS]{}", "[TOOL_CALLS]nope[ARGS]{}", 0, ""},
+		{"mistral bad JSON", nemo, modelConf{}, "[TOOL_CALLS][{\"name\": get_weather}] and more", "[TOOL_CALLS][{\"name\": get_weather}] and more", 0, ""},
+		{"mistral prose after the mark", devstral, modelConf{}, "[TOOL_CALLS] is a token {x}", "[TOOL_CALLS] is a token {x}", 0, ""},
+		{"granite", granite, modelConf{}, "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]", "", 1, `{"city":"Paris"}`},
+		{"phi-4-mini", llama, phiConf, "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}]<|/tool_call|>", "", 1, `{"city":"Rome"}`},
 	} {
 		for _, step := range []int{1, 3, 1000} {
 			ts := newToolStream(tc.l, tc.conf, weatherTools())
@@ -50,6 +68,11 @@ func TestToolStream(t *testing.T) {
 			for _, call := range calls {
 				if call.Function.Name != "get_weather" {
 					t.Errorf("%s: call %+v", tc.name, call)
+				}
+			}
+			if tc.args != "" && len(calls) > 0 {
+				if got, _ := json.Marshal(calls[0].Function.Arguments); string(got) != tc.args {
+					t.Errorf("%s, chunks of %d: arguments %s, want %s", tc.name, step, got, tc.args)
 				}
 			}
 		}

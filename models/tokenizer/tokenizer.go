@@ -31,6 +31,22 @@ type Tokenizer struct {
 	// special lists the tokens Encode splits the input at, longest text first
 	// (as llama.cpp matches them): control, user-defined and unknown tokens.
 	special []int32
+	// marks are the control tokens of toolCallMarks that the vocabulary
+	// has: decoded as their text even without DecodeOptions.Special.
+	marks []int32
+}
+
+// toolCallMarks are the texts of the control tokens with which models
+// mark their tool calls: Mistral's ([TOOL_CALLS], then a JSON array, or
+// the name, [CALL_ID] and [ARGS] of Mistral Small 3.2 and Devstral),
+// Granite's and Phi-4-mini's <|tool_call|> (with Phi-4-mini's closing
+// <|/tool_call|>) and Hermes' <tool_call>. A reply keeps them as text, as
+// llama.cpp keeps the tool-call tokens of a chat format ("preserved
+// tokens") and Ollama keeps every special token: the tool-call parser reads
+// the calls by them, and a reply that turns out not to be a call keeps
+// what the model wrote.
+var toolCallMarks = []string{
+	"[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "<|tool_call|>", "<|/tool_call|>", "<tool_call>", "</tool_call>",
 }
 
 // EncodeOptions say how Encode treats special tokens.
@@ -86,6 +102,11 @@ func newTokenizer(v *Vocab, m model) *Tokenizer {
 	slices.SortStableFunc(t.special, func(a, b int32) int {
 		return cmp.Compare(len(v.Tokens[b]), len(v.Tokens[a]))
 	})
+	for _, text := range toolCallMarks {
+		if id, ok := v.ID(text); ok && int(id) < len(v.Types) && v.Types[id] == TypeControl {
+			t.marks = append(t.marks, id)
+		}
+	}
 	return t
 }
 
@@ -184,7 +205,8 @@ func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 // DecodeOptions say how Decode renders tokens that are not plain text.
 type DecodeOptions struct {
 	// Special renders control tokens as their text ("<|eot_id|>"); by default
-	// they produce nothing, as in llama.cpp's detokenizer.
+	// they produce nothing, as in llama.cpp's detokenizer, except the
+	// tool-call marks (toolCallMarks).
 	Special bool
 }
 
@@ -212,7 +234,7 @@ func (t *Tokenizer) TokenBytes(id int32, opt DecodeOptions) []byte {
 	case TypeUserDefined:
 		return []byte(v.Tokens[id])
 	case TypeControl, TypeUnknown, TypeUnused:
-		if opt.Special {
+		if opt.Special || slices.Contains(t.marks, id) {
 			return []byte(v.Tokens[id])
 		}
 	}

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,5 +90,35 @@ func TestEOG(t *testing.T) {
 	}
 	if v.IsEOG(v.BOS) {
 		t.Errorf("BOS %d is in EOG %v", v.BOS, v.EOG)
+	}
+}
+
+// TestToolCallMarksDecoded: the control tokens that mark tool calls
+// ([TOOL_CALLS], [ARGS], <|tool_call|>) decode as their text, so that a
+// chat's tool-call parser sees them; other control tokens still decode to
+// nothing without Special, and user text spelling a mark stays text.
+func TestToolCallMarksDecoded(t *testing.T) {
+	v := spmVocab(nil, 'g', 'e', 't', 'x')
+	v.AddSpacePrefix = false
+	for _, mark := range []string{"[TOOL_CALLS]", "[ARGS]", "<|tool_call|>", "<|/tool_call|>", "[INST]"} {
+		v.Tokens = append(v.Tokens, mark)
+		v.Scores = append(v.Scores, 0)
+		v.Types = append(v.Types, TypeControl)
+		v.ids[mark] = int32(len(v.Tokens) - 1)
+	}
+	tok, err := NewFromVocab(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := tok.Encode("[INST][TOOL_CALLS]get[ARGS]<|tool_call|>x<|/tool_call|>", EncodeOptions{ParseSpecial: true})
+	if got, want := tok.Decode(ids, DecodeOptions{}), "[TOOL_CALLS]get[ARGS]<|tool_call|>x<|/tool_call|>"; got != want {
+		t.Errorf("Decode = %q, want %q (marks kept, [INST] dropped)", got, want)
+	}
+	if got := tok.Decode(ids, DecodeOptions{Special: true}); got != "[INST][TOOL_CALLS]get[ARGS]<|tool_call|>x<|/tool_call|>" {
+		t.Errorf("Decode with Special = %q", got)
+	}
+	plain := tok.Encode("[TOOL_CALLS]", EncodeOptions{})
+	if id, _ := v.ID("[TOOL_CALLS]"); slices.Contains(plain, id) {
+		t.Errorf("user text [TOOL_CALLS] became the control token: %v", plain)
 	}
 }
