@@ -1,0 +1,266 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ollama/ollama/api"
+
+	"folio/internal/fixtures"
+)
+
+// The chat families of issue 22, each a scripted model (scripted_test.go)
+// carrying the family's real chat template: ../shared/templates, and
+// Granite 3.3's in testdata/templates (see its SOURCES.md).
+var (
+	mistralSpecials = []string{"[INST]", "[/INST]", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
+		"[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[ARGS]", "[CALL_ID]", "[TOOL_CONTENT]", "[IMG]"}
+	gemmaSpecials   = []string{"<start_of_turn>", "<end_of_turn>"}
+	phi3Specials    = []string{"<|system|>", "<|user|>", "<|assistant|>", "<|end|>"}
+	graniteSpecials = []string{"<|start_of_role|>", "<|end_of_role|>", "<|tool_call|>"}
+	hello           = []string{"Hello", "\u2581world"}
+	weatherCall     = `[{"name":"get_weather","arguments":{"city":"Paris"}}]`
+)
+
+// familyModels are the scripted models by name: template file, tokens, the
+// prompt's last token and the reply (a call, for the families whose
+// template defines tool calls).
+var familyModels = map[string]struct {
+	file string
+	s    scripted
+}{
+	"gemma2":      {"google-gemma-2-2b-it.jinja", scripted{bos: "<bos>", eos: "<eos>", specials: gemmaSpecials, start: "\n", reply: hello, end: "<end_of_turn>"}},
+	"gemma3":      {"google-gemma-3-1b-it.jinja", scripted{bos: "<bos>", eos: "<eos>", specials: gemmaSpecials, start: "\n", reply: hello, end: "<end_of_turn>"}},
+	"phi3":        {"microsoft-Phi-3-mini-4k-instruct.jinja", scripted{bos: "<s>", eos: "<|endoftext|>", specials: phi3Specials, start: "\n", reply: hello, end: "<|end|>"}},
+	"phi3.5":      {"microsoft-Phi-3.5-mini-instruct.jinja", scripted{bos: "<s>", eos: "<|endoftext|>", specials: phi3Specials, start: "\n", reply: hello, end: "<|end|>"}},
+	"phi4":        {"microsoft-phi-4.jinja", scripted{bos: "<|endoftext|>", eos: "<|im_end|>", specials: []string{"<|im_start|>", "<|im_sep|>"}, start: "<|im_sep|>", reply: hello}},
+	"mistral-0.2": {"mistralai-Mistral-7B-Instruct-v0.2.jinja", scripted{bos: "<s>", eos: "</s>", specials: mistralSpecials, start: "[/INST]", reply: hello}},
+	"nemo": {"mistralai-Mistral-Nemo-Instruct-2407.jinja", scripted{bos: "<s>", eos: "</s>", specials: mistralSpecials, start: "[/INST]",
+		reply: []string{"[TOOL_CALLS]", weatherCall}}},
+	"small3.2": {"Mistral-Small-3.2-24B-Instruct-2506.jinja", scripted{bos: "<s>", eos: "</s>", specials: mistralSpecials, start: "[/INST]",
+		reply: []string{"[TOOL_CALLS]", "get_weather", "[CALL_ID]", "a1B2c3D4e", "[ARGS]", `{"city":"Paris"}`}}},
+	"devstral": {"unsloth-mistral-Devstral-Small-2507.jinja", scripted{bos: "<s>", eos: "</s>", specials: mistralSpecials, start: "[/INST]",
+		reply: []string{"[TOOL_CALLS]", "get_weather", "[ARGS]", `{"city":"Paris"}`}}},
+	"devstral-nocall": {"unsloth-mistral-Devstral-Small-2507.jinja", scripted{bos: "<s>", eos: "</s>", specials: mistralSpecials, start: "[/INST]",
+		reply: []string{"Sure", "[TOOL_CALLS]", "nope", "[ARGS]", "{}"}}},
+	"granite3.3": {"testdata/templates/ibm-granite-granite-3.3-2B-Instruct.jinja", scripted{bos: "<s>", eos: "<|end_of_text|>",
+		specials: graniteSpecials, start: "<|end_of_role|>", reply: []string{"<|tool_call|>", weatherCall}}},
+}
+
+// newFamilyServer serves the scripted family models.
+func newFamilyServer(t *testing.T) (*api.Client, string) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, m := range familyModels {
+		path := m.file
+		if !strings.HasPrefix(path, "testdata/") {
+			path = filepath.Join(fixtures.Shared(t), "templates", path)
+		}
+		tmpl, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.s.template = string(tmpl)
+		m.s.write(t, filepath.Join(dir, name+".gguf"))
+	}
+	return serveLibrary(t, dir)
+}
+
+// familyMessages is a conversation the family's template accepts: the
+// Mistral Small 3.2 and Devstral templates get a system message (their
+// defaults run to thousands of tokens), Gemma 2's refuses one.
+func familyMessages(name string) []api.Message {
+	msgs := []api.Message{{Role: "user", Content: "What is the weather in Paris?"}}
+	if name == "small3.2" || strings.HasPrefix(name, "devstral") || name == "granite3.3" {
+		msgs = append([]api.Message{{Role: "system", Content: "Use the tools."}}, msgs...)
+	}
+	return msgs
+}
+
+func weatherTool() api.Tools {
+	var tool api.Tool
+	tool.Type, tool.Function.Name, tool.Function.Description = "function", "get_weather", "The weather in a city"
+	tool.Function.Parameters.Type = "object"
+	tool.Function.Parameters.Required = []string{"city"}
+	tool.Function.Parameters.Properties = api.NewToolPropertiesMap()
+	tool.Function.Parameters.Properties.Set("city", api.ToolProperty{Type: api.PropertyType{"string"}})
+	return api.Tools{tool}
+}
+
+// chatAll runs one /api/chat request and gathers its content and calls.
+func chatAll(t *testing.T, c *api.Client, req *api.ChatRequest) (string, []api.ToolCall, api.ChatResponse) {
+	t.Helper()
+	var content strings.Builder
+	var calls []api.ToolCall
+	var last api.ChatResponse
+	err := c.Chat(context.Background(), req, func(r api.ChatResponse) error {
+		content.WriteString(r.Message.Content)
+		calls = append(calls, r.Message.ToolCalls...)
+		last = r
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("chat with %s: %v", req.Model, err)
+	}
+	return content.String(), calls, last
+}
+
+// TestFamilyChat: each family's real template drives /api/chat and
+// /v1/chat/completions: the reply the model writes after the template's
+// generation prompt comes back as the message, whole or streamed, ending
+// at the family's end token (Gemma's <end_of_turn>, Phi-3's <|end|>: not
+// their eos).
+func TestFamilyChat(t *testing.T) {
+	c, base := newFamilyServer(t)
+	for _, name := range []string{"gemma2", "gemma3", "phi3", "phi3.5", "phi4", "mistral-0.2"} {
+		t.Run(name, func(t *testing.T) {
+			for _, stream := range []bool{true, false} {
+				content, calls, last := chatAll(t, c, &api.ChatRequest{Model: name, Messages: familyMessages(name), Stream: &stream,
+					Options: map[string]any{"temperature": 0, "num_predict": 20}})
+				if content != "Hello world" || len(calls) != 0 || last.DoneReason != "stop" || last.EvalCount != 2 {
+					t.Errorf("stream %v: %q, calls %v, done %q after %d tokens; want \"Hello world\" and stop after 2",
+						stream, content, calls, last.DoneReason, last.EvalCount)
+				}
+			}
+			var whole struct {
+				Choices []struct {
+					Message      struct{ Content string }
+					FinishReason string `json:"finish_reason"`
+				}
+			}
+			postJSON(t, base+"/v1/chat/completions", `{"model":"`+name+`","messages":[{"role":"user","content":"hi"}],"temperature":0}`, &whole)
+			if len(whole.Choices) != 1 || whole.Choices[0].Message.Content != "Hello world" || whole.Choices[0].FinishReason != "stop" {
+				t.Errorf("/v1/chat/completions: %+v", whole)
+			}
+		})
+	}
+}
+
+// TestFamilyToolCalls: a reply in the family's tool-call form — Mistral
+// Nemo's [TOOL_CALLS] JSON array, Mistral Small 3.2's
+// [TOOL_CALLS]name[CALL_ID]id[ARGS]{…}, Devstral's [TOOL_CALLS]name[ARGS]{…},
+// Granite's <|tool_call|> array, each mark a control token as in the real
+// vocabularies — comes back from /api/chat as one call of get_weather with
+// its arguments and no content, streamed or not; without tools it is the
+// text the model wrote.
+func TestFamilyToolCalls(t *testing.T) {
+	c, _ := newFamilyServer(t)
+	for _, name := range []string{"nemo", "small3.2", "devstral", "granite3.3"} {
+		t.Run(name, func(t *testing.T) {
+			for _, stream := range []bool{true, false} {
+				content, calls, last := chatAll(t, c, &api.ChatRequest{Model: name, Messages: familyMessages(name), Stream: &stream,
+					Tools: weatherTool(), Options: map[string]any{"temperature": 0, "num_predict": 20}})
+				if content != "" || len(calls) != 1 || last.DoneReason != "stop" {
+					t.Fatalf("stream %v: content %q, calls %+v, done %q; want one call", stream, content, calls, last.DoneReason)
+				}
+				args, _ := json.Marshal(calls[0].Function.Arguments)
+				if calls[0].Function.Name != "get_weather" || string(args) != `{"city":"Paris"}` || !callID.MatchString(calls[0].ID) {
+					t.Errorf("stream %v: call %s %s id %q", stream, calls[0].Function.Name, args, calls[0].ID)
+				}
+			}
+			no := false
+			content, calls, _ := chatAll(t, c, &api.ChatRequest{Model: name, Messages: familyMessages(name), Stream: &no,
+				Options: map[string]any{"temperature": 0, "num_predict": 20}})
+			want := strings.Join(familyModels[name].s.reply, "")
+			if content != want || len(calls) != 0 {
+				t.Errorf("without tools: %q, calls %v; want the text %q", content, calls, want)
+			}
+		})
+	}
+	// A reply that uses the mark but is no call of the request's tools
+	// stays content, marks and all.
+	for _, stream := range []bool{true, false} {
+		content, calls, _ := chatAll(t, c, &api.ChatRequest{Model: "devstral-nocall", Messages: familyMessages("devstral-nocall"),
+			Stream: &stream, Tools: weatherTool(), Options: map[string]any{"temperature": 0, "num_predict": 20}})
+		if content != "Sure[TOOL_CALLS]nope[ARGS]{}" || len(calls) != 0 {
+			t.Errorf("not a call, stream %v: %q, calls %+v", stream, content, calls)
+		}
+	}
+}
+
+// TestFamilyToolCallsOpenAI: the same calls through /v1/chat/completions:
+// message.tool_calls with the arguments as JSON text and finish_reason
+// tool_calls, whole and in chunks.
+func TestFamilyToolCallsOpenAI(t *testing.T) {
+	_, base := newFamilyServer(t)
+	type call struct {
+		ID       string `json:"id"`
+		Function struct{ Name, Arguments string }
+	}
+	for _, name := range []string{"nemo", "small3.2", "devstral", "granite3.3"} {
+		t.Run(name, func(t *testing.T) {
+			msgs, _ := json.Marshal(familyMessages(name))
+			body := `{"model":"` + name + `","messages":` + string(msgs) + `,"temperature":0,"max_tokens":20,
+				"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`
+			var whole struct {
+				Choices []struct {
+					Message struct {
+						Content   *string
+						ToolCalls []call `json:"tool_calls"`
+					}
+					FinishReason string `json:"finish_reason"`
+				}
+			}
+			postJSON(t, base+"/v1/chat/completions", body+`}`, &whole)
+			ch := whole.Choices[0]
+			if len(ch.Message.ToolCalls) != 1 || ch.FinishReason != "tool_calls" || ch.Message.Content != nil {
+				t.Fatalf("whole: %+v", ch)
+			}
+			if tc := ch.Message.ToolCalls[0]; tc.Function.Name != "get_weather" || tc.Function.Arguments != `{"city":"Paris"}` {
+				t.Errorf("whole: call %+v", tc)
+			}
+			type chunk struct {
+				Choices []struct {
+					Delta struct {
+						Content   *string
+						ToolCalls []call `json:"tool_calls"`
+					}
+					FinishReason *string `json:"finish_reason"`
+				}
+			}
+			var calls []call
+			finish, content := "", ""
+			for _, c := range events[chunk](t, base+"/v1/chat/completions", body+`,"stream":true}`) {
+				for _, ch := range c.Choices {
+					calls = append(calls, ch.Delta.ToolCalls...)
+					if ch.Delta.Content != nil {
+						content += *ch.Delta.Content
+					}
+					if ch.FinishReason != nil {
+						finish = *ch.FinishReason
+					}
+				}
+			}
+			if len(calls) != 1 || calls[0].Function.Name != "get_weather" || calls[0].Function.Arguments != `{"city":"Paris"}` ||
+				finish != "tool_calls" || content != "" {
+				t.Errorf("stream: calls %+v, content %q, finish %q", calls, content, finish)
+			}
+		})
+	}
+}
+
+// TestFamilyRender: Granite 3.3's template (kept in testdata, not in
+// ../shared/templates, whose golden test covers the others) renders a
+// conversation with tools through /api/chat byte for byte as Python Jinja2
+// renders it the way transformers does.
+func TestFamilyRender(t *testing.T) {
+	c, _ := newFamilyServer(t)
+	want, err := os.ReadFile("testdata/templates/ibm-granite-granite-3.3-2B-Instruct.tools.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	no := false
+	var got api.ChatResponse
+	err = c.Chat(context.Background(), &api.ChatRequest{Model: "granite3.3", Messages: familyMessages("granite3.3"), Tools: weatherTool(),
+		Stream: &no, DebugRenderOnly: true}, func(r api.ChatResponse) error { got = r; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DebugInfo == nil || got.DebugInfo.RenderedTemplate != string(want) {
+		t.Fatalf("rendered %+v\nwant %q", got.DebugInfo, want)
+	}
+}
