@@ -175,7 +175,7 @@ func BenchmarkRadixInsert(b *testing.B) {
 				b.Fatalf("%d blocks were cached", existing)
 			}
 			b.StopTimer()
-			r.drop(n)
+			r.drop(n, 0)
 			b.StartTimer()
 		}
 	})

@@ -114,7 +114,7 @@ func TestTables(t *testing.T) {
 			return result{tables: [][]BlockID{m.Table(a), m.Table(b), m.Table(c), m.Table(d)}, copies: m.DrainCopies(nil)}
 		},
 		wantTables: [][]BlockID{{1}, {2}, {3}, {0}},
-		wantCopies: []Copy{{0, 1}, {0, 2}, {0, 3}},
+		wantCopies: []Copy{{0, 1, 0}, {0, 2, 0}, {0, 3, 0}},
 		wantFree:   12,
 	}, {
 		name: "truncate releases the tail; rewriting a shared block copies it",
@@ -127,7 +127,7 @@ func TestTables(t *testing.T) {
 			return result{tables: [][]BlockID{m.Table(a), m.Table(b)}, copies: m.DrainCopies(nil)}
 		},
 		wantTables: [][]BlockID{{0, 3}, {0, 1, 2}},
-		wantCopies: []Copy{{1, 3}},
+		wantCopies: []Copy{{1, 3, 0}},
 		wantFree:   12,
 	}, {
 		name: "truncate to a block boundary, then append: a fresh block",
@@ -157,7 +157,7 @@ func TestTables(t *testing.T) {
 			return result{tables: [][]BlockID{m.Table(c)}, copies: m.DrainCopies(nil)}
 		},
 		wantTables: [][]BlockID{{2}},
-		wantCopies: []Copy{{0, 1}},
+		wantCopies: []Copy{{0, 1, 0}},
 		wantFree:   15,
 	}}
 	for _, c := range cases {
@@ -241,7 +241,7 @@ func TestParallelSampling(t *testing.T) {
 	if used := m.NumBlocks() - m.FreeBlocks(); used != 90 {
 		t.Errorf("B=16: %d blocks, want 90 (4 independent copies: 276)", used)
 	}
-	if got := m.DrainCopies(nil); !slices.Equal(got, []Copy{{62, 63}, {62, 70}, {62, 77}}) {
+	if got := m.DrainCopies(nil); !slices.Equal(got, []Copy{{62, 63, 0}, {62, 70, 0}, {62, 77, 0}}) {
 		t.Errorf("B=16 copies %v", got)
 	}
 }

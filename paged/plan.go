@@ -11,28 +11,36 @@ type Plan struct {
 	id      uint64
 	version uint64
 	steps   []planStep
-	blocks  int       // fresh blocks the plan takes, copy destinations included
-	cowSrc  []BlockID // the shared blocks the plan copies, in step order
+	blocks  [MaxGroups]int // fresh blocks the plan takes per group, copy destinations included
+	cowSrc  []Copy         // the shared blocks the plan copies (Src, Group), in step order
 }
 
 type planStep struct {
 	seq    SeqID
-	n      int  // tokens to add
-	blocks int  // fresh blocks, including the copy destination
-	cow    bool // the last block is shared: copy it before writing
+	n      int             // tokens to add
+	blocks [MaxGroups]int  // fresh blocks per group, including the copy destination
+	cow    [MaxGroups]bool // the group's last block is shared: copy it before writing
 }
 
-// Blocks is the number of fresh blocks the plan takes from the pool.
-func (p *Plan) Blocks() int { return p.blocks }
+// Blocks is the number of fresh blocks the plan takes from the first
+// group's pool.
+func (p *Plan) Blocks() int { return p.blocks[0] }
+
+// BlocksIn is the number of fresh blocks the plan takes from group g's
+// pool.
+func (p *Plan) BlocksIn(g int) int { return p.blocks[g] }
 
 // Copies is the number of copy-on-write copies Commit will record.
 func (p *Plan) Copies() int { return len(p.cowSrc) }
 
 // Reserve adds nTokens more tokens of sequence s to plan p and reports
-// whether everything the plan holds fits in the free blocks. It changes
-// nothing but p; on error it leaves p as it was. The error is an
-// *OutOfBlocksError (wrapping ErrOutOfBlocks) with the blocks free and the
-// blocks the plan would need. Reserving the same sequence twice adds up.
+// whether everything the plan holds fits in the free blocks of every
+// group. It changes nothing but p; on error it leaves p as it was. The
+// error is an *OutOfBlocksError (wrapping ErrOutOfBlocks) with the group
+// short of blocks, its blocks free and the blocks the plan would need.
+// Reserving the same sequence twice adds up. In a sliding group the
+// blocks that Commit lets go of first (those before the window of the
+// sequence's next row that only its table holds) count as free.
 func (m *Manager) Reserve(p *Plan, s SeqID, nTokens int) error {
 	q := m.seq(s)
 	if nTokens < 0 {
@@ -53,26 +61,42 @@ func (m *Manager) Reserve(p *Plan, s SeqID, nTokens int) error {
 		st.n += p.steps[old].n
 		st.cow = p.steps[old].cow
 	} else {
-		st.cow = m.mustCopy(q, p.cowSrc)
+		for g := range m.pools {
+			st.cow[g] = m.mustCopy(q, g, p.cowSrc)
+		}
 	}
-	st.blocks = ceilDiv(q.n+st.n, m.pool.blockSize) - len(q.blocks)
-	if st.cow {
-		st.blocks++
-	}
-	need := p.blocks + st.blocks
-	if old >= 0 {
-		need -= p.steps[old].blocks
-	}
-	if need > m.pool.nFree {
-		return &OutOfBlocksError{Free: m.pool.nFree, Need: need}
+	need := p.blocks
+	for g, pool := range m.pools {
+		t := q.tables[g]
+		st.blocks[g] = ceilDiv(q.n+st.n, m.bs) - len(t)
+		if st.cow[g] {
+			st.blocks[g]++
+		}
+		need[g] += st.blocks[g]
+		if old >= 0 {
+			need[g] -= p.steps[old].blocks[g]
+		}
+		// what Commit's trim gives back comes first
+		freed := 0
+		for i := min(m.windowStart(g, q.n), len(t)) - 1; i >= 0 && t[i] != NoBlock; i-- {
+			if pool.refs[t[i]] == 1 {
+				freed++
+			}
+		}
+		if need[g] > pool.nFree+freed {
+			return &OutOfBlocksError{Free: pool.nFree + freed, Need: need[g], Group: g}
+		}
 	}
 	p.blocks = need
 	if old >= 0 {
 		p.steps[old] = st
 		return nil
 	}
-	if st.cow {
-		p.cowSrc = append(p.cowSrc, q.blocks[len(q.blocks)-1])
+	for g, cow := range st.cow[:len(m.pools)] {
+		if cow {
+			t := q.tables[g]
+			p.cowSrc = append(p.cowSrc, Copy{Src: t[len(t)-1], Group: g})
+		}
 	}
 	q.planID, q.planStep = p.id, len(p.steps)
 	p.steps = append(p.steps, st)
@@ -80,21 +104,22 @@ func (m *Manager) Reserve(p *Plan, s SeqID, nTokens int) error {
 }
 
 // mustCopy reports whether writing after q's last token means copying its
-// last block: the block is partly filled and someone else holds it. Refs
-// held by pending copies do not count, and neither do the holders that
-// copies earlier in the plan (planned) will have moved away.
-func (m *Manager) mustCopy(q *seqState, planned []BlockID) bool {
-	if q.n%m.pool.blockSize == 0 {
+// last block in group g: the block is partly filled and someone else
+// holds it. Refs held by pending copies do not count, and neither do the
+// holders that copies earlier in the plan (planned) will have moved away.
+func (m *Manager) mustCopy(q *seqState, g int, planned []Copy) bool {
+	if q.n%m.bs == 0 {
 		return false
 	}
-	last := q.blocks[len(q.blocks)-1]
-	r := int(m.pool.refs[last])
+	t := q.tables[g]
+	last := t[len(t)-1]
+	r := int(m.pools[g].refs[last])
 	if r <= 1 {
 		return false
 	}
-	r -= m.pins(last)
-	for _, b := range planned {
-		if b == last {
+	r -= m.pins(g, last)
+	for _, c := range planned {
+		if c.Src == last && c.Group == g {
 			r--
 		}
 	}
@@ -102,19 +127,31 @@ func (m *Manager) mustCopy(q *seqState, planned []BlockID) bool {
 }
 
 // Commit carries out plan p: fresh blocks for every sequence in it, the
-// copies it planned (pending until DrainCopies), and the new lengths. It
-// then empties p for the next step. Committing a plan made before another
-// change to the Manager is a bug and panics.
+// copies it planned (pending until DrainCopies), and the new lengths. In
+// a sliding group every sequence first lets go of the blocks before the
+// window of its first new row; a copy a sequence planned of a block that
+// no one else holds after that is not made. It then empties p for the
+// next step.
+// Committing a plan made before another change to the Manager is a bug
+// and panics.
 func (m *Manager) Commit(p *Plan) {
 	if p.m == nil {
 		return
 	}
 	m.checkFresh(p)
 	copies := len(m.copies)
+	for _, st := range p.steps { // no row before a sequence's old end is still to come
+		q := m.seq(st.seq)
+		for g, t := range q.tables {
+			m.trim(g, t, q.n)
+		}
+	}
 	for _, st := range p.steps {
 		m.grow(m.seq(st.seq), st)
 	}
-	if got := len(m.copies) - copies; got != len(p.cowSrc) {
+	// A trim may have left a planned copy's block unshared: then it is not
+	// copied, and its fresh block stays free.
+	if got := len(m.copies) - copies; got > len(p.cowSrc) {
 		panic(fmt.Sprintf("paged: plan promised %d copies, commit made %d", len(p.cowSrc), got))
 	}
 	*p = Plan{steps: p.steps[:0], cowSrc: p.cowSrc[:0]}
@@ -143,28 +180,34 @@ func (m *Manager) checkFresh(p *Plan) {
 // grow carries out one step of a plan. The plan counted the blocks, so an
 // allocation failure here is a broken invariant.
 func (m *Manager) grow(q *seqState, st planStep) {
-	if m.mustCopy(q, nil) != st.cow {
-		panic("paged: the sharing of a block changed between Reserve and Commit")
+	n := q.n + st.n
+	for g := range m.pools {
+		t := q.tables[g]
+		cow := m.mustCopy(q, g, nil)
+		if cow && !st.cow[g] {
+			panic("paged: the sharing of a block changed between Reserve and Commit")
+		}
+		if cow {
+			last := len(t) - 1
+			src, dst := t[last], m.alloc(g)
+			// The copy holds src and dst until drained; the table's hold on
+			// src moves to dst.
+			m.pools[g].Retain(src)
+			m.pools[g].Retain(dst)
+			m.pools[g].Release(src)
+			t[last] = dst
+			m.copies = append(m.copies, Copy{Src: src, Dst: dst, Group: g})
+		}
+		for len(t) < ceilDiv(n, m.bs) {
+			t = append(t, m.alloc(g))
+		}
+		q.tables[g] = t
 	}
-	if st.cow {
-		last := len(q.blocks) - 1
-		src, dst := q.blocks[last], m.alloc()
-		// The copy holds src and dst until drained; the table's hold on
-		// src moves to dst.
-		m.pool.Retain(src)
-		m.pool.Retain(dst)
-		m.pool.Release(src)
-		q.blocks[last] = dst
-		m.copies = append(m.copies, Copy{Src: src, Dst: dst})
-	}
-	q.n += st.n
-	for len(q.blocks) < ceilDiv(q.n, m.pool.blockSize) {
-		q.blocks = append(q.blocks, m.alloc())
-	}
+	q.n = n
 }
 
-func (m *Manager) alloc() BlockID {
-	b, err := m.pool.Alloc()
+func (m *Manager) alloc(g int) BlockID {
+	b, err := m.pools[g].Alloc()
 	if err != nil {
 		panic(fmt.Sprintf("paged: %v after a plan that fit", err))
 	}

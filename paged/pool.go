@@ -22,10 +22,17 @@ const DefaultBlockSize = 16
 var ErrOutOfBlocks = errors.New("paged: out of KV blocks")
 
 // OutOfBlocksError says how many blocks a step needed and how many were
-// free. It wraps ErrOutOfBlocks.
-type OutOfBlocksError struct{ Free, Need int }
+// free, in the pool of layer group Group (0 for a Manager of one group).
+// It wraps ErrOutOfBlocks.
+type OutOfBlocksError struct {
+	Free, Need int
+	Group      int
+}
 
 func (e *OutOfBlocksError) Error() string {
+	if e.Group > 0 {
+		return fmt.Sprintf("%v in layer group %d (free %d, need %d)", ErrOutOfBlocks, e.Group, e.Free, e.Need)
+	}
 	return fmt.Sprintf("%v (free %d, need %d)", ErrOutOfBlocks, e.Free, e.Need)
 }
 

@@ -101,7 +101,7 @@ func dump(r *RadixCache, extra string) string {
 		slices.SortFunc(kids, func(a, b *Node) int { return int(a.tokens[0] - b.tokens[0]) })
 		s := ""
 		if n.parent != nil {
-			s = fmt.Sprintf("%v{%s}", n.tokens, strings.Trim(fmt.Sprint(n.blocks), "[]"))
+			s = fmt.Sprintf("%v{%s}", n.tokens, strings.Trim(fmt.Sprint(n.blocks[0]), "[]"))
 		}
 		if len(kids) > 0 {
 			if s != "" {
@@ -191,7 +191,7 @@ func TestRadixLocksAndRefs(t *testing.T) {
 	// A write into a cached block (after a rollback) copies it first.
 	m.Truncate(s, 6)
 	mustAppend(t, m, s, 1)
-	if got := m.DrainCopies(nil); !slices.Equal(got, []Copy{{1, 2}}) {
+	if got := m.DrainCopies(nil); !slices.Equal(got, []Copy{{1, 2, 0}}) {
 		t.Errorf("copies %v", got)
 	}
 	m.Free(s)

@@ -15,7 +15,10 @@ import (
 //   - Every ref is accounted for: a block's ref count equals the tables
 //     holding it, plus one if the tree holds it, plus one for each pending
 //     copy naming it.
-//   - A table has ceil(Len/B) blocks.
+//   - A table has ceil(Len/B) entries in every group. In a sliding group
+//     the entries before the window of position Len may be NoBlock, and
+//     those that are form a leading run; every other entry is a block.
+//   - A full-attention group's edges in the tree hold a block everywhere.
 //   - The tree: edges are whole, non-empty runs of blocks; depths add up;
 //     siblings differ in their first block and sit under its key; no
 //     block appears twice; a node's lock count covers its children's and
@@ -24,12 +27,16 @@ import (
 //     each once, linked both ways, in order of last use, each behind all
 //     of its children.
 func (m *Manager) verify() error {
-	if err := m.pool.verify(); err != nil {
-		return err
+	bs := m.bs
+	holders := make([][]int32, len(m.pools))
+	inTree := make([][]bool, len(m.pools))
+	for g, pool := range m.pools {
+		if err := pool.verify(); err != nil {
+			return fmt.Errorf("layer group %d: %w", g, err)
+		}
+		holders[g] = make([]int32, len(pool.refs))
+		inTree[g] = make([]bool, len(pool.refs))
 	}
-	bs := m.pool.blockSize
-	holders := make([]int32, len(m.pool.refs))
-	inTree := make([]bool, len(m.pool.refs))
 	live := 0
 	for s := range m.seqs {
 		q := &m.seqs[s]
@@ -37,14 +44,23 @@ func (m *Manager) verify() error {
 			continue
 		}
 		live++
-		if want := ceilDiv(q.n, bs); len(q.blocks) != want {
-			return fmt.Errorf("sequence %d holds %d tokens in %d blocks, want %d", s, q.n, len(q.blocks), want)
+		if len(q.tables) != len(m.pools) {
+			return fmt.Errorf("sequence %d has %d tables for %d layer groups", s, len(q.tables), len(m.pools))
 		}
-		for _, b := range q.blocks {
-			if b < 0 || int(b) >= len(holders) {
-				return fmt.Errorf("sequence %d holds out-of-range block %d", s, b)
+		for g, t := range q.tables {
+			if want := ceilDiv(q.n, bs); len(t) != want {
+				return fmt.Errorf("sequence %d holds %d tokens in %d blocks of group %d, want %d", s, q.n, len(t), g, want)
 			}
-			holders[b]++
+			from := m.windowStart(g, q.n)
+			for i, b := range t {
+				if b == NoBlock && i < from && (i == 0 || t[i-1] == NoBlock) {
+					continue
+				}
+				if b < 0 || int(b) >= len(holders[g]) {
+					return fmt.Errorf("sequence %d holds out-of-range block %d at %d of group %d (window from %d)", s, b, i, g, from)
+				}
+				holders[g][b]++
+			}
 		}
 	}
 	if free := len(m.seqs) - live; len(m.freeIDs) != free {
@@ -59,8 +75,8 @@ func (m *Manager) verify() error {
 		if c.Src == c.Dst {
 			return fmt.Errorf("pending copy of block %d onto itself", c.Src)
 		}
-		holders[c.Src]++
-		holders[c.Dst]++
+		holders[c.Group][c.Src]++
+		holders[c.Group][c.Dst]++
 	}
 
 	// Locks the sequences need, per node, propagated to the root.
@@ -79,10 +95,10 @@ func (m *Manager) verify() error {
 			return fmt.Errorf("sequence %d locks radix node %d, which is not in the tree", s, q.node.id)
 		}
 	}
-	treeBlocks := 0
+	var treeBlocks [MaxGroups]int
 	var err error
 	for key, root := range m.radix.roots {
-		if root.parent != nil || root.key != key || len(root.blocks) != 0 || root.depth != 0 {
+		if root.parent != nil || root.key != key || root.blocks != nil || root.depth != 0 {
 			return fmt.Errorf("radix root for key %q is malformed", key)
 		}
 		if len(root.children) == 0 {
@@ -98,8 +114,10 @@ func (m *Manager) verify() error {
 					switch {
 					case s.parent != n:
 						err = fmt.Errorf("radix node %d sits under node %d but names %v as parent", s.id, n.id, s.parent)
-					case len(s.blocks) == 0 || len(s.tokens) != len(s.blocks)*bs:
-						err = fmt.Errorf("radix node %d has %d tokens for %d blocks of %d", s.id, len(s.tokens), len(s.blocks), bs)
+					case len(s.blocks) != len(m.pools):
+						err = fmt.Errorf("radix node %d has blocks of %d groups, not %d", s.id, len(s.blocks), len(m.pools))
+					case len(s.blocks[0]) == 0 || len(s.tokens) != len(s.blocks[0])*bs:
+						err = fmt.Errorf("radix node %d has %d tokens for %d blocks of %d", s.id, len(s.tokens), len(s.blocks[0]), bs)
 					case blockKey(s.tokens[:bs]) != k:
 						err = fmt.Errorf("radix node %d is filed under the wrong key", s.id)
 					case s.depth != n.depth+len(s.tokens):
@@ -120,14 +138,23 @@ func (m *Manager) verify() error {
 				err = fmt.Errorf("radix node %d has lock count %d; its children hold %d, sequences need %d", n.id, n.lock, children, need[n])
 				return
 			}
-			for _, b := range n.blocks {
-				if b < 0 || int(b) >= len(holders) || inTree[b] {
-					err = fmt.Errorf("radix node %d holds block %d, out of range or held twice by the tree", n.id, b)
+			for g, blocks := range n.blocks {
+				if len(blocks) != len(n.blocks[0]) {
+					err = fmt.Errorf("radix node %d has %d blocks in group %d and %d in group 0", n.id, len(blocks), g, len(n.blocks[0]))
 					return
 				}
-				inTree[b] = true
-				holders[b]++
-				treeBlocks++
+				for _, b := range blocks {
+					if b == NoBlock && m.windows[g] > 0 {
+						continue
+					}
+					if b < 0 || int(b) >= len(holders[g]) || inTree[g][b] {
+						err = fmt.Errorf("radix node %d holds block %d of group %d, out of range or held twice by the tree", n.id, b, g)
+						return
+					}
+					inTree[g][b] = true
+					holders[g][b]++
+					treeBlocks[g]++
+				}
 			}
 		})
 		if err != nil {
@@ -138,11 +165,13 @@ func (m *Manager) verify() error {
 		return err
 	}
 	if treeBlocks != m.radix.nBlocks {
-		return fmt.Errorf("radix tree holds %d blocks, its count says %d", treeBlocks, m.radix.nBlocks)
+		return fmt.Errorf("radix tree holds %v blocks per group, its count says %v", treeBlocks, m.radix.nBlocks)
 	}
-	for b, h := range holders {
-		if r := m.pool.refs[b]; r != h {
-			return fmt.Errorf("block %d has ref count %d but %d holders (tables, tree, pending copies)", b, r, h)
+	for g, hs := range holders {
+		for b, h := range hs {
+			if r := m.pools[g].refs[b]; r != h {
+				return fmt.Errorf("block %d of group %d has ref count %d but %d holders (tables, tree, pending copies)", b, g, r, h)
+			}
 		}
 	}
 	return nil
