@@ -17,6 +17,7 @@ func newKVSimCmd() *cobra.Command {
 		traces, budget, png string
 		seed                uint64
 		asJSON              bool
+		sliding             int
 	)
 	cmd := &cobra.Command{
 		Use:   "kvsim",
@@ -36,9 +37,24 @@ func newKVSimCmd() *cobra.Command {
 			"              answers in 50-300, 16,896-token context, Poisson arrivals at 10/s\n" +
 			"  FILE        rows of: arrival_seconds prompt_len output_len\n\n" +
 			"Tokens are 128 KiB of K/V each (a Llama-3-8B-class model at F16); a decode step\n" +
-			"takes 20 ms of trace time. Static and doubling rows count 16-token units as blocks.",
+			"takes 20 ms of trace time. Static and doubling rows count 16-token units as blocks.\n\n" +
+			"--sliding N replays instead one request of N tokens under the paged-swa policy (a\n" +
+			"full-attention and a sliding-window layer group, each its own pool and block table) for\n" +
+			"Gemma 3 1B and 4B, and reports the K/V it holds against a full-attention cache.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if sliding > 0 {
+				rows, err := kvsim.RunSlidingAll(sliding)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					enc.SetIndent("", "  ")
+					return enc.Encode(rows)
+				}
+				return kvsim.WriteSlidingTable(cmd.OutOrStdout(), rows)
+			}
 			cfg := kvsim.DefaultConfig
 			var err error
 			if cfg.Budget, err = parseBytes(budget); err != nil {
@@ -76,6 +92,7 @@ func newKVSimCmd() *cobra.Command {
 	f.StringVar(&budget, "budget", "24GiB", "KV cache memory in bytes (suffixes KiB MiB GiB TiB, or KB MB GB TB)")
 	f.StringVar(&png, "png", "", "also draw the results into this PNG file")
 	f.BoolVar(&asJSON, "json", false, "print the rows as JSON")
+	f.IntVar(&sliding, "sliding", 0, "replay one context of this many tokens under paged-swa (Gemma 3 shapes) instead")
 	return cmd
 }
 
