@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -262,5 +263,56 @@ func TestFamilyRender(t *testing.T) {
 	}
 	if got.DebugInfo == nil || got.DebugInfo.RenderedTemplate != string(want) {
 		t.Fatalf("rendered %+v\nwant %q", got.DebugInfo, want)
+	}
+}
+
+// TestFamilyToolRoundTrip: a conversation that answers a call goes back
+// through Mistral's templates, which demand call ids of 9 letters and
+// digits and a tool_call_id on each result: folio's own ids (call_ and 8
+// characters) and an Ollama client's result without an id (tool_name
+// only) become ids the template accepts, the same one in the call and in
+// its result.
+func TestFamilyToolRoundTrip(t *testing.T) {
+	c, base := newFamilyServer(t)
+	args := api.NewToolCallFunctionArguments()
+	args.Set("city", "Paris")
+	call := api.ToolCall{ID: "call_x1y2z3w4", Function: api.ToolCallFunction{Name: "get_weather", Arguments: args}}
+	id9 := regexp.MustCompile(`\[CALL_ID\]([a-zA-Z0-9]{9})\[ARGS\]|"id": "([a-zA-Z0-9]{9})"`)
+	result := regexp.MustCompile(`\[TOOL_RESULTS\]([a-zA-Z0-9]{9})\[TOOL_CONTENT\]sunny|"call_id": "([a-zA-Z0-9]{9})"`)
+	for _, name := range []string{"nemo", "small3.2"} {
+		for _, withID := range []bool{false, true} {
+			msgs := append(familyMessages(name),
+				api.Message{Role: "assistant", ToolCalls: []api.ToolCall{call}},
+				api.Message{Role: "tool", Content: "sunny", ToolName: "get_weather"})
+			if withID {
+				msgs[len(msgs)-1].ToolCallID = call.ID
+			}
+			no := false
+			var got api.ChatResponse
+			err := c.Chat(context.Background(), &api.ChatRequest{Model: name, Messages: msgs, Tools: weatherTool(), Stream: &no,
+				DebugRenderOnly: true}, func(r api.ChatResponse) error { got = r; return nil })
+			if err != nil {
+				t.Fatalf("%s, result id %v: %v", name, withID, err)
+			}
+			text := got.DebugInfo.RenderedTemplate
+			m1, m2 := id9.FindStringSubmatch(text), result.FindStringSubmatch(text)
+			if m1 == nil || m2 == nil || m1[1]+m1[2] != m2[1]+m2[2] {
+				t.Errorf("%s, result id %v: call %q and result %q ids differ in\n%s", name, withID, m1, m2, text)
+			}
+		}
+	}
+	// The same through /v1/chat/completions, with OpenAI's ids.
+	body := `{"model":"nemo","max_tokens":5,"temperature":0,"messages":[{"role":"user","content":"weather?"},
+		{"role":"assistant","tool_calls":[{"id":"call_abc","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},
+		{"role":"tool","tool_call_id":"call_abc","content":"sunny"}],
+		"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`
+	var whole struct {
+		Choices []struct {
+			FinishReason string `json:"finish_reason"`
+		}
+	}
+	postJSON(t, base+"/v1/chat/completions", body, &whole)
+	if len(whole.Choices) != 1 {
+		t.Errorf("/v1: %+v", whole)
 	}
 }

@@ -47,6 +47,9 @@ func renderTemplate(ctx context.Context, l *loaded, tmpl string, msgs []api.Mess
 		}
 		c.Messages = append(c.Messages, tm)
 	}
+	if strings.Contains(tmpl, mistralMark) {
+		mistralCallIDs(c.Messages)
+	}
 	if len(tools) > 0 {
 		for _, tool := range tools {
 			tv, err := jsonValue(tool)

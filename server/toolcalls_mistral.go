@@ -2,14 +2,18 @@ package server
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"unicode"
 
 	"github.com/ollama/ollama/api"
+
+	"folio/models/template"
 )
 
 // Mistral's models mark their tool calls with [TOOL_CALLS], in one of two
@@ -211,4 +215,65 @@ func jsonPrefix(text string) ([]byte, int, parseStep) {
 		return nil, 0, notACall
 	}
 	return raw, int(dec.InputOffset()), parsed
+}
+
+// mistralCallIDs gives a conversation's calls and results the ids Mistral's
+// templates accept: 9 letters and digits (the ids Mistral's models were
+// trained on), the same in a call and in the result that answers it. The
+// templates of Nemo and Small 3.2 refuse any other id and a result without
+// one, while folio's own ids (call_ and 8 characters, Ollama's form) and
+// OpenAI's are longer, and Ollama's clients answer a call by tool_name
+// alone. An id of the right form is kept; another becomes a digest of it
+// (the same in the call and in its result); a call without one gets one
+// from its place in the conversation, and a result without one the id of
+// the earliest unanswered call of its tool (of any tool when it names
+// none).
+func mistralCallIDs(msgs []template.Message) {
+	ids := map[string]string{}
+	type pending struct{ name, id string }
+	var open []pending
+	for i := range msgs {
+		m := &msgs[i]
+		for j := range m.ToolCalls {
+			tc := &m.ToolCalls[j]
+			tc.ID = mistralID(ids, tc.ID, fmt.Sprintf("\x00call %d.%d", i, j))
+			open = append(open, pending{tc.Name, tc.ID})
+		}
+		if m.Role != "tool" {
+			continue
+		}
+		if m.ToolCallID != "" {
+			m.ToolCallID = mistralID(ids, m.ToolCallID, "")
+		} else {
+			for _, p := range open {
+				if m.ToolName == "" || p.name == m.ToolName {
+					m.ToolCallID = p.id
+					break
+				}
+			}
+		}
+		open = slices.DeleteFunc(open, func(p pending) bool { return p.id == m.ToolCallID })
+	}
+}
+
+// mistralID is id when it has Mistral's form, else its 9-character digest
+// (of place when id is empty), remembered in ids.
+func mistralID(ids map[string]string, id, place string) string {
+	const chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	if len(id) == 9 && strings.Trim(id, chars) == "" {
+		return id
+	}
+	if id == "" {
+		id = place
+	}
+	if v, ok := ids[id]; ok {
+		return v
+	}
+	sum := sha256.Sum256([]byte(id))
+	b := make([]byte, 9)
+	for i := range b {
+		b[i] = chars[int(sum[i])%len(chars)]
+	}
+	ids[id] = string(b)
+	return ids[id]
 }
