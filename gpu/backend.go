@@ -69,17 +69,30 @@ type Backend interface {
 	Softmax(x Tensor)
 	// Gather: dst[i,:] = x[rows[i],:].
 	Gather(dst, x Tensor, rows []int32)
+	// Scale: dst = x · s, elementwise. dst may be x.
+	Scale(dst, x Tensor, s float32)
+	// GELUMul: dst = gelu(gate) · up, elementwise, gelu in ggml's tanh
+	// approximation, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))); with up
+	// nil, dst = gelu(gate). dst may be gate.
+	GELUMul(dst, gate, up Tensor)
+	// Softcap: x = c · tanh(x / c), in place (soft-capped logits). c > 0.
+	Softcap(x Tensor, c float32)
+	// LayerNorm: each row of x is shifted to zero mean and scaled to unit
+	// variance, dst = (x - mean) / sqrt(var + eps) · w + b, w and b [1,
+	// x.Cols] (either may be nil: 1 and 0). dst may be x.
+	LayerNorm(dst, x, w, b Tensor, eps float32)
 
 	// WriteKV stores row i of k and v ([n, KVHeads·HeadDim]) into layer's
 	// K and V at slot slots[i] (block·BlockSize + offset), converting to the
 	// cache's type.
 	WriteKV(c KVCache, layer int, k, v Tensor, slots []int32)
-	// Attention is causal paged attention for one layer: q [n, Heads·HeadDim]
+	// Attention is paged attention for one layer: q [n, Heads·HeadDim]
 	// with the rows of b's sequences, dst the same shape. Query head h reads
 	// K/V head h / (Heads/KVHeads) (GQA), through each sequence's block
-	// table, for positions 0 … its own position; scores are scaled by scale.
-	// K/V of every position read must have been written already.
-	Attention(dst, q Tensor, c KVCache, layer int, b *Batch, scale float32)
+	// table, for the positions o allows (causal: 0 … its own position);
+	// scores are scaled by o.Scale. K/V of every position read must have
+	// been written already.
+	Attention(dst, q Tensor, c KVCache, layer int, b *Batch, o AttnOpts)
 	// CopyBlocks copies every layer's K and V of block Src to block Dst, for
 	// each copy, in order (copy-on-write after a fork).
 	CopyBlocks(c KVCache, copies []BlockCopy)
@@ -174,6 +187,44 @@ func MatMuls(be Backend, dsts []Tensor, x Tensor, ws []Tensor) {
 	}
 }
 
+// AttnOpts are the options of one layer's attention.
+type AttnOpts struct {
+	Scale float32 // of the scores q·k
+	// SoftCap > 0 soft-caps the scores before they are scaled, s =
+	// SoftCap · tanh(q·k / SoftCap), as llama.cpp does (Gemma 2, whose
+	// queries are scaled beforehand and Scale is 1).
+	SoftCap float32
+	// Window > 0 is a sliding window: a row at position p reads positions
+	// p-Window+1 … p only (llama.cpp masks p - p' ≥ Window). Block-table
+	// entries wholly before the windows of all of a sequence's rows are
+	// never read, and may be -1 (blocks freed as they left the window).
+	Window int
+	// Bidirectional: every row of a sequence reads all of its positions 0
+	// … Pos+Len-1, after as well as before its own (encoders, which see
+	// the whole input in one pass); otherwise attention is causal. A
+	// Window is then symmetric: positions at most Window/2 away, either
+	// side (llama.cpp's LLAMA_SWA_TYPE_SYMMETRIC).
+	Bidirectional bool
+}
+
+// Plain reports whether o asks for nothing but causal attention at a
+// scale: what every backend's fastest kernels do.
+func (o AttnOpts) Plain() bool { return o.SoftCap == 0 && o.Window == 0 && !o.Bidirectional }
+
+// Span is the positions first … last (inclusive) that a row at position
+// p of a sequence whose rows end at position end reads under o.
+func (o AttnOpts) Span(p, end int) (first, last int) {
+	switch {
+	case o.Bidirectional && o.Window > 0:
+		return max(0, p-o.Window/2), min(end, p+o.Window/2)
+	case o.Bidirectional:
+		return 0, end
+	case o.Window > 0:
+		return max(0, p-o.Window+1), p
+	}
+	return 0, p
+}
+
 // Attend is the middle of an attention block: what AttentionBlock and
 // RunAttend take.
 type Attend struct {
@@ -185,8 +236,8 @@ type Attend struct {
 	Batch    *Batch
 	Pos      []int32 // each row's position, for rope
 	Slots    []int32 // each row's K/V slot
-	Rope     *Rope
-	Scale    float32 // of the attention scores
+	Rope     *Rope   // nil: no rotation (a NoPE layer, an encoder with absolute positions)
+	Opts     AttnOpts
 }
 
 // AttentionBlock is an optional capability: Attend as one op. Its effects
@@ -208,13 +259,15 @@ func RunAttend(be Backend, a *Attend) {
 	AttendOps(be, a)
 }
 
-// AttendOps computes a as five ops of be: Rope(Q), Rope(K), WriteKV,
-// Attention and MatMul(Out, Att, Wo).
+// AttendOps computes a as five ops of be: Rope(Q), Rope(K) (none without
+// a Rope), WriteKV, Attention and MatMul(Out, Att, Wo).
 func AttendOps(be Backend, a *Attend) {
-	be.Rope(a.Q, a.Pos, a.Rope)
-	be.Rope(a.K, a.Pos, a.Rope)
+	if a.Rope != nil {
+		be.Rope(a.Q, a.Pos, a.Rope)
+		be.Rope(a.K, a.Pos, a.Rope)
+	}
 	be.WriteKV(a.KV, a.Layer, a.K, a.V, a.Slots)
-	be.Attention(a.Att, a.Q, a.KV, a.Layer, a.Batch, a.Scale)
+	be.Attention(a.Att, a.Q, a.KV, a.Layer, a.Batch, a.Opts)
 	be.MatMul(a.Out, a.Att, a.Wo)
 }
 
@@ -324,7 +377,8 @@ func growTo(s []int32, n int) []int32 {
 }
 
 // Rope describes rotary position embedding as llama.cpp computes it: pair
-// i (of Dims/2) of a head turns by pos · Scale · Base^(-2i/Dims) / Factors[i].
+// i (of Dims/2) of a head turns by pos · Scale · Base^(-2i/Dims) / Factors[i],
+// its cos and sin multiplied by MScale.
 type Rope struct {
 	HeadDim int     // elements per head
 	Dims    int     // leading elements of each head that rotate (≤ HeadDim, even)
@@ -333,9 +387,20 @@ type Rope struct {
 	// Neox pairs element j with j+Dims/2 (GPT-NeoX, qwen2, qwen3); otherwise
 	// 2j with 2j+1 (llama).
 	Neox bool
-	// Factors divide each pair's frequency (llama3 scaling, rope_freqs);
-	// nil means all 1. Length Dims/2.
+	// Factors divide each pair's frequency (llama3 scaling, rope_freqs,
+	// YaRN's ramp, longrope's factors); nil means all 1. Length Dims/2.
 	Factors []float32
+	// MScale multiplies every cos and sin (YaRN's magnitude scale,
+	// longrope's attention factor); 0 means 1.
+	MScale float32
+}
+
+// Magnitude is r's MScale, 1 when unset.
+func (r *Rope) Magnitude() float32 {
+	if r.MScale == 0 {
+		return 1
+	}
+	return r.MScale
 }
 
 var (

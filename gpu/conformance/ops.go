@@ -239,7 +239,7 @@ func (c *table) attention() {
 			}
 			be.WriteKV(kv, 1, act(be, rows, w, k), act(be, rows, w, v), batch.Slots(nil))
 			dst := act(be, rows, t.heads*t.hd, make([]float32, rows*t.heads*t.hd))
-			be.Attention(dst, act(be, rows, t.heads*t.hd, q), kv, 1, batch, scale)
+			be.Attention(dst, act(be, rows, t.heads*t.hd, q), kv, 1, batch, gpu.AttnOpts{Scale: scale})
 			out := read(be, dst)
 			// The pool itself: block nb, a copy of block 0, through BlockIO.
 			be.CopyBlocks(kv, copies)

@@ -28,12 +28,13 @@ const fusedTilesPerThread = 4
 
 // attendFused runs a as one op and reports true, or reports false having
 // done nothing when a is better run as five ops (one thread, few tiles, a
-// kernel without SIMD, sequences sharing rows).
+// kernel without SIMD, sequences sharing rows, no rope, or attention
+// options the SIMD kernels do not take).
 func (b *Backend) attendFused(a *gpu.Attend) bool {
 	threads := len(b.pool.workers)
 	cw := b.tensor(a.Wo)
 	kind, ok := b.k.matmulKind(cw.typ)
-	if threads == 1 || !ok {
+	if threads == 1 || !ok || a.Rope == nil || !a.Opts.Plain() {
 		return false
 	}
 	cq, ck, catt, cc := b.tensor(a.Q), b.tensor(a.K), b.tensor(a.Att), b.kv(a.KV)
@@ -45,7 +46,7 @@ func (b *Backend) attendFused(a *gpu.Attend) bool {
 	checkRope(cq, a.Pos, a.Rope)
 	checkRope(ck, a.Pos, a.Rope)
 	b.checkWriteKV(cc, a.Layer, a.K, a.V, a.Slots)
-	rowSeq, maxCtx, overlap := b.attnRows(a.Att, a.Q, cc, a.Layer, a.Batch)
+	rowSeq, maxCtx, overlap := b.attnRows(a.Att, a.Q, cc, a.Layer, a.Batch, a.Opts)
 	checkMatMul("MatMul", b.tensor(a.Out), catt, cw)
 	if overlap {
 		return false
@@ -71,7 +72,7 @@ func (b *Backend) attendFused(a *gpu.Attend) bool {
 		ropeK:   ropeTask{x: b.act(a.K), c: ck.cols, r: a.Rope, cs: b.ropeAngles.cs, kern: b.k},
 		writeKV: writeKVTask{c: cc, layer: a.Layer, k: b.f32(a.K), v: b.f32(a.V), slots: a.Slots, kern: b.k},
 		attn: simdAttentionTask{kern: b.k, dst: b.act(a.Att), q: cq.f32, qcols: cq.cols, c: cc, layer: a.Layer,
-			tiles: b.attnTiles, blocks: blocks, group: group, scale: a.Scale,
+			tiles: b.attnTiles, blocks: blocks, group: group, scale: a.Opts.Scale,
 			scratch: attnScratch(tr*group, spec.HeadDim, maxCtx, spec.BlockSize)},
 		quant:   quantTask{kind: kind, x: catt.f32, k: k, out: xq, stride: stride},
 		kvHeads: spec.KVHeads,

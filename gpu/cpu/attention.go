@@ -7,24 +7,32 @@ import (
 	"folio/gpu"
 )
 
-// Attention is causal paged attention for one layer: q and dst are
+// Attention is paged attention for one layer: q and dst are
 // [n, Heads·HeadDim] with the rows of b's sequences. Row Start+i of a
-// sequence is position Pos+i and attends to its positions 0 … Pos+i, whose
-// K/V it reads in place through the block table. Query head h reads K/V
+// sequence is position Pos+i and attends to the positions o.Span gives
+// (causal: 0 … Pos+i), whose K/V it reads in place through the block
+// table. Query head h reads K/V
 // head h / (Heads/KVHeads). Rows of dst outside every sequence are left
 // as they are.
 //
 // The arithmetic is llama.cpp's without flash attention: scores q·k in
 // float32, scaled, softmax as Softmax computes it (float64 sum), then the
 // probability-weighted sum of V in float32.
-func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *gpu.Batch, scale float32) {
+//
+// The SIMD kernels do causal attention; a window, soft-capping or
+// bidirectional attention run through the Go kernel.
+func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *gpu.Batch, o gpu.AttnOpts) {
 	cc, cq := b.kv(c), b.tensor(q)
-	rowSeq, maxCtx, _ := b.attnRows(dst, q, cc, layer, batch)
-	b.k.attentionOp(b, dst, q, cq, cc, layer, batch, scale, rowSeq, maxCtx)
+	rowSeq, maxCtx, _ := b.attnRows(dst, q, cc, layer, batch, o)
+	if !o.Plain() {
+		b.attentionGo(dst, q, cq, cc, layer, batch, o, rowSeq, maxCtx)
+		return
+	}
+	b.k.attentionOp(b, dst, q, cq, cc, layer, batch, o, rowSeq, maxCtx)
 }
 
 // attentionGo is Attention through the Go kernel, its arguments checked.
-func (b *Backend) attentionGo(dst, q gpu.Tensor, cq *Tensor, cc *KVCache, layer int, batch *gpu.Batch, scale float32, rowSeq []int32, maxCtx int) {
+func (b *Backend) attentionGo(dst, q gpu.Tensor, cq *Tensor, cc *KVCache, layer int, batch *gpu.Batch, o gpu.AttnOpts, rowSeq []int32, maxCtx int) {
 	spec, d := cc.spec, cc.spec.HeadDim
 	heads := cq.cols / d
 	group := heads / spec.KVHeads
@@ -42,15 +50,16 @@ func (b *Backend) attentionGo(dst, q gpu.Tensor, cq *Tensor, cc *KVCache, layer 
 	}
 	t := &b.attention
 	*t = attentionTask{dst: b.act(dst), q: b.f32(q), c: cc, layer: layer, seqs: batch.Seqs, rowSeq: rowSeq,
-		heads: heads, group: group, hs: hs, perKV: group / hs, scale: scale}
+		heads: heads, group: group, hs: hs, perKV: group / hs, opts: o}
 	b.pool.run(t, cq.rows*heads/hs, 2*d*maxCtx*hs)
 	*t = attentionTask{}
 }
 
 // attnRows checks Attention's arguments, panicking as it does, and maps
-// each row of q to its sequence (b.rowSeq, -1 for none). maxCtx is the
-// most positions a row attends to; overlap reports a row in two sequences.
-func (b *Backend) attnRows(dst, q gpu.Tensor, cc *KVCache, layer int, batch *gpu.Batch) (rowSeq []int32, maxCtx int, overlap bool) {
+// each row of q to its sequence (b.rowSeq, -1 for none). maxCtx bounds
+// the positions a row attends to; overlap reports a row in two sequences.
+// Only the blocks o lets the rows read need be in the pool.
+func (b *Backend) attnRows(dst, q gpu.Tensor, cc *KVCache, layer int, batch *gpu.Batch, o gpu.AttnOpts) (rowSeq []int32, maxCtx int, overlap bool) {
 	cq, cd := b.tensor(q), b.tensor(dst)
 	cc.checkLayer("Attention", layer)
 	spec := cc.spec
@@ -76,7 +85,8 @@ func (b *Backend) attnRows(dst, q gpu.Tensor, cc *KVCache, layer int, batch *gpu
 		if s.Start+s.Len > cq.rows {
 			panic(fmt.Sprintf("cpu: Attention: sequence %d has rows %d … %d of a %d-row q", si, s.Start, s.Start+s.Len-1, cq.rows))
 		}
-		for _, blk := range s.Blocks[:(s.Pos+s.Len+spec.BlockSize-1)/spec.BlockSize] {
+		first, _ := o.Span(s.Pos, s.Pos+s.Len-1)
+		for _, blk := range s.Blocks[first/spec.BlockSize : (s.Pos+s.Len+spec.BlockSize-1)/spec.BlockSize] {
 			if blk < 0 || int(blk) >= spec.Blocks {
 				panic(fmt.Sprintf("cpu: Attention: sequence %d reads block %d of a %d-block pool", si, blk, spec.Blocks))
 			}
@@ -100,7 +110,7 @@ type attentionTask struct {
 	group  int     // query heads per K/V head
 	hs     int     // query heads per unit, a divisor of group
 	perKV  int     // units per K/V head: group / hs
-	scale  float32
+	opts   gpu.AttnOpts
 }
 
 func (t *attentionTask) run(w *worker, lo, hi int) {
@@ -140,36 +150,39 @@ func (t *attentionTask) run(w *worker, lo, hi int) {
 		h0 := kvh*t.group + part*t.hs
 		nh := t.hs // query heads h0 … h0+nh-1
 		s := &t.seqs[t.rowSeq[row]]
-		n := s.Pos + (row - s.Start) + 1 // positions attended to
+		first, last := t.opts.Span(s.Pos+(row-s.Start), s.Pos+s.Len-1)
+		n := last - first + 1 // positions attended to: first … last
 		at := (row*t.heads + h0) * d
 		q, out := t.q[at:at+nh*d], t.dst[at:at+nh*d]
 
-		// scores[j·n + p] = scale · q_j · K[p], over the block table; an F16
-		// K row is decoded once for the unit's heads.
+		// scores[j·n + p-first] = scale · q_j · K[p] (soft-capped before
+		// the scale), over the block table; an F16 K row is decoded once
+		// for the unit's heads.
 		scores := grow(&w.scores, nh*n)
 		kbuf := grow(&w.row, d)
-		for p0 := 0; p0 < n; p0 += bs {
-			base := t.c.offset(int(s.Blocks[p0/bs])*bs, kvh) // a run of bs·d
-			for p := p0; p < min(p0+bs, n); p++ {
-				k := kvRow(true, base+(p-p0)*d, kbuf)
-				for j := range nh {
-					scores[j*n+p] = dot(q[j*d:(j+1)*d], k) * t.scale
-				}
+		for p := first; p <= last; p++ {
+			k := kvRow(true, t.c.offset(int(s.Blocks[p/bs])*bs, kvh)+p%bs*d, kbuf)
+			for j := range nh {
+				scores[j*n+p-first] = dot(q[j*d:(j+1)*d], k)
 			}
 		}
 		for j := range nh {
-			softmax(scores[j*n : (j+1)*n])
+			sc := scores[j*n : (j+1)*n]
+			if t.opts.SoftCap > 0 {
+				softcapGo(sc, t.opts.SoftCap)
+			}
+			for i := range sc {
+				sc[i] *= t.opts.Scale
+			}
+			softmax(sc)
 		}
 
-		// out_j = Σ_p scores[j·n + p] · V[p].
+		// out_j = Σ_p scores[j·n + p-first] · V[p].
 		clear(out)
-		for p0 := 0; p0 < n; p0 += bs {
-			base := t.c.offset(int(s.Blocks[p0/bs])*bs, kvh) // a run of bs·d
-			for p := p0; p < min(p0+bs, n); p++ {
-				v := kvRow(false, base+(p-p0)*d, kbuf)
-				for j := range nh {
-					axpy(out[j*d:(j+1)*d], scores[j*n+p], v)
-				}
+		for p := first; p <= last; p++ {
+			v := kvRow(false, t.c.offset(int(s.Blocks[p/bs])*bs, kvh)+p%bs*d, kbuf)
+			for j := range nh {
+				axpy(out[j*d:(j+1)*d], scores[j*n+p-first], v)
 			}
 		}
 	}

@@ -27,6 +27,7 @@ type attnCase struct {
 	q      []float32   // [rows, heads·HeadDim]
 	layer  int
 	scale  float32
+	opts   gpu.AttnOpts // Scale aside: scale is the case's
 	cache  gpu.KVCache
 	output gpu.Tensor
 }
@@ -110,7 +111,14 @@ func (c *attnCase) run(t testing.TB, b *Backend) {
 
 	q := newAct(t, b, rows, c.heads*c.spec.HeadDim, c.q)
 	c.output = newAct(t, b, rows, c.heads*c.spec.HeadDim, nil)
-	b.Attention(c.output, q, cache, c.layer, &c.batch, c.scale)
+	b.Attention(c.output, q, cache, c.layer, &c.batch, c.attnOpts())
+}
+
+// attnOpts is the case's options with its scale.
+func (c *attnCase) attnOpts() gpu.AttnOpts {
+	o := c.opts
+	o.Scale = c.scale
+	return o
 }
 
 // want is the float64 reference over contiguous K/V.
@@ -121,19 +129,27 @@ func (c *attnCase) want() []float64 {
 	for si, s := range c.batch.Seqs {
 		sk, sv := storedKV(c.spec.Type, c.k[si], hd), storedKV(c.spec.Type, c.v[si], hd)
 		for i := range s.Len {
-			row, n := s.Start+i, s.Pos+i+1
+			row := s.Start + i
+			first, last := c.opts.Span(s.Pos+i, s.Pos+s.Len-1)
+			n := last + 1
 			for h := range c.heads {
 				q := c.q[(row*c.heads+h)*hd:][:hd]
 				kv := h / (c.heads / kvh) * hd
 				scores := make([]float64, n)
 				m := math.Inf(-1)
-				for p := range n {
+				for p := first; p < n; p++ {
 					var d float64
 					for j := range hd {
 						d += float64(q[j]) * float64(sk[p*w+kv+j])
 					}
+					if sc := float64(c.opts.SoftCap); sc > 0 {
+						d = sc * math.Tanh(d/sc)
+					}
 					scores[p] = d * float64(c.scale)
 					m = max(m, scores[p])
+				}
+				for p := range first {
+					scores[p] = math.Inf(-1)
 				}
 				var sum float64
 				for p := range scores {
@@ -141,7 +157,7 @@ func (c *attnCase) want() []float64 {
 					sum += scores[p]
 				}
 				o := out[(row*c.heads+h)*hd:][:hd]
-				for p := range n {
+				for p := first; p < n; p++ {
 					for j := range hd {
 						o[j] += scores[p] / sum * float64(sv[p*w+kv+j])
 					}
@@ -266,7 +282,7 @@ func TestAttentionNoAllocs(t *testing.T) {
 	r := rand.New(rand.NewPCG(27, 28))
 	c := newAttnCase(t, b, r, gguf.TypeF16, 16, 2, 4, 64, []seqShape{{300, 1}, {0, 40}}, false)
 	q := newAct(t, b, c.batch.Rows(), c.heads*c.spec.HeadDim, c.q)
-	op := func() { b.Attention(c.output, q, c.cache, c.layer, &c.batch, c.scale) }
+	op := func() { b.Attention(c.output, q, c.cache, c.layer, &c.batch, gpu.AttnOpts{Scale: c.scale}) }
 	op()
 	if a := testing.AllocsPerRun(20, op); a != 0 {
 		t.Errorf("Attention allocates %v times per call", a)
@@ -457,12 +473,12 @@ func decodeEqualsPrefill(t *testing.T, n, kvh, g, hd, bs int, blocks, slots []in
 			b.WriteKV(c, 0, newAct(t, b, n, kvh*hd, kf), newAct(t, b, n, kvh*hd, vf), slots)
 			dst := newAct(t, b, n, w, nil)
 			all := gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Start: 0, Len: n, Pos: 0, Blocks: blocks}}}
-			b.Attention(dst, newAct(t, b, n, w, qf), c, 0, &all, 0.125)
+			b.Attention(dst, newAct(t, b, n, w, qf), c, 0, &all, gpu.AttnOpts{Scale: 0.125})
 			want := download(b, dst)
 			one := newAct(t, b, 1, w, nil)
 			for p := range n {
 				step := gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Start: 0, Len: 1, Pos: p, Blocks: blocks}}}
-				b.Attention(one, newAct(t, b, 1, w, qf[p*w:(p+1)*w]), c, 0, &step, 0.125)
+				b.Attention(one, newAct(t, b, 1, w, qf[p*w:(p+1)*w]), c, 0, &step, gpu.AttnOpts{Scale: 0.125})
 				for i, v := range download(b, one) {
 					if v != want[p*w+i] {
 						t.Fatalf("%v %v, %d heads of %d per K/V head, blocks of %d: position %d element %d is %v decoded alone, %v in the prompt",
@@ -489,7 +505,7 @@ func BenchmarkAttentionPrefill(b *testing.B) {
 					[]seqShape{{0, sh.rows}}, false)
 				q := newAct(b, be, sh.rows, c.heads*sh.hd, c.q)
 				for b.Loop() {
-					be.Attention(c.output, q, c.cache, c.layer, &c.batch, c.scale)
+					be.Attention(c.output, q, c.cache, c.layer, &c.batch, gpu.AttnOpts{Scale: c.scale})
 				}
 			})
 		}

@@ -62,9 +62,11 @@ type Backend struct {
 	attentionX simdAttentionTask
 	copies     copyBlocksTask
 	attend     attendTask
+	elem       funcTask // the elementwise ops of ops_families.go
 
 	ropeAngles ropeAngles // Rope: the angles of the last positions rotated
 
+	lnW, lnB  []float32  // LayerNorm: its weight and bias as float32
 	rowSeq    []int32    // Attention: the sequence of each row, -1 for none
 	xq        []byte     // MatMul: the activations quantized for the SIMD kernels
 	mmParts   []mmPart   // MatMul(s): the weights of the op

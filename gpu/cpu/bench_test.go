@@ -99,7 +99,7 @@ func BenchmarkAttentionDecode(b *testing.B) {
 					dst := newAct(b, be, seqs, heads*hd, nil)
 					layer := 0
 					for b.Loop() {
-						be.Attention(dst, q, c, layer, &batch, 0.088)
+						be.Attention(dst, q, c, layer, &batch, gpu.AttnOpts{Scale: 0.088})
 						layer = (layer + 1) % sh.layers
 					}
 				})

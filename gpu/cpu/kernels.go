@@ -24,7 +24,7 @@ type kernels struct {
 
 	// attentionOp runs Attention, its arguments checked: through the Go
 	// kernel or through attention's units.
-	attentionOp func(b *Backend, dst, q gpu.Tensor, cq *Tensor, cc *KVCache, layer int, batch *gpu.Batch, scale float32,
+	attentionOp func(b *Backend, dst, q gpu.Tensor, cq *Tensor, cc *KVCache, layer int, batch *gpu.Batch, o gpu.AttnOpts,
 		rowSeq []int32, maxCtx int)
 
 	matmul       func(kind kernelKind, w []byte, wstride, rows int, x []byte, xstride, nx, k int, dst []float32, dstride int)
@@ -71,9 +71,9 @@ func kernelsAt(l simdLevel) *kernels {
 	k.elemCost = simdCost
 	k.matmulKind = func(typ gguf.TensorType) (kernelKind, bool) { return kernelFor(typ, l) }
 	k.packedKind = func(typ gguf.TensorType) (kernelKind, bool) { return packedKind(typ, l) }
-	k.attentionOp = func(b *Backend, dst, q gpu.Tensor, cq *Tensor, cc *KVCache, layer int, batch *gpu.Batch, scale float32,
+	k.attentionOp = func(b *Backend, dst, q gpu.Tensor, cq *Tensor, cc *KVCache, layer int, batch *gpu.Batch, o gpu.AttnOpts,
 		_ []int32, maxCtx int) {
-		b.attentionSIMD(b.act(dst), b.f32(q), cq.cols, cc, layer, batch, scale, maxCtx)
+		b.attentionSIMD(b.act(dst), b.f32(q), cq.cols, cc, layer, batch, o.Scale, maxCtx)
 	}
 	k.matmul = func(kind kernelKind, w []byte, wstride, rows int, x []byte, xstride, nx, kk int, dst []float32, dstride int) {
 		matmulX(kind, l, w, wstride, rows, x, xstride, nx, kk, dst, dstride)

@@ -248,12 +248,14 @@ func (a *ropeAngles) holds(pos []int32, r *gpu.Rope) bool {
 
 // ropeKey is a gpu.Rope without its factors: comparable.
 type ropeKey struct {
-	headDim, dims int
-	base, scale   float32
-	neox          bool
+	headDim, dims       int
+	base, scale, mscale float32
+	neox                bool
 }
 
-func keyOf(r *gpu.Rope) ropeKey { return ropeKey{r.HeadDim, r.Dims, r.Base, r.Scale, r.Neox} }
+func keyOf(r *gpu.Rope) ropeKey {
+	return ropeKey{r.HeadDim, r.Dims, r.Base, r.Scale, r.Magnitude(), r.Neox}
+}
 
 // compute fills the angles of pos and r over the pool.
 func (a *ropeAngles) compute(b *Backend, pos []int32, r *gpu.Rope) {
@@ -277,11 +279,13 @@ type ropeAnglesTask struct {
 }
 
 // run computes the angles of rows lo … hi-1. They follow
-// ggml_rope_cache_init and rope_yarn without YaRN: theta starts at the
-// position and is multiplied by thetaScale from one pair to the next; pair
-// i turns by scale · (theta / factor[i]), its cos and sin taken in float32.
+// ggml_rope_cache_init and rope_yarn without its ramp (which folds into
+// the factors): theta starts at the position and is multiplied by
+// thetaScale from one pair to the next; pair i turns by scale · (theta /
+// factor[i]), its cos and sin taken in float32 and multiplied by mscale.
 func (t *ropeAnglesTask) run(_ *worker, lo, hi int) {
 	r := t.r
+	ms := r.Magnitude()
 	for row := lo; row < hi; row++ {
 		cs := t.cs[row*r.Dims : (row+1)*r.Dims]
 		theta := float32(t.pos[row])
@@ -291,8 +295,8 @@ func (t *ropeAnglesTask) run(_ *worker, lo, hi int) {
 				ff = r.Factors[i]
 			}
 			a := r.Scale * (theta / ff)
-			cs[2*i] = float32(math.Cos(float64(a)))
-			cs[2*i+1] = float32(math.Sin(float64(a)))
+			cs[2*i] = float32(math.Cos(float64(a))) * ms
+			cs[2*i+1] = float32(math.Sin(float64(a))) * ms
 			theta *= t.thetaScale
 		}
 	}

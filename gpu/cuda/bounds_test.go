@@ -86,7 +86,7 @@ func TestLaunchesUseTheTable(t *testing.T) {
 		kv, _ := b.NewTensor(4, 128)
 		b.WriteKV(c, 0, kv, kv, []int32{0, 1, 2, 3})
 		batch := &gpu.Batch{BlockSize: 16, Seqs: []gpu.Seq{{Start: 0, Len: 4, Pos: 0, Blocks: []int32{0}}}}
-		b.Attention(x, x, c, 0, batch, 0.125)
+		b.Attention(x, x, c, 0, batch, gpu.AttnOpts{Scale: 0.125})
 	}
 
 	byFn := map[uintptr]kernel{}

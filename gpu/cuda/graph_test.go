@@ -83,7 +83,7 @@ func (g *growth) step(be gpu.Backend, pos int) []float32 {
 	be.Rope(g.k, []int32{int32(pos)}, &g.rope)
 	be.WriteKV(g.cache, 0, g.k, g.v, []int32{g.table[pos]})
 	batch := &gpu.Batch{BlockSize: 1, Seqs: []gpu.Seq{{Start: 0, Len: 1, Pos: pos, Blocks: g.table}}}
-	be.Attention(g.out, g.q, g.cache, 0, batch, 1/float32(math.Sqrt(32)))
+	be.Attention(g.out, g.q, g.cache, 0, batch, gpu.AttnOpts{Scale: 1 / float32(math.Sqrt(32))})
 	res := make([]float32, 64)
 	be.Download(res, g.out)
 	return res

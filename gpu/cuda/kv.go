@@ -121,7 +121,11 @@ func attentionMeta(dst []int32, rows int, spec gpu.KVSpec, batch *gpu.Batch) []i
 }
 
 // Attention is causal paged attention for one layer (kernels/attention.cu).
-func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *gpu.Batch, scale float32) {
+func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *gpu.Batch, o gpu.AttnOpts) {
+	if !o.Plain() {
+		unsupportedOp("Attention with a window, soft-capping or bidirectional")
+	}
+	scale := o.Scale
 	cc, cq, cd := b.kv(c), b.f32(q), b.act(dst)
 	cc.checkLayer("Attention", layer)
 	spec := cc.spec

@@ -161,7 +161,7 @@ func (p *preflightRun) tinyOps() []preflightOp {
 			batch := &gpu.Batch{BlockSize: 16, Seqs: []gpu.Seq{{Start: 0, Len: 2, Pos: 0, Blocks: []int32{1}}}}
 			b.WriteKV(kv, 0, act(b, 2, 64, x), act(b, 2, 64, x), batch.Slots(nil))
 			q := act(b, 2, 128, vals(2*128))
-			b.Attention(act(b, 2, 128, make([]float32, 2*128)), q, kv, 0, batch, 0.125)
+			b.Attention(act(b, 2, 128, make([]float32, 2*128)), q, kv, 0, batch, gpu.AttnOpts{Scale: 0.125})
 		}})
 	}
 	return ops

@@ -258,3 +258,46 @@ func (s *Split) Gather(dst, x gpu.Tensor, rows []int32) {
 	xi := s.in(be, x)
 	be.Gather(s.out(be, dst), xi, rows)
 }
+
+func (s *Split) Scale(dst, x gpu.Tensor, v float32) {
+	be := s.cur
+	xi := s.in(be, x)
+	be.Scale(s.out(be, dst), xi, v)
+}
+
+func (s *Split) GELUMul(dst, gate, up gpu.Tensor) {
+	be := s.cur
+	gi := s.in(be, gate)
+	var ui gpu.Tensor
+	if up != nil {
+		ui = s.in(be, up)
+	}
+	be.GELUMul(s.out(be, dst), gi, ui)
+}
+
+func (s *Split) Softcap(x gpu.Tensor, c float32) {
+	be := s.cur
+	s.in(be, x)
+	be.Softcap(s.out(be, x), c)
+}
+
+// LayerNorm runs where its weight (else its bias, else the current
+// layer) lives.
+func (s *Split) LayerNorm(dst, x, w, b gpu.Tensor, eps float32) {
+	be := s.cur
+	switch {
+	case w != nil:
+		be = s.at(w)
+	case b != nil:
+		be = s.at(b)
+	}
+	xi := s.in(be, x)
+	var wi, bi gpu.Tensor
+	if w != nil {
+		wi = s.in(be, w)
+	}
+	if b != nil {
+		bi = s.in(be, b)
+	}
+	be.LayerNorm(s.out(be, dst), xi, wi, bi, eps)
+}

@@ -64,10 +64,10 @@ func (s *Split) WriteKV(c gpu.KVCache, layer int, k, v gpu.Tensor, slots []int32
 	be.WriteKV(kv, l, s.in(be, k), s.in(be, v), slots)
 }
 
-func (s *Split) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, b *gpu.Batch, scale float32) {
+func (s *Split) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, b *gpu.Batch, o gpu.AttnOpts) {
 	be, kv, l := s.layer(c, layer)
 	qi := s.in(be, q)
-	be.Attention(s.out(be, dst), qi, kv, l, b, scale)
+	be.Attention(s.out(be, dst), qi, kv, l, b, o)
 }
 
 func (s *Split) CopyBlocks(c gpu.KVCache, copies []gpu.BlockCopy) {

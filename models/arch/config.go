@@ -29,6 +29,17 @@ type Config struct {
 	Context int    // context_length: the longest sequence it was trained for
 	Eps     float32
 	Rope    gpu.Rope
+	// Windows is each layer's sliding window in tokens, 0 for a layer of
+	// full attention; nil when every layer attends to the whole context.
+	Windows []int
+}
+
+// Window is layer's sliding window, 0 for full attention.
+func (c *Config) Window(layer int) int {
+	if c.Windows == nil {
+		return 0
+	}
+	return c.Windows[layer]
 }
 
 // QDim is the width of the queries, KVDim that of the keys and values.

@@ -240,12 +240,19 @@ func (m *Model) ffn(s *step, norm, gate, up, down gpu.Tensor) {
 // attend finishes attention once q, k, v hold the step's projections: rope,
 // K/V into the cache, paged attention, output projection, residual.
 func (m *Model) attend(s *step, wo gpu.Tensor) {
+	m.attention(s, &m.Rope, gpu.AttnOpts{Scale: m.attnScale(), Window: m.Window(s.layer)}, wo)
+	m.be.Add(s.x, s.x, s.xb) // residual
+}
+
+// attention is attend without the residual: rope (none when rope is nil),
+// K/V into the cache, paged attention as o says, output projection into
+// s.xb [n, Dim].
+func (m *Model) attention(s *step, rope *gpu.Rope, o gpu.AttnOpts, wo gpu.Tensor) {
 	a := &s.attend
 	*a = gpu.Attend{Q: s.q, K: s.k, V: s.v, Att: s.att, Out: s.xb, Wo: wo, KV: s.kv, Layer: s.layer,
-		Batch: s.batch, Pos: s.pos, Slots: s.slots, Rope: &m.Rope, Scale: m.attnScale()}
+		Batch: s.batch, Pos: s.pos, Slots: s.slots, Rope: rope, Opts: o}
 	gpu.RunAttend(m.be, a) // att [n, QDim], xb [n, Dim]
 	*a = gpu.Attend{}
-	m.be.Add(s.x, s.x, s.xb) // residual
 }
 
 // loader makes backend tensors of a file's weights, checking each one's
@@ -256,9 +263,30 @@ type loader struct {
 	err error
 }
 
+// optional is weight, or nil when the file has no tensor name (an
+// optional bias or norm).
+func (ld *loader) optional(name string, rows, cols int) gpu.Tensor {
+	if _, ok := ld.f.Tensor(name); !ok {
+		return nil
+	}
+	return ld.weight(name, rows, cols)
+}
+
+// weightPart loads rows row0 … row0+rows-1 of name, a fused [totalRows,
+// cols] weight (Q, K and V in one; gate and up in one), as a rows × cols
+// tensor of its own.
+func (ld *loader) weightPart(name string, row0, rows, totalRows, cols int) gpu.Tensor {
+	return ld.load(name, row0, rows, totalRows, cols)
+}
+
 // weight loads name as a rows × cols tensor (GGUF shape [cols, rows], or
 // [cols] when rows is 1).
 func (ld *loader) weight(name string, rows, cols int) gpu.Tensor {
+	return ld.load(name, 0, rows, rows, cols)
+}
+
+// load loads rows row0 … row0+rows-1 of name, a totalRows × cols tensor.
+func (ld *loader) load(name string, row0, rows, totalRows, cols int) gpu.Tensor {
 	if ld.err != nil {
 		return nil
 	}
@@ -270,8 +298,8 @@ func (ld *loader) weight(name string, rows, cols int) gpu.Tensor {
 	if !ok {
 		return fail("missing")
 	}
-	want := []uint64{uint64(cols), uint64(rows)}
-	if rows == 1 {
+	want := []uint64{uint64(cols), uint64(totalRows)}
+	if totalRows == 1 {
 		want = want[:1]
 	}
 	if fmt.Sprint(t.Shape) != fmt.Sprint(want) {
@@ -287,15 +315,22 @@ func (ld *loader) weight(name string, rows, cols int) gpu.Tensor {
 	if lw, ok := ld.be.(gpu.LookupWeighter); ok && LookupOnly(ld.f, name) {
 		load = lw.LookupWeight
 	}
-	w, err := load(name, t.Type, rows, cols, ld.f.TensorData(t))
+	if row0 < 0 || rows <= 0 || row0+rows > totalRows {
+		return fail("rows %d … %d of %d", row0, row0+rows-1, totalRows)
+	}
+	data := ld.f.TensorData(t)
+	rowBytes := int(t.Type.RowBytes(int64(cols)))
+	data = data[row0*rowBytes : (row0+rows)*rowBytes]
+	w, err := load(name, t.Type, rows, cols, data)
 	if err != nil {
 		ld.err = fmt.Errorf("loading %s: %w", name, err)
 		return nil
 	}
 	// A weight the backend repacked is not read again (Embed reads the
 	// token embeddings' rows, so they stay): its file pages leave the
-	// process's memory, which otherwise held the weights twice.
-	if r, ok := w.(gpu.RepackedWeight); ok && r.Repacked() && name != tokEmbdName {
+	// process's memory, which otherwise held the weights twice. A part of
+	// a fused weight keeps them: the other parts may not be repacked.
+	if r, ok := w.(gpu.RepackedWeight); ok && r.Repacked() && name != tokEmbdName && rows == totalRows {
 		ld.f.Release(t)
 	}
 	return w
