@@ -91,8 +91,8 @@ func (c *attendCase) on(t *testing.T, b *Backend) *attendRun {
 		V: newAct(t, b, rows, w, slices.Clone(c.v)), Att: newAct(t, b, rows, qcols, nil),
 		Out: newAct(t, b, rows, c.dim, nil), Wo: newWeight(t, b, c.woType, c.dim, qcols, c.wo),
 		KV: cache, Layer: 1, Batch: &c.batch, Pos: c.pos, Slots: c.slots,
-		Rope:  &gpu.Rope{HeadDim: c.spec.HeadDim, Dims: c.spec.HeadDim, Base: 10000, Scale: 1},
-		Opts:  gpu.AttnOpts{Scale: 0.17},
+		Rope: &gpu.Rope{HeadDim: c.spec.HeadDim, Dims: c.spec.HeadDim, Base: 10000, Scale: 1},
+		Opts: gpu.AttnOpts{Scale: 0.17},
 	}}
 }
 
