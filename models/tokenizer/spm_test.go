@@ -436,3 +436,35 @@ func BenchmarkEncodeSPM(b *testing.B) {
 		tok.Encode(text, EncodeOptions{})
 	}
 }
+
+// TestPhi3SpecialRStrip: in a model named Phi-3, special tokens take the
+// whitespace after them (all but <unk>, <s> and <|endoftext|>), as in
+// llama.cpp, so a rendered Phi-3 chat tokenizes as llama.cpp tokenizes it.
+func TestPhi3SpecialRStrip(t *testing.T) {
+	path := fixtures.Model(t, "ggml-vocab-phi-3.gguf") // general.name "Phi3"
+	tok := openTokenizer(t, path)
+	for _, text := range []string{
+		"<|user|>\nhi there<|end|>\n<|assistant|>\n",
+		"<|system|>\nYou are helpful.<|end|>\n<|user|>\n  indented\n\ntext <|end|>\n<|assistant|>\n",
+		"<|user|> \t\r\n x<|end|><|end|>\n\n<|assistant|>",
+		"a </s>  b <s>  c <|endoftext|>  d <unk>  e",
+		"<|assistant|>\n\n\n",
+		"\n<|user|>\n",
+		"<|user|>\u00a0no-break space stays<|end|>\v\f",
+	} {
+		want := spmLlamaCppIDs(t, path, text, true)
+		if got := tok.Encode(text, EncodeOptions{ParseSpecial: true}); !slices.Equal(got, want) {
+			t.Errorf("%q:\n folio     %s\n llama.cpp %s", text, spmPieces(tok, got), spmPieces(tok, want))
+		}
+	}
+	// Without the name, nothing is stripped.
+	v := *tok.Vocab()
+	v.rstrip = nil
+	plain, err := NewFromVocab(&v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := spmPieces(plain, plain.Encode("<|user|>\nhi", EncodeOptions{ParseSpecial: true})); got != "<|user|>|▁|<0x0A>|hi" {
+		t.Errorf("without rstrip: %s", got)
+	}
+}

@@ -156,7 +156,9 @@ func (t *Tokenizer) Encode(text string, opt EncodeOptions) []int32 {
 
 // partition splits text at special tokens, longest token first, as
 // llama.cpp's tokenizer_st_partition does: each special token in turn claims
-// its occurrences in the text that earlier (longer) tokens left.
+// its occurrences in the text that earlier (longer) tokens left. A token
+// marked rstrip (Vocab.rstrip) also takes the whitespace after it, up to
+// the end of that text.
 func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 	if text == "" {
 		return nil
@@ -190,6 +192,9 @@ func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 				}
 				out = append(out, fragment{token: id})
 				rest = rest[k+len(tok):]
+				if t.vocab.rstrip[id] {
+					rest = strings.TrimLeft(rest, asciiSpace)
+				}
 			}
 			if rest != "" {
 				out = append(out, fragment{text: rest, token: NoToken})
@@ -201,6 +206,10 @@ func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 	}
 	return frags
 }
+
+// asciiSpace is what C's isspace calls whitespace, which llama.cpp strips
+// next to special tokens.
+const asciiSpace = " \t\n\v\f\r"
 
 // DecodeOptions say how Decode renders tokens that are not plain text.
 type DecodeOptions struct {

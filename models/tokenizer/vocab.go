@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"folio/models/gguf"
 )
@@ -78,6 +79,10 @@ type Vocab struct {
 	// EOG are the tokens that end generation: EOS, EOT, EOM and the
 	// end-of-turn tokens of known chat formats, as llama.cpp collects them.
 	EOG []int32
+
+	// rstrip marks the special tokens that take the whitespace after them
+	// when the text is split at special tokens (setStripAttrs).
+	rstrip map[int32]bool
 
 	ids map[string]int32
 }
@@ -208,7 +213,36 @@ func LoadVocab(f *gguf.File) (*Vocab, error) {
 		return nil, err
 	}
 	v.collectEOG()
+	v.setStripAttrs(f.String("general.name"))
 	return v, nil
+}
+
+// setStripAttrs gives the special tokens of Phi-3 models the rstrip
+// attribute, as llama.cpp does by the model's general.name (containing
+// "phi-3" or "phi3", in any case; so not "Phi 3.5 Mini Instruct"): every
+// control, user-defined and unknown token, and </s>, swallows the
+// whitespace that follows it in text split at special tokens, except
+// <unk>, <s> and <|endoftext|>. Hugging Face's Phi-3 tokenizer has these
+// tokens rstrip too, so "<|user|>\nhi" is <|user|> ▁hi, not <|user|> ▁ \n hi.
+func (v *Vocab) setStripAttrs(name string) {
+	name = strings.ToLower(name)
+	if !strings.Contains(name, "phi-3") && !strings.Contains(name, "phi3") {
+		return
+	}
+	v.rstrip = map[int32]bool{}
+	for id, typ := range v.Types {
+		if typ == TypeControl || typ == TypeUserDefined || typ == TypeUnknown {
+			v.rstrip[int32(id)] = true
+		}
+	}
+	if id, ok := v.ids["</s>"]; ok {
+		v.rstrip[id] = true
+	}
+	for _, text := range []string{"<unk>", "<s>", "<|endoftext|>"} {
+		if id, ok := v.ids[text]; ok {
+			delete(v.rstrip, id)
+		}
+	}
 }
 
 // collectEOG fills EOG; an end-of-turn token stored as normal text becomes
