@@ -261,13 +261,16 @@ var bpeTrickyTexts = []string{
 // tricky strings and 32 KiB of mixed text, with a vocabulary of each
 // pre-tokenizer family in ../shared/models (gpt-neox has no pre: llama.cpp's
 // default list), and with the gpt-2 vocabulary relabelled llama-bpe (llama3,
-// with ignore_merges) and qwen2, for which ../shared has no vocabulary. One
+// with ignore_merges), qwen2, tekken (Mistral Nemo and Small 3, with
+// ignore_merges) and gpt-4o (Phi-4-mini), for which ../shared has no
+// vocabulary. One
 // llamaref call each: the texts joined by the EOS token's text and parsed as
 // special, so each is tokenized on its own.
 func TestBPEMatchesLlamaCpp(t *testing.T) {
 	fixtures.Llamaref(t) // skips when llama.cpp is not available
 	texts := append(slices.Clone(bpeTrickyTexts), fixtures.MixedText(32<<10, 7))
-	for _, name := range []string{"gpt-2", "deepseek-coder", "deepseek-llm", "falcon", "starcoder", "gpt-neox", "gpt-2:llama-bpe", "gpt-2:qwen2"} {
+	for _, name := range []string{"gpt-2", "deepseek-coder", "deepseek-llm", "falcon", "starcoder", "gpt-neox", "gpt-2:llama-bpe", "gpt-2:qwen2",
+		"gpt-2:tekken", "gpt-2:gpt-4o"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			vocab, pre, relabel := strings.Cut(name, ":")

@@ -66,6 +66,10 @@ var (
 	preLlama3 = preTokenizer{name: "llama3", stages: []splitter{splitLlama3}}
 	// as llama3 with \p{N} for \p{N}{1,3}
 	preQwen2 = preTokenizer{name: "qwen2", stages: []splitter{splitQwen2}, nfc: true}
+	// letters split by case (pretok_case.go), \p{N}, ?[^\s\p{L}\p{N}]+[\r\n/]*, whitespace as llama3
+	preTekken = preTokenizer{name: "tekken", stages: []splitter{splitTekken}}
+	// tekken with contractions after the letters and \p{N}{1,3}
+	preGPT4o = preTokenizer{name: "gpt-4o", stages: []splitter{splitGPT4o}}
 	// [\p{P}\$\+<=>\^~\|]+, gpt-2, \p{N}+, [0-9][0-9][0-9]
 	preDefault = preTokenizer{name: "default", stages: []splitter{
 		classRuns(isPunct | isSymPunct), splitGPT2, classRuns(isNumber), asciiDigits3}}
@@ -116,10 +120,15 @@ var (
 
 		"deepseek-coder": &preDeepseekCoder,
 		"deepseek-llm":   &preDeepseekLLM,
+
+		"tekken": &preTekken,
+
+		"gpt-4o": &preGPT4o, "llama4": &preGPT4o, "kanana2": &preGPT4o, "talkie": &preGPT4o,
 	}
 	ignoreMerges = map[string]bool{
 		"llama3": true, "llama-v3": true, "llama-bpe": true, "falcon3": true,
 		"falcon-h1": true, "pixtral": true, "midm-2.0": true, "lfm2": true, "jina-v5-nano": true,
+		"tekken": true,
 	}
 )
 

@@ -17,6 +17,9 @@ const (
 	gpt2Regex   = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)`
 	llama3Regex = `(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	qwen2Regex  = `(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// llama.cpp's rewrites of the \p{Lu}…/\p{Ll}… classes of tekken's and o200k's tokenizer.json
+	tekkenRegex = `[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	gpt4oRegex  = `[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	// deepseek-llm's letters, as in its tokenizer.json
 	dsLetterClass = `A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃`
 	dsPunctClass  = `!-/:-~！-／：-～‘-‟　-。`
@@ -27,6 +30,8 @@ var preOracleRegexes = map[string][]string{
 	"gpt-2":          {gpt2Regex},
 	"llama3":         {llama3Regex},
 	"qwen2":          {qwen2Regex},
+	"tekken":         {tekkenRegex},
+	"gpt-4o":         {gpt4oRegex},
 	"default":        {`[\p{P}\$\+<=>\^~\|]+`, gpt2Regex, `\p{N}+`, `[0-9][0-9][0-9]`},
 	"falcon":         {"[\\p{P}\\$\\+<=>\\^~\\|`]+", gpt2Regex, `[0-9][0-9][0-9]`},
 	"starcoder":      {`\p{N}`, gpt2Regex},
@@ -38,6 +43,7 @@ var preOracleRegexes = map[string][]string{
 // allPreTokenizers lists each family once.
 var allPreTokenizers = []*preTokenizer{
 	&preGPT2, &preLlama3, &preQwen2, &preDefault, &preFalcon, &preStarcoder, &preDeepseekCoder, &preDeepseekLLM,
+	&preTekken, &preGPT4o,
 }
 
 // preOracle splits text as llama.cpp's unicode_regex_split does with regexes
@@ -252,6 +258,9 @@ func TestPreTokenizeExamples(t *testing.T) {
 		{&preStarcoder, "ab12", []string{"ab", "1", "2"}},
 		{&preDeepseekCoder, "foo(x)\n你好 12", []string{"foo", "(", "x", ")", "\n", "你好", " ", "1", "2"}},
 		{&preDeepseekLLM, "foo, 你好  ", []string{"foo", ",", " ", "你好", "  "}},
+		{&preTekken, "HTTPServer camelCase ÉCOLE 123 I'm !\n/x", []string{"HTTPServer", " camel", "Case", " É", "COLE",
+			" ", "1", "2", "3", " I", "'m", " !\n/", "x"}},
+		{&preGPT4o, "I'M 12345 don't", []string{"I'M", " ", "123", "45", " don't"}},
 	}
 	for _, tc := range tests {
 		if got := preSplitAll(tc.pre, tc.text); !slices.Equal(got, tc.want) {
