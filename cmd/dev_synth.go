@@ -14,19 +14,20 @@ import (
 
 func newSynthCmd() *cobra.Command {
 	var (
-		arch, preset, typeName, vocabPath, out, name string
-		seed                                         uint64
-		tie, noTie                                   bool
-		ropeBase, eps                                float32
-		shape                                        = map[string]*int{}
+		arch, preset, typeName, vocabPath, out, name, pooling string
+		seed                                                  uint64
+		tie, noTie                                            bool
+		ropeBase, eps                                         float32
+		shape                                                 = map[string]*int{}
 	)
 	cmd := &cobra.Command{
 		Use:   "synth -o OUT.gguf",
-		Short: "Write a random-weight llama, qwen2 or qwen3 model",
-		Long: "synth writes a llama-family GGUF model with deterministic random weights and a\n" +
+		Short: "Write a random-weight model of any architecture folio runs",
+		Long: "synth writes a GGUF model with deterministic random weights and a\n" +
 			"working vocabulary, loadable by folio and llama.cpp. Presets give real models'\n" +
 			"shapes (" + strings.Join(synth.PresetNames(), ", ") + "); the shape flags override them.\n" +
-			"Without --vocab the vocabulary is byte-level (SentencePiece byte fallback);\n" +
+			"Without --vocab the vocabulary is byte-level (SentencePiece byte fallback), or a\n" +
+			"small WordPiece one for bert and nomic-bert;\n" +
 			"--vocab copies the tokenizer of another GGUF file and takes its size.\n" +
 			"The same flags always give the same bytes, and the same --seed gives the same\n" +
 			"weights whatever --type (up to quantization).",
@@ -39,7 +40,13 @@ func newSynthCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg.Arch, cfg.Seed, cfg.Name = arch, seed, name
+			cfg.Seed, cfg.Name = seed, name
+			if arch != "" {
+				cfg.Arch = arch
+			}
+			if pooling != "" {
+				cfg.Pooling = pooling
+			}
 			if cfg.Type, err = gguf.ParseTensorType(typeName); err != nil {
 				return err
 			}
@@ -74,7 +81,8 @@ func newSynthCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&out, "output", "o", "", "file to write (required)")
-	f.StringVar(&arch, "arch", "llama", "architecture: "+strings.Join(synth.Archs, ", "))
+	f.StringVar(&arch, "arch", "", "architecture (default the preset's; tiny's is llama): "+strings.Join(synth.Archs, ", "))
+	f.StringVar(&pooling, "pooling", "", "embedding models' pooling: mean (default), cls, last, none")
 	f.StringVar(&preset, "preset", "tiny", "shapes: "+strings.Join(synth.PresetNames(), ", "))
 	f.StringVar(&typeName, "type", "f16", "type of the 2-D weights: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k")
 	f.StringVar(&vocabPath, "vocab", "", "GGUF file whose tokenizer.* metadata to copy (default: byte-level vocabulary)")

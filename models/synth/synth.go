@@ -27,12 +27,12 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3"}
+var Archs = []string{"llama", "qwen2", "qwen3", "bert", "nomic-bert"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
 type Config struct {
-	Arch      string // "llama", "qwen2" or "qwen3"
+	Arch      string // one of Archs
 	Name      string // general.name; empty: derived from the shapes
 	Embd      int    // hidden size, n_embd
 	Layers    int    // blocks, n_layer
@@ -47,7 +47,8 @@ type Config struct {
 	NormEps   float32         // RMS norm epsilon; 0: 1e-5 for llama, 1e-6 for qwen
 	Type      gguf.TensorType // type of the 2-D weights; norms and biases stay F32
 	Seed      uint64
-	Vocab     *Vocab // nil: the byte-level vocabulary (ByteVocab)
+	Vocab     *Vocab // nil: the byte-level vocabulary (ByteVocab); WordPieceVocab for bert and nomic-bert
+	Pooling   string // embedding models' pooling_type: "mean" (default), "cls", "last" or "none"
 }
 
 // presets are shapes of real models (weights stay random). Type is left to
@@ -65,6 +66,12 @@ var presets = map[string]Config{
 	// Llama 3.1 8B's shape (untied output), without the llama3 RoPE scaling.
 	"llama-8b": {Arch: "llama", Embd: 4096, Layers: 32, Heads: 32, HeadsKV: 8, FFN: 14336,
 		Ctx: 8192, VocabSize: 128256, RopeBase: 500000},
+	// all-MiniLM-L6-v2 (BERT, mean pooling).
+	"all-minilm": {Arch: "bert", Embd: 384, Layers: 6, Heads: 12, HeadsKV: 12, FFN: 1536,
+		Ctx: 512, VocabSize: 30522, Pooling: "mean"},
+	// nomic-embed-text v1.5 (rope base 1000, SwiGLU, mean pooling).
+	"nomic-embed-text": {Arch: "nomic-bert", Embd: 768, Layers: 12, Heads: 12, HeadsKV: 12, FFN: 3072,
+		Ctx: 2048, VocabSize: 30522, RopeBase: 1000, Pooling: "mean"},
 }
 
 // PresetNames returns the preset names, sorted.
@@ -185,12 +192,28 @@ func (c Config) withDefaults() (Config, error) {
 		if c.Arch != "llama" {
 			c.NormEps = 1e-6
 		}
+		if c.Arch == "bert" || c.Arch == "nomic-bert" {
+			c.NormEps = 1e-12 // LayerNorm's, as BERT's config.json has it
+		}
+	}
+	if _, ok := encoders[c.Arch]; ok {
+		if c.Pooling == "" {
+			c.Pooling = "mean"
+		}
+		if _, ok := poolings[c.Pooling]; !ok {
+			return bad("pooling %q: use mean, cls, last or none", c.Pooling)
+		}
+	} else if c.Pooling != "" {
+		return bad("pooling %q is for embedding models; %s generates text", c.Pooling, c.Arch)
 	}
 	if _, ok := fileTypes[c.Type]; !ok || !gguf.CanQuantize(c.Type) {
 		return bad("cannot write weights as %v; choose one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k", c.Type)
 	}
 	if c.Vocab == nil {
 		c.Vocab = ByteVocab()
+		if c.Arch == "bert" || c.Arch == "nomic-bert" {
+			c.Vocab = WordPieceVocab()
+		}
 	}
 	if c.VocabSize == 0 {
 		c.VocabSize = c.Vocab.Len()
@@ -225,9 +248,13 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 		set(a+"attention.key_length", uint32(c.HeadDim))
 		set(a+"attention.value_length", uint32(c.HeadDim))
 	}
-	set(a+"rope.dimension_count", uint32(c.HeadDim))
-	set(a+"rope.freq_base", c.RopeBase)
-	set(a+"attention.layer_norm_rms_epsilon", c.NormEps)
+	if enc, ok := encoders[c.Arch]; ok {
+		enc.metadata(c, set)
+	} else {
+		set(a+"rope.dimension_count", uint32(c.HeadDim))
+		set(a+"rope.freq_base", c.RopeBase)
+		set(a+"attention.layer_norm_rms_epsilon", c.NormEps)
+	}
 	m.kv = append(m.kv, vocabKV...)
 }
 

@@ -54,6 +54,10 @@ func (m *Model) planTensors() {
 	}
 	norm := func(name string, n int) { add(name, gguf.TypeF32, 1, 0.05, n) }
 	bias := func(name string, n int) { add(name, gguf.TypeF32, 0, 0.1, n) }
+	if enc, ok := encoders[c.Arch]; ok {
+		enc.tensors(c, tensorPlan{weight: weight, norm: norm, bias: bias})
+		return
+	}
 
 	embdStd := float32(1)
 	if c.Tied {
