@@ -131,6 +131,10 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 		return nil, err
 	}
 	opt.defaults(cfg.Context)
+	if cfg.Encoder {
+		// its rows attend every position: a whole input goes in one pass
+		opt.NumBatch = max(opt.NumBatch, opt.NumCtx)
+	}
 	kvType, err := ParseKVType(opt.KVType)
 	if err != nil {
 		return nil, err

@@ -32,7 +32,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	j := s.openOllama(w, r, ollamaRequest{model: req.Model, options: req.Options, format: req.Format, keepAlive: req.KeepAlive,
+	j := s.openOllama(w, r, ollamaRequest{endpoint: "chat", model: req.Model, options: req.Options, format: req.Format, keepAlive: req.KeepAlive,
 		tools: req.Tools, think: req.Think, noPrompt: len(req.Messages) == 0}, func(reason string) any {
 		return api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Message: api.Message{Role: "assistant"}, Done: true, DoneReason: reason}
 	})

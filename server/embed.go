@@ -101,8 +101,8 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 // embedIDs embeds one input of token ids, shared by /api/embed and
 // /v1/embeddings: the model's pooled output scaled to unit length. Input
 // longer than the context loses its end when truncate is set (Ollama's
-// default), else it is an error. dims > 0 keeps that many leading values,
-// unit length again, as Ollama does. It returns the vector and the tokens
+// default), else it is an error. dims > 0 then keeps that many leading
+// values and scales them to unit length again, as Ollama does. It returns the vector and the tokens
 // embedded.
 func embedIDs(ctx context.Context, l *loaded, ids []int32, truncate bool, dims int) ([]float32, int, error) {
 	if n := l.model.Opt.NumCtx; len(ids) > n && truncate {
@@ -112,11 +112,22 @@ func embedIDs(ctx context.Context, l *loaded, ids []int32, truncate bool, dims i
 	if err != nil {
 		return nil, 0, err
 	}
+	normalize(v)
 	if dims > 0 && dims < len(v) {
 		v = v[:dims]
+		normalize(v)
 	}
-	normalize(v)
 	return v, len(ids), nil
+}
+
+// generates refuses a generation request for a model made for embeddings
+// (embedsOnly), with Ollama's message: "\"m\" does not support generate"
+// (endpoint "generate") or "chat".
+func generates(l *loaded, model, endpoint string) error {
+	if embedsOnly(l.model.File) {
+		return fmt.Errorf("%w: %q does not support %s (it makes embeddings: use /api/embed or /v1/embeddings)", errBadRequest, model, endpoint)
+	}
+	return nil
 }
 
 // normalize scales v to unit length in place; a zero vector stays zero.

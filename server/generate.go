@@ -80,7 +80,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	j := s.openOllama(w, r, ollamaRequest{model: req.Model, options: req.Options, format: req.Format, keepAlive: req.KeepAlive,
+	j := s.openOllama(w, r, ollamaRequest{endpoint: "generate", model: req.Model, options: req.Options, format: req.Format, keepAlive: req.KeepAlive,
 		think: req.Think, noPrompt: req.Prompt == "" && req.Suffix == "" && len(req.Context) == 0 && req.System == ""},
 		func(reason string) any {
 			return api.GenerateResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Done: true, DoneReason: reason}

@@ -74,13 +74,24 @@ func detailsOf(f *gguf.File) api.ModelDetails {
 		ParameterSize: gguf.ParamSize(sum.Parameters), QuantizationLevel: sum.Quantization}
 }
 
+// embedsOnly reports whether f is a model made for embeddings: an encoder
+// architecture (bert, nomic-bert, gemma-embedding) or a file with an
+// {arch}.pooling_type key (a generative architecture trained to embed,
+// such as Qwen3-Embedding). It has no completion capability: generation
+// requests are refused as Ollama refuses them.
+func embedsOnly(f *gguf.File) bool {
+	a := f.String("general.architecture")
+	_, pooled := f.Get(a + ".pooling_type")
+	return pooled || arch.IsEncoder(a)
+}
+
 // capabilities are what a model can do, as Ollama's /api/show names them:
-// embedding for a model made for embeddings (its {arch}.pooling_type key),
-// completion for the others; insert with fill-in-the-middle tokens or a
-// template that uses .Suffix; tools and thinking from its template.
+// embedding for a model made for embeddings (embedsOnly), completion for
+// the others; insert with fill-in-the-middle tokens or a template that
+// uses .Suffix; tools and thinking from its template.
 func capabilities(f *gguf.File, template string) []model.Capability {
 	var caps []model.Capability
-	if _, ok := f.Get(f.String("general.architecture") + ".pooling_type"); ok {
+	if embedsOnly(f) {
 		caps = append(caps, model.CapabilityEmbedding)
 	} else {
 		caps = append(caps, model.CapabilityCompletion)

@@ -16,6 +16,7 @@ import (
 // prompts: the model, its options and output format, and whether the
 // request has no prompt (a load, or an unload with keep_alive 0).
 type ollamaRequest struct {
+	endpoint  string // "generate" or "chat", as refusals name it
 	model     string
 	options   map[string]any
 	format    json.RawMessage
@@ -76,7 +77,10 @@ func (s *Server) openOllama(w http.ResponseWriter, r *http.Request, q ollamaRequ
 	}
 	j.l, j.release, j.loaded = l, release, time.Now()
 	j.caps = capsOf(modelTemplate(l, conf))
-	if j.think, err = checkCaps(q.model, j.caps, q.tools, q.think); err != nil {
+	if j.think, err = checkCaps(q.model, j.caps, q.tools, q.think); err == nil {
+		err = generates(l, q.model, q.endpoint)
+	}
+	if err != nil {
 		release()
 		writeError(w, err)
 		return nil

@@ -206,6 +206,9 @@ func (s *Server) chatJob(ctx context.Context, l *loaded, req *oaiChatRequest, c 
 	if think, err = checkCaps(req.Model, caps, req.Tools, think); err != nil {
 		return nil, err
 	}
+	if err := generates(l, req.Model, "chat"); err != nil {
+		return nil, err
+	}
 	if err := req.applyBias(c, l); err != nil {
 		return nil, err
 	}

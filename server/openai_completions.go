@@ -110,6 +110,10 @@ func (s *Server) oaiCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	if err := generates(l, req.Model, "generate"); err != nil {
+		writeOAIError(w, err)
+		return
+	}
 	conf, err := s.confFor(c, req.Model)
 	if err != nil {
 		writeOAIError(w, err)

@@ -125,9 +125,16 @@ func TestEveryArchitectureRuns(t *testing.T) {
 			if got := r.m.Config.Arch; got != a {
 				t.Fatalf("loaded architecture %q, want %q", got, a)
 			}
-			logits := r.prompt(t, randomIDs(20, 1, r.m.Config.Vocab))
-			if len(logits) != r.m.Config.Vocab {
-				t.Fatalf("%d logits, want %d", len(logits), r.m.Config.Vocab)
+			ids, n := randomIDs(20, 1, r.m.Config.Vocab), r.m.Config.Vocab
+			var logits []float32
+			if r.m.Encoder { // hidden states instead of logits
+				rows := r.hidden(t, []seqRun{{ids: ids, table: r.table(0)}})[0]
+				logits, n = pool(rows, r.m.Pooling), r.m.Dim
+			} else {
+				logits = r.prompt(t, ids)
+			}
+			if len(logits) != n {
+				t.Fatalf("%d values, want %d", len(logits), n)
 			}
 			for i, l := range logits {
 				if math.IsNaN(float64(l)) || math.IsInf(float64(l), 0) {

@@ -18,20 +18,25 @@ var ErrModel = errors.New("arch: model")
 // Config is what a forward pass needs to know of a model, read from the
 // {arch}.* keys of its GGUF file.
 type Config struct {
-	Arch    string // general.architecture: llama, qwen2, qwen3
-	Layers  int    // block_count
-	Dim     int    // embedding_length
-	Heads   int    // attention.head_count
-	KVHeads int    // attention.head_count_kv (GQA when < Heads)
-	HeadDim int    // attention.key_length, else Dim/Heads
-	FFN     int    // feed_forward_length
-	Vocab   int    // rows of token_embd
-	Context int    // context_length: the longest sequence it was trained for
-	Eps     float32
+	Arch    string  // general.architecture: llama, qwen2, qwen3
+	Layers  int     // block_count
+	Dim     int     // embedding_length
+	Heads   int     // attention.head_count
+	KVHeads int     // attention.head_count_kv (GQA when < Heads)
+	HeadDim int     // attention.key_length, else Dim/Heads
+	FFN     int     // feed_forward_length
+	Vocab   int     // rows of token_embd
+	Context int     // context_length: the longest sequence it was trained for
+	Eps     float32 // of the RMS norms, or of the LayerNorms (bert, nomic-bert: attention.layer_norm_epsilon)
 	Rope    gpu.Rope
 	// Windows is each layer's sliding window in tokens, 0 for a layer of
 	// full attention; nil when every layer attends to the whole context.
 	Windows []int
+	// Encoder: the model makes embeddings, not logits; its rows attend
+	// every position of their sequence, so a sequence's whole input goes
+	// in one pass (bert, nomic-bert, gemma-embedding).
+	Encoder bool
+	Pooling Pooling // how an embedding is made of the hidden states (pooling_type)
 }
 
 // Window is layer's sliding window, 0 for full attention.
@@ -40,6 +45,31 @@ func (c *Config) Window(layer int) int {
 		return 0
 	}
 	return c.Windows[layer]
+}
+
+// Pooling is llama.cpp's enum llama_pooling_type: how a sequence's hidden
+// states make its embedding.
+type Pooling int
+
+const (
+	PoolNone Pooling = 0 // no pooling: the last token's state is the embedding
+	PoolMean Pooling = 1 // the mean of every token's state
+	PoolCLS  Pooling = 2 // the first token's ([CLS])
+	PoolLast Pooling = 3 // the last token's
+)
+
+func (p Pooling) String() string {
+	switch p {
+	case PoolNone:
+		return "none"
+	case PoolMean:
+		return "mean"
+	case PoolCLS:
+		return "cls"
+	case PoolLast:
+		return "last"
+	}
+	return fmt.Sprintf("pooling(%d)", int(p))
 }
 
 // QDim is the width of the queries, KVDim that of the keys and values.
@@ -51,6 +81,10 @@ func (c *Config) KVDim() int { return c.KVHeads * c.HeadDim }
 type architecture struct {
 	neox     bool                              // rope pairs j with j+Dims/2 (GPT-NeoX), not 2j with 2j+1
 	newBlock func(*loader, *Config, int) block // block i's weights, read by the loader
+	newStem  func(*loader, *Config) stem       // the input embeddings; nil: token_embd's rows
+	// layerNorm: the norms are LayerNorms, whose epsilon is
+	// attention.layer_norm_epsilon (not layer_norm_rms_epsilon)
+	layerNorm bool
 }
 
 // architectures are the values of general.architecture folio runs. A new
@@ -59,7 +93,13 @@ var architectures = map[string]architecture{
 	"llama": {neox: false, newBlock: newLlamaBlock},
 	"qwen2": {neox: true, newBlock: newQwen2Block},
 	"qwen3": {neox: true, newBlock: newQwen3Block},
+
+	"bert":       {neox: true, newBlock: newBertBlock, newStem: newBertStem, layerNorm: true},
+	"nomic-bert": {neox: true, newBlock: newBertBlock, newStem: newBertStem, layerNorm: true},
 }
+
+// encoders are the architectures that make embeddings (Config.Encoder).
+var encoders = map[string]bool{"bert": true, "nomic-bert": true}
 
 // Architectures lists the supported values of general.architecture.
 func Architectures() []string {
@@ -70,6 +110,10 @@ func Architectures() []string {
 	slices.Sort(names)
 	return names
 }
+
+// IsEncoder reports whether the architecture name (general.architecture)
+// is an embedding model folio runs: bert, nomic-bert, gemma-embedding.
+func IsEncoder(name string) bool { return encoders[name] }
 
 // ReadConfig reads the hyperparameters of f.
 func ReadConfig(f *gguf.File) (*Config, error) {
@@ -126,7 +170,11 @@ func ReadConfig(f *gguf.File) (*Config, error) {
 	case c.Rope.Dims > c.HeadDim || c.Rope.Dims%2 != 0:
 		return nil, fail("rope dimension count %d does not fit head size %d", c.Rope.Dims, c.HeadDim)
 	}
-	eps, err := hyper(f, p+"attention.layer_norm_rms_epsilon", 1e-5,
+	epsKey := "attention.layer_norm_rms_epsilon"
+	if a.layerNorm {
+		epsKey = "attention.layer_norm_epsilon"
+	}
+	eps, err := hyper(f, p+epsKey, 1e-5,
 		"a number above 0 and below 1 (models use 1e-6 or 1e-5)", func(v float64) bool { return float32(v) > 0 && v < 1 })
 	if err != nil {
 		return nil, fail("%v", err)
@@ -141,12 +189,34 @@ func ReadConfig(f *gguf.File) (*Config, error) {
 	if err := readRopeScaling(f, p, c); err != nil {
 		return nil, fail("%v", err)
 	}
+	c.Encoder = encoders[c.Arch]
+	if c.Pooling, err = readPooling(f, p, c.Encoder); err != nil {
+		return nil, fail("%v", err)
+	}
 	emb, ok := f.Tensor("token_embd.weight")
 	if !ok || len(emb.Shape) != 2 {
 		return nil, fail("no 2-D token_embd.weight tensor")
 	}
 	c.Vocab = int(emb.Shape[1])
 	return c, nil
+}
+
+// readPooling reads pooling_type. Without one, an encoder does not pool
+// (llama.cpp's default) and a generative model averages (what folio's
+// embeddings of such models have always been).
+func readPooling(f *gguf.File, p string, encoder bool) (Pooling, error) {
+	v, ok := f.Int(p + "pooling_type")
+	switch {
+	case !ok && encoder:
+		return PoolNone, nil
+	case !ok:
+		return PoolMean, nil
+	case v == 4:
+		return 0, fmt.Errorf("%spooling_type 4 (rank) is for rerankers, which folio does not run", p)
+	case v < 0 || v > int64(PoolLast):
+		return 0, fmt.Errorf("%spooling_type %d; it must be 0 (none), 1 (mean), 2 (cls) or 3 (last)", p, v)
+	}
+	return Pooling(v), nil
 }
 
 // hyper reads the float hyperparameter key, def when the file has none. It

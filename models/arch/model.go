@@ -16,8 +16,9 @@ type Model struct {
 	be gpu.Backend
 
 	tokEmbd gpu.Tensor // [Vocab, Dim]
-	outNorm gpu.Tensor // [1, Dim]
-	output  gpu.Tensor // [Vocab, Dim]; token_embd itself when the embeddings are tied
+	outNorm gpu.Tensor // [1, Dim]; nil for an encoder without a final norm (bert)
+	output  gpu.Tensor // [Vocab, Dim]; token_embd itself when the embeddings are tied; nil for an encoder
+	stem    stem       // the input embeddings when they are more than token_embd's rows; nil: llama's
 	blocks  []block    // one per layer
 
 	maxRows, maxOut int
@@ -30,6 +31,12 @@ type Model struct {
 // the residual stream s.x of the step's rows.
 type block interface {
 	forward(m *Model, s *step)
+}
+
+// stem is an architecture's input: what the residual stream starts as.
+type stem interface {
+	embed(m *Model, s *step, tokens []int32) // s.x = the input embeddings of the step's rows
+	positions() int                          // the positions it has embeddings for; 0: any
 }
 
 // scratch holds the activation buffers, each sized for maxRows rows
@@ -76,15 +83,26 @@ func Load(f *gguf.File, be gpu.Backend, opt Options) (*Model, error) {
 	if opt.MaxOut <= 0 || opt.MaxOut > opt.MaxRows {
 		opt.MaxOut = opt.MaxRows
 	}
+	if cfg.Encoder {
+		opt.MaxOut = 1 // no logits: the buffers stay small
+	}
 	m := &Model{Config: *cfg, be: be, maxRows: opt.MaxRows, maxOut: opt.MaxOut}
 	ld := &loader{f: f, be: be}
+	a := architectures[cfg.Arch] // ReadConfig refused any other
 	m.tokEmbd = ld.weight(tokEmbdName, cfg.Vocab, cfg.Dim)
-	m.outNorm = ld.weight("output_norm.weight", 1, cfg.Dim)
-	m.output = m.tokEmbd
-	if _, ok := f.Tensor("output.weight"); ok {
-		m.output = ld.weight("output.weight", cfg.Vocab, cfg.Dim)
+	if !cfg.Encoder {
+		m.outNorm = ld.weight("output_norm.weight", 1, cfg.Dim)
+		m.output = m.tokEmbd
+		if _, ok := f.Tensor("output.weight"); ok {
+			m.output = ld.weight("output.weight", cfg.Vocab, cfg.Dim)
+		}
+	} else {
+		m.outNorm = ld.optional("output_norm.weight", 1, cfg.Dim)
 	}
-	newBlock := architectures[cfg.Arch].newBlock // ReadConfig refused any other
+	if a.newStem != nil {
+		m.stem = a.newStem(ld, cfg)
+	}
+	newBlock := a.newBlock
 	for i := range cfg.Layers {
 		m.blocks = append(m.blocks, newBlock(ld, cfg, i))
 	}
@@ -121,6 +139,9 @@ func (m *Model) allocScratch() error {
 
 // ScratchBytes is the activation memory of a model of cfg sized by opt.
 func ScratchBytes(cfg *Config, opt Options) int64 {
+	if cfg.Encoder {
+		opt.MaxOut = 1
+	}
 	perRow := 2*cfg.Dim + 2*cfg.QDim() + 2*cfg.KVDim() + 2*cfg.FFN
 	return 4 * (int64(opt.MaxRows)*int64(perRow) + int64(opt.MaxOut)*int64(cfg.Dim+cfg.Vocab))
 }
@@ -141,6 +162,9 @@ func (m *Model) Backend() gpu.Backend { return m.be }
 // before computing anything: an error leaves kv as it was, so the caller
 // may run the batch again in parts.
 func (m *Model) Forward(kv gpu.KVCache, b *gpu.Batch, tokens, out []int32) (gpu.Tensor, error) {
+	if m.Encoder && len(out) > 0 {
+		return nil, fmt.Errorf("arch: %s makes embeddings, not logits", m.Arch)
+	}
 	s, err := m.layers(kv, b, tokens, out)
 	if err != nil || len(out) == 0 {
 		return nil, err
@@ -153,12 +177,17 @@ func (m *Model) Forward(kv gpu.KVCache, b *gpu.Batch, tokens, out []int32) (gpu.
 }
 
 // Hidden runs a batch like Forward and returns, instead of logits, every
-// row's final hidden state after the output norm: [len(tokens), Dim],
-// valid until the next pass. Embeddings are made from it.
+// row's final hidden state after the output norm (the last layer's output
+// for an encoder without one): [len(tokens), Dim], valid until the next
+// pass. Embeddings are made from it. An encoder (Config.Encoder) must have
+// each sequence's whole input in the batch: its rows attend every position.
 func (m *Model) Hidden(kv gpu.KVCache, b *gpu.Batch, tokens []int32) (gpu.Tensor, error) {
 	s, err := m.layers(kv, b, tokens, nil)
 	if err != nil {
 		return nil, err
+	}
+	if m.outNorm == nil {
+		return s.x, nil
 	}
 	m.be.RMSNorm(s.xb, s.x, m.outNorm, m.Eps) // xb [n, Dim]
 	return s.xb, nil
@@ -192,6 +221,20 @@ func (m *Model) layers(kv gpu.KVCache, b *gpu.Batch, tokens, out []int32) (*step
 			return nil, fmt.Errorf("arch: logit row %d outside the %d rows", r, n)
 		}
 	}
+	if m.Encoder {
+		for _, sq := range b.Seqs {
+			if sq.Pos != 0 {
+				return nil, fmt.Errorf("arch: %s attends its whole input at once: a sequence starts at position %d, not 0", m.Arch, sq.Pos)
+			}
+		}
+	}
+	if m.stem != nil && m.stem.positions() > 0 {
+		for _, sq := range b.Seqs {
+			if sq.Pos+sq.Len > m.stem.positions() {
+				return nil, fmt.Errorf("arch: %s has position embeddings for %d tokens; a sequence reaches %d", m.Arch, m.stem.positions(), sq.Pos+sq.Len)
+			}
+		}
+	}
 	be := m.be
 	s := &m.step
 	*s = step{kv: kv, batch: b, pos: b.Positions(m.pos), slots: b.Slots(m.slots)}
@@ -204,7 +247,11 @@ func (m *Model) layers(kv gpu.KVCache, b *gpu.Batch, tokens, out []int32) (*step
 	if len(out) > 0 {
 		s.sel, s.logits = be.Slice(m.buf.sel, len(out)), be.Slice(m.buf.logits, len(out))
 	}
-	be.Embed(s.x, m.tokEmbd, tokens) // x [n, Dim]
+	if m.stem != nil {
+		m.stem.embed(m, s, tokens) // x [n, Dim]
+	} else {
+		be.Embed(s.x, m.tokEmbd, tokens) // x [n, Dim]
+	}
 	for i, blk := range m.blocks {
 		s.layer = i
 		blk.forward(m, s)
@@ -341,12 +388,16 @@ const tokEmbdName = "token_embd.weight"
 
 // LookupOnly reports whether f's tensor name is only looked up by rows
 // (Embed), never multiplied: the token embeddings of a model with its own
-// output matrix. Backends keep such a weight without a kernel's copy
-// (gpu.LookupWeighter), and memory checks count none.
+// output matrix or of an encoder (which has none), and bert's token type
+// and position embeddings. Backends keep such a weight without a kernel's
+// copy (gpu.LookupWeighter), and memory checks count none.
 func LookupOnly(f *gguf.File, name string) bool {
-	if name != tokEmbdName {
-		return false
+	switch name {
+	case "token_types.weight", "position_embd.weight":
+		return true
+	case tokEmbdName:
+		_, untied := f.Tensor("output.weight")
+		return untied || IsEncoder(f.String("general.architecture"))
 	}
-	_, untied := f.Tensor("output.weight")
-	return untied
+	return false
 }

@@ -24,10 +24,11 @@ var encoders = map[string]encoder{
 }
 
 // tensorPlan adds tensors to a model's plan: a 2-D weight of Config.Type
-// ([rowLen, rows] in GGUF order), a norm's scale (about 1) or a bias
-// (about 0), both F32.
+// ([rowLen, rows] in GGUF order) or of F32, a norm's scale (about 1) or a
+// bias (about 0), both F32.
 type tensorPlan struct {
 	weight     func(name string, rowLen, rows int, std float32)
+	f32        func(name string, rowLen, rows int, std float32) // a 2-D weight kept F32
 	norm, bias func(name string, n int)
 }
 
@@ -48,8 +49,8 @@ func bertTensors(c Config, p tensorPlan) {
 	qDim, kvDim := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
 	inv := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
 	nomic := c.Arch == "nomic-bert"
-	p.weight("token_embd.weight", c.Embd, c.VocabSize, 1)       // [embd, vocab]
-	p.weight("token_types.weight", c.Embd, bertTokenTypes, 0.5) // [embd, types]
+	p.weight("token_embd.weight", c.Embd, c.VocabSize, 1)    // [embd, vocab]
+	p.f32("token_types.weight", c.Embd, bertTokenTypes, 0.5) // [embd, types]; F32: llama.cpp adds its first row as is
 	if !nomic {
 		p.weight("position_embd.weight", c.Embd, c.Ctx, 0.5) // [embd, ctx]
 	}

@@ -1,8 +1,9 @@
-// Package synth writes random-weight models of the llama family (llama,
-// qwen2, qwen3) as GGUF files that llama.cpp loads: the tensor names,
-// shapes and metadata keys are llama.cpp's, the vocabulary works (a
-// byte-level SentencePiece fallback, or the tokenizer of any GGUF file),
-// and the weights are a deterministic function of the seed.
+// Package synth writes random-weight models of every architecture folio
+// runs (Archs: the llama family and the embedding models) as GGUF files
+// that llama.cpp loads: the tensor names, shapes and metadata keys are
+// llama.cpp's, the vocabulary works (a byte-level SentencePiece fallback,
+// a small WordPiece one for BERT, or the tokenizer of any GGUF file), and
+// the weights are a deterministic function of the seed.
 //
 // Determinism is per value: element j of row r of a tensor is drawn from a
 // generator seeded by (seed, tensor name, r), and the F32 value does not

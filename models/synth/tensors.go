@@ -55,7 +55,8 @@ func (m *Model) planTensors() {
 	norm := func(name string, n int) { add(name, gguf.TypeF32, 1, 0.05, n) }
 	bias := func(name string, n int) { add(name, gguf.TypeF32, 0, 0.1, n) }
 	if enc, ok := encoders[c.Arch]; ok {
-		enc.tensors(c, tensorPlan{weight: weight, norm: norm, bias: bias})
+		f32 := func(name string, rowLen, rows int, std float32) { add(name, gguf.TypeF32, 0, std, rowLen, rows) }
+		enc.tensors(c, tensorPlan{weight: weight, f32: f32, norm: norm, bias: bias})
 		return
 	}
 

@@ -1,0 +1,110 @@
+package synth
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"folio/internal/fixtures"
+	"folio/models/gguf"
+)
+
+// TestEncoderStructure: the embedding architectures have llama.cpp's
+// tensors (names, shapes, F32 token types) and keys, and no output matrix.
+func TestEncoderStructure(t *testing.T) {
+	for _, tc := range []struct {
+		arch    string
+		tensors []string // of the model, besides the layers'
+		layer   []string // of layer 0
+		keys    map[string]any
+	}{
+		{"bert",
+			[]string{"token_embd.weight", "token_types.weight", "position_embd.weight", "token_embd_norm.weight", "token_embd_norm.bias"},
+			[]string{"attn_q.weight", "attn_q.bias", "attn_k.weight", "attn_k.bias", "attn_v.weight", "attn_v.bias",
+				"attn_output.weight", "attn_output.bias", "attn_output_norm.weight", "attn_output_norm.bias",
+				"ffn_up.weight", "ffn_up.bias", "ffn_down.weight", "ffn_down.bias", "layer_output_norm.weight", "layer_output_norm.bias"},
+			map[string]any{"bert.pooling_type": int64(2), "bert.attention.layer_norm_epsilon": float64(float32(1e-12)),
+				"tokenizer.ggml.model": "bert", "tokenizer.ggml.token_type_count": int64(2), "tokenizer.ggml.cls_token_id": int64(2)}},
+		{"nomic-bert",
+			[]string{"token_embd.weight", "token_types.weight", "token_embd_norm.weight", "token_embd_norm.bias"},
+			[]string{"attn_qkv.weight", "attn_output.weight", "attn_output_norm.weight", "attn_output_norm.bias",
+				"ffn_up.weight", "ffn_gate.weight", "ffn_down.weight", "layer_output_norm.weight", "layer_output_norm.bias"},
+			map[string]any{"nomic-bert.pooling_type": int64(2), "nomic-bert.rope.freq_base": 10000.0,
+				"nomic-bert.attention.layer_norm_epsilon": float64(float32(1e-12))}},
+	} {
+		t.Run(tc.arch, func(t *testing.T) {
+			f := open(t, writeTiny(t, tc.arch, gguf.TypeQ8_0, 1, func(c *Config) { c.Pooling = "cls" }))
+			var names []string
+			for _, ti := range f.Tensors {
+				names = append(names, ti.Name)
+			}
+			want := slices.Clone(tc.tensors)
+			for l := range 2 {
+				for _, n := range tc.layer {
+					want = append(want, fmt.Sprintf("blk.%d.%s", l, n))
+				}
+			}
+			if !slices.Equal(names, want) {
+				t.Errorf("tensors:\n got %v\nwant %v", names, want)
+			}
+			if ti, _ := f.Tensor("token_types.weight"); ti.Type != gguf.TypeF32 || !slices.Equal(ti.Shape, []uint64{256, 2}) {
+				t.Errorf("token_types.weight is %v %v, want F32 [256 2]", ti.Type, ti.Shape)
+			}
+			if ti, ok := f.Tensor("blk.0.attn_qkv.weight"); ok && !slices.Equal(ti.Shape, []uint64{256, 256 + 2*128}) {
+				t.Errorf("attn_qkv.weight shape %v, want [256 512]", ti.Shape)
+			}
+			for key, want := range tc.keys {
+				var got any
+				switch want.(type) {
+				case string:
+					got = f.String(key)
+				case int64:
+					got, _ = f.Int(key)
+				case float64:
+					got, _ = f.Float(key)
+				}
+				if got != want {
+					t.Errorf("%s = %v, want %v", key, got, want)
+				}
+			}
+			if v, ok := f.Get(tc.arch + ".attention.causal"); !ok || v != false {
+				t.Errorf("%s.attention.causal = %v, want false", tc.arch, v)
+			}
+		})
+	}
+	if _, err := New(Config{Arch: "llama", Embd: 64, Layers: 1, Heads: 1, HeadsKV: 1, FFN: 64, Ctx: 64, Pooling: "mean"}); err == nil {
+		t.Error("a llama with a pooling: no error")
+	}
+	if _, err := Tiny("bert", gguf.TypeF32, 1, func(c *Config) { c.Pooling = "max" }); err == nil {
+		t.Error("pooling max: no error")
+	}
+}
+
+// TestLlamaCppEmbeds runs the tiny preset of each embedding architecture
+// in llama.cpp, weights of each type: it loads and embeds to a vector of
+// the model's width that depends on the input.
+func TestLlamaCppEmbeds(t *testing.T) {
+	for arch := range encoders {
+		for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0} {
+			t.Run(arch+"/"+typ.String(), func(t *testing.T) {
+				path := writeTiny(t, arch, typ, 1, nil)
+				a := fixtures.LlamaEmbed(t, path, []int32{2, 80, 75, 3}).Embedding
+				b := fixtures.LlamaEmbed(t, path, []int32{2, 81, 75, 3}).Embedding
+				if len(a) != 256 || len(b) != 256 {
+					t.Fatalf("embeddings of %d and %d values, want 256", len(a), len(b))
+				}
+				var d float64
+				for i := range a {
+					if math.IsNaN(a[i]) || math.IsInf(a[i], 0) {
+						t.Fatalf("value %d is %v", i, a[i])
+					}
+					d = max(d, math.Abs(a[i]-b[i]))
+				}
+				if d < 1e-3 {
+					t.Errorf("two inputs give embeddings within %g: the model barely depends on its input", d)
+				}
+			})
+		}
+	}
+}
