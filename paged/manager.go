@@ -69,6 +69,7 @@ type Manager struct {
 	pools   []*BlockPool // one per group; the block size is theirs
 	windows []int        // windows[g]: group g's sliding window, 0 for full attention
 	bs      int          // tokens per block
+	sliding bool         // some group has a window
 	radix   *RadixCache
 	seqs    []seqState
 	freeIDs []SeqID // slots of seqs not live, reused by NewSeq
@@ -126,6 +127,7 @@ func New(cfg Config) (*Manager, error) {
 		}
 		m.pools = append(m.pools, pool)
 		m.windows = append(m.windows, gr.Window)
+		m.sliding = m.sliding || gr.Window > 0
 	}
 	m.radix = newRadixCache(m, cfg.Clock)
 	m.checkInvariants()

@@ -108,15 +108,20 @@ func (r *RadixCache) Match(extra string, tokens []int32) ([]BlockID, *Node) {
 // end. It returns the node where it ends (split there) and its length in
 // blocks, marked used, or nil and 0.
 func (r *RadixCache) matchResumable(extra string, tokens []int32, have int) (*Node, int) {
-	n, nb := r.descend(extra, tokens, false)
+	n, nb := r.descend(extra, tokens, !r.m.sliding)
 	if n == nil {
 		return nil, 0
 	}
-	if nb = r.resumable(n, nb); nb <= have {
+	if r.m.sliding {
+		if nb = r.resumable(n, nb); nb <= have {
+			return nil, 0
+		}
+		n, nb = r.descend(extra, tokens[:nb*r.m.bs], true)
+	}
+	r.use(n, r.clock()) // a match marks its path used, as Match does
+	if nb <= have {
 		return nil, 0
 	}
-	n, nb = r.descend(extra, tokens[:nb*r.m.bs], true)
-	r.use(n, r.clock())
 	return n, nb
 }
 
