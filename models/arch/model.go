@@ -22,9 +22,12 @@ type Model struct {
 	blocks  []block    // one per layer
 
 	maxRows, maxOut int
-	buf             scratch // activations for maxRows rows
-	pos, slots      []int32 // [maxRows] host copies of the batch's positions and slots
-	step            step    // the pass in progress, kept to allocate nothing per pass
+	buf             scratch   // activations for maxRows rows
+	pos             []int32   // [maxRows] host copy of the batch's positions
+	slots           [][]int32 // [groups][maxRows] host copies of each layer group's slots
+	step            step      // the pass in progress, kept to allocate nothing per pass
+	oneKV           [1]gpu.KVCache
+	oneBatch        [1]*gpu.Batch // Forward's, as one layer group
 }
 
 // block is one transformer layer of an architecture: it reads and updates
@@ -54,11 +57,12 @@ type scratch struct {
 // the layer being computed.
 type step struct {
 	scratch
-	kv    gpu.KVCache
-	batch *gpu.Batch
-	pos   []int32 // [rows] position of each row
-	slots []int32 // [rows] K/V slot of each row
-	layer int
+	kv      gpu.KVCache // the layer's group's cache
+	batch   *gpu.Batch  // the layer's group's batch: its block tables
+	pos     []int32     // [rows] position of each row
+	slots   []int32     // [rows] K/V slot of each row in the layer's group
+	layer   int         // the layer being computed
+	kvLayer int         // its index in its group's cache
 
 	mmDst, mmW [3]gpu.Tensor // matMuls' arguments, kept here so that a call allocates nothing
 	attend     gpu.Attend    // attend's, likewise
@@ -133,7 +137,7 @@ func (m *Model) allocScratch() error {
 		hb: alloc(r, c.FFN), hb2: alloc(r, c.FFN),
 		sel: alloc(m.maxOut, c.Dim), logits: alloc(m.maxOut, c.Vocab),
 	}
-	m.pos, m.slots = make([]int32, r), make([]int32, r)
+	m.pos, m.slots = make([]int32, r), [][]int32{make([]int32, r)}
 	return err
 }
 
@@ -165,7 +169,21 @@ func (m *Model) Forward(kv gpu.KVCache, b *gpu.Batch, tokens, out []int32) (gpu.
 	if m.Encoder && len(out) > 0 {
 		return nil, fmt.Errorf("arch: %s makes embeddings, not logits", m.Arch)
 	}
-	s, err := m.layers(kv, b, tokens, out)
+	m.oneKV[0], m.oneBatch[0] = kv, b
+	defer func() { m.oneKV[0], m.oneBatch[0] = nil, nil }()
+	return m.ForwardGroups(nil, m.oneKV[:], m.oneBatch[:], tokens, out)
+}
+
+// ForwardGroups is Forward with the layers' K/V in the caches of their
+// groups (g; nil: every layer in kvs[0]): layer l in kvs[g.Of[l]] at
+// layer g.Index[l], its rows' slots and block tables in bs[g.Of[l]]. The
+// batches have the same sequences, rows and positions; only their tables
+// differ.
+func (m *Model) ForwardGroups(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, tokens, out []int32) (gpu.Tensor, error) {
+	if m.Encoder && len(out) > 0 {
+		return nil, fmt.Errorf("arch: %s makes embeddings, not logits", m.Arch)
+	}
+	s, err := m.layers(g, kvs, bs, tokens, out)
 	if err != nil || len(out) == 0 {
 		return nil, err
 	}
@@ -182,7 +200,15 @@ func (m *Model) Forward(kv gpu.KVCache, b *gpu.Batch, tokens, out []int32) (gpu.
 // pass. Embeddings are made from it. An encoder (Config.Encoder) must have
 // each sequence's whole input in the batch: its rows attend every position.
 func (m *Model) Hidden(kv gpu.KVCache, b *gpu.Batch, tokens []int32) (gpu.Tensor, error) {
-	s, err := m.layers(kv, b, tokens, nil)
+	m.oneKV[0], m.oneBatch[0] = kv, b
+	defer func() { m.oneKV[0], m.oneBatch[0] = nil, nil }()
+	return m.HiddenGroups(nil, m.oneKV[:], m.oneBatch[:], tokens)
+}
+
+// HiddenGroups is Hidden with the layers' K/V in their groups' caches, as
+// ForwardGroups.
+func (m *Model) HiddenGroups(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, tokens []int32) (gpu.Tensor, error) {
+	s, err := m.layers(g, kvs, bs, tokens, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -195,22 +221,18 @@ func (m *Model) Hidden(kv gpu.KVCache, b *gpu.Batch, tokens []int32) (gpu.Tensor
 
 // layers checks a batch and runs the embedding and every layer, leaving
 // the residual stream in the step's x.
-func (m *Model) layers(kv gpu.KVCache, b *gpu.Batch, tokens, out []int32) (*step, error) {
+func (m *Model) layers(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, tokens, out []int32) (*step, error) {
 	n := len(tokens)
 	switch {
 	case n == 0 || n > m.maxRows:
 		return nil, fmt.Errorf("arch: forward of %d tokens (this model's batch holds 1 to %d)", n, m.maxRows)
 	case len(out) > m.maxOut:
 		return nil, fmt.Errorf("arch: %d logit rows asked (at most %d)", len(out), m.maxOut)
-	case b.Rows() != n:
-		return nil, fmt.Errorf("arch: batch covers %d rows for %d tokens", b.Rows(), n)
 	}
-	if err := b.Check(); err != nil {
+	if err := m.checkGroups(g, kvs, bs, n); err != nil {
 		return nil, err
 	}
-	if sp := kv.Spec(); sp.Layers != m.Layers || sp.KVHeads != m.KVHeads || sp.HeadDim != m.HeadDim || sp.BlockSize != b.BlockSize {
-		return nil, fmt.Errorf("arch: KV cache %+v does not fit this model or batch", sp)
-	}
+	b := bs[0]
 	for i, tok := range tokens {
 		if tok < 0 || int(tok) >= m.Vocab {
 			return nil, fmt.Errorf("arch: token %d at row %d is outside the vocabulary of %d", tok, i, m.Vocab)
@@ -237,7 +259,13 @@ func (m *Model) layers(kv gpu.KVCache, b *gpu.Batch, tokens, out []int32) (*step
 	}
 	be := m.be
 	s := &m.step
-	*s = step{kv: kv, batch: b, pos: b.Positions(m.pos), slots: b.Slots(m.slots)}
+	for len(m.slots) < len(bs) {
+		m.slots = append(m.slots, make([]int32, m.maxRows))
+	}
+	for i, gb := range bs {
+		m.slots[i] = gb.Slots(m.slots[i])
+	}
+	*s = step{pos: b.Positions(m.pos)}
 	s.scratch = scratch{
 		x: be.Slice(m.buf.x, n), xb: be.Slice(m.buf.xb, n),
 		q: be.Slice(m.buf.q, n), att: be.Slice(m.buf.att, n),
@@ -253,9 +281,15 @@ func (m *Model) layers(kv gpu.KVCache, b *gpu.Batch, tokens, out []int32) (*step
 		be.Embed(s.x, m.tokEmbd, tokens) // x [n, Dim]
 	}
 	for i, blk := range m.blocks {
-		s.layer = i
+		gi, li := 0, i
+		if g != nil {
+			gi, li = g.Of[i], g.Index[i]
+		}
+		s.layer, s.kvLayer = i, li
+		s.kv, s.batch, s.slots = kvs[gi], bs[gi], m.slots[gi]
 		blk.forward(m, s)
 	}
+	s.kv, s.batch = nil, nil
 	return s, nil
 }
 
@@ -296,7 +330,7 @@ func (m *Model) attend(s *step, wo gpu.Tensor) {
 // s.xb [n, Dim].
 func (m *Model) attention(s *step, rope *gpu.Rope, o gpu.AttnOpts, wo gpu.Tensor) {
 	a := &s.attend
-	*a = gpu.Attend{Q: s.q, K: s.k, V: s.v, Att: s.att, Out: s.xb, Wo: wo, KV: s.kv, Layer: s.layer,
+	*a = gpu.Attend{Q: s.q, K: s.k, V: s.v, Att: s.att, Out: s.xb, Wo: wo, KV: s.kv, Layer: s.kvLayer,
 		Batch: s.batch, Pos: s.pos, Slots: s.slots, Rope: rope, Opts: o}
 	gpu.RunAttend(m.be, a) // att [n, QDim], xb [n, Dim]
 	*a = gpu.Attend{}

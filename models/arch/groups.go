@@ -1,0 +1,91 @@
+package arch
+
+import (
+	"fmt"
+	"slices"
+
+	"folio/gpu"
+)
+
+// Groups maps a model's layers onto K/V caches, one per layer group: the
+// layers that attend alike (full attention, or one sliding window) share
+// a cache, a block table per sequence and a pool (paged.Group), so that a
+// sliding group's pool holds windows, not contexts.
+type Groups struct {
+	Windows []int // Windows[g]: group g's sliding window in tokens, 0 for full attention
+	Layers  []int // Layers[g]: how many layers group g has (its cache's KVSpec.Layers)
+	Of      []int // Of[l]: layer l's group
+	Index   []int // Index[l]: layer l's index in its group's cache
+}
+
+// LayerGroups groups layers by their windows (windows[l], 0 = full
+// attention; nil: every layer full): the full-attention layers first,
+// then each window in order of its first layer. A model of one kind of
+// attention has one group, whose cache holds every layer in order.
+func LayerGroups(windows []int, layers int) *Groups {
+	g := &Groups{Of: make([]int, layers), Index: make([]int, layers)}
+	order := []int{0}
+	for _, w := range windows {
+		if !slices.Contains(order, w) {
+			order = append(order, w)
+		}
+	}
+	for _, w := range order {
+		n := 0
+		for l := range layers {
+			if window(windows, l) == w {
+				g.Of[l], g.Index[l] = len(g.Windows), n
+				n++
+			}
+		}
+		if n > 0 {
+			g.Windows = append(g.Windows, w)
+			g.Layers = append(g.Layers, n)
+		}
+	}
+	return g
+}
+
+func window(windows []int, l int) int {
+	if l < len(windows) {
+		return windows[l]
+	}
+	return 0
+}
+
+// checkGroups reports a pass whose caches or batches do not fit the model
+// and the groups (nil: one group of every layer).
+func (m *Model) checkGroups(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, n int) error {
+	groups, layers := 1, []int{m.Layers}
+	if g != nil {
+		groups, layers = len(g.Layers), g.Layers
+		if len(g.Of) != m.Layers || len(g.Index) != m.Layers {
+			return fmt.Errorf("arch: layer groups for %d layers, the model has %d", len(g.Of), m.Layers)
+		}
+	}
+	if len(kvs) != groups || len(bs) != groups {
+		return fmt.Errorf("arch: %d caches and %d batches for %d layer groups", len(kvs), len(bs), groups)
+	}
+	b0 := bs[0]
+	for i, b := range bs {
+		if b.Rows() != n {
+			return fmt.Errorf("arch: batch covers %d rows for %d tokens", b.Rows(), n)
+		}
+		if err := b.Check(); err != nil {
+			return err
+		}
+		if len(b.Seqs) != len(b0.Seqs) {
+			return fmt.Errorf("arch: group %d's batch has %d sequences, group 0's %d", i, len(b.Seqs), len(b0.Seqs))
+		}
+		for j, q := range b.Seqs {
+			if p := b0.Seqs[j]; q.Start != p.Start || q.Len != p.Len || q.Pos != p.Pos {
+				return fmt.Errorf("arch: group %d's batch places sequence %d elsewhere than group 0's", i, j)
+			}
+		}
+		sp := kvs[i].Spec()
+		if sp.Layers != layers[i] || sp.KVHeads != m.KVHeads || sp.HeadDim != m.HeadDim || sp.BlockSize != b.BlockSize {
+			return fmt.Errorf("arch: KV cache %+v does not fit layer group %d (%d layers) of this model or its batch", sp, i, layers[i])
+		}
+	}
+	return nil
+}
