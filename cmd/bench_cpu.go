@@ -228,9 +228,14 @@ func timeRounds(m *runner.Model, prompt, gen, repeat, depth, decodeAt int, done 
 	for i := range tokens {
 		tokens[i] = int32(r.IntN(m.Arch.Vocab))
 	}
+	tables, err := m.RingTables(len(blocks), prompt)
+	if err != nil {
+		return nil, nil, err
+	}
+	tables[0] = blocks
 	forward := func(pos, n int) error {
 		b := gpu.Batch{BlockSize: benchBlock, Seqs: []gpu.Seq{{Start: 0, Len: n, Pos: pos, Blocks: blocks}}}
-		out, err := m.Arch.Forward(m.KV, &b, tokens[pos:pos+n], []int32{int32(n - 1)})
+		out, err := m.Forward(&b, tables, tokens[pos:pos+n], []int32{int32(n - 1)})
 		if err == nil && done != nil {
 			done(out)
 		}

@@ -62,7 +62,7 @@ func (e *Engine) embed(ids []int32, bs int) ([]float32, error) {
 		}
 		e.noteBlocks()
 		b := &gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Start: 0, Len: n, Pos: from, Blocks: e.pm.Table32(s)}}}
-		h, err := a.Hidden(e.m.KV, b, ids[from:from+n])
+		h, err := e.m.forwardGroups(&e.gbatches, b, func(g, _ int) []int32 { return e.pm.Table32In(s, g) }, ids[from:from+n], nil, true)
 		if err != nil {
 			return nil, err
 		}

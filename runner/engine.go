@@ -62,10 +62,12 @@ type Engine struct {
 	quit  chan struct{}
 	done  chan struct{}
 	queue atomic.Int64 // requests submitted and not yet admitted or ended
-	peak  atomic.Int64 // the most blocks held at once (tables and cache)
-	used  atomic.Int64 // blocks held now
-	steps atomic.Int64
-	grows atomic.Int64 // times the K/V pool grew
+	peak  atomic.Int64 // the most blocks held at once (tables and cache), of the first layer group
+	used  atomic.Int64 // blocks held now, of the first layer group
+	// groupPeak, groupUsed: the same for every layer group
+	groupPeak, groupUsed []atomic.Int64
+	steps                atomic.Int64
+	grows                atomic.Int64 // times the K/V pool grew
 	// failed holds the error of a step that panicked (a backend fault);
 	// from then on every request ends with it.
 	failed atomic.Pointer[error]
@@ -93,12 +95,14 @@ type Engine struct {
 	// wantBlocks is how many blocks a prefill chunk lacked in the last
 	// plan: the prefix cache gives them up before the next one.
 	wantBlocks int
+	wantGroup  int // the layer group wantBlocks are of
 	chunks     []chunk
 	copies     []paged.Copy
 	gcopies    []gpu.BlockCopy
 	tokens     []int32
 	outRows    []int32
 	batch      gpu.Batch
+	gbatches   []gpu.Batch // the other layer groups' batches
 }
 
 // chunk is one sequence's part of a step: n tokens from tokens[computed:].
@@ -127,13 +131,14 @@ func NewEngine(m *Model, opt EngineOptions) (*Engine, error) {
 	if opt.Watermark <= 0 {
 		opt.Watermark = 0.01
 	}
-	pm, err := paged.New(paged.Config{Blocks: spec.Blocks, BlockSize: spec.BlockSize})
+	pm, err := paged.New(paged.Config{BlockSize: spec.BlockSize, Groups: m.pagedGroups()})
 	if err != nil {
 		return nil, err
 	}
 	e := &Engine{m: m, opt: opt, pm: pm, in: make(chan *request, 256), calls: make(chan func()),
 		quit: make(chan struct{}), done: make(chan struct{}), hostMemory: gpu.HostMemory,
 		logits: make([]float32, opt.MaxSeqs*m.Arch.Vocab)}
+	e.groupPeak, e.groupUsed = make([]atomic.Int64, len(m.Caches)), make([]atomic.Int64, len(m.Caches))
 	e.argmaxer, _ = m.Arch.Backend().(gpu.ArgMaxer)
 	if opt.Store != nil {
 		bio, ok := m.Arch.Backend().(gpu.BlockIO)
@@ -148,7 +153,11 @@ func NewEngine(m *Model, opt EngineOptions) (*Engine, error) {
 			}
 			fp = Fingerprint(digest, m)
 		}
-		e.persist = &persistence{store: opt.Store, fp: fp, bio: bio, dtype: spec.Type.String(), buf: make([]byte, spec.BlockBytes())}
+		size := int64(0)
+		for _, kv := range m.Caches {
+			size += kv.Spec().BlockBytes()
+		}
+		e.persist = &persistence{store: opt.Store, fp: fp, bio: bio, dtype: spec.Type.String(), buf: make([]byte, size)}
 	}
 	go e.loop()
 	return e, nil
@@ -216,18 +225,33 @@ func (e *Engine) Close() {
 	<-e.done
 }
 
-// EngineStats is a snapshot of the engine's load.
+// EngineStats is a snapshot of the engine's load. Blocks, UsedBlocks and
+// PeakBlocks are the first layer group's; Groups has every group's.
 type EngineStats struct {
 	Blocks, UsedBlocks, PeakBlocks int
 	Queued                         int
 	Steps                          int64
 	Growths                        int64 // times the K/V pool grew for a larger num_ctx
+	Groups                         []GroupStats
+}
+
+// GroupStats is one layer group's part of the K/V cache: its layers, its
+// window (0: full attention), its pool and the blocks held now and at
+// most (tables and cache). A block of the group holds Layers layers' K/V.
+type GroupStats struct {
+	Layers, Window     int
+	Blocks, Used, Peak int
 }
 
 // Stats returns the engine's figures so far.
 func (e *Engine) Stats() EngineStats {
-	return EngineStats{Blocks: e.m.KV.Spec().Blocks, UsedBlocks: int(e.used.Load()),
+	st := EngineStats{Blocks: e.m.KV.Spec().Blocks, UsedBlocks: int(e.used.Load()),
 		PeakBlocks: int(e.peak.Load()), Queued: int(e.queue.Load()), Steps: e.steps.Load(), Growths: e.grows.Load()}
+	for g, kv := range e.m.Caches {
+		st.Groups = append(st.Groups, GroupStats{Layers: e.m.Groups.Layers[g], Window: e.m.Groups.Windows[g],
+			Blocks: kv.Spec().Blocks, Used: int(e.groupUsed[g].Load()), Peak: int(e.groupPeak[g].Load())})
+	}
+	return st
 }
 
 // do runs f on the loop goroutine, between steps, and waits for it.
@@ -253,7 +277,12 @@ func (e *Engine) DropPrefixCache() (freed int) {
 
 func (e *Engine) dropPrefixCache() int {
 	e.reap()
-	return e.pm.Radix().Evict(e.pm.NumBlocks())
+	freed := e.pm.Radix().Evict(e.pm.NumBlocks())
+	for g := 1; g < e.pm.Groups(); g++ {
+		total, _ := e.pm.GroupBlocks(g)
+		e.pm.Radix().EvictIn(g, total)
+	}
+	return freed
 }
 
 // CachedTokens is how many tokens the in-memory prefix cache holds.

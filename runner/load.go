@@ -78,12 +78,18 @@ func (o *LoadOptions) defaults(modelCtx int) {
 // Model is a loaded model: file, weights on a backend, tokenizer and K/V
 // pool.
 type Model struct {
-	File  *gguf.File
-	Arch  *arch.Model
-	Tok   *tokenizer.Tokenizer
-	KV    gpu.KVCache
-	Opt   LoadOptions
-	Bytes MemoryNeed // at load; the K/V pool may grow since (KV.Spec().Bytes())
+	File *gguf.File
+	Arch *arch.Model
+	Tok  *tokenizer.Tokenizer
+	KV   gpu.KVCache // the first layer group's cache: every layer's, for a model without sliding windows
+	// Groups are the model's layer groups (arch.LayerGroups of its
+	// windows), and Caches[g] holds group g's K/V; Caches[0] is KV. A
+	// sliding group's cache holds windows, not contexts.
+	Groups *arch.Groups
+	Caches []gpu.KVCache
+	bufs   []gpu.Batch // Forward's batches of the other groups
+	Opt    LoadOptions
+	Bytes  MemoryNeed // at load; the K/V pool may grow since (KV.Spec().Bytes())
 	// KVBudget is the most bytes the K/V pool may grow to: its size when
 	// KVMemory fixed it or the backend cannot grow it, else
 	// DefaultKVBudget of the memory available at load.
@@ -147,10 +153,13 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 		return nil, err
 	}
 	avail, _, memKnown := gpu.HostMemory() // before the model takes any
-	spec := gpu.KVSpec{Layers: cfg.Layers, BlockSize: opt.BlockSize,
-		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Type: kvType}
+	groups := arch.LayerGroups(cfg.Windows, cfg.Layers)
+	base := gpu.KVSpec{Layers: cfg.Layers, BlockSize: opt.BlockSize,
+		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Type: kvType,
+		Blocks: ceilDiv(4*opt.NumCtx, opt.BlockSize)}
+	specs := groupSpecs(groups, base, opt.MaxSeqs, opt.NumBatch, opt.KVMemory)
+	spec := specs[0]
 	if opt.KVMemory > 0 {
-		spec.Blocks = int(opt.KVMemory / spec.BlockBytes())
 		if spec.Tokens() < opt.NumCtx {
 			q8 := ""
 			if kvType != gguf.TypeQ8_0 && cfg.HeadDim%32 == 0 {
@@ -159,8 +168,6 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 			return nil, fmt.Errorf("%w: a K/V cache of %d bytes holds %d tokens, less than num_ctx %d: raise FOLIO_KV_MEMORY (--kv-memory) or lower num_ctx%s",
 				ErrNoMemory, opt.KVMemory, spec.Tokens(), opt.NumCtx, q8)
 		}
-	} else {
-		spec.Blocks = ceilDiv(4*opt.NumCtx, opt.BlockSize)
 	}
 	// before the weights load: a type the model cannot take (sizes are
 	// checked later, with the knobs to turn)
@@ -168,7 +175,10 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 		return nil, kvTypeErr(err, spec)
 	}
 	aopt := arch.Options{MaxRows: opt.NumBatch, MaxOut: opt.MaxSeqs}
-	need := MemoryNeed{KV: spec.Bytes(), Scratch: arch.ScratchBytes(cfg, aopt)}
+	need := MemoryNeed{Scratch: arch.ScratchBytes(cfg, aopt)}
+	for _, sp := range specs {
+		need.KV += sp.Bytes()
+	}
 	for _, t := range f.Tensors {
 		need.Weights += t.Bytes
 	}
@@ -181,16 +191,17 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 		be.Close()
 		return nil, err
 	}
-	kv, err := be.NewKVCache(spec)
+	caches, err := newCaches(be, specs)
 	if err != nil {
 		be.Close()
-		return nil, kvTypeErr(err, spec)
+		return nil, err
 	}
 	budget := spec.Bytes()
 	if _, grows := be.(gpu.KVGrower); grows && opt.KVMemory == 0 && memKnown {
 		budget = DefaultKVBudget(avail, need.Total()-need.KV, spec.Bytes())
 	}
-	return &Model{File: f, Arch: am, Tok: tok, KV: kv, Opt: opt, Bytes: need, KVBudget: budget, Notice: notice}, nil
+	return &Model{File: f, Arch: am, Tok: tok, KV: caches[0], Groups: groups, Caches: caches,
+		Opt: opt, Bytes: need, KVBudget: budget, Notice: notice}, nil
 }
 
 // kvTypeErr marks err with ErrKVType when it is a backend refusing spec's

@@ -41,6 +41,9 @@ func Fingerprint(weightsDigest string, m *Model) string {
 	for _, f := range a.Rope.Factors {
 		binary.Write(h, binary.LittleEndian, math.Float32bits(f))
 	}
+	if len(m.Caches) > 1 { // a block's bytes are each layer group's in turn
+		fmt.Fprintf(h, "\x00groups %v %v", m.Groups.Windows, m.Groups.Of)
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -81,7 +84,7 @@ func (e *Engine) restore(s *sequence) {
 			e.pm.Truncate(s.id, b*bs)
 			break
 		}
-		p.bio.WriteBlock(e.m.KV, int32(e.pm.Table(s.id)[b]), p.buf)
+		e.blockIO(s.id, b, p.buf, p.bio.WriteBlock)
 		loaded++
 	}
 	if loaded == 0 {
@@ -91,8 +94,26 @@ func (e *Engine) restore(s *sequence) {
 	s.saved = have + loaded
 	s.restored += loaded * bs
 	if !e.opt.NoPrefixCache {
-		e.pm.CachePrefix(s.id, s.tokens[:s.computed])
+		e.pm.CacheResumable(s.id, s.tokens[:s.computed])
 	}
+}
+
+// blockIO reads or writes (io: BlockIO's ReadBlock or WriteBlock) block b
+// of sequence s in every layer group, as consecutive parts of buf. It
+// reports false, doing nothing, when a sliding group has let go of the
+// block.
+func (e *Engine) blockIO(s paged.SeqID, b int, buf []byte, io func(gpu.KVCache, int32, []byte)) bool {
+	for g := range e.m.Caches {
+		if e.pm.TableIn(s, g)[b] == paged.NoBlock {
+			return false
+		}
+	}
+	for g, kv := range e.m.Caches {
+		n := kv.Spec().BlockBytes()
+		io(kv, int32(e.pm.TableIn(s, g)[b]), buf[:n])
+		buf = buf[n:]
+	}
+	return true
 }
 
 // save writes behind the full blocks of s that the store does not have
@@ -105,7 +126,6 @@ func (e *Engine) save(s *sequence) {
 		return
 	}
 	s.hashUpTo(full, bs)
-	table := e.pm.Table(s.id)
 	for b := s.saved; b < full; b++ {
 		if p.store.HasBlocks(p.fp, [][32]byte{s.hashes[b]}) == 1 {
 			continue
@@ -115,7 +135,12 @@ func (e *Engine) save(s *sequence) {
 			parent = s.hashes[b-1]
 		}
 		data := make([]byte, len(p.buf))
-		p.bio.ReadBlock(e.m.KV, int32(table[b]), data)
+		if !e.blockIO(s.id, b, data, p.bio.ReadBlock) {
+			// a sliding group let go of it before it was saved: the
+			// store keeps the chain up to here, and the rest is computed
+			s.saved = b
+			return
+		}
 		p.store.SaveBlock(p.fp, s.hashes[b], parent, append([]int32(nil), s.tokens[b*bs:(b+1)*bs]...), data, p.dtype)
 	}
 	s.saved = full

@@ -25,11 +25,17 @@ func (e *Engine) step() {
 	e.pm.Commit(&e.plan)
 	if e.pm.PendingCopies() > 0 {
 		e.copies = e.pm.DrainCopies(e.copies[:0])
-		e.gcopies = e.gcopies[:0]
-		for _, c := range e.copies {
-			e.gcopies = append(e.gcopies, gpu.BlockCopy{Src: int32(c.Src), Dst: int32(c.Dst)})
+		for g, kv := range e.m.Caches {
+			e.gcopies = e.gcopies[:0]
+			for _, c := range e.copies {
+				if c.Group == g {
+					e.gcopies = append(e.gcopies, gpu.BlockCopy{Src: int32(c.Src), Dst: int32(c.Dst)})
+				}
+			}
+			if len(e.gcopies) > 0 {
+				e.m.Arch.Backend().CopyBlocks(kv, e.gcopies)
+			}
 		}
-		e.m.Arch.Backend().CopyBlocks(e.m.KV, e.gcopies)
 	}
 	e.noteBlocks()
 
@@ -83,6 +89,11 @@ func (e *Engine) run(chunks []chunk) {
 			logits = e.logits[row*vocab : (row+1)*vocab]
 		}
 		row++
+		if s.gen == 0 && !s.req.forked && !e.opt.NoPrefixCache && len(e.m.Caches) > 1 {
+			// the prompt is done: a later request may resume at its end
+			// (sliding groups cache their window only where asked)
+			e.pm.CacheResumable(s.id, s.tokens[:s.computed])
+		}
 		for _, t := range e.fork(s) {
 			e.sample(t, logits, tok)
 		}
@@ -107,7 +118,8 @@ func (e *Engine) forward(chunks []chunk) (gpu.Tensor, error) {
 			e.outRows = append(e.outRows, int32(len(e.tokens)-1))
 		}
 	}
-	return e.m.Arch.Forward(e.m.KV, b, e.tokens, e.outRows)
+	return e.m.forwardGroups(&e.gbatches, b, func(g, i int) []int32 { return e.pm.Table32In(chunks[i].s.id, g) },
+		e.tokens, e.outRows, false)
 }
 
 // greedyOnly reports whether every sequence sampling from chunks takes the
@@ -196,18 +208,23 @@ func (e *Engine) fork(s *sequence) []*sequence {
 }
 
 // cache offers s's newly full blocks to the prefix cache and the store.
+// A sliding layer group's blocks are cached only where keep asks.
 func (e *Engine) cache(s *sequence, blocksBefore int) {
 	if s.computed/e.pm.BlockSize() == blocksBefore {
 		return
 	}
-	e.keep(s)
-}
-
-// keep hands s's full blocks to the prefix cache and writes them behind to
-// the store.
-func (e *Engine) keep(s *sequence) {
 	if !e.opt.NoPrefixCache {
 		e.pm.CachePrefix(s.id, s.tokens[:s.computed])
+	}
+	e.save(s)
+}
+
+// keep hands s's full blocks to the prefix cache, resumable at their end
+// (a sliding layer group's window with them), and writes them behind to
+// the store: s is ending or preempted.
+func (e *Engine) keep(s *sequence) {
+	if !e.opt.NoPrefixCache {
+		e.pm.CacheResumable(s.id, s.tokens[:s.computed])
 	}
 	e.save(s)
 }
@@ -301,7 +318,7 @@ func (e *Engine) planBatch() bool {
 		}
 	}
 	if e.wantBlocks > 0 { // a prefill chunk was short of blocks last step
-		e.pm.Radix().Evict(e.wantBlocks)
+		e.pm.Radix().EvictIn(e.wantGroup, e.wantBlocks)
 		e.wantBlocks = 0
 	}
 plan:
@@ -328,7 +345,7 @@ plan:
 			}
 			if err := e.pm.Reserve(&e.plan, s.id, 1); err != nil {
 				var short *paged.OutOfBlocksError
-				if errors.As(err, &short) && e.pm.Radix().Evict(short.Need-short.Free) > 0 {
+				if errors.As(err, &short) && e.pm.Radix().EvictIn(short.Group, short.Need-short.Free) > 0 {
 					continue plan
 				}
 				e.preemptNewest()
@@ -366,6 +383,9 @@ plan:
 				}
 				var short *paged.OutOfBlocksError
 				if errors.As(err, &short) {
+					if short.Group != e.wantGroup {
+						e.wantGroup, e.wantBlocks = short.Group, 0
+					}
 					e.wantBlocks = max(e.wantBlocks, short.Need-short.Free)
 				}
 				if n < e.pm.BlockSize() {
@@ -377,7 +397,7 @@ plan:
 			return true
 		}
 		// nothing fits: make room
-		if e.pm.Radix().Evict(max(e.wantBlocks, 1)) > 0 {
+		if e.pm.Radix().EvictIn(e.wantGroup, max(e.wantBlocks, 1)) > 0 {
 			e.wantBlocks = 0
 			continue
 		}
@@ -461,12 +481,20 @@ func (e *Engine) finish(s *sequence, reason string, err error) {
 	r.stream.push(ev, false)
 }
 
-// noteBlocks records the blocks in use and the peak.
+// noteBlocks records the blocks in use and the peak, per layer group.
 func (e *Engine) noteBlocks() {
 	used := int64(e.pm.NumBlocks() - e.pm.FreeBlocks())
 	e.used.Store(used)
 	if used > e.peak.Load() {
 		e.peak.Store(used)
+	}
+	for g := range e.groupUsed {
+		total, free := e.pm.GroupBlocks(g)
+		u := int64(total - free)
+		e.groupUsed[g].Store(u)
+		if u > e.groupPeak[g].Load() {
+			e.groupPeak[g].Store(u)
+		}
 	}
 }
 

@@ -1,0 +1,130 @@
+package runner
+
+import (
+	"fmt"
+
+	"folio/gpu"
+	"folio/models/arch"
+	"folio/paged"
+)
+
+// groupSpecs sizes a K/V cache per layer group of g from base, the spec
+// of one cache of every layer and base.Blocks blocks (num_ctx's worth):
+// group 0 keeps base.Blocks; a sliding group (window W) holds, for every
+// sequence, its window and the block being written, plus one step's
+// prefill, and never more than group 0. With fixed, the bytes the caches
+// may take together (FOLIO_KV_MEMORY), group 0 gets what the others
+// leave.
+func groupSpecs(g *arch.Groups, base gpu.KVSpec, maxSeqs, numBatch int, fixed int64) []gpu.KVSpec {
+	specs := make([]gpu.KVSpec, len(g.Layers))
+	var rest int64
+	for i, layers := range g.Layers {
+		sp := base
+		sp.Layers = layers
+		if w := g.Windows[i]; i > 0 && w > 0 {
+			sp.Blocks = min(base.Blocks, maxSeqs*(ceilDiv(w, sp.BlockSize)+2)+ceilDiv(numBatch, sp.BlockSize)+1)
+			rest += sp.Bytes()
+		}
+		specs[i] = sp
+	}
+	if fixed > 0 {
+		specs[0].Blocks = int(max(fixed-rest, 0) / specs[0].BlockBytes())
+	}
+	return specs
+}
+
+// newCaches allocates a cache per spec.
+func newCaches(be gpu.Backend, specs []gpu.KVSpec) ([]gpu.KVCache, error) {
+	var caches []gpu.KVCache
+	for _, sp := range specs {
+		kv, err := be.NewKVCache(sp)
+		if err != nil {
+			return nil, kvTypeErr(err, sp)
+		}
+		caches = append(caches, kv)
+	}
+	return caches, nil
+}
+
+// pagedGroups is the paged.Manager's view of the model's layer groups:
+// each cache's blocks and its group's window.
+func (m *Model) pagedGroups() []paged.Group {
+	var gs []paged.Group
+	for i, kv := range m.Caches {
+		gs = append(gs, paged.Group{Blocks: kv.Spec().Blocks, Window: m.Groups.Windows[i]})
+	}
+	return gs
+}
+
+// forwardGroups runs b, whose sequences' tables are group 0's, with
+// tables(g, i) as sequence i's table in group g: through
+// arch.Model.Forward with one group, as before layer groups, else
+// through ForwardGroups with a batch per group built in bufs.
+func (m *Model) forwardGroups(bufs *[]gpu.Batch, b *gpu.Batch, tables func(g, i int) []int32, tokens, out []int32, hidden bool) (gpu.Tensor, error) {
+	if len(m.Caches) == 1 {
+		if hidden {
+			return m.Arch.Hidden(m.KV, b, tokens)
+		}
+		return m.Arch.Forward(m.KV, b, tokens, out)
+	}
+	for len(*bufs) < len(m.Caches) {
+		*bufs = append(*bufs, gpu.Batch{})
+	}
+	bs := make([]*gpu.Batch, len(m.Caches))
+	for g := range m.Caches {
+		gb := &(*bufs)[g]
+		if g == 0 {
+			gb = b
+		} else {
+			gb.BlockSize, gb.Seqs = b.BlockSize, append(gb.Seqs[:0], b.Seqs...)
+			for i := range gb.Seqs {
+				gb.Seqs[i].Blocks = tables(g, i)
+			}
+		}
+		bs[g] = gb
+	}
+	if hidden {
+		return m.Arch.HiddenGroups(m.Groups, m.Caches, bs, tokens)
+	}
+	return m.Arch.ForwardGroups(m.Groups, m.Caches, bs, tokens, out)
+}
+
+// ringTables returns, per group, a table of n blocks for one sequence
+// run from position 0 without a paged.Manager: group 0's blocks in
+// order; a sliding group's blocks as a ring over its pool, which the
+// group's window never reads around (the pool holds more than a window
+// and a pass). It says so when a group's pool is too small for that.
+func (m *Model) ringTables(n, rows int) ([][]int32, error) {
+	tables := make([][]int32, len(m.Caches))
+	for g, kv := range m.Caches {
+		sp := kv.Spec()
+		ring := sp.Blocks
+		if w := m.Groups.Windows[g]; w > 0 && g > 0 {
+			if need := ceilDiv(w+rows, sp.BlockSize) + 1; ring < need {
+				return nil, fmt.Errorf("runner: layer group %d's pool of %d blocks is smaller than its window and a pass (%d): lower num_batch", g, ring, need)
+			}
+		} else if n > ring {
+			return nil, fmt.Errorf("runner: %d blocks asked of a pool of %d", n, ring)
+		}
+		t := make([]int32, n)
+		for i := range t {
+			t[i] = int32(i % ring)
+		}
+		tables[g] = t
+	}
+	return tables, nil
+}
+
+// RingTables is, per layer group, a block table of n blocks for one
+// sequence run without an engine from position 0, in passes of at most
+// rows tokens: group 0's pool in order, a sliding group's as a ring (see
+// Logits). Tools that time the model (folio bench) use it with Forward.
+func (m *Model) RingTables(n, rows int) ([][]int32, error) { return m.ringTables(n, rows) }
+
+// Forward runs b, one sequence whose block table in group g is tables[g]
+// (b's own table is ignored when there are several groups), as
+// arch.Model.Forward does on every layer group's cache. It is not safe
+// for concurrent use, nor while an engine runs on the model.
+func (m *Model) Forward(b *gpu.Batch, tables [][]int32, tokens, out []int32) (gpu.Tensor, error) {
+	return m.forwardGroups(&m.bufs, b, func(g, _ int) []int32 { return tables[g] }, tokens, out, false)
+}

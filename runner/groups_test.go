@@ -1,0 +1,198 @@
+package runner
+
+import (
+	"slices"
+	"sync"
+	"testing"
+
+	"folio/models/arch"
+)
+
+// regroup lays m's K/V out in a cache per layer group of windows, as a
+// model whose config gave them would load (the old cache stays allocated
+// until the model closes).
+func regroup(t testing.TB, m *Model, windows []int) {
+	t.Helper()
+	g := arch.LayerGroups(windows, m.Arch.Layers)
+	base := m.KV.Spec()
+	base.Layers = m.Arch.Layers
+	caches, err := newCaches(m.Arch.Backend(), groupSpecs(g, base, m.Opt.MaxSeqs, m.Opt.NumBatch, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Groups, m.Caches, m.KV = g, caches, caches[0]
+}
+
+// TestEngineLayerGroups: with its layers' K/V in two caches, each with
+// its own pool and block tables (a window longer than any context, so
+// attention is unchanged), the engine gives what one cache gives, under
+// concurrent requests with a shared prefix, and resumes a cached prefix.
+func TestEngineLayerGroups(t *testing.T) {
+	greedy := SampleOptions{RepeatPenalty: 1}
+	doc := promptOf(700, 31)
+	var reqs []Request
+	for i := range 6 {
+		reqs = append(reqs, Request{Prompt: append(slices.Clone(doc), promptOf(20+9*i, uint64(40+i))[1:]...), Sample: greedy, NumPredict: 12})
+	}
+	runAll := func(e *Engine) [][]int32 {
+		out := make([][]int32, len(reqs))
+		var wg sync.WaitGroup
+		for i, r := range reqs {
+			wg.Go(func() { out[i] = run(t, e, r).tokens[0] })
+		}
+		wg.Wait()
+		return out
+	}
+	plain := tinyModel(t, LoadOptions{NumCtx: 2048})
+	want := runAll(newEngine(t, plain, EngineOptions{NoPrefixCache: true}))
+
+	m := tinyModel(t, LoadOptions{NumCtx: 2048})
+	regroup(t, m, []int{0, 1 << 20})
+	e := newEngine(t, m, EngineOptions{})
+	got := runAll(e)
+	for i := range reqs {
+		if !slices.Equal(got[i], want[i]) {
+			t.Errorf("request %d: two groups %v, one cache %v", i, got[i], want[i])
+		}
+	}
+	again := run(t, e, reqs[0])
+	if again.stats.CachedTokens < 700/16*16 {
+		t.Errorf("the same prompt again: %d tokens cached, want at least %d", again.stats.CachedTokens, 700/16*16)
+	}
+	if !slices.Equal(again.tokens[0], want[0]) {
+		t.Errorf("from the cache %v, want %v", again.tokens[0], want[0])
+	}
+	st := e.Stats()
+	if len(st.Groups) != 2 || st.Groups[0].Layers != 1 || st.Groups[1].Layers != 1 || st.Groups[1].Window != 1<<20 || st.Groups[1].Peak == 0 {
+		t.Errorf("group stats %+v", st.Groups)
+	}
+}
+
+// TestPersistLayerGroups: persisted blocks carry every layer group's
+// K/V, and a restart restores them into each group's pool.
+func TestPersistLayerGroups(t *testing.T) {
+	st := newMemStore()
+	greedy := SampleOptions{RepeatPenalty: 1}
+	turn1 := promptOf(600, 51)
+	m1 := tinyModel(t, LoadOptions{NumCtx: 2048})
+	regroup(t, m1, []int{0, 1 << 20})
+	r1 := run(t, newEngine(t, m1, EngineOptions{Store: st}), Request{Prompt: turn1, Sample: greedy, NumPredict: 8})
+	turn2 := append(append(slices.Clone(turn1), r1.tokens[0]...), promptOf(30, 52)[1:]...)
+
+	m2 := tinyModel(t, LoadOptions{NumCtx: 2048})
+	regroup(t, m2, []int{0, 1 << 20})
+	warm := run(t, newEngine(t, m2, EngineOptions{Store: st}), Request{Prompt: turn2, Sample: greedy, NumPredict: 8})
+	if full := (600 + 7) / 16 * 16; warm.stats.RestoredTokens != full {
+		t.Errorf("restored %d tokens, want %d", warm.stats.RestoredTokens, full)
+	}
+	plain := tinyModel(t, LoadOptions{NumCtx: 2048})
+	want := run(t, newEngine(t, plain, EngineOptions{NoPrefixCache: true}), Request{Prompt: turn2, Sample: greedy, NumPredict: 8})
+	if !slices.Equal(warm.tokens[0], want.tokens[0]) {
+		t.Errorf("restored %v, one cache %v", warm.tokens[0], want.tokens[0])
+	}
+}
+
+// windowed loads the tiny model with layer 1 attending a sliding window of
+// w tokens (layer 0 full), its K/V in one cache that keeps every block
+// (grouped false: the reference) or in a cache per layer group whose
+// sliding pool lets blocks go (grouped true).
+func windowed(t testing.TB, w int, grouped bool, opt LoadOptions) *Model {
+	t.Helper()
+	m := tinyModel(t, opt)
+	m.Arch.Windows = []int{0, w}
+	if grouped {
+		regroup(t, m, m.Arch.Windows)
+	}
+	return m
+}
+
+// TestEngineSlidingWindow: a model whose second layer slides over 64
+// tokens gives, with that layer's blocks released as they leave the
+// window, the tokens and log-probabilities it gives with every block
+// kept: one long request, then six at once sharing a prefix and a
+// sampled one forked, then a continuation resumed from the cache. The
+// sliding pool holds a few windows, not contexts.
+func TestEngineSlidingWindow(t *testing.T) {
+	const w = 64
+	greedy := SampleOptions{RepeatPenalty: 1}
+	doc := promptOf(900, 61)
+	reqs := []Request{{Prompt: promptOf(1500, 62), Sample: greedy, NumPredict: 40, TopLogprobs: 1}}
+	for i := range 6 {
+		reqs = append(reqs, Request{Prompt: append(slices.Clone(doc), promptOf(10+13*i, uint64(70+i))[1:]...), Sample: greedy, NumPredict: 20})
+	}
+	reqs = append(reqs, Request{Prompt: doc, Sample: SampleOptions{Temperature: 0.8, Seed: 3, RepeatPenalty: 1}, NumPredict: 20, N: 3})
+	runAll := func(e *Engine) []result {
+		out := []result{run(t, e, reqs[0])}
+		rest := make([]result, len(reqs)-1)
+		var wg sync.WaitGroup
+		for i, r := range reqs[1:] {
+			wg.Go(func() { rest[i] = run(t, e, r) })
+		}
+		wg.Wait()
+		return append(out, rest...)
+	}
+	opt := LoadOptions{NumCtx: 2048, NumBatch: 128, MaxSeqs: 8}
+	ref := newEngine(t, windowed(t, w, false, opt), EngineOptions{NoPrefixCache: true})
+	want := runAll(ref)
+	m := windowed(t, w, true, opt)
+	e := newEngine(t, m, EngineOptions{})
+	got := runAll(e)
+	for i := range reqs {
+		for k := range got[i].tokens {
+			if !slices.Equal(got[i].tokens[k], want[i].tokens[k]) {
+				t.Errorf("request %d sample %d: released %v, all kept %v", i, k, got[i].tokens[k], want[i].tokens[k])
+			}
+		}
+	}
+
+	// the next turn of request 0 resumes at its end from the cache
+	turn2 := Request{Prompt: append(append(slices.Clone(reqs[0].Prompt), got[0].tokens[0]...), promptOf(20, 63)[1:]...), Sample: greedy, NumPredict: 10}
+	warm := run(t, e, turn2)
+	if min := (1500 + 39) / 16 * 16; warm.stats.CachedTokens < min {
+		t.Errorf("next turn: %d tokens from the cache, want at least %d", warm.stats.CachedTokens, min)
+	}
+	if cold := run(t, ref, turn2); !slices.Equal(warm.tokens[0], cold.tokens[0]) {
+		t.Errorf("next turn resumed %v, all kept %v", warm.tokens[0], cold.tokens[0])
+	}
+
+	st := e.Stats()
+	swa := st.Groups[1]
+	// a sequence holds its window and one pass: ⌈(64+128)/16⌉+1 blocks
+	if perSeq := (w+128)/16 + 1; swa.Blocks > 8*(w/16+2)+128/16+1 || swa.Peak > swa.Blocks {
+		t.Errorf("sliding pool %d blocks, peak %d (a sequence needs at most %d)", swa.Blocks, swa.Peak, perSeq)
+	}
+	if swa.Window != w || st.Groups[0].Window != 0 {
+		t.Errorf("group windows %d and %d", st.Groups[0].Window, swa.Window)
+	}
+}
+
+// TestEngineSlidingMemory: from the engine's own block counts, a context
+// of 64 windows (4096 tokens, window 64, prefill in passes of 64: 32k,
+// 512 and 512 scaled by 1/8) holds, with Gemma 3 1B's layers (4 full, 22
+// sliding), at most a quarter of the K/V of a full-attention cache, at
+// the end and at the peak, and the sliding group's blocks stay within a
+// window and a pass.
+func TestEngineSlidingMemory(t *testing.T) {
+	const w, ctx, pass = 64, 4096, 64
+	opt := LoadOptions{NumCtx: ctx, NumBatch: pass, MaxSeqs: 1}
+	m := windowed(t, w, true, opt)
+	e := newEngine(t, m, EngineOptions{NoPrefixCache: true})
+	st, err := e.Submit(t.Context(), Request{Prompt: promptOf(ctx-32, 81), Sample: SampleOptions{RepeatPenalty: 1}, NumPredict: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	collect(t, st, 1)
+	s := e.Stats()
+	full, swa := s.Groups[0].Peak, s.Groups[1].Peak
+	if full != ctx/16 {
+		t.Errorf("full group peak %d blocks, want %d", full, ctx/16)
+	}
+	if want := (w+pass)/16 + 1; swa > want {
+		t.Errorf("sliding group peak %d blocks, want at most %d (a window and a pass)", swa, want)
+	}
+	ratio := float64(4*full+22*swa) / float64(26*full)
+	if ratio > 0.25 {
+		t.Errorf("with Gemma 3 1B's layers the peak is %.3f of a full-attention cache, want at most 0.25", ratio)
+	}
+	t.Logf("full %d blocks, sliding %d at the peak: %.1f%% of a full-attention cache", full, swa, 100*ratio)
+}
