@@ -34,10 +34,14 @@ var familyModels = map[string]struct {
 	file string
 	s    scripted
 }{
-	"gemma2":      {"google-gemma-2-2b-it.jinja", scripted{bos: "<bos>", eos: "<eos>", specials: gemmaSpecials, start: "\n", reply: hello, end: "<end_of_turn>"}},
-	"gemma3":      {"google-gemma-3-1b-it.jinja", scripted{bos: "<bos>", eos: "<eos>", specials: gemmaSpecials, start: "\n", reply: hello, end: "<end_of_turn>"}},
-	"phi3":        {"microsoft-Phi-3-mini-4k-instruct.jinja", scripted{bos: "<s>", eos: "<|endoftext|>", specials: phi3Specials, start: "\n", reply: hello, end: "<|end|>"}},
-	"phi3.5":      {"microsoft-Phi-3.5-mini-instruct.jinja", scripted{bos: "<s>", eos: "<|endoftext|>", specials: phi3Specials, start: "\n", reply: hello, end: "<|end|>"}},
+	"gemma2": {"google-gemma-2-2b-it.jinja", scripted{bos: "<bos>", eos: "<eos>", specials: gemmaSpecials, start: "\n", reply: hello, end: "<end_of_turn>"}},
+	"gemma3": {"google-gemma-3-1b-it.jinja", scripted{bos: "<bos>", eos: "<eos>", specials: gemmaSpecials, start: "\n", reply: hello, end: "<end_of_turn>"}},
+	// Phi-3's special tokens take the newline after them (llama.cpp's rstrip, by general.name),
+	// so the prompt ends with <|assistant|>; Phi-3.5's name does not say phi3: it ends with "\n".
+	"phi3": {"microsoft-Phi-3-mini-4k-instruct.jinja", scripted{name: "Phi3", bos: "<s>", eos: "<|endoftext|>", specials: phi3Specials,
+		start: "<|assistant|>", reply: hello, end: "<|end|>"}},
+	"phi3.5": {"microsoft-Phi-3.5-mini-instruct.jinja", scripted{name: "Phi 3.5 Mini Instruct", bos: "<s>", eos: "<|endoftext|>",
+		specials: phi3Specials, start: "\n", reply: hello, end: "<|end|>"}},
 	"phi4":        {"microsoft-phi-4.jinja", scripted{bos: "<|endoftext|>", eos: "<|im_end|>", specials: []string{"<|im_start|>", "<|im_sep|>"}, start: "<|im_sep|>", reply: hello}},
 	"mistral-0.2": {"mistralai-Mistral-7B-Instruct-v0.2.jinja", scripted{bos: "<s>", eos: "</s>", specials: mistralSpecials, start: "[/INST]", reply: hello}},
 	"nemo": {"mistralai-Mistral-Nemo-Instruct-2407.jinja", scripted{bos: "<s>", eos: "</s>", specials: mistralSpecials, start: "[/INST]",

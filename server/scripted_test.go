@@ -19,6 +19,7 @@ import (
 // end to end with a reply chosen by the test (a tool call in the family's
 // own tokens), which random weights cannot.
 type scripted struct {
+	name     string   // general.name; "": "scripted"
 	template string   // tokenizer.chat_template
 	bos, eos string   // their texts; control tokens
 	specials []string // the template's other control tokens
@@ -85,7 +86,11 @@ func (s scripted) write(t *testing.T, path string) {
 	w := gguf.NewWriter()
 	set := w.Set
 	set("general.architecture", "llama")
-	set("general.name", "scripted")
+	name := s.name
+	if name == "" {
+		name = "scripted"
+	}
+	set("general.name", name)
 	set("general.file_type", uint32(0))
 	set("llama.vocab_size", uint32(vocab))
 	set("llama.context_length", uint32(8192))
