@@ -11,6 +11,8 @@ import (
 
 	"github.com/ollama/ollama/api"
 
+	"folio/installer"
+	"folio/installer/fakehub"
 	"folio/internal/fixtures"
 )
 
@@ -318,5 +320,54 @@ func TestFamilyToolRoundTrip(t *testing.T) {
 	postJSON(t, base+"/v1/chat/completions", body, &whole)
 	if len(whole.Choices) != 1 {
 		t.Errorf("/v1: %+v", whole)
+	}
+}
+
+// phi4MiniGoTemplate writes Phi-4-mini's prompt the way its model card
+// describes tool use (the tools' JSON between <|tool|> and <|/tool|> in
+// the system turn, calls as a JSON list between <|tool_call|> and
+// <|/tool_call|>), in Ollama's Go syntax: Phi-4-mini's own Jinja template
+// reads tools from the system message, which neither API has, so its
+// calls come through a Modelfile TEMPLATE such as this one (written here
+// for the test).
+const phi4MiniGoTemplate = `{{- if or .System .Tools }}<|system|>{{ .System }}` +
+	`{{- if .Tools }}<|tool|>[{{ range $i, $t := .Tools }}{{ if $i }}, {{ end }}{{ json $t.Function }}{{ end }}]<|/tool|>{{ end }}<|end|>{{ end }}` +
+	`{{- range .Messages }}{{ if ne .Role "system" }}<|{{ .Role }}|>{{ .Content }}` +
+	`{{- if .ToolCalls }}<|tool_call|>[{{ range .ToolCalls }}{"name": "{{ .Function.Name }}", "arguments": {{ json .Function.Arguments }}}{{ end }}]<|/tool_call|>{{ end }}<|end|>{{ end }}{{ end }}<|assistant|>`
+
+// TestFamilyToolCallsModelfile: Phi-4-mini's calls (<|tool_call|>[…]<|/tool_call|>,
+// control tokens in its vocabulary) through a template in Go syntax that
+// comes with the model from a registry, as `folio pull` of an Ollama model
+// gets one: the tag comes from the template, the marks decode as text, and
+// the reply is one call, streamed or not.
+func TestFamilyToolCallsModelfile(t *testing.T) {
+	phi := scripted{name: "Phi 4 Mini Instruct", bos: "<|endoftext|>", eos: "<|end|>",
+		specials: []string{"<|system|>", "<|user|>", "<|assistant|>", "<|tool|>", "<|/tool|>", "<|tool_call|>", "<|/tool_call|>"},
+		start:    "<|assistant|>", reply: []string{"<|tool_call|>", weatherCall, "<|/tool_call|>"}}
+	path := filepath.Join(t.TempDir(), "phi4-mini.gguf")
+	phi.write(t, path)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := fakehub.New()
+	t.Cleanup(hub.Close)
+	hub.Publish("library", "phi4-mini", "latest", fakehub.Layer{MediaType: installer.MediaModel, Data: data},
+		fakehub.Layer{MediaType: installer.MediaTemplate, Data: []byte(phi4MiniGoTemplate)})
+	c, _, _ := newInstallServer(t)
+	name := hub.Host() + "/library/phi4-mini"
+	ctx := context.Background()
+	if err := c.Pull(ctx, &api.PullRequest{Model: name, Insecure: true}, func(api.ProgressResponse) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, stream := range []bool{true, false} {
+		content, calls, _ := chatAll(t, c, &api.ChatRequest{Model: name, Messages: familyMessages("phi4-mini"), Stream: &stream,
+			Tools: weatherTool(), Options: map[string]any{"temperature": 0, "num_predict": 20}})
+		if content != "" || len(calls) != 1 {
+			t.Fatalf("stream %v: content %q, calls %+v; want one call", stream, content, calls)
+		}
+		if args, _ := json.Marshal(calls[0].Function.Arguments); calls[0].Function.Name != "get_weather" || string(args) != `{"city":"Paris"}` {
+			t.Errorf("stream %v: call %s %s", stream, calls[0].Function.Name, args)
+		}
 	}
 }
