@@ -23,7 +23,7 @@ func newSynthCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "synth -o OUT.gguf",
 		Short: "Write a random-weight model of any architecture folio runs",
-		Long: "synth writes a GGUF model with deterministic random weights and a\n" +
+		Long: "synth writes a GGUF model (" + strings.Join(synth.Archs, ", ") + ") with deterministic random weights and a\n" +
 			"working vocabulary, loadable by folio and llama.cpp. Presets give real models'\n" +
 			"shapes (" + strings.Join(synth.PresetNames(), ", ") + "); the shape flags override them.\n" +
 			"Without --vocab the vocabulary is byte-level (SentencePiece byte fallback), or a\n" +
@@ -36,14 +36,11 @@ func newSynthCmd() *cobra.Command {
 			if out == "" {
 				return fmt.Errorf("synth: no output file; pass -o OUT.gguf")
 			}
-			cfg, err := synth.Preset(preset)
+			cfg, err := synth.ArchPreset(arch, preset)
 			if err != nil {
 				return err
 			}
 			cfg.Seed, cfg.Name = seed, name
-			if arch != "" {
-				cfg.Arch = arch
-			}
 			if pooling != "" {
 				cfg.Pooling = pooling
 			}
@@ -59,7 +56,7 @@ func newSynthCmd() *cobra.Command {
 			flags := cmd.Flags()
 			for flag, dst := range map[string]*int{"n-embd": &cfg.Embd, "n-layer": &cfg.Layers,
 				"n-head": &cfg.Heads, "n-head-kv": &cfg.HeadsKV, "head-dim": &cfg.HeadDim,
-				"n-ff": &cfg.FFN, "ctx": &cfg.Ctx, "vocab-size": &cfg.VocabSize} {
+				"n-ff": &cfg.FFN, "ctx": &cfg.Ctx, "vocab-size": &cfg.VocabSize, "window": &cfg.Window} {
 				if flags.Changed(flag) {
 					*dst = *shape[flag]
 				}
@@ -93,6 +90,7 @@ func newSynthCmd() *cobra.Command {
 		{"n-head-kv", "key/value heads"}, {"head-dim", "per-head size (default n-embd/n-head)"},
 		{"n-ff", "feed-forward size"}, {"ctx", "context length"},
 		{"vocab-size", "tokens; pads the vocabulary with [PAD<n>] tokens"},
+		{"window", "sliding window of gemma's windowed layers (gemma3: 0 for none)"},
 	} {
 		shape[s.flag] = f.Int(s.flag, 0, s.usage+" (overrides the preset)")
 	}

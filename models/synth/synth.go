@@ -1,9 +1,10 @@
 // Package synth writes random-weight models of every architecture folio
-// runs (Archs: the llama family and the embedding models) as GGUF files
-// that llama.cpp loads: the tensor names, shapes and metadata keys are
-// llama.cpp's, the vocabulary works (a byte-level SentencePiece fallback,
-// a small WordPiece one for BERT, or the tokenizer of any GGUF file), and
-// the weights are a deterministic function of the seed.
+// runs (Archs: the llama family, Gemma 2 and 3, and the embedding models)
+// as GGUF files that llama.cpp loads: the tensor names, shapes and
+// metadata keys are llama.cpp's, the vocabulary works (a byte-level
+// SentencePiece fallback, a small WordPiece one for BERT, or the tokenizer
+// of any GGUF file), and the weights are a deterministic function of the
+// seed.
 //
 // Determinism is per value: element j of row r of a tensor is drawn from a
 // generator seeded by (seed, tensor name, r), and the F32 value does not
@@ -28,7 +29,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "bert", "nomic-bert"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma2", "gemma3", "bert", "nomic-bert"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -45,11 +46,19 @@ type Config struct {
 	VocabSize int    // tokens; 0: the vocabulary's own count, else padded up to it
 	Tied      bool   // no output.weight: token_embd is also the output matrix
 	RopeBase  float32
-	NormEps   float32         // RMS norm epsilon; 0: 1e-5 for llama, 1e-6 for qwen
+	// RopeScale is the linear rope scaling factor (rope.scaling.factor);
+	// 0: no scaling. Gemma 3 applies it on its global layers only.
+	RopeScale float32
+	NormEps   float32         // RMS norm epsilon; 0: 1e-5 for llama, 1e-6 for the others
 	Type      gguf.TensorType // type of the 2-D weights; norms and biases stay F32
 	Seed      uint64
 	Vocab     *Vocab // nil: the byte-level vocabulary (ByteVocab); WordPieceVocab for bert and nomic-bert
 	Pooling   string // embedding models' pooling_type: "mean" (default), "cls", "last" or "none"
+
+	// Gemma only (see gemma.go).
+	Window      int     // attention.sliding_window of the sliding layers; 0: gemma3 has none, gemma2 4096
+	AttnSoftcap float32 // gemma2's attn_logit_softcapping; 0: 50
+	LogitCap    float32 // final_logit_softcapping; 0: gemma2 30, gemma3 none
 }
 
 // presets are shapes of real models (weights stay random). Type is left to
@@ -73,6 +82,17 @@ var presets = map[string]Config{
 	// nomic-embed-text v1.5 (rope base 1000, SwiGLU, mean pooling).
 	"nomic-embed-text": {Arch: "nomic-bert", Embd: 768, Layers: 12, Heads: 12, HeadsKV: 12, FFN: 3072,
 		Ctx: 2048, VocabSize: 30522, RopeBase: 1000, Pooling: "mean"},
+	"gemma2-2b": gemma2_2B,
+	"gemma3-1b": gemma3_1B,
+	"gemma3-4b": gemma3_4B,
+}
+
+// tinyFamilies change the tiny preset for the families whose layers need
+// more than its shape to be exercised (a sliding window shorter than a
+// test prompt, a global layer after the sliding ones).
+var tinyFamilies = map[string]func(*Config){
+	"gemma2": gemma2Tiny,
+	"gemma3": gemma3Tiny,
 }
 
 // PresetNames returns the preset names, sorted.
@@ -94,12 +114,30 @@ func Preset(name string) (Config, error) {
 	return c, nil
 }
 
+// ArchPreset is the named preset as a model of arch (the preset's own
+// architecture when arch is empty). The tiny preset takes the family's
+// changes, if it has any.
+func ArchPreset(arch, name string) (Config, error) {
+	c, err := Preset(name)
+	if err != nil || arch == "" {
+		return c, err
+	}
+	c.Arch = arch
+	if edit := tinyFamilies[arch]; name == "tiny" && edit != nil {
+		edit(&c)
+	}
+	return c, nil
+}
+
 // Tiny is the tiny preset of arch with weights of typ drawn from seed,
 // after edits (if any) change the configuration: the model the tests and
 // `folio gpu selftest` load.
 func Tiny(arch string, typ gguf.TensorType, seed uint64, edits ...func(*Config)) (*Model, error) {
-	cfg := presets["tiny"]
-	cfg.Arch, cfg.Type, cfg.Seed = arch, typ, seed
+	cfg, err := ArchPreset(arch, "tiny")
+	if err != nil {
+		return nil, err
+	}
+	cfg.Type, cfg.Seed = typ, seed
 	for _, e := range edits {
 		if e != nil {
 			e(&cfg)
@@ -188,6 +226,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.RopeBase == 0 {
 		c.RopeBase = 10000
 	}
+	if c.RopeScale != 0 && !(c.RopeScale >= 1e-3 && c.RopeScale <= 1e6) {
+		return bad("rope scaling factor %v must be 0 (none) or from 0.001 to 1000000", c.RopeScale)
+	}
+	if isGemma(c.Arch) {
+		if err := c.gemmaDefaults(); err != nil {
+			return bad("%v", err)
+		}
+	}
 	if c.NormEps == 0 {
 		c.NormEps = 1e-5
 		if c.Arch != "llama" {
@@ -245,7 +291,7 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 	set(a+"feed_forward_length", uint32(c.FFN))
 	set(a+"attention.head_count", uint32(c.Heads))
 	set(a+"attention.head_count_kv", uint32(c.HeadsKV))
-	if c.HeadDim*c.Heads != c.Embd {
+	if c.HeadDim*c.Heads != c.Embd || isGemma(c.Arch) {
 		set(a+"attention.key_length", uint32(c.HeadDim))
 		set(a+"attention.value_length", uint32(c.HeadDim))
 	}
@@ -254,7 +300,14 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 	} else {
 		set(a+"rope.dimension_count", uint32(c.HeadDim))
 		set(a+"rope.freq_base", c.RopeBase)
+		if c.RopeScale != 0 {
+			set(a+"rope.scaling.type", "linear")
+			set(a+"rope.scaling.factor", c.RopeScale)
+		}
 		set(a+"attention.layer_norm_rms_epsilon", c.NormEps)
+	}
+	if isGemma(c.Arch) {
+		m.gemmaMetadata(set)
 	}
 	m.kv = append(m.kv, vocabKV...)
 }

@@ -107,10 +107,7 @@ func TestStructure(t *testing.T) {
 		gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K}
 	fileType := map[gguf.TensorType]int64{gguf.TypeF32: 0, gguf.TypeF16: 1, gguf.TypeBF16: 32,
 		gguf.TypeQ8_0: 7, gguf.TypeQ4_0: 2, gguf.TypeQ4_K: 14, gguf.TypeQ6_K: 18}
-	for _, arch := range Archs {
-		if _, enc := encoders[arch]; enc {
-			continue // TestEncoderStructure
-		}
+	for _, arch := range []string{"llama", "qwen2", "qwen3"} { // gemma_test.go checks its own
 		for _, typ := range types {
 			t.Run(arch+"/"+typ.String(), func(t *testing.T) {
 				f := open(t, writeTiny(t, arch, typ, 7, nil))
@@ -379,6 +376,10 @@ func TestConfigErrors(t *testing.T) {
 		{"vocab size", func(c *Config) { c.VocabSize = 100 }},
 		{"layers", func(c *Config) { c.Layers = 0 }},
 		{"type", func(c *Config) { c.Type = gguf.TypeIQ4_XS }},
+		{"rope scale", func(c *Config) { c.RopeScale = -2 }},
+		{"gemma untied", func(c *Config) { c.Arch = "gemma2" }},
+		{"gemma window", func(c *Config) { c.Arch, c.Tied, c.Window = "gemma3", true, -1 }},
+		{"gemma3 attention soft-cap", func(c *Config) { c.Arch, c.Tied, c.AttnSoftcap = "gemma3", true, 50 }},
 	} {
 		c := base
 		tc.edit(&c)

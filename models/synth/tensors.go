@@ -76,15 +76,21 @@ func (m *Model) planTensors() {
 			bias(p+"attn_k.bias", kvDim)
 			bias(p+"attn_v.bias", kvDim)
 		}
-		if c.Arch == "qwen3" {
+		if c.Arch == "qwen3" || c.Arch == "gemma3" {
 			norm(p+"attn_q_norm.weight", c.HeadDim) // per head, shared by all heads
 			norm(p+"attn_k_norm.weight", c.HeadDim)
 		}
 		weight(p+"attn_output.weight", qDim, c.Embd, invSqrt(qDim)/2) // [heads*head_dim, embd]
+		if isGemma(c.Arch) {
+			norm(p+"post_attention_norm.weight", c.Embd) // of the attention output, before the residual add
+		}
 		norm(p+"ffn_norm.weight", c.Embd)
 		weight(p+"ffn_gate.weight", c.Embd, c.FFN, invSqrt(c.Embd)) // [embd, ffn]
 		weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
 		weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN)/2) // [ffn, embd]
+		if isGemma(c.Arch) {
+			norm(p+"post_ffw_norm.weight", c.Embd) // of the feed-forward output
+		}
 	}
 	norm("output_norm.weight", c.Embd)
 	if !c.Tied {
