@@ -18,7 +18,7 @@ var ErrModel = errors.New("arch: model")
 // Config is what a forward pass needs to know of a model, read from the
 // {arch}.* keys of its GGUF file.
 type Config struct {
-	Arch    string  // general.architecture: llama, qwen2, qwen3
+	Arch    string  // general.architecture: one of Architectures()
 	Layers  int     // block_count
 	Dim     int     // embedding_length
 	Heads   int     // attention.head_count
@@ -37,6 +37,13 @@ type Config struct {
 	// in one pass (bert, nomic-bert, gemma-embedding).
 	Encoder bool
 	Pooling Pooling // how an embedding is made of the hidden states (pooling_type)
+
+	// Set by some families (gemma.go); the zero values change nothing.
+	LocalRope   gpu.Rope // the windowed layers' rope, where a family gives them their own
+	EmbedScale  float32  // token embeddings are multiplied by it; 0: 1
+	QueryScale  float32  // attention scores are scaled by it (Gemma; the others take 1/√HeadDim)
+	AttnSoftCap float32  // attention scores s become AttnSoftCap·tanh(s/AttnSoftCap); 0: none
+	LogitCap    float32  // logits l become LogitCap·tanh(l/LogitCap); 0: none
 }
 
 // Window is layer's sliding window, 0 for full attention.
@@ -77,11 +84,13 @@ func (c *Config) QDim() int  { return c.Heads * c.HeadDim }
 func (c *Config) KVDim() int { return c.KVHeads * c.HeadDim }
 
 // architecture is what folio knows of one value of general.architecture:
-// its rope pairing and how to build its transformer blocks.
+// its rope pairing, the keys it adds to llama's and how to build its
+// transformer blocks.
 type architecture struct {
-	neox     bool                              // rope pairs j with j+Dims/2 (GPT-NeoX), not 2j with 2j+1
-	newBlock func(*loader, *Config, int) block // block i's weights, read by the loader
-	newStem  func(*loader, *Config) stem       // the input embeddings; nil: token_embd's rows
+	neox     bool                                          // rope pairs j with j+Dims/2 (GPT-NeoX), not 2j with 2j+1
+	config   func(f *gguf.File, p string, c *Config) error // reads the family's own {arch}.* keys (p is "{arch}."); nil: none
+	newBlock func(*loader, *Config, int) block             // block i's weights, read by the loader
+	newStem  func(*loader, *Config) stem                   // the input embeddings; nil: token_embd's rows
 	// layerNorm: the norms are LayerNorms, whose epsilon is
 	// attention.layer_norm_epsilon (not layer_norm_rms_epsilon)
 	layerNorm bool
@@ -90,9 +99,11 @@ type architecture struct {
 // architectures are the values of general.architecture folio runs. A new
 // family is one entry here and one file with its block.
 var architectures = map[string]architecture{
-	"llama": {neox: false, newBlock: newLlamaBlock},
-	"qwen2": {neox: true, newBlock: newQwen2Block},
-	"qwen3": {neox: true, newBlock: newQwen3Block},
+	"llama":  {neox: false, newBlock: newLlamaBlock},
+	"qwen2":  {neox: true, newBlock: newQwen2Block},
+	"qwen3":  {neox: true, newBlock: newQwen3Block},
+	"gemma2": {neox: true, config: readGemma, newBlock: newGemmaBlock},
+	"gemma3": {neox: true, config: readGemma, newBlock: newGemmaBlock},
 
 	"bert":       {neox: true, newBlock: newBertBlock, newStem: newBertStem, layerNorm: true},
 	"nomic-bert": {neox: true, newBlock: newBertBlock, newStem: newBertStem, layerNorm: true},
@@ -198,6 +209,11 @@ func ReadConfig(f *gguf.File) (*Config, error) {
 		return nil, fail("no 2-D token_embd.weight tensor")
 	}
 	c.Vocab = int(emb.Shape[1])
+	if a.config != nil {
+		if err := a.config(f, p, c); err != nil {
+			return nil, fail("%v", err)
+		}
+	}
 	return c, nil
 }
 

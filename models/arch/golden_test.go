@@ -94,16 +94,15 @@ func goldenModel(t *testing.T, g golden) string {
 // synthConfig turns `folio dev synth` flags into a synth.Config.
 func synthConfig(flags map[string]any) (synth.Config, error) {
 	preset, _ := flags["preset"].(string)
-	cfg, err := synth.Preset(preset)
+	arch, _ := flags["arch"].(string)
+	cfg, err := synth.ArchPreset(arch, preset) // the family's tiny preset, as dev synth takes it
 	if err != nil {
 		return cfg, err
 	}
 	num := func(k string) (float64, bool) { v, ok := flags[k].(float64); return v, ok }
 	for k, v := range flags {
 		switch k {
-		case "preset":
-		case "arch":
-			cfg.Arch = v.(string)
+		case "preset", "arch":
 		case "type":
 			if cfg.Type, err = gguf.ParseTensorType(v.(string)); err != nil {
 				return cfg, err

@@ -191,6 +191,9 @@ func (m *Model) ForwardGroups(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, tok
 	be.Gather(s.sel, s.x, out)                 // sel [len(out), Dim]
 	be.RMSNorm(s.sel, s.sel, m.outNorm, m.Eps) // final norm
 	be.MatMul(s.logits, s.sel, m.output)       // logits [len(out), Vocab]
+	if m.LogitCap > 0 {
+		be.Softcap(s.logits, m.LogitCap) // soft-capped (Gemma 2)
+	}
 	return s.logits, nil
 }
 
@@ -279,6 +282,9 @@ func (m *Model) layers(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, tokens, ou
 		m.stem.embed(m, s, tokens) // x [n, Dim]
 	} else {
 		be.Embed(s.x, m.tokEmbd, tokens) // x [n, Dim]
+	}
+	if m.EmbedScale != 0 {
+		be.Scale(s.x, s.x, m.EmbedScale) // Gemma: ·√Dim
 	}
 	for i, blk := range m.blocks {
 		gi, li := 0, i
