@@ -89,3 +89,33 @@ func TestGenerationCheckCPUAgainstItself(t *testing.T) {
 		t.Errorf("result %+v", g)
 	}
 }
+
+// A backend that ignores Attention's options (causal attention at the
+// scale, whatever the window, cap or direction) fails every option case
+// and no other: the cases can tell.
+func TestAttentionOptionCasesCatchIgnoredOptions(t *testing.T) {
+	ref, dev := cpu.New(2), cpu.New(1)
+	defer ref.Close()
+	defer dev.Close()
+	n := 0
+	for _, r := range CheckOps(ref, &plainAttention{dev}, 1) {
+		opts := strings.Contains(r.Op, "window") || strings.Contains(r.Op, "soft-cap") || strings.Contains(r.Op, "bidirectional")
+		if opts {
+			n++
+		}
+		if opts == r.Pass() && !strings.Contains(r.Op, "wider than the context") {
+			t.Errorf("with options ignored, %s passes: %v (NMSE %.3g %s)", r.Op, r.Pass(), r.NMSE, r.Err)
+		}
+	}
+	if n < 8 {
+		t.Errorf("%d option cases", n)
+	}
+}
+
+// plainAttention is a backend whose Attention drops all options but the
+// scale.
+type plainAttention struct{ *cpu.Backend }
+
+func (p *plainAttention) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, b *gpu.Batch, o gpu.AttnOpts) {
+	p.Backend.Attention(dst, q, c, layer, b, gpu.AttnOpts{Scale: o.Scale})
+}

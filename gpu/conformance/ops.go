@@ -33,7 +33,10 @@ func newTable(seed uint64) *table { return &table{r: rand.New(rand.NewPCG(seed, 
 // Cases is the table of every op's cases on random inputs of awkward
 // sizes, op by op and type by type: MatMul of each weight type, Embed,
 // Gather, RMSNorm, Add, SiLUMul, Softmax, Rope, WriteKV with Attention,
-// CopyBlocks and BlockIO, and F16 rounding.
+// CopyBlocks and BlockIO, F16 rounding; then the ops of the families
+// beyond llama (Scale, Softcap, GELUMul, LayerNorm, Rope's MScale) and
+// Attention's options (sliding windows over freed blocks, soft-capping,
+// bidirectional).
 func Cases(seed uint64) []Case {
 	c := newTable(seed)
 	c.matmuls()
@@ -42,6 +45,8 @@ func Cases(seed uint64) []Case {
 	c.ropes()
 	c.attention()
 	c.halves()
+	c.families()
+	c.attentionOpts()
 	return c.cases
 }
 
@@ -178,77 +183,6 @@ func (c *table) ropes() {
 			t := act(be, rows, cols, x)
 			be.Rope(t, pos, &r)
 			return read(be, t)
-		})
-	}
-}
-
-// attention: WriteKV then Attention over decode, prefill and mixed
-// batches, F16 and F32 pools, GQA, awkward block sizes; CopyBlocks and the
-// pool's bytes through BlockIO.
-func (c *table) attention() {
-	type tc struct {
-		name                   string
-		typ                    gguf.TensorType
-		heads, kvHeads, hd, bs int
-		seqs                   [][2]int // (pos, len) per sequence
-	}
-	for _, t := range []tc{
-		{"decode", gguf.TypeF16, 8, 2, 64, 16, [][2]int{{40, 1}}},
-		{"prefill", gguf.TypeF16, 16, 4, 64, 16, [][2]int{{0, 45}}},
-		{"mixed", gguf.TypeF16, 6, 3, 128, 5, [][2]int{{0, 9}, {23, 1}, {11, 4}}},
-		{"f32 head 80", gguf.TypeF32, 4, 4, 80, 7, [][2]int{{3, 20}, {50, 1}}},
-		{"long", gguf.TypeF16, 4, 1, 128, 16, [][2]int{{1500, 2}}},
-	} {
-		// Each sequence gets its own blocks, shuffled; its earlier
-		// positions are filled by a first WriteKV.
-		nb := 0
-		batch := &gpu.Batch{BlockSize: t.bs}
-		rows := 0
-		for _, s := range t.seqs {
-			need := (s[0] + s[1] + t.bs - 1) / t.bs
-			blocks := make([]int32, need)
-			for i := range blocks {
-				blocks[i] = int32(nb + i)
-			}
-			c.r.Shuffle(len(blocks), func(i, j int) { blocks[i], blocks[j] = blocks[j], blocks[i] })
-			nb += need
-			batch.Seqs = append(batch.Seqs, gpu.Seq{Start: rows, Len: s[1], Pos: s[0], Blocks: blocks})
-			rows += s[1]
-		}
-		spec := gpu.KVSpec{Layers: 2, Blocks: nb + 1, BlockSize: t.bs, KVHeads: t.kvHeads, HeadDim: t.hd, Type: t.typ}
-		past := &gpu.Batch{BlockSize: t.bs}
-		pastRows := 0
-		for _, s := range batch.Seqs {
-			if s.Pos > 0 {
-				past.Seqs = append(past.Seqs, gpu.Seq{Start: pastRows, Len: s.Pos, Pos: 0, Blocks: s.Blocks})
-				pastRows += s.Pos
-			}
-		}
-		w := t.kvHeads * t.hd
-		pk, pv := c.vals(max(pastRows, 1)*w, 1), c.vals(max(pastRows, 1)*w, 1)
-		k, v, q := c.vals(rows*w, 1), c.vals(rows*w, 1), c.vals(rows*t.heads*t.hd, 1)
-		scale := float32(1 / math.Sqrt(float64(t.hd)))
-		copies := []gpu.BlockCopy{{Src: 0, Dst: int32(nb)}}
-		c.add(fmt.Sprintf("Attention %s %v %d/%d heads of %d, block %d", t.name, t.typ, t.heads, t.kvHeads, t.hd, t.bs), tolAttention, func(be gpu.Backend) []float32 {
-			kv, err := be.NewKVCache(spec)
-			if err != nil {
-				panic(err)
-			}
-			if pastRows > 0 {
-				be.WriteKV(kv, 1, act(be, pastRows, w, pk), act(be, pastRows, w, pv), past.Slots(nil))
-			}
-			be.WriteKV(kv, 1, act(be, rows, w, k), act(be, rows, w, v), batch.Slots(nil))
-			dst := act(be, rows, t.heads*t.hd, make([]float32, rows*t.heads*t.hd))
-			be.Attention(dst, act(be, rows, t.heads*t.hd, q), kv, 1, batch, gpu.AttnOpts{Scale: scale})
-			out := read(be, dst)
-			// The pool itself: block nb, a copy of block 0, through BlockIO.
-			be.CopyBlocks(kv, copies)
-			if bio, ok := be.(gpu.BlockIO); ok {
-				buf := make([]byte, spec.BlockBytes())
-				bio.ReadBlock(kv, int32(nb), buf)
-				out = append(out, decodeKV(buf, t.typ)...)
-			}
-			return out
 		})
 	}
 }

@@ -208,22 +208,49 @@ func TestAttentionMeta(t *testing.T) {
 		{Start: 0, Len: 1, Pos: 5, Blocks: []int32{3, 1, 7}}, // decode at position 5: blocks 3, 1
 		{Start: 2, Len: 3, Pos: 0, Blocks: []int32{6}},       // prefill of 3; row 1 is in no sequence
 	}}
-	got := attentionMeta(nil, 5, spec, batch)
-	want := []int32{
-		6, 0, // row 0: 6 positions, table at 0
-		0, 0, // row 1: none
-		1, 2, 2, 2, 3, 2, // rows 2-4: 1, 2, 3 positions, table at 2
-		3, 1, 6,
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("meta %v, want %v", got, want)
-	}
-	defer func() {
-		if recover() == nil {
-			t.Error("block 9 of an 8-block pool did not panic")
+	// A window of 3 at positions 9 and 10: positions 7 … 9 and 8 … 10,
+	// blocks 1 and 2 of the table; block 0 left the window (-1).
+	window := &gpu.Batch{BlockSize: 4, Seqs: []gpu.Seq{{Start: 0, Len: 2, Pos: 9, Blocks: []int32{-1, 5, 2}}}}
+	prefill := &gpu.Batch{BlockSize: 4, Seqs: []gpu.Seq{{Start: 0, Len: 3, Pos: 0, Blocks: []int32{4}}}}
+	for _, c := range []struct {
+		name  string
+		rows  int
+		batch *gpu.Batch
+		o     gpu.AttnOpts
+		want  []int32
+	}{
+		{"causal", 5, batch, gpu.AttnOpts{Scale: 1}, []int32{
+			0, 6, 0, // row 0: positions 0 … 5, table at 0
+			0, 0, 0, // row 1: none
+			0, 1, 2, 0, 2, 2, 0, 3, 2, // rows 2-4: 1, 2, 3 positions, table at 2
+			3, 1, 6,
+		}},
+		{"window", 2, window, gpu.AttnOpts{Window: 3}, []int32{
+			7, 3, -1, // the list holds table entries 1 and 2: entry i at -1 + i
+			8, 3, -1,
+			5, 2,
+		}},
+		{"bidirectional", 3, prefill, gpu.AttnOpts{Bidirectional: true}, []int32{
+			0, 3, 0, 0, 3, 0, 0, 3, 0, 4,
+		}},
+		{"bidirectional window 2", 3, prefill, gpu.AttnOpts{Bidirectional: true, Window: 2}, []int32{
+			0, 2, 0, // positions 0 … 1
+			0, 3, 0, // 0 … 2
+			1, 2, 0, // 1 … 2
+			4,
+		}},
+	} {
+		if got := attentionMeta(nil, c.rows, spec, c.batch, c.o); !slices.Equal(got, c.want) {
+			t.Errorf("%s: meta %v, want %v", c.name, got, c.want)
 		}
-	}()
-	attentionMeta(nil, 1, spec, &gpu.Batch{BlockSize: 4, Seqs: []gpu.Seq{{Len: 1, Blocks: []int32{9}}}})
+	}
+	mustPanic(t, map[string]func(){
+		"block 9 of an 8-block pool": func() {
+			attentionMeta(nil, 1, spec, &gpu.Batch{BlockSize: 4, Seqs: []gpu.Seq{{Len: 1, Blocks: []int32{9}}}}, gpu.AttnOpts{})
+		},
+		"a freed block without a window":  func() { attentionMeta(nil, 2, spec, window, gpu.AttnOpts{}) },
+		"a freed block inside the window": func() { attentionMeta(nil, 2, spec, window, gpu.AttnOpts{Window: 7}) },
+	})
 }
 
 func TestBlockIOAndCopyBlocks(t *testing.T) {

@@ -78,6 +78,10 @@ func TestLaunchesUseTheTable(t *testing.T) {
 	b.SiLUMul(x, x, x)
 	b.Softmax(x)
 	b.Rope(x, []int32{0, 1, 2, 3}, &gpu.Rope{HeadDim: 64, Dims: 64, Base: 10000, Scale: 1})
+	b.Scale(x, x, 0.5)
+	b.Softcap(x, 30)
+	b.GELUMul(x, x, nil)
+	b.LayerNorm(x, x, norm, norm, 1e-5)
 	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
 		c, err := b.NewKVCache(gpu.KVSpec{Layers: 1, Blocks: 4, BlockSize: 16, KVHeads: 2, HeadDim: 64, Type: typ})
 		if err != nil {

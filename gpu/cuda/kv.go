@@ -88,44 +88,49 @@ func (b *Backend) WriteKV(c gpu.KVCache, layer int, k, v gpu.Tensor, slots []int
 }
 
 // attentionMeta lays out what the attention kernel reads per row (see
-// kernels/attention.cu): the positions it attends to and where its
-// sequence's block table starts, then the tables. It checks the batch as
-// gpu/cpu does.
-func attentionMeta(dst []int32, rows int, spec gpu.KVSpec, batch *gpu.Batch) []int32 {
+// kernels/attention.cu): the first position it attends to under o, how
+// many from there, and where its sequence's block table starts in the
+// block list that follows the 3·rows entries, then the tables, each from
+// the block of its sequence's earliest position read on. It checks the
+// batch as gpu/cpu does: only the blocks o lets the rows read need be in
+// the pool (a sliding window's earlier entries may be -1).
+func attentionMeta(dst []int32, rows int, spec gpu.KVSpec, batch *gpu.Batch, o gpu.AttnOpts) []int32 {
 	if batch.BlockSize != spec.BlockSize {
 		panic(fmt.Sprintf("cuda: Attention: batch block size %d, cache block size %d", batch.BlockSize, spec.BlockSize))
 	}
 	if err := batch.Check(); err != nil {
 		panic("cuda: Attention: " + err.Error())
 	}
-	dst = slices.Grow(dst[:0], 2*rows)[:2*rows]
+	bs := spec.BlockSize
+	dst = slices.Grow(dst[:0], 3*rows)[:3*rows]
 	clear(dst)
 	for si, s := range batch.Seqs {
 		if s.Start+s.Len > rows {
 			panic(fmt.Sprintf("cuda: Attention: sequence %d has rows %d … %d of a %d-row q", si, s.Start, s.Start+s.Len-1, rows))
 		}
-		used := s.Blocks[:(s.Pos+s.Len+spec.BlockSize-1)/spec.BlockSize]
+		end := s.Pos + s.Len - 1
+		first, _ := o.Span(s.Pos, end) // the earliest position any row reads: the first row's
+		used := s.Blocks[first/bs : (end+bs)/bs]
 		for _, blk := range used {
 			if blk < 0 || int(blk) >= spec.Blocks {
 				panic(fmt.Sprintf("cuda: Attention: sequence %d reads block %d of a %d-block pool", si, blk, spec.Blocks))
 			}
 		}
-		off := int32(len(dst) - 2*rows)
+		tab := int32(len(dst) - 3*rows - first/bs) // blocks[tab + p/bs] is position p's block
 		dst = append(dst, used...)
 		for i := range s.Len {
-			dst[2*(s.Start+i)] = int32(s.Pos + i + 1)
-			dst[2*(s.Start+i)+1] = off
+			f, l := o.Span(s.Pos+i, end)
+			r := 3 * (s.Start + i)
+			dst[r], dst[r+1], dst[r+2] = int32(f), int32(l-f+1), tab
 		}
 	}
 	return dst
 }
 
-// Attention is causal paged attention for one layer (kernels/attention.cu).
+// Attention is paged attention for one layer (kernels/attention.cu):
+// causal, within a sliding window or bidirectional as o says, its scores
+// soft-capped and scaled.
 func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *gpu.Batch, o gpu.AttnOpts) {
-	if !o.Plain() {
-		unsupportedOp("Attention with a window, soft-capping or bidirectional")
-	}
-	scale := o.Scale
 	cc, cq, cd := b.kv(c), b.f32(q), b.act(dst)
 	cc.checkLayer("Attention", layer)
 	spec := cc.spec
@@ -133,13 +138,18 @@ func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *
 		panic(fmt.Sprintf("cuda: Attention: q %v is not a multiple of %d K/V heads of %d", cq, spec.KVHeads, spec.HeadDim))
 	}
 	checkShape("Attention", "dst", cd, cq.rows, cq.cols)
-	b.host = attentionMeta(b.host, cq.rows, spec, batch)
+	b.host = attentionMeta(b.host, cq.rows, spec, batch, o)
 	b.enter()
 	defer b.leave()
 	heads := cq.cols / spec.HeadDim
+	var invCap float32
+	if o.SoftCap > 0 {
+		invCap = 1 / o.SoftCap
+	}
 	meta := b.put(&b.meta, b.host, "attention tables") // before the list: put may launch (graph.go)
 	b.a.reset().ptr(cd.ptr).ptr(cq.ptr).ptr(cc.k(layer)).ptr(cc.v(layer)).ptr(meta).
-		i32(cq.rows).i32(heads).i32(spec.KVHeads).i32(spec.HeadDim).i32(spec.BlockSize).f32(scale)
+		i32(cq.rows).i32(heads).i32(spec.KVHeads).i32(spec.HeadDim).i32(spec.BlockSize).
+		f32(o.Scale).f32(o.SoftCap).f32(invCap)
 	k := kvTypeKernel(spec.Type, kAttentionF16, kAttentionF32)
 	b.launch(k, attentionDims(k, heads, cq.rows))
 }

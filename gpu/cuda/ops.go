@@ -114,7 +114,8 @@ func (b *Backend) Softmax(x gpu.Tensor) {
 }
 
 // Rope rotates each head of row i of x by the angles of position pos[i],
-// in place, as gpu/cpu does (see the rope kernel).
+// in place, as gpu/cpu does (see the rope kernel), cos and sin multiplied
+// by r's MScale.
 func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {
 	cx := b.act(x)
 	switch {
@@ -146,7 +147,7 @@ func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {
 	}
 	pp := b.put(&b.pos, pos, "positions") // before the list: put may launch (graph.go)
 	b.a.reset().ptr(cx.ptr).ptr(pp).ptr(factors).
-		i32(cx.rows).i32(cx.cols).i32(r.HeadDim).i32(r.Dims).i32(neox).f32(r.Scale).f32(thetaScale)
+		i32(cx.rows).i32(cx.cols).i32(r.HeadDim).i32(r.Dims).i32(neox).f32(r.Scale).f32(thetaScale).f32(r.Magnitude())
 	b.launch(kRope, elementwiseDims(kRope, int64(cx.rows)*int64(cx.cols/r.HeadDim)*int64(r.Dims/2)))
 }
 

@@ -1,12 +1,21 @@
-// Causal paged attention for one layer. q and dst are [rows, heads·head_dim];
-// meta holds, for each row, the number of positions it attends to (0: the
-// row is in no sequence and dst is left alone) and where its sequence's
-// block table starts in the block list that follows the 2·rows entries:
+// Paged attention for one layer. q and dst are [rows, heads·head_dim];
+// meta holds, for each row, the first position it attends to, how many
+// consecutive positions from there (0: the row is in no sequence and dst
+// is left alone), and where its sequence's block table starts in the
+// block list that follows the 3·rows entries:
 //
-//   meta[2r] = ctx(r), meta[2r+1] = off(r), blocks = meta + 2·rows
+//   meta[3r] = first(r), meta[3r+1] = n(r), meta[3r+2] = tab(r), blocks = meta + 3·rows
 //
-// Position p of row r has its K/V in block blocks[off(r) + p/block_size] at
-// offset p % block_size. Query head h reads K/V head h / (heads/kv_heads).
+// Position p of row r has its K/V in block blocks[tab(r) + p/block_size]
+// at offset p % block_size. The list holds a sequence's table from the
+// block of its earliest first(r) on (a sliding window's earlier entries
+// may be -1), so tab(r) may be negative; tab(r) + p/block_size is not,
+// for every position p the row reads. Causal, windowed and bidirectional
+// attention differ only in first and n (Go computes them: gpu.AttnOpts.Span).
+// Query head h reads K/V head h / (heads/kv_heads).
+//
+// Scores are q·k, soft-capped when cap > 0 (cap · tanh(q·k · inv_cap),
+// before the scale, as llama.cpp), then scaled.
 //
 // A block per (query head, row), ATT_WARPS warps; each warp takes
 // ATT_STEP positions at a time (independent loads in flight), keeps an
@@ -23,13 +32,14 @@ __device__ __forceinline__ float kv_load(const float* p, long long i) { return p
 template <typename KV>
 __device__ void attention(float* __restrict__ dst, const float* __restrict__ q, const KV* __restrict__ kc,
                           const KV* __restrict__ vc, const int* __restrict__ meta, int rows, int heads,
-                          int kv_heads, int head_dim, int block_size, float scale) {
+                          int kv_heads, int head_dim, int block_size, float scale, float cap, float inv_cap) {
     __shared__ float s_max[ATT_WARPS], s_sum[ATT_WARPS];
     __shared__ float s_acc[ATT_WARPS][32 * ATT_HD];
     int h = blockIdx.x, row = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    int n = meta[2 * row];
+    int first = meta[3 * row], n = meta[3 * row + 1];
     if (n <= 0) return;
-    const int* blocks = meta + 2 * rows + meta[2 * row + 1];
+    const int* blocks = meta + 3 * rows;
+    int tab = meta[3 * row + 2];
     int kvh = h / (heads / kv_heads);
     const float* qr = q + ((long long)row * heads + h) * head_dim;
     float qv[ATT_HD], acc[ATT_HD];
@@ -43,8 +53,8 @@ __device__ void attention(float* __restrict__ dst, const float* __restrict__ q, 
         long long base[ATT_STEP];
         float s[ATT_STEP];
         for (int u = 0; u < ATT_STEP; u++) {
-            int p = p0 + u < n ? p0 + u : n - 1;  // past the end: a valid position, its score dropped
-            base[u] = (((long long)blocks[p / block_size] * kv_heads + kvh) * block_size + p % block_size) * head_dim;
+            int p = first + (p0 + u < n ? p0 + u : n - 1);  // past the end: a valid position, its score dropped
+            base[u] = (((long long)blocks[tab + p / block_size] * kv_heads + kvh) * block_size + p % block_size) * head_dim;
             float d = 0.0f;
             for (int t = 0; t < ATT_HD; t++) {
                 int j = lane + 32 * t;
@@ -54,7 +64,9 @@ __device__ void attention(float* __restrict__ dst, const float* __restrict__ q, 
         }
         float m = mx;
         for (int u = 0; u < ATT_STEP; u++) {
-            s[u] = p0 + u < n ? warp_sum(s[u]) * scale : NEG_INF;
+            float d = warp_sum(s[u]);
+            if (cap > 0.0f) d = __fmul_rn(tanhf(__fmul_rn(d, inv_cap)), cap);
+            s[u] = p0 + u < n ? __fmul_rn(d, scale) : NEG_INF;
             m = fmaxf(m, s[u]);
         }
         float corr = expf(mx - m);
@@ -97,11 +109,13 @@ __device__ void attention(float* __restrict__ dst, const float* __restrict__ q, 
 }
 
 extern "C" __global__ void __launch_bounds__(512) attention_f16(float* dst, const float* q, const u16* kc, const u16* vc, const int* meta,
-                                                                int rows, int heads, int kv_heads, int head_dim, int block_size, float scale) {
-    attention<u16>(dst, q, kc, vc, meta, rows, heads, kv_heads, head_dim, block_size, scale);
+                                                                int rows, int heads, int kv_heads, int head_dim, int block_size, float scale,
+                                                                float cap, float inv_cap) {
+    attention<u16>(dst, q, kc, vc, meta, rows, heads, kv_heads, head_dim, block_size, scale, cap, inv_cap);
 }
 
 extern "C" __global__ void __launch_bounds__(512) attention_f32(float* dst, const float* q, const float* kc, const float* vc, const int* meta,
-                                                                int rows, int heads, int kv_heads, int head_dim, int block_size, float scale) {
-    attention<float>(dst, q, kc, vc, meta, rows, heads, kv_heads, head_dim, block_size, scale);
+                                                                int rows, int heads, int kv_heads, int head_dim, int block_size, float scale,
+                                                                float cap, float inv_cap) {
+    attention<float>(dst, q, kc, vc, meta, rows, heads, kv_heads, head_dim, block_size, scale, cap, inv_cap);
 }

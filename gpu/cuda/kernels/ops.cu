@@ -52,10 +52,11 @@ extern "C" __global__ void __launch_bounds__(256) softmax(float* x, int cols) {
 // rope: a thread per (row, head, pair i) of x [rows, cols]. The angle
 // follows gpu/cpu: theta = pos · theta_scale^i by i successive float
 // multiplications, a = scale · (theta / factor[i]), cos and sin of a in
-// double rounded to float. Pair i is (2i, 2i+1), or (i, i + dims/2) for
-// NeoX.
+// double rounded to float, each then multiplied by mscale. Pair i is
+// (2i, 2i+1), or (i, i + dims/2) for NeoX.
 extern "C" __global__ void __launch_bounds__(256) rope(float* x, const int* pos, const float* factors, int rows, int cols,
-                                                       int head_dim, int dims, int neox, float scale, float theta_scale) {
+                                                       int head_dim, int dims, int neox, float scale, float theta_scale,
+                                                       float mscale) {
     int half = dims / 2, heads = cols / head_dim;
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= (long long)rows * heads * half) return;
@@ -66,12 +67,77 @@ extern "C" __global__ void __launch_bounds__(256) rope(float* x, const int* pos,
     for (int j = 0; j < i; j++) theta = __fmul_rn(theta, theta_scale);
     float ff = factors ? factors[i] : 1.0f;
     float a = __fmul_rn(scale, __fdiv_rn(theta, ff));
-    float c = (float)cos((double)a), s = (float)sin((double)a);
+    float c = __fmul_rn((float)cos((double)a), mscale), s = __fmul_rn((float)sin((double)a), mscale);
     float* hd = x + (long long)row * cols + (long long)h * head_dim;
     int j0 = neox ? i : 2 * i, j1 = neox ? i + half : 2 * i + 1;
     float x0 = hd[j0], x1 = hd[j1];
     hd[j0] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
     hd[j1] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+}
+
+// scale: y = x · s.
+extern "C" __global__ void __launch_bounds__(256) scale(const float* x, float* y, long long n, float s) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    y[t] = __fmul_rn(x[t], s);
+}
+
+// softcap: x = c · tanh(x · inv), inv the float 1/c, in place; tanh in
+// double rounded to float, as gpu/cpu takes it.
+extern "C" __global__ void __launch_bounds__(256) softcap(float* x, long long n, float c, float inv) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    x[t] = __fmul_rn((float)tanh((double)__fmul_rn(x[t], inv)), c);
+}
+
+// gelu_f16 is ggml's CPU gelu, which looks the tanh approximation up in a
+// table of halves: x rounded to a half, 0.5·x·(1 + tanh(√(2/π)·x·(1 +
+// 0.044715·x²))) in float (tanh in double) rounded to a half, for |x| <
+// 10; 0 at or below -10, x itself from 10 (and for NaN).
+__device__ __forceinline__ float gelu_f16(float x) {
+    if (x <= -10.0f) return 0.0f;
+    if (!(x < 10.0f)) return x;
+    float h = h2f(f2h(x));
+    float in = __fmul_rn(__fmul_rn(0.7978845608028654f, h), __fadd_rn(1.0f, __fmul_rn(__fmul_rn(0.044715f, h), h)));
+    float g = __fmul_rn(__fmul_rn(0.5f, h), __fadd_rn(1.0f, (float)tanh((double)in)));
+    return h2f(f2h(g));
+}
+
+// gelu_mul: y = gelu(gate) · up, or gelu(gate) when up is null.
+extern "C" __global__ void __launch_bounds__(256) gelu_mul(const float* gate, const float* up, float* y, long long n) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    float g = gelu_f16(gate[t]);
+    y[t] = up ? __fmul_rn(g, up[t]) : g;
+}
+
+// layer_norm: each row of cols elements (blockIdx.x the row) becomes (x -
+// mean) / sqrt(var + eps) · w + b, w and b null for 1 and 0: the row
+// summed in double and rounded, the mean a float quotient, the squares of
+// the centred row summed in double, as gpu/cpu. y may be x: each thread
+// reads and writes only its own elements, the writes after both
+// reductions.
+extern "C" __global__ void __launch_bounds__(256) layer_norm(const float* x, const float* w, const float* b, float* y, int cols,
+                                                             float eps) {
+    const float* xr = x + (long long)blockIdx.x * cols;
+    float* yr = y + (long long)blockIdx.x * cols;
+    double s = 0;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) s += (double)xr[i];
+    s = block_sum_d(s);
+    float mean = __fdiv_rn((float)s, (float)cols);
+    double q = 0;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) {
+        float d = __fsub_rn(xr[i], mean);
+        q += (double)__fmul_rn(d, d);
+    }
+    q = block_sum_d(q);
+    float scale = 1.0f / sqrtf(__fadd_rn((float)(q / cols), eps));
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) {
+        float v = __fmul_rn(__fsub_rn(xr[i], mean), scale);
+        if (w) v = __fmul_rn(v, w[i]);
+        if (b) v = __fadd_rn(v, b[i]);
+        yr[i] = v;
+    }
 }
 
 // kv_offset is where element j of head h of slot s lives in a layer's K or

@@ -1,0 +1,91 @@
+package conformance
+
+import (
+	"fmt"
+
+	"folio/gpu"
+	"folio/models/gguf"
+)
+
+// families: the ops of the families beyond llama. Scale into another
+// tensor and in place; Softcap of values inside and far past the cap;
+// GELUMul with and without up, over inputs past ±10 (where ggml's table
+// ends) and in place; LayerNorm with both, one or neither of its weight
+// and bias, in place; Rope with MScale (YaRN's magnitude).
+func (c *table) families() {
+	x := c.vals(7*300, 4)
+	c.add("Scale [7×300]", tolExact, func(be gpu.Backend) []float32 {
+		dst := act(be, 7, 300, make([]float32, 7*300))
+		be.Scale(dst, act(be, 7, 300, x), -0.37)
+		return read(be, dst)
+	})
+	c.add("Scale [7×300] in place", tolExact, func(be gpu.Backend) []float32 {
+		t := act(be, 7, 300, x)
+		be.Scale(t, t, 48)
+		return read(be, t)
+	})
+	for _, cap := range []float32{30, 1.5} {
+		logits := c.vals(3*1003, 60)
+		c.add(fmt.Sprintf("Softcap %g [3×1003]", cap), tolExact, func(be gpu.Backend) []float32 {
+			t := act(be, 3, 1003, logits)
+			be.Softcap(t, cap)
+			return read(be, t)
+		})
+	}
+
+	g, u := c.vals(3*1001, 12), c.vals(3*1001, 2)
+	g[0], g[1], g[2], g[3] = -10, 10, 9.999, -9.999 // the table's ends
+	c.add("GELUMul [3×1001]", tolExact, func(be gpu.Backend) []float32 {
+		gt := act(be, 3, 1001, g)
+		be.GELUMul(gt, gt, act(be, 3, 1001, u))
+		return read(be, gt)
+	})
+	c.add("GELUMul [3×1001] without up", tolExact, func(be gpu.Backend) []float32 {
+		dst := act(be, 3, 1001, make([]float32, 3*1001))
+		be.GELUMul(dst, act(be, 3, 1001, g), nil)
+		return read(be, dst)
+	})
+
+	for _, s := range []struct {
+		rows, cols int
+		w, b       bool
+	}{{3, 768, true, true}, {5, 100, true, false}, {2, 2048, false, true}, {4, 37, false, false}} {
+		rows, cols := s.rows, s.cols
+		x := c.vals(rows*cols, 3)
+		for i := range x {
+			x[i] += 1.5 // a mean away from 0
+		}
+		wb, bb := weightBytes(gguf.TypeF32, 1, cols, c.vals(cols, 1)), weightBytes(gguf.TypeF32, 1, cols, c.vals(cols, 1))
+		c.add(fmt.Sprintf("LayerNorm [%d×%d] w %v b %v", rows, cols, s.w, s.b), tolExact, func(be gpu.Backend) []float32 {
+			xt := act(be, rows, cols, x)
+			var w, b gpu.Tensor
+			if s.w {
+				w = weight(be, gguf.TypeF32, 1, cols, wb)
+			}
+			if s.b {
+				b = weight(be, gguf.TypeF32, 1, cols, bb)
+			}
+			be.LayerNorm(xt, xt, w, b, 1e-12)
+			return read(be, xt)
+		})
+	}
+
+	factors := make([]float32, 16)
+	for i := range factors {
+		factors[i] = 1 + float32(i)/3
+	}
+	for _, r := range []gpu.Rope{
+		{HeadDim: 64, Dims: 64, Base: 10000, Scale: 1, MScale: 1.2079},
+		{HeadDim: 96, Dims: 32, Base: 10000, Scale: 0.25, Neox: true, Factors: factors, MScale: 0.8},
+	} {
+		heads, rows := 2, 4
+		cols := heads * r.HeadDim
+		x := c.vals(rows*cols, 1)
+		pos := []int32{0, 3, 511, 20000}
+		c.add(fmt.Sprintf("Rope dims %d of %d, neox %v, factors %v, mscale %g", r.Dims, r.HeadDim, r.Neox, r.Factors != nil, r.MScale), tolExact, func(be gpu.Backend) []float32 {
+			t := act(be, rows, cols, x)
+			be.Rope(t, pos, &r)
+			return read(be, t)
+		})
+	}
+}
