@@ -191,8 +191,13 @@ func TestOpsLaunchWithTheirParameters(t *testing.T) {
 	}
 	l = f.launches[len(f.launches)-1]
 	if l.fn != b.fn[kRope] || math.Float32frombits(uint32(l.params[8])) != 1 ||
-		math.Float32frombits(uint32(l.params[9])) != float32(math.Pow(10000, -2.0/32)) {
+		math.Float32frombits(uint32(l.params[9])) != float32(math.Pow(10000, -2.0/32)) ||
+		math.Float32frombits(uint32(l.params[10])) != 1 { // MScale unset: 1
 		t.Errorf("rope launch %+v", l)
+	}
+	b.Rope(q, []int32{6, 7}, &gpu.Rope{HeadDim: 32, Dims: 32, Base: 10000, Scale: 1, MScale: 1.25})
+	if l = f.launches[len(f.launches)-1]; math.Float32frombits(uint32(l.params[10])) != 1.25 {
+		t.Errorf("rope launch with MScale 1.25: %+v", l)
 	}
 	mustPanic(t, map[string]func(){
 		"MatMul shape":  func() { b.MatMul(y, q, w) },

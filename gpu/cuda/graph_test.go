@@ -14,8 +14,8 @@ import (
 // growth is a decode of one sequence through the attention ops only, on
 // any backend: per step, Embed of q, k and v by a token id, Rope, WriteKV
 // and Attention, then Download. Blocks of one slot make its block table
-// outgrow the attention table buffer's first 4 KiB (1024 int32s: 2 for
-// the row, 1022 blocks) at position growAt, after the earlier steps have
+// outgrow the attention table buffer's first 4 KiB (1024 int32s: 3 for
+// the row, 1021 blocks) at position growAt, after the earlier steps have
 // become a graph.
 type growth struct {
 	spec       gpu.KVSpec
@@ -28,7 +28,7 @@ type growth struct {
 }
 
 const (
-	growAt     = 1022 // positions 0 … 1022: 1023 blocks
+	growAt     = 1021 // positions 0 … 1021: 1022 blocks
 	growStart  = growAt - 5
 	growSteps  = 8
 	growVocab  = 8
@@ -108,7 +108,7 @@ func TestGraphStepKeepsArgumentsWhenATableGrows(t *testing.T) {
 			t.Fatalf("%d steps ran as graphs before the table grew: the test does not reach its case", graphsBefore)
 		}
 		want := []uint64{b.tensor(g.out).ptr, b.tensor(g.q).ptr, kc.k(0), kc.v(0), b.meta.ptr,
-			1, 2, 1, 32, 1, uint64(math.Float32bits(1 / float32(math.Sqrt(32))))}
+			1, 2, 1, 32, 1, uint64(math.Float32bits(1 / float32(math.Sqrt(32)))), 0, 0} // no soft-cap
 		var att []fakeLaunch
 		for _, l := range f.launches[from:] {
 			if l.fn == b.fn[kAttentionF32] {

@@ -150,9 +150,22 @@ func (p *preflightRun) tinyOps() []preflightOp {
 		preflightOp{"Rope [2×64], one head of 64", func() {
 			b.Rope(act(b, 2, cols, x), []int32{0, 7}, &gpu.Rope{HeadDim: 64, Dims: 64, Base: 10000, Scale: 1})
 		}},
+		preflightOp{"Scale [2×64]", func() {
+			t := act(b, 2, cols, x)
+			b.Scale(t, t, 0.5)
+		}},
+		preflightOp{"Softcap [2×64]", func() { b.Softcap(act(b, 2, cols, x), 30) }},
+		preflightOp{"GELUMul [2×64]", func() {
+			t := act(b, 2, cols, x)
+			b.GELUMul(t, t, act(b, 2, cols, x))
+		}},
+		preflightOp{"LayerNorm [2×64] with weight and bias", func() {
+			t := act(b, 2, cols, x)
+			b.LayerNorm(t, t, weight(b, gguf.TypeF32, 1, cols, w), weight(b, gguf.TypeF32, 1, cols, w), 1e-5)
+		}},
 	)
 	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
-		ops = append(ops, preflightOp{fmt.Sprintf("WriteKV and Attention, %v K/V, 2 rows, 2 heads over 1 of 64", typ), func() {
+		ops = append(ops, preflightOp{fmt.Sprintf("WriteKV and Attention (causal, then in a window, soft-capped), %v K/V, 2 rows, 2 heads over 1 of 64", typ), func() {
 			spec := gpu.KVSpec{Layers: 1, Blocks: 2, BlockSize: 16, KVHeads: 1, HeadDim: 64, Type: typ}
 			kv, err := b.NewKVCache(spec)
 			if err != nil {
@@ -162,6 +175,11 @@ func (p *preflightRun) tinyOps() []preflightOp {
 			b.WriteKV(kv, 0, act(b, 2, 64, x), act(b, 2, 64, x), batch.Slots(nil))
 			q := act(b, 2, 128, vals(2*128))
 			b.Attention(act(b, 2, 128, make([]float32, 2*128)), q, kv, 0, batch, gpu.AttnOpts{Scale: 0.125})
+			// A window of 2 and a soft-cap at positions 17 and 18 (16 is
+			// the zeroed pool's), over a table whose first block left the window.
+			swa := &gpu.Batch{BlockSize: 16, Seqs: []gpu.Seq{{Start: 0, Len: 2, Pos: 17, Blocks: []int32{-1, 0}}}}
+			b.WriteKV(kv, 0, act(b, 2, 64, x), act(b, 2, 64, x), []int32{1, 2})
+			b.Attention(act(b, 2, 128, make([]float32, 2*128)), q, kv, 0, swa, gpu.AttnOpts{Scale: 0.125, SoftCap: 50, Window: 2})
 		}})
 	}
 	return ops
