@@ -54,20 +54,31 @@ var familyModels = map[string]struct {
 		reply: []string{"[TOOL_CALLS]", "get_weather", "[ARGS]", `{"city":"Paris"}`}}},
 	"devstral-nocall": {"unsloth-mistral-Devstral-Small-2507.jinja", scripted{bos: "<s>", eos: "</s>", specials: mistralSpecials, start: "[/INST]",
 		reply: []string{"Sure", "[TOOL_CALLS]", "nope", "[ARGS]", "{}"}}},
-	"granite3.3": {"testdata/templates/ibm-granite-granite-3.3-2B-Instruct.jinja", scripted{bos: "<s>", eos: "<|end_of_text|>",
+	"granite3.3": {llamaCppTemplates + "ibm-granite-granite-3.3-2B-Instruct.jinja", scripted{bos: "<s>", eos: "<|end_of_text|>",
 		specials: graniteSpecials, start: "<|end_of_role|>", reply: []string{"<|tool_call|>", weatherCall}}},
 }
 
-// newFamilyServer serves the scripted family models.
+// llamaCppTemplates marks a template ../shared/templates lacks, read from
+// llama.cpp's source (fixtures.LlamaCppFile): Granite 3.3's.
+const llamaCppTemplates = "llama.cpp:models/templates/"
+
+// newFamilyServer serves the scripted family models. Under -short, which
+// skips the llama.cpp kit, those whose template comes from llama.cpp's
+// source are left out (skipFamily).
 func newFamilyServer(t *testing.T) (*api.Client, string) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, m := range familyModels {
-		path := m.file
-		if !strings.HasPrefix(path, "testdata/") {
-			path = filepath.Join(fixtures.Shared(t), "templates", path)
+		var tmpl []byte
+		var err error
+		switch path, ok := strings.CutPrefix(m.file, "llama.cpp:"); {
+		case ok && testing.Short():
+			continue
+		case ok:
+			tmpl = fixtures.LlamaCppFile(t, path)
+		default:
+			tmpl, err = os.ReadFile(filepath.Join(fixtures.Shared(t), "templates", m.file))
 		}
-		tmpl, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,6 +86,13 @@ func newFamilyServer(t *testing.T) (*api.Client, string) {
 		m.s.write(t, filepath.Join(dir, name+".gguf"))
 	}
 	return serveLibrary(t, dir)
+}
+
+// skipFamily skips a test of a model newFamilyServer left out.
+func skipFamily(t *testing.T, name string) {
+	if testing.Short() && strings.HasPrefix(familyModels[name].file, "llama.cpp:") {
+		t.Skipf("%s's template comes from llama.cpp's source, which -short skips", name)
+	}
 }
 
 // familyMessages is a conversation the family's template accepts: the
@@ -125,6 +143,7 @@ func TestFamilyChat(t *testing.T) {
 	c, base := newFamilyServer(t)
 	for _, name := range []string{"gemma2", "gemma3", "phi3", "phi3.5", "phi4", "mistral-0.2"} {
 		t.Run(name, func(t *testing.T) {
+			skipFamily(t, name)
 			for _, stream := range []bool{true, false} {
 				content, calls, last := chatAll(t, c, &api.ChatRequest{Model: name, Messages: familyMessages(name), Stream: &stream,
 					Options: map[string]any{"temperature": 0, "num_predict": 20}})
@@ -158,6 +177,7 @@ func TestFamilyToolCalls(t *testing.T) {
 	c, _ := newFamilyServer(t)
 	for _, name := range []string{"nemo", "small3.2", "devstral", "granite3.3"} {
 		t.Run(name, func(t *testing.T) {
+			skipFamily(t, name)
 			for _, stream := range []bool{true, false} {
 				content, calls, last := chatAll(t, c, &api.ChatRequest{Model: name, Messages: familyMessages(name), Stream: &stream,
 					Tools: weatherTool(), Options: map[string]any{"temperature": 0, "num_predict": 20}})
@@ -200,6 +220,7 @@ func TestFamilyToolCallsOpenAI(t *testing.T) {
 	}
 	for _, name := range []string{"nemo", "small3.2", "devstral", "granite3.3"} {
 		t.Run(name, func(t *testing.T) {
+			skipFamily(t, name)
 			msgs, _ := json.Marshal(familyMessages(name))
 			body := `{"model":"` + name + `","messages":` + string(msgs) + `,"temperature":0,"max_tokens":20,
 				"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`
@@ -250,25 +271,37 @@ func TestFamilyToolCallsOpenAI(t *testing.T) {
 	}
 }
 
-// TestFamilyRender: Granite 3.3's template (kept in testdata, not in
-// ../shared/templates, whose golden test covers the others) renders a
-// conversation with tools through /api/chat byte for byte as Python Jinja2
-// renders it the way transformers does.
+// TestFamilyRender: Granite 3.3's template (read from llama.cpp's source:
+// ../shared/templates, whose golden test renders the others byte for byte
+// against Python Jinja2, lacks it) renders a conversation with tools
+// through /api/chat: the system turn, the tools' JSON schemas in their own
+// role, the user turn, in order, and the assistant's turn opened last.
 func TestFamilyRender(t *testing.T) {
+	skipFamily(t, "granite3.3")
 	c, _ := newFamilyServer(t)
-	want, err := os.ReadFile("testdata/templates/ibm-granite-granite-3.3-2B-Instruct.tools.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
 	no := false
 	var got api.ChatResponse
-	err = c.Chat(context.Background(), &api.ChatRequest{Model: "granite3.3", Messages: familyMessages("granite3.3"), Tools: weatherTool(),
+	err := c.Chat(context.Background(), &api.ChatRequest{Model: "granite3.3", Messages: familyMessages("granite3.3"), Tools: weatherTool(),
 		Stream: &no, DebugRenderOnly: true}, func(r api.ChatResponse) error { got = r; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.DebugInfo == nil || got.DebugInfo.RenderedTemplate != string(want) {
-		t.Fatalf("rendered %+v\nwant %q", got.DebugInfo, want)
+	if got.DebugInfo == nil {
+		t.Fatal("no rendered template")
+	}
+	r := got.DebugInfo.RenderedTemplate
+	at := 0
+	for _, want := range []string{"<|start_of_role|>system<|end_of_role|>Use the tools.<|end_of_text|>",
+		"<|start_of_role|>available_tools<|end_of_role|>", `"name": "get_weather"`, `"description": "The weather in a city"`,
+		"<|start_of_role|>user<|end_of_role|>What is the weather in Paris?<|end_of_text|>"} {
+		i := strings.Index(r[at:], want)
+		if i < 0 {
+			t.Fatalf("rendered %q\nlacks %q after byte %d", r, want, at)
+		}
+		at += i + len(want)
+	}
+	if !strings.HasSuffix(r, "<|start_of_role|>assistant<|end_of_role|>") {
+		t.Fatalf("rendered %q\ndoes not end with the assistant's turn opened", r)
 	}
 }
 
