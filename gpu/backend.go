@@ -299,6 +299,15 @@ type KVGrower interface {
 	GrowKVCache(c KVCache, blocks int) error
 }
 
+// LayerKVCacher is an optional capability: a K/V pool for some of the
+// model's layers, a layer group's (models/arch.Groups), whose layer i is
+// the model's layer layers[i] (ascending; spec.Layers is len(layers)). A
+// backend that places the model's layers on devices places their K/V
+// with them; NewKVCache takes a pool's layers to be the model's first.
+type LayerKVCacher interface {
+	NewLayerKVCache(spec KVSpec, layers []int) (KVCache, error)
+}
+
 // BlockCopy asks for block Src's K/V to be copied into block Dst.
 type BlockCopy struct{ Src, Dst int32 }
 

@@ -23,6 +23,9 @@
 //   - BlockIO: a block's K/V to and from host memory, for persisted
 //     prefixes.
 //   - KVGrower: a K/V pool grown in place, its blocks kept.
+//   - LayerKVCacher: a K/V pool for some of the model's layers (a layer
+//     group's), placed with those layers by a backend that places layers
+//     (cuda.Split).
 //   - RepackedWeight, of a weight Tensor: the backend holds its own copy,
 //     so the loader releases the file's pages (models/arch).
 //

@@ -33,11 +33,20 @@ func groupSpecs(g *arch.Groups, base gpu.KVSpec, maxSeqs, numBatch int, fixed in
 	return specs
 }
 
-// newCaches allocates a cache per spec.
-func newCaches(be gpu.Backend, specs []gpu.KVSpec) ([]gpu.KVCache, error) {
+// newCaches allocates a cache per spec, group g's for its layers: with
+// several groups, a backend that places layers (gpu.LayerKVCacher) places
+// each group's K/V with its layers.
+func newCaches(be gpu.Backend, g *arch.Groups, specs []gpu.KVSpec) ([]gpu.KVCache, error) {
+	lc, placed := be.(gpu.LayerKVCacher)
 	var caches []gpu.KVCache
-	for _, sp := range specs {
-		kv, err := be.NewKVCache(sp)
+	for i, sp := range specs {
+		var kv gpu.KVCache
+		var err error
+		if placed && len(specs) > 1 {
+			kv, err = lc.NewLayerKVCache(sp, g.LayersOf(i))
+		} else {
+			kv, err = be.NewKVCache(sp)
+		}
 		if err != nil {
 			return nil, kvTypeErr(err, sp)
 		}

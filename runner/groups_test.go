@@ -16,7 +16,7 @@ func regroup(t testing.TB, m *Model, windows []int) {
 	g := arch.LayerGroups(windows, m.Arch.Layers)
 	base := m.KV.Spec()
 	base.Layers = m.Arch.Layers
-	caches, err := newCaches(m.Arch.Backend(), groupSpecs(g, base, m.Opt.MaxSeqs, m.Opt.NumBatch, 0))
+	caches, err := newCaches(m.Arch.Backend(), g, groupSpecs(g, base, m.Opt.MaxSeqs, m.Opt.NumBatch, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

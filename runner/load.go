@@ -191,7 +191,7 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 		be.Close()
 		return nil, err
 	}
-	caches, err := newCaches(be, specs)
+	caches, err := newCaches(be, groups, specs)
 	if err != nil {
 		be.Close()
 		return nil, err

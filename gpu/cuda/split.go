@@ -24,8 +24,9 @@ type Split struct {
 }
 
 var (
-	_ gpu.Backend = (*Split)(nil)
-	_ gpu.BlockIO = (*Split)(nil)
+	_ gpu.Backend       = (*Split)(nil)
+	_ gpu.BlockIO       = (*Split)(nil)
+	_ gpu.LayerKVCacher = (*Split)(nil)
 )
 
 // NewSplit puts layers 0 … onDev−1 on dev and the rest on host. Both must

@@ -17,10 +17,34 @@ type splitKV struct {
 func (c *splitKV) Spec() gpu.KVSpec { return c.spec }
 
 func (s *Split) NewKVCache(spec gpu.KVSpec) (gpu.KVCache, error) {
+	return s.newKV(spec, min(s.onDev, spec.Layers))
+}
+
+// NewLayerKVCache is the pool of the model's layers (a layer group's):
+// those below the split point, its first ones, on the device with their
+// weights, the rest on the host (gpu.LayerKVCacher).
+func (s *Split) NewLayerKVCache(spec gpu.KVSpec, layers []int) (gpu.KVCache, error) {
+	if len(layers) != spec.Layers {
+		return nil, fmt.Errorf("cuda: split: a K/V pool of %d layers for %d model layers", spec.Layers, len(layers))
+	}
+	onDev := 0
+	for i, l := range layers {
+		if i > 0 && l <= layers[i-1] {
+			return nil, fmt.Errorf("cuda: split: the model layers of a K/V pool must ascend (%v)", layers)
+		}
+		if l < s.onDev {
+			onDev++
+		}
+	}
+	return s.newKV(spec, onDev)
+}
+
+// newKV is a pool whose first onDev layers are on the device.
+func (s *Split) newKV(spec gpu.KVSpec, onDev int) (gpu.KVCache, error) {
 	if err := spec.Check(); err != nil {
 		return nil, err
 	}
-	c := &splitKV{spec: spec, onDev: min(s.onDev, spec.Layers)}
+	c := &splitKV{spec: spec, onDev: onDev}
 	var err error
 	if c.onDev > 0 {
 		ds := spec

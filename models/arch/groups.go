@@ -46,6 +46,18 @@ func LayerGroups(windows []int, layers int) *Groups {
 	return g
 }
 
+// LayersOf is the model layers of group g, ascending: layer i of its
+// cache is model layer LayersOf(g)[i].
+func (g *Groups) LayersOf(group int) []int {
+	var ls []int
+	for l, gi := range g.Of {
+		if gi == group {
+			ls = append(ls, l)
+		}
+	}
+	return ls
+}
+
 func window(windows []int, l int) int {
 	if l < len(windows) {
 		return windows[l]
