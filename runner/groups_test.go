@@ -1,11 +1,15 @@
 package runner
 
 import (
+	"math"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 
 	"folio/models/arch"
+	"folio/models/gguf"
+	"folio/models/synth"
 )
 
 // regroup lays m's K/V out in a cache per layer group of windows, as a
@@ -195,4 +199,70 @@ func TestEngineSlidingMemory(t *testing.T) {
 		t.Errorf("with Gemma 3 1B's layers the peak is %.3f of a full-attention cache, want at most 0.25", ratio)
 	}
 	t.Logf("full %d blocks, sliding %d at the peak: %.1f%% of a full-attention cache", full, swa, 100*ratio)
+}
+
+// TestEngineGemmaSlidingWindow: Gemma 2 and 3 (the tiny synthetic ones:
+// gemma2 slides 16 tokens on every other layer, gemma3 on five of six)
+// load with a sliding layer group whose blocks go back as they leave the
+// window, and give the tokens and log-probabilities of the same model
+// with one cache that keeps every block: concurrent requests sharing a
+// prefix, then the next turn of one resumed from the cache.
+func TestEngineGemmaSlidingWindow(t *testing.T) {
+	for _, a := range []string{"gemma2", "gemma3"} {
+		t.Run(a, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), a+".gguf")
+			if err := synth.WriteTiny(path, a, gguf.TypeQ8_0, 7); err != nil {
+				t.Fatal(err)
+			}
+			load := func() *Model {
+				m, err := Load(path, LoadOptions{NumCtx: 1024, NumBatch: 64, MaxSeqs: 4})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { m.Close() })
+				return m
+			}
+			m := load()
+			if len(m.Caches) != 2 || m.Groups.Windows[1] != 16 {
+				t.Fatalf("layer groups %+v", m.Groups)
+			}
+			ref := load()
+			regroup(t, ref, nil) // one cache of every layer, every block kept
+			re, e := newEngine(t, ref, EngineOptions{NoPrefixCache: true}), newEngine(t, m, EngineOptions{})
+
+			greedy := SampleOptions{RepeatPenalty: 1}
+			doc := promptOf(200, 91)
+			var reqs []Request
+			for i := range 4 {
+				reqs = append(reqs, Request{Prompt: append(slices.Clone(doc), promptOf(5+11*i, uint64(92+i))[1:]...),
+					Sample: greedy, NumPredict: 24, TopLogprobs: 1})
+			}
+			runAll := func(e *Engine) []result {
+				out := make([]result, len(reqs))
+				var wg sync.WaitGroup
+				for i, r := range reqs {
+					wg.Go(func() { out[i] = run(t, e, r) })
+				}
+				wg.Wait()
+				return out
+			}
+			want, got := runAll(re), runAll(e)
+			for i := range reqs {
+				if !slices.Equal(got[i].tokens[0], want[i].tokens[0]) {
+					t.Errorf("request %d: released %v, all kept %v", i, got[i].tokens[0], want[i].tokens[0])
+				}
+			}
+			turn2 := Request{Prompt: append(append(slices.Clone(reqs[0].Prompt), got[0].tokens[0]...), promptOf(9, 99)[1:]...), Sample: greedy, NumPredict: 8}
+			warm, cold := run(t, e, turn2), run(t, re, turn2)
+			if warm.stats.CachedTokens == 0 || !slices.Equal(warm.tokens[0], cold.tokens[0]) {
+				t.Errorf("next turn: %d tokens from the cache, tokens %v; all kept %v", warm.stats.CachedTokens, warm.tokens[0], cold.tokens[0])
+			}
+			if lw, lc := firstLogprob(t, e, turn2.Prompt), firstLogprob(t, re, turn2.Prompt); math.Abs(float64(lw-lc)) > 1e-4*math.Max(1, math.Abs(float64(lc))) {
+				t.Errorf("first logprob released %v, all kept %v", lw, lc)
+			}
+			if st := e.Stats().Groups[1]; st.Peak > st.Blocks || st.Blocks > 4*(16/16+2)+64/16+1 {
+				t.Errorf("sliding group: pool %d, peak %d", st.Blocks, st.Peak)
+			}
+		})
+	}
 }
