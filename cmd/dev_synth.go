@@ -18,6 +18,7 @@ func newSynthCmd() *cobra.Command {
 		seed                                                  uint64
 		tie, noTie                                            bool
 		ropeBase, eps                                         float32
+		rope                                                  synth.RopeScaling
 		shape                                                 = map[string]*int{}
 	)
 	cmd := &cobra.Command{
@@ -73,6 +74,9 @@ func newSynthCmd() *cobra.Command {
 			if flags.Changed("eps") {
 				cfg.NormEps = eps
 			}
+			if rope != (synth.RopeScaling{}) {
+				cfg.Rope = rope
+			}
 			return runSynth(cmd, cfg, out)
 		},
 	}
@@ -97,7 +101,14 @@ func newSynthCmd() *cobra.Command {
 	f.BoolVar(&tie, "tie-embeddings", false, "no output.weight: token_embd is the output matrix")
 	f.BoolVar(&noTie, "no-tie-embeddings", false, "write a separate output.weight")
 	f.Float32Var(&ropeBase, "rope-base", 0, "RoPE frequency base (overrides the preset)")
-	f.Float32Var(&eps, "eps", 0, "RMS norm epsilon (default 1e-5 llama, 1e-6 qwen)")
+	f.Float32Var(&eps, "eps", 0, "RMS norm epsilon (default 1e-5 llama and mistral3, 1e-6 the others)")
+	f.StringVar(&rope.Type, "rope-scaling", "", "rope.scaling.type: yarn (default none)")
+	f.Float32Var(&rope.Factor, "rope-factor", 0, "rope.scaling.factor: how many times the original context")
+	f.IntVar(&rope.OrigCtx, "rope-orig-ctx", 0, "rope.scaling.original_context_length (yarn; default the context length)")
+	f.Float32Var(&rope.AttnFactor, "rope-attn-factor", 0, "rope.scaling.attn_factor (default 1)")
+	f.Float32Var(&rope.BetaFast, "yarn-beta-fast", 0, "rope.scaling.yarn_beta_fast (mistral3 reads it; default 32)")
+	f.Float32Var(&rope.BetaSlow, "yarn-beta-slow", 0, "rope.scaling.yarn_beta_slow (mistral3 reads it; default 1)")
+	f.Float32Var(&rope.LogMul, "yarn-log-mul", 0, "rope.scaling.yarn_log_multiplier (mistral3 reads it; default 0)")
 	return cmd
 }
 

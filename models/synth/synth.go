@@ -1,5 +1,6 @@
 // Package synth writes random-weight models of every architecture folio
-// runs (Archs: the llama family, Gemma 2 and 3, and the embedding models)
+// runs (Archs: the llama family with smollm3, olmo2 and mistral3, Gemma 2 and 3,
+// and the embedding models)
 // as GGUF files that llama.cpp loads: the tensor names, shapes and
 // metadata keys are llama.cpp's, the vocabulary works (a byte-level
 // SentencePiece fallback, a small WordPiece one for BERT, or the tokenizer
@@ -29,7 +30,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma2", "gemma3", "bert", "nomic-bert"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma2", "gemma3", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -49,7 +50,8 @@ type Config struct {
 	// RopeScale is the linear rope scaling factor (rope.scaling.factor);
 	// 0: no scaling. Gemma 3 applies it on its global layers only.
 	RopeScale float32
-	NormEps   float32         // RMS norm epsilon; 0: 1e-5 for llama, 1e-6 for the others
+	Rope      RopeScaling     // yarn's rope.scaling.*; zero: none (RopeScale is linear's)
+	NormEps   float32         // RMS norm epsilon; 0: 1e-5 for llama and mistral3, 1e-6 for the others
 	Type      gguf.TensorType // type of the 2-D weights; norms and biases stay F32
 	Seed      uint64
 	Vocab     *Vocab // nil: the byte-level vocabulary (ByteVocab); WordPieceVocab for bert and nomic-bert
@@ -73,6 +75,9 @@ var presets = map[string]Config{
 	// Llama 3.2 1B, without the llama3 RoPE scaling (ctx 8192, not 131072).
 	"llama-1b": {Arch: "llama", Embd: 2048, Layers: 16, Heads: 32, HeadsKV: 8, FFN: 8192,
 		Ctx: 8192, VocabSize: 128256, Tied: true, RopeBase: 500000},
+	// SmolLM3-3B: rope skipped on every fourth layer, tied output.
+	"smollm3-3b": {Arch: "smollm3", Embd: 2048, Layers: 36, Heads: 16, HeadsKV: 4, FFN: 11008,
+		Ctx: 65536, VocabSize: 128256, Tied: true, RopeBase: 5000000},
 	// Llama 3.1 8B's shape (untied output), without the llama3 RoPE scaling.
 	"llama-8b": {Arch: "llama", Embd: 4096, Layers: 32, Heads: 32, HeadsKV: 8, FFN: 14336,
 		Ctx: 8192, VocabSize: 128256, RopeBase: 500000},
@@ -93,6 +98,8 @@ var presets = map[string]Config{
 var tinyFamilies = map[string]func(*Config){
 	"gemma2": gemma2Tiny,
 	"gemma3": gemma3Tiny,
+	// Four layers, so that the fourth attends without rope.
+	"smollm3": func(c *Config) { c.Layers = 4 },
 }
 
 // PresetNames returns the preset names, sorted.
@@ -223,6 +230,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Heads%c.HeadsKV != 0 {
 		return bad("heads %d is not a multiple of kv heads %d", c.Heads, c.HeadsKV)
 	}
+	if err := c.checkFamily(); err != nil {
+		return Config{}, err
+	}
 	if c.RopeBase == 0 {
 		c.RopeBase = 10000
 	}
@@ -236,7 +246,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.NormEps == 0 {
 		c.NormEps = 1e-5
-		if c.Arch != "llama" {
+		if c.Arch != "llama" && c.Arch != "mistral3" {
 			c.NormEps = 1e-6
 		}
 		if c.Arch == "bert" || c.Arch == "nomic-bert" {
@@ -305,6 +315,7 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			set(a+"rope.scaling.factor", c.RopeScale)
 		}
 		set(a+"attention.layer_norm_rms_epsilon", c.NormEps)
+		c.Rope.metadata(a, set)
 	}
 	if isGemma(c.Arch) {
 		m.gemmaMetadata(set)

@@ -74,6 +74,21 @@ func expectedTensors(arch string, typ gguf.TensorType) []wantTensor {
 	ts := []wantTensor{{"token_embd.weight", []uint64{256, 512}, typ}}
 	for l := range 2 {
 		p := fmt.Sprintf("blk.%d.", l)
+		if arch == "olmo2" {
+			ts = append(ts,
+				wantTensor{p + "attn_q.weight", []uint64{256, 256}, typ},
+				wantTensor{p + "attn_k.weight", []uint64{256, 128}, typ},
+				wantTensor{p + "attn_v.weight", []uint64{256, 128}, typ},
+				wantTensor{p + "attn_output.weight", []uint64{256, 256}, typ},
+				wantTensor{p + "attn_q_norm.weight", []uint64{256}, f32}, // whole rows, not heads
+				wantTensor{p + "attn_k_norm.weight", []uint64{128}, f32},
+				wantTensor{p + "post_attention_norm.weight", []uint64{256}, f32},
+				wantTensor{p + "ffn_gate.weight", []uint64{256, 512}, typ},
+				wantTensor{p + "ffn_up.weight", []uint64{256, 512}, typ},
+				wantTensor{p + "ffn_down.weight", []uint64{512, 256}, typ},
+				wantTensor{p + "post_ffw_norm.weight", []uint64{256}, f32})
+			continue
+		}
 		ts = append(ts,
 			wantTensor{p + "attn_norm.weight", []uint64{256}, f32},
 			wantTensor{p + "attn_q.weight", []uint64{256, 256}, typ},
@@ -112,7 +127,7 @@ func TestStructure(t *testing.T) {
 			t.Run(arch+"/"+typ.String(), func(t *testing.T) {
 				f := open(t, writeTiny(t, arch, typ, 7, nil))
 				eps := 1e-6
-				if arch == "llama" {
+				if arch == "llama" || arch == "mistral3" {
 					eps = 1e-5
 				}
 				wantKV := map[string]any{

@@ -67,6 +67,10 @@ func (m *Model) planTensors() {
 	weight("token_embd.weight", c.Embd, c.VocabSize, embdStd) // [embd, vocab]
 	for l := range c.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
+		if c.Arch == "olmo2" {
+			olmo2Block(p, c, weight, norm)
+			continue
+		}
 		norm(p+"attn_norm.weight", c.Embd)
 		weight(p+"attn_q.weight", c.Embd, qDim, invSqrt(c.Embd)) // [embd, heads*head_dim]
 		weight(p+"attn_k.weight", c.Embd, kvDim, invSqrt(c.Embd))
