@@ -99,11 +99,14 @@ type architecture struct {
 // architectures are the values of general.architecture folio runs. A new
 // family is one entry here and one file with its block.
 var architectures = map[string]architecture{
-	"llama":  {neox: false, newBlock: newLlamaBlock},
-	"qwen2":  {neox: true, newBlock: newQwen2Block},
-	"qwen3":  {neox: true, newBlock: newQwen3Block},
-	"gemma2": {neox: true, config: readGemma, newBlock: newGemmaBlock},
-	"gemma3": {neox: true, config: readGemma, newBlock: newGemmaBlock},
+	"llama":    {neox: false, newBlock: newLlamaBlock},
+	"qwen2":    {neox: true, newBlock: newQwen2Block},
+	"qwen3":    {neox: true, newBlock: newQwen3Block},
+	"gemma2":   {neox: true, config: readGemma, newBlock: newGemmaBlock},
+	"gemma3":   {neox: true, config: readGemma, newBlock: newGemmaBlock},
+	"smollm3":  {neox: false, newBlock: newSmollm3Block},
+	"olmo2":    {neox: true, newBlock: newOlmo2Block},
+	"mistral3": {neox: false, newBlock: newMistral3Block},
 
 	"bert":       {neox: true, newBlock: newBertBlock, newStem: newBertStem, layerNorm: true},
 	"nomic-bert": {neox: true, newBlock: newBertBlock, newStem: newBertStem, layerNorm: true},
@@ -253,33 +256,44 @@ func hyper(f *gguf.File, key string, def float64, must string, valid func(float6
 	return v, nil
 }
 
-// readRopeScaling sets the rope frequency scale and per-pair factors. A
-// rope_freqs tensor (Llama 3.1 and later) gives the factors directly;
-// otherwise rope.scaling.type says: none, linear, or llama3 (computed from
-// its parameters as Meta's reference code does).
+// readRopeScaling sets the rope frequency scale, per-pair factors and
+// magnitude. A rope_freqs tensor (Llama 3.1 and later) gives the factors
+// directly; otherwise rope.scaling.type says: none, linear, llama3
+// (computed from its parameters as Meta's reference code does) or yarn,
+// which also blends with rope_freqs where both are present.
+// rope.scaling.attn_factor scales every rotation, as llama.cpp does.
 func readRopeScaling(f *gguf.File, p string, c *Config) error {
+	attn, err := ropeAttnFactor(f, p)
+	if err != nil {
+		return err
+	}
+	c.Rope.MScale = attn
+	var freqs []float32
 	if t, ok := f.Tensor("rope_freqs.weight"); ok {
 		if t.Type != gguf.TypeF32 || t.Elements() != int64(c.Rope.Dims/2) {
 			return fmt.Errorf("rope_freqs.weight is %v with %d elements; want F32 with %d", t.Type, t.Elements(), c.Rope.Dims/2)
 		}
-		c.Rope.Factors = make([]float32, c.Rope.Dims/2)
-		if err := gguf.Dequantize(gguf.TypeF32, f.TensorData(t), c.Rope.Factors); err != nil {
+		freqs = make([]float32, c.Rope.Dims/2)
+		if err := gguf.Dequantize(gguf.TypeF32, f.TensorData(t), freqs); err != nil {
 			return err
 		}
-		for i, v := range c.Rope.Factors {
+		for i, v := range freqs {
 			if !(v > 0) || math.IsInf(float64(v), 0) {
 				return fmt.Errorf("rope_freqs.weight[%d] = %v; every factor must be a positive number", i, v)
 			}
 		}
-		return nil
 	}
 	typ := f.String(p + "rope.scaling.type")
+	if freqs != nil && typ != "yarn" {
+		c.Rope.Factors = freqs
+		return nil
+	}
 	switch typ {
 	case "", "none":
 		return nil
-	case "linear", "llama3":
+	case "linear", "llama3", "yarn":
 	default:
-		return fmt.Errorf("rope scaling %q is not supported yet (folio knows linear and llama3)", typ)
+		return fmt.Errorf("rope scaling %q is not supported yet (folio knows linear, llama3 and yarn)", typ)
 	}
 	// 0 means no scaling, as llama.cpp reads it.
 	factor, err := hyper(f, p+"rope.scaling.factor", 1, "0 (no scaling) or a number from 0.001 to 1000000",
@@ -290,9 +304,12 @@ func readRopeScaling(f *gguf.File, p string, c *Config) error {
 	if factor == 0 {
 		factor = 1
 	}
-	if typ == "linear" {
+	switch typ {
+	case "linear":
 		c.Rope.Scale = float32(1 / factor)
 		return nil
+	case "yarn":
+		return yarnRope(f, c, factor, attn, freqs)
 	}
 	c.Rope.Factors, err = llama3Factors(f, p, c.Rope, factor)
 	return err

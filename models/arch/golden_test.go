@@ -112,9 +112,16 @@ func synthConfig(flags map[string]any) (synth.Config, error) {
 		case "rope-base":
 			f, _ := num(k)
 			cfg.RopeBase = float32(f)
+		case "rope-scaling":
+			cfg.Rope.Type = v.(string)
+		case "rope-factor", "rope-attn-factor", "yarn-beta-fast", "yarn-beta-slow", "yarn-log-mul":
+			f, _ := num(k)
+			*map[string]*float32{"rope-factor": &cfg.Rope.Factor, "rope-attn-factor": &cfg.Rope.AttnFactor,
+				"yarn-beta-fast": &cfg.Rope.BetaFast, "yarn-beta-slow": &cfg.Rope.BetaSlow, "yarn-log-mul": &cfg.Rope.LogMul}[k] = float32(f)
 		default:
 			dst := map[string]*int{"n-embd": &cfg.Embd, "n-layer": &cfg.Layers, "n-head": &cfg.Heads,
-				"n-head-kv": &cfg.HeadsKV, "head-dim": &cfg.HeadDim, "n-ff": &cfg.FFN, "vocab-size": &cfg.VocabSize}[k]
+				"n-head-kv": &cfg.HeadsKV, "head-dim": &cfg.HeadDim, "n-ff": &cfg.FFN, "vocab-size": &cfg.VocabSize,
+				"ctx": &cfg.Ctx, "rope-orig-ctx": &cfg.Rope.OrigCtx}[k]
 			f, ok := num(k)
 			switch {
 			case k == "seed" && ok:

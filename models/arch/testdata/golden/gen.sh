@@ -54,6 +54,13 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #               attention and logit soft-caps 5 and 4, GeGLU, post-norms, embeddings scaled by 16
 #   gemma3:     6 layers: 5 with a 16-token window and rope base 10000, then a global one with
 #               base 1e6 and linear scaling 8; Q/K norms, head dim 128, one KV head, tied
+#   qwen3-yarn, qwen2-yarn: YaRN rope scaling by 4 from an original context of 32, so that the
+#               prompt's later half and every greedy step lie beyond it (rope ramp and mscale)
+#   smollm3:    4 layers, the fourth without rope (NoPE), tied output
+#   olmo2:      no pre-norms; whole-row Q/K norms, post-attention and post-FFN norms; NEOX RoPE
+#   mistral3:   Mistral Small 3's head dim 128 != n_embd/n_head, RoPE base 1e9
+#   mistral3-yarn: YaRN by 8 from 32 with the file's beta_fast 16, beta_slow 2, log multiplier 0.5
+#   llama-hd128: a Mistral-Small-shaped llama file: 8 heads of 128 over n_embd 256 (key_length)
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 families=(
 	"llama|--arch llama --preset tiny --seed 1"
@@ -62,6 +69,13 @@ families=(
 	"qwen3|--arch qwen3 --preset tiny --seed 3 --head-dim 128 --rope-base 1000000"
 	"gemma2|--arch gemma2 --preset tiny --seed 5"
 	"gemma3|--arch gemma3 --preset tiny --seed 6"
+	"qwen3-yarn|--arch qwen3 --preset tiny --seed 9 --head-dim 128 --ctx 128 --rope-scaling yarn --rope-factor 4 --rope-orig-ctx 32"
+	"qwen2-yarn|--arch qwen2 --preset tiny --seed 10 --ctx 128 --rope-scaling yarn --rope-factor 4 --rope-orig-ctx 32"
+	"smollm3|--arch smollm3 --preset tiny --seed 5 --n-layer 4 --tie-embeddings"
+	"olmo2|--arch olmo2 --preset tiny --seed 6 --rope-base 500000"
+	"mistral3|--arch mistral3 --preset tiny --seed 7 --head-dim 128 --rope-base 1000000000"
+	"mistral3-yarn|--arch mistral3 --preset tiny --seed 11 --n-layer 3 --ctx 256 --rope-scaling yarn --rope-factor 8 --rope-orig-ctx 32 --yarn-beta-fast 16 --yarn-beta-slow 2 --yarn-log-mul 0.5"
+	"llama-hd128|--arch llama --preset tiny --seed 8 --n-head 8 --n-head-kv 2 --head-dim 128"
 )
 
 want=("$@")
