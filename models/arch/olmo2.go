@@ -44,9 +44,9 @@ func (l *olmo2Block) forward(m *Model, s *step) {
 	m.matMuls(s, s.x, s.q, l.wq, s.k, l.wk, s.v, l.wv) // q [n, QDim], k and v [n, KVDim], from x itself
 	be.RMSNorm(s.q, s.q, l.qNorm, m.Eps)               //   each row normed whole
 	be.RMSNorm(s.k, s.k, l.kNorm, m.Eps)
-	m.attention(s, &m.Rope, gpu.AttnOpts{Scale: m.attnScale()}, l.wo) // xb = wo · attention(q, K, V)
-	be.RMSNorm(s.xb, s.xb, l.postAttn, m.Eps)                         //   normed
-	be.Add(s.x, s.x, s.xb)                                            // residual
+	m.attention(s, &m.Rope, gpu.AttnOpts{Scale: m.attnScale(), Window: m.Window(s.layer)}, l.wo) // xb = wo · attention(q, K, V)
+	be.RMSNorm(s.xb, s.xb, l.postAttn, m.Eps)                                                    //   normed
+	be.Add(s.x, s.x, s.xb)                                                                       // residual
 
 	m.matMuls(s, s.x, s.hb, l.gate, s.hb2, l.up) // hb, hb2 [n, FFN]
 	be.SiLUMul(s.hb, s.hb, s.hb2)                // hb = silu(hb) · hb2

@@ -28,7 +28,7 @@ func (l *smollm3Block) forward(m *Model, s *step) {
 	if l.rope {
 		rope = &m.Rope
 	}
-	m.attention(s, rope, gpu.AttnOpts{Scale: m.attnScale()}, l.wo) // xb = wo · attention(q, K, V)
-	be.Add(s.x, s.x, s.xb)                                         // residual
+	m.attention(s, rope, gpu.AttnOpts{Scale: m.attnScale(), Window: m.Window(s.layer)}, l.wo) // xb = wo · attention(q, K, V)
+	be.Add(s.x, s.x, s.xb)                                                                    // residual
 	m.ffn(s, l.ffnNorm, l.gate, l.up, l.down)
 }
