@@ -8,21 +8,32 @@ import (
 	"folio/paged"
 )
 
+// slidingStartSeqs is how many sequences' windows a sliding group's pool
+// starts with room for, on a backend that grows pools (gpu.KVGrower): it
+// grows when more run at once (Engine.growGroup).
+const slidingStartSeqs = 4
+
+// slidingBlocks is the most blocks seqs sequences hold at once in a
+// sliding group of window w: each its window and the block being
+// written, and one pass of numBatch tokens on top.
+func slidingBlocks(w, bs, seqs, numBatch int) int {
+	return seqs*(ceilDiv(w, bs)+2) + ceilDiv(numBatch, bs) + 1
+}
+
 // groupSpecs sizes a K/V cache per layer group of g from base, the spec
 // of one cache of every layer and base.Blocks blocks (num_ctx's worth):
-// group 0 keeps base.Blocks; a sliding group (window W) holds, for every
-// sequence, its window and the block being written, plus one step's
-// prefill, and never more than group 0. With fixed, the bytes the caches
-// may take together (FOLIO_KV_MEMORY), group 0 gets what the others
-// leave.
-func groupSpecs(g *arch.Groups, base gpu.KVSpec, maxSeqs, numBatch int, fixed int64) []gpu.KVSpec {
+// group 0 keeps base.Blocks; a sliding group (window W) holds what seqs
+// sequences hold at once (slidingBlocks), never more than group 0. With
+// fixed, the bytes the caches may take together (FOLIO_KV_MEMORY), group
+// 0 gets what the others leave.
+func groupSpecs(g *arch.Groups, base gpu.KVSpec, seqs, numBatch int, fixed int64) []gpu.KVSpec {
 	specs := make([]gpu.KVSpec, len(g.Layers))
 	var rest int64
 	for i, layers := range g.Layers {
 		sp := base
 		sp.Layers = layers
 		if w := g.Windows[i]; i > 0 && w > 0 {
-			sp.Blocks = min(base.Blocks, maxSeqs*(ceilDiv(w, sp.BlockSize)+2)+ceilDiv(numBatch, sp.BlockSize)+1)
+			sp.Blocks = min(base.Blocks, slidingBlocks(w, sp.BlockSize, seqs, numBatch))
 			rest += sp.Bytes()
 		}
 		specs[i] = sp
@@ -31,6 +42,21 @@ func groupSpecs(g *arch.Groups, base gpu.KVSpec, maxSeqs, numBatch int, fixed in
 		specs[0].Blocks = int(max(fixed-rest, 0) / specs[0].BlockBytes())
 	}
 	return specs
+}
+
+// startSliding shrinks each sliding group's spec to the pool it starts
+// with on a backend that grows pools: room for slidingStartSeqs
+// sequences. It returns the bytes that saves.
+func startSliding(g *arch.Groups, specs []gpu.KVSpec, opt LoadOptions) int64 {
+	var saved int64
+	for i := 1; i < len(specs); i++ {
+		if w := g.Windows[i]; w > 0 {
+			before := specs[i].Bytes()
+			specs[i].Blocks = min(specs[i].Blocks, slidingBlocks(w, specs[i].BlockSize, min(opt.MaxSeqs, slidingStartSeqs), opt.NumBatch))
+			saved += before - specs[i].Bytes()
+		}
+	}
+	return saved
 }
 
 // newCaches allocates a cache per spec, group g's for its layers: with
@@ -136,4 +162,33 @@ func (m *Model) RingTables(n, rows int) ([][]int32, error) { return m.ringTables
 // for concurrent use, nor while an engine runs on the model.
 func (m *Model) Forward(b *gpu.Batch, tables [][]int32, tokens, out []int32) (gpu.Tensor, error) {
 	return m.forwardGroups(&m.bufs, b, func(g, _ int) []int32 { return tables[g] }, tokens, out, false)
+}
+
+// growGroup grows sliding group g's pool, short of need blocks with
+// nothing left to evict, to at least twice its size, up to what its
+// sequences can hold at once (slidingBlocks of MaxSeqs, and never more
+// than group 0's pool), when the backend grows pools, FOLIO_KV_MEMORY did
+// not fix them, and the memory is free (the new pool must fit in half of
+// it, as growing the first pool's must). It reports whether it grew; if
+// not, the caller preempts.
+func (e *Engine) growGroup(g, need int) bool {
+	kv, w := e.m.Caches[g], e.m.Groups.Windows[g]
+	spec := kv.Spec()
+	gr, ok := e.m.Arch.Backend().(gpu.KVGrower)
+	limit := min(e.m.KV.Spec().Blocks, slidingBlocks(w, spec.BlockSize, e.opt.MaxSeqs, e.opt.NumBatch))
+	if !ok || g == 0 || w == 0 || e.m.Opt.KVMemory > 0 || spec.Blocks >= limit {
+		return false
+	}
+	target := min(max(2*spec.Blocks, spec.Blocks+need), limit)
+	if avail, _, ok := e.hostMemory(); ok && int64(target)*spec.BlockBytes() > avail/2 {
+		return false
+	}
+	if err := gr.GrowKVCache(kv, target); err != nil {
+		return false
+	}
+	if err := e.pm.GrowGroup(g, target); err != nil {
+		panic(err) // the backend grew to target blocks, which Check allowed
+	}
+	e.noteBlocks()
+	return true
 }

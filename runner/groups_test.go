@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"folio/gpu"
 	"folio/models/arch"
 	"folio/models/gguf"
 	"folio/models/synth"
@@ -20,7 +21,9 @@ func regroup(t testing.TB, m *Model, windows []int) {
 	g := arch.LayerGroups(windows, m.Arch.Layers)
 	base := m.KV.Spec()
 	base.Layers = m.Arch.Layers
-	caches, err := newCaches(m.Arch.Backend(), g, groupSpecs(g, base, m.Opt.MaxSeqs, m.Opt.NumBatch, 0))
+	specs := groupSpecs(g, base, m.Opt.MaxSeqs, m.Opt.NumBatch, 0)
+	startSliding(g, specs, m.Opt) // the CPU grows its pools
+	caches, err := newCaches(m.Arch.Backend(), g, specs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +128,15 @@ func TestEngineSlidingWindow(t *testing.T) {
 		reqs = append(reqs, Request{Prompt: append(slices.Clone(doc), promptOf(10+13*i, uint64(70+i))[1:]...), Sample: greedy, NumPredict: 20})
 	}
 	reqs = append(reqs, Request{Prompt: doc, Sample: SampleOptions{Temperature: 0.8, Seed: 3, RepeatPenalty: 1}, NumPredict: 20, N: 3})
+	// request 0 alone, then its next turn (resumed from the cache on e),
+	// then the rest at once
+	next := func(first result) Request {
+		return Request{Prompt: append(append(slices.Clone(reqs[0].Prompt), first.tokens[0]...), promptOf(20, 63)[1:]...), Sample: greedy, NumPredict: 10}
+	}
+	turns := map[*Engine]result{}
 	runAll := func(e *Engine) []result {
 		out := []result{run(t, e, reqs[0])}
+		turns[e] = run(t, e, next(out[0]))
 		rest := make([]result, len(reqs)-1)
 		var wg sync.WaitGroup
 		for i, r := range reqs[1:] {
@@ -149,18 +159,18 @@ func TestEngineSlidingWindow(t *testing.T) {
 		}
 	}
 
-	// the next turn of request 0 resumes at its end from the cache
-	turn2 := Request{Prompt: append(append(slices.Clone(reqs[0].Prompt), got[0].tokens[0]...), promptOf(20, 63)[1:]...), Sample: greedy, NumPredict: 10}
-	warm := run(t, e, turn2)
+	// the next turn of request 0 resumed at its end from the cache
+	warm, cold := turns[e], turns[ref]
 	if min := (1500 + 39) / 16 * 16; warm.stats.CachedTokens < min {
 		t.Errorf("next turn: %d tokens from the cache, want at least %d", warm.stats.CachedTokens, min)
 	}
-	if cold := run(t, ref, turn2); !slices.Equal(warm.tokens[0], cold.tokens[0]) {
+	if !slices.Equal(warm.tokens[0], cold.tokens[0]) {
 		t.Errorf("next turn resumed %v, all kept %v", warm.tokens[0], cold.tokens[0])
 	}
 
 	st := e.Stats()
 	swa := st.Groups[1]
+
 	// a sequence holds its window and one pass: ⌈(64+128)/16⌉+1 blocks
 	if perSeq := (w+128)/16 + 1; swa.Blocks > 8*(w/16+2)+128/16+1 || swa.Peak > swa.Blocks {
 		t.Errorf("sliding pool %d blocks, peak %d (a sequence needs at most %d)", swa.Blocks, swa.Peak, perSeq)
@@ -264,5 +274,78 @@ func TestEngineGemmaSlidingWindow(t *testing.T) {
 				t.Errorf("sliding group: pool %d, peak %d", st.Blocks, st.Peak)
 			}
 		})
+	}
+}
+
+// TestEngineSlidingPoolGrows: a sliding group's pool starts with room for
+// four sequences' windows and grows when sixteen decode at once with no
+// cached prefix to evict; the tokens are those of every block kept.
+func TestEngineSlidingPoolGrows(t *testing.T) {
+	const w = 64
+	opt := LoadOptions{NumCtx: 1024, NumBatch: 128, MaxSeqs: 16}
+	greedy := SampleOptions{RepeatPenalty: 1}
+	var reqs []Request
+	for i := range 16 {
+		reqs = append(reqs, Request{Prompt: promptOf(150+20*i, uint64(200+i)), Sample: greedy, NumPredict: 30})
+	}
+	runAll := func(e *Engine) []result {
+		out := make([]result, len(reqs))
+		var wg sync.WaitGroup
+		for i, r := range reqs {
+			wg.Go(func() { out[i] = run(t, e, r) })
+		}
+		wg.Wait()
+		return out
+	}
+	want := runAll(newEngine(t, windowed(t, w, false, opt), EngineOptions{NoPrefixCache: true}))
+	m := windowed(t, w, true, opt)
+	start := m.Caches[1].Spec().Blocks
+	if want := slidingBlocks(w, 16, 4, 128); start != want {
+		t.Fatalf("sliding pool starts with %d blocks, want %d", start, want)
+	}
+	e := newEngine(t, m, EngineOptions{NoPrefixCache: true})
+	got := runAll(e)
+	preempted := 0
+	for i := range reqs {
+		preempted += got[i].stats.Preemptions
+		if !slices.Equal(got[i].tokens[0], want[i].tokens[0]) {
+			t.Errorf("request %d: %v, all kept %v", i, got[i].tokens[0], want[i].tokens[0])
+		}
+	}
+	st := e.Stats().Groups[1]
+	if st.Blocks <= start || st.Blocks > slidingBlocks(w, 16, 16, 128) {
+		t.Errorf("sliding pool of %d blocks after 16 at once: want it grown from %d, to at most %d", st.Blocks, start, slidingBlocks(w, 16, 16, 128))
+	}
+	t.Logf("sliding pool %d → %d blocks, peak %d, %d preemptions", start, st.Blocks, st.Peak, preempted)
+}
+
+// TestSlidingPoolSizes: Gemma 3 1B's layer groups at num_ctx 32768 (the
+// defaults otherwise: num_batch 512, 64 sequences, blocks of 16) load with
+// 17.1% of a full-attention cache's K/V where the pool grows (room for 4
+// sequences' windows), and 38.2% where it cannot (room for 64).
+func TestSlidingPoolSizes(t *testing.T) {
+	windows := make([]int, 26)
+	for l := range windows {
+		if (l+1)%6 != 0 {
+			windows[l] = 512
+		}
+	}
+	g := arch.LayerGroups(windows, 26)
+	opt := LoadOptions{NumBatch: 512, MaxSeqs: 64}
+	base := gpu.KVSpec{Layers: 26, Blocks: 4 * 32768 / 16, BlockSize: 16, KVHeads: 1, HeadDim: 256, Type: gguf.TypeF16}
+	specs := groupSpecs(g, base, opt.MaxSeqs, opt.NumBatch, 0)
+	share := func() float64 {
+		var b int64
+		for _, sp := range specs {
+			b += sp.Bytes()
+		}
+		return float64(b) / float64(base.Bytes())
+	}
+	if got := share(); math.Abs(got-0.382) > 0.001 || specs[1].Blocks != 64*34+33 {
+		t.Errorf("without growth: %d sliding blocks, %.3f of a full-attention cache; want %d and 0.382", specs[1].Blocks, got, 64*34+33)
+	}
+	startSliding(g, specs, opt)
+	if got := share(); math.Abs(got-0.171) > 0.001 || specs[1].Blocks != 4*34+33 {
+		t.Errorf("growing: %d sliding blocks, %.3f of a full-attention cache; want %d and 0.171", specs[1].Blocks, got, 4*34+33)
 	}
 }

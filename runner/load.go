@@ -191,6 +191,9 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 		be.Close()
 		return nil, err
 	}
+	if _, grows := be.(gpu.KVGrower); grows && opt.KVMemory == 0 {
+		need.KV -= startSliding(groups, specs, opt)
+	}
 	caches, err := newCaches(be, groups, specs)
 	if err != nil {
 		be.Close()

@@ -318,7 +318,9 @@ func (e *Engine) planBatch() bool {
 		}
 	}
 	if e.wantBlocks > 0 { // a prefill chunk was short of blocks last step
-		e.pm.Radix().EvictIn(e.wantGroup, e.wantBlocks)
+		if freed := e.pm.Radix().EvictIn(e.wantGroup, e.wantBlocks); freed < e.wantBlocks && e.wantGroup > 0 {
+			e.growGroup(e.wantGroup, e.wantBlocks-freed)
+		}
 		e.wantBlocks = 0
 	}
 plan:
@@ -345,7 +347,8 @@ plan:
 			}
 			if err := e.pm.Reserve(&e.plan, s.id, 1); err != nil {
 				var short *paged.OutOfBlocksError
-				if errors.As(err, &short) && e.pm.Radix().EvictIn(short.Group, short.Need-short.Free) > 0 {
+				if errors.As(err, &short) && (e.pm.Radix().EvictIn(short.Group, short.Need-short.Free) > 0 ||
+					e.growGroup(short.Group, short.Need-short.Free)) {
 					continue plan
 				}
 				e.preemptNewest()
@@ -397,7 +400,7 @@ plan:
 			return true
 		}
 		// nothing fits: make room
-		if e.pm.Radix().EvictIn(e.wantGroup, max(e.wantBlocks, 1)) > 0 {
+		if e.pm.Radix().EvictIn(e.wantGroup, max(e.wantBlocks, 1)) > 0 || e.growGroup(e.wantGroup, max(e.wantBlocks, 1)) {
 			e.wantBlocks = 0
 			continue
 		}
