@@ -349,3 +349,30 @@ func TestSlidingPoolSizes(t *testing.T) {
 		t.Errorf("growing: %d sliding blocks, %.3f of a full-attention cache; want %d and 0.171", specs[1].Blocks, got, 4*34+33)
 	}
 }
+
+// TestPersistSlidingWindow: a model sliding 64 tokens on one layer
+// persists every block whole (its sliding part saved before it leaves
+// the window), and after a restart restores them, letting the sliding
+// part go again as the restore moves past it: the next turn gives the
+// tokens of a cache that keeps every block.
+func TestPersistSlidingWindow(t *testing.T) {
+	st := newMemStore()
+	greedy := SampleOptions{RepeatPenalty: 1}
+	opt := LoadOptions{NumCtx: 2048, NumBatch: 128, MaxSeqs: 4}
+	turn1 := promptOf(700, 301)
+	r1 := run(t, newEngine(t, windowed(t, 64, true, opt), EngineOptions{Store: st}), Request{Prompt: turn1, Sample: greedy, NumPredict: 8})
+	if want := (700 + 8 - 1) / 16; len(st.blocks) != want {
+		t.Errorf("%d blocks persisted, want %d", len(st.blocks), want)
+	}
+	turn2 := append(append(slices.Clone(turn1), r1.tokens[0]...), promptOf(30, 302)[1:]...)
+	m2 := windowed(t, 64, true, opt)
+	e2 := newEngine(t, m2, EngineOptions{Store: st})
+	warm := run(t, e2, Request{Prompt: turn2, Sample: greedy, NumPredict: 8})
+	if full := (700 + 7) / 16 * 16; warm.stats.RestoredTokens != full {
+		t.Errorf("restored %d tokens, want %d", warm.stats.RestoredTokens, full)
+	}
+	want := run(t, newEngine(t, windowed(t, 64, false, opt), EngineOptions{NoPrefixCache: true}), Request{Prompt: turn2, Sample: greedy, NumPredict: 8})
+	if !slices.Equal(warm.tokens[0], want.tokens[0]) {
+		t.Errorf("restored %v, all kept %v", warm.tokens[0], want.tokens[0])
+	}
+}
