@@ -11,7 +11,8 @@ import (
 // Embed returns the embedding of ids: the final hidden states (after the
 // output norm, where the model has one) pooled as the model says
 // (arch.Config.Pooling: the mean, the first token's or the last token's),
-// not scaled (callers normalize when their API says so). It runs between
+// then projected where the model has dense layers (arch.Model.Project), not
+// scaled (callers normalize when their API says so). It runs between
 // scheduler steps on blocks of its own, which go back to the pool before
 // it returns; generation requests wait for it.
 func (e *Engine) Embed(ctx context.Context, ids []int32) ([]float32, error) {
@@ -91,5 +92,6 @@ func (e *Engine) embed(ids []int32, bs int) ([]float32, error) {
 			out[j] = float32(v / float64(len(ids)))
 		}
 	}
+	a.Project(out) // gemma-embedding's dense projections, after pooling as in llama.cpp
 	return out, nil
 }

@@ -108,12 +108,14 @@ var architectures = map[string]architecture{
 	"olmo2":    {neox: true, newBlock: newOlmo2Block},
 	"mistral3": {neox: false, newBlock: newMistral3Block},
 
+	"gemma-embedding": {neox: true, config: readGemma, newBlock: newGemmaBlock},
+
 	"bert":       {neox: true, newBlock: newBertBlock, newStem: newBertStem, layerNorm: true},
 	"nomic-bert": {neox: true, newBlock: newBertBlock, newStem: newBertStem, layerNorm: true},
 }
 
 // encoders are the architectures that make embeddings (Config.Encoder).
-var encoders = map[string]bool{"bert": true, "nomic-bert": true}
+var encoders = map[string]bool{"bert": true, "nomic-bert": true, "gemma-embedding": true}
 
 // Architectures lists the supported values of general.architecture.
 func Architectures() []string {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,14 +89,25 @@ func pool(rows [][]float32, p arch.Pooling) []float32 {
 	return rows[len(rows)-1]
 }
 
-// TestEncodersMatchLlamaCpp: the pooled embedding of each embedding
-// architecture and pooling agrees with llama.cpp's (node-llama-cpp's
-// getEmbeddingFor) to cosine ≥ 0.9999, the sequence in the middle of a
-// batch of three with scrambled block tables, over several blocks.
+// inputIDs is n tokens for the tiny model of arch: WordPiece's [CLS] …
+// [SEP] for the BERTs, BOS and random tokens for the SentencePiece ones.
+func inputIDs(arch string, n int, seed uint64, vocab int) []int32 {
+	if arch == "gemma-embedding" {
+		return randomIDs(n, seed, vocab)
+	}
+	return wordPieceIDs(n, seed, vocab)
+}
+
+// TestEncodersMatchLlamaCpp: the pooled (and, for gemma-embedding,
+// projected) embedding of each embedding architecture and pooling agrees
+// with llama.cpp's (node-llama-cpp's getEmbeddingFor) to cosine ≥ 0.9999,
+// the sequence in the middle of a batch of three with scrambled block
+// tables, over several blocks and past gemma-embedding's 16-token window.
 func TestEncodersMatchLlamaCpp(t *testing.T) {
 	for _, tc := range []struct{ arch, pooling string }{
 		{"bert", "mean"}, {"bert", "cls"}, {"bert", "last"},
 		{"nomic-bert", "mean"}, {"nomic-bert", "cls"},
+		{"gemma-embedding", "mean"}, {"gemma-embedding", "last"},
 	} {
 		t.Run(tc.arch+"/"+tc.pooling, func(t *testing.T) {
 			path := encoderModel(t, tc.arch, tc.pooling)
@@ -103,14 +115,15 @@ func TestEncodersMatchLlamaCpp(t *testing.T) {
 			if !r.m.Encoder || r.m.Pooling.String() != tc.pooling {
 				t.Fatalf("config: encoder %v, pooling %v; want an encoder pooling %s", r.m.Encoder, r.m.Pooling, tc.pooling)
 			}
-			ids := wordPieceIDs(41, 1, r.m.Vocab)
+			ids := inputIDs(tc.arch, 41, 1, r.m.Vocab)
 			ref := fixtures.LlamaEmbed(t, path, ids)
 			rows := r.hidden(t, []seqRun{
-				{ids: wordPieceIDs(23, 2, r.m.Vocab), table: r.table(1)},
+				{ids: inputIDs(tc.arch, 23, 2, r.m.Vocab), table: r.table(1)},
 				{ids: ids, table: r.table(0)},
-				{ids: wordPieceIDs(9, 3, r.m.Vocab), table: r.table(2)},
+				{ids: inputIDs(tc.arch, 9, 3, r.m.Vocab), table: r.table(2)},
 			})[1]
-			got := pool(rows, r.m.Pooling)
+			got := slices.Clone(pool(rows, r.m.Pooling))
+			r.m.Project(got)
 			cos, err := fixtures.Cosine(got, ref.Embedding)
 			if err != nil {
 				t.Fatal(err)

@@ -17,13 +17,18 @@ import (
 // their own (local) rope base. Gemma 2 soft-caps the attention scores and
 // the logits; Gemma 3 norms each head of Q and K instead. The norm weights
 // in the file already hold the 1 that Gemma's norm adds.
+//
+// gemma-embedding (EmbeddingGemma) is Gemma 3's layer as an encoder: its
+// attention reads both ways, a window reaching Window/2 either side; the
+// hidden states after the output norm are pooled and then projected
+// (dense.go).
 type gemmaBlock struct {
 	attnNorm     gpu.Tensor // [1, Dim]
 	wq           gpu.Tensor // [QDim, Dim]
 	wk           gpu.Tensor // [KVDim, Dim]
 	wv           gpu.Tensor // [KVDim, Dim]
-	qNorm        gpu.Tensor // [1, HeadDim]; gemma3 only
-	kNorm        gpu.Tensor // [1, HeadDim]; gemma3 only
+	qNorm        gpu.Tensor // [1, HeadDim]; gemma3 and gemma-embedding only
+	kNorm        gpu.Tensor // [1, HeadDim]; gemma3 and gemma-embedding only
 	wo           gpu.Tensor // [Dim, QDim]
 	postAttnNorm gpu.Tensor // [1, Dim]
 	ffnNorm      gpu.Tensor // [1, Dim]
@@ -54,9 +59,9 @@ func newGemmaBlock(ld *loader, c *Config, i int) block {
 		down:         w("ffn_down", c.Dim, c.FFN),
 		postFFNNorm:  w("post_ffw_norm", 1, c.Dim),
 		rope:         &c.Rope,
-		opts:         gpu.AttnOpts{Scale: c.QueryScale, Window: c.Window(i)},
+		opts:         gpu.AttnOpts{Scale: c.QueryScale, Window: c.Window(i), Bidirectional: c.Encoder},
 	}
-	if c.Arch == "gemma3" {
+	if c.Arch != "gemma2" {
 		l.qNorm, l.kNorm = w("attn_q_norm", 1, c.HeadDim), w("attn_k_norm", 1, c.HeadDim)
 	}
 	if l.opts.Window > 0 {

@@ -19,6 +19,7 @@ type Model struct {
 	outNorm gpu.Tensor // [1, Dim]; nil for an encoder without a final norm (bert)
 	output  gpu.Tensor // [Vocab, Dim]; token_embd itself when the embeddings are tied; nil for an encoder
 	stem    stem       // the input embeddings when they are more than token_embd's rows; nil: llama's
+	dense   *dense     // projections of the pooled embedding (gemma-embedding); nil when none
 	blocks  []block    // one per layer
 
 	maxRows, maxOut int
@@ -112,6 +113,9 @@ func Load(f *gguf.File, be gpu.Backend, opt Options) (*Model, error) {
 	}
 	if ld.err != nil {
 		return nil, ld.err
+	}
+	if m.dense, err = loadDense(ld, cfg); err != nil {
+		return nil, err
 	}
 	if err := m.allocScratch(); err != nil {
 		return nil, err

@@ -17,7 +17,15 @@ type encoder struct {
 	metadata func(c Config, set func(string, any))
 }
 
-// encoders are the embedding architectures New writes.
+// embeds reports whether arch is an embedding model: one of encoders, or
+// gemma-embedding (Gemma 3's layers, planned with them, plus dense
+// projections after pooling).
+func embeds(arch string) bool {
+	_, enc := encoders[arch]
+	return enc || arch == "gemma-embedding"
+}
+
+// encoders are the BERT-shaped embedding architectures New writes.
 var encoders = map[string]encoder{
 	"bert":       {tensors: bertTensors, metadata: bertMetadata},
 	"nomic-bert": {tensors: bertTensors, metadata: bertMetadata},
@@ -99,6 +107,33 @@ func bertMetadata(c Config, set func(string, any)) {
 		set(a+"rope.freq_base", c.RopeBase)
 	}
 	set("tokenizer.ggml.token_type_count", uint32(bertTokenTypes))
+}
+
+// EmbeddingGemma 300M: Gemma 3's layers (one KV head, heads of 256, a
+// 512-token window on five of every six layers) as an encoder, mean
+// pooling, then 768 → 3072 → 768.
+var embeddingGemma300M = Config{Arch: "gemma-embedding", Embd: 768, Layers: 24, Heads: 3, HeadsKV: 1, HeadDim: 256,
+	FFN: 1152, Ctx: 2048, VocabSize: 262144, Tied: true, RopeBase: 1000000, Window: 512, Dense: 3072, Pooling: "mean"}
+
+// gemmaEmbeddingTiny: gemma3's tiny shape without its rope scaling, and
+// dense projections of 512.
+func gemmaEmbeddingTiny(c *Config) {
+	gemma3Tiny(c)
+	c.RopeScale, c.Dense = 0, 512
+}
+
+// gemmaEmbeddingMetadata: pooling_type and the widths of the dense
+// projections, as llama.cpp's converter writes them (with
+// --sentence-transformers-dense-modules).
+func gemmaEmbeddingMetadata(c Config, set func(string, any)) {
+	a := c.Arch + "."
+	set(a+"pooling_type", poolings[c.Pooling])
+	if c.Dense > 0 {
+		set(a+"dense_2_feat_in", uint32(c.Embd))
+		set(a+"dense_2_feat_out", uint32(c.Dense))
+		set(a+"dense_3_feat_in", uint32(c.Dense))
+		set(a+"dense_3_feat_out", uint32(c.Embd))
+	}
 }
 
 // WordPieceVocab returns a small BERT vocabulary (tokenizer.ggml.model

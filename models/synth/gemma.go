@@ -43,7 +43,9 @@ func gemma3Tiny(c *Config) {
 	c.RopeBase, c.RopeScale, c.Window = 1000000, 8, 16
 }
 
-func isGemma(arch string) bool { return arch == "gemma2" || arch == "gemma3" }
+func isGemma(arch string) bool {
+	return arch == "gemma2" || arch == "gemma3" || arch == "gemma-embedding"
+}
 
 // gemmaDefaults fills in Gemma's defaults (llama.cpp's, for keys a file
 // may leave out) and checks the Gemma fields.
@@ -53,6 +55,9 @@ func (c *Config) gemmaDefaults() error {
 	}
 	if c.Window < 0 || c.AttnSoftcap < 0 || c.LogitCap < 0 {
 		return fmt.Errorf("sliding window %d and soft-caps %v, %v must not be negative", c.Window, c.AttnSoftcap, c.LogitCap)
+	}
+	if c.Arch == "gemma-embedding" {
+		c.Window = orDefault(c.Window, 512) // llama.cpp requires the key; EmbeddingGemma's
 	}
 	if c.Arch == "gemma2" {
 		c.Window = orDefault(c.Window, 4096)

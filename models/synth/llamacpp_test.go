@@ -61,7 +61,7 @@ func checkLogits(t *testing.T, logits []float64, n int) {
 // TestLlamaCppLoads runs the tiny preset of every architecture in llama.cpp.
 func TestLlamaCppLoads(t *testing.T) {
 	for _, arch := range Archs {
-		if _, enc := encoders[arch]; enc {
+		if embeds(arch) {
 			continue // no logits: TestLlamaCppEmbeds
 		}
 		for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeQ8_0} {

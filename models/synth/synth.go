@@ -30,7 +30,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma2", "gemma3", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma2", "gemma3", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -56,6 +56,7 @@ type Config struct {
 	Seed      uint64
 	Vocab     *Vocab // nil: the byte-level vocabulary (ByteVocab); WordPieceVocab for bert and nomic-bert
 	Pooling   string // embedding models' pooling_type: "mean" (default), "cls", "last" or "none"
+	Dense     int    // gemma-embedding: width of the projections after pooling (dense_2, dense_3); 0: none
 
 	// Gemma only (see gemma.go).
 	Window      int     // attention.sliding_window of the sliding layers; 0: gemma3 has none, gemma2 4096
@@ -90,14 +91,17 @@ var presets = map[string]Config{
 	"gemma2-2b": gemma2_2B,
 	"gemma3-1b": gemma3_1B,
 	"gemma3-4b": gemma3_4B,
+
+	"embeddinggemma-300m": embeddingGemma300M,
 }
 
 // tinyFamilies change the tiny preset for the families whose layers need
 // more than its shape to be exercised (a sliding window shorter than a
 // test prompt, a global layer after the sliding ones).
 var tinyFamilies = map[string]func(*Config){
-	"gemma2": gemma2Tiny,
-	"gemma3": gemma3Tiny,
+	"gemma2":          gemma2Tiny,
+	"gemma3":          gemma3Tiny,
+	"gemma-embedding": gemmaEmbeddingTiny,
 	// Four layers, so that the fourth attends without rope.
 	"smollm3": func(c *Config) { c.Layers = 4 },
 }
@@ -253,7 +257,10 @@ func (c Config) withDefaults() (Config, error) {
 			c.NormEps = 1e-12 // LayerNorm's, as BERT's config.json has it
 		}
 	}
-	if _, ok := encoders[c.Arch]; ok {
+	if c.Dense != 0 && (c.Arch != "gemma-embedding" || c.Dense < 0) {
+		return bad("dense projections of %d: only gemma-embedding has them, and their width must be positive", c.Dense)
+	}
+	if embeds(c.Arch) {
 		if c.Pooling == "" {
 			c.Pooling = "mean"
 		}
@@ -319,6 +326,9 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 	}
 	if isGemma(c.Arch) {
 		m.gemmaMetadata(set)
+	}
+	if c.Arch == "gemma-embedding" {
+		gemmaEmbeddingMetadata(c, set)
 	}
 	m.kv = append(m.kv, vocabKV...)
 }

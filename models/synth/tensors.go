@@ -80,7 +80,7 @@ func (m *Model) planTensors() {
 			bias(p+"attn_k.bias", kvDim)
 			bias(p+"attn_v.bias", kvDim)
 		}
-		if c.Arch == "qwen3" || c.Arch == "gemma3" {
+		if c.Arch == "qwen3" || c.Arch == "gemma3" || c.Arch == "gemma-embedding" {
 			norm(p+"attn_q_norm.weight", c.HeadDim) // per head, shared by all heads
 			norm(p+"attn_k_norm.weight", c.HeadDim)
 		}
@@ -99,6 +99,10 @@ func (m *Model) planTensors() {
 	norm("output_norm.weight", c.Embd)
 	if !c.Tied {
 		weight("output.weight", c.Embd, c.VocabSize, outStd) // [embd, vocab]
+	}
+	if c.Dense > 0 { // of the pooled embedding: [embd, dense] then [dense, embd]
+		weight("dense_2.weight", c.Embd, c.Dense, invSqrt(c.Embd))
+		weight("dense_3.weight", c.Dense, c.Embd, invSqrt(c.Dense))
 	}
 }
 
