@@ -105,7 +105,7 @@ var architectures = map[string]architecture{
 	"gemma2":   {neox: true, config: readGemma, newBlock: newGemmaBlock},
 	"gemma3":   {neox: true, config: readGemma, newBlock: newGemmaBlock},
 	"smollm3":  {neox: false, newBlock: newSmollm3Block},
-	"olmo2":    {neox: true, newBlock: newOlmo2Block},
+	"olmo2":    {neox: true, config: readOlmo2, newBlock: newOlmo2Block},
 	"mistral3": {neox: false, newBlock: newMistral3Block},
 
 	"gemma-embedding": {neox: true, config: readGemma, newBlock: newGemmaBlock},

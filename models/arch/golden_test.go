@@ -121,7 +121,7 @@ func synthConfig(flags map[string]any) (synth.Config, error) {
 		default:
 			dst := map[string]*int{"n-embd": &cfg.Embd, "n-layer": &cfg.Layers, "n-head": &cfg.Heads,
 				"n-head-kv": &cfg.HeadsKV, "head-dim": &cfg.HeadDim, "n-ff": &cfg.FFN, "vocab-size": &cfg.VocabSize,
-				"ctx": &cfg.Ctx, "rope-orig-ctx": &cfg.Rope.OrigCtx}[k]
+				"ctx": &cfg.Ctx, "rope-orig-ctx": &cfg.Rope.OrigCtx, "window": &cfg.Window}[k]
 			f, ok := num(k)
 			switch {
 			case k == "seed" && ok:

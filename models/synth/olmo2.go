@@ -19,8 +19,24 @@ func (c Config) checkFamily() error {
 		return badConfig("olmo2 has a separate output matrix; drop --tie-embeddings")
 	case c.HeadDim*c.Heads != c.Embd:
 		return badConfig("olmo2's head size is embd/heads (%d), not %d", c.Embd/c.Heads, c.HeadDim)
+	case c.Window < 0:
+		return badConfig("sliding window %d must not be negative", c.Window)
 	}
 	return nil
+}
+
+// olmo2Metadata writes OLMo 3's sliding window as llama.cpp's converter
+// does: the window, and one bool per layer, every fourth layer global.
+func (c Config) olmo2Metadata(a string, set func(string, any)) {
+	if c.Window <= 0 {
+		return
+	}
+	set(a+"attention.sliding_window", uint32(c.Window))
+	pattern := make([]bool, c.Layers)
+	for i := range pattern {
+		pattern[i] = (i+1)%4 != 0
+	}
+	set(a+"attention.sliding_window_pattern", pattern)
 }
 
 // olmo2Block plans layer p of OLMo 2: no norm before attention or the

@@ -58,8 +58,8 @@ type Config struct {
 	Pooling   string // embedding models' pooling_type: "mean" (default), "cls", "last" or "none"
 	Dense     int    // gemma-embedding: width of the projections after pooling (dense_2, dense_3); 0: none
 
-	// Gemma only (see gemma.go).
-	Window      int     // attention.sliding_window of the sliding layers; 0: gemma3 has none, gemma2 4096
+	// Gemma (see gemma.go); Window also OLMo 3's (olmo2.go).
+	Window      int     // attention.sliding_window of the sliding layers; 0: gemma3 and olmo2 have none, gemma2 4096
 	AttnSoftcap float32 // gemma2's attn_logit_softcapping; 0: 50
 	LogitCap    float32 // final_logit_softcapping; 0: gemma2 30, gemma3 none
 }
@@ -323,6 +323,9 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 		}
 		set(a+"attention.layer_norm_rms_epsilon", c.NormEps)
 		c.Rope.metadata(a, set)
+		if c.Arch == "olmo2" {
+			c.olmo2Metadata(a, set)
+		}
 	}
 	if isGemma(c.Arch) {
 		m.gemmaMetadata(set)
