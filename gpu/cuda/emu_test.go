@@ -22,7 +22,6 @@ import (
 	"folio/gpu/cpu"
 	"folio/internal/fixtures"
 	"folio/models/gguf"
-	"folio/models/synth"
 )
 
 // The kernels run on the CPU: kernels/*.cu compiled by g++ with the
@@ -193,11 +192,7 @@ func TestGenerationOnTheEmulator(t *testing.T) {
 func TestGemmaOnTheEmulator(t *testing.T) {
 	dev, ref, _ := emuPair(t)
 	for _, arch := range []string{"gemma2", "gemma3"} {
-		path := filepath.Join(t.TempDir(), arch+".gguf")
-		if err := synth.WriteTiny(path, arch, gguf.TypeF32, 2, func(c *synth.Config) { c.Window = 4 }); err != nil {
-			t.Fatal(err)
-		}
-		g, err := conformance.CheckGeneration(path, ref, dev, 6)
+		g, err := conformance.CheckGeneration(gemmaModel(t, arch), ref, dev, 6)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,9 @@ import (
 )
 
 // On a machine with an NVIDIA GPU: every op against the CPU, both matmul
-// paths, and a greedy generation. Skipped without a driver or a device.
+// paths, and greedy generations (qwen3; gemma2 and gemma3 for the newer
+// families' kernels and sliding windows). Skipped without a driver or a
+// device.
 func TestOnTheGPU(t *testing.T) {
 	dev, err := Open(Options{Sync: true, CacheDir: t.TempDir()})
 	if errors.Is(err, ErrNoDriver) {
@@ -38,5 +40,14 @@ func TestOnTheGPU(t *testing.T) {
 	}
 	if !g.Pass() {
 		t.Errorf("generation: %+v", g)
+	}
+	for _, arch := range []string{"gemma2", "gemma3"} {
+		g, err := conformance.CheckGeneration(gemmaModel(t, arch), ref, dev, 6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !g.Pass() {
+			t.Errorf("%s generation: %+v", arch, g)
+		}
 	}
 }

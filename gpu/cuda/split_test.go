@@ -47,6 +47,17 @@ func synthModel(t *testing.T, arch string, typ gguf.TensorType, layers int) stri
 	return path
 }
 
+// gemmaModel writes the tiny model of arch (gemma2 or gemma3) in F32 with
+// sliding windows of 4 positions: shorter than CheckGeneration's prompt.
+func gemmaModel(t *testing.T, arch string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), arch+".gguf")
+	if err := synth.WriteTiny(path, arch, gguf.TypeF32, 2, func(c *synth.Config) { c.Window = 4 }); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // A split of the CPU with itself computes what the CPU does, bit for bit,
 // at every split point, and moves activations across only where the
 // layers change sides.

@@ -15,7 +15,8 @@
 // Query head h reads K/V head h / (heads/kv_heads).
 //
 // Scores are q·k, soft-capped when cap > 0 (cap · tanh(q·k · inv_cap),
-// before the scale, as llama.cpp), then scaled.
+// before the scale, as llama.cpp), then scaled. tanhf, not gpu/cpu's
+// double tanh: the warp's sums already differ from the CPU's in order.
 //
 // A block per (query head, row), ATT_WARPS warps; each warp takes
 // ATT_STEP positions at a time (independent loads in flight), keeps an
