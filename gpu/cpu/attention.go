@@ -19,12 +19,13 @@ import (
 // float32, scaled, softmax as Softmax computes it (float64 sum), then the
 // probability-weighted sum of V in float32.
 //
-// The SIMD kernels do causal attention; a window, soft-capping or
-// bidirectional attention run through the Go kernel.
+// The SIMD kernels do causal attention, with a sliding window (reading
+// no block before it) and soft-capping; bidirectional attention runs
+// through the Go kernel.
 func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *gpu.Batch, o gpu.AttnOpts) {
 	cc, cq := b.kv(c), b.tensor(q)
 	rowSeq, maxCtx, _ := b.attnRows(dst, q, cc, layer, batch, o)
-	if !o.Plain() {
+	if o.Bidirectional {
 		b.attentionGo(dst, q, cq, cc, layer, batch, o, rowSeq, maxCtx)
 		return
 	}

@@ -12,15 +12,18 @@ import (
 // of its query heads: each K and V row is converted once for every query
 // of the tile. A query's sums run in the same order whatever its tile, the
 // threads or the block size, so results do not depend on the schedule.
-func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer int, batch *gpu.Batch, scale float32, maxCtx int) {
+// o is causal; its window, if any, bounds the positions a tile reads, and
+// the blocks before it are not touched.
+func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer int, batch *gpu.Batch, o gpu.AttnOpts, maxCtx int) {
 	spec := c.spec
 	bs := spec.BlockSize
 	group := qcols / spec.HeadDim / spec.KVHeads
+	maxCtx = windowCtx(maxCtx, o)
 	tr := attnTileRows(group, maxCtx)
 	t := &b.attentionX
-	blocks := b.attnPlan(batch, tr)
+	blocks := b.attnPlan(batch, tr, o)
 	*t = simdAttentionTask{kern: b.k, dst: dst, q: q, qcols: qcols, c: c, layer: layer,
-		tiles: b.attnTiles, blocks: blocks, group: group, scale: scale,
+		tiles: b.attnTiles, blocks: blocks, group: group, opts: o,
 		scratch: attnScratch(tr*group, spec.HeadDim, maxCtx, bs)}
 	// The pool counts cost in the Go kernels' multiply-adds, about a
 	// nanosecond each; these kernels do some 25 in a nanosecond, so that a
@@ -30,10 +33,20 @@ func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer i
 	*t = simdAttentionTask{blocks: blocks[:0]} // kept, so that the steady state allocates nothing
 }
 
+// windowCtx bounds the positions one tile of at most 16 rows reads under
+// o: maxCtx, or fewer with a window.
+func windowCtx(maxCtx int, o gpu.AttnOpts) int {
+	if o.Window > 0 {
+		return min(maxCtx, o.Window+15)
+	}
+	return maxCtx
+}
+
 // attnPlan fills b.attnTiles with the tiles of tr rows of batch's
 // sequences and returns their block tables in one slice (the kernels'
-// blocks, kept in b.attentionX between ops).
-func (b *Backend) attnPlan(batch *gpu.Batch, tr int) []int32 {
+// blocks, kept in b.attentionX between ops). Entries before a window may
+// be -1: the kernels do not read them.
+func (b *Backend) attnPlan(batch *gpu.Batch, tr int, o gpu.AttnOpts) []int32 {
 	bs := batch.BlockSize
 	blocks := b.attentionX.blocks[:0]
 	b.attnTiles = b.attnTiles[:0]
@@ -44,13 +57,16 @@ func (b *Backend) attnPlan(batch *gpu.Batch, tr int) []int32 {
 			b.attnTiles = append(b.attnTiles, newAttnTile(int32(s.Start+r0), int32(min(tr, s.Len-r0)), int32(s.Pos+r0), at))
 		}
 	}
-	// Costliest first (rows × positions read), in small chunks: a batch's
+	// Costliest first (rows × positions read, which a window bounds), in
+	// small chunks: a batch's
 	// sequences differ in length by orders of magnitude, and a guided
 	// chunk of the long ones left one thread working while the other
 	// waited for a good part of attention's time in a serving run.
-	slices.SortStableFunc(b.attnTiles, func(a, b attnTile) int {
-		return cmp.Compare(int64(b.rows)*int64(b.pos+b.rows), int64(a.rows)*int64(a.pos+a.rows))
-	})
+	read := func(t attnTile) int64 {
+		first, _ := o.Span(int(t.pos), int(t.pos))
+		return int64(t.rows) * int64(int(t.pos+t.rows)-first)
+	}
+	slices.SortStableFunc(b.attnTiles, func(a, b attnTile) int { return cmp.Compare(read(b), read(a)) })
 	return blocks
 }
 
@@ -81,7 +97,7 @@ type simdAttentionTask struct {
 	tiles   []attnTile
 	blocks  []int32 // the block tables of the batch's sequences, one after another
 	group   int     // query heads per K/V head
-	scale   float32
+	opts    gpu.AttnOpts
 	scratch int // floats of scratch per unit, at most
 }
 
@@ -90,5 +106,5 @@ func (t *simdAttentionTask) run(w *worker, lo, hi int) {
 	scratch := grow(&w.scores, t.scratch)
 	kl, vl := t.c.layerPtrs(t.layer)
 	t.kern.attention(t.tiles, lo, hi, t.q, t.qcols, t.group, spec.HeadDim, kl, vl, t.c.kvKind(),
-		t.blocks, spec.BlockSize, spec.KVHeads, t.scale, t.dst, scratch)
+		t.blocks, spec.BlockSize, spec.KVHeads, t.opts, t.dst, scratch)
 }

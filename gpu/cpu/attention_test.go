@@ -452,11 +452,14 @@ func TestAttentionDecodeEqualsPrefill(t *testing.T) {
 		kf, vf := randFloats(r, n*kvh*hd, 1), randFloats(r, n*kvh*hd, 1)
 		w := kvh * g * hd
 		qf := randFloats(r, n*w, 4)
-		decodeEqualsPrefill(t, n, kvh, g, hd, bs, blocks, slots, kf, vf, qf)
+		decodeEqualsPrefill(t, n, kvh, g, hd, bs, blocks, slots, kf, vf, qf, gpu.AttnOpts{Scale: 0.125})
 	}
 }
 
-func decodeEqualsPrefill(t *testing.T, n, kvh, g, hd, bs int, blocks, slots []int32, kf, vf, qf []float32) {
+// decodeEqualsPrefill checks, at every level and K/V type, that each of
+// n positions' attention under o is the same decoded alone as in one
+// prompt of all n.
+func decodeEqualsPrefill(t *testing.T, n, kvh, g, hd, bs int, blocks, slots []int32, kf, vf, qf []float32, o gpu.AttnOpts) {
 	t.Helper()
 	w := kvh * g * hd
 	for _, l := range supportedLevels() {
@@ -473,16 +476,16 @@ func decodeEqualsPrefill(t *testing.T, n, kvh, g, hd, bs int, blocks, slots []in
 			b.WriteKV(c, 0, newAct(t, b, n, kvh*hd, kf), newAct(t, b, n, kvh*hd, vf), slots)
 			dst := newAct(t, b, n, w, nil)
 			all := gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Start: 0, Len: n, Pos: 0, Blocks: blocks}}}
-			b.Attention(dst, newAct(t, b, n, w, qf), c, 0, &all, gpu.AttnOpts{Scale: 0.125})
+			b.Attention(dst, newAct(t, b, n, w, qf), c, 0, &all, o)
 			want := download(b, dst)
 			one := newAct(t, b, 1, w, nil)
 			for p := range n {
 				step := gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Start: 0, Len: 1, Pos: p, Blocks: blocks}}}
-				b.Attention(one, newAct(t, b, 1, w, qf[p*w:(p+1)*w]), c, 0, &step, gpu.AttnOpts{Scale: 0.125})
+				b.Attention(one, newAct(t, b, 1, w, qf[p*w:(p+1)*w]), c, 0, &step, o)
 				for i, v := range download(b, one) {
 					if v != want[p*w+i] {
-						t.Fatalf("%v %v, %d heads of %d per K/V head, blocks of %d: position %d element %d is %v decoded alone, %v in the prompt",
-							l, typ, g, hd, bs, p, i, v, want[p*w+i])
+						t.Fatalf("%v %v, %d heads of %d per K/V head, blocks of %d, %+v: position %d element %d is %v decoded alone, %v in the prompt",
+							l, typ, g, hd, bs, o, p, i, v, want[p*w+i])
 					}
 				}
 			}

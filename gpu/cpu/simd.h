@@ -115,7 +115,8 @@ _Static_assert(sizeof(folio_tile) == 16, "folio_tile is four int32s");
 // folio_attn is what every unit of one folio_attention call shares: the
 // tiles, q and out (rows qstride floats apart; g query heads of d elements
 // per K/V head), the layer's K and V (kt: KV_*), the block tables, the
-// block size, the K/V heads, the scores' scale and a unit's scratch.
+// block size, the K/V heads, the scores' scale, the sliding window (0:
+// none) and soft-cap (0: none), and a unit's scratch.
 typedef struct {
 	const folio_tile *tiles;
 	const float *q;
@@ -123,8 +124,8 @@ typedef struct {
 	const void *kl, *vl;
 	const int32_t *blocks;
 	int64_t qstride;
-	int g, d, kt, bs, kvheads;
-	float scale;
+	int g, d, kt, bs, kvheads, window;
+	float scale, cap;
 } folio_attn;
 void folio_attention(int level, folio_attn a, int lo, int hi);
 

@@ -6,11 +6,14 @@
 // row is converted once for all of them:
 //
 //	S[p][qi] = scale · q_qi · K[p]          K row p broadcast element by element
-//	S[p][qi] = e^(S - max_qi) for p ≤ lim_qi, 0 after (causal mask)
+//	S[p][qi] = e^(S - max_qi) for low_qi ≤ p ≤ lim_qi, 0 elsewhere (the mask)
 //	out_qi   = Σ_p S[p][qi] · V[p] / Σ_p S[p][qi]
 //
-// Query qi is head qi % g of row qi / g, at position pos0 + qi / g, and
-// attends to positions 0 … its own. Position p's K/V is at element
+// Query qi is head qi % g of row qi / g, at position lim_qi = pos0 + qi / g,
+// and attends to positions low_qi … its own: 0 …, or with a sliding
+// window win, lim_qi-win+1 …. The unit reads positions lo … pos0+nr-1 only
+// (lo is the first row's low), so the blocks before a window are never
+// touched; with a soft-cap the raw q·k is capped before the scale. Position p's K/V is at element
 // ((blocks[p/bs]·kvheads + h)·bs + p%bs)·d of the layer's K and V, of kind
 // kt: float32, halves, or Q8_0 blocks (34 bytes for 32 elements, d a
 // multiple of 32), which decode to float32 exactly (quant times scale),
@@ -19,7 +22,7 @@
 // bit for bit the same alone (decode) or in a prompt: with activations
 // quantized to 8 bits, the least difference could flip a quant. Scratch
 // holds d·nqp + n·nqp + 4·d + bs·d floats, nqp being nq rounded up to 16 and
-// n = pos0 + nr.
+// n = pos0 + nr - lo.
 
 #include "simd_attn.h"
 
@@ -95,20 +98,20 @@ INLINE AVX512 void score_tile512(const float *const *kr, int PB, const float *qt
 			_mm512_storeu_ps(Sp + pp * nqp + 16 * (c0 + c), _mm512_mul_ps(acc[pp][c], sv));
 }
 
-// scores_many512 fills S[p·nqp + qi]: the queries transposed into qt, then
+// scores_many512 fills S[(p-lo)·nqp + qi] for p in lo … n-1: the queries transposed into qt, then
 // four K rows at a time (converted into kb, 4·d floats) against them.
 static AVX512 void scores_many512(const float *q, int64_t qstride, int nr, int g, int d, const void *kl, int kt,
-                                  const int32_t *blocks, int bs, int kvheads, int h, int n, float scale, float *qt,
-                                  float *S, float *kb) {
+                                  const int32_t *blocks, int bs, int kvheads, int h, int lo, int n, float scale,
+                                  float *qt, float *S, float *kb) {
 	int nq = nr * g, nqp = (nq + 15) & ~15, nc = nqp / 16;
 	load_qt(q, qstride, nr, g, d, qt, nqp);
 	const __m512 sv = _mm512_set1_ps(scale);
-	for (int p0 = 0; p0 < n; p0 += 4) {
+	for (int p0 = lo; p0 < n; p0 += 4) {
 		int pb = n - p0 < 4 ? n - p0 : 4;
 		const float *kr[4];
 		for (int pp = 0; pp < pb; pp++)
 			kr[pp] = row512(kl, kt, kv_at(blocks, bs, kvheads, h, d, p0 + pp), d, kb + pp * d);
-		float *Sp = S + (int64_t)p0 * nqp;
+		float *Sp = S + (int64_t)(p0 - lo) * nqp;
 		for (int c0 = 0; c0 < nc; c0 += 4) {
 			int cn = nc - c0 < 4 ? nc - c0 : 4;
 #define TILE(P, C) score_tile512(kr, P, qt, nqp, c0, C, d, sv, Sp)
@@ -135,22 +138,27 @@ static AVX512 void scores_many512(const float *q, int64_t qstride, int nr, int g
 	}
 }
 
-// softmax_many512 turns the scores of S[p·nqp + qi] into e^(s - max_qi)
-// up to each query's position (0 after) and sets inv[qi] to 1/Σ.
-static AVX512 void softmax_many512(float *S, int nq, int nqp, int g, int pos0, int n, float *inv) {
+// softmax_many512 turns the scores of S[(p-lo)·nqp + qi] into
+// e^(s - max_qi) from each query's low to its position (0 elsewhere) and
+// sets inv[qi] to 1/Σ.
+static AVX512 void softmax_many512(float *S, int nq, int nqp, int g, int pos0, int lo, int n, int win, float *inv) {
 	for (int c = 0; c < nqp / 16; c++) {
-		int lim[16];
-		for (int l = 0; l < 16; l++)
+		int lim[16], low[16];
+		for (int l = 0; l < 16; l++) {
 			lim[l] = 16 * c + l < nq ? pos0 + (16 * c + l) / g : n - 1;
-		__m512i limv = _mm512_loadu_si512(lim);
-		__m512 mx = _mm512_set1_ps(-__builtin_inff()), sum = _mm512_setzero_ps();
-		for (int p = 0; p < n; p++) {
-			__mmask16 ok = _mm512_cmple_epi32_mask(_mm512_set1_epi32(p), limv);
-			mx = _mm512_mask_max_ps(mx, ok, mx, _mm512_loadu_ps(S + (int64_t)p * nqp + 16 * c));
+			low[l] = win > 0 && lim[l] - win + 1 > lo ? lim[l] - win + 1 : lo;
 		}
-		for (int p = 0; p < n; p++) {
-			__mmask16 ok = _mm512_cmple_epi32_mask(_mm512_set1_epi32(p), limv);
-			float *s = S + (int64_t)p * nqp + 16 * c;
+		__m512i limv = _mm512_loadu_si512(lim), lowv = _mm512_loadu_si512(low);
+		__m512 mx = _mm512_set1_ps(-__builtin_inff()), sum = _mm512_setzero_ps();
+		for (int p = lo; p < n; p++) {
+			__m512i pv = _mm512_set1_epi32(p);
+			__mmask16 ok = _mm512_cmple_epi32_mask(pv, limv) & _mm512_cmple_epi32_mask(lowv, pv);
+			mx = _mm512_mask_max_ps(mx, ok, mx, _mm512_loadu_ps(S + (int64_t)(p - lo) * nqp + 16 * c));
+		}
+		for (int p = lo; p < n; p++) {
+			__m512i pv = _mm512_set1_epi32(p);
+			__mmask16 ok = _mm512_cmple_epi32_mask(pv, limv) & _mm512_cmple_epi32_mask(lowv, pv);
+			float *s = S + (int64_t)(p - lo) * nqp + 16 * c;
 			__m512 e = _mm512_maskz_mov_ps(ok, exp512(_mm512_sub_ps(_mm512_loadu_ps(s), mx)));
 			_mm512_storeu_ps(s, e);
 			sum = _mm512_add_ps(sum, e);
@@ -184,22 +192,23 @@ INLINE AVX512 void value_tile512(float *const *o, int QB, const float *s, int64_
 			_mm512_mask_storeu_ps(o[qq] + 16 * c, c == DV - 1 ? m : 0xffff, acc[qq][c]);
 }
 
-// values512 sets each query's output to Σ_p S[p·ps + qi·qs]·V[p] · inv[qi]
-// (scores position-major, ps = nq rounded up to 16 and qs = 1, or
-// query-major, ps = 1),
+// values512 sets each query's output to Σ_p S[(p-lo)·ps + qi·qs]·V[p] · inv[qi]
+// over p in lo … n-1 (scores position-major, ps = nq rounded up to 16 and
+// qs = 1, or query-major, ps = 1),
 // converting each block of V rows once (into vb) for all queries, which it
 // takes four (two for d > 64, one for d > 128) at a time.
 static AVX512 void values512(float *out, int64_t qstride, int nq, int g, int d, const void *vl, int kt,
-                             const int32_t *blocks, int bs, int kvheads, int h, int pos0, int n, const float *S,
-                             int64_t ps, int64_t qs, const float *inv, float *vb) {
+                             const int32_t *blocks, int bs, int kvheads, int h, int pos0, int lo, int n,
+                             const float *S, int64_t ps, int64_t qs, const float *inv, float *vb) {
 	int dv = (d + 15) / 16;
 	int qb = dv <= 4 ? 4 : dv <= 8 ? 2 : 1;
 	__mmask16 m = tail16(d - 16 * (dv - 1));
 	for (int qi = 0; qi < nq; qi++)
 		memset(out + (qi / g) * qstride + (qi % g) * d, 0, sizeof(float) * d);
-	for (int b0 = 0; b0 < n; b0 += bs) {
-		int np = n - b0 < bs ? n - b0 : bs;
-		int64_t at = kv_at(blocks, bs, kvheads, h, d, b0); // np rows, d apart
+	for (int b0 = lo / bs * bs; b0 < n; b0 += bs) {
+		int p1 = b0 > lo ? b0 : lo; // the block's first row read
+		int np = (n < b0 + bs ? n : b0 + bs) - p1;
+		int64_t at = kv_at(blocks, bs, kvheads, h, d, p1); // np rows, d apart
 		const float *vr = (const float *)vl + at;
 		if (kt != KV_F32) {
 			for (int p = 0; p < np; p++)
@@ -209,13 +218,13 @@ static AVX512 void values512(float *out, int64_t qstride, int nq, int g, int d, 
 		for (int qi0 = 0; qi0 < nq; qi0 += qb) {
 			int nqb = nq - qi0 < qb ? nq - qi0 : qb;
 			int lim = pos0 + (qi0 + nqb - 1) / g; // the group's last position
-			if (lim < b0)
+			if (lim < p1)
 				continue;
-			int pe = lim - b0 + 1 < np ? lim - b0 + 1 : np;
+			int pe = lim - p1 + 1 < np ? lim - p1 + 1 : np;
 			float *o[4];
 			for (int qq = 0; qq < nqb; qq++)
 				o[qq] = out + ((qi0 + qq) / g) * qstride + ((qi0 + qq) % g) * d;
-			const float *s = S + (int64_t)b0 * ps + qi0 * qs;
+			const float *s = S + (int64_t)(p1 - lo) * ps + qi0 * qs;
 			if (nqb == qb && dv <= 4) {
 				switch (dv) {
 				case 1: value_tile512(o, 4, s, ps, qs, vr, pe, d, 1, m); break;
@@ -409,13 +418,14 @@ INLINE AVX512 void scores1_512(const float *q, int G, int T, int d, const void *
 			_mm512_mask_storeu_ps(S1 + qi * ns + p0[t], tail16(np[t]), _mm512_mul_ps(acc[t][qi], sv));
 }
 
-// values1_512 sets out_qi = Σ_p S1[qi·ns + p]·V[p] · inv[qi] for G
-// queries, the 16-float chunks c0 … c0+CW-1 of each V row (a mask of 0
-// past d), each output element an FMA chain over p in order. With sum, it
-// first sets inv[qi] to 1/Σ_p S1[qi·ns + p], summed in order of p.
+// values1_512 sets out_qi = Σ_p S1[qi·ns + p-lo]·V[p] · inv[qi] over p
+// in lo … n-1 for G queries, the 16-float chunks c0 … c0+CW-1 of each V
+// row (a mask of 0 past d), each output element an FMA chain over p in
+// order. With sum, it first sets inv[qi] to 1/Σ_p S1[qi·ns + p-lo], summed
+// in order of p.
 INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int full, int d, const void *vl, int kt,
-                               const int32_t *blocks, int bs, int kvheads, int h, int n, const float *S1, int64_t ns,
-                               float *inv) {
+                               const int32_t *blocks, int bs, int kvheads, int h, int lo, int n, const float *S1,
+                               int64_t ns, float *inv) {
 	__mmask16 m[4];
 	UNROLL for (int c = 0; c < CW; c++) {
 		int left = d - 16 * (c0 + c);
@@ -430,9 +440,9 @@ INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int f
 	// One loop over p (not blocks, then rows), which keeps gcc from
 	// spilling the accumulators every row.
 	int64_t at = 0;
-	for (int p = 0, left = 0; p < n; p++, left--, at += d) {
+	for (int p = lo, left = 0; p < n; p++, left--, at += d) {
 		if (left == 0) {
-			at = kv_at(blocks, bs, kvheads, h, d, p) + 16 * c0, left = bs;
+			at = kv_at(blocks, bs, kvheads, h, d, p) + 16 * c0, left = bs - p % bs;
 			if (p + vAhead < n) {
 				int e = p + vAhead + bs;
 				prefetch_rows(vl, kt, blocks, bs, kvheads, h, d, p + vAhead, e < n ? e : n, 16 * c0,
@@ -460,7 +470,7 @@ INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int f
 			else
 				v[c] = krow512(vl, kt, at + 16 * c, m[c]);
 		UNROLL for (int qi = 0; qi < G; qi++) {
-			__m512 s = _mm512_set1_ps(S1[qi * ns + p]);
+			__m512 s = _mm512_set1_ps(S1[qi * ns + p - lo]);
 			if (sum)
 				sv[qi] = _mm512_add_ps(sv[qi], s);
 			UNROLL for (int c = 0; c < CW; c++)
@@ -479,13 +489,13 @@ INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int f
 // time (G·CW accumulators); kt and full (no chunk past d) are constants
 // in each copy of the loop.
 INLINE AVX512 void values1g_512(float *out, int G, int CW, int d, const void *vl, int kt, const int32_t *blocks, int bs,
-                                int kvheads, int h, int n, const float *S1, int64_t ns) {
+                                int kvheads, int h, int lo, int n, const float *S1, int64_t ns) {
 	float inv[8];
 #define V1ALL(KT, FULL)                                                                                               \
 	do {                                                                                                          \
-		values1_512(out, G, CW, 0, 1, FULL, d, vl, KT, blocks, bs, kvheads, h, n, S1, ns, inv);               \
+		values1_512(out, G, CW, 0, 1, FULL, d, vl, KT, blocks, bs, kvheads, h, lo, n, S1, ns, inv);           \
 		for (int c0 = CW; 16 * c0 < d; c0 += CW)                                                              \
-			values1_512(out, G, CW, c0, 0, FULL, d, vl, KT, blocks, bs, kvheads, h, n, S1, ns, inv);      \
+			values1_512(out, G, CW, c0, 0, FULL, d, vl, KT, blocks, bs, kvheads, h, lo, n, S1, ns, inv);  \
 	} while (0)
 	int full = d % (16 * CW) == 0;
 	if (kt == KV_Q8 && full)
@@ -503,20 +513,22 @@ INLINE AVX512 void values1g_512(float *out, int G, int CW, int d, const void *vl
 #undef V1ALL
 }
 
+// attn1_avx512 attends one row at position n-1 to positions lo … n-1.
 static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, const void *vl, int kk,
-                                const int32_t *blocks, int bs, int kvheads, int h, int n, float scale, float *out,
-                                float *scratch) {
-	int64_t ns = (n + 15) & ~15;
+                                const int32_t *blocks, int bs, int kvheads, int h, int lo, int n, float scale,
+                                float cap, float *out, float *scratch) {
+	int m = n - lo; // positions read
+	int64_t ns = (m + 15) & ~15;
 	// kt: T tiles of 16 transposed K rows (tstride floats, or halves: d
 	// rounded up to 32 for F16 K; Q8_0 K is decoded into floats), then S1:
 	// g·ns floats (attnScratch).
 	int T = g <= 4 ? 4 : 2, f16 = kk == KV_F16;
 	int64_t tstride = f16 ? 16 * ((d + 31) & ~31) : 16 * d;
 	float *kt = scratch, *S1 = scratch + (int64_t)T * 16 * (d > 16 ? d : 16);
-	const __m512 sv = _mm512_set1_ps(scale);
+	const __m512 sv = _mm512_set1_ps(cap > 0 ? 1.f : scale); // a cap comes before the scale
 	int p0s[4], nps[4], nt = 0;
-	for (int b0 = 0; b0 < n; b0 += bs)
-		for (int p0 = b0; p0 < n && p0 < b0 + bs; p0 += 16) {
+	for (int b0 = lo / bs * bs; b0 < n; b0 += bs)
+		for (int p0 = b0 > lo ? b0 : lo; p0 < n && p0 < b0 + bs; p0 += 16) {
 			int np = n - p0 < 16 ? n - p0 : 16;
 			np = b0 + bs - p0 < np ? b0 + bs - p0 : np;
 			int64_t at = kv_at(blocks, bs, kvheads, h, d, p0);
@@ -529,7 +541,7 @@ static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, co
 				ktile8_512(kl, at, np, d, kt + nt * tstride);
 			else
 				ktile512(kl, kk, at, np, d, kt + nt * tstride);
-			p0s[nt] = p0, nps[nt] = np, nt++;
+			p0s[nt] = p0 - lo, nps[nt] = np, nt++;
 			if (nt == T || p0 + np >= n) {
 #define S1T(G)                                                                                                      \
 	f16 ? scores1_512(q, G, nt, d, kt, 1, tstride, p0s, nps, sv, S1, ns)                                         \
@@ -552,17 +564,19 @@ static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, co
 	// position.
 	for (int qi = 0; qi < g; qi++) {
 		float *s = S1 + qi * ns;
+		if (cap > 0)
+			softcap_scores(s, m, cap, scale);
 		__m512 mx = _mm512_set1_ps(-__builtin_inff());
-		for (int p = 0; p < n; p += 16)
-			mx = _mm512_mask_max_ps(mx, tail16(n - p), mx, _mm512_loadu_ps(s + p));
+		for (int p = 0; p < m; p += 16)
+			mx = _mm512_mask_max_ps(mx, tail16(m - p), mx, _mm512_loadu_ps(s + p));
 		mx = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
-		for (int p = 0; p < n; p += 16) {
-			__mmask16 m = tail16(n - p);
-			_mm512_mask_storeu_ps(s + p, m, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + p), mx)));
+		for (int p = 0; p < m; p += 16) {
+			__mmask16 k = tail16(m - p);
+			_mm512_mask_storeu_ps(s + p, k, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + p), mx)));
 		}
 	}
 	// Values: G·CW accumulators, each V row converted once.
-#define V1(G, CW) values1g_512(out, G, CW, d, vl, kk, blocks, bs, kvheads, h, n, S1, ns)
+#define V1(G, CW) values1g_512(out, G, CW, d, vl, kk, blocks, bs, kvheads, h, lo, n, S1, ns)
 	switch (g) {
 	case 1: V1(1, 4); break;
 	case 2: V1(2, 4); break;
@@ -578,23 +592,31 @@ static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, co
 
 static AVX512 void attn_avx512(ATTN_ARGS) {
 	if (nr == 1 && g <= 8) {
-		attn1_avx512(q, g, d, kl, vl, kt, blocks, bs, kvheads, h, pos0 + 1, scale, out, scratch);
+		attn1_avx512(q, g, d, kl, vl, kt, blocks, bs, kvheads, h, lo, pos0 + 1, scale, cap, out, scratch);
 		return;
 	}
 	int nq = nr * g, nqp = (nq + 15) & ~15, n = pos0 + nr;
-	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)n * nqp, *vb = kb + 4 * d;
+	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)(n - lo) * nqp, *vb = kb + 4 * d;
 	float inv[nqp];
-	scores_many512(q, qstride, nr, g, d, kl, kt, blocks, bs, kvheads, h, n, scale, qt, S, kb);
-	softmax_many512(S, nq, nqp, g, pos0, n, inv);
-	values512(out, qstride, nq, g, d, vl, kt, blocks, bs, kvheads, h, pos0, n, S, nqp, 1, inv, vb);
+	scores_many512(q, qstride, nr, g, d, kl, kt, blocks, bs, kvheads, h, lo, n, cap > 0 ? 1.f : scale, qt, S, kb);
+	if (cap > 0)
+		softcap_scores(S, (int64_t)(n - lo) * nqp, cap, scale);
+	softmax_many512(S, nq, nqp, g, pos0, lo, n, win, inv);
+	values512(out, qstride, nq, g, d, vl, kt, blocks, bs, kvheads, h, pos0, lo, n, S, nqp, 1, inv, vb);
 }
 
 // prefetch_first asks for the rows of a decode unit that the kernel reads
-// before it asks for any itself.
+// before it asks for any itself: lo … n-1, at most kAhead (vAhead) of them.
 static void prefetch_first(const void *kl, const void *vl, int kt, const int32_t *blocks, int bs, int kvheads, int h,
-                           int d, int n) {
-	prefetch_rows(kl, kt, blocks, bs, kvheads, h, d, 0, n < kAhead ? n : kAhead, 0, d);
-	prefetch_rows(vl, kt, blocks, bs, kvheads, h, d, 0, n < vAhead ? n : vAhead, 0, d);
+                           int d, int lo, int n) {
+	prefetch_rows(kl, kt, blocks, bs, kvheads, h, d, lo, n - lo < kAhead ? n : lo + kAhead, 0, d);
+	prefetch_rows(vl, kt, blocks, bs, kvheads, h, d, lo, n - lo < vAhead ? n : lo + vAhead, 0, d);
+}
+
+// first_read is the first position a tile at position pos reads: 0, or
+// the start of its first row's window.
+static inline int first_read(int pos, int window) {
+	return window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
 }
 
 // folio_attention runs units lo … hi-1 of a: unit u is K/V head u %
@@ -607,18 +629,19 @@ void folio_attention(int level, folio_attn a, int lo, int hi) {
 		int h = u % a.kvheads;
 		// The first rows of a decode unit's K and V (the kernel asks for the
 		// others on the way), for the next unit while this one computes.
+		int first = first_read(t->pos, a.window);
 		if (u == lo && t->rows == 1)
-			prefetch_first(a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs, a.kvheads, h, a.d, t->pos + 1);
+			prefetch_first(a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs, a.kvheads, h, a.d, first, t->pos + 1);
 		const folio_tile *tn = a.tiles + (u + 1) / a.kvheads;
 		if (u + 1 < hi && tn->rows == 1)
 			prefetch_first(a.kl, a.vl, a.kt, a.blocks + tn->blocks, a.bs, a.kvheads, (u + 1) % a.kvheads, a.d,
-			               tn->pos + 1);
+			               first_read(tn->pos, a.window), tn->pos + 1);
 		int64_t at = t->row * a.qstride + (int64_t)h * a.g * a.d;
 		if (level == LEVEL_AVX512)
 			attn_avx512(a.q + at, a.qstride, t->rows, a.g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs,
-			            a.kvheads, h, t->pos, a.scale, a.out + at, a.scratch);
+			            a.kvheads, h, t->pos, first, a.window, a.scale, a.cap, a.out + at, a.scratch);
 		else
 			folio_attn_avx2(a.q + at, a.qstride, t->rows, a.g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs,
-			                a.kvheads, h, t->pos, a.scale, a.out + at, a.scratch);
+			                a.kvheads, h, t->pos, first, a.window, a.scale, a.cap, a.out + at, a.scratch);
 	}
 }

@@ -3,6 +3,8 @@
 #ifndef FOLIO_SIMD_ATTN_H
 #define FOLIO_SIMD_ATTN_H
 
+#include <math.h>
+
 #include "simd.h"
 
 // UNROLL unrolls a loop over a tile's registers before gcc places the
@@ -10,9 +12,13 @@
 // every step of the loop around them.
 #define UNROLL _Pragma("GCC unroll 16")
 
+// A unit reads positions lo … pos0+nr-1 (lo = 0 unless there is a
+// window); with win > 0 a query at position p reads p-win+1 … p only, and
+// with cap > 0 its scores are cap·tanh(q·k/cap)·scale.
 #define ATTN_ARGS                                                                                           \
 	const float *q, int64_t qstride, int nr, int g, int d, const void *kl, const void *vl, int kt,           \
-		const int32_t *blocks, int bs, int kvheads, int h, int pos0, float scale, float *out, float *scratch
+		const int32_t *blocks, int bs, int kvheads, int h, int pos0, int lo, int win, float scale, float cap, \
+		float *out, float *scratch
 
 static inline int64_t kv_at(const int32_t *blocks, int bs, int kvheads, int h, int d, int p) {
 	return (((int64_t)blocks[p / bs] * kvheads + h) * bs + p % bs) * d;
@@ -57,6 +63,17 @@ static inline void load_qt(const float *q, int64_t qstride, int nr, int g, int d
 		const float *src = q + (qi / g) * qstride + (qi % g) * d;
 		for (int j = 0; j < d; j++)
 			qt[j * nqp + qi] = src[j];
+	}
+}
+
+// softcap_scores caps the n scores of S (raw q·k): S = cap·tanh(S/cap)·scale,
+// each step rounded to float as the Go kernel (softcapGo, then the scale)
+// and ggml's scale, tanh, scale do it.
+static inline void softcap_scores(float *S, int64_t n, float cap, float scale) {
+	float inv = 1.f / cap;
+	for (int64_t i = 0; i < n; i++) {
+		float t = (float)tanh((double)(S[i] * inv));
+		S[i] = t * cap * scale;
 	}
 }
 

@@ -48,12 +48,13 @@ static inline AVX2 const float *row256(const void *base, int kt, int64_t at, int
 }
 
 AVX2 void folio_attn_avx2(ATTN_ARGS) {
+	// S[(p-lo)·nqp + qi] for p in lo … n-1, as simd_attn.c's.
 	int nq = nr * g, nqp = (nq + 15) & ~15, nc = nqp / 8, n = pos0 + nr;
-	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)n * nqp, *vb = kb + d;
+	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)(n - lo) * nqp, *vb = kb + d;
 	load_qt(q, qstride, nr, g, d, qt, nqp);
-	const __m256 sv = _mm256_set1_ps(scale);
+	const __m256 sv = _mm256_set1_ps(cap > 0 ? 1.f : scale); // a cap comes before the scale
 
-	for (int p = 0; p < n; p++) {
+	for (int p = lo; p < n; p++) {
 		const float *kr = row256(kl, kt, kv_at(blocks, bs, kvheads, h, d, p), d, kb);
 		for (int c0 = 0; c0 < nc; c0 += 4) {
 			int cn = nc - c0 < 4 ? nc - c0 : 4;
@@ -64,24 +65,30 @@ AVX2 void folio_attn_avx2(ATTN_ARGS) {
 					acc[c] = _mm256_fmadd_ps(kj, _mm256_loadu_ps(qt + (int64_t)j * nqp + 8 * (c0 + c)), acc[c]);
 			}
 			for (int c = 0; c < cn; c++)
-				_mm256_storeu_ps(S + (int64_t)p * nqp + 8 * (c0 + c), _mm256_mul_ps(acc[c], sv));
+				_mm256_storeu_ps(S + (int64_t)(p - lo) * nqp + 8 * (c0 + c), _mm256_mul_ps(acc[c], sv));
 		}
 	}
+	if (cap > 0)
+		softcap_scores(S, (int64_t)(n - lo) * nqp, cap, scale);
 
 	float inv[nqp];
 	for (int c = 0; c < nc; c++) {
-		int lim[8];
-		for (int l = 0; l < 8; l++)
+		int lim[8], low[8];
+		for (int l = 0; l < 8; l++) {
 			lim[l] = 8 * c + l < nq ? pos0 + (8 * c + l) / g : n - 1;
-		__m256i limv = _mm256_loadu_si256((const __m256i *)lim);
-		__m256 mx = _mm256_set1_ps(-__builtin_inff()), sum = _mm256_setzero_ps();
-		for (int p = 0; p < n; p++) {
-			__m256 ok = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(p), limv)); // lanes past their limit
-			mx = _mm256_blendv_ps(_mm256_max_ps(mx, _mm256_loadu_ps(S + (int64_t)p * nqp + 8 * c)), mx, ok);
+			low[l] = win > 0 && lim[l] - win + 1 > lo ? lim[l] - win + 1 : lo;
 		}
-		for (int p = 0; p < n; p++) {
-			__m256 past = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(p), limv));
-			float *s = S + (int64_t)p * nqp + 8 * c;
+		__m256i limv = _mm256_loadu_si256((const __m256i *)lim), lowv = _mm256_loadu_si256((const __m256i *)low);
+		__m256 mx = _mm256_set1_ps(-__builtin_inff()), sum = _mm256_setzero_ps();
+		for (int p = lo; p < n; p++) { // lanes past their limit or before their window are left out
+			__m256i pv = _mm256_set1_epi32(p);
+			__m256 skip = _mm256_castsi256_ps(_mm256_or_si256(_mm256_cmpgt_epi32(pv, limv), _mm256_cmpgt_epi32(lowv, pv)));
+			mx = _mm256_blendv_ps(_mm256_max_ps(mx, _mm256_loadu_ps(S + (int64_t)(p - lo) * nqp + 8 * c)), mx, skip);
+		}
+		for (int p = lo; p < n; p++) {
+			__m256i pv = _mm256_set1_epi32(p);
+			__m256 past = _mm256_castsi256_ps(_mm256_or_si256(_mm256_cmpgt_epi32(pv, limv), _mm256_cmpgt_epi32(lowv, pv)));
+			float *s = S + (int64_t)(p - lo) * nqp + 8 * c;
 			__m256 e = _mm256_andnot_ps(past, exp256(_mm256_sub_ps(_mm256_loadu_ps(s), mx)));
 			_mm256_storeu_ps(s, e);
 			sum = _mm256_add_ps(sum, e);
@@ -91,9 +98,10 @@ AVX2 void folio_attn_avx2(ATTN_ARGS) {
 
 	for (int qi = 0; qi < nq; qi++)
 		memset(out + (qi / g) * qstride + (qi % g) * d, 0, sizeof(float) * d);
-	for (int b0 = 0; b0 < n; b0 += bs) {
-		int np = n - b0 < bs ? n - b0 : bs;
-		int64_t at = kv_at(blocks, bs, kvheads, h, d, b0);
+	for (int b0 = lo / bs * bs; b0 < n; b0 += bs) {
+		int p1 = b0 > lo ? b0 : lo; // the block's first row read
+		int np = (n < b0 + bs ? n : b0 + bs) - p1;
+		int64_t at = kv_at(blocks, bs, kvheads, h, d, p1);
 		const float *vr = (const float *)vl + at;
 		if (kt != KV_F32) {
 			for (int p = 0; p < np; p++)
@@ -102,11 +110,11 @@ AVX2 void folio_attn_avx2(ATTN_ARGS) {
 		}
 		for (int qi = 0; qi < nq; qi++) {
 			int lim = pos0 + qi / g;
-			if (lim < b0)
+			if (lim < p1)
 				continue;
-			int pe = lim - b0 + 1 < np ? lim - b0 + 1 : np;
+			int pe = lim - p1 + 1 < np ? lim - p1 + 1 : np;
 			float *o = out + (qi / g) * qstride + (qi % g) * d;
-			const float *s = S + (int64_t)b0 * nqp + qi;
+			const float *s = S + (int64_t)(p1 - lo) * nqp + qi;
 			for (int j = 0; j < d; j += 8) {
 				__m256i m = tail8(d - j);
 				__m256 acc = _mm256_maskload_ps(o + j, m);
