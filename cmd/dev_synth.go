@@ -26,7 +26,9 @@ func newSynthCmd() *cobra.Command {
 		Short: "Write a random-weight model of any architecture folio runs",
 		Long: "synth writes a GGUF model (" + strings.Join(synth.Archs, ", ") + ") with deterministic random weights and a\n" +
 			"working vocabulary, loadable by folio and llama.cpp. Presets give real models'\n" +
-			"shapes (" + strings.Join(synth.PresetNames(), ", ") + "); the shape flags override them.\n" +
+			"shapes (" + strings.Join(synth.PresetNames(), ", ") + ") in their own architecture, which\n" +
+			"--arch overrides; the tiny preset of an architecture has its family's features\n" +
+			"(phi3: partial rotary, longrope; granite: multipliers); the shape flags override them.\n" +
 			"Without --vocab the vocabulary is byte-level (SentencePiece byte fallback), or a\n" +
 			"small WordPiece one for bert and nomic-bert;\n" +
 			"--vocab copies the tokenizer of another GGUF file and takes its size.\n" +
@@ -57,7 +59,8 @@ func newSynthCmd() *cobra.Command {
 			flags := cmd.Flags()
 			for flag, dst := range map[string]*int{"n-embd": &cfg.Embd, "n-layer": &cfg.Layers,
 				"n-head": &cfg.Heads, "n-head-kv": &cfg.HeadsKV, "head-dim": &cfg.HeadDim,
-				"n-ff": &cfg.FFN, "ctx": &cfg.Ctx, "vocab-size": &cfg.VocabSize, "window": &cfg.Window} {
+				"n-ff": &cfg.FFN, "ctx": &cfg.Ctx, "vocab-size": &cfg.VocabSize, "window": &cfg.Window,
+				"rope-dims": &cfg.RopeDims} {
 				if flags.Changed(flag) {
 					*dst = *shape[flag]
 				}
@@ -93,6 +96,7 @@ func newSynthCmd() *cobra.Command {
 		{"n-embd", "hidden size"}, {"n-layer", "blocks"}, {"n-head", "query heads"},
 		{"n-head-kv", "key/value heads"}, {"head-dim", "per-head size (default n-embd/n-head)"},
 		{"n-ff", "feed-forward size"}, {"ctx", "context length"},
+		{"rope-dims", "leading elements of each head that rotate (default the whole head)"},
 		{"vocab-size", "tokens; pads the vocabulary with [PAD<n>] tokens"},
 		{"window", "sliding window of gemma's windowed layers (gemma3: 0 for none)"},
 	} {

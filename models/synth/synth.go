@@ -1,6 +1,6 @@
 // Package synth writes random-weight models of every architecture folio
-// runs (Archs: the llama family with smollm3, olmo2 and mistral3, Gemma 2 and 3,
-// and the embedding models)
+// runs (Archs: the llama family with smollm3, olmo2 and mistral3, Gemma 2
+// and 3, Phi-3, Granite, and the embedding models)
 // as GGUF files that llama.cpp loads: the tensor names, shapes and
 // metadata keys are llama.cpp's, the vocabulary works (a byte-level
 // SentencePiece fallback, a small WordPiece one for BERT, or the tokenizer
@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"folio/models/gguf"
 )
@@ -30,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma2", "gemma3", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -58,10 +59,23 @@ type Config struct {
 	Pooling   string // embedding models' pooling_type: "mean" (default), "cls", "last" or "none"
 	Dense     int    // gemma-embedding: width of the projections after pooling (dense_2, dense_3); 0: none
 
-	// Gemma (see gemma.go); Window also OLMo 3's (olmo2.go).
-	Window      int     // attention.sliding_window of the sliding layers; 0: gemma3 and olmo2 have none, gemma2 4096
+	// attention.sliding_window: gemma's sliding layers' (0: gemma3 has
+	// none, gemma2 4096), OLMo 3's (olmo2.go; 0: none), phi3's as its
+	// converter writes it (0: none; llama.cpp ignores it for phi3).
+	Window      int
 	AttnSoftcap float32 // gemma2's attn_logit_softcapping; 0: 50
 	LogitCap    float32 // final_logit_softcapping; 0: gemma2 30, gemma3 none
+	RopeDims    int     // leading elements of each head that rotate; 0: the whole head
+	// phi3 (longrope): OrigCtx > 0 is the context the model was trained at
+	// before longrope stretched it to Ctx; the file then has
+	// rope_factors_long and rope_factors_short and the attention factor
+	// the converter computes from Ctx/OrigCtx.
+	OrigCtx int
+	// granite's multipliers (0 leaves the key out): token embeddings ×
+	// EmbedScale, attention scores × AttnScale (instead of 1/√head size),
+	// each block's attention and feed-forward outputs × ResidualScale,
+	// logits ÷ LogitScale.
+	EmbedScale, AttnScale, ResidualScale, LogitScale float32
 }
 
 // presets are shapes of real models (weights stay random). Type is left to
@@ -91,19 +105,29 @@ var presets = map[string]Config{
 	"gemma2-2b": gemma2_2B,
 	"gemma3-1b": gemma3_1B,
 	"gemma3-4b": gemma3_4B,
+	// Phi-4-mini (3.8B): partial rotary (96 of 128), longrope from 4k to 128k.
+	"phi4-mini": {Arch: "phi3", Embd: 3072, Layers: 32, Heads: 24, HeadsKV: 8, FFN: 8192,
+		Ctx: 131072, OrigCtx: 4096, RopeDims: 96, Window: 262144, VocabSize: 200064, Tied: true, RopeBase: 10000},
+	// Granite 3.3 2B with its multipliers.
+	"granite-3.3-2b": {Arch: "granite", Embd: 2048, Layers: 40, Heads: 32, HeadsKV: 8, FFN: 8192,
+		Ctx: 131072, VocabSize: 49159, Tied: true, RopeBase: 10000000,
+		EmbedScale: 12, AttnScale: 0.015625, ResidualScale: 0.22, LogitScale: 8},
 
 	"embeddinggemma-300m": embeddingGemma300M,
 }
 
 // tinyFamilies change the tiny preset for the families whose layers need
 // more than its shape to be exercised (a sliding window shorter than a
-// test prompt, a global layer after the sliding ones).
+// test prompt, a global layer after the sliding ones; phi3's partial
+// rotary and longrope; granite's multipliers).
 var tinyFamilies = map[string]func(*Config){
 	"gemma2":          gemma2Tiny,
 	"gemma3":          gemma3Tiny,
 	"gemma-embedding": gemmaEmbeddingTiny,
 	// Four layers, so that the fourth attends without rope.
 	"smollm3": func(c *Config) { c.Layers = 4 },
+	"phi3":    phi3Tiny,
+	"granite": graniteTiny,
 }
 
 // PresetNames returns the preset names, sorted.
@@ -248,6 +272,18 @@ func (c Config) withDefaults() (Config, error) {
 			return bad("%v", err)
 		}
 	}
+	if c.RopeDims == 0 {
+		c.RopeDims = c.HeadDim
+	}
+	if c.RopeDims < 0 || c.RopeDims > c.HeadDim || c.RopeDims%2 != 0 {
+		return bad("rope dims %d must be even and at most the head size %d", c.RopeDims, c.HeadDim)
+	}
+	if c.OrigCtx < 0 || c.OrigCtx > c.Ctx || (c.OrigCtx > 0 && c.Arch != "phi3") {
+		return bad("original context %d: longrope is phi3's, from a context of 1 to ctx %d", c.OrigCtx, c.Ctx)
+	}
+	if c.Window < 0 || (c.Window > 0 && !isGemma(c.Arch) && c.Arch != "phi3" && c.Arch != "olmo2") {
+		return bad("sliding window %d: only gemma, olmo2 and phi3 files carry one, never negative", c.Window)
+	}
 	if c.NormEps == 0 {
 		c.NormEps = 1e-5
 		if c.Arch != "llama" && c.Arch != "mistral3" {
@@ -286,7 +322,9 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("vocab size %d is smaller than the vocabulary's %d tokens", c.VocabSize, c.Vocab.Len())
 	}
 	if c.Name == "" {
-		c.Name = fmt.Sprintf("synth-%s-%dx%d-%s", c.Arch, c.Layers, c.Embd, c.Type)
+		// Not "phi3": llama.cpp gives the tokens of a model so named the
+		// attributes of Phi-3's, and fails unless "<|endoftext|>" is one.
+		c.Name = fmt.Sprintf("synth-%s-%dx%d-%s", strings.Replace(c.Arch, "phi3", "phi", 1), c.Layers, c.Embd, c.Type)
 	}
 	return c, nil
 }
@@ -315,7 +353,7 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 	if enc, ok := encoders[c.Arch]; ok {
 		enc.metadata(c, set)
 	} else {
-		set(a+"rope.dimension_count", uint32(c.HeadDim))
+		set(a+"rope.dimension_count", uint32(c.RopeDims))
 		set(a+"rope.freq_base", c.RopeBase)
 		if c.RopeScale != 0 {
 			set(a+"rope.scaling.type", "linear")
@@ -323,8 +361,13 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 		}
 		set(a+"attention.layer_norm_rms_epsilon", c.NormEps)
 		c.Rope.metadata(a, set)
-		if c.Arch == "olmo2" {
+		switch c.Arch {
+		case "olmo2":
 			c.olmo2Metadata(a, set)
+		case "phi3":
+			phi3Metadata(c, set)
+		case "granite":
+			graniteMetadata(c, set)
 		}
 	}
 	if isGemma(c.Arch) {

@@ -122,7 +122,7 @@ func TestStructure(t *testing.T) {
 		gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K}
 	fileType := map[gguf.TensorType]int64{gguf.TypeF32: 0, gguf.TypeF16: 1, gguf.TypeBF16: 32,
 		gguf.TypeQ8_0: 7, gguf.TypeQ4_0: 2, gguf.TypeQ4_K: 14, gguf.TypeQ6_K: 18}
-	for _, arch := range []string{"llama", "qwen2", "qwen3"} { // gemma_test.go checks its own
+	for _, arch := range []string{"llama", "qwen2", "qwen3"} { // the others: gemma_test.go, TestFamilyStructure, TestEncoderStructure
 		for _, typ := range types {
 			t.Run(arch+"/"+typ.String(), func(t *testing.T) {
 				f := open(t, writeTiny(t, arch, typ, 7, nil))
@@ -395,6 +395,12 @@ func TestConfigErrors(t *testing.T) {
 		{"gemma untied", func(c *Config) { c.Arch = "gemma2" }},
 		{"gemma window", func(c *Config) { c.Arch, c.Tied, c.Window = "gemma3", true, -1 }},
 		{"gemma3 attention soft-cap", func(c *Config) { c.Arch, c.Tied, c.AttnSoftcap = "gemma3", true, 50 }},
+		{"odd rope dims", func(c *Config) { c.RopeDims = 7 }},
+		{"rope dims above the head", func(c *Config) { c.RopeDims = 32 }},
+		{"longrope on llama", func(c *Config) { c.OrigCtx = 32 }},
+		{"longrope past ctx", func(c *Config) { c.Arch, c.OrigCtx = "phi3", 128 }},
+		{"window on llama", func(c *Config) { c.Window = 16 }},
+		{"negative phi3 window", func(c *Config) { c.Arch, c.Window = "phi3", -1 }},
 	} {
 		c := base
 		tc.edit(&c)

@@ -65,6 +65,9 @@ func (m *Model) planTensors() {
 		embdStd = outStd // token_embd doubles as the output matrix
 	}
 	weight("token_embd.weight", c.Embd, c.VocabSize, embdStd) // [embd, vocab]
+	if c.Arch == "phi3" {
+		m.phi3Tensors(func(name string, mean, std float32, n int) { add(name, gguf.TypeF32, mean, std, n) })
+	}
 	for l := range c.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
 		if c.Arch == "olmo2" {
@@ -72,9 +75,13 @@ func (m *Model) planTensors() {
 			continue
 		}
 		norm(p+"attn_norm.weight", c.Embd)
-		weight(p+"attn_q.weight", c.Embd, qDim, invSqrt(c.Embd)) // [embd, heads*head_dim]
-		weight(p+"attn_k.weight", c.Embd, kvDim, invSqrt(c.Embd))
-		weight(p+"attn_v.weight", c.Embd, kvDim, invSqrt(c.Embd))
+		if c.Arch == "phi3" {
+			weight(p+"attn_qkv.weight", c.Embd, qDim+2*kvDim, invSqrt(c.Embd)) // [embd, q | k | v]
+		} else {
+			weight(p+"attn_q.weight", c.Embd, qDim, invSqrt(c.Embd)) // [embd, heads*head_dim]
+			weight(p+"attn_k.weight", c.Embd, kvDim, invSqrt(c.Embd))
+			weight(p+"attn_v.weight", c.Embd, kvDim, invSqrt(c.Embd))
+		}
 		if c.Arch == "qwen2" {
 			bias(p+"attn_q.bias", qDim)
 			bias(p+"attn_k.bias", kvDim)
@@ -89,8 +96,12 @@ func (m *Model) planTensors() {
 			norm(p+"post_attention_norm.weight", c.Embd) // of the attention output, before the residual add
 		}
 		norm(p+"ffn_norm.weight", c.Embd)
-		weight(p+"ffn_gate.weight", c.Embd, c.FFN, invSqrt(c.Embd)) // [embd, ffn]
-		weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
+		if c.Arch == "phi3" {
+			weight(p+"ffn_up.weight", c.Embd, 2*c.FFN, invSqrt(c.Embd)) // [embd, gate | up]
+		} else {
+			weight(p+"ffn_gate.weight", c.Embd, c.FFN, invSqrt(c.Embd)) // [embd, ffn]
+			weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
+		}
 		weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN)/2) // [ffn, embd]
 		if isGemma(c.Arch) {
 			norm(p+"post_ffw_norm.weight", c.Embd) // of the feed-forward output
