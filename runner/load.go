@@ -174,7 +174,7 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 	if err := spec.Check(); errors.Is(err, gpu.ErrUnsupported) {
 		return nil, kvTypeErr(err, spec)
 	}
-	aopt := arch.Options{MaxRows: opt.NumBatch, MaxOut: opt.MaxSeqs}
+	aopt := arch.Options{MaxRows: opt.NumBatch, MaxOut: opt.MaxSeqs, Context: opt.NumCtx}
 	need := MemoryNeed{Scratch: arch.ScratchBytes(cfg, aopt)}
 	for _, sp := range specs {
 		need.KV += sp.Bytes()

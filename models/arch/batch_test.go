@@ -51,7 +51,7 @@ func assertSame(t *testing.T, what string, got, want []float32) {
 }
 
 func TestScheduleInvariance(t *testing.T) {
-	for _, a := range []string{"llama", "qwen2", "qwen3"} {
+	for _, a := range []string{"llama", "qwen2", "qwen3", "phi3", "granite"} {
 		t.Run(a, func(t *testing.T) {
 			t.Parallel()
 			path := synthModel(t, a, gguf.TypeQ8_0)

@@ -41,9 +41,18 @@ type Config struct {
 	// Set by some families (gemma.go); the zero values change nothing.
 	LocalRope   gpu.Rope // the windowed layers' rope, where a family gives them their own
 	EmbedScale  float32  // token embeddings are multiplied by it; 0: 1
-	QueryScale  float32  // attention scores are scaled by it (Gemma; the others take 1/√HeadDim)
+	QueryScale  float32  // attention scores are scaled by it (Gemma; granite's attention.scale); 0: 1/√HeadDim
 	AttnSoftCap float32  // attention scores s become AttnSoftCap·tanh(s/AttnSoftCap); 0: none
 	LogitCap    float32  // logits l become LogitCap·tanh(l/LogitCap); 0: none
+	// Longrope (phi3): Rope.Factors are those of a context up to
+	// OrigContext (rope_factors_short), LongFactors those of a longer one
+	// (rope_factors_long); see RopeAt.
+	OrigContext int
+	LongFactors []float32
+	// Granite's multipliers besides EmbedScale and QueryScale, 0 meaning
+	// none: each block's attention and feed-forward outputs × ResidualScale
+	// before their residual adds, logits ÷ LogitScale.
+	ResidualScale, LogitScale float32
 }
 
 // Window is layer's sliding window, 0 for full attention.
@@ -79,6 +88,17 @@ func (p Pooling) String() string {
 	return fmt.Sprintf("pooling(%d)", int(p))
 }
 
+// RopeAt is the rope of a model run with sequences of up to ctx tokens:
+// longrope's long factors when ctx is beyond the original context, as
+// llama.cpp chooses them by its context size.
+func (c *Config) RopeAt(ctx int) gpu.Rope {
+	r := c.Rope
+	if c.LongFactors != nil && ctx > c.OrigContext {
+		r.Factors = c.LongFactors
+	}
+	return r
+}
+
 // QDim is the width of the queries, KVDim that of the keys and values.
 func (c *Config) QDim() int  { return c.Heads * c.HeadDim }
 func (c *Config) KVDim() int { return c.KVHeads * c.HeadDim }
@@ -88,7 +108,7 @@ func (c *Config) KVDim() int { return c.KVHeads * c.HeadDim }
 // transformer blocks.
 type architecture struct {
 	neox     bool                                          // rope pairs j with j+Dims/2 (GPT-NeoX), not 2j with 2j+1
-	config   func(f *gguf.File, p string, c *Config) error // reads the family's own {arch}.* keys (p is "{arch}."); nil: none
+	config   func(f *gguf.File, p string, c *Config) error // reads the family's own {arch}.* keys and tensors (p is "{arch}."); nil: none
 	newBlock func(*loader, *Config, int) block             // block i's weights, read by the loader
 	newStem  func(*loader, *Config) stem                   // the input embeddings; nil: token_embd's rows
 	// layerNorm: the norms are LayerNorms, whose epsilon is
@@ -107,6 +127,8 @@ var architectures = map[string]architecture{
 	"smollm3":  {neox: false, newBlock: newSmollm3Block},
 	"olmo2":    {neox: true, config: readOlmo2, newBlock: newOlmo2Block},
 	"mistral3": {neox: false, newBlock: newMistral3Block},
+	"phi3":     {neox: true, config: readPhi3, newBlock: newPhi3Block},
+	"granite":  {neox: false, config: readGranite, newBlock: newGraniteBlock},
 
 	"gemma-embedding": {neox: true, config: readGemma, newBlock: newGemmaBlock},
 
@@ -270,20 +292,9 @@ func readRopeScaling(f *gguf.File, p string, c *Config) error {
 		return err
 	}
 	c.Rope.MScale = attn
-	var freqs []float32
-	if t, ok := f.Tensor("rope_freqs.weight"); ok {
-		if t.Type != gguf.TypeF32 || t.Elements() != int64(c.Rope.Dims/2) {
-			return fmt.Errorf("rope_freqs.weight is %v with %d elements; want F32 with %d", t.Type, t.Elements(), c.Rope.Dims/2)
-		}
-		freqs = make([]float32, c.Rope.Dims/2)
-		if err := gguf.Dequantize(gguf.TypeF32, f.TensorData(t), freqs); err != nil {
-			return err
-		}
-		for i, v := range freqs {
-			if !(v > 0) || math.IsInf(float64(v), 0) {
-				return fmt.Errorf("rope_freqs.weight[%d] = %v; every factor must be a positive number", i, v)
-			}
-		}
+	freqs, err := ropeFactors(f, "rope_freqs.weight", c.Rope.Dims/2)
+	if err != nil {
+		return err
 	}
 	typ := f.String(p + "rope.scaling.type")
 	if freqs != nil && typ != "yarn" {

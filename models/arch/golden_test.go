@@ -31,6 +31,11 @@ type golden struct {
 	VocabSize   int            `json:"vocab_size"`
 	Logits      []float32      `json:"logits"`
 	Greedy      []int32        `json:"greedy"`
+	Llamaref    struct {
+		Context struct {
+			Size int `json:"context_size"` // llama.cpp's n_ctx: picks longrope's factors
+		} `json:"context"`
+	} `json:"llamaref"`
 }
 
 func loadGoldens(t *testing.T) []golden {
@@ -149,9 +154,10 @@ func tolerance(t gguf.TensorType) float64 {
 	return 2e-2
 }
 
-// weightType is the type of the model's attn_q weights.
+// weightType is the type of the model's attn_output weights (every
+// architecture has them; some fuse attn_q into attn_qkv).
 func weightType(f *gguf.File) gguf.TensorType {
-	ti, _ := f.Tensor("blk.0.attn_q.weight")
+	ti, _ := f.Tensor("blk.0.attn_output.weight")
 	return ti.Type
 }
 
@@ -159,7 +165,7 @@ func TestGoldenLogits(t *testing.T) {
 	for _, g := range loadGoldens(t) {
 		t.Run(g.Case, func(t *testing.T) {
 			t.Parallel()
-			r := openRig(t, goldenModel(t, g), 16, gguf.TypeF32)
+			r := openRigCtx(t, goldenModel(t, g), 16, gguf.TypeF32, g.Llamaref.Context.Size)
 			logits := r.prompt(t, g.Tokens)
 			if len(logits) != len(g.Logits) {
 				t.Fatalf("%d logits, reference has %d", len(logits), len(g.Logits))
@@ -199,13 +205,19 @@ type rig struct {
 
 func openRig(t testing.TB, path string, blockSize int, kvType gguf.TensorType) *rig {
 	t.Helper()
+	return openRigCtx(t, path, blockSize, kvType, 0)
+}
+
+// openRigCtx is openRig for sequences of up to ctx tokens (arch.Options.Context).
+func openRigCtx(t testing.TB, path string, blockSize int, kvType gguf.TensorType, ctx int) *rig {
+	t.Helper()
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	be := cpu.New(2)
 	t.Cleanup(func() { be.Close(); f.Close() })
-	m, err := arch.Load(f, be, arch.Options{MaxRows: 128, MaxOut: 8})
+	m, err := arch.Load(f, be, arch.Options{MaxRows: 128, MaxOut: 8, Context: ctx})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,6 +73,9 @@ type step struct {
 type Options struct {
 	MaxRows int // tokens in one forward pass (num_batch); default 512
 	MaxOut  int // rows whose logits one pass returns; default MaxRows
+	// Context is the longest sequence the model will run (num_ctx); 0:
+	// the model's training context. It picks longrope's factors (RopeAt).
+	Context int
 }
 
 // Load reads the model in f onto be. The weights stay where f maps them
@@ -91,7 +94,11 @@ func Load(f *gguf.File, be gpu.Backend, opt Options) (*Model, error) {
 	if cfg.Encoder {
 		opt.MaxOut = 1 // no logits: the buffers stay small
 	}
+	if opt.Context <= 0 {
+		opt.Context = cfg.Context
+	}
 	m := &Model{Config: *cfg, be: be, maxRows: opt.MaxRows, maxOut: opt.MaxOut}
+	m.Rope = cfg.RopeAt(opt.Context)
 	ld := &loader{f: f, be: be}
 	a := architectures[cfg.Arch] // ReadConfig refused any other
 	m.tokEmbd = ld.weight(tokEmbdName, cfg.Vocab, cfg.Dim)
@@ -195,6 +202,9 @@ func (m *Model) ForwardGroups(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, tok
 	be.Gather(s.sel, s.x, out)                 // sel [len(out), Dim]
 	be.RMSNorm(s.sel, s.sel, m.outNorm, m.Eps) // final norm
 	be.MatMul(s.logits, s.sel, m.output)       // logits [len(out), Vocab]
+	if m.LogitScale != 0 {
+		be.Scale(s.logits, s.logits, 1/m.LogitScale)
+	}
 	if m.LogitCap > 0 {
 		be.Softcap(s.logits, m.LogitCap) // soft-capped (Gemma 2)
 	}
@@ -288,7 +298,7 @@ func (m *Model) layers(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, tokens, ou
 		be.Embed(s.x, m.tokEmbd, tokens) // x [n, Dim]
 	}
 	if m.EmbedScale != 0 {
-		be.Scale(s.x, s.x, m.EmbedScale) // Gemma: ·√Dim
+		be.Scale(s.x, s.x, m.EmbedScale) // Gemma: ·√Dim; granite: embedding_scale
 	}
 	for i, blk := range m.blocks {
 		gi, li := 0, i
@@ -314,8 +324,14 @@ func (m *Model) matMuls(s *step, x gpu.Tensor, dw ...gpu.Tensor) {
 	s.mmDst, s.mmW = [3]gpu.Tensor{}, [3]gpu.Tensor{}
 }
 
-// attnScale is the scale of attention scores: 1/sqrt(head size).
-func (m *Model) attnScale() float32 { return float32(1 / math.Sqrt(float64(m.HeadDim))) }
+// attnScale is the scale of attention scores: QueryScale when the model
+// has one, else 1/sqrt(head size).
+func (m *Model) attnScale() float32 {
+	if m.QueryScale != 0 {
+		return m.QueryScale
+	}
+	return float32(1 / math.Sqrt(float64(m.HeadDim)))
+}
 
 // ffn is the SwiGLU feed-forward every supported architecture shares:
 // x += down(silu(gate(norm(x))) · up(norm(x))).

@@ -63,6 +63,12 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #   llama-hd128: a Mistral-Small-shaped llama file: 8 heads of 128 over n_embd 256 (key_length)
 #   olmo3:      an OLMo-3-shaped olmo2 file: 4 layers, the first three with a 16-token window and
 #               unscaled rope, the fourth global with YaRN by 4 from 32
+#   phi3:       fused QKV and gate-up, NEOX RoPE over 32 of 64 head elements, longrope (original
+#               context 512 of 4096) at llama.cpp's default context (256): the short factors;
+#               a 32-token sliding_window key, which llama.cpp ignores for phi3
+#   phi3-long:  the same model at a context of 1024 (--ctx): the long factors
+#   granite:    embedding 12, attention 1/32, residual 0.22 and logit 2 multipliers
+# A family may add llamaref run flags after a second |.
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 families=(
 	"llama|--arch llama --preset tiny --seed 1"
@@ -79,6 +85,9 @@ families=(
 	"mistral3-yarn|--arch mistral3 --preset tiny --seed 11 --n-layer 3 --ctx 256 --rope-scaling yarn --rope-factor 8 --rope-orig-ctx 32 --yarn-beta-fast 16 --yarn-beta-slow 2 --yarn-log-mul 0.5"
 	"llama-hd128|--arch llama --preset tiny --seed 8 --n-head 8 --n-head-kv 2 --head-dim 128"
 	"olmo3|--arch olmo2 --preset tiny --seed 12 --n-layer 4 --window 16 --ctx 128 --rope-scaling yarn --rope-factor 4 --rope-orig-ctx 32"
+	"phi3|--arch phi3 --preset tiny --seed 21"
+	"phi3-long|--arch phi3 --preset tiny --seed 21|--ctx 1024"
+	"granite|--arch granite --preset tiny --seed 22"
 )
 
 want=("$@")
@@ -229,9 +238,9 @@ asm() { node "$tmp/assemble.mjs" "$@"; }
 # model, into $tmp/NAME.{ref.json,bin,margins}.
 reference() {
 	local name=$1 model=$2 tokens=$3
-	"$llamaref" run "$model" --tokens "$tokens" --logits-bin "$tmp/$name.bin" "${run_flags[@]}" \
+	"$llamaref" run "$model" --tokens "$tokens" --logits-bin "$tmp/$name.bin" "${run_flags[@]}" $extra \
 		>"$tmp/$name.ref.json" 2>"$tmp/$name.err" || { cat "$tmp/$name.err" >&2; return 1; }
-	"$llamaref" run "$model" --tokens "$(asm margin-tokens "$tmp/$name.ref.json")" "${margin_flags[@]}" \
+	"$llamaref" run "$model" --tokens "$(asm margin-tokens "$tmp/$name.ref.json")" "${margin_flags[@]}" $extra \
 		>"$tmp/$name.all.json" 2>"$tmp/$name.err" || { cat "$tmp/$name.err" >&2; return 1; }
 	asm margins "$tmp/$name.ref.json" "$tmp/$name.all.json" >"$tmp/$name.margins"
 }
@@ -247,8 +256,8 @@ write_case() {
 		"$(cat "$tmp/$name.margins")" "$llamaref_info" "$here/$name.json"
 	[[ -n $flags ]] && synth_cmd="go run . dev synth -o $name.gguf $flags"
 	manifest_cases+=("$(jq -cn --arg name "$name" --arg synth "$synth_cmd" --arg sha "$sha" --arg seed "$seed" \
-		--arg run "llamaref run MODEL.gguf --tokens TOKENS --logits-bin LOGITS.f32 ${run_flags[*]}" \
-		--arg margin "llamaref run MODEL.gguf --tokens TOKENS+GREEDY[:31] ${margin_flags[*]}" \
+		--arg run "llamaref run MODEL.gguf --tokens TOKENS --logits-bin LOGITS.f32 ${run_flags[*]}${extra:+ $extra}" \
+		--arg margin "llamaref run MODEL.gguf --tokens TOKENS+GREEDY[:31] ${margin_flags[*]}${extra:+ $extra}" \
 		--argjson min "$(min_of "$tmp/$name.margins")" \
 		'{case: $name, file: ($name + ".json"), synth_command: (if $synth == "" then null else $synth end),
 		  model: (if $synth == "" then "stories260K.gguf" else null end), model_sha256: $sha,
@@ -260,6 +269,11 @@ write_case() {
 for fam in "${families[@]}"; do
 	family=${fam%%|*}
 	base=${fam#*|}
+	extra=
+	if [[ $base == *"|"* ]]; then
+		extra=${base#*|}
+		base=${base%%|*}
+	fi
 	any=false
 	for t in "${types[@]}"; do selected "$family-$t" && any=true; done
 	$any || continue
@@ -293,6 +307,7 @@ for fam in "${families[@]}"; do
 	done
 done
 
+extra=
 if selected stories260K; then
 	"$llamaref" tokenize "$stories" --prompt "$stories_text" --compact >"$tmp/stories.tok.json" 2>/dev/null
 	reference stories260K "$stories" "$(asm text-prompt "$tmp/stories.tok.json" "$n_prompt")"
