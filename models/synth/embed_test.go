@@ -67,20 +67,7 @@ func TestEncoderStructure(t *testing.T) {
 			if ti, ok := f.Tensor("blk.0.attn_qkv.weight"); ok && !slices.Equal(ti.Shape, []uint64{256, 256 + 2*128}) {
 				t.Errorf("attn_qkv.weight shape %v, want [256 512]", ti.Shape)
 			}
-			for key, want := range tc.keys {
-				var got any
-				switch want.(type) {
-				case string:
-					got = f.String(key)
-				case int64:
-					got, _ = f.Int(key)
-				case float64:
-					got, _ = f.Float(key)
-				}
-				if got != want {
-					t.Errorf("%s = %v, want %v", key, got, want)
-				}
-			}
+			checkKeys(t, f, tc.keys)
 			if v, ok := f.Get(tc.arch + ".attention.causal"); tc.arch != "gemma-embedding" && (!ok || v != false) {
 				t.Errorf("%s.attention.causal = %v, want false", tc.arch, v)
 			}

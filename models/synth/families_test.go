@@ -85,20 +85,7 @@ func TestFamilyStructure(t *testing.T) {
 			if n := len(want) + len(tc.layer) + 2; len(got) != n { // blk.1, output_norm, output
 				t.Errorf("%d tensors, want %d", len(got), n)
 			}
-			for key, w := range tc.keys {
-				var v any
-				switch w.(type) {
-				case string:
-					v = f.String(key)
-				case int64:
-					v, _ = f.Int(key)
-				case float64:
-					v, _ = f.Float(key)
-				}
-				if v != w {
-					t.Errorf("%s = %v, want %v", key, v, w)
-				}
-			}
+			checkKeys(t, f, tc.keys)
 			for _, key := range tc.absent {
 				if _, ok := f.Get(key); ok {
 					t.Errorf("%s is set", key)

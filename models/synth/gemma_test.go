@@ -38,20 +38,7 @@ func TestGemmaStructure(t *testing.T) {
 		t.Run(tc.arch, func(t *testing.T) {
 			typ, f32 := gguf.TypeQ8_0, gguf.TypeF32
 			f := open(t, writeTiny(t, tc.arch, typ, 7, nil))
-			for key, want := range tc.keys {
-				var got any
-				switch want.(type) {
-				case string:
-					got = f.String(key)
-				case int64:
-					got, _ = f.Int(key)
-				case float64:
-					got, _ = f.Float(key)
-				}
-				if got != want {
-					t.Errorf("%s = %v, want %v", key, got, want)
-				}
-			}
+			checkKeys(t, f, tc.keys)
 			if _, ok := f.Get("gemma3.attn_logit_softcapping"); ok {
 				t.Error("gemma3 file has an attention soft-cap")
 			}

@@ -13,27 +13,14 @@ import (
 func TestRopeScalingMetadata(t *testing.T) {
 	yarn := RopeScaling{Type: "yarn", Factor: 4, OrigCtx: 32, BetaFast: 16, BetaSlow: 2, LogMul: 0.5}
 	f := open(t, writeTiny(t, "mistral3", gguf.TypeF32, 1, func(c *Config) { c.Rope = yarn }))
-	for key, want := range map[string]any{
+	checkKeys(t, f, map[string]any{
 		"mistral3.rope.scaling.type":                    "yarn",
 		"mistral3.rope.scaling.factor":                  4.0,
 		"mistral3.rope.scaling.original_context_length": int64(32),
 		"mistral3.rope.scaling.yarn_beta_fast":          16.0,
 		"mistral3.rope.scaling.yarn_beta_slow":          2.0,
 		"mistral3.rope.scaling.yarn_log_multiplier":     0.5,
-	} {
-		var got any
-		switch want.(type) {
-		case string:
-			got = f.String(key)
-		case int64:
-			got, _ = f.Int(key)
-		case float64:
-			got, _ = f.Float(key)
-		}
-		if got != want {
-			t.Errorf("%s = %v, want %v", key, got, want)
-		}
-	}
+	})
 	if _, ok := f.Get("mistral3.rope.scaling.attn_factor"); ok {
 		t.Error("attn_factor written though not asked for")
 	}

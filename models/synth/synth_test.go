@@ -149,20 +149,7 @@ func TestStructure(t *testing.T) {
 					"tokenizer.ggml.eos_token_id":              int64(2),
 					"tokenizer.ggml.unknown_token_id":          int64(0),
 				}
-				for key, want := range wantKV {
-					var got any
-					switch want.(type) {
-					case string:
-						got = f.String(key)
-					case int64:
-						got, _ = f.Int(key)
-					case float64:
-						got, _ = f.Float(key)
-					}
-					if got != want {
-						t.Errorf("%s = %v, want %v", key, got, want)
-					}
-				}
+				checkKeys(t, f, wantKV)
 				var got []wantTensor
 				for _, ti := range f.Tensors {
 					got = append(got, wantTensor{ti.Name, ti.Shape, ti.Type})
@@ -413,5 +400,25 @@ func TestConfigErrors(t *testing.T) {
 	}
 	if _, err := Preset("nope"); !errors.Is(err, ErrConfig) {
 		t.Errorf("unknown preset: err = %v", err)
+	}
+}
+
+// checkKeys fails for each key of want whose value in f differs (a
+// string, int64 or float64, as want's value is).
+func checkKeys(t *testing.T, f *gguf.File, want map[string]any) {
+	t.Helper()
+	for key, w := range want {
+		var got any
+		switch w.(type) {
+		case string:
+			got = f.String(key)
+		case int64:
+			got, _ = f.Int(key)
+		case float64:
+			got, _ = f.Float(key)
+		}
+		if got != w {
+			t.Errorf("%s = %v, want %v", key, got, w)
+		}
 	}
 }
