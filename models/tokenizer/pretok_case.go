@@ -77,22 +77,7 @@ func caseWordEnd(s string, i, maxDigits int, contractions bool) int {
 		}
 		return end
 	}
-	// \s*[\r\n]+: whitespace up to the last newline of the run
-	nl := -1
-	for end := i; end < len(s); {
-		c, n := classAt(s, end)
-		if c&isSpace == 0 {
-			break
-		}
-		end += n
-		if c&isNewline != 0 {
-			nl = end
-		}
-	}
-	if nl >= 0 {
-		return nl
-	}
-	return spaceEnd(s, i)
+	return whitespaceEnd(s, i)
 }
 
 // caseLettersEnd returns the end of the letters that start at byte j (a

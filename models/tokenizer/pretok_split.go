@@ -139,22 +139,7 @@ func llama3WordEnd(s string, i, maxDigits int) int {
 		}
 		return end
 	}
-	// \s*[\r\n]+: whitespace up to the last newline of the run
-	nl := -1
-	for end := i; end < len(s); {
-		c, n := classAt(s, end)
-		if c&isSpace == 0 {
-			break
-		}
-		end += n
-		if c&isNewline != 0 {
-			nl = end
-		}
-	}
-	if nl >= 0 {
-		return nl
-	}
-	return spaceEnd(s, i)
+	return whitespaceEnd(s, i)
 }
 
 // runEndNot returns the end of the run of runes with none of the bits of
@@ -283,4 +268,26 @@ func yieldMatch(s string, gap, i, end int, yield func(string)) {
 		yield(s[gap:i])
 	}
 	yield(s[i:end])
+}
+
+// whitespaceEnd is the end of the whitespace at byte i as the
+// pre-tokenizers' last alternatives take it: \s*[\r\n]+ (up to the last
+// newline of the run) when the run holds a newline, else the spaces
+// spaceEnd leaves.
+func whitespaceEnd(s string, i int) int {
+	nl := -1
+	for end := i; end < len(s); {
+		c, n := classAt(s, end)
+		if c&isSpace == 0 {
+			break
+		}
+		end += n
+		if c&isNewline != 0 {
+			nl = end
+		}
+	}
+	if nl >= 0 {
+		return nl
+	}
+	return spaceEnd(s, i)
 }
