@@ -187,14 +187,21 @@ const benchBlock = 16
 // depth + prompt + gen tokens, with a K/V cache of kvType of exactly that
 // context, as llama-bench's.
 func loadForBench(model, device string, prompt, gen, threads, depth int, kvType string) (*runner.Model, error) {
-	perToken, err := kvBytesPerToken(model, kvType)
+	perToken, windowed, err := kvBytesPerToken(model, kvType)
 	if err != nil {
 		return nil, err
 	}
 	ctx := depth + prompt + gen
+	kvMemory := int64(ceilDivInt(ctx, benchBlock)*benchBlock) * perToken
+	if windowed {
+		// The runner sizes sliding-window layer groups for a window and a
+		// batch, which may outgrow a cache sized for ctx tokens of every
+		// layer: let it size the cache itself.
+		kvMemory = 0
+	}
 	return runner.Load(model, runner.LoadOptions{
 		NumCtx: ctx, NumBatch: prompt, BlockSize: benchBlock, MaxSeqs: 1, Threads: threads, KVType: kvType,
-		KVMemory: int64(ceilDivInt(ctx, benchBlock)*benchBlock) * perToken, Device: device, CUDA: cudaOptions(),
+		KVMemory: kvMemory, Device: device, CUDA: cudaOptions(),
 	})
 }
 
@@ -268,23 +275,23 @@ func timeRounds(m *runner.Model, prompt, gen, repeat, depth, decodeAt int, done 
 
 // kvBytesPerToken is the bytes per token of a K/V cache of kvType for
 // model, so that the cache holds exactly the measured context, as
-// llama-bench's.
-func kvBytesPerToken(model, kvType string) (int64, error) {
+// llama-bench's; windowed reports sliding-window layers.
+func kvBytesPerToken(model, kvType string) (perToken int64, windowed bool, err error) {
 	typ, err := runner.ParseKVType(kvType)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	f, err := gguf.Open(model)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer f.Close()
 	c, err := arch.ReadConfig(f)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	spec := gpu.KVSpec{Layers: c.Layers, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Type: typ}
-	return spec.BytesPerToken(), nil
+	return spec.BytesPerToken(), c.Windows != nil, nil
 }
 
 func ceilDivInt(a, b int) int { return (a + b - 1) / b }

@@ -227,3 +227,18 @@ func TestBenchCPUDepthAndKVType(t *testing.T) {
 		t.Errorf("--depth -1: %v, want an error naming it", err)
 	}
 }
+
+// A model with sliding-window layers benches: its cache, sized by the
+// runner, has room for the full layers' context beside the windows (an
+// exact-context size for every layer left the full layers no block).
+func TestBenchCPUSlidingWindow(t *testing.T) {
+	model := filepath.Join(t.TempDir(), "gemma3.gguf")
+	if err := synth.WriteTiny(model, "gemma3", gguf.TypeQ8_0, 3); err != nil {
+		t.Fatal(err)
+	}
+	var r cpuReport
+	benchJSON(t, &r, "bench", "--model", model, "--prompt", "64", "--gen", "4", "--repeat", "1", "--depth", "40")
+	if r.PrefillTPS <= 0 || r.DecodeTPS <= 0 {
+		t.Errorf("report %+v: want a prefill and a decode rate", r)
+	}
+}
