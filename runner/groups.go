@@ -25,23 +25,31 @@ func slidingBlocks(w, bs, seqs, numBatch int) int {
 // group 0 keeps base.Blocks; a sliding group (window W) holds what seqs
 // sequences hold at once (slidingBlocks), never more than group 0. With
 // fixed, the bytes the caches may take together (FOLIO_KV_MEMORY), group
-// 0 gets what the others leave.
-func groupSpecs(g *arch.Groups, base gpu.KVSpec, seqs, numBatch int, fixed int64) []gpu.KVSpec {
+// 0 gets what the others leave, and the sliding groups hold fewer
+// sequences' windows (down to one) where that leaves group 0 less than
+// numCtx tokens: the budget that holds num_ctx for every layer holds it
+// with windows too.
+func groupSpecs(g *arch.Groups, base gpu.KVSpec, seqs, numBatch, numCtx int, fixed int64) []gpu.KVSpec {
 	specs := make([]gpu.KVSpec, len(g.Layers))
-	var rest int64
-	for i, layers := range g.Layers {
-		sp := base
-		sp.Layers = layers
-		if w := g.Windows[i]; i > 0 && w > 0 {
-			sp.Blocks = min(base.Blocks, slidingBlocks(w, sp.BlockSize, seqs, numBatch))
-			rest += sp.Bytes()
+	for s := seqs; ; s-- {
+		var rest int64
+		for i, layers := range g.Layers {
+			sp := base
+			sp.Layers = layers
+			if w := g.Windows[i]; i > 0 && w > 0 {
+				sp.Blocks = min(base.Blocks, slidingBlocks(w, sp.BlockSize, s, numBatch))
+				rest += sp.Bytes()
+			}
+			specs[i] = sp
 		}
-		specs[i] = sp
-	}
-	if fixed > 0 {
+		if fixed <= 0 {
+			return specs
+		}
 		specs[0].Blocks = int(max(fixed-rest, 0) / specs[0].BlockBytes())
+		if specs[0].Tokens() >= numCtx || s <= 1 {
+			return specs
+		}
 	}
-	return specs
 }
 
 // startSliding shrinks each sliding group's spec to the pool it starts

@@ -21,7 +21,7 @@ func regroup(t testing.TB, m *Model, windows []int) {
 	g := arch.LayerGroups(windows, m.Arch.Layers)
 	base := m.KV.Spec()
 	base.Layers = m.Arch.Layers
-	specs := groupSpecs(g, base, m.Opt.MaxSeqs, m.Opt.NumBatch, 0)
+	specs := groupSpecs(g, base, m.Opt.MaxSeqs, m.Opt.NumBatch, m.Opt.NumCtx, 0)
 	startSliding(g, specs, m.Opt) // the CPU grows its pools
 	caches, err := newCaches(m.Arch.Backend(), g, specs)
 	if err != nil {
@@ -333,7 +333,7 @@ func TestSlidingPoolSizes(t *testing.T) {
 	g := arch.LayerGroups(windows, 26)
 	opt := LoadOptions{NumBatch: 512, MaxSeqs: 64}
 	base := gpu.KVSpec{Layers: 26, Blocks: 4 * 32768 / 16, BlockSize: 16, KVHeads: 1, HeadDim: 256, Type: gguf.TypeF16}
-	specs := groupSpecs(g, base, opt.MaxSeqs, opt.NumBatch, 0)
+	specs := groupSpecs(g, base, opt.MaxSeqs, opt.NumBatch, 32768, 0)
 	share := func() float64 {
 		var b int64
 		for _, sp := range specs {
@@ -347,6 +347,34 @@ func TestSlidingPoolSizes(t *testing.T) {
 	startSliding(g, specs, opt)
 	if got := share(); math.Abs(got-0.171) > 0.001 || specs[1].Blocks != 4*34+33 {
 		t.Errorf("growing: %d sliding blocks, %.3f of a full-attention cache; want %d and 0.171", specs[1].Blocks, got, 4*34+33)
+	}
+}
+
+// TestSlidingFixedBudget: a FOLIO_KV_MEMORY that holds num_ctx for every
+// layer of Gemma 3 1B (a full-attention cache's bytes) loads with windows
+// too: the sliding groups hold fewer sequences' windows, so that the
+// full-attention group keeps num_ctx (before, the 64 sequences' windows
+// took the whole budget: 0 tokens, and the load refused it).
+func TestSlidingFixedBudget(t *testing.T) {
+	windows := make([]int, 26)
+	for l := range windows {
+		if (l+1)%6 != 0 {
+			windows[l] = 512
+		}
+	}
+	g := arch.LayerGroups(windows, 26)
+	const numCtx = 4096
+	base := gpu.KVSpec{Layers: 26, Blocks: 4 * numCtx / 16, BlockSize: 16, KVHeads: 1, HeadDim: 256, Type: gguf.TypeF16}
+	full := base
+	full.Blocks = numCtx / 16
+	specs := groupSpecs(g, base, 64, 512, numCtx, full.Bytes())
+	var total int64
+	for _, sp := range specs {
+		total += sp.Bytes()
+	}
+	if specs[0].Tokens() < numCtx || total > full.Bytes() || specs[1].Blocks < slidingBlocks(512, 16, 1, 512) {
+		t.Errorf("full-attention group holds %d tokens (want ≥ %d), sliding group %d blocks (want ≥ one window's %d), %d bytes in all (budget %d)",
+			specs[0].Tokens(), numCtx, specs[1].Blocks, slidingBlocks(512, 16, 1, 512), total, full.Bytes())
 	}
 }
 

@@ -157,7 +157,7 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 	base := gpu.KVSpec{Layers: cfg.Layers, BlockSize: opt.BlockSize,
 		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Type: kvType,
 		Blocks: ceilDiv(4*opt.NumCtx, opt.BlockSize)}
-	specs := groupSpecs(groups, base, opt.MaxSeqs, opt.NumBatch, opt.KVMemory)
+	specs := groupSpecs(groups, base, opt.MaxSeqs, opt.NumBatch, opt.NumCtx, opt.KVMemory)
 	spec := specs[0]
 	if opt.KVMemory > 0 {
 		if spec.Tokens() < opt.NumCtx {
