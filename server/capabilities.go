@@ -23,9 +23,10 @@ import (
 type templateCaps struct {
 	tools                 bool   // the template renders tools
 	thinkOpen, thinkClose string // the tags around thinking; "" when the model does not think
+	harmony               bool   // the template writes harmony (gpt-oss): channels, not tags
 }
 
-func (c templateCaps) thinks() bool { return c.thinkOpen != "" && c.thinkClose != "" }
+func (c templateCaps) thinks() bool { return c.harmony || c.thinkOpen != "" && c.thinkClose != "" }
 
 // capsCache holds the capabilities of the templates of models by their
 // text, read once.
@@ -63,6 +64,7 @@ func capsOf(tmpl string) templateCaps {
 			c.thinkOpen, c.thinkClose = "<think>", "</think>"
 		}
 	}
+	c.harmony = isHarmony(tmpl)
 	capsCache.Store(tmpl, c)
 	return c
 }

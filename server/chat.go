@@ -106,12 +106,18 @@ func (s *Server) render(ctx context.Context, l *loaded, conf modelConf, tmpl str
 type thinkMode struct {
 	open, close string // the template's thinking tags; "" leaves the reply whole
 	inside      bool   // the prompt ends with open: the reply starts as thinking
+	// harmony is the start of a harmony reply's split (each reply
+	// copies it); nil when the template does not write harmony
+	harmony *harmonyStream
 }
 
 // thinkState is the think mode of a reply to prompt: the model's thinking
 // tags when the request thinks (checkCaps turned the default on for a
 // model that thinks), and whether the rendered prompt already opened one.
 func thinkState(prompt string, think *api.ThinkValue, caps templateCaps) thinkMode {
+	if caps.harmony {
+		return thinkMode{harmony: newHarmonyStream(prompt, !think.Bool())}
+	}
 	if !think.Bool() || !caps.thinks() {
 		return thinkMode{}
 	}
@@ -122,6 +128,9 @@ func thinkState(prompt string, think *api.ThinkValue, caps templateCaps) thinkMo
 // closeThought closes the thought a prompt opens for a reply that cannot
 // think: a constrained one (format), whose first token is the answer's.
 func closeThought(prompt string, think *api.ThinkValue, caps templateCaps) string {
+	if caps.harmony && strings.HasSuffix(prompt, hStart+"assistant") {
+		return prompt + harmonyFinal
+	}
 	if m := thinkState(prompt, think, caps); m.inside {
 		return prompt + "\n" + m.close + "\n\n"
 	}

@@ -124,7 +124,7 @@ func (j *ollamaJob) run(ctx context.Context, w http.ResponseWriter, stream bool,
 	}
 	defer st.Cancel()
 	out := newResponder(w, stream)
-	split := newThinkSplitter(j.c.thinkSplit)
+	split := newReplySplitter(j.c.thinkSplit, calls)
 	var all ollamaDelta
 	var content, thinking strings.Builder
 	var generated []int32
@@ -137,8 +137,7 @@ func (j *ollamaJob) run(ctx context.Context, w http.ResponseWriter, stream bool,
 			generated = append(generated, ev.Token)
 		}
 		var d ollamaDelta
-		d.content, d.thinking = split.add(ev.Text)
-		d.content, d.calls = calls.add(d.content)
+		d.content, d.thinking, d.calls = split.add(ev.Text)
 		if ev.Logprob != nil {
 			d.logprobs = []api.Logprob{ollamaLogprob(j.l.model.Tok, ev.Logprob)}
 		}
@@ -147,9 +146,8 @@ func (j *ollamaJob) run(ctx context.Context, w http.ResponseWriter, stream bool,
 				out.fail(ev.Err)
 				return
 			}
-			c2, t2 := split.flush()
-			c2, more := calls.add(c2)
-			d.content += c2 + calls.flush()
+			c2, t2, more := split.flush()
+			d.content += c2
 			d.thinking += t2
 			d.calls = append(d.calls, more...)
 			d.done, d.reason, d.generated = true, ev.Reason, generated

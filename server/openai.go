@@ -309,8 +309,7 @@ type oaiDelta struct {
 type oaiJob struct {
 	c       *completion // the options every prompt shares
 	streams []*runner.Stream
-	thinks  []*thinkSplitter
-	tools   []*toolStream // per choice; nil entries without tools
+	replies []*replySplitter // per choice
 	newTool func() *toolStream
 	usage   oaiUsage
 }
@@ -326,12 +325,11 @@ func (j *oaiJob) start(ctx context.Context, prompts [][]int32) error {
 		}
 		j.streams = append(j.streams, st)
 		for range c.n {
-			j.thinks = append(j.thinks, newThinkSplitter(c.thinkSplit))
 			var ts *toolStream
 			if j.newTool != nil {
 				ts = j.newTool()
 			}
-			j.tools = append(j.tools, ts)
+			j.replies = append(j.replies, newReplySplitter(c.thinkSplit, ts))
 		}
 	}
 	return nil
@@ -344,7 +342,7 @@ func (j *oaiJob) cancel() {
 }
 
 // choices is the number of choices the job answers with.
-func (j *oaiJob) choices() int { return len(j.thinks) }
+func (j *oaiJob) choices() int { return len(j.replies) }
 
 // run reads the streams to their ends, prompt by prompt (the engine
 // computes them together meanwhile; events wait in their streams), and
@@ -363,18 +361,15 @@ func (j *oaiJob) run(ctx context.Context, emit func(oaiDelta) error) error {
 				return ev.Err
 			}
 			d := oaiDelta{index: p*j.c.n + ev.Index, logprob: ev.Logprob}
-			think := j.thinks[d.index]
-			d.content, d.reasoning = think.add(ev.Text)
-			tools := j.tools[d.index]
-			d.content, d.calls = tools.add(d.content)
+			reply := j.replies[d.index]
+			d.content, d.reasoning, d.calls = reply.add(ev.Text)
 			if ev.Done {
-				c, t := think.flush()
-				c, more := tools.add(c)
-				d.content += c + tools.flush()
+				c, t, more := reply.flush()
+				d.content += c
 				d.reasoning += t
 				d.calls = append(d.calls, more...)
 				d.finish = ev.Reason
-				if tools.called() && d.finish == "stop" {
+				if reply.called() && d.finish == "stop" {
 					d.finish = "tool_calls"
 				}
 			}

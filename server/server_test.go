@@ -32,9 +32,16 @@ func newTestServer(t *testing.T, edit ...func(*gguf.Writer)) (*api.Client, strin
 // serveLibrary serves the models of a folder, as newTestServer does.
 func serveLibrary(t *testing.T, dir string) (*api.Client, string) {
 	t.Helper()
+	return serveLibraryCtx(t, dir, 512)
+}
+
+// serveLibraryCtx is serveLibrary with models loaded at a context of
+// numCtx tokens.
+func serveLibraryCtx(t *testing.T, dir string, numCtx int) (*api.Client, string) {
+	t.Helper()
 	reg := server.NewLibraryRegistry(nil)
 	reg.Dirs = []string{dir}
-	srv := server.New(server.Config{Registry: reg, Version: "test", Load: runner.LoadOptions{NumCtx: 512}, MaxBodyBytes: 1 << 20})
+	srv := server.New(server.Config{Registry: reg, Version: "test", Load: runner.LoadOptions{NumCtx: numCtx}, MaxBodyBytes: 1 << 20})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { hs.Close(); srv.Close() })
 	u, _ := url.Parse(hs.URL)

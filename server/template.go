@@ -61,7 +61,11 @@ func renderTemplate(ctx context.Context, l *loaded, tmpl string, msgs []api.Mess
 	}
 	if think != nil {
 		c.Vars["enable_thinking"] = think.Bool()
-		if level := think.String(); level != "" {
+		level := think.String()
+		if isHarmony(tmpl) {
+			level = harmonyEffort(think)
+		}
+		if level != "" {
 			c.Vars["reasoning_effort"] = level // gpt-oss's templates read it
 		}
 	}

@@ -122,3 +122,36 @@ func TestToolCallMarksDecoded(t *testing.T) {
 		t.Errorf("user text [TOOL_CALLS] became the control token: %v", plain)
 	}
 }
+
+// TestHarmonyMarks: in a harmony vocabulary (gpt-oss: <|return|> and
+// <|call|> end generation) <|end|> ends a message, not the reply, and it
+// and harmony's other marks decode as text, as llama.cpp renders them, so
+// that the server reads the reply's channels; <|return|> and <|call|> still
+// end generation and decode to nothing.
+func TestHarmonyMarks(t *testing.T) {
+	v := spmVocab(nil, 'h', 'i')
+	v.AddSpacePrefix = false
+	marks := []string{"<|start|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|end|>", "<|return|>", "<|call|>"}
+	for _, mark := range marks {
+		v.Tokens = append(v.Tokens, mark)
+		v.Scores = append(v.Scores, 0)
+		v.Types = append(v.Types, TypeControl)
+		v.ids[mark] = int32(len(v.Tokens) - 1)
+	}
+	v.collectEOG()
+	for _, mark := range marks {
+		id, _ := v.ID(mark)
+		if want := mark == "<|return|>" || mark == "<|call|>"; v.IsEOG(id) != want {
+			t.Errorf("%s: IsEOG %v, want %v", mark, v.IsEOG(id), want)
+		}
+	}
+	tok, err := NewFromVocab(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "<|channel|>hi<|message|>h<|end|><|start|>i<|constrain|>h<|call|>"
+	ids := tok.Encode(text, EncodeOptions{ParseSpecial: true})
+	if got, want := tok.Decode(ids, DecodeOptions{}), strings.TrimSuffix(text, "<|call|>"); got != want {
+		t.Errorf("Decode = %q, want %q", got, want)
+	}
+}

@@ -264,6 +264,18 @@ func (v *Vocab) collectEOG() {
 		v.Types[id] = TypeControl
 		v.EOG = append(v.EOG, id)
 	}
+	// Harmony (gpt-oss) ends a reply with <|return|> or <|call|>; its <|end|>
+	// ends one message of several (the thinking, then the answer), so it
+	// does not end generation, as llama.cpp's vocabulary decides.
+	ret, okR := v.ids["<|return|>"]
+	call, okC := v.ids["<|call|>"]
+	end, okE := v.ids["<|end|>"]
+	if okR && okC && okE && v.IsEOG(ret) && v.IsEOG(call) {
+		v.EOG = slices.DeleteFunc(v.EOG, func(id int32) bool { return id == end })
+		if v.EOT == end {
+			v.EOT = NoToken
+		}
+	}
 }
 
 // arrayOf returns the typed slice of an array metadata value.
