@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -71,6 +71,9 @@ type Config struct {
 	// rope_factors_long and rope_factors_short and the attention factor
 	// the converter computes from Ctx/OrigCtx.
 	OrigCtx int
+	// Mixture of experts (qwen3moe; moe.go): Experts experts of a
+	// feed-forward of ExpertFFN, ExpertsUsed of them chosen per token.
+	Experts, ExpertsUsed, ExpertFFN int
 	// granite's multipliers (0 leaves the key out): token embeddings ×
 	// EmbedScale, attention scores × AttnScale (instead of 1/√head size),
 	// each block's attention and feed-forward outputs × ResidualScale,
@@ -114,6 +117,7 @@ var presets = map[string]Config{
 		EmbedScale: 12, AttnScale: 0.015625, ResidualScale: 0.22, LogitScale: 8},
 
 	"embeddinggemma-300m": embeddingGemma300M,
+	"qwen3moe-mini":       qwen3moeMini,
 }
 
 // tinyFamilies change the tiny preset for the families whose layers need
@@ -125,9 +129,10 @@ var tinyFamilies = map[string]func(*Config){
 	"gemma3":          gemma3Tiny,
 	"gemma-embedding": gemmaEmbeddingTiny,
 	// Four layers, so that the fourth attends without rope.
-	"smollm3": func(c *Config) { c.Layers = 4 },
-	"phi3":    phi3Tiny,
-	"granite": graniteTiny,
+	"smollm3":  func(c *Config) { c.Layers = 4 },
+	"phi3":     phi3Tiny,
+	"granite":  graniteTiny,
+	"qwen3moe": qwen3moeTiny,
 }
 
 // PresetNames returns the preset names, sorted.
@@ -261,6 +266,9 @@ func (c Config) withDefaults() (Config, error) {
 	if err := c.checkFamily(); err != nil {
 		return Config{}, err
 	}
+	if err := c.checkMoE(); err != nil {
+		return Config{}, err
+	}
 	if c.RopeBase == 0 {
 		c.RopeBase = 10000
 	}
@@ -368,6 +376,9 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			phi3Metadata(c, set)
 		case "granite":
 			graniteMetadata(c, set)
+		}
+		if isMoE(c.Arch) {
+			moeMetadata(c, set)
 		}
 	}
 	if isGemma(c.Arch) {

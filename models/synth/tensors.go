@@ -87,7 +87,7 @@ func (m *Model) planTensors() {
 			bias(p+"attn_k.bias", kvDim)
 			bias(p+"attn_v.bias", kvDim)
 		}
-		if c.Arch == "qwen3" || c.Arch == "gemma3" || c.Arch == "gemma-embedding" {
+		if c.Arch == "qwen3" || c.Arch == "qwen3moe" || c.Arch == "gemma3" || c.Arch == "gemma-embedding" {
 			norm(p+"attn_q_norm.weight", c.HeadDim) // per head, shared by all heads
 			norm(p+"attn_k_norm.weight", c.HeadDim)
 		}
@@ -96,6 +96,16 @@ func (m *Model) planTensors() {
 			norm(p+"post_attention_norm.weight", c.Embd) // of the attention output, before the residual add
 		}
 		norm(p+"ffn_norm.weight", c.Embd)
+		if isMoE(c.Arch) {
+			m.moeTensors(p, func(name string, typ addType, mean, std float32, shape ...int) {
+				t := gguf.TypeF32
+				if typ == addWeight {
+					t = m.weightType(name, shape[0])
+				}
+				add(name, t, mean, std, shape...)
+			}, invSqrt)
+			continue
+		}
 		if c.Arch == "phi3" {
 			weight(p+"ffn_up.weight", c.Embd, 2*c.FFN, invSqrt(c.Embd)) // [embd, gate | up]
 		} else {
