@@ -53,6 +53,14 @@ type Config struct {
 	// none: each block's attention and feed-forward outputs × ResidualScale
 	// before their residual adds, logits ÷ LogitScale.
 	ResidualScale, LogitScale float32
+
+	// Mixture of experts (moe.go; 0 experts: a dense feed-forward):
+	// Experts feed-forwards of ExpertFFN, ExpertsUsed of them run per
+	// token, weighted as Gating says, the weights divided by their sum
+	// when ExpertWeightsNorm.
+	Experts, ExpertsUsed, ExpertFFN int
+	Gating                          Gating
+	ExpertWeightsNorm               bool
 }
 
 // Window is layer's sliding window, 0 for full attention.
@@ -129,6 +137,7 @@ var architectures = map[string]architecture{
 	"mistral3": {neox: false, newBlock: newMistral3Block},
 	"phi3":     {neox: true, config: readPhi3, newBlock: newPhi3Block},
 	"granite":  {neox: false, config: readGranite, newBlock: newGraniteBlock},
+	"qwen3moe": {neox: true, config: readMoE, newBlock: newQwen3moeBlock},
 
 	"gemma-embedding": {neox: true, config: readGemma, newBlock: newGemmaBlock},
 

@@ -15,12 +15,13 @@ type Model struct {
 	Config
 	be gpu.Backend
 
-	tokEmbd gpu.Tensor // [Vocab, Dim]
-	outNorm gpu.Tensor // [1, Dim]; nil for an encoder without a final norm (bert)
-	output  gpu.Tensor // [Vocab, Dim]; token_embd itself when the embeddings are tied; nil for an encoder
-	stem    stem       // the input embeddings when they are more than token_embd's rows; nil: llama's
-	dense   *dense     // projections of the pooled embedding (gemma-embedding); nil when none
-	blocks  []block    // one per layer
+	tokEmbd gpu.Tensor  // [Vocab, Dim]
+	outNorm gpu.Tensor  // [1, Dim]; nil for an encoder without a final norm (bert)
+	output  gpu.Tensor  // [Vocab, Dim]; token_embd itself when the embeddings are tied; nil for an encoder
+	stem    stem        // the input embeddings when they are more than token_embd's rows; nil: llama's
+	dense   *dense      // projections of the pooled embedding (gemma-embedding); nil when none
+	blocks  []block     // one per layer
+	moe     *moeScratch // the experts' activations; nil for a dense model
 
 	maxRows, maxOut int
 	buf             scratch   // activations for maxRows rows
@@ -148,6 +149,9 @@ func (m *Model) allocScratch() error {
 		hb: alloc(r, c.FFN), hb2: alloc(r, c.FFN),
 		sel: alloc(m.maxOut, c.Dim), logits: alloc(m.maxOut, c.Vocab),
 	}
+	if c.Experts > 0 {
+		m.allocMoE(alloc)
+	}
 	m.pos, m.slots = make([]int32, r), [][]int32{make([]int32, r)}
 	return err
 }
@@ -158,7 +162,7 @@ func ScratchBytes(cfg *Config, opt Options) int64 {
 		opt.MaxOut = 1
 	}
 	perRow := 2*cfg.Dim + 2*cfg.QDim() + 2*cfg.KVDim() + 2*cfg.FFN
-	return 4 * (int64(opt.MaxRows)*int64(perRow) + int64(opt.MaxOut)*int64(cfg.Dim+cfg.Vocab))
+	return 4*(int64(opt.MaxRows)*int64(perRow)+int64(opt.MaxOut)*int64(cfg.Dim+cfg.Vocab)) + moeScratchBytes(cfg, opt.MaxRows)
 }
 
 // KVSpec is the K/V pool of blocks blocks of blockSize tokens for m.
@@ -394,6 +398,16 @@ func (ld *loader) weight(name string, rows, cols int) gpu.Tensor {
 
 // load loads rows row0 … row0+rows-1 of name, a totalRows × cols tensor.
 func (ld *loader) load(name string, row0, rows, totalRows, cols int) gpu.Tensor {
+	want := []uint64{uint64(cols), uint64(totalRows)}
+	if totalRows == 1 {
+		want = want[:1]
+	}
+	return ld.loadShape(name, want, row0, rows, totalRows, cols)
+}
+
+// loadShape is load of a tensor whose GGUF shape is want (the experts'
+// 3-D tensors: [cols, rows, experts], totalRows = rows·experts).
+func (ld *loader) loadShape(name string, want []uint64, row0, rows, totalRows, cols int) gpu.Tensor {
 	if ld.err != nil {
 		return nil
 	}
@@ -404,10 +418,6 @@ func (ld *loader) load(name string, row0, rows, totalRows, cols int) gpu.Tensor 
 	t, ok := ld.f.Tensor(name)
 	if !ok {
 		return fail("missing")
-	}
-	want := []uint64{uint64(cols), uint64(totalRows)}
-	if totalRows == 1 {
-		want = want[:1]
 	}
 	if fmt.Sprint(t.Shape) != fmt.Sprint(want) {
 		return fail("shape %v, want %v", t.Shape, want)

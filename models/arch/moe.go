@@ -1,0 +1,262 @@
+package arch
+
+import (
+	"fmt"
+	"math"
+
+	"folio/gpu"
+	"folio/models/gguf"
+)
+
+// Mixture of experts. A layer's feed-forward is Experts small SwiGLU
+// feed-forwards, of which each token runs the ExpertsUsed its router
+// picks, its output their weighted sum. The file stacks the experts'
+// matrices in 3-D tensors; each expert's slice loads as a 2-D weight of
+// its own, so that a token reads the chosen experts' weights only.
+// Routing is on the host: the router's logits come down ([rows,
+// Experts], small), the choice and the weights are computed there as
+// llama.cpp's build_moe_ffn computes them, and each chosen expert runs
+// once per step over the rows that chose it (one read of its weights
+// however many tokens share it). Each row's weighted outputs are summed
+// on the host in the order of its choices, as llama.cpp adds them, and
+// go back up as one [rows, Dim] residual add.
+
+// Gating is how a router's logits become the chosen experts' weights
+// (llama.cpp's llama_expert_gating_func_type).
+type Gating int
+
+const (
+	// GatingSoftmax: softmax over every expert, then the top ExpertsUsed
+	// probabilities (qwen3moe, Mixtral).
+	GatingSoftmax Gating = iota
+	// GatingSoftmaxChosen: the top ExpertsUsed logits, then softmax over
+	// those (gpt-oss; llama.cpp's SOFTMAX_WEIGHT).
+	GatingSoftmaxChosen
+)
+
+// readMoE reads the expert keys of a mixture-of-experts family: expert_count,
+// expert_used_count and expert_feed_forward_length (llama.cpp's default
+// when absent: feed_forward_length / expert_used_count).
+func readMoE(f *gguf.File, p string, c *Config) error {
+	for _, k := range []struct {
+		key string
+		dst *int
+	}{{"expert_count", &c.Experts}, {"expert_used_count", &c.ExpertsUsed}, {"expert_feed_forward_length", &c.ExpertFFN}} {
+		v, ok := f.Int(p + k.key)
+		switch {
+		case !ok && k.dst == &c.ExpertFFN:
+			continue
+		case !ok:
+			return fmt.Errorf("no %s%s key: a %s file must say how many experts it has and uses", p, k.key, c.Arch)
+		case v <= 0 || v > 1<<20:
+			return fmt.Errorf("%s%s = %d is out of range", p, k.key, v)
+		}
+		*k.dst = int(v)
+	}
+	if c.ExpertsUsed > c.Experts {
+		return fmt.Errorf("%sexpert_used_count %d exceeds expert_count %d", p, c.ExpertsUsed, c.Experts)
+	}
+	if c.ExpertFFN == 0 {
+		c.ExpertFFN = c.FFN / c.ExpertsUsed
+	}
+	c.ExpertWeightsNorm = true // qwen3moe's build_moe_ffn(..., norm_w = true, ...)
+	return nil
+}
+
+// moeFFN is one layer's router and experts.
+type moeFFN struct {
+	router         gpu.Tensor   // [Experts, Dim]
+	gate, up, down []gpu.Tensor // expert e's [ExpertFFN, Dim], [ExpertFFN, Dim], [Dim, ExpertFFN]
+}
+
+func newMoEFFN(ld *loader, c *Config, i int) moeFFN {
+	name := func(s string) string { return fmt.Sprintf("blk.%d.%s.weight", i, s) }
+	f := moeFFN{router: ld.weight(name("ffn_gate_inp"), c.Experts, c.Dim)}
+	for e := range c.Experts {
+		f.gate = append(f.gate, ld.expert(name("ffn_gate_exps"), e, c.Experts, c.ExpertFFN, c.Dim))
+		f.up = append(f.up, ld.expert(name("ffn_up_exps"), e, c.Experts, c.ExpertFFN, c.Dim))
+		f.down = append(f.down, ld.expert(name("ffn_down_exps"), e, c.Experts, c.Dim, c.ExpertFFN))
+	}
+	return f
+}
+
+// expert loads expert e's slice of name, a GGUF [cols, rows, experts]
+// tensor, as a rows × cols weight.
+func (ld *loader) expert(name string, e, experts, rows, cols int) gpu.Tensor {
+	return ld.loadShape(name, []uint64{uint64(cols), uint64(rows), uint64(experts)}, e*rows, rows, experts*rows, cols)
+}
+
+// moeScratch is the activations of the experts' feed-forwards, device and
+// host, for maxRows rows.
+type moeScratch struct {
+	logits         gpu.Tensor // [maxRows, Experts] the router's
+	xe, ye         gpu.Tensor // [maxRows, Dim] an expert's rows in; its outputs
+	he, he2        gpu.Tensor // [maxRows, ExpertFFN]
+	hostLogits     []float32  // [maxRows·Experts]
+	chosen         []int32    // [maxRows·ExpertsUsed] each row's experts, best first
+	weights        []float32  // [maxRows·ExpertsUsed] their weights
+	rows, choice   [][]int32  // per expert: the rows that chose it, and the index into chosen of each
+	out            []float32  // [maxRows·ExpertsUsed·Dim] each choice's expert output
+	yHost, sum     []float32  // [maxRows·Dim] one expert's outputs; each row's weighted sum
+	ident          []int32    // 0, 1, … maxRows-1
+	probs, scratch []float32  // [Experts] one row's routing work
+}
+
+func (m *Model) allocMoE(alloc func(rows, cols int) gpu.Tensor) {
+	r, c := m.maxRows, &m.Config
+	k := c.ExpertsUsed
+	ms := &moeScratch{
+		logits: alloc(r, c.Experts), xe: alloc(r, c.Dim), ye: alloc(r, c.Dim),
+		he: alloc(r, c.ExpertFFN), he2: alloc(r, c.ExpertFFN),
+		hostLogits: make([]float32, r*c.Experts),
+		chosen:     make([]int32, r*k), weights: make([]float32, r*k),
+		rows: make([][]int32, c.Experts), choice: make([][]int32, c.Experts),
+		out: make([]float32, r*k*c.Dim), yHost: make([]float32, r*c.Dim), sum: make([]float32, r*c.Dim),
+		ident: make([]int32, r), probs: make([]float32, c.Experts), scratch: make([]float32, c.Experts),
+	}
+	for i := range ms.ident {
+		ms.ident[i] = int32(i)
+	}
+	m.moe = ms
+}
+
+// moeScratchBytes is the device activations allocMoE adds for maxRows rows.
+func moeScratchBytes(c *Config, maxRows int) int64 {
+	if c.Experts == 0 {
+		return 0
+	}
+	return 4 * int64(maxRows) * int64(c.Experts+2*c.Dim+2*c.ExpertFFN)
+}
+
+// forward: x += Σ over each row's chosen experts e of weight_e ·
+// down_e(silu(gate_e(h)) · up_e(h)), h = norm(x).
+func (f *moeFFN) forward(m *Model, s *step, norm gpu.Tensor) {
+	be, c, ms := m.be, &m.Config, m.moe
+	n, k, dim := s.x.Rows(), c.ExpertsUsed, c.Dim
+	be.RMSNorm(s.xb, s.x, norm, m.Eps) // xb [n, Dim]
+	logits := be.Slice(ms.logits, n)
+	be.MatMul(logits, s.xb, f.router) // [n, Experts]
+	be.Download(ms.hostLogits[:n*c.Experts], logits)
+	for e := range ms.rows {
+		ms.rows[e], ms.choice[e] = ms.rows[e][:0], ms.choice[e][:0]
+	}
+	for r := range n {
+		at := r * k
+		route(ms.hostLogits[r*c.Experts:(r+1)*c.Experts], c.Gating, c.ExpertWeightsNorm,
+			ms.chosen[at:at+k], ms.weights[at:at+k], ms.probs, ms.scratch)
+		for j, e := range ms.chosen[at : at+k] {
+			ms.rows[e] = append(ms.rows[e], int32(r))
+			ms.choice[e] = append(ms.choice[e], int32(at+j))
+		}
+	}
+	for e, rows := range ms.rows {
+		if len(rows) == 0 {
+			continue // not read at all
+		}
+		cnt := len(rows)
+		in := s.xb
+		if cnt < n || !equalRows(rows, ms.ident[:n]) {
+			in = be.Slice(ms.xe, cnt)
+			be.Gather(in, s.xb, rows) // xe [cnt, Dim]
+		}
+		he, he2, ye := be.Slice(ms.he, cnt), be.Slice(ms.he2, cnt), be.Slice(ms.ye, cnt)
+		m.matMuls(s, in, he, f.gate[e], he2, f.up[e]) // [cnt, ExpertFFN]
+		be.SiLUMul(he, he, he2)
+		be.MatMul(ye, he, f.down[e]) // [cnt, Dim]
+		be.Download(ms.yHost[:cnt*dim], ye)
+		for i, ch := range ms.choice[e] {
+			copy(ms.out[int(ch)*dim:(int(ch)+1)*dim], ms.yHost[i*dim:(i+1)*dim])
+		}
+	}
+	// Each row's sum in the order of its choices, each output weighted
+	// first: llama.cpp's ggml_mul by the weights, then its chain of adds.
+	sum := ms.sum[:n*dim]
+	for r := range n {
+		dst := sum[r*dim : (r+1)*dim]
+		for j := range k {
+			w, y := ms.weights[r*k+j], ms.out[(r*k+j)*dim:(r*k+j+1)*dim]
+			if j == 0 {
+				for d := range dst {
+					dst[d] = y[d] * w
+				}
+				continue
+			}
+			for d := range dst {
+				dst[d] += y[d] * w
+			}
+		}
+	}
+	be.Upload(s.xb, sum)
+	be.Add(s.x, s.x, s.xb) // residual
+}
+
+func equalRows(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// route chooses len(chosen) experts from one row's router logits and
+// their weights, as llama.cpp's build_moe_ffn does in float32: with
+// GatingSoftmax, softmax over all (exp of the difference to the max,
+// summed in double, times the float reciprocal), the top probabilities
+// (the first index among equals) and, when norm, each divided by their
+// sum (at least 2⁻¹⁴, as llama.cpp clamps it); with GatingSoftmaxChosen,
+// the top logits and softmax over them. probs and scratch hold
+// len(logits) values each.
+func route(logits []float32, g Gating, norm bool, chosen []int32, weights, probs, scratch []float32) {
+	sel := logits
+	if g == GatingSoftmax {
+		softmax(probs, logits)
+		sel = probs
+	}
+	copy(scratch, sel)
+	for j := range chosen {
+		best := -1
+		for e, v := range scratch {
+			if best < 0 || v > scratch[best] {
+				best = e
+			}
+		}
+		chosen[j], weights[j] = int32(best), sel[best]
+		scratch[best] = float32(math.Inf(-1))
+	}
+	if g == GatingSoftmaxChosen {
+		softmax(weights, weights)
+	}
+	if norm {
+		var s float64
+		for _, w := range weights {
+			s += float64(w)
+		}
+		sum := max(float32(s), 6.103515625e-5)
+		for j := range weights {
+			weights[j] /= sum
+		}
+	}
+}
+
+// softmax: dst = softmax(x) as ggml's soft_max computes it in float32 (dst
+// may be x).
+func softmax(dst, x []float32) {
+	mx := float32(math.Inf(-1))
+	for _, v := range x {
+		mx = max(mx, v)
+	}
+	var s float64
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - mx)))
+		dst[i] = e
+		s += float64(e)
+	}
+	inv := float32(1 / s)
+	for i := range dst {
+		dst[i] *= inv
+	}
+}
