@@ -1,0 +1,41 @@
+package arch
+
+import (
+	"math"
+	"slices"
+	"testing"
+)
+
+// TestRoute: both gatings choose the largest logits, best first, the
+// first index among equals; normalized softmax weights of the chosen
+// equal softmax over the chosen logits (e / (1 + e) for logits 3 and 2).
+func TestRoute(t *testing.T) {
+	hi := float32(1 / (1 + math.Exp(-1)))
+	for _, c := range []struct {
+		name string
+		g    Gating
+		norm bool
+		want []float32
+	}{
+		{"softmax, normalized", GatingSoftmax, true, []float32{hi, 1 - hi}},
+		{"softmax over the chosen", GatingSoftmaxChosen, false, []float32{hi, 1 - hi}},
+	} {
+		logits := []float32{1, 3, 2, 0, 2}
+		chosen, w := make([]int32, 2), make([]float32, 2)
+		route(logits, c.g, c.norm, chosen, w, make([]float32, 5), make([]float32, 5))
+		if !slices.Equal(chosen, []int32{1, 2}) {
+			t.Errorf("%s: chose %v, want [1 2]", c.name, chosen)
+		}
+		for j := range w {
+			if math.Abs(float64(w[j]-c.want[j])) > 1e-6 {
+				t.Errorf("%s: weights %v, want %v", c.name, w, c.want)
+			}
+		}
+	}
+	// Unnormalized softmax weights are the chosen probabilities.
+	chosen, w := make([]int32, 1), make([]float32, 1)
+	route([]float32{0, 0}, GatingSoftmax, false, chosen, w, make([]float32, 2), make([]float32, 2))
+	if chosen[0] != 0 || w[0] != 0.5 {
+		t.Errorf("two equal logits: chose %d with weight %v, want 0 with 0.5", chosen[0], w[0])
+	}
+}
