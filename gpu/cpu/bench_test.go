@@ -15,7 +15,7 @@ import (
 
 func BenchmarkMatMul(b *testing.B) {
 	for _, l := range supportedLevels() {
-		for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+		for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeMXFP4} {
 			for _, n := range []int{1, 64} {
 				const k, m = 4096, 4096
 				b.Run(fmt.Sprintf("%v/%v/n=%d/%dx%d", l, typ, n, m, k), func(b *testing.B) {

@@ -46,6 +46,7 @@ const (
 	kindQ4_K
 	kindQ6_K
 	kindF16
+	kindMXFP4
 )
 
 // kernelFor returns the SIMD kernel of weight type typ at level l, if any.
@@ -64,6 +65,8 @@ func kernelFor(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 		return kindQ6_K, true
 	case gguf.TypeF16:
 		return kindF16, true
+	case gguf.TypeMXFP4:
+		return kindMXFP4, true
 	}
 	return 0, false
 }

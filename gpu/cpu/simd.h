@@ -9,21 +9,23 @@
 #include <immintrin.h>
 
 // Kernel kinds: the weight type, which also fixes the activation format.
-enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4 };
+enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4, KIND_MXFP4 = 5 };
 // Dispatch levels (Go's simdLevel).
 enum { LEVEL_SCALAR = 0, LEVEL_AVX2 = 1, LEVEL_AVX512 = 2 };
 
 // Kinds of K/V element (KVCache.kvKind): float32s, halves, Q8_0 blocks.
 enum { KV_F32 = 0, KV_F16 = 1, KV_Q8 = 2 };
 
-// Weight block sizes (ggml's block_q8_0, block_q4_0, block_q4_K, block_q6_K).
+// Weight block sizes (ggml's block_q8_0, block_q4_0, block_q4_K, block_q6_K,
+// block_mxfp4).
 #define Q8_0_BYTES 34
 #define Q4_0_BYTES 18
 #define Q4_K_BYTES 144
 #define Q6_K_BYTES 210
+#define MXFP4_BYTES 17
 _Static_assert(Q8_0_BYTES == 2 + 32, "a Q8_0 block is a half scale and 32 int8 quants");
 
-// Activation formats. X8P: a pair of 32-element blocks (Q8_0 weights),
+// Activation formats. X8P: a pair of 32-element blocks (Q8_0 and MXFP4 weights),
 // the quants biased by 128 (q ^ 0x80): vpdpbusd's unsigned side.
 #define X8P_BYTES 128 // qs[64], then float d[16]: each block's scale 8 times
 // X4G: a group of 4 blocks (Q4_0 weights): qs[128] with elements 0-15 of
@@ -81,6 +83,8 @@ void folio_mm_q4_0_avx512(MM_ARGS);
 void folio_mm_q4_k_avx512(MM_ARGS);
 void folio_mm_q6_k_avx512(MM_ARGS);
 void folio_mm_f16_avx512(MM_ARGS);
+void folio_mm_mxfp4_avx2(MM_ARGS);
+void folio_mm_mxfp4_avx512(MM_ARGS);
 
 #define PM_ARGS const uint8_t *w, int64_t group_bytes, int nb, int rows, const uint8_t *x, int64_t xs, int nx, \
 	float *dst, int64_t ds

@@ -18,9 +18,11 @@ int folio_cpu_level(void) {
 // folio_matmul: dst[i*dstride + r] = w row r · x row i for r < rows, i < nx,
 // at SIMD level level (AVX2 or AVX-512).
 void folio_matmul(int kind, int level, MM_ARGS) {
-	static void (*const fns[2][5])(MM_ARGS) = {
-		{folio_mm_q8_0_avx2, folio_mm_q4_0_avx2, folio_mm_q4_k_avx2, folio_mm_q6_k_avx2, folio_mm_f16_avx2},
-		{folio_mm_q8_0_avx512, folio_mm_q4_0_avx512, folio_mm_q4_k_avx512, folio_mm_q6_k_avx512, folio_mm_f16_avx512},
+	static void (*const fns[2][6])(MM_ARGS) = {
+		{folio_mm_q8_0_avx2, folio_mm_q4_0_avx2, folio_mm_q4_k_avx2, folio_mm_q6_k_avx2, folio_mm_f16_avx2,
+		 folio_mm_mxfp4_avx2},
+		{folio_mm_q8_0_avx512, folio_mm_q4_0_avx512, folio_mm_q4_k_avx512, folio_mm_q6_k_avx512, folio_mm_f16_avx512,
+		 folio_mm_mxfp4_avx512},
 	};
 	fns[level == LEVEL_AVX512][kind](w, wstride, rows, x, xstride, nx, k, dst, dstride);
 }
@@ -163,6 +165,7 @@ void folio_quantize(int kind, const float *x, int64_t xstride, int n, int k, uin
 	for (int i = 0; i < n; i++, x += xstride, out += ostride) {
 		switch (kind) {
 		case KIND_Q8_0:
+		case KIND_MXFP4:
 			quant_x8p(x, k, out);
 			break;
 		case KIND_Q4_0:

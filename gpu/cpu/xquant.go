@@ -20,6 +20,7 @@ package cpu
 //	          as ggml's block_q8_K, and int16[8] at 260: the sums of 32
 //	          (Q4_K's sub-blocks, for the packed kernel's mins).
 //	kindF16   halves, the row padded to 64 bytes.
+//	kindMXFP4 X8P, as kindQ8_0 (ggml dots MXFP4 with Q8_0 blocks too).
 //
 // The 8-bit blocks round as ggml's x86 quantizers do: Q8_0's d = amax/127
 // is stored as a half, quants x·127/amax rounded to nearest even; Q8_K maps
@@ -37,7 +38,7 @@ const (
 func xRowBytes(kind kernelKind, k int) int {
 	nb := k / 32
 	switch kind {
-	case kindQ8_0:
+	case kindQ8_0, kindMXFP4:
 		return (nb + 1) / 2 * x8pBytes
 	case kindQ4_0:
 		return (nb + 3) / 4 * x4gBytes

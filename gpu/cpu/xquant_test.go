@@ -38,7 +38,7 @@ func quantizeXRef(kind kernelKind, x []float32) []byte {
 	out := make([]byte, xRowBytes(kind, k))
 	le := binary.LittleEndian
 	switch kind {
-	case kindQ8_0:
+	case kindQ8_0, kindMXFP4:
 		for b := range k / 32 {
 			p := out[b/2*x8pBytes:]
 			h := b % 2
@@ -113,7 +113,7 @@ func dequantizeXRef(kind kernelKind, row []byte, k int) []float32 {
 	for e := range x {
 		b, j := e/32, e%32
 		switch kind {
-		case kindQ8_0:
+		case kindQ8_0, kindMXFP4:
 			p := row[b/2*x8pBytes:]
 			x[e] = float32(int8(p[32*(b%2)+j]^0x80)) * f32(p[64+32*(b%2):])
 		case kindQ4_0:
@@ -135,6 +135,7 @@ func dequantizeXRef(kind kernelKind, row []byte, k int) []float32 {
 
 var kernelTypes = map[kernelKind]gguf.TensorType{
 	kindQ8_0: gguf.TypeQ8_0, kindQ4_0: gguf.TypeQ4_0, kindQ4_K: gguf.TypeQ4_K, kindQ6_K: gguf.TypeQ6_K, kindF16: gguf.TypeF16,
+	kindMXFP4: gguf.TypeMXFP4,
 }
 
 // awkwardKs are row lengths for kind: one block, odd block counts, tails

@@ -282,6 +282,7 @@ func TestBlockSizeConstants(t *testing.T) {
 		{TypeQ4_K, q4_KElems, q4_KBytes},
 		{TypeQ5_K, q5_KElems, q5_KBytes},
 		{TypeQ6_K, q6_KElems, q6_KBytes},
+		{TypeMXFP4, mxfp4Elems, mxfp4Bytes},
 	} {
 		if c.elems != c.t.BlockSize() || c.bytes != c.t.TypeSize() {
 			t.Errorf("%v: file says %d elements in %d bytes, tensortype.go says %d in %d",

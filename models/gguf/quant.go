@@ -45,19 +45,20 @@ type codec struct {
 
 // codecs is the dispatch table: the types folio computes with.
 var codecs = map[TensorType]codec{
-	TypeF32:  {dequantizeF32, quantizeF32},
-	TypeF16:  {dequantizeF16, quantizeF16},
-	TypeBF16: {dequantizeBF16, quantizeBF16},
-	TypeQ8_0: {dequantizeQ8_0, quantizeQ8_0},
-	TypeQ4_0: {dequantizeQ4_0, quantizeQ4_0},
-	TypeQ4_1: {dequantizeQ4_1, quantizeQ4_1},
-	TypeQ5_0: {dequantizeQ5_0, quantizeQ5_0},
-	TypeQ5_1: {dequantizeQ5_1, quantizeQ5_1},
-	TypeQ2_K: {dequantizeQ2_K, quantizeQ2_K},
-	TypeQ3_K: {dequantizeQ3_K, quantizeQ3_K},
-	TypeQ4_K: {dequantizeQ4_K, quantizeQ4_K},
-	TypeQ5_K: {dequantizeQ5_K, quantizeQ5_K},
-	TypeQ6_K: {dequantizeQ6_K, quantizeQ6_K},
+	TypeF32:   {dequantizeF32, quantizeF32},
+	TypeF16:   {dequantizeF16, quantizeF16},
+	TypeBF16:  {dequantizeBF16, quantizeBF16},
+	TypeQ8_0:  {dequantizeQ8_0, quantizeQ8_0},
+	TypeQ4_0:  {dequantizeQ4_0, quantizeQ4_0},
+	TypeQ4_1:  {dequantizeQ4_1, quantizeQ4_1},
+	TypeQ5_0:  {dequantizeQ5_0, quantizeQ5_0},
+	TypeQ5_1:  {dequantizeQ5_1, quantizeQ5_1},
+	TypeQ2_K:  {dequantizeQ2_K, quantizeQ2_K},
+	TypeQ3_K:  {dequantizeQ3_K, quantizeQ3_K},
+	TypeQ4_K:  {dequantizeQ4_K, quantizeQ4_K},
+	TypeQ5_K:  {dequantizeQ5_K, quantizeQ5_K},
+	TypeQ6_K:  {dequantizeQ6_K, quantizeQ6_K},
+	TypeMXFP4: {dequantizeMXFP4, quantizeMXFP4},
 }
 
 // CanDequantize reports whether Dequantize supports t.
