@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -20,8 +21,8 @@ import (
 // (the recipient may also come first: " to=functions.NAME<|channel|>commentary json",
 // as the chat template writes calls back). The analysis channel is the
 // thinking, the final channel the content, and a commentary message to a
-// function a tool call; a commentary message to no one (a preamble) is
-// content. <|return|> and <|call|> end the generation, so the last message
+// function of the request's tools a tool call; a commentary message to no
+// one (a preamble) is content. <|return|> and <|call|> end the generation, so the last message
 // ends with the reply. Text that does not parse as harmony stays content,
 // as the model wrote it.
 
@@ -85,7 +86,8 @@ type harmonyStream struct {
 	channel string // the current message's channel
 	to      string // its recipient: a function's name for a call
 	args    strings.Builder
-	noThink bool // drop the thinking (the request said think false)
+	noThink bool      // drop the thinking (the request said think false)
+	tools   api.Tools // the request's: a call names one of them
 	calls   int
 }
 
@@ -254,21 +256,24 @@ func (h *harmonyStream) body(s string, c, t *strings.Builder) {
 }
 
 // endMessage ends the current message: a call's arguments become the call,
-// or, when they are not a JSON object, the message's text is content.
+// or, when they are not a JSON object or the function is not one of the
+// request's tools, the message's text is content.
 func (h *harmonyStream) endMessage(c *strings.Builder, calls *[]api.ToolCall) {
 	defer func() { h.raw, h.to, h.channel = "", "", ""; h.args.Reset() }()
 	if h.to == "" {
 		return
 	}
+	name := strings.TrimPrefix(h.to, "functions.")
 	args := api.NewToolCallFunctionArguments()
 	raw := bytes.TrimSpace([]byte(h.args.String()))
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &args) != nil {
+	if !slices.ContainsFunc(h.tools, func(t api.Tool) bool { return t.Function.Name == name }) ||
+		len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &args) != nil {
 		c.WriteString(h.raw)
 		h.phase = hRaw
 		return
 	}
 	*calls = append(*calls, api.ToolCall{ID: toolCallID(), Function: api.ToolCallFunction{
-		Name: strings.TrimPrefix(h.to, "functions."), Arguments: args, Index: h.calls}})
+		Name: name, Arguments: args, Index: h.calls}})
 	h.calls++
 }
 

@@ -21,6 +21,9 @@ const (
 // (every mark cut somewhere), and gathers what comes out, in order.
 func harmonySplit(prompt, reply string, n int) (content, thinking string, calls []api.ToolCall, order string) {
 	h := newHarmonyStream(prompt, false)
+	var tool api.Tool
+	tool.Type, tool.Function.Name = "function", "get_weather"
+	h.tools = api.Tools{tool}
 	var c, t strings.Builder
 	note := func(cs, ts string, cl []api.ToolCall) {
 		if ts != "" && !strings.HasSuffix(order, "t") {
@@ -47,7 +50,8 @@ func harmonySplit(prompt, reply string, n int) (content, thinking string, calls 
 // its final channel the content and its commentary message to a function a
 // call, in that order as they stream, whatever the pieces; text that does
 // not parse (no channel, an unknown one, arguments that are not a JSON
-// object, a recipient that is not a function) stays content, as written.
+// object, a recipient that is not a function of the request's tools) stays
+// content, as written.
 func TestHarmonySplit(t *testing.T) {
 	const prompt = "<|start|>user<|message|>hi<|end|><|start|>assistant"
 	cases := []struct {
@@ -65,8 +69,9 @@ func TestHarmonySplit(t *testing.T) {
 		{"constrained", prompt + harmonyFinal, `{"a":1}`, `{"a":1}`, "", "", "c"},
 		{"no channel", prompt, "Hello there", "Hello there", "", "", "c"},
 		{"unknown channel", prompt, "<|channel|>secret<|message|>x", "<|channel|>secret<|message|>x", "", "", "c"},
-		{"bad arguments", prompt, "<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>commentary to=functions.f json<|message|>{\"city\":",
-			"<|start|>assistant<|channel|>commentary to=functions.f json<|message|>{\"city\":", "think", "", "tc"},
+		{"bad arguments", prompt, "<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather json<|message|>{\"city\":",
+			"<|start|>assistant<|channel|>commentary to=functions.get_weather json<|message|>{\"city\":", "think", "", "tc"},
+		{"not a tool", prompt, "<|channel|>commentary to=functions.f<|message|>{}", "<|channel|>commentary to=functions.f<|message|>{}", "", "", "c"},
 		{"not a function", prompt, "<|channel|>commentary to=browser.search<|message|>{}", "<|channel|>commentary to=browser.search<|message|>{}", "", "", "c"},
 		{"text after a message", prompt, "<|channel|>final<|message|>Hi<|end|>oops", "Hioops", "", "", "c"},
 		{"header without message", prompt, "<|channel|>final", "<|channel|>final", "", "", "c"},

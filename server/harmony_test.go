@@ -63,7 +63,8 @@ func newHarmonyServer(t *testing.T) (*api.Client, string) {
 // TestHarmonyChat: /api/chat splits a harmony reply by its channels,
 // streamed and not: the analysis channel is the thinking, the final one
 // the content, a commentary message to functions.NAME the call (streamed:
-// the thinking before the call); a call that does not parse stays content.
+// the thinking before the call); a call that does not parse, or to a
+// function the request did not offer, stays content.
 func TestHarmonyChat(t *testing.T) {
 	c, _ := newHarmonyServer(t)
 	user := []api.Message{{Role: "user", Content: "What is the weather in Paris?"}}
@@ -114,6 +115,10 @@ func TestHarmonyChat(t *testing.T) {
 		got, calls, _ := chatAll(t, c, &api.ChatRequest{Model: "gpt-oss-bad", Messages: user, Stream: &stream, Tools: weatherTool()})
 		if got != harmonyBad || len(calls) != 0 {
 			t.Errorf("stream %v: a broken call gave content %q, calls %+v; want the text as written", stream, got, calls)
+		}
+		got, calls, _ = chatAll(t, c, &api.ChatRequest{Model: "gpt-oss-call", Messages: user, Stream: &stream})
+		if want := `<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}`; got != want || len(calls) != 0 {
+			t.Errorf("stream %v: a call without tools gave content %q, calls %+v; want the text as written", stream, got, calls)
 		}
 	}
 }
@@ -196,6 +201,25 @@ func TestHarmonyRoundTrip(t *testing.T) {
 		{"type":"function_call_output","call_id":"call_1","output":"sunny"}]}`, &r)
 	if len(r.Output) != 1 || r.Output[0].Type != "message" || r.Output[0].Content[0].Text != "It is sunny in Paris." {
 		t.Errorf("responses: %+v", r)
+	}
+
+	// the reasoning item before the call goes back in as its analysis
+	items := `[{"role":"user","content":"What is the weather in Paris?"},
+		{"type":"reasoning","id":"rs_1","summary":[],"content":[{"type":"reasoning_text","text":"` + harmonyThought + `"}]},
+		{"type":"function_call","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"Paris\"}"},
+		{"type":"function_call_output","call_id":"call_1","output":"sunny"}]`
+	var withThought, without respObject
+	postJSON(t, base+"/v1/responses", `{"model":"gpt-oss-final","temperature":0,"tools":[{"type":"function","name":"get_weather","description":"The weather in a city","parameters":{"type":"object"}}],"input":`+items+`}`, &withThought)
+	postJSON(t, base+"/v1/responses", `{"model":"gpt-oss-final","temperature":0,"tools":[{"type":"function","name":"get_weather","description":"The weather in a city","parameters":{"type":"object"}}],"input":[
+		{"role":"user","content":"What is the weather in Paris?"},
+		{"type":"function_call","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"Paris\"}"},
+		{"type":"function_call_output","call_id":"call_1","output":"sunny"}]}`, &without)
+	// the analysis message <|start|>assistant<|channel|>analysis<|message|>…<|end|> is in the prompt:
+	// a token for each of its four marks, and one per byte of its text (the scripted vocabulary
+	// has no pieces to merge bytes into)
+	if d := withThought.Usage.InputTokens - without.Usage.InputTokens; d != 4+len("assistant")+len("analysis")+len(harmonyThought) ||
+		withThought.Output[0].Content[0].Text != "It is sunny in Paris." {
+		t.Errorf("responses with a reasoning item: %d input tokens more than without, answer %+v", d, withThought.Output)
 	}
 }
 

@@ -141,6 +141,10 @@ func responseMessages(raw json.RawMessage) ([]oaiMessage, error) {
 			if err != nil {
 				return nil, err
 			}
+			if n := len(out); it.Role == "assistant" && n > 0 && thoughtOnly(out[n-1]) {
+				out[n-1].Content = jsonString(text) // the answer of the reasoning before it
+				continue
+			}
 			out = append(out, oaiMessage{Role: it.Role, Content: jsonString(text)})
 		case "function_call":
 			var args map[string]any
@@ -160,11 +164,49 @@ func responseMessages(raw json.RawMessage) ([]oaiMessage, error) {
 			}
 			out = append(out, oaiMessage{Role: "tool", ToolCallID: it.CallID, Content: jsonString(text)})
 		case "reasoning":
+			// the thinking of the assistant turn that follows (the call or
+			// the answer), as harmony templates write it back
+			text, err := reasoningContent(it.Content, param+".content")
+			if err != nil {
+				return nil, err
+			}
+			if text != "" {
+				out = append(out, oaiMessage{Role: "assistant", Reasoning: text})
+			}
 		default:
 			return nil, badParam(param+".type", "input item %d of type %q: use message, function_call or function_call_output", i, it.Type)
 		}
 	}
 	return out, nil
+}
+
+// thoughtOnly reports whether m is an assistant turn of a reasoning item
+// alone, so far.
+func thoughtOnly(m oaiMessage) bool {
+	return m.Role == "assistant" && m.Reasoning != "" && len(m.Content) == 0 && len(m.ToolCalls) == 0
+}
+
+// reasoningContent reads a reasoning item's content: reasoning_text parts
+// (its summary is left out: the model's own text is what goes back).
+func reasoningContent(raw json.RawMessage, param string) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", badParam(param, "a reasoning item's content must be an array of reasoning_text parts")
+	}
+	var texts []string
+	for _, p := range parts {
+		if p.Type != "reasoning_text" {
+			return "", badParam(param, "reasoning content part of type %q: send reasoning_text parts", p.Type)
+		}
+		texts = append(texts, p.Text)
+	}
+	return strings.Join(texts, "\n"), nil
 }
 
 // responseContent reads an item's content: a string or parts of text

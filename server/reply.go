@@ -15,6 +15,9 @@ type replySplitter struct {
 func newReplySplitter(m thinkMode, tools *toolStream) *replySplitter {
 	if m.harmony != nil {
 		h := *m.harmony
+		if tools != nil {
+			h.tools = tools.tools
+		}
 		return &replySplitter{harmony: &h}
 	}
 	return &replySplitter{think: newThinkSplitter(m), tools: tools}

@@ -65,6 +65,7 @@ func (o *ollamaCalls) held() string {
 // content: whitespace at the end of the content so far waits until text
 // follows it, and is dropped when a call does.
 type toolStream struct {
+	tools api.Tools // the request's
 	p     callParser
 	space string // whitespace held back from the end of the content so far
 	calls int    // calls returned so far
@@ -81,10 +82,10 @@ func newToolStream(l *loaded, conf modelConf, ts api.Tools) *toolStream {
 		tmpl = l.template
 	}
 	if strings.Contains(tmpl, mistralMark) {
-		return &toolStream{p: &mistralCalls{tools: ts}}
+		return &toolStream{tools: ts, p: &mistralCalls{tools: ts}}
 	}
 	if gt, ok, err := goTemplate(tmpl, false); ok && err == nil && tmpl != l.template {
-		return &toolStream{p: &ollamaCalls{p: tools.NewParser(gt.Text(), ts)}}
+		return &toolStream{tools: ts, p: &ollamaCalls{p: tools.NewParser(gt.Text(), ts)}}
 	}
 	tag := "{"
 	for _, t := range toolTags {
@@ -93,7 +94,7 @@ func newToolStream(l *loaded, conf modelConf, ts api.Tools) *toolStream {
 			break
 		}
 	}
-	return &toolStream{p: &ollamaCalls{p: tools.NewParserWithTag(ts, tag)}}
+	return &toolStream{tools: ts, p: &ollamaCalls{p: tools.NewParserWithTag(ts, tag)}}
 }
 
 // add takes the next piece of the reply's content and returns the content
