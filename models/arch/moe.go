@@ -77,7 +77,28 @@ func newMoEFFN(ld *loader, c *Config, i int) moeFFN {
 		f.up = append(f.up, ld.expert(name("ffn_up_exps"), e, c.Experts, c.ExpertFFN, c.Dim))
 		f.down = append(f.down, ld.expert(name("ffn_down_exps"), e, c.Experts, c.Dim, c.ExpertFFN))
 	}
+	ld.releaseRepacked(name("ffn_gate_exps"), f.gate)
+	ld.releaseRepacked(name("ffn_up_exps"), f.up)
+	ld.releaseRepacked(name("ffn_down_exps"), f.down)
 	return f
+}
+
+// releaseRepacked releases the file pages of name once every part of it
+// loaded as parts is a weight the backend repacked: no kernel reads them
+// again (load releases a whole weight so, and keeps a part's pages for
+// the parts that may not be repacked).
+func (ld *loader) releaseRepacked(name string, parts []gpu.Tensor) {
+	if ld.err != nil {
+		return
+	}
+	for _, w := range parts {
+		if r, ok := w.(gpu.RepackedWeight); !ok || !r.Repacked() {
+			return
+		}
+	}
+	if t, ok := ld.f.Tensor(name); ok {
+		ld.f.Release(t)
+	}
 }
 
 // expert loads expert e's slice of name, a GGUF [cols, rows, experts]
