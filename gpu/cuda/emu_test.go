@@ -22,6 +22,7 @@ import (
 	"folio/gpu/cpu"
 	"folio/internal/fixtures"
 	"folio/models/gguf"
+	"folio/models/synth"
 )
 
 // The kernels run on the CPU: kernels/*.cu compiled by g++ with the
@@ -242,4 +243,32 @@ func TestGraphsOnTheEmulator(t *testing.T) {
 		t.Errorf("%d steps ran as graphs, want at least 4 of the 10 decode steps", dev.GraphLaunches())
 	}
 	t.Logf("%d of %d steps as graphs", dev.GraphLaunches(), len(got[0]))
+}
+
+// qwen3moe's mixture of experts (routing on the host between the
+// device's matmuls: a Download of the router's logits, a Gather, the
+// experts' matmuls and a Download of each expert's rows, an Upload of
+// the weighted sums), on the device alone and with its second layer on
+// the CPU. F32 weights, as TestGemmaOnTheEmulator.
+func TestMoEOnTheEmulator(t *testing.T) {
+	dev, ref, _ := emuPair(t)
+	host := cpu.New(2)
+	defer host.Close()
+	path := filepath.Join(t.TempDir(), "qwen3moe.gguf")
+	if err := synth.WriteTiny(path, "qwen3moe", gguf.TypeF32, 2, func(c *synth.Config) { c.Layers = 2 }); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		be   gpu.Backend
+	}{{"device", dev}, {"split", NewSplit(dev, host, 1)}} {
+		g, err := conformance.CheckGeneration(path, ref, c.be, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !g.Pass() {
+			t.Errorf("%s: %+v", c.name, g)
+		}
+		t.Logf("%s: worst logits NMSE %.3g, tokens %v and %v", c.name, g.Worst, g.Ref, g.Dev)
+	}
 }
