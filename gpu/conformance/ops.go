@@ -80,7 +80,7 @@ var (
 	weight      = gpu.WeightOf
 )
 
-var checkTypes = []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ5_K}
+var checkTypes = []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ5_K, gguf.TypeMXFP4}
 
 // matmuls: decode (matvec) and prefill (tiled) shapes with ragged edges.
 func (c *table) matmuls() {

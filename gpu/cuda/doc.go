@@ -15,7 +15,7 @@
 // block it is launched with, from one table (bounds.go, Kernels).
 //
 // Weights keep their GGUF encoding in device memory and are dequantized
-// inside the matmul kernels (Q8_0, Q4_0, Q4_K, Q6_K, F16, F32; other types
+// inside the matmul kernels (Q8_0, Q4_0, Q4_K, Q6_K, MXFP4, F16, F32; other types
 // are converted to F32 when loaded). The K/V pool is one device
 // allocation, laid out as gpu/cpu's (head-major within a block), so a
 // block's bytes are already in gpu.BlockIO's canonical layout.

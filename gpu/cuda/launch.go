@@ -18,24 +18,28 @@ const (
 	kMatvecQ4_0
 	kMatvecQ4_K
 	kMatvecQ6_K
+	kMatvecMXFP4
 	kMatmulF32
 	kMatmulF16
 	kMatmulQ8_0
 	kMatmulQ4_0
 	kMatmulQ4_K
 	kMatmulQ6_K
+	kMatmulMXFP4
 	kGetRowsF32
 	kGetRowsF16
 	kGetRowsQ8_0
 	kGetRowsQ4_0
 	kGetRowsQ4_K
 	kGetRowsQ6_K
+	kGetRowsMXFP4
 	kDequantF32
 	kDequantF16
 	kDequantQ8_0
 	kDequantQ4_0
 	kDequantQ4_K
 	kDequantQ6_K
+	kDequantMXFP4
 	kRMSNorm
 	kAdd
 	kSiLUMul
@@ -54,10 +58,10 @@ const (
 
 // kernelNames are the kernels' names in the sources, by kernel.
 var kernelNames = [numKernels]string{
-	"matvec_f32", "matvec_f16", "matvec_q8_0", "matvec_q4_0", "matvec_q4_k", "matvec_q6_k",
-	"matmul_f32", "matmul_f16", "matmul_q8_0", "matmul_q4_0", "matmul_q4_k", "matmul_q6_k",
-	"get_rows_f32", "get_rows_f16", "get_rows_q8_0", "get_rows_q4_0", "get_rows_q4_k", "get_rows_q6_k",
-	"dequant_f32", "dequant_f16", "dequant_q8_0", "dequant_q4_0", "dequant_q4_k", "dequant_q6_k",
+	"matvec_f32", "matvec_f16", "matvec_q8_0", "matvec_q4_0", "matvec_q4_k", "matvec_q6_k", "matvec_mxfp4",
+	"matmul_f32", "matmul_f16", "matmul_q8_0", "matmul_q4_0", "matmul_q4_k", "matmul_q6_k", "matmul_mxfp4",
+	"get_rows_f32", "get_rows_f16", "get_rows_q8_0", "get_rows_q4_0", "get_rows_q4_k", "get_rows_q6_k", "get_rows_mxfp4",
+	"dequant_f32", "dequant_f16", "dequant_q8_0", "dequant_q4_0", "dequant_q4_k", "dequant_q6_k", "dequant_mxfp4",
 	"rms_norm", "add", "silu_mul", "softmax", "rope",
 	"scale", "softcap", "gelu_mul", "layer_norm",
 	"write_kv_f16", "write_kv_f32", "attention_f16", "attention_f32",
@@ -71,6 +75,7 @@ func (k kernel) String() string { return kernelNames[k] }
 var nativeTypes = map[gguf.TensorType]kernel{
 	gguf.TypeF32: kMatvecF32, gguf.TypeF16: kMatvecF16, gguf.TypeQ8_0: kMatvecQ8_0,
 	gguf.TypeQ4_0: kMatvecQ4_0, gguf.TypeQ4_K: kMatvecQ4_K, gguf.TypeQ6_K: kMatvecQ6_K,
+	gguf.TypeMXFP4: kMatvecMXFP4,
 }
 
 func matvecKernel(t gguf.TensorType) kernel  { return nativeTypes[t] }

@@ -103,7 +103,7 @@ func (p *preflightRun) launches() error {
 }
 
 // preflightTypes are the weight types with kernels, in kernel order.
-var preflightTypes = []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K}
+var preflightTypes = []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeMXFP4}
 
 // tinyOps are the launch step's ops: the smallest shapes that take each
 // kernel (a K-quant block is 256 wide).

@@ -95,18 +95,18 @@ func TestLlamaCppLoads(t *testing.T) {
 // Q4_0 0.144, Q4_1 0.129, Q4_K 0.129, Q3_K 0.258, Q2_K 0.464, MXFP4 0.195. They include
 // llama.cpp's rounding of the activations to the weights' dot-product type.
 var logitBounds = map[gguf.TensorType]float64{
-	gguf.TypeF16:  0.0015,
-	gguf.TypeBF16: 0.01,
-	gguf.TypeQ8_0: 0.025,
-	gguf.TypeQ6_K: 0.065,
-	gguf.TypeQ5_0: 0.15,
-	gguf.TypeQ5_1: 0.15,
-	gguf.TypeQ5_K: 0.15,
-	gguf.TypeQ4_0: 0.28,
-	gguf.TypeQ4_1: 0.28,
-	gguf.TypeQ4_K: 0.28,
-	gguf.TypeQ3_K: 0.5,
-	gguf.TypeQ2_K: 0.9,
+	gguf.TypeF16:   0.0015,
+	gguf.TypeBF16:  0.01,
+	gguf.TypeQ8_0:  0.025,
+	gguf.TypeQ6_K:  0.065,
+	gguf.TypeQ5_0:  0.15,
+	gguf.TypeQ5_1:  0.15,
+	gguf.TypeQ5_K:  0.15,
+	gguf.TypeQ4_0:  0.28,
+	gguf.TypeQ4_1:  0.28,
+	gguf.TypeQ4_K:  0.28,
+	gguf.TypeQ3_K:  0.5,
+	gguf.TypeQ2_K:  0.9,
 	gguf.TypeMXFP4: 0.4,
 }
 

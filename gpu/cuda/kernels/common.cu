@@ -188,3 +188,27 @@ struct tq6_k {
         return v[e & 7];
     }
 };
+
+// MXFP4: blocks of 32 in 17 bytes: e (E8M0), 16 bytes of E2M1 codes; byte j
+// holds element j (low nibble) and j+16 (high nibble); element =
+// MXFP4_VALUES[q]·2^(e−128), the doubled E2M1 value under half the scale,
+// as ggml keeps them. Both factors are exact and so is their product.
+__device__ __forceinline__ float e8m0_half(u8 e) {
+    return __int_as_float(e < 2 ? 0x00200000 << e : (int)(e - 1) << 23);
+}
+
+struct tmxfp4 {
+    static __device__ __forceinline__ void load8(const u8* row, int e, float* out) {
+        const signed char values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+        const u8* b = row + (e / 32) * 17;
+        float d = e8m0_half(b[0]);
+        int j = e % 32, shift = j < 16 ? 0 : 4;
+        const u8* q = b + 1 + j % 16;
+        for (int i = 0; i < 8; i++) out[i] = (float)values[(q[i] >> shift) & 15] * d;
+    }
+    static __device__ __forceinline__ float at(const u8* row, int e) {
+        float v[8];
+        load8(row, e & ~7, v);
+        return v[e & 7];
+    }
+};

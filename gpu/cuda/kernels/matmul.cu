@@ -45,6 +45,7 @@ extern "C" __global__ void __launch_bounds__(128) matvec_q8_0(const u8* w, long 
 extern "C" __global__ void __launch_bounds__(128) matvec_q4_0(const u8* w, long long rb, const float* x, float* y, int k, int m) { matvec<tq4_0>(w, rb, x, y, k, m); }
 extern "C" __global__ void __launch_bounds__(128) matvec_q4_k(const u8* w, long long rb, const float* x, float* y, int k, int m) { matvec<tq4_k>(w, rb, x, y, k, m); }
 extern "C" __global__ void __launch_bounds__(128) matvec_q6_k(const u8* w, long long rb, const float* x, float* y, int k, int m) { matvec<tq6_k>(w, rb, x, y, k, m); }
+extern "C" __global__ void __launch_bounds__(128) matvec_mxfp4(const u8* w, long long rb, const float* x, float* y, int k, int m) { matvec<tmxfp4>(w, rb, x, y, k, m); }
 
 // matmul is for many rows of x (prefill): a block of 256 threads computes
 // a TM × TN tile of dst, 4 × 4 per thread, stepping through k by TK with
@@ -104,6 +105,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_q8_0(const u8* w, long 
 extern "C" __global__ void __launch_bounds__(256) matmul_q4_0(const u8* w, long long rb, const float* x, float* y, int n, int k, int m) { matmul<tq4_0>(w, rb, x, y, n, k, m); }
 extern "C" __global__ void __launch_bounds__(256) matmul_q4_k(const u8* w, long long rb, const float* x, float* y, int n, int k, int m) { matmul<tq4_k>(w, rb, x, y, n, k, m); }
 extern "C" __global__ void __launch_bounds__(256) matmul_q6_k(const u8* w, long long rb, const float* x, float* y, int n, int k, int m) { matmul<tq6_k>(w, rb, x, y, n, k, m); }
+extern "C" __global__ void __launch_bounds__(256) matmul_mxfp4(const u8* w, long long rb, const float* x, float* y, int n, int k, int m) { matmul<tmxfp4>(w, rb, x, y, n, k, m); }
 
 // get_rows: dst[i,:] = table[ids[i],:] dequantized; a thread per run of 8
 // elements, blockIdx.y the row.
@@ -129,6 +131,7 @@ extern "C" __global__ void __launch_bounds__(128) get_rows_q8_0(const u8* t, lon
 extern "C" __global__ void __launch_bounds__(128) get_rows_q4_0(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tq4_0>(t, rb, ids, dst, cols); }
 extern "C" __global__ void __launch_bounds__(128) get_rows_q4_k(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tq4_k>(t, rb, ids, dst, cols); }
 extern "C" __global__ void __launch_bounds__(128) get_rows_q6_k(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tq6_k>(t, rb, ids, dst, cols); }
+extern "C" __global__ void __launch_bounds__(128) get_rows_mxfp4(const u8* t, long long rb, const int* ids, float* dst, int cols) { get_rows<tmxfp4>(t, rb, ids, dst, cols); }
 
 // dequant: the rows × cols weight w as F32 in dst (for cuBLAS), a thread
 // per run of 8 elements of a row.
@@ -155,3 +158,4 @@ extern "C" __global__ void __launch_bounds__(256) dequant_q8_0(const u8* w, long
 extern "C" __global__ void __launch_bounds__(256) dequant_q4_0(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tq4_0>(w, rb, dst, rows, cols); }
 extern "C" __global__ void __launch_bounds__(256) dequant_q4_k(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tq4_k>(w, rb, dst, rows, cols); }
 extern "C" __global__ void __launch_bounds__(256) dequant_q6_k(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tq6_k>(w, rb, dst, rows, cols); }
+extern "C" __global__ void __launch_bounds__(256) dequant_mxfp4(const u8* w, long long rb, float* dst, int rows, int cols) { dequant<tmxfp4>(w, rb, dst, rows, cols); }
