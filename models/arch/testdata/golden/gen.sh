@@ -68,6 +68,8 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #               a 32-token sliding_window key, which llama.cpp ignores for phi3
 #   phi3-long:  the same model at a context of 1024 (--ctx): the long factors
 #   granite:    embedding 12, attention 1/32, residual 0.22 and logit 2 multipliers
+#   qwen3moe:   qwen3's attention with 3 layers of 8 experts (expert FFN 256), top-2, routed on
+#               softmax probabilities renormalized over the chosen
 # A family may add llamaref run flags after a second |.
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 families=(
@@ -88,6 +90,7 @@ families=(
 	"phi3|--arch phi3 --preset tiny --seed 21"
 	"phi3-long|--arch phi3 --preset tiny --seed 21|--ctx 1024"
 	"granite|--arch granite --preset tiny --seed 22"
+	"qwen3moe|--arch qwen3moe --preset tiny --seed 23 --head-dim 128 --rope-base 1000000"
 )
 
 want=("$@")
