@@ -81,6 +81,11 @@ type Backend interface {
 	// variance, dst = (x - mean) / sqrt(var + eps) · w + b, w and b [1,
 	// x.Cols] (either may be nil: 1 and 0). dst may be x.
 	LayerNorm(dst, x, w, b Tensor, eps float32)
+	// SwiGLUOAI is gpt-oss's clamped SwiGLU (ggml_swiglu_oai), elementwise:
+	// with g = min(gate, limit) and u = clamp(up, -limit, limit), dst =
+	// g / (1 + e^(-alpha·g)) · (u + 1). gpt-oss: alpha 1.702, limit 7. dst
+	// may be gate.
+	SwiGLUOAI(dst, gate, up Tensor, alpha, limit float32)
 
 	// WriteKV stores row i of k and v ([n, KVHeads·HeadDim]) into layer's
 	// K and V at slot slots[i] (block·BlockSize + offset), converting to the
@@ -205,11 +210,20 @@ type AttnOpts struct {
 	// Window is then symmetric: positions at most Window/2 away, either
 	// side (llama.cpp's LLAMA_SWA_TYPE_SYMMETRIC).
 	Bidirectional bool
+	// Sinks, a [1, Heads] F32 weight, is a logit per query head that joins
+	// its softmax's denominator and has no value (gpt-oss's attention
+	// sinks): head h's probabilities are e^(s_p - m) / (Σ_p e^(s_p - m) +
+	// e^(Sinks[h] - m)), m the largest of the scaled scores and Sinks[h],
+	// as llama.cpp's soft_max with sinks; they sum to less than 1. nil:
+	// none.
+	Sinks Tensor
 }
 
 // Plain reports whether o asks for nothing but causal attention at a
 // scale: what every backend's fastest kernels do.
-func (o AttnOpts) Plain() bool { return o.SoftCap == 0 && o.Window == 0 && !o.Bidirectional }
+func (o AttnOpts) Plain() bool {
+	return o.SoftCap == 0 && o.Window == 0 && !o.Bidirectional && o.Sinks == nil
+}
 
 // Span is the positions first … last (inclusive) that a row at position
 // p of a sequence whose rows end at position end reads under o.

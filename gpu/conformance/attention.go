@@ -10,7 +10,9 @@ import (
 
 // attnCase is one Attention case: sequences of (pos, len) rows over a
 // pool of typ, with o's options (o.Scale 0: 1/√hd) and queries drawn in
-// ±qScale (0: 1), large enough for a soft-cap to bite.
+// ±qScale (0: 1), large enough for a soft-cap to bite; sinks > 0 draws a
+// sink per query head in sinkBias ± sinks (o.Sinks, a weight on each
+// backend).
 type attnCase struct {
 	name                   string
 	typ                    gguf.TensorType
@@ -18,6 +20,7 @@ type attnCase struct {
 	seqs                   [][2]int // (pos, len) per sequence
 	o                      gpu.AttnOpts
 	qScale                 float32
+	sinks, sinkBias        float32
 }
 
 // attention: WriteKV then Attention over decode, prefill and mixed
@@ -40,7 +43,9 @@ func (c *table) attention() {
 // a backend that checks or reads them fails; windows in decode, prefill
 // longer than the window and mixed batches; soft-capped scores (queries
 // large enough that the cap changes the result) alone and with a window;
-// bidirectional attention, plain and with llama.cpp's symmetric window.
+// bidirectional attention, plain and with llama.cpp's symmetric window;
+// sinks (gpt-oss) in decode and prefill, alone and in a window, small
+// and large enough to take most of the probability.
 func (c *table) attentionOpts() {
 	w := func(n int) gpu.AttnOpts { return gpu.AttnOpts{Window: n} }
 	for _, t := range []attnCase{
@@ -59,6 +64,11 @@ func (c *table) attentionOpts() {
 			o: gpu.AttnOpts{Bidirectional: true}},
 		{name: "bidirectional window 8", typ: gguf.TypeF16, heads: 4, kvHeads: 2, hd: 128, bs: 4, seqs: [][2]int{{0, 40}},
 			o: gpu.AttnOpts{Bidirectional: true, Window: 8}},
+		{name: "sinks decode", typ: gguf.TypeF16, heads: 8, kvHeads: 2, hd: 64, bs: 16, seqs: [][2]int{{40, 1}, {3, 1}}, sinks: 2},
+		{name: "sinks prefill", typ: gguf.TypeF32, heads: 4, kvHeads: 2, hd: 64, bs: 5, seqs: [][2]int{{0, 23}, {7, 4}}, sinks: 1, qScale: 3},
+		{name: "sinks window 8", typ: gguf.TypeF16, heads: 8, kvHeads: 1, hd: 64, bs: 4, seqs: [][2]int{{0, 30}, {50, 1}},
+			o: gpu.AttnOpts{Window: 8}, sinks: 3},
+		{name: "large sinks", typ: gguf.TypeF32, heads: 2, kvHeads: 1, hd: 80, bs: 16, seqs: [][2]int{{10, 3}}, sinks: 2, sinkBias: 6},
 	} {
 		c.attentionCase(t)
 	}
@@ -100,6 +110,14 @@ func (c *table) attentionCase(t attnCase) {
 	}
 	pk, pv := c.vals(max(pastRows, 1)*w, 1), c.vals(max(pastRows, 1)*w, 1)
 	k, v, q := c.vals(rows*w, 1), c.vals(rows*w, 1), c.vals(rows*t.heads*t.hd, qs)
+	var sinks []byte
+	if t.sinks > 0 {
+		s := c.vals(t.heads, t.sinks)
+		for i := range s {
+			s[i] += t.sinkBias
+		}
+		sinks = weightBytes(gguf.TypeF32, 1, t.heads, s)
+	}
 	o := t.o
 	if o.Scale == 0 {
 		o.Scale = float32(1 / math.Sqrt(float64(t.hd)))
@@ -116,6 +134,10 @@ func (c *table) attentionCase(t attnCase) {
 		}
 		be.WriteKV(kv, 1, act(be, rows, w, k), act(be, rows, w, v), batch.Slots(nil))
 		dst := act(be, rows, t.heads*t.hd, make([]float32, rows*t.heads*t.hd))
+		o := o
+		if sinks != nil {
+			o.Sinks = weight(be, gguf.TypeF32, 1, t.heads, sinks)
+		}
 		be.Attention(dst, act(be, rows, t.heads*t.hd, q), kv, 1, tables, o)
 		out := read(be, dst)
 		// The pool itself: block nb, a copy of block 0, through BlockIO.

@@ -91,7 +91,7 @@ func TestGenerationCheckCPUAgainstItself(t *testing.T) {
 }
 
 // A backend that ignores Attention's options (causal attention at the
-// scale, whatever the window, cap or direction) fails every option case
+// scale, whatever the window, cap, direction or sinks) fails every option case
 // and no other: the cases can tell.
 func TestAttentionOptionCasesCatchIgnoredOptions(t *testing.T) {
 	ref, dev := cpu.New(2), cpu.New(1)
@@ -99,7 +99,8 @@ func TestAttentionOptionCasesCatchIgnoredOptions(t *testing.T) {
 	defer dev.Close()
 	n := 0
 	for _, r := range CheckOps(ref, &plainAttention{dev}, 1) {
-		opts := strings.Contains(r.Op, "window") || strings.Contains(r.Op, "soft-cap") || strings.Contains(r.Op, "bidirectional")
+		opts := strings.Contains(r.Op, "window") || strings.Contains(r.Op, "soft-cap") || strings.Contains(r.Op, "bidirectional") ||
+			strings.Contains(r.Op, "sinks")
 		if opts {
 			n++
 		}
@@ -107,7 +108,7 @@ func TestAttentionOptionCasesCatchIgnoredOptions(t *testing.T) {
 			t.Errorf("with options ignored, %s passes: %v (NMSE %.3g %s)", r.Op, r.Pass(), r.NMSE, r.Err)
 		}
 	}
-	if n < 8 {
+	if n < 12 {
 		t.Errorf("%d option cases", n)
 	}
 }

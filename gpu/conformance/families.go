@@ -18,7 +18,9 @@ const tolGELU = 1e-9
 // tensor and in place; Softcap of values inside and far past the cap;
 // GELUMul with and without up, over inputs past ±10 (where ggml's table
 // ends) and in place; LayerNorm with both, one or neither of its weight
-// and bias, in place; Rope with MScale (YaRN's magnitude).
+// and bias, in place; Rope with MScale (YaRN's magnitude); SwiGLUOAI over
+// gates and ups past its limit (both clamped sides of up), in place and
+// with another limit.
 func (c *table) families() {
 	x := c.vals(7*300, 4)
 	c.add("Scale [7×300]", tolExact, func(be gpu.Backend) []float32 {
@@ -78,6 +80,23 @@ func (c *table) families() {
 			return read(be, xt)
 		})
 	}
+
+	sg, su := c.vals(6*517, 10), c.vals(6*517, 10)
+	copy(sg, []float32{7, -7, 7.001, -30, 30, 0})
+	copy(su, []float32{7, -7, -7.001, 30, -30, -1})
+	for _, p := range [][2]float32{{1.702, 7}, {1, 3}} {
+		alpha, limit := p[0], p[1]
+		c.add(fmt.Sprintf("SwiGLUOAI alpha %g limit %g [6×517]", alpha, limit), tolExact, func(be gpu.Backend) []float32 {
+			dst := act(be, 6, 517, make([]float32, 6*517))
+			be.SwiGLUOAI(dst, act(be, 6, 517, sg), act(be, 6, 517, su), alpha, limit)
+			return read(be, dst)
+		})
+	}
+	c.add("SwiGLUOAI [6×517] in place", tolExact, func(be gpu.Backend) []float32 {
+		gt := act(be, 6, 517, sg)
+		be.SwiGLUOAI(gt, gt, act(be, 6, 517, su), 1.702, 7)
+		return read(be, gt)
+	})
 
 	factors := make([]float32, 16)
 	for i := range factors {

@@ -29,12 +29,12 @@ const fusedTilesPerThread = 4
 // attendFused runs a as one op and reports true, or reports false having
 // done nothing when a is better run as five ops (one thread, few tiles, a
 // kernel without SIMD, sequences sharing rows, no rope, or bidirectional
-// attention, which the SIMD kernels do not take).
+// attention or sinks, which the SIMD kernels do not take).
 func (b *Backend) attendFused(a *gpu.Attend) bool {
 	threads := len(b.pool.workers)
 	cw := b.tensor(a.Wo)
 	kind, ok := b.k.matmulKind(cw.typ)
-	if threads == 1 || !ok || a.Rope == nil || a.Opts.Bidirectional {
+	if threads == 1 || !ok || a.Rope == nil || a.Opts.Bidirectional || a.Opts.Sinks != nil {
 		return false
 	}
 	cq, ck, catt, cc := b.tensor(a.Q), b.tensor(a.K), b.tensor(a.Att), b.kv(a.KV)

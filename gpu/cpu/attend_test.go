@@ -180,3 +180,33 @@ func TestAttendFewTilesAndNoAllocs(t *testing.T) {
 		}
 	}
 }
+
+// Attend with sinks is its five ops' result, at every SIMD level: the
+// fused path's SIMD kernels take no sinks, so it must not run.
+func TestAttendWithSinks(t *testing.T) {
+	fused, ops := New(testThreads), New(testThreads)
+	defer fused.Close()
+	defer ops.Close()
+	seqs := []seqShape{{0, 37}, {5, 4}}
+	for i := range 14 {
+		seqs = append(seqs, seqShape{3 + 11*i, 1})
+	}
+	r := rand.New(rand.NewPCG(47, 48))
+	for _, l := range supportedLevels() {
+		fused.k, ops.k = kernelsAt(l), kernelsAt(l)
+		c := newAttendCase(t, r, gguf.TypeF16, gguf.TypeQ8_0, seqs, 0)
+		got, want := c.on(t, fused), c.on(t, ops)
+		sinks := gpu.QuantizeRows(gguf.TypeF32, 1, c.heads, randFloats(r, c.heads, 4))
+		got.a.Opts.Sinks = newWeight(t, fused, gguf.TypeF32, 1, c.heads, sinks)
+		want.a.Opts.Sinks = newWeight(t, ops, gguf.TypeF32, 1, c.heads, sinks)
+		fused.Attend(&got.a)
+		gpu.AttendOps(ops, &want.a)
+		gs, _ := got.state(fused)
+		ws, _ := want.state(ops)
+		for i, what := range []string{"Q", "K", "Att", "Out"} {
+			if j := firstDiff(gs[i], ws[i]); j >= 0 {
+				t.Fatalf("%v: %s differs at %d: %v by Attend, %v by five ops", l, what, j, gs[i][j], ws[i][j])
+			}
+		}
+	}
+}

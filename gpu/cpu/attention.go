@@ -20,12 +20,12 @@ import (
 // probability-weighted sum of V in float32.
 //
 // The SIMD kernels do causal attention, with a sliding window (reading
-// no block before it) and soft-capping; bidirectional attention runs
-// through the Go kernel.
+// no block before it) and soft-capping; bidirectional attention and
+// attention with sinks run through the Go kernel.
 func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *gpu.Batch, o gpu.AttnOpts) {
 	cc, cq := b.kv(c), b.tensor(q)
 	rowSeq, maxCtx, _ := b.attnRows(dst, q, cc, layer, batch, o)
-	if o.Bidirectional {
+	if o.Bidirectional || o.Sinks != nil {
 		b.attentionGo(dst, q, cq, cc, layer, batch, o, rowSeq, maxCtx)
 		return
 	}
@@ -49,9 +49,15 @@ func (b *Backend) attentionGo(dst, q gpu.Tensor, cq *Tensor, cc *KVCache, layer 
 			break
 		}
 	}
+	var sinks []float32
+	if o.Sinks != nil {
+		cs := b.tensor(o.Sinks)
+		checkShape("Attention", "sinks", cs, 1, heads)
+		sinks = cs.rowView(0, &b.sinks)
+	}
 	t := &b.attention
 	*t = attentionTask{dst: b.act(dst), q: b.f32(q), c: cc, layer: layer, seqs: batch.Seqs, rowSeq: rowSeq,
-		heads: heads, group: group, hs: hs, perKV: group / hs, opts: o}
+		heads: heads, group: group, hs: hs, perKV: group / hs, opts: o, sinks: sinks}
 	b.pool.run(t, cq.rows*heads/hs, 2*d*maxCtx*hs)
 	*t = attentionTask{}
 }
@@ -112,6 +118,7 @@ type attentionTask struct {
 	hs     int     // query heads per unit, a divisor of group
 	perKV  int     // units per K/V head: group / hs
 	opts   gpu.AttnOpts
+	sinks  []float32 // opts.Sinks' logits, one per query head; nil: none
 }
 
 func (t *attentionTask) run(w *worker, lo, hi int) {
@@ -175,7 +182,11 @@ func (t *attentionTask) run(w *worker, lo, hi int) {
 			for i := range sc {
 				sc[i] *= t.opts.Scale
 			}
-			softmax(sc)
+			if t.sinks != nil {
+				softmaxSink(sc, t.sinks[h0+j])
+			} else {
+				softmax(sc)
+			}
 		}
 
 		// out_j = Σ_p scores[j·n + p-first] · V[p].

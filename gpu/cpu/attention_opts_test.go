@@ -85,3 +85,38 @@ func TestAttnOptsSpan(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionSinks checks attention sinks (a logit per query head in
+// the softmax's denominator, gpt-oss) against the float64 reference at
+// every SIMD level, causal, in a window and soft-capped, sinks small and
+// large enough to take most of the probability; the reference without
+// them must be far off (the sinks are seen).
+func TestAttentionSinks(t *testing.T) {
+	r := rand.New(rand.NewPCG(45, 46))
+	seqs := []seqShape{{0, 1}, {0, 23}, {37, 1}, {70, 5}}
+	for _, l := range supportedLevels() {
+		b := newTestBackend(t)
+		b.k = kernelsAt(l)
+		for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
+			for _, o := range []gpu.AttnOpts{{}, {Window: 8}, {SoftCap: 3}} {
+				for _, scale := range []float64{2, 12} {
+					t.Run(fmt.Sprintf("%v/%v/%+v/sinks±%g", l, typ, o, scale), func(t *testing.T) {
+						c := newAttnCase(t, b, r, typ, 4, 2, 3, 16, seqs, false)
+						c.sinks = randFloats(r, c.heads, scale)
+						sb := gpu.QuantizeRows(gguf.TypeF32, 1, c.heads, c.sinks)
+						c.opts = o
+						c.opts.Sinks = newWeight(t, b, gguf.TypeF32, 1, c.heads, sb)
+						c.run(t, b)
+						checkErr(t, "Attention with sinks", download(b, c.output), c.want(), attentionTol)
+						plain := c.sinks
+						c.sinks = nil
+						if normErr(download(b, c.output), c.want()) < 100*attentionTol {
+							t.Errorf("the sinks ±%g change nothing the check can see", scale)
+						}
+						c.sinks = plain
+					})
+				}
+			}
+		}
+	}
+}

@@ -28,6 +28,7 @@ type attnCase struct {
 	layer  int
 	scale  float32
 	opts   gpu.AttnOpts // Scale aside: scale is the case's
+	sinks  []float32    // opts.Sinks' values, per query head; nil: none
 	cache  gpu.KVCache
 	output gpu.Tensor
 }
@@ -152,6 +153,10 @@ func (c *attnCase) want() []float64 {
 					scores[p] = math.Inf(-1)
 				}
 				var sum float64
+				if c.sinks != nil { // a logit with no value
+					m = max(m, float64(c.sinks[h]))
+					sum = math.Exp(float64(c.sinks[h]) - m)
+				}
 				for p := range scores {
 					scores[p] = math.Exp(scores[p] - m)
 					sum += scores[p]

@@ -67,6 +67,7 @@ type Backend struct {
 	ropeAngles ropeAngles // Rope: the angles of the last positions rotated
 
 	lnW, lnB  []float32  // LayerNorm: its weight and bias as float32
+	sinks     []float32  // Attention: AttnOpts.Sinks as float32
 	rowSeq    []int32    // Attention: the sequence of each row, -1 for none
 	xq        []byte     // MatMul: the activations quantized for the SIMD kernels
 	mmParts   []mmPart   // MatMul(s): the weights of the op

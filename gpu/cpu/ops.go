@@ -197,6 +197,28 @@ func softmax(x []float32) {
 	}
 }
 
+// softmaxSink is softmax with a sink: a logit that joins the max and the
+// sum but has no probability of its own, so that x sums to less than 1
+// (llama.cpp's soft_max with sinks: the sink's e^(sink - max) added to
+// the float64 sum after the row's).
+func softmaxSink(x []float32, sink float32) {
+	m := sink
+	for _, v := range x {
+		m = max(m, v)
+	}
+	var sum float64
+	for i, v := range x {
+		e := exp32(v - m)
+		x[i] = e
+		sum += float64(e)
+	}
+	sum += float64(exp32(sink - m))
+	inv := float32(1 / sum)
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
 // Rope rotates, in place, each head of row i of x by the angles of
 // position pos[i].
 func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {

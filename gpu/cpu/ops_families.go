@@ -159,3 +159,33 @@ func (b *Backend) elementwise(f func(lo, hi int), n, cost int) {
 type funcTask struct{ f func(lo, hi int) }
 
 func (t *funcTask) run(_ *worker, lo, hi int) { t.f(lo, hi) }
+
+// SwiGLUOAI: dst = g / (1 + e^(-alpha·g)) · (u + 1) with g = min(gate,
+// limit) and u = clamp(up, -limit, limit), in float32 as ggml's
+// swiglu_oai (expf). dst may be gate.
+func (b *Backend) SwiGLUOAI(dst, gate, up gpu.Tensor, alpha, limit float32) {
+	cd, cg := b.tensor(dst), b.tensor(gate)
+	checkShape("SwiGLUOAI", "dst", cd, cg.rows, cg.cols)
+	checkShape("SwiGLUOAI", "up", b.tensor(up), cg.rows, cg.cols)
+	b.elementwise(func(lo, hi int) {
+		swigluOAIGo(b.f32(gate)[lo:hi], b.f32(up)[lo:hi], b.act(dst)[lo:hi], alpha, limit)
+	}, cg.rows*cg.cols, 16)
+}
+
+// swigluOAIGo is SwiGLUOAI's kernel. A NaN stays NaN, as through
+// std::min and std::clamp.
+func swigluOAIGo(gate, up, y []float32, alpha, limit float32) {
+	for i, g := range gate {
+		if g > limit {
+			g = limit
+		}
+		u := up[i]
+		switch {
+		case u < -limit:
+			u = -limit
+		case u > limit:
+			u = limit
+		}
+		y[i] = g / (1 + exp32(alpha*-g)) * (u + 1)
+	}
+}

@@ -120,3 +120,43 @@ func TestRopeMScale(t *testing.T) {
 	}
 	checkErr(t, "Rope with MScale", download(b, scaled), want, 1e-6)
 }
+
+// TestSwiGLUOAI checks gpt-oss's clamped SwiGLU against a float64
+// reference, in place and not: gates above the limit are cut to it (and
+// below it are not), ups clamped on both sides, the +1 on up; a NaN gate
+// stays NaN (ggml's std::min keeps its first argument).
+func TestSwiGLUOAI(t *testing.T) {
+	b := newTestBackend(t)
+	r := rand.New(rand.NewPCG(49, 50))
+	const rows, cols = 29, 64
+	g, u := randFloats(r, rows*cols, 12), randFloats(r, rows*cols, 12)
+	copy(g, []float32{7, 7.5, -20, 0, 3})
+	copy(u, []float32{-9, 9, 0.5, 3, -1})
+	ref := func(alpha, limit float64) []float64 {
+		out := make([]float64, len(g))
+		for i := range g {
+			x, y := min(float64(g[i]), limit), max(-limit, min(float64(u[i]), limit))
+			out[i] = x / (1 + math.Exp(-alpha*x)) * (y + 1)
+		}
+		return out
+	}
+	dst := newAct(t, b, rows, cols, nil)
+	b.SwiGLUOAI(dst, newAct(t, b, rows, cols, g), newAct(t, b, rows, cols, u), 1.702, 7)
+	got := download(b, dst)
+	checkErr(t, "SwiGLUOAI", got, ref(1.702, 7), 1e-6)
+	want := []float64{7 / (1 + math.Exp(-1.702*7)) * -6, 7 / (1 + math.Exp(-1.702*7)) * 8}
+	for i, w := range want {
+		if math.Abs(float64(got[i])-w) > 1e-5*math.Abs(w) {
+			t.Errorf("SwiGLUOAI(%v, %v) = %v, want %v", g[i], u[i], got[i], w)
+		}
+	}
+	gt := newAct(t, b, rows, cols, g)
+	b.SwiGLUOAI(gt, gt, newAct(t, b, rows, cols, u), 1, 2.5)
+	checkErr(t, "SwiGLUOAI in place, alpha 1, limit 2.5", download(b, gt), ref(1, 2.5), 1e-6)
+
+	nan := newAct(t, b, 1, 2, []float32{float32(math.NaN()), 1})
+	b.SwiGLUOAI(nan, nan, newAct(t, b, 1, 2, []float32{1, float32(math.NaN())}), 1.702, 7)
+	if v := download(b, nan); !math.IsNaN(float64(v[0])) || !math.IsNaN(float64(v[1])) {
+		t.Errorf("SwiGLUOAI of NaNs = %v, want NaN, NaN", v)
+	}
+}

@@ -35,7 +35,7 @@ var kernelThreads = [numKernels]int{
 	kDequantQ4_0: ewThreads, kDequantQ4_K: ewThreads, kDequantQ6_K: ewThreads,
 	kDequantMXFP4: ewThreads,
 	kRMSNorm:      rowThreads, kAdd: ewThreads, kSiLUMul: ewThreads, kSoftmax: rowThreads, kRope: ewThreads,
-	kScale: ewThreads, kSoftcap: ewThreads, kGELUMul: ewThreads, kLayerNorm: rowThreads,
+	kScale: ewThreads, kSoftcap: ewThreads, kGELUMul: ewThreads, kLayerNorm: rowThreads, kSwiGLUOAI: ewThreads,
 	kWriteKVF16: ewThreads, kWriteKVF32: ewThreads, kAttentionF16: attThreads, kAttentionF32: attThreads,
 }
 

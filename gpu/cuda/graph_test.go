@@ -108,7 +108,7 @@ func TestGraphStepKeepsArgumentsWhenATableGrows(t *testing.T) {
 			t.Fatalf("%d steps ran as graphs before the table grew: the test does not reach its case", graphsBefore)
 		}
 		want := []uint64{b.tensor(g.out).ptr, b.tensor(g.q).ptr, kc.k(0), kc.v(0), b.meta.ptr,
-			1, 2, 1, 32, 1, uint64(math.Float32bits(1 / float32(math.Sqrt(32)))), 0, 0} // no soft-cap
+			1, 2, 1, 32, 1, uint64(math.Float32bits(1 / float32(math.Sqrt(32)))), 0, 0, 0} // no soft-cap, no sinks
 		var att []fakeLaunch
 		for _, l := range f.launches[from:] {
 			if l.fn == b.fn[kAttentionF32] {

@@ -129,7 +129,7 @@ func attentionMeta(dst []int32, rows int, spec gpu.KVSpec, batch *gpu.Batch, o g
 
 // Attention is paged attention for one layer (kernels/attention.cu):
 // causal, within a sliding window or bidirectional as o says, its scores
-// soft-capped and scaled.
+// soft-capped and scaled, with o's sinks.
 func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *gpu.Batch, o gpu.AttnOpts) {
 	cc, cq, cd := b.kv(c), b.f32(q), b.act(dst)
 	cc.checkLayer("Attention", layer)
@@ -146,10 +146,16 @@ func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *
 	if o.SoftCap > 0 {
 		invCap = 1 / o.SoftCap
 	}
+	var sinks uint64
+	if o.Sinks != nil {
+		cs := b.f32(o.Sinks)
+		checkShape("Attention", "sinks", cs, 1, heads)
+		sinks = cs.ptr
+	}
 	meta := b.put(&b.meta, b.host, "attention tables") // before the list: put may launch (graph.go)
 	b.a.reset().ptr(cd.ptr).ptr(cq.ptr).ptr(cc.k(layer)).ptr(cc.v(layer)).ptr(meta).
 		i32(cq.rows).i32(heads).i32(spec.KVHeads).i32(spec.HeadDim).i32(spec.BlockSize).
-		f32(o.Scale).f32(o.SoftCap).f32(invCap)
+		f32(o.Scale).f32(o.SoftCap).f32(invCap).ptr(sinks)
 	k := kvTypeKernel(spec.Type, kAttentionF16, kAttentionF32)
 	b.launch(k, attentionDims(k, heads, cq.rows))
 }

@@ -72,3 +72,16 @@ func (b *Backend) LayerNorm(dst, x, w, bias gpu.Tensor, eps float32) {
 	b.a.reset().ptr(cx.ptr).ptr(pw).ptr(pb).ptr(cd.ptr).i32(cx.cols).f32(eps)
 	b.launch(kLayerNorm, rowDims(kLayerNorm, int64(cx.rows), cx.cols))
 }
+
+// SwiGLUOAI: dst = g / (1 + e^(-alpha·g)) · (u + 1), g = min(gate,
+// limit), u = clamp(up, -limit, limit). dst may be gate.
+func (b *Backend) SwiGLUOAI(dst, gate, up gpu.Tensor, alpha, limit float32) {
+	cd, cg, cu := b.act(dst), b.f32(gate), b.f32(up)
+	checkShape("SwiGLUOAI", "up", cu, cg.rows, cg.cols)
+	checkShape("SwiGLUOAI", "dst", cd, cg.rows, cg.cols)
+	b.enter()
+	defer b.leave()
+	n := int64(cg.rows) * int64(cg.cols)
+	b.a.reset().ptr(cg.ptr).ptr(cu.ptr).ptr(cd.ptr).i64(n).f32(alpha).f32(limit)
+	b.launch(kSwiGLUOAI, elementwiseDims(kSwiGLUOAI, n))
+}

@@ -159,13 +159,17 @@ func (p *preflightRun) tinyOps() []preflightOp {
 			t := act(b, 2, cols, x)
 			b.GELUMul(t, t, act(b, 2, cols, x))
 		}},
+		preflightOp{"SwiGLUOAI [2×64]", func() {
+			t := act(b, 2, cols, x)
+			b.SwiGLUOAI(t, t, act(b, 2, cols, x), 1.702, 7)
+		}},
 		preflightOp{"LayerNorm [2×64] with weight and bias", func() {
 			t := act(b, 2, cols, x)
 			b.LayerNorm(t, t, weight(b, gguf.TypeF32, 1, cols, w), weight(b, gguf.TypeF32, 1, cols, w), 1e-5)
 		}},
 	)
 	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
-		ops = append(ops, preflightOp{fmt.Sprintf("WriteKV and Attention (causal, then in a window, soft-capped), %v K/V, 2 rows, 2 heads over 1 of 64", typ), func() {
+		ops = append(ops, preflightOp{fmt.Sprintf("WriteKV and Attention (causal, then in a window, soft-capped, then with sinks), %v K/V, 2 rows, 2 heads over 1 of 64", typ), func() {
 			spec := gpu.KVSpec{Layers: 1, Blocks: 2, BlockSize: 16, KVHeads: 1, HeadDim: 64, Type: typ}
 			kv, err := b.NewKVCache(spec)
 			if err != nil {
@@ -180,6 +184,9 @@ func (p *preflightRun) tinyOps() []preflightOp {
 			swa := &gpu.Batch{BlockSize: 16, Seqs: []gpu.Seq{{Start: 0, Len: 2, Pos: 17, Blocks: []int32{-1, 0}}}}
 			b.WriteKV(kv, 0, act(b, 2, 64, x), act(b, 2, 64, x), []int32{1, 2})
 			b.Attention(act(b, 2, 128, make([]float32, 2*128)), q, kv, 0, swa, gpu.AttnOpts{Scale: 0.125, SoftCap: 50, Window: 2})
+			// With sinks (gpt-oss), a logit per query head.
+			sinks := weight(b, gguf.TypeF32, 1, 2, gpu.QuantizeRows(gguf.TypeF32, 1, 2, []float32{0.5, -1}))
+			b.Attention(act(b, 2, 128, make([]float32, 2*128)), q, kv, 0, batch, gpu.AttnOpts{Scale: 0.125, Sinks: sinks})
 		}})
 	}
 	return ops

@@ -276,6 +276,12 @@ func (s *Split) GELUMul(dst, gate, up gpu.Tensor) {
 	be.GELUMul(s.out(be, dst), gi, ui)
 }
 
+func (s *Split) SwiGLUOAI(dst, gate, up gpu.Tensor, alpha, limit float32) {
+	be := s.cur
+	gi, ui := s.in(be, gate), s.in(be, up)
+	be.SwiGLUOAI(s.out(be, dst), gi, ui, alpha, limit)
+}
+
 func (s *Split) Softcap(x gpu.Tensor, c float32) {
 	be := s.cur
 	s.in(be, x)

@@ -91,6 +91,9 @@ func (s *Split) WriteKV(c gpu.KVCache, layer int, k, v gpu.Tensor, slots []int32
 func (s *Split) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, b *gpu.Batch, o gpu.AttnOpts) {
 	be, kv, l := s.layer(c, layer)
 	qi := s.in(be, q)
+	if o.Sinks != nil {
+		o.Sinks = s.in(be, o.Sinks) // a weight of the layer, on its side
+	}
 	be.Attention(s.out(be, dst), qi, kv, l, b, o)
 }
 

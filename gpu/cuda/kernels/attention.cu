@@ -14,6 +14,11 @@
 // attention differ only in first and n (Go computes them: gpu.AttnOpts.Span).
 // Query head h reads K/V head h / (heads/kv_heads).
 //
+// sinks, when not null, holds a logit per query head that joins the
+// softmax's max and denominator but has no value (gpt-oss's attention
+// sinks, llama.cpp's soft_max with sinks): it enters at the merge of the
+// warps' states.
+//
 // Scores are q·k, soft-capped when cap > 0 (cap · tanh(q·k · inv_cap),
 // before the scale, as llama.cpp), then scaled. tanhf, not gpu/cpu's
 // double tanh: the warp's sums already differ from the CPU's in order.
@@ -33,7 +38,8 @@ __device__ __forceinline__ float kv_load(const float* p, long long i) { return p
 template <typename KV>
 __device__ void attention(float* __restrict__ dst, const float* __restrict__ q, const KV* __restrict__ kc,
                           const KV* __restrict__ vc, const int* __restrict__ meta, int rows, int heads,
-                          int kv_heads, int head_dim, int block_size, float scale, float cap, float inv_cap) {
+                          int kv_heads, int head_dim, int block_size, float scale, float cap, float inv_cap,
+                          const float* __restrict__ sinks) {
     __shared__ float s_max[ATT_WARPS], s_sum[ATT_WARPS];
     __shared__ float s_acc[ATT_WARPS][32 * ATT_HD];
     int h = blockIdx.x, row = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -96,11 +102,13 @@ __device__ void attention(float* __restrict__ dst, const float* __restrict__ q, 
     if (warp != 0) return;
     float M = s_max[0];
     for (int w = 1; w < ATT_WARPS; w++) M = fmaxf(M, s_max[w]);
+    if (sinks) M = fmaxf(M, sinks[h]);
     float L = 0.0f, f[ATT_WARPS];
     for (int w = 0; w < ATT_WARPS; w++) {
         f[w] = s_max[w] == NEG_INF ? 0.0f : expf(s_max[w] - M);  // a warp with no positions adds nothing
         L += s_sum[w] * f[w];
     }
+    if (sinks) L += expf(sinks[h] - M);
     float* out = dst + ((long long)row * heads + h) * head_dim;
     for (int j = lane; j < head_dim; j += 32) {
         float o = 0.0f;
@@ -111,12 +119,12 @@ __device__ void attention(float* __restrict__ dst, const float* __restrict__ q, 
 
 extern "C" __global__ void __launch_bounds__(512) attention_f16(float* dst, const float* q, const u16* kc, const u16* vc, const int* meta,
                                                                 int rows, int heads, int kv_heads, int head_dim, int block_size, float scale,
-                                                                float cap, float inv_cap) {
-    attention<u16>(dst, q, kc, vc, meta, rows, heads, kv_heads, head_dim, block_size, scale, cap, inv_cap);
+                                                                float cap, float inv_cap, const float* sinks) {
+    attention<u16>(dst, q, kc, vc, meta, rows, heads, kv_heads, head_dim, block_size, scale, cap, inv_cap, sinks);
 }
 
 extern "C" __global__ void __launch_bounds__(512) attention_f32(float* dst, const float* q, const float* kc, const float* vc, const int* meta,
                                                                 int rows, int heads, int kv_heads, int head_dim, int block_size, float scale,
-                                                                float cap, float inv_cap) {
-    attention<float>(dst, q, kc, vc, meta, rows, heads, kv_heads, head_dim, block_size, scale, cap, inv_cap);
+                                                                float cap, float inv_cap, const float* sinks) {
+    attention<float>(dst, q, kc, vc, meta, rows, heads, kv_heads, head_dim, block_size, scale, cap, inv_cap, sinks);
 }

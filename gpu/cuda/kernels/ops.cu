@@ -111,6 +111,20 @@ extern "C" __global__ void __launch_bounds__(256) gelu_mul(const float* gate, co
     y[t] = up ? __fmul_rn(g, up[t]) : g;
 }
 
+// swiglu_oai: y = g / (1 + e^(-alpha·g)) · (u + 1), g = min(gate, limit),
+// u = clamp(up, -limit, limit) (gpt-oss's clamped SwiGLU, ggml_swiglu_oai);
+// a NaN stays NaN, as through std::min and std::clamp. y may be gate.
+extern "C" __global__ void __launch_bounds__(256) swiglu_oai(const float* gate, const float* up, float* y, long long n,
+                                                             float alpha, float limit) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    float g = gate[t], u = up[t];
+    if (g > limit) g = limit;
+    if (u < -limit) u = -limit;
+    else if (u > limit) u = limit;
+    y[t] = __fmul_rn(__fdiv_rn(g, 1.0f + expf(__fmul_rn(alpha, -g))), u + 1.0f);
+}
+
 // layer_norm: each row of cols elements (blockIdx.x the row) becomes (x -
 // mean) / sqrt(var + eps) · w + b, w and b null for 1 and 0: the row
 // summed in double and rounded, the mean a float quotient, the squares of
