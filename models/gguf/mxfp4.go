@@ -82,12 +82,14 @@ func log2f(f float32) float32 {
 }
 
 // nearestMXFP4 is best_index_mxfp4: the code whose value times d is nearest
-// to x, the lowest code on a tie.
+// to x, the lowest code on a tie. The products are exact (a small integer
+// times a power of two), so an FMA could not change them; the conversions
+// keep to the package's rule all the same.
 func nearestMXFP4(x, d float32) int {
 	best := 0
-	bestErr := abs32(float32(MXFP4Values[0])*d - x)
+	bestErr := abs32(float32(float32(MXFP4Values[0])*d) - x)
 	for i := 1; i < 16; i++ {
-		if err := abs32(float32(MXFP4Values[i])*d - x); err < bestErr {
+		if err := abs32(float32(float32(MXFP4Values[i])*d) - x); err < bestErr {
 			best, bestErr = i, err
 		}
 	}
