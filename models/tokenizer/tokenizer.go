@@ -49,12 +49,6 @@ var toolCallMarks = []string{
 	"[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "<|tool_call|>", "<|/tool_call|>", "<tool_call>", "</tool_call>",
 }
 
-// harmonyMarks are the control tokens of the harmony format (gpt-oss)
-// that llama.cpp renders as text, and its <|end|> where that does not end
-// generation (collectEOG): a vocabulary with <|channel|> keeps them, so
-// the server reads a reply's channels by them.
-var harmonyMarks = []string{"<|start|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|end|>"}
-
 // EncodeOptions say how Encode treats special tokens.
 type EncodeOptions struct {
 	// AddSpecial adds BOS and EOS as the vocabulary asks (add_bos_token,
@@ -108,11 +102,7 @@ func newTokenizer(v *Vocab, m model) *Tokenizer {
 	slices.SortStableFunc(t.special, func(a, b int32) int {
 		return cmp.Compare(len(v.Tokens[b]), len(v.Tokens[a]))
 	})
-	marks := toolCallMarks
-	if _, ok := v.ID("<|channel|>"); ok {
-		marks = append(slices.Clip(marks), harmonyMarks...)
-	}
-	for _, text := range marks {
+	for _, text := range toolCallMarks {
 		if id, ok := v.ID(text); ok && int(id) < len(v.Types) && v.Types[id] == TypeControl && !v.IsEOG(id) {
 			t.marks = append(t.marks, id)
 		}

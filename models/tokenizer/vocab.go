@@ -217,6 +217,23 @@ func LoadVocab(f *gguf.File) (*Vocab, error) {
 	return v, nil
 }
 
+// harmonyTokens are gpt-oss's harmony-format tokens that llama.cpp makes
+// user-defined in every vocabulary that has them, whatever their type in
+// the file (control, in gpt-oss's): they are then matched in text even
+// when special tokens are not parsed, and decode as their text, so a
+// reply's "<|channel|>analysis<|message|>…" reaches the harmony parser.
+var harmonyTokens = []string{"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}
+
+// setHarmonyAttrs makes harmonyTokens user-defined, as llama.cpp does
+// after it has collected the end-of-generation tokens (collectEOG).
+func (v *Vocab) setHarmonyAttrs() {
+	for _, text := range harmonyTokens {
+		if id, ok := v.ids[text]; ok && int(id) < len(v.Types) {
+			v.Types[id] = TypeUserDefined
+		}
+	}
+}
+
 // setStripAttrs gives the special tokens of Phi-3 models the rstrip
 // attribute, as llama.cpp does by the model's general.name (containing
 // "phi-3" or "phi3", in any case; so not "Phi 3.5 Mini Instruct"): every
@@ -246,7 +263,8 @@ func (v *Vocab) setStripAttrs(name string) {
 }
 
 // collectEOG fills EOG; an end-of-turn token stored as normal text becomes
-// a control token, so that it is never shown as text.
+// a control token, so that it is never shown as text. Then harmony's
+// tokens get llama.cpp's types (setHarmonyAttrs, and <|end|> below).
 func (v *Vocab) collectEOG() {
 	for _, id := range []int32{v.EOS, v.EOT, v.EOM} {
 		if id != NoToken && !slices.Contains(v.EOG, id) {
@@ -264,14 +282,18 @@ func (v *Vocab) collectEOG() {
 		v.Types[id] = TypeControl
 		v.EOG = append(v.EOG, id)
 	}
+	v.setHarmonyAttrs()
 	// Harmony (gpt-oss) ends a reply with <|return|> or <|call|>; its <|end|>
 	// ends one message of several (the thinking, then the answer), so it
-	// does not end generation, as llama.cpp's vocabulary decides.
+	// does not end generation, as llama.cpp's vocabulary decides, and
+	// becomes user-defined there: matched in text whether or not special
+	// tokens are parsed, and decoded as its text.
 	ret, okR := v.ids["<|return|>"]
 	call, okC := v.ids["<|call|>"]
 	end, okE := v.ids["<|end|>"]
 	if okR && okC && okE && v.IsEOG(ret) && v.IsEOG(call) {
 		v.EOG = slices.DeleteFunc(v.EOG, func(id int32) bool { return id == end })
+		v.Types[end] = TypeUserDefined
 		if v.EOT == end {
 			v.EOT = NoToken
 		}
