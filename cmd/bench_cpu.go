@@ -52,6 +52,11 @@ type cpuReport struct {
 	// the memory-bound ceiling decode reaches.
 	DecodeOfCeiling float64 `json:"decode_of_ceiling"`
 	PeakRSSBytes    int64   `json:"peak_rss_bytes"`
+	// DecodeReadBytes is the weight bytes the kernels multiplied by per
+	// decode token (cpu.Backend.WeightBytesRead over the rounds' decode
+	// steps): ModelBytes for a dense model; for a mixture of experts, its
+	// chosen experts' share.
+	DecodeReadBytes int64 `json:"decode_read_bytes"`
 }
 
 type llamaCppSpeed struct {
@@ -170,9 +175,17 @@ func benchCPU(model string, prompt, gen, threads, repeat, depth int, kvType stri
 		total += t.Bytes
 	}
 	rep.ModelBytes = decodeBytes(m, total)
-	if rep.PrefillRuns, rep.DecodeRuns, err = timeRounds(m, prompt, gen, repeat, depth, 0, nil); err != nil {
+	var decoded int64 // the weight bytes of the rounds' decode steps
+	count := func(step func() error) error {
+		before := be.WeightBytesRead()
+		err := step()
+		decoded += be.WeightBytesRead() - before
+		return err
+	}
+	if rep.PrefillRuns, rep.DecodeRuns, err = timeRounds(m, prompt, gen, repeat, depth, 0, nil, count); err != nil {
 		return nil, err
 	}
+	rep.DecodeReadBytes = decoded / int64((repeat+1)*gen)
 	rep.PrefillTPS, rep.DecodeTPS = median(rep.PrefillRuns), median(rep.DecodeRuns)
 	rep.PeakRSSBytes = peakRSS()
 	rep.BandwidthGBs = cpu.ReadBandwidth(be.Threads(), 512<<20) / 1e9
@@ -209,6 +222,14 @@ func loadForBench(model, device string, prompt, gen, threads, depth int, kvType 
 // them but the token embeddings when the output matrix is separate (one
 // row of those is read per token).
 func decodeBytes(m *runner.Model, total int64) int64 {
+	if c := m.Arch.Config; c.Experts > 0 {
+		// a token reads ExpertsUsed of each layer's Experts experts
+		for _, t := range m.File.Tensors {
+			if strings.HasSuffix(t.Name, "_exps.weight") {
+				total -= t.Bytes - t.Bytes*int64(c.ExpertsUsed)/int64(c.Experts)
+			}
+		}
+	}
 	if emb, ok := m.File.Tensor("token_embd.weight"); ok {
 		if _, untied := m.File.Tensor("output.weight"); untied {
 			total -= emb.Bytes
@@ -223,8 +244,12 @@ func decodeBytes(m *runner.Model, total int64) int64 {
 // tokens/s of each. The first depth positions are computed once, untimed:
 // the rounds write only later ones. done, when set, gets each pass's logits
 // (a device backend downloads them, as serving does, which also waits for
-// it).
-func timeRounds(m *runner.Model, prompt, gen, repeat, depth, decodeAt int, done func(gpu.Tensor)) (pp, tg []float64, err error) {
+// it). decodeStep, when set, runs each decode step (step) and may measure
+// it.
+func timeRounds(m *runner.Model, prompt, gen, repeat, depth, decodeAt int, done func(gpu.Tensor), decodeStep func(func() error) error) (pp, tg []float64, err error) {
+	if decodeStep == nil {
+		decodeStep = func(step func() error) error { return step() }
+	}
 	decodeAt += depth
 	blocks := make([]int32, ceilDivInt(max(depth+prompt, decodeAt+gen), benchBlock))
 	for i := range blocks {
@@ -261,7 +286,7 @@ func timeRounds(m *runner.Model, prompt, gen, repeat, depth, decodeAt int, done 
 		p := float64(prompt) / time.Since(t0).Seconds()
 		t0 = time.Now()
 		for pos := decodeAt; pos < decodeAt+gen; pos++ {
-			if err := forward(pos, 1); err != nil {
+			if err := decodeStep(func() error { return forward(pos, 1) }); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -365,6 +390,10 @@ func printCPU(w io.Writer, r *cpuReport) {
 		fmt.Fprintf(w, "llama.cpp: prefill %d: %8.2f tok/s   decode %d: %7.2f tok/s   (%s; peak RSS %.0f MB)\n",
 			r.Prompt, l.PrefillTPS, r.Gen, l.DecodeTPS, l.Backend, float64(l.PeakRSSBytes)/1e6)
 		fmt.Fprintf(w, "ratio:     prefill %.2fx   decode %.2fx\n", r.PrefillRatio, r.DecodeRatio)
+	}
+	if r.DecodeReadBytes > 0 {
+		fmt.Fprintf(w, "reads:     %.1f MB of weights per decode token (kernel counters), %.1f%% of the %.1f MB above\n",
+			float64(r.DecodeReadBytes)/1e6, 100*float64(r.DecodeReadBytes)/float64(r.ModelBytes), float64(r.ModelBytes)/1e6)
 	}
 	fmt.Fprintf(w, "bandwidth: %.1f GB/s read; decode at %.0f%% of its ceiling (%.1f tok/s)\n",
 		r.BandwidthGBs, 100*r.DecodeOfCeiling, r.BandwidthGBs*1e9/float64(r.ModelBytes))

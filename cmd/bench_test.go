@@ -242,3 +242,43 @@ func TestBenchCPUSlidingWindow(t *testing.T) {
 		t.Errorf("report %+v: want a prefill and a decode rate", r)
 	}
 }
+
+// A mixture of experts' decode reads its chosen experts only: bench
+// counts the weight bytes of the decode steps' matmuls (the CPU's
+// counters), and they are the weights less the unchosen experts' (tiny
+// qwen3moe: 2 of 8 experts a layer; the token embeddings are looked
+// up, the output matrix multiplied).
+func TestBenchCPUMoEReadsActiveExperts(t *testing.T) {
+	model := filepath.Join(t.TempDir(), "qwen3moe.gguf")
+	if err := synth.WriteTiny(model, "qwen3moe", gguf.TypeQ8_0, 3); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all, experts int64
+	for _, ti := range f.Tensors {
+		if ti.Type == gguf.TypeF32 && len(ti.Shape) == 1 {
+			continue // norms: not matmul weights
+		}
+		if ti.Name == "token_embd.weight" {
+			continue // looked up by rows: the file has its own output matrix
+		}
+		all += ti.Bytes
+		if strings.HasSuffix(ti.Name, "_exps.weight") {
+			experts += ti.Bytes
+		}
+	}
+	f.Close()
+	var r cpuReport
+	benchJSON(t, &r, "bench", "--model", model, "--prompt", "16", "--gen", "4", "--repeat", "1")
+	active := all - experts*6/8
+	t.Logf("weights %d bytes, experts %d; decode reads %d a token (counted), %d estimated", all, experts, r.DecodeReadBytes, r.ModelBytes)
+	if r.DecodeReadBytes != active {
+		t.Errorf("decode read %d weight bytes a token, want %d: all %d less 6 of 8 experts' %d", r.DecodeReadBytes, active, all, experts)
+	}
+	if r.ModelBytes >= all-experts/2 {
+		t.Errorf("model bytes a token %d count more than the chosen experts (all %d, experts %d)", r.ModelBytes, all, experts)
+	}
+}

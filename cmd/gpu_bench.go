@@ -79,7 +79,7 @@ func benchGPU(model string, prompt, gen, repeat int) (*gpuReport, error) {
 	rep.Device, rep.DeviceBytes = dev.Device().Name, dev.Used()
 	logits := make([]float32, m.Arch.Vocab)
 	download := func(out gpu.Tensor) { be.Download(logits, out) }
-	if rep.PrefillRuns, rep.DecodeRuns, err = timeRounds(m, prompt, gen, repeat, 0, prompt, download); err != nil {
+	if rep.PrefillRuns, rep.DecodeRuns, err = timeRounds(m, prompt, gen, repeat, 0, prompt, download, nil); err != nil {
 		return nil, err
 	}
 	rep.DeviceBytes = dev.Used() // with the scratch cuBLAS grew

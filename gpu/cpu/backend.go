@@ -43,6 +43,7 @@ type Backend struct {
 	closed  bool
 	k       *kernels // the kernels of bestLevel (lower in tests), chosen in New
 	weights arena    // the repacked weights
+	wbytes  int64    // WeightBytesRead's count
 
 	// The ops' kernels, filled in before each dispatch and cleared after,
 	// kept here so that handing one to the pool allocates nothing.

@@ -12,6 +12,7 @@ func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
 	cd, cx, cw := b.tensor(dst), b.tensor(x), b.tensor(w)
 	n, k, m := cx.rows, cx.cols, cw.rows
 	checkMatMul("MatMul", cd, cx, cw)
+	b.countWeight(cw)
 	if kind, ok := b.k.matmulKind(cw.typ); ok {
 		b.f32(x) // x must be F32 in place: the SIMD path quantizes cx.f32
 		b.matmulSIMD(kind, cd, cx, cw)
@@ -58,6 +59,7 @@ func (b *Backend) MatMuls(dsts []gpu.Tensor, x gpu.Tensor, ws []gpu.Tensor) {
 	for i, w := range ws {
 		cd, cw := b.tensor(dsts[i]), b.tensor(w)
 		checkMatMul("MatMuls", cd, cx, cw)
+		b.countWeight(cw)
 		b.mmParts = append(b.mmParts, mmPart{w: cw, dst: cd})
 	}
 	b.matmulsSIMD(kind, cx)
