@@ -179,23 +179,8 @@ func softmaxGo(x []float32, c int) {
 
 // softmax replaces x by softmax(x) as ggml_vec_soft_max_f32 and its
 // caller do: e^(x - max) in float32, summed in float64, then scaled by the
-// float32 of 1/sum.
-func softmax(x []float32) {
-	m := float32(math.Inf(-1))
-	for _, v := range x {
-		m = max(m, v)
-	}
-	var sum float64
-	for i, v := range x {
-		e := exp32(v - m)
-		x[i] = e
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
-	for i := range x {
-		x[i] *= inv
-	}
-}
+// float32 of 1/sum. It is softmaxSink without a sink (e^-∞ adds 0).
+func softmax(x []float32) { softmaxSink(x, float32(math.Inf(-1))) }
 
 // softmaxSink is softmax with a sink: a logit that joins the max and the
 // sum but has no probability of its own, so that x sums to less than 1

@@ -118,7 +118,7 @@ func TestGemmaStyleVocabMatchesLlamaCpp(t *testing.T) {
 	const sep = "<br>"
 	sepID, _ := tok.Vocab().ID(sep)
 	for _, special := range []bool{true, false} {
-		ref := spmLlamaCppIDs(t, path, strings.Join(gemmaTexts, sep), special)
+		ref := llamaCppIDs(t, path, strings.Join(gemmaTexts, sep), special)
 		segments := spmSplitIDs(ref, sepID)
 		if len(segments) != len(gemmaTexts) {
 			t.Fatalf("parse special %v: llama.cpp gave %d segments for %d texts", special, len(segments), len(gemmaTexts))

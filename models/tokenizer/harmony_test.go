@@ -1,8 +1,6 @@
 package tokenizer
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -39,7 +37,7 @@ func TestHarmonyTokensMatchLlamaCpp(t *testing.T) {
 	for _, text := range texts {
 		for _, special := range []bool{false, true} {
 			got := tok.Encode(text, EncodeOptions{ParseSpecial: special})
-			if want := llamaTokenize(t, path, text, special); !slices.Equal(got, want) {
+			if want := llamaCppIDs(t, path, text, special); !slices.Equal(got, want) {
 				t.Errorf("%q, special %v:\n folio     %v\n llama.cpp %v", text, special, got, want)
 			}
 		}
@@ -90,29 +88,4 @@ func withHarmonyTokens(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// llamaTokenize returns llama.cpp's ids for text, special tokens parsed
-// or not.
-func llamaTokenize(t *testing.T, path, text string, special bool) []int32 {
-	t.Helper()
-	prompt := filepath.Join(t.TempDir(), "prompt.txt")
-	if err := os.WriteFile(prompt, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"tokenize", path, "--prompt-file", prompt, "--compact"}
-	if special {
-		args = append(args, "--special")
-	}
-	var out struct {
-		Tokenization struct {
-			NoSpecial struct {
-				IDs []int32 `json:"ids"`
-			} `json:"no_special"`
-		} `json:"tokenization"`
-	}
-	if err := json.Unmarshal(fixtures.RunLlamaref(t, args...), &out); err != nil {
-		t.Fatalf("llamaref output: %v", err)
-	}
-	return out.Tokenization.NoSpecial.IDs
 }

@@ -170,8 +170,9 @@ func TestSPMLlama2c(t *testing.T) {
 	}
 }
 
-// spmLlamaCppIDs returns llama.cpp's ids for text (no BOS).
-func spmLlamaCppIDs(t *testing.T, path, text string, parseSpecial bool) []int32 {
+// llamaCppIDs returns llama.cpp's ids for text (no BOS), special tokens
+// parsed or not.
+func llamaCppIDs(t *testing.T, path, text string, parseSpecial bool) []int32 {
 	t.Helper()
 	prompt := filepath.Join(t.TempDir(), "prompt.txt")
 	if err := os.WriteFile(prompt, []byte(text), 0o644); err != nil {
@@ -206,7 +207,7 @@ func spmCompareWithLlamaCpp(t *testing.T, path string, texts []string) {
 			t.Fatalf("%q cannot go in a batch: it is empty or holds special-token text", s)
 		}
 	}
-	ref := spmLlamaCppIDs(t, path, strings.Join(texts, sep), true)
+	ref := llamaCppIDs(t, path, strings.Join(texts, sep), true)
 	segments := spmSplitIDs(ref, tok.vocab.EOS)
 	if len(segments) != len(texts) {
 		t.Fatalf("llama.cpp gave %d segments for %d texts: %v", len(segments), len(texts), ref)
@@ -278,7 +279,7 @@ func TestSPMMatchesLlamaCpp(t *testing.T) {
 		t.Run("plain special text "+c.vocab, func(t *testing.T) {
 			path := fixtures.Model(t, c.vocab)
 			tok := openTokenizer(t, path)
-			want := spmLlamaCppIDs(t, path, c.text, false)
+			want := llamaCppIDs(t, path, c.text, false)
 			if got := tok.Encode(c.text, EncodeOptions{}); !slices.Equal(got, want) {
 				t.Errorf("%q:\n folio     %s\n llama.cpp %s", c.text, spmPieces(tok, got), spmPieces(tok, want))
 			}
@@ -452,7 +453,7 @@ func TestPhi3SpecialRStrip(t *testing.T) {
 		"\n<|user|>\n",
 		"<|user|>\u00a0no-break space stays<|end|>\v\f",
 	} {
-		want := spmLlamaCppIDs(t, path, text, true)
+		want := llamaCppIDs(t, path, text, true)
 		if got := tok.Encode(text, EncodeOptions{ParseSpecial: true}); !slices.Equal(got, want) {
 			t.Errorf("%q:\n folio     %s\n llama.cpp %s", text, spmPieces(tok, got), spmPieces(tok, want))
 		}
