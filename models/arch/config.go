@@ -138,6 +138,7 @@ var architectures = map[string]architecture{
 	"phi3":     {neox: true, config: readPhi3, newBlock: newPhi3Block},
 	"granite":  {neox: false, config: readGranite, newBlock: newGraniteBlock},
 	"qwen3moe": {neox: true, config: readMoE, newBlock: newQwen3moeBlock},
+	"gpt-oss":  {neox: true, config: readGptoss, newBlock: newGptossBlock},
 
 	"gemma-embedding": {neox: true, config: readGemma, newBlock: newGemmaBlock},
 

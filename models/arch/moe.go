@@ -67,6 +67,13 @@ func readMoE(f *gguf.File, p string, c *Config) error {
 type moeFFN struct {
 	router         gpu.Tensor   // [Experts, Dim]
 	gate, up, down []gpu.Tensor // expert e's [ExpertFFN, Dim], [ExpertFFN, Dim], [Dim, ExpertFFN]
+	// The biases, where a family has them (gpt-oss; nil otherwise): the
+	// router's [1, Experts] on its logits before the choice, and expert
+	// e's [1, ExpertFFN], [1, ExpertFFN], [1, Dim] on its matrices'
+	// outputs.
+	routerB           gpu.Tensor
+	gateB, upB, downB []gpu.Tensor
+	oai               bool // SwiGLUOAI between the matrices (gpt-oss), else SiLUMul
 }
 
 func newMoEFFN(ld *loader, c *Config, i int) moeFFN {
@@ -81,6 +88,19 @@ func newMoEFFN(ld *loader, c *Config, i int) moeFFN {
 	ld.releaseRepacked(name("ffn_up_exps"), f.up)
 	ld.releaseRepacked(name("ffn_down_exps"), f.down)
 	return f
+}
+
+// loadBiases loads the router's and the experts' biases: ffn_gate_inp.bias
+// [Experts] and ffn_{gate,up,down}_exps.bias, GGUF [ExpertFFN or Dim,
+// Experts], expert e's the e-th row.
+func (f *moeFFN) loadBiases(ld *loader, c *Config, i int) {
+	name := func(s string) string { return fmt.Sprintf("blk.%d.%s.bias", i, s) }
+	f.routerB = ld.weight(name("ffn_gate_inp"), 1, c.Experts)
+	for e := range c.Experts {
+		f.gateB = append(f.gateB, ld.weightPart(name("ffn_gate_exps"), e, 1, c.Experts, c.ExpertFFN))
+		f.upB = append(f.upB, ld.weightPart(name("ffn_up_exps"), e, 1, c.Experts, c.ExpertFFN))
+		f.downB = append(f.downB, ld.weightPart(name("ffn_down_exps"), e, 1, c.Experts, c.Dim))
+	}
 }
 
 // releaseRepacked releases the file pages of name once every part of it
@@ -150,13 +170,17 @@ func moeScratchBytes(c *Config, maxRows int) int64 {
 }
 
 // forward: x += Σ over each row's chosen experts e of weight_e ·
-// down_e(silu(gate_e(h)) · up_e(h)), h = norm(x).
+// down_e(silu(gate_e(h)) · up_e(h)), h = norm(x) (with the biases and
+// SwiGLUOAI where the family has them).
 func (f *moeFFN) forward(m *Model, s *step, norm gpu.Tensor) {
 	be, c, ms := m.be, &m.Config, m.moe
 	n, k, dim := s.x.Rows(), c.ExpertsUsed, c.Dim
 	be.RMSNorm(s.xb, s.x, norm, m.Eps) // xb [n, Dim]
 	logits := be.Slice(ms.logits, n)
 	be.MatMul(logits, s.xb, f.router) // [n, Experts]
+	if f.routerB != nil {
+		be.Add(logits, logits, f.routerB)
+	}
 	be.Download(ms.hostLogits[:n*c.Experts], logits)
 	for e := range ms.rows {
 		ms.rows[e], ms.choice[e] = ms.rows[e][:0], ms.choice[e][:0]
@@ -182,8 +206,19 @@ func (f *moeFFN) forward(m *Model, s *step, norm gpu.Tensor) {
 		}
 		he, he2, ye := be.Slice(ms.he, cnt), be.Slice(ms.he2, cnt), be.Slice(ms.ye, cnt)
 		m.matMuls(s, in, he, f.gate[e], he2, f.up[e]) // [cnt, ExpertFFN]
-		be.SiLUMul(he, he, he2)
+		if f.gateB != nil {
+			be.Add(he, he, f.gateB[e])
+			be.Add(he2, he2, f.upB[e])
+		}
+		if f.oai {
+			be.SwiGLUOAI(he, he, he2, oaiAlpha, oaiLimit)
+		} else {
+			be.SiLUMul(he, he, he2)
+		}
 		be.MatMul(ye, he, f.down[e]) // [cnt, Dim]
+		if f.downB != nil {
+			be.Add(ye, ye, f.downB[e])
+		}
 		be.Download(ms.yHost[:cnt*dim], ye)
 		for i, ch := range ms.choice[e] {
 			copy(ms.out[int(ch)*dim:(int(ch)+1)*dim], ms.yHost[i*dim:(i+1)*dim])

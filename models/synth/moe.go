@@ -20,14 +20,14 @@ var qwen3moeMini = Config{Arch: "qwen3moe", Embd: 1024, Layers: 24, Heads: 16, H
 	Experts: 64, ExpertsUsed: 8, ExpertFFN: 768}
 
 // isMoE reports whether arch's feed-forward is a mixture of experts.
-func isMoE(arch string) bool { return arch == "qwen3moe" }
+func isMoE(arch string) bool { return arch == "qwen3moe" || arch == "gpt-oss" }
 
 // checkMoE refuses expert settings on a dense architecture and an expert
 // layout llama.cpp's loader refuses.
 func (c Config) checkMoE() error {
 	if !isMoE(c.Arch) {
 		if c.Experts != 0 || c.ExpertsUsed != 0 || c.ExpertFFN != 0 {
-			return badConfig("experts (%d, %d used, ffn %d) are for qwen3moe; %s is dense", c.Experts, c.ExpertsUsed, c.ExpertFFN, c.Arch)
+			return badConfig("experts (%d, %d used, ffn %d) are for qwen3moe and gpt-oss; %s is dense", c.Experts, c.ExpertsUsed, c.ExpertFFN, c.Arch)
 		}
 		return nil
 	}

@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -133,6 +133,7 @@ var tinyFamilies = map[string]func(*Config){
 	"phi3":     phi3Tiny,
 	"granite":  graniteTiny,
 	"qwen3moe": qwen3moeTiny,
+	"gpt-oss":  gptossTiny,
 }
 
 // PresetNames returns the preset names, sorted.
@@ -290,8 +291,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.OrigCtx < 0 || c.OrigCtx > c.Ctx || (c.OrigCtx > 0 && c.Arch != "phi3") {
 		return bad("original context %d: longrope is phi3's, from a context of 1 to ctx %d", c.OrigCtx, c.Ctx)
 	}
-	if c.Window < 0 || (c.Window > 0 && !isGemma(c.Arch) && c.Arch != "phi3" && c.Arch != "olmo2") {
-		return bad("sliding window %d: only gemma, olmo2 and phi3 files carry one, never negative", c.Window)
+	if c.Window < 0 || (c.Window > 0 && !isGemma(c.Arch) && c.Arch != "phi3" && c.Arch != "olmo2" && c.Arch != "gpt-oss") {
+		return bad("sliding window %d: only gemma, olmo2, phi3 and gpt-oss files carry one, never negative", c.Window)
+	}
+	if c.Arch == "gpt-oss" && c.Window <= 0 {
+		return bad("gpt-oss needs a sliding window (--window; gpt-oss uses 128)")
 	}
 	if c.NormEps == 0 {
 		c.NormEps = 1e-5
@@ -377,6 +381,8 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			phi3Metadata(c, set)
 		case "granite":
 			graniteMetadata(c, set)
+		case "gpt-oss":
+			set(a+"attention.sliding_window", uint32(c.Window))
 		}
 		if isMoE(c.Arch) {
 			moeMetadata(c, set)

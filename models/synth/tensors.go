@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"strings"
 	"sync"
 
 	"folio/models/gguf"
@@ -95,7 +96,12 @@ func (m *Model) planTensors() {
 		if isGemma(c.Arch) {
 			norm(p+"post_attention_norm.weight", c.Embd) // of the attention output, before the residual add
 		}
-		norm(p+"ffn_norm.weight", c.Embd)
+		if c.Arch == "gpt-oss" {
+			norm(p+"post_attention_norm.weight", c.Embd) // gpt-oss's ffn_norm, by its name
+			m.gptossTensors(p, qDim, func(name string, mean, std float32, shape ...int) { add(name, gguf.TypeF32, mean, std, shape...) })
+		} else {
+			norm(p+"ffn_norm.weight", c.Embd)
+		}
 		if isMoE(c.Arch) {
 			m.moeTensors(p, func(name string, typ addType, mean, std float32, shape ...int) {
 				t := gguf.TypeF32
@@ -129,7 +135,13 @@ func (m *Model) planTensors() {
 
 // weightType is Config.Type when rowLen fills its blocks, else Q8_0 (as
 // llama.cpp falls back for K-quants), else F16; fallbacks are recorded.
+// A gpt-oss file in MXFP4 has its experts in MXFP4 and its other 2-D
+// weights in BF16, as llama.cpp's converter writes gpt-oss's release (its
+// experts arrive in MXFP4, the rest in BF16, kept so by --outtype auto).
 func (m *Model) weightType(name string, rowLen int) gguf.TensorType {
+	if m.Config.Arch == "gpt-oss" && m.Config.Type == gguf.TypeMXFP4 && !strings.Contains(name, "_exps.") {
+		return gguf.TypeBF16
+	}
 	for _, t := range []gguf.TensorType{m.Config.Type, gguf.TypeQ8_0, gguf.TypeF16} {
 		if rowLen%t.BlockSize() == 0 {
 			if t != m.Config.Type {
