@@ -98,7 +98,7 @@ func newSynthCmd() *cobra.Command {
 		{"n-ff", "feed-forward size"}, {"ctx", "context length"},
 		{"rope-dims", "leading elements of each head that rotate (default the whole head)"},
 		{"vocab-size", "tokens; pads the vocabulary with [PAD<n>] tokens"},
-		{"window", "sliding window of the windowed layers of gemma2, gemma3 (0: none) and olmo2 (OLMo 3; 0: none)"},
+		{"window", "sliding window of the windowed layers of gemma2, gemma3 (0: none), olmo2 (OLMo 3; 0: none) and gpt-oss"},
 	} {
 		shape[s.flag] = f.Int(s.flag, 0, s.usage+" (overrides the preset)")
 	}
