@@ -105,13 +105,13 @@ func TestFamilyStructure(t *testing.T) {
 	}
 }
 
-// TestFamilyPresets checks the real-shape presets of phi3 and granite plan
-// the models they name (weights counted, nothing written).
+// TestFamilyPresets checks the real-shape presets of phi3, granite and
+// gpt-oss plan the models they name (weights counted, nothing written).
 func TestFamilyPresets(t *testing.T) {
 	for _, tc := range []struct {
 		preset string
 		params float64 // in billions, as their model cards say
-	}{{"phi4-mini", 3.84}, {"granite-3.3-2b", 2.53}} {
+	}{{"phi4-mini", 3.84}, {"granite-3.3-2b", 2.53}, {"gpt-oss-20b", 20.91}} {
 		cfg, err := ArchPreset("", tc.preset)
 		if err != nil {
 			t.Fatal(err)

@@ -118,6 +118,8 @@ var presets = map[string]Config{
 
 	"embeddinggemma-300m": embeddingGemma300M,
 	"qwen3moe-mini":       qwen3moeMini,
+	"gpt-oss-20b":         gptoss20B,
+	"gpt-oss-mini":        gptossMini,
 }
 
 // tinyFamilies change the tiny preset for the families whose layers need
