@@ -279,14 +279,17 @@ func TestEngineGemmaSlidingWindow(t *testing.T) {
 
 // TestEngineSlidingPoolGrows: a sliding group's pool starts with room for
 // four sequences' windows and grows when sixteen decode at once with no
-// cached prefix to evict; the tokens are those of every block kept.
+// cached prefix to evict; the tokens are those of every block kept. Each
+// request decodes 300 tokens, so that all sixteen run at once whatever the
+// order they arrive in (with 30, the first ones were done before the last
+// came, on a quick enough machine, and the pool never had to grow).
 func TestEngineSlidingPoolGrows(t *testing.T) {
 	const w = 64
 	opt := LoadOptions{NumCtx: 1024, NumBatch: 128, MaxSeqs: 16}
 	greedy := SampleOptions{RepeatPenalty: 1}
 	var reqs []Request
 	for i := range 16 {
-		reqs = append(reqs, Request{Prompt: promptOf(150+20*i, uint64(200+i)), Sample: greedy, NumPredict: 30})
+		reqs = append(reqs, Request{Prompt: promptOf(150+20*i, uint64(200+i)), Sample: greedy, NumPredict: 300})
 	}
 	runAll := func(e *Engine) []result {
 		out := make([]result, len(reqs))
