@@ -1,7 +1,6 @@
 package arch_test
 
 import (
-	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -44,33 +43,7 @@ func TestGptossLlamaCpp(t *testing.T) {
 			if w := r.m.Window(0); w != 16 || r.m.Window(1) != 0 {
 				t.Fatalf("windows %d, %d; want 16 on layer 0 and none on layer 1", w, r.m.Window(1))
 			}
-			check := func(what string, got, want []float32) {
-				t.Helper()
-				diff, scale := maxDiff(got, want)
-				t.Logf("%s: max|diff| %.3g = %.3g × max|logit| %.3g", what, diff, diff/scale, scale)
-				if diff > tolerance(typ)*scale {
-					t.Errorf("%s: max|diff| %.4g exceeds %.0e × max|logit| %.4g", what, diff, tolerance(typ), scale)
-				}
-			}
-			var seqs []seqRun
-			var want [][]float32
-			var next []int32
-			for i, p := range prompts {
-				l, tok := llamaLogits(t, path, p)
-				want, next = append(want, l), append(next, tok)
-				check(fmt.Sprintf("prompt %d alone", i), r.run(t, []seqRun{{ids: p, table: r.table(i)}})[0], l)
-				seqs = append(seqs, seqRun{ids: p, table: r.table(i)})
-			}
-			for i, got := range r.run(t, seqs) {
-				check(fmt.Sprintf("prompt %d batched", i), got, want[i])
-			}
-			for i := range seqs {
-				seqs[i] = seqRun{ids: next[i : i+1], pos: len(prompts[i]), table: seqs[i].table}
-			}
-			for i, got := range r.run(t, seqs) {
-				l, _ := llamaLogits(t, path, append(append([]int32{}, prompts[i]...), next[i]))
-				check(fmt.Sprintf("decode %d batched", i), got, l)
-			}
+			compareWithLlamaCpp(t, r, path, prompts, tolerance(typ))
 		})
 	}
 }

@@ -56,33 +56,7 @@ func TestQwen3moeLlamaCpp(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := openRig(t, path, 16, gguf.TypeF32)
-			check := func(what string, got, want []float32) {
-				t.Helper()
-				diff, scale := maxDiff(got, want)
-				t.Logf("%s: max|diff| %.3g = %.3g × max|logit| %.3g", what, diff, diff/scale, scale)
-				if diff > tolerance(typ)*scale {
-					t.Errorf("%s: max|diff| %.4g exceeds %.0e × max|logit| %.4g", what, diff, tolerance(typ), scale)
-				}
-			}
-			var seqs []seqRun
-			var want [][]float32
-			var next []int32
-			for i, p := range prompts {
-				l, tok := llamaLogits(t, path, p)
-				want, next = append(want, l), append(next, tok)
-				check(fmt.Sprintf("prompt %d alone", i), r.run(t, []seqRun{{ids: p, table: r.table(i)}})[0], l)
-				seqs = append(seqs, seqRun{ids: p, table: r.table(i)})
-			}
-			for i, got := range r.run(t, seqs) {
-				check(fmt.Sprintf("prompt %d batched", i), got, want[i])
-			}
-			for i := range seqs {
-				seqs[i] = seqRun{ids: next[i : i+1], pos: len(prompts[i]), table: seqs[i].table}
-			}
-			for i, got := range r.run(t, seqs) {
-				l, _ := llamaLogits(t, path, append(append([]int32{}, prompts[i]...), next[i]))
-				check(fmt.Sprintf("decode %d batched", i), got, l)
-			}
+			compareWithLlamaCpp(t, r, path, prompts, tolerance(typ))
 		})
 	}
 }
@@ -173,5 +147,40 @@ func TestMoEReadsChosenExperts(t *testing.T) {
 				t.Errorf("layer %d: expert %d: %d of its gate, up and down matrices multiplied, want 3", l, e, n)
 			}
 		}
+	}
+}
+
+// compareWithLlamaCpp checks r's logits for the model at path against
+// llama.cpp's, to tol of the largest logit: each prompt alone, all of them
+// in one batch (their rows share experts), then a batched decode step of
+// each prompt's llama.cpp greedy token.
+func compareWithLlamaCpp(t *testing.T, r *rig, path string, prompts [][]int32, tol float64) {
+	t.Helper()
+	check := func(what string, got, want []float32) {
+		t.Helper()
+		diff, scale := maxDiff(got, want)
+		t.Logf("%s: max|diff| %.3g = %.3g × max|logit| %.3g", what, diff, diff/scale, scale)
+		if diff > tol*scale {
+			t.Errorf("%s: max|diff| %.4g exceeds %.0e × max|logit| %.4g", what, diff, tol, scale)
+		}
+	}
+	var seqs []seqRun
+	var want [][]float32
+	var next []int32
+	for i, p := range prompts {
+		l, tok := llamaLogits(t, path, p)
+		want, next = append(want, l), append(next, tok)
+		check(fmt.Sprintf("prompt %d alone", i), r.run(t, []seqRun{{ids: p, table: r.table(i)}})[0], l)
+		seqs = append(seqs, seqRun{ids: p, table: r.table(i)})
+	}
+	for i, got := range r.run(t, seqs) {
+		check(fmt.Sprintf("prompt %d batched", i), got, want[i])
+	}
+	for i := range seqs {
+		seqs[i] = seqRun{ids: next[i : i+1], pos: len(prompts[i]), table: seqs[i].table}
+	}
+	for i, got := range r.run(t, seqs) {
+		l, _ := llamaLogits(t, path, append(append([]int32{}, prompts[i]...), next[i]))
+		check(fmt.Sprintf("decode %d batched", i), got, l)
 	}
 }
