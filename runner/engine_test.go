@@ -129,11 +129,23 @@ func sameResultsUnderLoad(t *testing.T, kv string) {
 	}
 	solo.Close()
 
+	// All 32 are submitted before any is read (Submit does not wait), so
+	// that they compete for the pool whatever the goroutines' scheduling:
+	// submitted from 32 goroutines, on a loaded machine the first ones
+	// sometimes finished before the last arrived, and none was preempted.
 	e := newEngine(t, m, EngineOptions{})
+	streams := make([]*Stream, len(reqs))
+	for i, r := range reqs {
+		st, err := e.Submit(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams[i] = st
+	}
 	var wg sync.WaitGroup
 	together := make([]result, len(reqs))
-	for i, r := range reqs {
-		wg.Go(func() { together[i] = run(t, e, r) })
+	for i, st := range streams {
+		wg.Go(func() { together[i] = collect(t, st, 1) })
 	}
 	wg.Wait()
 	preempted := 0
