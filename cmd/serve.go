@@ -225,6 +225,7 @@ func newServeCmd() *cobra.Command {
 			if lib, ok := cfg.Registry.(*server.LibraryRegistry); ok {
 				lib.Store = reg
 			}
+			cfg.Conversations = reg
 			addr, err := parseHost(envconfig.Get("FOLIO_HOST"))
 			if err != nil {
 				return err

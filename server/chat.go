@@ -16,20 +16,41 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	j, text := s.openChat(w, r, req)
+	if j == nil {
+		return
+	}
+	defer j.release()
+	if req.DebugRenderOnly {
+		writeJSON(w, http.StatusOK, api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Done: true,
+			Message: api.Message{Role: "assistant"}, DebugInfo: &api.DebugInfo{RenderedTemplate: text}})
+		return
+	}
+	j.run(r.Context(), w, streamFlag(req.Stream), newToolStream(j.l, j.conf, req.Tools), func(d ollamaDelta) any {
+		return s.chatChunk(req.Model, d)
+	})
+}
+
+// openChat checks a chat request, holds its model and renders its
+// messages into the job's prompt (ids and thinking split set), fitted to
+// the context window; it returns the job and the prompt's text. When it
+// answers the request itself (an error, a load or an unload) the job is
+// nil. /api/chat and /api/folio's conversations share it.
+func (s *Server) openChat(w http.ResponseWriter, r *http.Request, req api.ChatRequest) (*ollamaJob, string) {
 	if err := checkRequest(req.Model, nil, req.Think); err != nil {
 		writeError(w, err)
-		return
+		return nil, ""
 	}
 	for i, m := range req.Messages {
 		if len(m.Images) > 0 {
 			writeError(w, fmt.Errorf("%w: message %d has images: folio runs text models only", errBadRequest, i))
-			return
+			return nil, ""
 		}
 		switch m.Role {
 		case "system", "user", "assistant", "tool":
 		default:
 			writeError(w, fmt.Errorf("%w: message %d has role %q: use system, user, assistant or tool", errBadRequest, i, m.Role))
-			return
+			return nil, ""
 		}
 	}
 	j := s.openOllama(w, r, ollamaRequest{endpoint: "chat", model: req.Model, options: req.Options, format: req.Format, keepAlive: req.KeepAlive,
@@ -37,31 +58,29 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Message: api.Message{Role: "assistant"}, Done: true, DoneReason: reason}
 	})
 	if j == nil {
-		return
+		return nil, ""
 	}
-	defer j.release()
 	p := &chatPrompt{s: s, ctx: r.Context(), l: j.l, conf: j.conf, tools: req.Tools, think: j.think, caps: j.caps, constrained: j.c.format != nil}
 	text, ids, err := p.fit(j.conf.chatMessages(req.Messages), newWindow(j.l, j.c.opts, req.Truncate))
 	if err != nil {
+		j.release()
 		writeError(w, err)
-		return
-	}
-	if req.DebugRenderOnly {
-		writeJSON(w, http.StatusOK, api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Done: true,
-			Message: api.Message{Role: "assistant"}, DebugInfo: &api.DebugInfo{RenderedTemplate: text}})
-		return
+		return nil, ""
 	}
 	j.c.ids, j.c.logprobs, j.c.topLog = ids, req.Logprobs, req.TopLogprobs
 	j.c.thinkSplit = thinkState(text, j.think, j.caps)
-	j.run(r.Context(), w, streamFlag(req.Stream), newToolStream(j.l, j.conf, req.Tools), func(d ollamaDelta) any {
-		resp := api.ChatResponse{Model: req.Model, CreatedAt: s.cfg.Now().UTC(), Logprobs: d.logprobs,
-			Message: api.Message{Role: "assistant", Content: d.content, Thinking: d.thinking, ToolCalls: d.calls}}
-		if d.done {
-			resp.Done, resp.DoneReason, resp.Metrics = true, d.reason, d.metrics
-			return chatResponse{resp, d.cached}
-		}
-		return chatResponse{resp, nil}
-	})
+	return j, text
+}
+
+// chatChunk is /api/chat's answer object for a delta of model's reply.
+func (s *Server) chatChunk(model string, d ollamaDelta) chatResponse {
+	resp := api.ChatResponse{Model: model, CreatedAt: s.cfg.Now().UTC(), Logprobs: d.logprobs,
+		Message: api.Message{Role: "assistant", Content: d.content, Thinking: d.thinking, ToolCalls: d.calls}}
+	if d.done {
+		resp.Done, resp.DoneReason, resp.Metrics = true, d.reason, d.metrics
+		return chatResponse{resp, d.cached}
+	}
+	return chatResponse{resp, nil}
 }
 
 // render turns messages into the model's prompt text with a chat

@@ -117,24 +117,57 @@ func (d *ollamaDelta) empty() bool {
 // calls is not nil. An error before the first line is the status; after,
 // a final {"error": ...} line.
 func (j *ollamaJob) run(ctx context.Context, w http.ResponseWriter, stream bool, calls *toolStream, emit func(ollamaDelta) any) {
+	out := newResponder(w, stream)
+	all, last, err := j.generate(ctx, calls, func(d ollamaDelta) {
+		if stream && !d.empty() {
+			out.send(emit(d))
+		}
+	})
+	switch {
+	case err != nil:
+		out.fail(err)
+	case !all.done: // the client went away
+	case stream:
+		if !last.empty() {
+			out.send(emit(last))
+		}
+	default:
+		out.send(emit(all))
+	}
+}
+
+// generate starts the completion and hands each delta but the last to
+// see. It returns the whole answer (all) and the last delta, done, with
+// the figures. When ctx ends first (the client went away) the request is
+// cancelled, see is called no more, and all is what the model generated
+// until it stopped, not done, with the figures if the engine gave them
+// within drainWait; err is nil.
+func (j *ollamaJob) generate(ctx context.Context, calls *toolStream, see func(ollamaDelta)) (all, last ollamaDelta, err error) {
 	st, err := j.c.start(ctx)
 	if err != nil {
-		writeError(w, err)
-		return
+		return all, last, err
 	}
 	defer st.Cancel()
-	out := newResponder(w, stream)
 	split := newReplySplitter(j.c.thinkSplit, calls)
-	var all ollamaDelta
 	var content, thinking strings.Builder
-	var generated []int32
+	defer func() { all.content, all.thinking = content.String(), thinking.String() }()
+	events := ctx // what Recv waits under: the request's context, then the drain's
 	for {
-		ev, ok := st.Recv(ctx)
+		ev, ok := st.Recv(events)
 		if !ok {
-			return
+			if ctx.Err() == nil || events != ctx { // the stream ended, or the drain timed out
+				return all, last, nil
+			}
+			// the engine ends a cancelled request at its next step; keep
+			// what it generated until then
+			st.Cancel()
+			drain, stop := context.WithTimeout(context.WithoutCancel(ctx), drainWait)
+			defer stop()
+			events = drain
+			continue
 		}
 		if ev.Token >= 0 {
-			generated = append(generated, ev.Token)
+			all.generated = append(all.generated, ev.Token)
 		}
 		var d ollamaDelta
 		d.content, d.thinking, d.calls = split.add(ev.Text)
@@ -142,37 +175,37 @@ func (j *ollamaJob) run(ctx context.Context, w http.ResponseWriter, stream bool,
 			d.logprobs = []api.Logprob{ollamaLogprob(j.l.model.Tok, ev.Logprob)}
 		}
 		if ev.Done {
-			if ev.Err != nil {
-				out.fail(ev.Err)
-				return
-			}
 			c2, t2, more := split.flush()
 			d.content += c2
 			d.thinking += t2
 			d.calls = append(d.calls, more...)
-			d.done, d.reason, d.generated = true, ev.Reason, generated
 			d.metrics, d.cached = metrics(ev.Stats, j.start, j.loaded)
 		}
-		if stream {
-			if !d.empty() {
-				out.send(emit(d))
+		content.WriteString(d.content)
+		thinking.WriteString(d.thinking)
+		all.calls = append(all.calls, d.calls...)
+		all.logprobs = append(all.logprobs, d.logprobs...)
+		if !ev.Done {
+			if ctx.Err() == nil {
+				see(d)
 			}
-		} else {
-			content.WriteString(d.content)
-			thinking.WriteString(d.thinking)
-			all.calls = append(all.calls, d.calls...)
-			all.logprobs = append(all.logprobs, d.logprobs...)
+			continue
 		}
-		if ev.Done {
-			if !stream {
-				all.content, all.thinking = content.String(), thinking.String()
-				all.done, all.reason, all.generated, all.metrics, all.cached = true, d.reason, d.generated, d.metrics, d.cached
-				out.send(emit(all))
-			}
-			return
+		all.metrics, all.cached = d.metrics, d.cached
+		switch {
+		case ev.Err != nil && ctx.Err() != nil: // cancelled with the client
+			return all, last, nil
+		case ev.Err != nil:
+			return all, last, ev.Err
 		}
+		d.done, d.reason, d.generated = true, ev.Reason, all.generated
+		all.done, all.reason = true, ev.Reason
+		return all, d, nil
 	}
 }
+
+// drainWait bounds the wait for a cancelled request's last event.
+const drainWait = 5 * time.Second
 
 // decodeNamed decodes a request that names one model, in model or (as
 // older clients send it) name, and sets model to the name; a request

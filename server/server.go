@@ -33,6 +33,7 @@ const APIVersion = "0.17.4"
 type Config struct {
 	Registry      Registry
 	Store         *store.KVStore     // persists prefix K/V across restarts; nil: memory only
+	Conversations *store.Registry    // folio.db, where /api/folio/… keeps the chat page's conversations; nil: 501
 	Version       string             // folio's version, for /api/version
 	Load          runner.LoadOptions // how models are loaded
 	KeepAlive     time.Duration      // default keep_alive; 0: 5 minutes
@@ -67,6 +68,7 @@ type Server struct {
 	mux     *http.ServeMux
 	models  *manager
 	origins origins
+	turns   turns // the conversations replying now (folio_chat.go)
 }
 
 // New returns the server's handler.
@@ -167,6 +169,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /api/copy", s.copyModel)
 	s.installRoutes() // pull, create, push, blobs (pull.go)
 	s.openAIRoutes()
+	s.folioRoutes() // the chat page's conversations (folio_conversations.go)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: %s %s", errNotFoundPath, r.Method, r.URL.Path))
 	})
@@ -206,7 +209,8 @@ func statusOf(err error) int {
 		return http.StatusRequestTimeout
 	case errors.Is(err, errForbidden):
 		return http.StatusForbidden
-	case errors.Is(err, ErrModelNotFound), errors.Is(err, models.ErrNotFound), errors.Is(err, errNotFoundPath):
+	case errors.Is(err, ErrModelNotFound), errors.Is(err, models.ErrNotFound), errors.Is(err, errNotFoundPath),
+		errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, errBadRequest), errors.Is(err, runner.ErrRequest), errors.As(err, &syntax),
 		errors.As(err, &typeErr), errors.Is(err, io.ErrUnexpectedEOF):

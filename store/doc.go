@@ -3,10 +3,11 @@
 // type, opened on its own. It is the only importer of the SQLite driver
 // (github.com/mattn/go-sqlite3).
 //
-//   - folio.db, the Registry (OpenRegistry): models, blobs and (reserved)
-//     sessions. It is precious: opened with synchronous=FULL, checked with
-//     quick_check at open, and never moved or deleted by folio; a damaged
-//     one is an error that says what to do.
+//   - folio.db, the Registry (OpenRegistry): models, blobs, the chat
+//     page's conversations and their messages (conversations.go), and
+//     (reserved) sessions. It is precious: opened with synchronous=FULL,
+//     checked with quick_check at open, and never moved or deleted by
+//     folio; a damaged one is an error that says what to do.
 //   - kvcache.db, the KVStore (OpenKV): persisted prefix K/V blocks,
 //     disposable, and optional (a caller without K/V persistence does not
 //     open it; folio serve opens both). synchronous=
@@ -73,5 +74,6 @@
 //   - The writer goroutine is the only writer of kvcache.db in a process;
 //     reads run on database/sql's pool, concurrently, and WAL readers
 //     never wait for the writer.
-//   - The registry has no Go lock: each method is one SQL statement.
+//   - The registry has no Go lock: each method is one SQL statement or
+//     one transaction (a message and its conversation's updated time).
 package store

@@ -226,6 +226,32 @@ CREATE TABLE sessions (
 );
 CREATE INDEX sessions_model ON sessions(model);
 `,
+	2: `
+CREATE TABLE conversations (
+	id      TEXT PRIMARY KEY,
+	title   TEXT NOT NULL,
+	model   TEXT NOT NULL,
+	system  TEXT NOT NULL DEFAULT '',
+	options TEXT NOT NULL DEFAULT '{}', -- JSON object of model options
+	created INTEGER NOT NULL,
+	updated INTEGER NOT NULL
+);
+CREATE TABLE messages (
+	id            TEXT PRIMARY KEY,
+	conversation  TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+	seq           INTEGER NOT NULL, -- the order of the conversation's messages
+	role          TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+	content       TEXT NOT NULL,
+	thinking      TEXT NOT NULL DEFAULT '',
+	stopped       INTEGER NOT NULL DEFAULT 0,
+	prompt_tokens INTEGER, -- a reply's figures; NULL for a user message
+	cached_tokens INTEGER,
+	eval_tokens   INTEGER,
+	eval_ns       INTEGER,
+	created       INTEGER NOT NULL,
+	UNIQUE (conversation, seq)
+);
+`,
 }[1:]
 
 // kvMigrations are kvcache.db's schema steps. A block's metadata
