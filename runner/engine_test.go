@@ -295,7 +295,8 @@ func TestEnginePrefixReuse(t *testing.T) {
 }
 
 // TestEngineStopStrings: the streamed text ends before the first stop
-// string and never carries any of it, even split over tokens.
+// string and never carries any of it, even split over tokens; the last
+// event names the stop string.
 func TestEngineStopStrings(t *testing.T) {
 	m, err := Load(fixtures.Model(t, "stories260K.gguf"), LoadOptions{})
 	if err != nil {
@@ -324,8 +325,8 @@ func TestEngineStopStrings(t *testing.T) {
 			if strings.Contains(got.String(), stop) {
 				t.Fatalf("stop %q: streamed %q", stop, got.String())
 			}
-			if ev.Done && ev.Reason != "stop" {
-				t.Errorf("stop %q: done with %q", stop, ev.Reason)
+			if ev.Done && (ev.Reason != "stop" || ev.Stopped != stop) {
+				t.Errorf("stop %q: done with %q, stopped by %q", stop, ev.Reason, ev.Stopped)
 			}
 		}
 		if got.String() != full[:i] {

@@ -50,6 +50,7 @@ type Event struct {
 	Logprob *TokenLogprob
 	Done    bool   // the last event of this sample
 	Reason  string // on Done: "stop" (end token or stop string), "length" (num_predict or context)
+	Stopped string // on Done with Reason "stop": the stop string that ended the sample; "": an end token
 	Stats   *Stats // on the Done event of the last sample to finish: the request's figures
 	Err     error  // on Done: why the sample ended early (cancelled, cannot fit)
 }

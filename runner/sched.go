@@ -462,7 +462,7 @@ func (e *Engine) finish(s *sequence, reason string, err error) {
 	r := s.req
 	r.live--
 	r.stats.EvalTokens += s.gen
-	ev := Event{Index: s.index, Token: -1, Done: true, Reason: reason, Err: err}
+	ev := Event{Index: s.index, Token: -1, Done: true, Reason: reason, Stopped: s.stopped, Err: err}
 	if r.live == 0 {
 		now := time.Now()
 		st := r.stats

@@ -62,6 +62,7 @@ type sequence struct {
 	grammar  *grammar.Constraint // the request's format; nil: free text
 	detok    *tokenizer.Detokenizer
 	held     string // text withheld because a stop string may be starting
+	stopped  string // the stop string that ended it, if one did
 }
 
 // seqs is how many running sequences s stands for: its request's N until
@@ -89,7 +90,7 @@ func (s *sequence) emit(tok int32, vocab *tokenizer.Vocab, lp *TokenLogprob) (do
 	s.gen++
 	text := s.held + s.detok.Add(tok)
 	if i, ok := stopIndex(text, r.Stop); ok {
-		s.held = ""
+		s.held, s.stopped = "", stopAt(text, i, r.Stop)
 		r.stream.push(Event{Index: s.index, Token: tok, Text: text[:i], Logprob: lp}, false)
 		return true, "stop"
 	}
@@ -109,11 +110,23 @@ func (s *sequence) flush(lp *TokenLogprob, tok int32) {
 	text := s.held + s.detok.Flush()
 	s.held = ""
 	if i, ok := stopIndex(text, s.req.Stop); ok {
-		text = text[:i]
+		text, s.stopped = text[:i], stopAt(text, i, s.req.Stop)
 	}
 	if text != "" || lp != nil {
 		s.req.stream.push(Event{Index: s.index, Token: tok, Text: text, Logprob: lp}, false)
 	}
+}
+
+// stopAt is the stop string found at position i of text (the longest,
+// when several start there).
+func stopAt(text string, i int, stops []string) string {
+	best := ""
+	for _, s := range stops {
+		if strings.HasPrefix(text[i:], s) && len(s) > len(best) {
+			best = s
+		}
+	}
+	return best
 }
 
 // stopIndex is the position of the earliest stop string in text.

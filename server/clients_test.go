@@ -82,7 +82,7 @@ func runClientScript(t *testing.T, node, modules, base, script string) (checks i
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
 		t.Fatalf("node %s: %v; no JSON summary (%v)\nstdout:\n%s\nstderr:\n%s", script, runErr, err, stdout.String(), stderr.String())
 	}
-	t.Logf("clients: ollama-js %s, openai %s; %d checks", sum.Versions["ollama"], sum.Versions["openai"], len(sum.Checks))
+	t.Logf("%s: clients %v; %d checks", script, sum.Versions, len(sum.Checks))
 	for _, c := range sum.Checks {
 		if !c.OK {
 			t.Errorf("%s: %s", c.Name, c.Error)

@@ -26,9 +26,9 @@ import (
 // installer home whose network refuses every connection. For every input:
 // no panic; a status of 2xx or 4xx, a 3xx only where ServeMux cleans a
 // path, or one of the deliberate 5xx (501 not implemented, 502 a registry
-// unreachable, 503 busy, 507 no memory), never 500, which would be a
-// fault; a body that is JSON, NDJSON or SSE of JSON; an answer within
-// fuzzDeadline.
+// unreachable, 503 busy, 507 no memory; Anthropic's 529 busy), never 500,
+// which would be a fault; a body that is JSON, NDJSON or SSE of JSON; an
+// answer within fuzzDeadline.
 
 // fuzzRoute is one endpoint; body routes take the input as the request
 // body, path routes put it in the URL's last segment.
@@ -50,6 +50,8 @@ var openAIRoutes = []fuzzRoute{
 	{"POST", "/v1/embeddings", false}, {"GET", "/v1/models/", true}, {"GET", "/v1/models", false},
 	{"POST", "/v1/responses", false},
 }
+
+var anthropicRoutes = []fuzzRoute{{"POST", "/v1/messages", false}, {"POST", "/v1/messages/count_tokens", false}}
 
 // fuzzDeadline bounds one request: the model is tiny and its context 64
 // tokens, so any answer takes milliseconds; the slack is for a loaded
@@ -97,6 +99,10 @@ var fuzzSeeds = []string{
 	`{"model":"tiny","input":"hello","encoding_format":"base64","dimensions":8}`,
 	`{"model":"tiny","input":"hi","instructions":"be brief","max_output_tokens":3,"stream":true}`,
 	`{"model":"tiny","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"x"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"max_output_tokens":2,"text":{"format":{"type":"json_object"}}}`,
+	`{"model":"tiny","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`,
+	`{"model":"tiny","max_tokens":3,"stream":true,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"tool_use","id":"toolu_1","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"x"}],"is_error":true}]}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"auto"},"stop_sequences":["x"],"temperature":0.5,"top_p":0.9,"top_k":5,"metadata":{"user_id":"u"}}`,
+	`{"model":"tiny","max_tokens":3,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"pre"}],"tools":[{"name":"f","input_schema":{"type":"object","properties":{"a":{"type":"integer"}}}}],"tool_choice":{"type":"tool","name":"f"}}`,
+	`{"model":"tiny","max_tokens":3000,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}`,
 	`sha256:0000000000000000000000000000000000000000000000000000000000000000`,
 	`tiny`, ``, `{`, `[]`, `null`, `{"model":1}`, `{"options":{"num_ctx":-1}}`,
 }
@@ -153,7 +159,8 @@ func checkAnswer(t *testing.T, rt fuzzRoute, rec *httptest.ResponseRecorder) {
 	t.Helper()
 	switch c := rec.Code; {
 	case c >= 200 && c < 300, c >= 400 && c < 500:
-	case c == http.StatusNotImplemented, c == http.StatusBadGateway, c == http.StatusServiceUnavailable, c == http.StatusInsufficientStorage:
+	case c == http.StatusNotImplemented, c == http.StatusBadGateway, c == http.StatusServiceUnavailable, c == http.StatusInsufficientStorage,
+		c == 529 && strings.HasPrefix(rt.path, "/v1/messages"): // Anthropic's overloaded: 503's meaning
 	default:
 		t.Fatalf("%s %s: status %d: %s", rt.method, rt.path, c, rec.Body)
 	}
@@ -192,3 +199,7 @@ func FuzzOllamaAPI(f *testing.F) { fuzzAPI(f, ollamaRoutes) }
 // FuzzOpenAIAPI fuzzes the bodies of every /v1/ endpoint and the model of
 // /v1/models/{model}.
 func FuzzOpenAIAPI(f *testing.F) { fuzzAPI(f, openAIRoutes) }
+
+// FuzzAnthropicAPI fuzzes the bodies of /v1/messages and its
+// count_tokens.
+func FuzzAnthropicAPI(f *testing.F) { fuzzAPI(f, anthropicRoutes) }

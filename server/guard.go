@@ -40,11 +40,12 @@ var defaultOrigins = []string{
 }
 
 // corsHeaders are the request headers a preflight may ask for: Ollama's,
-// with the OpenAI SDK's.
+// with the OpenAI and Anthropic SDKs'.
 const corsHeaders = "Authorization, Content-Type, User-Agent, Accept, X-Requested-With, OpenAI-Beta, " +
 	"x-stainless-arch, x-stainless-async, x-stainless-custom-poll-interval, x-stainless-helper-method, " +
 	"x-stainless-lang, x-stainless-os, x-stainless-package-version, x-stainless-poll-helper, " +
-	"x-stainless-retry-count, x-stainless-runtime, x-stainless-runtime-version, x-stainless-timeout"
+	"x-stainless-retry-count, x-stainless-runtime, x-stainless-runtime-version, x-stainless-timeout, " +
+	"x-api-key, anthropic-version, anthropic-beta, anthropic-dangerous-direct-browser-access"
 
 var errForbidden = errors.New("forbidden")
 

@@ -302,6 +302,7 @@ type oaiDelta struct {
 	logprob            *runner.TokenLogprob
 	calls              []api.ToolCall // tool calls completed by this delta
 	finish             string         // "stop", "length" or "tool_calls" on the choice's last delta
+	stopped            string         // on the last delta: the stop string that ended the choice, if one did
 }
 
 // oaiJob is an OpenAI request on the engine: one stream per prompt, each
@@ -368,7 +369,7 @@ func (j *oaiJob) run(ctx context.Context, emit func(oaiDelta) error) error {
 				d.content += c
 				d.reasoning += t
 				d.calls = append(d.calls, more...)
-				d.finish = ev.Reason
+				d.finish, d.stopped = ev.Reason, ev.Stopped
 				if reply.called() && d.finish == "stop" {
 					d.finish = "tool_calls"
 				}
@@ -393,7 +394,7 @@ type oaiChoice struct {
 	text, reasoning strings.Builder
 	lps             []*runner.TokenLogprob
 	calls           []api.ToolCall
-	finish          string
+	finish, stopped string
 }
 
 // collect runs j to the end and returns its choices.
@@ -408,7 +409,7 @@ func (j *oaiJob) collect(ctx context.Context) ([]oaiChoice, error) {
 			c.lps = append(c.lps, d.logprob)
 		}
 		if d.finish != "" {
-			c.finish = d.finish
+			c.finish, c.stopped = d.finish, d.stopped
 		}
 		return nil
 	})

@@ -24,6 +24,10 @@ type oaiChatRequest struct {
 	Tools               api.Tools          `json:"tools"`
 	ReasoningEffort     *string            `json:"reasoning_effort"`
 	Reasoning           *oaiReasoning      `json:"reasoning"`
+
+	// callTag is the tag a forced tool call starts with (anthropic.go):
+	// written after the prompt and read first by the reply's tool parser.
+	callTag string
 }
 
 // oaiResponseFormat is response_format (and, from /v1/responses,
@@ -217,11 +221,19 @@ func (s *Server) chatJob(ctx context.Context, l *loaded, req *oaiChatRequest, c 
 	if err != nil {
 		return nil, err
 	}
-	c.model = l
+	if req.callTag != "" {
+		text += req.callTag
+		ids = append(ids, l.model.Tok.Encode(req.callTag, tokenizer.EncodeOptions{ParseSpecial: true})...)
+	}
+	c.model, c.ids = l, ids // the job's prompt is ids (start copies c per prompt)
 	c.thinkSplit = thinkState(text, think, caps)
 	job := &oaiJob{c: c}
 	if len(req.Tools) > 0 {
-		job.newTool = func() *toolStream { return newToolStream(l, conf, req.Tools) }
+		job.newTool = func() *toolStream {
+			ts := newToolStream(l, conf, req.Tools)
+			ts.add(req.callTag)
+			return ts
+		}
 	}
 	if err := job.start(ctx, [][]int32{ids}); err != nil {
 		job.cancel()

@@ -168,6 +168,7 @@ func (s *Server) routes() {
 	m.HandleFunc("DELETE /api/delete", s.deleteModel)
 	m.HandleFunc("POST /api/copy", s.copyModel)
 	s.installRoutes() // pull, create, push, blobs (pull.go)
+	s.anthropicRoutes()
 	s.openAIRoutes()
 	s.folioRoutes() // the chat page's conversations (folio_conversations.go)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
