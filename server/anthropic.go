@@ -130,6 +130,7 @@ func (q *anthRequest) check(counting bool) (*anthPlan, error) {
 	if q.TopK != nil {
 		raw["top_k"] = *q.TopK
 	}
+	chat.whole = true // Anthropic refuses a prompt over the context; Claude Code then compacts
 	p := &anthPlan{chat: chat, schemas: map[string]json.RawMessage{}}
 	for _, t := range q.Tools {
 		p.schemas[t.Name] = t.InputSchema

@@ -424,7 +424,9 @@ func TestAnthropicToolChoice(t *testing.T) {
 // TestAnthropicErrors: bad requests are Anthropic's error JSON,
 // {"type":"error","error":{"type","message"}}, with its status and type:
 // 400 invalid_request_error naming what to change (max_tokens missing, an
-// image, a role, a tool type, thinking on a model that does not think),
+// image, a role, a tool type, thinking on a model that does not think, a
+// prompt over the context, which is refused as Claude's API refuses it,
+// not truncated),
 // 404 not_found_error for a model or a path, 413 request_too_large.
 func TestAnthropicErrors(t *testing.T) {
 	base := newAnthropicServer(t)
@@ -471,6 +473,8 @@ func TestAnthropicErrors(t *testing.T) {
 		{"no such model", "/v1/messages", with("model", "claude-sonnet-4-5"), 404, "not_found_error", "claude-sonnet-4-5"},
 		{"count no such model", "/v1/messages/count_tokens", with("model", "claude-sonnet-4-5"), 404, "not_found_error", "claude-sonnet-4-5"},
 		{"no such path", "/v1/messages/batches", ok(), 404, "not_found_error", "/v1/messages/batches"},
+		{"prompt over the context", "/v1/messages", map[string]any{"model": "qwen3-scripted", "max_tokens": 10, "messages": userSays("hi"),
+			"system": strings.Repeat("x", 5000)}, 400, "invalid_request_error", "prompt is too long: 5031 tokens > 4095 maximum: raise the context"},
 		{"too large", "/v1/messages", with("system", strings.Repeat("x", 2<<20)), 413, "request_too_large", "FOLIO_MAX_BODY"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

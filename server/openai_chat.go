@@ -28,6 +28,9 @@ type oaiChatRequest struct {
 	// callTag is the tag a forced tool call starts with (anthropic.go):
 	// written after the prompt and read first by the reply's tool parser.
 	callTag string
+	// whole refuses a prompt longer than the context instead of
+	// truncating it, as Anthropic's API does (anthropic.go)
+	whole bool
 }
 
 // oaiResponseFormat is response_format (and, from /v1/responses,
@@ -217,13 +220,19 @@ func (s *Server) chatJob(ctx context.Context, l *loaded, req *oaiChatRequest, c 
 		return nil, err
 	}
 	p := &chatPrompt{s: s, ctx: ctx, l: l, conf: conf, tools: req.Tools, think: think, caps: caps, constrained: c.format != nil}
-	text, ids, err := p.fit(conf.chatMessages(msgs), newWindow(l, c.opts, nil))
+	win := newWindow(l, c.opts, nil)
+	win.truncate = !req.whole
+	text, ids, err := p.fit(conf.chatMessages(msgs), win)
 	if err != nil {
 		return nil, err
 	}
 	if req.callTag != "" {
 		text += req.callTag
 		ids = append(ids, l.model.Tok.Encode(req.callTag, tokenizer.EncodeOptions{ParseSpecial: true})...)
+	}
+	if req.whole && len(ids) >= win.numCtx { // the answer needs a token of room
+		return nil, fmt.Errorf("%w: prompt is too long: %d tokens > %d maximum: raise the context (FOLIO_CONTEXT_LENGTH, "+
+			"or the model's num_ctx parameter) or send less", errBadRequest, len(ids), win.numCtx-1)
 	}
 	c.model, c.ids = l, ids // the job's prompt is ids (start copies c per prompt)
 	c.thinkSplit = thinkState(text, think, caps)
