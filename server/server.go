@@ -21,6 +21,7 @@ import (
 	"folio/models/gguf"
 	"folio/models/tokenizer"
 	"folio/runner"
+	"folio/server/web"
 	"folio/store"
 )
 
@@ -155,6 +156,7 @@ func (s *Server) routes() {
 	m := s.mux
 	m.HandleFunc("GET /{$}", s.root)
 	m.HandleFunc("HEAD /{$}", s.root)
+	m.Handle("GET /ui/", web.Assets()) // the chat page's files; the page itself is root's
 	m.HandleFunc("GET /api/version", s.version)
 	m.HandleFunc("HEAD /api/version", s.version)
 	m.HandleFunc("POST /api/generate", s.generate)
@@ -177,10 +179,16 @@ func (s *Server) routes() {
 }
 
 // root answers Ollama's words exactly, as clients probe for them (many
-// compare the whole body); the Server header says it is folio.
+// compare the whole body); the Server header says it is folio. A browser
+// (Accept: text/html) gets the chat page instead (server/web).
 func (s *Server) root(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Server", strings.TrimSuffix("folio/"+s.cfg.Version, "/"))
+	w.Header().Add("Vary", "Accept")
+	if web.WantsPage(r) {
+		web.ServePage(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if r.Method == http.MethodHead {
 		return
 	}
