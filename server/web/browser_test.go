@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
 	"folio/installer"
@@ -167,6 +168,24 @@ func (p *page) waitFor(what, js string, limit time.Duration) {
 	}
 }
 
+// enter presses Enter (with modifiers, a chromedp.Modifier bit field) as
+// a keyboard does: one keyDown that carries its text, whose default (a new
+// line) the page may prevent, then keyUp. (chromedp.KeyEvent sends the
+// text as a separate "char" event, which types the new line even after the
+// page prevented the keyDown.)
+func (p *page) enter(modifiers int64) {
+	p.t.Helper()
+	down := input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyDown, Key: "Enter", Code: "Enter",
+		WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13, Text: "\r", UnmodifiedText: "\r", Modifiers: modifiers}
+	up := down
+	up.Type, up.Text, up.UnmodifiedText = input.DispatchKeyEventTypeKeyUp, "", ""
+	for _, ev := range []input.DispatchKeyEventParams{down, up} {
+		if _, err := chromedp.Call(p.ctx, input.DispatchKeyEvent, ev); err != nil {
+			p.t.Fatalf("pressing Enter: %v", err)
+		}
+	}
+}
+
 // state is what the page shows, for a failure's message.
 func (p *page) state() string {
 	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
@@ -176,7 +195,11 @@ func (p *page) state() string {
 		"alert: " + (document.getElementById("alert")?.hidden ? "" : document.getElementById("alert")?.textContent),
 		"title: " + document.getElementById("title")?.textContent,
 		"list: " + [...document.querySelectorAll(".conv-title")].map(e => e.textContent).join(" | "),
-		"messages: " + [...document.querySelectorAll(".msg")].map(e => e.className + ": " + e.textContent.slice(0, 120)).join("\n  "),
+		"stop button: " + (document.getElementById("stop")?.hidden ? "hidden" : "shown"),
+		"pull: " + document.getElementById("pull-status")?.textContent + " (bar " + document.getElementById("pull-progress")?.value + ")",
+		"messages: " + [...document.querySelectorAll(".msg")].map(e => e.className + " [id " + e.dataset.id + ", busy " +
+			e.getAttribute("aria-busy") + "]: " + e.querySelector(".msg-body")?.textContent.slice(0, 80) + " … " +
+			(e.querySelector(".msg-notes")?.textContent || "")).join("\n  "),
 	].join("\n")`))
 	if err != nil {
 		return "(the page's state is unreadable: " + err.Error() + ")"
@@ -205,6 +228,7 @@ type folio struct {
 	t         *testing.T
 	lib, home string
 	URL       string
+	st        *store.Registry // folio.db, open while the server runs
 	stop      func()
 }
 
@@ -241,7 +265,7 @@ func (f *folio) start() {
 		Install: &installer.Options{Home: f.home, Store: st, MinPartSize: 256 << 10, RetryBase: time.Millisecond,
 			ProgressEvery: 5 * time.Millisecond}})
 	hs := httptest.NewServer(srv)
-	f.URL = hs.URL
+	f.URL, f.st = hs.URL, st
 	f.stop = func() { hs.Close(); srv.Close(); kv.Close(); st.Close() }
 }
 

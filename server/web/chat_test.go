@@ -68,7 +68,8 @@ func (p *page) pickModel(name string) {
 // send types text in the message box and presses Enter.
 func (p *page) send(text string) {
 	p.t.Helper()
-	p.do("sending "+text, chromedp.SendKeys(chromedp.CSS("#composer-input"), text), chromedp.KeyEvent(kb.Enter))
+	p.do("typing "+text, chromedp.SendKeys(chromedp.CSS("#composer-input"), text))
+	p.enter(0)
 }
 
 // watchStream records, in window.__seen, each new length of the text of
@@ -106,8 +107,9 @@ func TestChatInBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#seed"), "42"))
 
 	// Shift+Enter is a new line, not a send
-	p.do("Shift+Enter", chromedp.SendKeys(chromedp.CSS("#composer-input"), "Once upon"),
-		chromedp.KeyEvent(kb.Enter, chromedp.KeyModifiers(chromedp.ModifierShift)), chromedp.SendKeys(chromedp.CSS("#composer-input"), "a time"))
+	p.do("typing", chromedp.SendKeys(chromedp.CSS("#composer-input"), "Once upon"))
+	p.enter(int64(chromedp.ModifierShift))
+	p.do("typing", chromedp.SendKeys(chromedp.CSS("#composer-input"), "a time"))
 	if v := eval[string](p, `document.getElementById("composer-input").value`); v != "Once upon\na time" {
 		t.Errorf("after Shift+Enter the message box holds %q, want a new line in it", v)
 	}
@@ -115,13 +117,16 @@ func TestChatInBrowser(t *testing.T) {
 		t.Errorf("Shift+Enter sent the message (%d messages shown)", n)
 	}
 	eval[bool](p, watchStream)
-	p.do("Enter", chromedp.KeyEvent(kb.Enter))
+	p.enter(0)
 
 	// the reply streams in: its text grows, frame after frame
 	p.waitFor("the reply to stream", `window.__seen.length >= 3`, 30*time.Second)
 	p.do("Esc", chromedp.KeyEvent(kb.Escape))
 	p.waitFor("the stopped reply, saved", replyDone+` && document.querySelector(".msg.assistant[data-id] .badge.stopped")`, 20*time.Second)
 	seen := eval[[]int](p, `window.__seen`)
+	if seen[len(seen)-1] <= seen[0] {
+		t.Errorf("while it streamed, the reply's text did not grow: %v characters", seen)
+	}
 	id := eval[string](p, `decodeURIComponent(location.hash.slice(3))`)
 	c := f.conversation(id)
 	if len(c.Messages) != 2 || c.Messages[0].Content != "Once upon\na time" || !c.Messages[1].Stopped || c.Messages[1].Content == "" {

@@ -99,8 +99,8 @@ export class ReplyView {
     this.actions = el('div', 'msg-actions', this.regenerate);
     this.el = el('article', 'msg assistant', el('div', 'msg-head', who), this.thinking, this.body, this.notes, this.actions);
     this.shown = { content: null, thinking: null };
+    this.el.setAttribute('aria-busy', 'false');
     this.draw();
-    this.finish(null);
   }
 
   // setStreaming marks the reply as arriving (aria-busy: screen readers
