@@ -25,9 +25,11 @@ func (s *Server) anthropicRoutes() {
 	m := s.mux
 	m.HandleFunc("POST /v1/messages", s.anthMessages)
 	m.HandleFunc("POST /v1/messages/count_tokens", s.anthCountTokens)
-	m.HandleFunc("/v1/messages/", func(w http.ResponseWriter, r *http.Request) {
+	notFound := func(w http.ResponseWriter, r *http.Request) {
 		writeAnthError(w, fmt.Errorf("%w: %s %s", errNotFoundPath, r.Method, r.URL.Path))
-	})
+	}
+	m.HandleFunc("/v1/messages", notFound) // other methods
+	m.HandleFunc("/v1/messages/", notFound)
 }
 
 // anthRequest is the body of POST /v1/messages and of

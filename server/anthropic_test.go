@@ -473,6 +473,7 @@ func TestAnthropicErrors(t *testing.T) {
 		{"no such model", "/v1/messages", with("model", "claude-sonnet-4-5"), 404, "not_found_error", "claude-sonnet-4-5"},
 		{"count no such model", "/v1/messages/count_tokens", with("model", "claude-sonnet-4-5"), 404, "not_found_error", "claude-sonnet-4-5"},
 		{"no such path", "/v1/messages/batches", ok(), 404, "not_found_error", "/v1/messages/batches"},
+		{"GET", "GET /v1/messages", nil, 404, "not_found_error", "GET /v1/messages"},
 		{"prompt over the context", "/v1/messages", map[string]any{"model": "qwen3-scripted", "max_tokens": 10, "messages": userSays("hi"),
 			"system": strings.Repeat("x", 5000)}, 400, "invalid_request_error", "prompt is too long: 5031 tokens > 4095 maximum: raise the context"},
 		{"too large", "/v1/messages", with("system", strings.Repeat("x", 2<<20)), 413, "request_too_large", "FOLIO_MAX_BODY"},
@@ -480,15 +481,21 @@ func TestAnthropicErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var status int
 			var m map[string]any
-			if s, isString := tc.body.(string); isString {
-				resp, err := http.Post(base+tc.path, "application/json", strings.NewReader(s))
+			method, path, raw := strings.Cut(tc.path, " ")
+			switch body, isString := tc.body.(string); {
+			case raw, isString: // a method other than POST, or a body that is not JSON
+				if !raw {
+					method, path = "POST", tc.path
+				}
+				req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer resp.Body.Close()
 				status = resp.StatusCode
 				json.NewDecoder(resp.Body).Decode(&m)
-			} else {
+			default:
 				status, m = anthPost(t, base, tc.path, tc.body)
 			}
 			e, _ := m["error"].(map[string]any)
