@@ -253,6 +253,9 @@ func newServeCmd() *cobra.Command {
 				defer cancel()
 				hs.Shutdown(sctx)
 			}()
+			if err := serveMetrics(ctx, srv, cfg.Log); err != nil {
+				return err
+			}
 			cfg.Log.Info("folio serving", "addr", ln.Addr().String(), "version", Version, "max_connections", maxConns)
 			if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 				return err
@@ -261,6 +264,31 @@ func newServeCmd() *cobra.Command {
 		},
 	}
 	return cmd
+}
+
+// serveMetrics serves GET /metrics at FOLIO_METRICS_ADDR, when it is set,
+// until ctx ends.
+func serveMetrics(ctx context.Context, srv *server.Server, log *slog.Logger) error {
+	addr := strings.TrimSpace(envconfig.Get("FOLIO_METRICS_ADDR"))
+	if addr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return fmt.Errorf("FOLIO_METRICS_ADDR=%q: use host:port, such as 127.0.0.1:9464 or :9464 (every interface)", addr)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return fmt.Errorf("serve: metrics: %w (set FOLIO_METRICS_ADDR to a free address)", err)
+	}
+	hs := &http.Server{Handler: srv.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() {
+		<-ctx.Done()
+		hs.Close()
+	}()
+	go hs.Serve(ln)
+	log.Info("metrics serving", "addr", ln.Addr().String(), "path", "/metrics")
+	return nil
 }
 
 // logLevel is serve's log level: debug with FOLIO_DEBUG=1, else info.

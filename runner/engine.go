@@ -44,6 +44,11 @@ type EngineOptions struct {
 	// in it; empty: Fingerprint(models.FileDigest(model file), model).
 	Store       PrefixStore
 	Fingerprint string
+	// Finished, when set, receives each request's Stats as it ends (the
+	// figures its stream's last event carries). It runs on the engine's
+	// loop goroutine and must not block: the server adds them to its
+	// metrics.
+	Finished func(Stats)
 }
 
 // Engine serves many requests at once on one model: continuous batching
@@ -68,6 +73,10 @@ type Engine struct {
 	groupPeak, groupUsed []atomic.Int64
 	steps                atomic.Int64
 	grows                atomic.Int64 // times the K/V pool grew
+	// nRunning: len(running), for other goroutines; active: blocks of the
+	// first layer group that running sequences hold (a cached prefix no
+	// sequence uses is not active: it is evicted on demand)
+	nRunning, active atomic.Int64
 	// failed holds the error of a step that panicked (a backend fault);
 	// from then on every request ends with it.
 	failed atomic.Pointer[error]
@@ -103,6 +112,10 @@ type Engine struct {
 	outRows    []int32
 	batch      gpu.Batch
 	gbatches   []gpu.Batch // the other layer groups' batches
+	// stamps marks the blocks noteBlocks has counted: block b is counted
+	// in this pass when stamps[b] == stamp
+	stamps []uint32
+	stamp  uint32
 }
 
 // chunk is one sequence's part of a step: n tokens from tokens[computed:].
@@ -225,11 +238,16 @@ func (e *Engine) Close() {
 	<-e.done
 }
 
-// EngineStats is a snapshot of the engine's load. Blocks, UsedBlocks and
-// PeakBlocks are the first layer group's; Groups has every group's.
+// EngineStats is a snapshot of the engine's load. Blocks, UsedBlocks,
+// ActiveBlocks and PeakBlocks are the first layer group's; Groups has
+// every group's. UsedBlocks counts cached prefixes, ActiveBlocks only the
+// blocks of running sequences (what a scheduler reads as K/V usage: a
+// cached prefix no sequence holds is given up on demand).
 type EngineStats struct {
 	Blocks, UsedBlocks, PeakBlocks int
-	Queued                         int
+	ActiveBlocks                   int
+	Running                        int // sequences admitted and computing or generating
+	Queued                         int // requests waiting for admission, preempted ones included
 	Steps                          int64
 	Growths                        int64 // times the K/V pool grew for a larger num_ctx
 	Groups                         []GroupStats
@@ -245,8 +263,9 @@ type GroupStats struct {
 
 // Stats returns the engine's figures so far.
 func (e *Engine) Stats() EngineStats {
-	st := EngineStats{Blocks: e.m.KV.Spec().Blocks, UsedBlocks: int(e.used.Load()),
-		PeakBlocks: int(e.peak.Load()), Queued: int(e.queue.Load()), Steps: e.steps.Load(), Growths: e.grows.Load()}
+	st := EngineStats{Blocks: e.m.KV.Spec().Blocks, UsedBlocks: int(e.used.Load()), ActiveBlocks: int(e.active.Load()),
+		PeakBlocks: int(e.peak.Load()), Running: int(e.nRunning.Load()), Queued: int(e.queue.Load()),
+		Steps: e.steps.Load(), Growths: e.grows.Load()}
 	for g, kv := range e.m.Caches {
 		st.Groups = append(st.Groups, GroupStats{Layers: e.m.Groups.Layers[g], Window: e.m.Groups.Windows[g],
 			Blocks: kv.Spec().Blocks, Used: int(e.groupUsed[g].Load()), Peak: int(e.groupPeak[g].Load())})

@@ -477,6 +477,9 @@ func (e *Engine) finish(s *sequence, reason string, err error) {
 			st.QueueDuration = now.Sub(r.arrived)
 		}
 		ev.Stats = &st
+		if e.opt.Finished != nil {
+			e.opt.Finished(st)
+		}
 		r.stream.push(ev, true)
 		r.stream.cancel() // release the context's resources
 		return
@@ -484,10 +487,13 @@ func (e *Engine) finish(s *sequence, reason string, err error) {
 	r.stream.push(ev, false)
 }
 
-// noteBlocks records the blocks in use and the peak, per layer group.
+// noteBlocks records the blocks in use and the peak, per layer group,
+// and the running sequences and the blocks they hold.
 func (e *Engine) noteBlocks() {
 	used := int64(e.pm.NumBlocks() - e.pm.FreeBlocks())
 	e.used.Store(used)
+	e.nRunning.Store(int64(len(e.running)))
+	e.active.Store(int64(e.activeBlocks()))
 	if used > e.peak.Load() {
 		e.peak.Store(used)
 	}
@@ -499,6 +505,29 @@ func (e *Engine) noteBlocks() {
 			e.groupPeak[g].Store(u)
 		}
 	}
+}
+
+// activeBlocks counts the distinct blocks of the first layer group that
+// running sequences hold (forks and shared prefixes share blocks).
+func (e *Engine) activeBlocks() int {
+	if n := e.pm.NumBlocks(); len(e.stamps) < n {
+		e.stamps = append(e.stamps, make([]uint32, n-len(e.stamps))...)
+	}
+	e.stamp++
+	if e.stamp == 0 { // wrapped: no stale mark may equal the new stamp
+		clear(e.stamps)
+		e.stamp = 1
+	}
+	n := 0
+	for _, s := range e.running {
+		for _, b := range e.pm.Table(s.id) {
+			if b != paged.NoBlock && e.stamps[b] != e.stamp {
+				e.stamps[b] = e.stamp
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // newDetok is a detokenizer primed with prompt, so that the generated text

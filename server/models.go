@@ -41,10 +41,14 @@ type manager struct {
 	loading map[string]chan struct{} // closed when the load in progress ends
 	queue   slotQueue                // requests waiting for a model to unload
 	closed  bool                     // closeAll ran: nothing loads again
+
+	metrics *promMetrics // GET /metrics: its counters take every engine's finished requests
 }
 
 func newManager(cfg *Config) *manager {
-	return &manager{cfg: cfg, loaded: map[string]*loaded{}, loading: map[string]chan struct{}{}}
+	m := &manager{cfg: cfg, loaded: map[string]*loaded{}, loading: map[string]chan struct{}{}}
+	m.metrics = newMetrics(m)
+	return m
 }
 
 // keepAliveOf is the keep_alive a request asked for, or the default.
@@ -185,7 +189,7 @@ func (m *manager) load(ent ModelEntry) (*loaded, error) {
 	if rm.Notice != "" {
 		m.cfg.Log.Info(rm.Notice, "model", ent.Name) // where the model computes: news, not a fault
 	}
-	eopt := runner.EngineOptions{MaxQueue: m.cfg.MaxQueue}
+	eopt := runner.EngineOptions{MaxQueue: m.cfg.MaxQueue, Finished: m.metrics.finished(ent.Name)}
 	if m.cfg.Store != nil {
 		eopt.Store, eopt.Fingerprint = m.cfg.Store, runner.Fingerprint(ent.Digest, rm)
 	}

@@ -169,6 +169,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/ps", s.ps)
 	m.HandleFunc("DELETE /api/delete", s.deleteModel)
 	m.HandleFunc("POST /api/copy", s.copyModel)
+	m.Handle("GET /metrics", s.models.metrics.handler())
 	s.installRoutes() // pull, create, push, blobs (pull.go)
 	s.anthropicRoutes()
 	s.openAIRoutes()

@@ -33,6 +33,7 @@ var Settings = []Setting{
 	{"FOLIO_KV_STORE_MAX", "", "bytes on disk of persisted prefixes, kvcache.db with its WAL; at least 1 MiB (default 10% of free disk, at most 20 GB)"},
 	{"FOLIO_ORIGINS", "", "browser origins allowed beyond localhost and app pages, comma-separated; * for all"},
 	{"FOLIO_MAX_BODY", "33554432", "bytes of a request body (blob uploads are not limited)"},
+	{"FOLIO_METRICS_ADDR", "", "a second address (host:port) serving GET /metrics alone, for a scraper that should not reach the API; /metrics is on FOLIO_HOST too"},
 	{"FOLIO_MAX_CONNECTIONS", "", "connections open at once (default half the open-file limit; 0: no cap)"},
 	{"FOLIO_DEBUG", "0", "1: serve logs at debug level too (the settings at start, what truncation dropped from a prompt)"},
 	{"FOLIO_HF_ENDPOINT", "https://huggingface.co", "the host pull fetches hf.co/ names from"},
