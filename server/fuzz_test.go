@@ -19,6 +19,7 @@ import (
 	"folio/installer"
 	"folio/runner"
 	"folio/server"
+	"folio/store"
 )
 
 // The HTTP fuzz targets post fuzzed bodies (and path segments) to every
@@ -103,17 +104,22 @@ var fuzzSeeds = []string{
 	`{"model":"tiny","max_tokens":3,"stream":true,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"tool_use","id":"toolu_1","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"x"}],"is_error":true}]}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"auto"},"stop_sequences":["x"],"temperature":0.5,"top_p":0.9,"top_k":5,"metadata":{"user_id":"u"}}`,
 	`{"model":"tiny","max_tokens":3,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"pre"}],"tools":[{"name":"f","input_schema":{"type":"object","properties":{"a":{"type":"integer"}}}}],"tool_choice":{"type":"tool","name":"f"}}`,
 	`{"model":"tiny","max_tokens":3000,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}`,
+	`{"model":"tiny","title":"t","system":"s","options":{"num_predict":2,"temperature":0}}`,
+	`{"content":"hi"}`, `{"regenerate":true}`, `{"edit":"0123456789abcdef","content":"x"}`,
+	`{"title":"x","model":"tiny","system":"","options":{"temperature":"hot"}}`,
 	`sha256:0000000000000000000000000000000000000000000000000000000000000000`,
 	`tiny`, ``, `{`, `[]`, `null`, `{"model":1}`, `{"options":{"num_ctx":-1}}`,
 }
 
-func fuzzAPI(f *testing.F, routes []fuzzRoute) {
+func fuzzAPI(f *testing.F, routes []fuzzRoute) { fuzzServed(f, fuzzServer(f), routes) }
+
+// fuzzServed fuzzes routes of srv.
+func fuzzServed(f *testing.F, srv *server.Server, routes []fuzzRoute) {
 	for i := range routes {
 		for _, s := range fuzzSeeds {
 			f.Add(uint8(i), false, []byte(s))
 		}
 	}
-	srv := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, route uint8, local bool, input []byte) {
 		rt := routes[int(route)%len(routes)]
 		target := rt.path
@@ -203,3 +209,23 @@ func FuzzOpenAIAPI(f *testing.F) { fuzzAPI(f, openAIRoutes) }
 // FuzzAnthropicAPI fuzzes the bodies of /v1/messages and its
 // count_tokens.
 func FuzzAnthropicAPI(f *testing.F) { fuzzAPI(f, anthropicRoutes) }
+
+// FuzzFolioAPI fuzzes the bodies of /api/folio's endpoints (create, change,
+// chat in a conversation of the tiny model) and the conversation ID of
+// read, change and delete.
+func FuzzFolioAPI(f *testing.F) {
+	reg, st, _, _ := tinyHome(f)
+	srv := server.New(server.Config{Registry: reg, Conversations: st, Version: "fuzz", Load: runner.LoadOptions{NumCtx: 64, Threads: 1},
+		KeepAlive: -1, MaxBodyBytes: 1 << 20, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	f.Cleanup(srv.Close)
+	c, err := st.CreateConversation(store.Conversation{Title: "fuzz", Model: "tiny", Options: `{"num_predict":2}`})
+	if err != nil {
+		f.Fatal(err)
+	}
+	conv := "/api/folio/conversations/" + c.ID
+	fuzzServed(f, srv, []fuzzRoute{
+		{"POST", "/api/folio/conversations", false}, {"POST", conv + "/chat", false}, {"PATCH", conv, false},
+		{"GET", "/api/folio/conversations/", true}, {"PATCH", "/api/folio/conversations/", true},
+		{"DELETE", "/api/folio/conversations/", true}, {"GET", "/api/folio/conversations", false},
+	})
+}

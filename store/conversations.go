@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
@@ -51,7 +50,8 @@ const conversationColumns = `c.id, c.title, c.model, c.system, c.options, c.crea
 
 const messageColumns = `id, role, content, thinking, stopped, prompt_tokens, cached_tokens, eval_tokens, eval_ns, created`
 
-// newID is a random 16-hex-digit identifier.
+// newID is a random 16-hex-digit identifier (crypto/rand.Read does not
+// fail).
 func newID() string {
 	var b [8]byte
 	rand.Read(b[:])
@@ -102,21 +102,18 @@ func (s *Registry) Conversations(query string) ([]Conversation, error) {
 }
 
 // Conversation returns the conversation of id and its messages in order,
-// or an error wrapping ErrNotFound.
+// or an error wrapping ErrNotFound. Two statements, not a transaction:
+// a read transaction would begin IMMEDIATE (openDB's _txlock) and wait for
+// writers, where WAL lets readers pass.
 func (s *Registry) Conversation(id string) (Conversation, []Message, error) {
-	tx, err := s.db.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true}) // one snapshot of both
-	if err != nil {
-		return Conversation{}, nil, fmt.Errorf("store: conversation %q: %w", id, err)
-	}
-	defer tx.Rollback()
-	c, err := scanConversation(tx.QueryRow("SELECT "+conversationColumns+" FROM conversations c WHERE c.id = ?", id))
+	c, err := scanConversation(s.db.QueryRow("SELECT "+conversationColumns+" FROM conversations c WHERE c.id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Conversation{}, nil, fmt.Errorf("%w: conversation %q", ErrNotFound, id)
 	}
 	if err != nil {
 		return Conversation{}, nil, fmt.Errorf("store: conversation %q: %w", id, err)
 	}
-	rows, err := tx.Query("SELECT "+messageColumns+" FROM messages WHERE conversation = ? ORDER BY seq", id)
+	rows, err := s.db.Query("SELECT "+messageColumns+" FROM messages WHERE conversation = ? ORDER BY seq", id)
 	if err != nil {
 		return Conversation{}, nil, fmt.Errorf("store: conversation %q: %w", id, err)
 	}
@@ -132,6 +129,7 @@ func (s *Registry) Conversation(id string) (Conversation, []Message, error) {
 	if err := rows.Err(); err != nil {
 		return Conversation{}, nil, fmt.Errorf("store: conversation %q: %w", id, err)
 	}
+	c.Messages = len(ms)
 	return c, ms, nil
 }
 
