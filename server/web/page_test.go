@@ -47,7 +47,7 @@ func TestPageServed(t *testing.T) {
 			}
 			if resp.StatusCode != 200 || body != want || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" ||
 				resp.Header.Get("Server") != "folio/test" {
-				t.Errorf("%s / with Accept %q: %d %q %q", method, accept, resp.StatusCode, body, resp.Header)
+				t.Errorf("%s / with Accept %q: %d %.60q %q", method, accept, resp.StatusCode, body, resp.Header)
 			}
 		}
 	}

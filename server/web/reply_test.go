@@ -1,12 +1,16 @@
 package web_test
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
+	"folio/models/gguf"
+	"folio/models/synth"
 	"folio/store"
 )
 
@@ -102,4 +106,62 @@ func equalJSON(a, b any) bool {
 		return true
 	}
 	return a == b
+}
+
+// thinkTemplate opens a thought in the prompt, as DeepSeek-R1's does
+// (unless enable_thinking is false, as Qwen3's), so that what the model
+// writes is thinking until it closes it.
+const thinkTemplate = `{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{{ '\n' }}{% endfor %}` +
+	`{% if add_generation_prompt %}<|assistant|>{% if enable_thinking is defined and not enable_thinking %}` +
+	`<think>{{ '\n\n' }}</think>{{ '\n\n' }}{% else %}<think>{{ '\n' }}{% endif %}{% endif %}`
+
+// TestThinkingInBrowser: a thinking model's thoughts stream into the
+// Thinking box, apart from the answer, open while they arrive and
+// collapsed once the reply ends; the server saved them apart too.
+func TestThinkingInBrowser(t *testing.T) {
+	f := newFolio(t)
+	m, err := synth.Tiny("qwen2", gguf.TypeQ8_0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := m.Writer()
+	w.Set("tokenizer.chat_template", thinkTemplate)
+	if err := w.WriteFile(filepath.Join(f.lib, "tiny-think.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	p := newPage(t)
+	p.open(f.URL + "/")
+	p.pickModel("tiny-think:latest")
+	p.do("a short context", chromedp.Click(chromedp.CSS("#open-settings")), chromedp.SendKeys(chromedp.CSS("#num_ctx"), "64"),
+		chromedp.SendKeys(chromedp.CSS("#seed"), "7"))
+	eval[bool](p, `(() => {
+		window.__thinking = [];
+		new MutationObserver(() => {
+			const r = document.querySelector('.msg.assistant[aria-busy="true"]');
+			if (r && r.querySelector(".thinking-body").textContent) window.__thinking.push(r.querySelector("details.thinking").open);
+		}).observe(document.getElementById("messages"), { subtree: true, childList: true, characterData: true });
+		return true;
+	})()`)
+	p.send("Why is the sky blue?")
+	id := p.lastReplyID("the reply")
+	c := f.conversation(eval[string](p, `decodeURIComponent(location.hash.slice(3))`))
+	r := c.Messages[len(c.Messages)-1]
+	if r.ID != id || r.Thinking == "" {
+		t.Fatalf("the server saved the reply as %+v", r)
+	}
+	got := eval[map[string]any](p, `(() => {
+		const r = document.querySelector(".msg.assistant:last-child");
+		return {
+			thinking: r.querySelector(".thinking-body").textContent,
+			open: r.querySelector("details.thinking").open,
+			hidden: r.querySelector("details.thinking").hidden,
+			openWhileStreaming: window.__thinking.length > 0 && window.__thinking.every(Boolean),
+		};
+	})()`)
+	if got["thinking"] != r.Thinking || got["open"] != false || got["hidden"] != false || got["openWhileStreaming"] != true {
+		t.Errorf("the Thinking box: %v; the server saved thinking %q", got, r.Thinking)
+	}
+	if body := eval[string](p, `document.querySelector(".msg.assistant:last-child .msg-body").textContent`); strings.Contains(body, r.Thinking) {
+		t.Errorf("the thinking is in the answer too: %q", body)
+	}
 }
