@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"folio/gpu"
 	"folio/gpu/cpu"
 	"folio/internal/envconfig"
+	"folio/internal/loadgen"
 	"folio/models/arch"
 	"folio/models/gguf"
 	"folio/runner"
@@ -186,7 +186,7 @@ func benchCPU(model string, prompt, gen, threads, repeat, depth int, kvType stri
 		return nil, err
 	}
 	rep.DecodeReadBytes = decoded / int64((repeat+1)*gen)
-	rep.PrefillTPS, rep.DecodeTPS = median(rep.PrefillRuns), median(rep.DecodeRuns)
+	rep.PrefillTPS, rep.DecodeTPS = loadgen.Median(rep.PrefillRuns), loadgen.Median(rep.DecodeRuns)
 	rep.PeakRSSBytes = peakRSS()
 	rep.BandwidthGBs = cpu.ReadBandwidth(be.Threads(), 512<<20) / 1e9
 	rep.DecodeOfCeiling = rep.DecodeTPS * float64(rep.ModelBytes) / (rep.BandwidthGBs * 1e9)
@@ -320,18 +320,6 @@ func kvBytesPerToken(model, kvType string) (perToken int64, windowed bool, err e
 }
 
 func ceilDivInt(a, b int) int { return (a + b - 1) / b }
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
 
 // benchLlamaCpp runs `llamaref cbench` on model.
 func benchLlamaCpp(ctx context.Context, llamaref, model string, prompt, gen, threads, repeat, depth int, kvType string) (*llamaCppSpeed, error) {

@@ -80,9 +80,7 @@ func newBenchExtractionCmd() *cobra.Command {
 			if emodel == "" {
 				return fmt.Errorf("bench extraction: no model; pass --model FILE")
 			}
-			if need := ecfg.DocTokens + ecfg.QuestionTokens + ecfg.Answer; !cmd.Flags().Changed("num-ctx") && need > runner.DefaultNumCtx {
-				emf.opt.NumCtx = (need + 255) &^ 255
-			}
+			fitNumCtx(cmd, &emf, ecfg.DocTokens+ecfg.QuestionTokens+ecfg.Answer)
 			m, err := emf.load(emodel)
 			if err != nil {
 				return err
@@ -118,4 +116,12 @@ func newBenchExtractionCmd() *cobra.Command {
 	f.Uint64Var(&ecfg.Seed, "seed", ecfg.Seed, "seed of the document and questions")
 	f.BoolVar(&ejson, "json", false, "print the report as JSON")
 	return extraction
+}
+
+// fitNumCtx makes mf's num_ctx hold need tokens, rounded up to 256, when
+// they are more than run's default and --num-ctx was not given.
+func fitNumCtx(cmd *cobra.Command, mf *modelFlags, need int) {
+	if !cmd.Flags().Changed("num-ctx") && need > runner.DefaultNumCtx {
+		mf.opt.NumCtx = (need + 255) &^ 255
+	}
 }

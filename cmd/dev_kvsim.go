@@ -3,6 +3,7 @@ package cmd
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -73,7 +74,7 @@ func newKVSimCmd() *cobra.Command {
 				return err
 			}
 			if png != "" {
-				if err := writeChart(png, rows); err != nil {
+				if err := writePNG(png, func(w io.Writer) error { return kvsim.WriteChart(w, rows) }); err != nil {
 					return err
 				}
 			}
@@ -108,12 +109,13 @@ func loadTrace(name string, seed uint64) (kvsim.Trace, error) {
 	return kvsim.ReadTrace(f, name)
 }
 
-func writeChart(path string, rows []kvsim.Row) error {
+// writePNG writes the chart that draw makes to path.
+func writePNG(path string, draw func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := kvsim.WriteChart(f, rows); err != nil {
+	if err := draw(f); err != nil {
 		f.Close()
 		return err
 	}

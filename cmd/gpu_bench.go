@@ -8,6 +8,7 @@ import (
 
 	"folio/gpu"
 	"folio/gpu/cuda"
+	"folio/internal/loadgen"
 )
 
 // hbmBandwidth is the H200's HBM3e bandwidth, the ceiling `folio bench
@@ -85,7 +86,7 @@ func benchGPU(model string, prompt, gen, repeat int) (*gpuReport, error) {
 	rep.DeviceBytes = dev.Used() // with the scratch cuBLAS grew
 	rep.BLAS, rep.BLASCalls = dev.BLAS(), dev.BLASCalls()
 	rep.Graphs, rep.GraphSteps = dev.GraphsOn(), dev.GraphLaunches()
-	rep.PrefillTPS, rep.DecodeTPS = median(rep.PrefillRuns), median(rep.DecodeRuns)
+	rep.PrefillTPS, rep.DecodeTPS = loadgen.Median(rep.PrefillRuns), loadgen.Median(rep.DecodeRuns)
 	rep.DecodeOfCeiling = rep.DecodeTPS * float64(rep.ModelBytes) / hbmBandwidth
 	return rep, nil
 }

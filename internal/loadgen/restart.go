@@ -41,11 +41,10 @@ func Restart(ctx context.Context, m *runner.Model, cfg RestartConfig) (RestartRe
 	if cfg.History < 1 || cfg.Home == "" {
 		return RestartReport{}, errors.New("loadgen: restart needs a positive history and a home folder")
 	}
-	digest, _, err := models.FileDigest(m.File.Path)
+	fp, err := fingerprint(m)
 	if err != nil {
 		return RestartReport{}, err
 	}
-	fp := runner.Fingerprint(digest, m)
 	r := rand.New(rand.NewPCG(cfg.Seed, 11))
 	vocab := m.Tok.Vocab()
 	randomTokens := func(n int) []int32 {
@@ -96,15 +95,35 @@ func Restart(ctx context.Context, m *runner.Model, cfg RestartConfig) (RestartRe
 // runStored runs prompt on a new engine over the store in home, then
 // closes the engine and the store.
 func runStored(ctx context.Context, m *runner.Model, home, fp string, prompt []int32, answer int) (Trace, error) {
+	e, done, err := openStored(m, home, fp)
+	if err != nil {
+		return Trace{}, err
+	}
+	defer done()
+	return RunTokens(ctx, e, prompt, answer, 0, 1)
+}
+
+// fingerprint names m's K/V in a prefix store.
+func fingerprint(m *runner.Model) (string, error) {
+	digest, _, err := models.FileDigest(m.File.Path)
+	if err != nil {
+		return "", err
+	}
+	return runner.Fingerprint(digest, m), nil
+}
+
+// openStored opens the prefix store in home and a new engine over it, as
+// a server starting does; done closes the engine, then the store (which
+// writes what it has queued).
+func openStored(m *runner.Model, home, fp string) (e *runner.Engine, done func(), err error) {
 	st, err := store.OpenKV(home, store.KVOptions{})
 	if err != nil {
-		return Trace{}, err
+		return nil, nil, err
 	}
-	defer st.Close()
-	e, err := runner.NewEngine(m, runner.EngineOptions{Store: st, Fingerprint: fp})
+	e, err = runner.NewEngine(m, runner.EngineOptions{Store: st, Fingerprint: fp})
 	if err != nil {
-		return Trace{}, err
+		st.Close()
+		return nil, nil, err
 	}
-	defer e.Close()
-	return RunTokens(ctx, e, prompt, answer, 0, 1)
+	return e, func() { e.Close(); st.Close() }, nil
 }

@@ -33,8 +33,9 @@ type Trace struct {
 	Output int             // tokens generated
 	IDs    []int32         // the tokens generated, in-process only
 	// Prompt tokens computed and reused from the prefix cache; Cached is
-	// -1 when the target does not say.
-	Computed, Cached int
+	// -1 when the target does not say. Restored is how many of the
+	// cached ones came from the prefix store (in-process only).
+	Computed, Cached, Restored int
 }
 
 // TTFT is the time to the first token; for a request that generated none,
@@ -98,6 +99,7 @@ func RunTokens(ctx context.Context, e *runner.Engine, prompt []int32, numPredict
 		if ev.Stats != nil {
 			tr.Done = time.Since(start)
 			tr.Output, tr.Computed, tr.Cached = ev.Stats.EvalTokens, ev.Stats.PromptTokens, ev.Stats.CachedTokens
+			tr.Restored = ev.Stats.RestoredTokens
 			return tr, nil
 		}
 	}
