@@ -30,11 +30,13 @@ type folioStart struct {
 	UserMessage  folioMessage  `json:"user_message"`
 }
 
-// folioDone is the last line: /api/chat's final chunk and the ID of the
-// saved reply.
+// folioDone is the last line: /api/chat's final chunk, the ID of the
+// saved reply, and how many of the cached prompt tokens were loaded from
+// the persisted K/V (a conversation resumed after a restart).
 type folioDone struct {
 	chatResponse
-	MessageID string `json:"message_id"`
+	MessageID           string `json:"message_id"`
+	PromptRestoredCount int    `json:"prompt_restored_count"`
 }
 
 // folioTurn is what a chat request does to a conversation: the messages
@@ -114,7 +116,7 @@ func (s *Server) folioChat(w http.ResponseWriter, r *http.Request) {
 	reply := store.Message{Role: "assistant", Content: all.content, Thinking: all.thinking, Stopped: !all.done}
 	if all.cached != nil {
 		reply.Stats = &store.ReplyStats{PromptTokens: all.metrics.PromptEvalCount, CachedTokens: *all.cached,
-			EvalTokens: all.metrics.EvalCount, EvalDuration: all.metrics.EvalDuration}
+			RestoredTokens: all.restored, EvalTokens: all.metrics.EvalCount, EvalDuration: all.metrics.EvalDuration}
 	}
 	if !all.done && reply.Content == "" && reply.Thinking == "" { // stopped or failed before a word
 		if err != nil {
@@ -133,7 +135,7 @@ func (s *Server) folioChat(w http.ResponseWriter, r *http.Request) {
 	case serr != nil:
 		out.fail(serr)
 	default:
-		out.send(folioDone{s.chatChunk(conv.Model, last), saved.ID})
+		out.send(folioDone{s.chatChunk(conv.Model, last), saved.ID, all.restored})
 	}
 }
 

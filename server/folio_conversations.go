@@ -75,11 +75,13 @@ type folioMessage struct {
 
 // folioStats are a reply's figures, as /api/chat's final chunk has them.
 type folioStats struct {
-	PromptEvalCount   int     `json:"prompt_eval_count"`   // the whole prompt
-	PromptCachedCount int     `json:"prompt_cached_count"` // of it, from the prefix cache
-	EvalCount         int     `json:"eval_count"`
-	EvalDuration      int64   `json:"eval_duration"` // ns
-	TokensPerSecond   float64 `json:"tokens_per_second"`
+	PromptEvalCount   int `json:"prompt_eval_count"`   // the whole prompt
+	PromptCachedCount int `json:"prompt_cached_count"` // of it, from the prefix cache
+	// of those, loaded from the persisted K/V (after a restart)
+	PromptRestoredCount int     `json:"prompt_restored_count"`
+	EvalCount           int     `json:"eval_count"`
+	EvalDuration        int64   `json:"eval_duration"` // ns
+	TokensPerSecond     float64 `json:"tokens_per_second"`
 }
 
 // folioChange is the body of a create or a PATCH: the fields sent are set.
@@ -259,7 +261,7 @@ func messageOf(m store.Message) folioMessage {
 	out := folioMessage{ID: m.ID, Role: m.Role, Content: m.Content, Thinking: m.Thinking, CreatedAt: m.Created.UTC(), Stopped: m.Stopped}
 	if st := m.Stats; st != nil {
 		out.Stats = &folioStats{PromptEvalCount: st.PromptTokens, PromptCachedCount: st.CachedTokens,
-			EvalCount: st.EvalTokens, EvalDuration: st.EvalDuration.Nanoseconds()}
+			PromptRestoredCount: st.RestoredTokens, EvalCount: st.EvalTokens, EvalDuration: st.EvalDuration.Nanoseconds()}
 		if st.EvalDuration > 0 {
 			out.Stats.TokensPerSecond = float64(st.EvalTokens) / st.EvalDuration.Seconds()
 		}

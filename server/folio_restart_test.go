@@ -33,14 +33,20 @@ func TestFolioResumeAfterRestart(t *testing.T) {
 	}
 	r := folioChat(t, base, c.ID, `{"content":"Question 21: and after that one?"}`)
 	ratio := float64(r.last.PromptCachedCount) / float64(r.last.PromptEvalCount)
-	t.Logf("turn 20: %d prompt tokens; turn 21 after the restart: %d of %d from cache (%.1f%%)",
-		last.last.PromptEvalCount, r.last.PromptCachedCount, r.last.PromptEvalCount, 100*ratio)
+	t.Logf("turn 20: %d prompt tokens; turn 21 after the restart: %d of %d from cache (%.1f%%), %d of them from disk",
+		last.last.PromptEvalCount, r.last.PromptCachedCount, r.last.PromptEvalCount, 100*ratio, r.last.PromptRestoredCount)
 	if r.last.PromptEvalCount <= last.last.PromptEvalCount || ratio < 0.9 {
 		t.Errorf("turn 21 after a restart: %d of %d prompt tokens from cache (%.1f%%), want >= 90%%",
 			r.last.PromptCachedCount, r.last.PromptEvalCount, 100*ratio)
 	}
+	// the new server's cache started empty: all it reused came from disk;
+	// before the restart all came from memory
+	if r.last.PromptRestoredCount != r.last.PromptCachedCount || last.last.PromptRestoredCount != 0 {
+		t.Errorf("restored from disk: %d of turn 21's %d cached tokens, %d of turn 20's; want all, none",
+			r.last.PromptRestoredCount, r.last.PromptCachedCount, last.last.PromptRestoredCount)
+	}
 	if m := getConv(t, api, c.ID).Messages[41]; m.Stats == nil || m.Stats.PromptCachedCount != r.last.PromptCachedCount ||
-		m.Stats.PromptEvalCount != r.last.PromptEvalCount {
+		m.Stats.PromptEvalCount != r.last.PromptEvalCount || m.Stats.PromptRestoredCount != r.last.PromptRestoredCount {
 		t.Errorf("saved figures %+v, the final chunk's %+v", m.Stats, r.last)
 	}
 }

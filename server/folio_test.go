@@ -105,11 +105,12 @@ type folioMsg struct {
 	CreatedAt time.Time `json:"created_at"`
 	Stopped   bool      `json:"stopped"`
 	Stats     *struct {
-		PromptEvalCount   int     `json:"prompt_eval_count"`
-		PromptCachedCount int     `json:"prompt_cached_count"`
-		EvalCount         int     `json:"eval_count"`
-		EvalDuration      int64   `json:"eval_duration"`
-		TokensPerSecond   float64 `json:"tokens_per_second"`
+		PromptEvalCount     int     `json:"prompt_eval_count"`
+		PromptCachedCount   int     `json:"prompt_cached_count"`
+		PromptRestoredCount int     `json:"prompt_restored_count"`
+		EvalCount           int     `json:"eval_count"`
+		EvalDuration        int64   `json:"eval_duration"`
+		TokensPerSecond     float64 `json:"tokens_per_second"`
 	} `json:"stats"`
 }
 
@@ -122,13 +123,14 @@ type folioReply struct {
 	lines             []map[string]any // every line after the first, as sent
 	content, thinking string           // the chunks' message deltas joined
 	last              struct {
-		Done              bool   `json:"done"`
-		DoneReason        string `json:"done_reason"`
-		PromptEvalCount   int    `json:"prompt_eval_count"`
-		PromptCachedCount int    `json:"prompt_cached_count"`
-		EvalCount         int    `json:"eval_count"`
-		EvalDuration      int64  `json:"eval_duration"`
-		MessageID         string `json:"message_id"`
+		Done                bool   `json:"done"`
+		DoneReason          string `json:"done_reason"`
+		PromptEvalCount     int    `json:"prompt_eval_count"`
+		PromptCachedCount   int    `json:"prompt_cached_count"`
+		PromptRestoredCount int    `json:"prompt_restored_count"`
+		EvalCount           int    `json:"eval_count"`
+		EvalDuration        int64  `json:"eval_duration"`
+		MessageID           string `json:"message_id"`
 	}
 }
 
@@ -276,10 +278,11 @@ func TestFolioConversations(t *testing.T) {
 		t.Errorf("chunk fields %v, /api/chat's %v", keysOf(r.lines[0]), keysOf(ref[0]))
 	}
 	last, refLast := r.lines[len(r.lines)-1], ref[len(ref)-1]
-	if got, want := keysOf(last), append(keysOf(refLast), "message_id"); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
-		t.Errorf("final chunk fields %v, want /api/chat's and message_id: %v", got, want)
+	if got, want := keysOf(last), append(keysOf(refLast), "message_id", "prompt_restored_count"); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Errorf("final chunk fields %v, want /api/chat's, message_id and prompt_restored_count: %v", got, want)
 	}
-	if r.last.DoneReason != "length" || r.last.EvalCount != 6 || r.last.PromptEvalCount < 20 || r.last.EvalDuration <= 0 {
+	if r.last.DoneReason != "length" || r.last.EvalCount != 6 || r.last.PromptEvalCount < 20 || r.last.EvalDuration <= 0 ||
+		r.last.PromptRestoredCount != 0 {
 		t.Errorf("final chunk %+v", r.last)
 	}
 
@@ -290,7 +293,7 @@ func TestFolioConversations(t *testing.T) {
 		t.Fatalf("after a reply: %+v", got.Messages)
 	}
 	st := got.Messages[1].Stats
-	if st == nil || st.PromptEvalCount != r.last.PromptEvalCount || st.PromptCachedCount != r.last.PromptCachedCount ||
+	if st == nil || st.PromptEvalCount != r.last.PromptEvalCount || st.PromptCachedCount != r.last.PromptCachedCount || st.PromptRestoredCount != 0 ||
 		st.EvalCount != 6 || st.EvalDuration != r.last.EvalDuration || st.TokensPerSecond <= 0 ||
 		!approx(st.TokensPerSecond, 6/(float64(st.EvalDuration)/1e9)) {
 		t.Errorf("reply stats %+v (final chunk %+v)", st, r.last)

@@ -104,6 +104,7 @@ type ollamaDelta struct {
 	reason            string
 	metrics           api.Metrics
 	cached            *int
+	restored          int     // of the cached prompt tokens, those loaded from the persisted K/V
 	generated         []int32 // the tokens generated, when done
 }
 
@@ -180,6 +181,9 @@ func (j *ollamaJob) generate(ctx context.Context, calls *toolStream, see func(ol
 			d.thinking += t2
 			d.calls = append(d.calls, more...)
 			d.metrics, d.cached = metrics(ev.Stats, j.start, j.loaded)
+			if ev.Stats != nil {
+				d.restored = ev.Stats.RestoredTokens
+			}
 		}
 		content.WriteString(d.content)
 		thinking.WriteString(d.thinking)
@@ -191,7 +195,7 @@ func (j *ollamaJob) generate(ctx context.Context, calls *toolStream, see func(ol
 			}
 			continue
 		}
-		all.metrics, all.cached = d.metrics, d.cached
+		all.metrics, all.cached, all.restored = d.metrics, d.cached, d.restored
 		switch {
 		case ev.Err != nil && ctx.Err() != nil: // cancelled with the client
 			return all, last, nil

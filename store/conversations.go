@@ -39,16 +39,17 @@ type Message struct {
 
 // ReplyStats are a reply's figures, as the API's final chunk has them.
 type ReplyStats struct {
-	PromptTokens int // the whole prompt (prompt_eval_count)
-	CachedTokens int // of those, served from the prefix cache (prompt_cached_count)
-	EvalTokens   int
-	EvalDuration time.Duration
+	PromptTokens   int // the whole prompt (prompt_eval_count)
+	CachedTokens   int // of those, served from the prefix cache (prompt_cached_count)
+	RestoredTokens int // of those, loaded from the persisted K/V (kvcache.db)
+	EvalTokens     int
+	EvalDuration   time.Duration
 }
 
 const conversationColumns = `c.id, c.title, c.model, c.system, c.options, c.created, c.updated,
 	(SELECT count(*) FROM messages m WHERE m.conversation = c.id)`
 
-const messageColumns = `id, role, content, thinking, stopped, prompt_tokens, cached_tokens, eval_tokens, eval_ns, created`
+const messageColumns = `id, role, content, thinking, stopped, prompt_tokens, cached_tokens, restored_tokens, eval_tokens, eval_ns, created`
 
 // newID is a random 16-hex-digit identifier (crypto/rand.Read does not
 // fail).
@@ -173,20 +174,21 @@ func (s *Registry) AddMessage(conv string, m Message) (Message, error) {
 	}
 	m.Created = s.now()
 	var st ReplyStats
-	var prompt, cached, eval, evalNS sql.NullInt64
+	var prompt, cached, restored, eval, evalNS sql.NullInt64
 	if m.Stats != nil {
 		st = *m.Stats
 		prompt = sql.NullInt64{Int64: int64(st.PromptTokens), Valid: true}
 		cached = sql.NullInt64{Int64: int64(st.CachedTokens), Valid: true}
+		restored = sql.NullInt64{Int64: int64(st.RestoredTokens), Valid: true}
 		eval = sql.NullInt64{Int64: int64(st.EvalTokens), Valid: true}
 		evalNS = sql.NullInt64{Int64: int64(st.EvalDuration), Valid: true}
 	}
 	err := s.inConversation(conv, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO messages (id, conversation, seq, role, content, thinking, stopped,
-				prompt_tokens, cached_tokens, eval_tokens, eval_ns, created)
+				prompt_tokens, cached_tokens, restored_tokens, eval_tokens, eval_ns, created)
 			VALUES (?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE conversation = ?2),
-				?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)`,
-			m.ID, conv, m.Role, m.Content, m.Thinking, m.Stopped, prompt, cached, eval, evalNS, m.Created.UnixNano())
+				?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)`,
+			m.ID, conv, m.Role, m.Content, m.Thinking, m.Stopped, prompt, cached, restored, eval, evalNS, m.Created.UnixNano())
 		return err
 	})
 	if err != nil {
@@ -278,14 +280,14 @@ func scanConversation(r scanner) (Conversation, error) {
 
 func scanMessage(r scanner) (Message, error) {
 	var (
-		m                          Message
-		prompt, cached, eval, evNS sql.NullInt64
-		created                    int64
+		m                                    Message
+		prompt, cached, restored, eval, evNS sql.NullInt64
+		created                              int64
 	)
-	err := r.Scan(&m.ID, &m.Role, &m.Content, &m.Thinking, &m.Stopped, &prompt, &cached, &eval, &evNS, &created)
+	err := r.Scan(&m.ID, &m.Role, &m.Content, &m.Thinking, &m.Stopped, &prompt, &cached, &restored, &eval, &evNS, &created)
 	m.Created = time.Unix(0, created)
 	if prompt.Valid {
-		m.Stats = &ReplyStats{PromptTokens: int(prompt.Int64), CachedTokens: int(cached.Int64),
+		m.Stats = &ReplyStats{PromptTokens: int(prompt.Int64), CachedTokens: int(cached.Int64), RestoredTokens: int(restored.Int64),
 			EvalTokens: int(eval.Int64), EvalDuration: time.Duration(evNS.Int64)}
 	}
 	return m, err

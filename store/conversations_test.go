@@ -53,7 +53,7 @@ func TestConversations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &ReplyStats{PromptTokens: 30, CachedTokens: 16, EvalTokens: 5, EvalDuration: 250 * time.Millisecond}
+	st := &ReplyStats{PromptTokens: 30, CachedTokens: 16, RestoredTokens: 8, EvalTokens: 5, EvalDuration: 250 * time.Millisecond}
 	r1, err := s.AddMessage(a.ID, Message{Role: "assistant", Content: "hello", Thinking: "greet", Stats: st})
 	if err != nil {
 		t.Fatal(err)
@@ -128,34 +128,48 @@ func TestConversations(t *testing.T) {
 	}
 }
 
-// TestConversationsMigration: a folio.db of schema 1 (models, no
-// conversations) opens at the current schema with its models kept.
+// TestConversationsMigration: a folio.db of an older schema opens at the
+// current one with what it held kept: schema 1 (models, no
+// conversations), and schema 2 (conversations whose replies have no
+// restored count).
 func TestConversationsMigration(t *testing.T) {
-	home := t.TempDir()
-	db, err := openDB(filepath.Join(home, registryFile), "FULL", 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(db, registryMigrations[:1]); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`INSERT INTO models (name, created, modified) VALUES ('old:latest', 1, 1)`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	s := openRegistryTest(t, home, RegistryOptions{})
-	if m, err := s.Model("old:latest"); err != nil || m.Name != "old:latest" {
-		t.Fatalf("model after migration: %+v, %v", m, err)
-	}
-	var v int
-	if err := s.db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != len(registryMigrations) {
-		t.Fatalf("user_version %d, %v; want %d", v, err, len(registryMigrations))
-	}
-	if _, err := s.CreateConversation(Conversation{Title: "t", Model: "old:latest"}); err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	if err := s.db.QueryRow("SELECT count(*) FROM conversations").Scan(&n); err != nil || n != 1 {
-		t.Fatalf("conversations: %d, %v", n, err)
+	for _, from := range []int{1, 2} {
+		home := t.TempDir()
+		db, err := openDB(filepath.Join(home, registryFile), "FULL", 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := migrate(db, registryMigrations[:from]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`INSERT INTO models (name, created, modified) VALUES ('old:latest', 1, 1)`); err != nil {
+			t.Fatal(err)
+		}
+		if from >= 2 {
+			if _, err := db.Exec(`INSERT INTO conversations VALUES ('c1', 'kept', 'old:latest', 'sys', '{}', 1, 2);
+				INSERT INTO messages (id, conversation, seq, role, content, prompt_tokens, cached_tokens, eval_tokens, eval_ns, created)
+				VALUES ('m1', 'c1', 1, 'assistant', 'hello', 10, 4, 2, 5, 3)`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		db.Close()
+		s := openRegistryTest(t, home, RegistryOptions{})
+		if m, err := s.Model("old:latest"); err != nil || m.Name != "old:latest" {
+			t.Fatalf("from schema %d: model %+v, %v", from, m, err)
+		}
+		var v int
+		if err := s.db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != len(registryMigrations) {
+			t.Fatalf("from schema %d: user_version %d, %v; want %d", from, v, err, len(registryMigrations))
+		}
+		if from >= 2 {
+			c, ms, err := s.Conversation("c1")
+			if err != nil || c.Title != "kept" || len(ms) != 1 || ms[0].Content != "hello" ||
+				*ms[0].Stats != (ReplyStats{PromptTokens: 10, CachedTokens: 4, EvalTokens: 2, EvalDuration: 5}) {
+				t.Fatalf("from schema %d: %+v %+v %v", from, c, ms, err)
+			}
+		}
+		if _, err := s.CreateConversation(Conversation{Title: "t", Model: "old:latest"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -252,6 +252,10 @@ CREATE TABLE messages (
 	UNIQUE (conversation, seq)
 );
 `,
+	3: `
+-- of a reply's cached prompt tokens, those loaded from kvcache.db
+ALTER TABLE messages ADD COLUMN restored_tokens INTEGER;
+`,
 }[1:]
 
 // kvMigrations are kvcache.db's schema steps. A block's metadata
