@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 )
 
 // The message object of the Messages API and its content blocks.
@@ -213,17 +215,50 @@ func (b *anthBuilder) called() bool {
 	return false
 }
 
+// anthPingEvery is how long a stream may go without an event before a
+// ping is sent, as Anthropic's API sends them: a long prompt (or a wait
+// for the engine) keeps the connection busy, so that clients and proxies
+// with idle timeouts (undici's five minutes) do not drop it.
+var anthPingEvery = 10 * time.Second
+
 // stream runs job and sends the message as Anthropic's events:
 // message_start, ping, each block's content_block_start, deltas and
-// content_block_stop, message_delta and message_stop. A failure before the
-// first event is an error status; after it, an error event ends the
-// stream.
+// content_block_stop, message_delta and message_stop, with a ping after
+// each anthPingEvery without an event. A failure before the first event
+// is an error status; after it, an error event ends the stream.
 func (b *anthBuilder) stream(ctx context.Context, w http.ResponseWriter, job *oaiJob) {
 	out := &sse{w: w}
-	b.send = func(name string, ev anthEvent) error { return out.event(name, ev) }
+	var mu sync.Mutex // guards out: the handler and the pinger write to it
+	last := time.Now()
+	b.send = func(name string, ev anthEvent) error {
+		mu.Lock()
+		defer mu.Unlock()
+		last = time.Now()
+		return out.event(name, ev)
+	}
 	start := b.msg
 	b.event("message_start", anthEvent{Message: &start})
 	b.event("ping", anthEvent{})
+	done := make(chan struct{})
+	pinged := make(chan struct{})
+	go func() {
+		defer close(pinged)
+		t := time.NewTicker(anthPingEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			mu.Lock()
+			if time.Since(last) >= anthPingEvery {
+				out.event("ping", anthEvent{Type: "ping"})
+				last = time.Now()
+			}
+			mu.Unlock()
+		}
+	}()
 	var finish, stopped string
 	err := job.run(ctx, func(d oaiDelta) error {
 		b.add(d)
@@ -232,6 +267,8 @@ func (b *anthBuilder) stream(ctx context.Context, w http.ResponseWriter, job *oa
 		}
 		return b.err
 	})
+	close(done)
+	<-pinged
 	if err == nil {
 		b.finish(finish, stopped, job.usage)
 		err = b.err
