@@ -125,13 +125,13 @@ func (s *Server) folioChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	saved, serr := st.AddMessage(conv.ID, reply)
+	if serr != nil && (err != nil || !all.done) { // the client hears of the first error only, or of none
+		s.cfg.Log.Warn("folio: a reply cut short was not saved", "conversation", conv.ID, "err", serr)
+	}
 	switch {
 	case err != nil:
 		out.fail(err)
 	case !all.done: // the client went away; its reply is kept
-		if serr != nil {
-			s.cfg.Log.Warn("folio: a stopped reply was not saved", "conversation", conv.ID, "err", serr)
-		}
 	case serr != nil:
 		out.fail(serr)
 	default:
