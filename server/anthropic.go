@@ -388,23 +388,25 @@ func (q *anthRequest) toolChoice(chat *oaiChatRequest) (string, error) {
 
 // think maps thinking to the model's think switch: enabled is on (its
 // budget must be at least 1,024 tokens and below max_tokens, as Claude's;
-// the thought counts toward max_tokens), disabled off, and without it the
-// model's default, as Ollama does. A forced tool call cannot think, as
-// with Claude.
+// the thought counts toward max_tokens), disabled off, and adaptive or
+// none the model's default, as Ollama does. A forced tool call cannot
+// think, as with Claude.
 func (q *anthRequest) think(forced bool) (*api.ThinkValue, error) {
 	th := q.Thinking
 	if th == nil {
-		if forced {
-			return &api.ThinkValue{Value: false}, nil
-		}
-		return nil, nil
+		th = &anthThinking{Type: "adaptive"}
 	}
 	switch th.Type {
 	case "disabled":
 		return &api.ThinkValue{Value: false}, nil
+	case "adaptive": // the model decides: one that thinks does, unless forced to call
+		if forced {
+			return &api.ThinkValue{Value: false}, nil
+		}
+		return nil, nil
 	case "enabled":
 	default:
-		return nil, badParam("thinking.type", "thinking type %q: use enabled or disabled", th.Type)
+		return nil, badParam("thinking.type", "thinking type %q: use enabled, adaptive or disabled", th.Type)
 	}
 	switch {
 	case forced:

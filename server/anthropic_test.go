@@ -552,6 +552,14 @@ func TestAnthropicRequestFields(t *testing.T) {
 	if without := count(map[string]any{"messages": userSays("hi")}); withTools < without+100 {
 		t.Errorf("tools add %v tokens", withTools-without)
 	}
+	// adaptive thinking is the model's default: thinking where it can
+	for model, want := range map[string]string{"qwen3-scripted": "thinking", "tiny-qwen2": "text"} {
+		status, m := anthPost(t, base, "/v1/messages", map[string]any{"model": model, "max_tokens": 3, "messages": userSays("hi"),
+			"thinking": map[string]any{"type": "adaptive"}})
+		if status != 200 || m["content"].([]any)[0].(map[string]any)["type"] != want {
+			t.Errorf("%s with adaptive thinking: %d %v; want a %s block first", model, status, m, want)
+		}
+	}
 	status, m := anthPost(t, base, "/v1/messages", map[string]any{"model": "qwen3-scripted", "max_tokens": 2000, "messages": history("Sunny", false),
 		"tools": weatherTools, "thinking": map[string]any{"type": "enabled", "budget_tokens": 1024}, "metadata": map[string]any{"user_id": "u1"}})
 	if status != 200 || m["stop_reason"] != "tool_use" {
