@@ -192,6 +192,30 @@ func MatMuls(be Backend, dsts []Tensor, x Tensor, ws []Tensor) {
 	}
 }
 
+// ExpertSpan is a run of rows of an Experts op that one expert computes:
+// rows Start … Start+Len-1 (Len > 0), with the weights of expert Expert.
+type ExpertSpan struct{ Expert, Start, Len int }
+
+// Experts is an optional capability: the chosen experts of a mixture of
+// experts over the rows that chose them, as a few ops where the plain
+// ops take several per expert (a Gather, MatMuls, a Download each). The
+// rows of its ops are a batch's (row, choice) pairs grouped by expert:
+// spans, in order, that tile rows 0 … N-1.
+type Experts interface {
+	// ExpertMatMuls: for each span s, each of its rows i and each j,
+	// dsts[j][i,:] = x[rows[i],:] · ws[j][s.Expert]ᵀ, or x[i,:] with rows
+	// nil. dsts[j] is [N, ws[j][e].Rows]; every ws[j][e] is [m_j, x.Cols].
+	// Each row of x is prepared for the kernels (quantized) once however
+	// many experts read it, and each span's weights are read once for
+	// all of its rows. The results are those of MatMul.
+	ExpertMatMuls(dsts []Tensor, x Tensor, rows []int32, ws [][]Tensor, spans []ExpertSpan)
+	// ExpertSum: dst[r,:] = Σ_j weights[r·k+j] · y[at[r·k+j],:] over j =
+	// 0 … k-1 in that order, k = len(at) / dst.Rows, each product rounded
+	// to float32 before it is added (llama.cpp weights each expert's
+	// output with ggml_mul, then chains ggml_adds). dst [n, d], y [N, d].
+	ExpertSum(dst, y Tensor, at []int32, weights []float32)
+}
+
 // AttnOpts are the options of one layer's attention.
 type AttnOpts struct {
 	Scale float32 // of the scores q·k

@@ -120,3 +120,54 @@ type plainAttention struct{ *cpu.Backend }
 func (p *plainAttention) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, b *gpu.Batch, o gpu.AttnOpts) {
 	p.Backend.Attention(dst, q, c, layer, b, gpu.AttnOpts{Scale: o.Scale})
 }
+
+// The experts' cases agree between the CPU's Experts ops and the plain
+// ops a backend without them runs (a Gather and a MatMul a span, sums on
+// the host), and fail for Experts ops that multiply the wrong expert or
+// sum the wrong rows: the cases can tell.
+func TestExpertCases(t *testing.T) {
+	ref, dev := cpu.New(2), cpu.New(1)
+	defer ref.Close()
+	defer dev.Close()
+	var cases []Case
+	for _, c := range Cases(1) {
+		if strings.HasPrefix(c.Op, "Expert") {
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) < 10 {
+		t.Fatalf("%d expert cases", len(cases))
+	}
+	for _, r := range Check(ref, struct{ gpu.Backend }{dev}, cases) {
+		if !r.Pass() {
+			t.Errorf("plain ops against the CPU's Experts: %s: NMSE %g (tolerance %g) %s", r.Op, r.NMSE, r.Tol, r.Err)
+		}
+	}
+	for _, r := range Check(ref, &wrongExperts{dev}, cases) {
+		if r.Pass() {
+			t.Errorf("with the wrong experts, %s passes (NMSE %g)", r.Op, r.NMSE)
+		}
+	}
+}
+
+// wrongExperts multiplies each span by the next expert's weights and sums
+// each row's first choice k times.
+type wrongExperts struct{ *cpu.Backend }
+
+func (w *wrongExperts) ExpertMatMuls(dsts []gpu.Tensor, x gpu.Tensor, rows []int32, ws [][]gpu.Tensor, spans []gpu.ExpertSpan) {
+	next := make([]gpu.ExpertSpan, len(spans))
+	for i, s := range spans {
+		s.Expert = (s.Expert + 1) % len(ws[0])
+		next[i] = s
+	}
+	w.Backend.ExpertMatMuls(dsts, x, rows, ws, next)
+}
+
+func (w *wrongExperts) ExpertSum(dst, y gpu.Tensor, at []int32, weights []float32) {
+	k := len(at) / dst.Rows()
+	first := make([]int32, len(at))
+	for i := range at {
+		first[i] = at[i/k*k]
+	}
+	w.Backend.ExpertSum(dst, y, first, weights)
+}

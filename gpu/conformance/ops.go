@@ -36,7 +36,7 @@ func newTable(seed uint64) *table { return &table{r: rand.New(rand.NewPCG(seed, 
 // CopyBlocks and BlockIO, F16 rounding; then the ops of the families
 // beyond llama (Scale, Softcap, GELUMul, LayerNorm, Rope's MScale) and
 // Attention's options (sliding windows over freed blocks, soft-capping,
-// bidirectional).
+// bidirectional); the experts' ops of a mixture of experts.
 func Cases(seed uint64) []Case {
 	c := newTable(seed)
 	c.matmuls()
@@ -47,6 +47,7 @@ func Cases(seed uint64) []Case {
 	c.halves()
 	c.families()
 	c.attentionOpts()
+	c.experts()
 	return c.cases
 }
 

@@ -64,6 +64,8 @@ type Backend struct {
 	copies     copyBlocksTask
 	attend     attendTask
 	elem       funcTask // the elementwise ops of ops_families.go
+	experts    expertTask
+	expertSum  expertSumTask
 
 	ropeAngles ropeAngles // Rope: the angles of the last positions rotated
 
@@ -74,6 +76,10 @@ type Backend struct {
 	mmParts   []mmPart   // MatMul(s): the weights of the op
 	xqOf      xqKey      // what xq holds
 	attnTiles []attnTile // Attention: the SIMD units' tiles of rows
+
+	xg          []byte       // ExpertMatMuls: x's quantized rows in the spans' order
+	expertX     []float32    // ExpertMatMuls (Go kernels): a span's rows of x
+	expertParts []expertPart // ExpertMatMuls: the units' (span, weight) pairs
 
 	attendSpans []rowSpan // Attend: the rows its first phase prepares
 	attendWhole []bool    // Attend: which tiles are their sequence's whole

@@ -18,20 +18,7 @@ func (b *Backend) matmulSIMD(kind kernelKind, dst, xt *Tensor, w *Tensor) {
 // a time, are split between the threads together.
 func (b *Backend) matmulsSIMD(kind kernelKind, xt *Tensor) {
 	n, k := xt.rows, xt.cols
-	stride := xRowBytes(kind, k)
-	var xq []byte
-	if c := &b.xqOf; c.x == xt && c.kind == kind && c.ops == b.pool.ops {
-		xq = b.xq[:n*stride] // the last MatMul's x, quantized, and no op since
-	} else {
-		xq = b.xqBuf(n * stride)
-		q := &b.quant
-		*q = quantTask{kind: kind, x: xt.f32, k: k, out: xq, stride: stride}
-		// Priced as the elementwise ops are: a decode step's rows stay on
-		// this thread. Split a row at a time over the pool, it was slower
-		// than alone (bench/results/2026-12-02-comment-numbers.md).
-		b.pool.run(q, n, b.k.elemCost(k))
-		*q = quantTask{}
-	}
+	xq, stride := b.quantized(kind, xt)
 
 	t := &b.matmulX
 	*t = simdMatmulTask{kind: kind, kern: b.k, xq: xq, xstride: stride, n: n, k: k, nTile: n, parts: b.mmParts}
@@ -64,6 +51,26 @@ func (b *Backend) matmulsSIMD(kind kernelKind, xt *Tensor) {
 	clear(b.mmParts)
 }
 
+// quantized returns the rows of xt quantized for kind's kernels, in xq,
+// stride bytes a row: quantized now, or the last MatMul's when that was
+// of xt and no op has run since.
+func (b *Backend) quantized(kind kernelKind, xt *Tensor) (xq []byte, stride int) {
+	n, k := xt.rows, xt.cols
+	stride = xRowBytes(kind, k)
+	if c := &b.xqOf; c.x == xt && c.kind == kind && c.ops == b.pool.ops {
+		return b.xq[:n*stride], stride
+	}
+	xq = b.xqBuf(n * stride)
+	q := &b.quant
+	*q = quantTask{kind: kind, x: xt.f32, k: k, out: xq, stride: stride}
+	// Priced as the elementwise ops are: a decode step's rows stay on
+	// this thread. Split a row at a time over the pool, it was slower
+	// than alone (bench/results/2026-12-02-comment-numbers.md).
+	b.pool.run(q, n, b.k.elemCost(k))
+	*q = quantTask{}
+	return xq, stride
+}
+
 // xqKey names what the backend's xq holds: x quantized for kind, valid
 // while no op has run since pool.ops was ops. Q, K and V (and gate and up)
 // are MatMuls of one x in a row, quantized once.
@@ -90,13 +97,17 @@ const minChunkBytes = 24 << 10
 
 // xqBuf returns n bytes of 64-byte aligned scratch for quantized
 // activations, kept for the next MatMul.
-func (b *Backend) xqBuf(n int) []byte {
-	if cap(b.xq) < n {
+func (b *Backend) xqBuf(n int) []byte { return alignedBuf(&b.xq, n) }
+
+// alignedBuf returns (*buf)[:n], reallocating *buf 64-byte aligned only
+// when it is too small.
+func alignedBuf(buf *[]byte, n int) []byte {
+	if cap(*buf) < n {
 		raw := make([]byte, n+63)
 		off := int(-uintptr(unsafe.Pointer(&raw[0])) & 63)
-		b.xq = raw[off:off]
+		*buf = raw[off:off]
 	}
-	return b.xq[:n]
+	return (*buf)[:n]
 }
 
 // quantTask quantizes activation rows lo … hi-1 into kind's format.
