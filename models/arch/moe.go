@@ -141,6 +141,14 @@ type moeScratch struct {
 	yHost, sum     []float32  // [maxRows·Dim] one expert's outputs; each row's weighted sum
 	ident          []int32    // 0, 1, … maxRows-1
 	probs, scratch []float32  // [Experts] one row's routing work
+
+	// The Experts ops' (with ExpertsUsed·rows ≤ maxRows): the rows of
+	// xb that each (row, choice) pair reads, grouped by expert; the spans
+	// of the groups; each choice's pair.
+	order, at []int32 // [maxRows], [maxRows·ExpertsUsed]
+	spans     []gpu.ExpertSpan
+	dsts      [2]gpu.Tensor
+	ws        [2][]gpu.Tensor
 }
 
 func (m *Model) allocMoE(alloc func(rows, cols int) gpu.Tensor) {
@@ -154,6 +162,7 @@ func (m *Model) allocMoE(alloc func(rows, cols int) gpu.Tensor) {
 		rows: make([][]int32, c.Experts), choice: make([][]int32, c.Experts),
 		out: make([]float32, r*k*c.Dim), yHost: make([]float32, r*c.Dim), sum: make([]float32, r*c.Dim),
 		ident: make([]int32, r), probs: make([]float32, c.Experts), scratch: make([]float32, c.Experts),
+		order: make([]int32, 0, r), at: make([]int32, r*k), spans: make([]gpu.ExpertSpan, 0, c.Experts),
 	}
 	for i := range ms.ident {
 		ms.ident[i] = int32(i)
@@ -174,7 +183,7 @@ func moeScratchBytes(c *Config, maxRows int) int64 {
 // SwiGLUOAI where the family has them).
 func (f *moeFFN) forward(m *Model, s *step, norm gpu.Tensor) {
 	be, c, ms := m.be, &m.Config, m.moe
-	n, k, dim := s.x.Rows(), c.ExpertsUsed, c.Dim
+	n, k := s.x.Rows(), c.ExpertsUsed
 	be.RMSNorm(s.xb, s.x, norm, m.Eps) // xb [n, Dim]
 	logits := be.Slice(ms.logits, n)
 	be.MatMul(logits, s.xb, f.router) // [n, Experts]
@@ -194,6 +203,51 @@ func (f *moeFFN) forward(m *Model, s *step, norm gpu.Tensor) {
 			ms.choice[e] = append(ms.choice[e], int32(at+j))
 		}
 	}
+	// The Experts ops need the (row, choice) pairs to fit the scratch's
+	// maxRows rows: decode steps do; a long prompt's step, whose experts
+	// have many rows each, goes expert by expert.
+	if ex, ok := be.(gpu.Experts); ok && f.gateB == nil && n*k <= m.maxRows {
+		f.experts(m, s, ex)
+	} else {
+		f.expertByExpert(m, s)
+	}
+	be.Add(s.x, s.x, s.xb) // residual
+}
+
+// experts is the chosen experts through the backend's Experts ops: their
+// rows grouped by expert in spans of the scratch, gate and up of every
+// span as one op, SiLUMul over all of them, down as one op, and each
+// row's weighted sum into xb, on the device.
+func (f *moeFFN) experts(m *Model, s *step, ex gpu.Experts) {
+	be, ms := m.be, m.moe
+	ms.order, ms.spans = ms.order[:0], ms.spans[:0]
+	for e, rows := range ms.rows {
+		if len(rows) == 0 {
+			continue // not read at all
+		}
+		ms.spans = append(ms.spans, gpu.ExpertSpan{Expert: e, Start: len(ms.order), Len: len(rows)})
+		for i, ch := range ms.choice[e] {
+			ms.at[ch] = int32(len(ms.order) + i)
+		}
+		ms.order = append(ms.order, rows...)
+	}
+	n, nk := s.x.Rows(), len(ms.order)
+	he, he2, ye := be.Slice(ms.he, nk), be.Slice(ms.he2, nk), be.Slice(ms.ye, nk)
+	ms.dsts[0], ms.dsts[1], ms.ws[0], ms.ws[1] = he, he2, f.gate, f.up
+	ex.ExpertMatMuls(ms.dsts[:2], s.xb, ms.order, ms.ws[:2], ms.spans) // [nk, ExpertFFN] each
+	be.SiLUMul(he, he, he2)
+	ms.dsts[0], ms.ws[0] = ye, f.down
+	ex.ExpertMatMuls(ms.dsts[:1], he, nil, ms.ws[:1], ms.spans) // [nk, Dim]
+	ms.dsts, ms.ws = [2]gpu.Tensor{}, [2][]gpu.Tensor{}
+	ex.ExpertSum(s.xb, ye, ms.at[:n*m.ExpertsUsed], ms.weights[:n*m.ExpertsUsed]) // xb [n, Dim]
+}
+
+// expertByExpert is the chosen experts one at a time with the plain ops
+// (a Gather, the MatMuls and a Download each), their outputs summed on
+// the host and uploaded into xb.
+func (f *moeFFN) expertByExpert(m *Model, s *step) {
+	be, ms := m.be, m.moe
+	n, k, dim := s.x.Rows(), m.ExpertsUsed, m.Dim
 	for e, rows := range ms.rows {
 		if len(rows) == 0 {
 			continue // not read at all
@@ -243,7 +297,6 @@ func (f *moeFFN) forward(m *Model, s *step, norm gpu.Tensor) {
 		}
 	}
 	be.Upload(s.xb, sum)
-	be.Add(s.x, s.x, s.xb) // residual
 }
 
 func equalRows(a, b []int32) bool {

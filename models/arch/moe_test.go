@@ -87,14 +87,44 @@ func (b *countBackend) MatMul(dst, x, w gpu.Tensor) {
 	b.Backend.MatMul(dst, x, w)
 }
 
+// countExperts is countBackend with the CPU's Experts ops, which count
+// each span's weights as multiplied.
+type countExperts struct {
+	*countBackend
+	ex gpu.Experts
+}
+
+func (b *countExperts) ExpertMatMuls(dsts []gpu.Tensor, x gpu.Tensor, rows []int32, ws [][]gpu.Tensor, spans []gpu.ExpertSpan) {
+	for _, l := range ws {
+		for _, s := range spans {
+			b.reads[b.names[l[s.Expert]]]++
+		}
+	}
+	b.ex.ExpertMatMuls(dsts, x, rows, ws, spans)
+}
+
+func (b *countExperts) ExpertSum(dst, y gpu.Tensor, at []int32, weights []float32) {
+	b.ex.ExpertSum(dst, y, at, weights)
+}
+
 // TestMoEReadsChosenExperts: a decode step multiplies by exactly
 // ExpertsUsed experts' gate, up and down matrices in each layer, once
-// each; a prompt's step multiplies by no expert's matrix more than once.
+// each; a prompt's step multiplies by no expert's matrix more than once;
+// the CPU's WeightBytesRead counts the bytes of the matrices multiplied.
+// With the Experts ops and with the plain ones.
 func TestMoEReadsChosenExperts(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "qwen3moe.gguf")
 	if err := synth.WriteTiny(path, "qwen3moe", gguf.TypeQ8_0, 3); err != nil {
 		t.Fatal(err)
 	}
+	for _, withExperts := range []bool{true, false} {
+		t.Run(fmt.Sprintf("experts ops %v", withExperts), func(t *testing.T) {
+			readsChosenExperts(t, path, withExperts)
+		})
+	}
+}
+
+func readsChosenExperts(t *testing.T, path string, withExperts bool) {
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -102,10 +132,18 @@ func TestMoEReadsChosenExperts(t *testing.T) {
 	defer f.Close()
 	inner := cpu.New(1)
 	defer inner.Close()
-	be := &countBackend{Backend: inner, names: map[gpu.Tensor]string{}, seen: map[string]int{}, reads: map[string]int{}}
+	cb := &countBackend{Backend: inner, names: map[gpu.Tensor]string{}, seen: map[string]int{}, reads: map[string]int{}}
+	var be gpu.Backend = cb
+	if withExperts {
+		be = &countExperts{countBackend: cb, ex: inner}
+	}
 	m, err := arch.Load(f, be, arch.Options{MaxRows: 64})
 	if err != nil {
 		t.Fatal(err)
+	}
+	sizes := map[string]int64{}
+	for w, name := range cb.names {
+		sizes[name] = int64(w.Rows()) * w.Type().RowBytes(int64(w.Cols()))
 	}
 	kv, err := be.NewKVCache(m.KVSpec(8, 16, gguf.TypeF32))
 	if err != nil {
@@ -113,13 +151,16 @@ func TestMoEReadsChosenExperts(t *testing.T) {
 	}
 	prompt := moePrompt(30, 5)
 	step := func(ids []int32, pos int) map[int]map[int]int {
-		clear(be.reads)
+		clear(cb.reads)
+		before := inner.WeightBytesRead()
 		b := &gpu.Batch{BlockSize: 16, Seqs: []gpu.Seq{{Len: len(ids), Pos: pos, Blocks: []int32{5, 2, 7}}}}
 		if _, err := m.Forward(kv, b, ids, []int32{int32(len(ids) - 1)}); err != nil {
 			t.Fatal(err)
 		}
 		experts := map[int]map[int]int{} // layer → expert → matmuls of its matrices
-		for name, n := range be.reads {
+		var bytes int64
+		for name, n := range cb.reads {
+			bytes += int64(n) * sizes[name]
 			var layer, e int
 			var kind string
 			if _, err := fmt.Sscanf(strings.NewReplacer(".", " ", "#", " ").Replace(name), "blk %d %s weight %d", &layer, &kind, &e); err != nil || !strings.HasSuffix(kind, "_exps") {
@@ -132,6 +173,9 @@ func TestMoEReadsChosenExperts(t *testing.T) {
 				t.Errorf("%s multiplied %d times in one step", name, n)
 			}
 			experts[layer][e] += n
+		}
+		if got := inner.WeightBytesRead() - before; got != bytes {
+			t.Errorf("%d tokens at %d: WeightBytesRead counted %d bytes, the matrices multiplied hold %d", len(ids), pos, got, bytes)
 		}
 		return experts
 	}
@@ -147,6 +191,81 @@ func TestMoEReadsChosenExperts(t *testing.T) {
 				t.Errorf("layer %d: expert %d: %d of its gate, up and down matrices multiplied, want 3", l, e, n)
 			}
 		}
+	}
+}
+
+// experts counts the CPU's ExpertMatMuls.
+type experts struct {
+	*cpu.Backend
+	calls int
+}
+
+func (b *experts) ExpertMatMuls(dsts []gpu.Tensor, x gpu.Tensor, rows []int32, ws [][]gpu.Tensor, spans []gpu.ExpertSpan) {
+	b.calls++
+	b.Backend.ExpertMatMuls(dsts, x, rows, ws, spans)
+}
+
+// TestMoEExpertsOpsExact: through the CPU's Experts ops the tiny
+// qwen3moe's logits are those of the plain ops (a Gather and MatMuls an
+// expert, the sums on the host) bit for bit, on the SIMD kernels (Q8_0,
+// Q4_K) and the Go ones (F32): three prompts in one batch, then a batched
+// decode step.
+func TestMoEExpertsOpsExact(t *testing.T) {
+	for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeQ8_0, gguf.TypeQ4_K} {
+		t.Run(typ.String(), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "qwen3moe.gguf")
+			if err := synth.WriteTiny(path, "qwen3moe", typ, 7); err != nil {
+				t.Fatal(err)
+			}
+			var got [2][][]float32
+			calls := 0
+			for i := range got {
+				f, err := gguf.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				inner := cpu.New(2)
+				ex := &experts{Backend: inner}
+				var be gpu.Backend = ex
+				if i == 1 {
+					be = struct{ gpu.Backend }{inner} // the capability hidden
+				}
+				m, err := arch.Load(f, be, arch.Options{MaxRows: 256, MaxOut: 8})
+				if err != nil {
+					t.Fatal(err)
+				}
+				kv, err := be.NewKVCache(m.KVSpec(64, 16, gguf.TypeF32))
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := &rig{f: f, m: m, kv: kv, bs: 16}
+				prompts := [][]int32{moePrompt(41, 1), moePrompt(23, 2), moePrompt(57, 3)}
+				var seqs []seqRun
+				for j, p := range prompts {
+					seqs = append(seqs, seqRun{ids: p, table: r.table(j)})
+				}
+				got[i] = r.run(t, seqs)
+				for j := range seqs {
+					seqs[j] = seqRun{ids: []int32{int32(40 + j)}, pos: len(prompts[j]), table: seqs[j].table}
+				}
+				got[i] = append(got[i], r.run(t, seqs)...)
+				if i == 0 {
+					calls = ex.calls
+				}
+				inner.Close()
+				f.Close()
+			}
+			if want := 2 * 2 * 3; calls != want { // gate and up, down; each layer; two steps
+				t.Errorf("%d ExpertMatMuls, want %d", calls, want)
+			}
+			for j := range got[0] {
+				for v := range got[0][j] {
+					if got[0][j][v] != got[1][j][v] {
+						t.Fatalf("logits %d: element %d is %v with the Experts ops, %v without", j, v, got[0][j][v], got[1][j][v])
+					}
+				}
+			}
+		})
 	}
 }
 
