@@ -131,8 +131,9 @@ func (ld *loader) expert(name string, e, experts, rows, cols int) gpu.Tensor {
 // host, for maxRows rows.
 type moeScratch struct {
 	logits         gpu.Tensor // [maxRows, Experts] the router's
-	xe, ye         gpu.Tensor // [maxRows, Dim] an expert's rows in; its outputs
-	he, he2        gpu.Tensor // [maxRows, ExpertFFN]
+	xe             gpu.Tensor // [maxRows, Dim] an expert's rows in
+	ye             gpu.Tensor // [maxRows·ExpertsUsed, Dim] the experts' outputs
+	he, he2        gpu.Tensor // [maxRows·ExpertsUsed, ExpertFFN]
 	hostLogits     []float32  // [maxRows·Experts]
 	chosen         []int32    // [maxRows·ExpertsUsed] each row's experts, best first
 	weights        []float32  // [maxRows·ExpertsUsed] their weights
@@ -142,10 +143,10 @@ type moeScratch struct {
 	ident          []int32    // 0, 1, … maxRows-1
 	probs, scratch []float32  // [Experts] one row's routing work
 
-	// The Experts ops' (with ExpertsUsed·rows ≤ maxRows): the rows of
-	// xb that each (row, choice) pair reads, grouped by expert; the spans
-	// of the groups; each choice's pair.
-	order, at []int32 // [maxRows], [maxRows·ExpertsUsed]
+	// The Experts ops': the rows of xb that each (row, choice) pair
+	// reads, grouped by expert; the spans of the groups; each choice's
+	// pair.
+	order, at []int32 // [maxRows·ExpertsUsed] each
 	spans     []gpu.ExpertSpan
 	dsts      [2]gpu.Tensor
 	ws        [2][]gpu.Tensor
@@ -155,14 +156,14 @@ func (m *Model) allocMoE(alloc func(rows, cols int) gpu.Tensor) {
 	r, c := m.maxRows, &m.Config
 	k := c.ExpertsUsed
 	ms := &moeScratch{
-		logits: alloc(r, c.Experts), xe: alloc(r, c.Dim), ye: alloc(r, c.Dim),
-		he: alloc(r, c.ExpertFFN), he2: alloc(r, c.ExpertFFN),
+		logits: alloc(r, c.Experts), xe: alloc(r, c.Dim), ye: alloc(r*k, c.Dim),
+		he: alloc(r*k, c.ExpertFFN), he2: alloc(r*k, c.ExpertFFN),
 		hostLogits: make([]float32, r*c.Experts),
 		chosen:     make([]int32, r*k), weights: make([]float32, r*k),
 		rows: make([][]int32, c.Experts), choice: make([][]int32, c.Experts),
 		out: make([]float32, r*k*c.Dim), yHost: make([]float32, r*c.Dim), sum: make([]float32, r*c.Dim),
 		ident: make([]int32, r), probs: make([]float32, c.Experts), scratch: make([]float32, c.Experts),
-		order: make([]int32, 0, r), at: make([]int32, r*k), spans: make([]gpu.ExpertSpan, 0, c.Experts),
+		order: make([]int32, 0, r*k), at: make([]int32, r*k), spans: make([]gpu.ExpertSpan, 0, c.Experts),
 	}
 	for i := range ms.ident {
 		ms.ident[i] = int32(i)
@@ -175,7 +176,7 @@ func moeScratchBytes(c *Config, maxRows int) int64 {
 	if c.Experts == 0 {
 		return 0
 	}
-	return 4 * int64(maxRows) * int64(c.Experts+2*c.Dim+2*c.ExpertFFN)
+	return 4 * int64(maxRows) * int64(c.Experts+c.Dim+c.ExpertsUsed*(c.Dim+2*c.ExpertFFN))
 }
 
 // forward: x += Σ over each row's chosen experts e of weight_e ·
@@ -203,10 +204,7 @@ func (f *moeFFN) forward(m *Model, s *step, norm gpu.Tensor) {
 			ms.choice[e] = append(ms.choice[e], int32(at+j))
 		}
 	}
-	// The Experts ops need the (row, choice) pairs to fit the scratch's
-	// maxRows rows: decode steps do; a long prompt's step, whose experts
-	// have many rows each, goes expert by expert.
-	if ex, ok := be.(gpu.Experts); ok && f.gateB == nil && n*k <= m.maxRows {
+	if ex, ok := be.(gpu.Experts); ok && f.gateB == nil {
 		f.experts(m, s, ex)
 	} else {
 		f.expertByExpert(m, s)
