@@ -18,8 +18,10 @@ import (
 // llama.cpp's build_moe_ffn computes them, and each chosen expert runs
 // once per step over the rows that chose it (one read of its weights
 // however many tokens share it). Each row's weighted outputs are summed
-// on the host in the order of its choices, as llama.cpp adds them, and
-// go back up as one [rows, Dim] residual add.
+// in the order of its choices, as llama.cpp adds them. With the
+// backend's gpu.Experts ops every chosen expert of a step runs in the same
+// few ops and the sums are made on the device; without them, expert by
+// expert, the sums on the host, uploaded as one [rows, Dim] residual add.
 
 // Gating is how a router's logits become the chosen experts' weights
 // (llama.cpp's llama_expert_gating_func_type).
