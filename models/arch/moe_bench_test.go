@@ -16,7 +16,8 @@ import (
 // model in $FOLIO_BENCH_MOE (e.g. `folio dev synth --preset qwen3moe-mini
 // --type q4_k`) on 2 threads; skipped without it. tok/s is the step's
 // rows over its time: 16 rows' over 1 row's is what batching gains at
-// decode, before the scheduler. FOLIO_BENCH_PLAIN=1 hides the backend's
+// decode, before the scheduler; MB/step the weight bytes a step's
+// matmuls read (cpu.Backend.WeightBytesRead). FOLIO_BENCH_PLAIN=1 hides the backend's
 // Experts ops (the expert-by-expert path).
 func BenchmarkMoEDecode(b *testing.B) {
 	path := os.Getenv("FOLIO_BENCH_MOE")
@@ -59,12 +60,14 @@ func BenchmarkMoEDecode(b *testing.B) {
 				batch.Seqs = append(batch.Seqs, gpu.Seq{Start: s, Len: 1, Pos: ctx, Blocks: table(s)})
 				ids, out = append(ids, int32(100+37*s)), append(out, int32(s))
 			}
+			read := inner.WeightBytesRead()
 			for b.Loop() {
 				if _, err := m.Forward(kv, batch, ids, out); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tok/s")
+			b.ReportMetric(float64(inner.WeightBytesRead()-read)/float64(b.N)/1e6, "MB/step")
 		})
 	}
 }
