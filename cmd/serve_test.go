@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -129,5 +130,33 @@ func TestServeDebug(t *testing.T) {
 	t.Setenv("FOLIO_DEBUG", "yes")
 	if _, err := execute(t, "serve"); err == nil || !strings.Contains(err.Error(), "FOLIO_DEBUG=\"yes\": set it to 1") {
 		t.Errorf("FOLIO_DEBUG=yes: %v", err)
+	}
+}
+
+// TestServeKeepsConversations: folio serve keeps the chat page's
+// conversations in FOLIO_HOME's folio.db, where the next serve (after a
+// kill) finds them.
+func TestServeKeepsConversations(t *testing.T) {
+	home := t.TempDir()
+	child, addr, _ := startServe(t, home)
+	resp, err := http.Post("http://"+addr+"/api/folio/conversations", "application/json", strings.NewReader(`{"model":"m","title":"kept"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d, want 201", resp.StatusCode)
+	}
+	child.Process.Kill()
+	child.Wait()
+	_, addr, _ = startServe(t, home)
+	resp, err = http.Get("http://" + addr + "/api/folio/conversations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(data), `"title":"kept"`) {
+		t.Fatalf("after a restart: %d %s", resp.StatusCode, data)
 	}
 }
