@@ -511,21 +511,25 @@ func (s *Server) anthMessages(w http.ResponseWriter, r *http.Request) {
 	m.stream(r.Context(), w, job)
 }
 
+// anthCountTokens answers count_tokens: the tokens of the prompt the same
+// request to /v1/messages would render, {"input_tokens": N}.
 func (s *Server) anthCountTokens(w http.ResponseWriter, r *http.Request) {
 	_, p, l, release, ok := s.anthBegin(w, r, true)
 	if !ok {
 		return
 	}
 	defer release()
-	conf, err := s.confFor(p.c, p.chat.Model)
+	conf, err := s.modelConf(p.chat.Model)
+	caps := capsOf(modelTemplate(l, conf))
 	if err == nil {
-		p.think, err = checkCaps(p.chat.Model, capsOf(modelTemplate(l, conf)), p.chat.Tools, p.think)
+		p.think, err = checkCaps(p.chat.Model, caps, p.chat.Tools, p.think)
 	}
 	if err != nil {
 		writeAnthError(w, err)
 		return
 	}
-	cp := &chatPrompt{s: s, ctx: r.Context(), l: l, conf: conf, tools: p.chat.Tools, think: p.think, caps: capsOf(modelTemplate(l, conf))}
+	// the prompt /v1/messages renders (chatJob), before a forced call's tag
+	cp := &chatPrompt{s: s, ctx: r.Context(), l: l, conf: conf, tools: p.chat.Tools, think: p.think, caps: caps}
 	_, ids, err := cp.encode(conf.chatMessages(p.msgs))
 	if err != nil {
 		writeAnthError(w, err)
