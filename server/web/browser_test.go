@@ -261,7 +261,7 @@ func (f *folio) start() {
 	reg := server.NewLibraryRegistry(nil)
 	reg.Dirs, reg.Store = []string{f.lib}, st
 	srv := server.New(server.Config{Registry: reg, Store: kv, Conversations: st, Version: "test",
-		Load: runner.LoadOptions{NumCtx: 2048},
+		Load: runner.LoadOptions{NumCtx: 4096},
 		Install: &installer.Options{Home: f.home, Store: st, MinPartSize: 256 << 10, RetryBase: time.Millisecond,
 			ProgressEvery: 5 * time.Millisecond}})
 	hs := httptest.NewServer(srv)

@@ -1,15 +1,22 @@
 package web_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"folio/models/gguf"
+	"folio/models/synth"
+	"folio/store"
 )
 
 // conversation is GET /api/folio/conversations/{id}'s answer.
@@ -171,4 +178,72 @@ func TestChatInBrowser(t *testing.T) {
 		t.Errorf("the first reply after the restart: %d of %d prompt tokens from cache; the page says %q", st.PromptCachedCount, st.PromptEvalCount, resumed)
 	}
 	t.Logf("after the restart: %s; %s", stats, resumed)
+}
+
+// chatTemplate is a chat template with role markers: a reply's text
+// renders back to the tokens that were generated, so a conversation's
+// whole history can come from the prefix cache.
+const chatTemplate = `{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{{ '\n' }}{% endfor %}` +
+	`{% if add_generation_prompt %}<|assistant|>{% endif %}`
+
+// postChat sends one turn of conversation id through the API and reads
+// its stream to the end.
+func (f *folio) postChat(id, content string) {
+	f.t.Helper()
+	body, _ := json.Marshal(map[string]string{"content": content})
+	resp, err := http.Post(f.URL+"/api/folio/conversations/"+id+"/chat", "application/json", bytes.NewReader(body))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(out, []byte(`"message_id"`)) {
+		f.t.Fatalf("a turn of %s: %d %s", id, resp.StatusCode, out)
+	}
+}
+
+// TestResume20TurnsInBrowser: a conversation of 20 turns, reopened in the
+// page after a restart, answers its next message with 90% or more of the
+// prompt from the cache (the prefix persisted in FOLIO_HOME), and the
+// page says so under the reply.
+func TestResume20TurnsInBrowser(t *testing.T) {
+	f := newFolio(t)
+	m, err := synth.Tiny("qwen2", gguf.TypeQ8_0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := m.Writer()
+	w.Set("tokenizer.chat_template", chatTemplate)
+	if err := w.WriteFile(filepath.Join(f.lib, "tiny-chat.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.st.CreateConversation(store.Conversation{Title: "Twenty turns", Model: "tiny-chat:latest",
+		System: "You answer questions about numbers.", Options: `{"temperature":0,"num_predict":8}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for turn := 1; turn <= 20; turn++ {
+		f.postChat(c.ID, fmt.Sprintf("Question %d: what comes after the number %d, and why?", turn, turn*7))
+	}
+	f.restart()
+	p := newPage(t)
+	p.open(f.URL + "/#c/" + c.ID)
+	p.waitFor("the 40 messages", `document.querySelectorAll(".msg").length === 40`, 10*time.Second)
+	p.send("Question 21: and after that one?")
+	p.lastReplyID("turn 21")
+	got := eval[map[string]float64](p, `(() => {
+		const r = document.querySelector(".msg.assistant:last-child");
+		return { prompt: +r.querySelector(".stats").dataset.prompt, cached: +r.querySelector(".stats").dataset.cached,
+			resumed: +(r.querySelector(".resumed")?.dataset.cached ?? -1) };
+	})()`)
+	saved := f.conversation(c.ID).Messages[41].Stats
+	if saved == nil || got["prompt"] != float64(saved.PromptEvalCount) || got["cached"] != float64(saved.PromptCachedCount) ||
+		got["resumed"] != got["cached"] {
+		t.Fatalf("the page shows %v; the server saved %+v", got, saved)
+	}
+	ratio := got["cached"] / got["prompt"]
+	if ratio < 0.9 {
+		t.Errorf("turn 21 after the restart: %v of %v prompt tokens from cache (%.1f%%), want >= 90%%", got["cached"], got["prompt"], 100*ratio)
+	}
+	t.Logf("turn 21 after the restart, in the page: %v of %v prompt tokens from cache (%.1f%%)", got["cached"], got["prompt"], 100*ratio)
 }

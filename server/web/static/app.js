@@ -275,9 +275,12 @@ function fillSettings() {
   $('seed').value = o.seed ?? '';
 }
 
-// readSettings reads the panel into conv, or returns an error message.
+// readSettings reads the panel into the conversation's system prompt and
+// options (keeping the options the panel does not show, set through the
+// API); it throws an error that names a bad field.
 function readSettings() {
-  const options = {};
+  const options = { ...(state.conv.options || {}) };
+  for (const k of ['temperature', 'num_ctx', 'seed']) delete options[k];
   const num = (id, integer, min) => {
     const raw = $(id).value.trim();
     if (raw === '') return undefined;
