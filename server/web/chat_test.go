@@ -33,9 +33,10 @@ type conversation struct {
 		Thinking string `json:"thinking"`
 		Stopped  bool   `json:"stopped"`
 		Stats    *struct {
-			PromptEvalCount   int `json:"prompt_eval_count"`
-			PromptCachedCount int `json:"prompt_cached_count"`
-			EvalCount         int `json:"eval_count"`
+			PromptEvalCount     int `json:"prompt_eval_count"`
+			PromptCachedCount   int `json:"prompt_cached_count"`
+			PromptRestoredCount int `json:"prompt_restored_count"`
+			EvalCount           int `json:"eval_count"`
 		} `json:"stats"`
 	} `json:"messages"`
 }
@@ -170,11 +171,12 @@ func TestChatInBrowser(t *testing.T) {
 	st := c.Messages[3].Stats
 	stats := eval[string](p, `document.querySelector(".msg.assistant:last-child .stats").textContent`)
 	resumed := eval[string](p, `document.querySelector(".msg.assistant:last-child .resumed")?.textContent || ""`)
-	want := fmt.Sprintf("%d of %d prompt tokens from cache", st.PromptCachedCount, st.PromptEvalCount)
+	want := fmt.Sprintf("%d of %d prompt tokens from cache (%d restored from disk)", st.PromptCachedCount, st.PromptEvalCount, st.PromptRestoredCount)
 	if !strings.Contains(stats, want) || !strings.Contains(stats, "tokens/s") {
 		t.Errorf("the reply's stats say %q, want %q and a speed", stats, want)
 	}
-	if st.PromptCachedCount == 0 || !strings.Contains(resumed, fmt.Sprintf("%d prompt tokens of this conversation were restored", st.PromptCachedCount)) {
+	if st.PromptCachedCount == 0 || st.PromptRestoredCount == 0 ||
+		!strings.Contains(resumed, fmt.Sprintf("%d prompt tokens of this conversation were restored from folio's cache (%d of them loaded from disk", st.PromptCachedCount, st.PromptRestoredCount)) {
 		t.Errorf("the first reply after the restart: %d of %d prompt tokens from cache; the page says %q", st.PromptCachedCount, st.PromptEvalCount, resumed)
 	}
 	t.Logf("after the restart: %s; %s", stats, resumed)
@@ -234,11 +236,11 @@ func TestResume20TurnsInBrowser(t *testing.T) {
 	got := eval[map[string]float64](p, `(() => {
 		const r = document.querySelector(".msg.assistant:last-child");
 		return { prompt: +r.querySelector(".stats").dataset.prompt, cached: +r.querySelector(".stats").dataset.cached,
-			resumed: +(r.querySelector(".resumed")?.dataset.cached ?? -1) };
+			restored: +r.querySelector(".stats").dataset.restored, resumed: +(r.querySelector(".resumed")?.dataset.cached ?? -1) };
 	})()`)
 	saved := f.conversation(c.ID).Messages[41].Stats
 	if saved == nil || got["prompt"] != float64(saved.PromptEvalCount) || got["cached"] != float64(saved.PromptCachedCount) ||
-		got["resumed"] != got["cached"] {
+		got["restored"] != float64(saved.PromptRestoredCount) || got["restored"] == 0 || got["resumed"] != got["cached"] {
 		t.Fatalf("the page shows %v; the server saved %+v", got, saved)
 	}
 	ratio := got["cached"] / got["prompt"]

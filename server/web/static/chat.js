@@ -155,6 +155,7 @@ export function statsOf(chunk) {
   const s = {
     prompt_eval_count: chunk.prompt_eval_count || 0,
     prompt_cached_count: chunk.prompt_cached_count || 0,
+    prompt_restored_count: chunk.prompt_restored_count || 0,
     eval_count: chunk.eval_count || 0,
     eval_duration: chunk.eval_duration || 0,
   };
@@ -163,26 +164,28 @@ export function statsOf(chunk) {
 }
 
 function statsLine(s) {
-  const prompt = s.prompt_eval_count || 0, cached = s.prompt_cached_count || 0;
+  const prompt = s.prompt_eval_count || 0, cached = s.prompt_cached_count || 0, restored = s.prompt_restored_count || 0;
   const tps = s.tokens_per_second || (s.eval_duration > 0 ? s.eval_count / (s.eval_duration / 1e9) : 0);
   const p = el('p', 'stats');
   p.dataset.prompt = prompt;
   p.dataset.cached = cached;
+  p.dataset.restored = restored;
   const parts = [];
   if (tps > 0) parts.push(`${tps.toFixed(tps < 10 ? 1 : 0)} tokens/s`);
   if (s.eval_count) parts.push(`${s.eval_count} tokens`);
   parts.push(`prompt ${prompt} tokens`);
-  parts.push(`${cached} of ${prompt} prompt tokens from cache`);
+  parts.push(`${cached} of ${prompt} prompt tokens from cache` + (restored > 0 ? ` (${restored} restored from disk)` : ''));
   p.append(parts.join(' · '));
   return p;
 }
 
 function resumedLine(s) {
-  const cached = s.prompt_cached_count || 0;
+  const cached = s.prompt_cached_count || 0, restored = s.prompt_restored_count || 0;
   const p = el('p', 'resumed');
   p.dataset.cached = cached;
+  const where = restored > 0 ? ` (${restored} of them loaded from disk, where folio kept them)` : '';
   p.append(cached > 0
-    ? `Resumed: ${cached} prompt tokens of this conversation were restored from folio's cache, not computed again.`
+    ? `Resumed: ${cached} prompt tokens of this conversation were restored from folio's cache${where}, not computed again.`
     : 'Resumed: no part of this conversation was in the cache, so its prompt was computed again.');
   return p;
 }
