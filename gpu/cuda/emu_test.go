@@ -272,3 +272,32 @@ func TestMoEOnTheEmulator(t *testing.T) {
 		t.Logf("%s: worst logits NMSE %.3g, tokens %v and %v", c.name, g.Worst, g.Ref, g.Dev)
 	}
 }
+
+// gpt-oss through the device's kernels: Q/K/V/O biases, attention sinks,
+// a window of 4 positions on layer 0 (shorter than the prompt of 8 and
+// the 6 steps after it) with its own rope base, YaRN, routing with the
+// router's and experts' biases and the clamped SwiGLU (SwiGLUOAI), the
+// experts in MXFP4 and the other matrices in BF16 as gpt-oss's release;
+// on the device alone and with its second layer on the CPU.
+func TestGptossOnTheEmulator(t *testing.T) {
+	dev, ref, _ := emuPair(t)
+	host := cpu.New(2)
+	defer host.Close()
+	path := filepath.Join(t.TempDir(), "gpt-oss.gguf")
+	if err := synth.WriteTiny(path, "gpt-oss", gguf.TypeMXFP4, 3, func(c *synth.Config) { c.Layers, c.Window = 2, 4 }); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		be   gpu.Backend
+	}{{"device", dev}, {"split", NewSplit(dev, host, 1)}} {
+		g, err := conformance.CheckGeneration(path, ref, c.be, 6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !g.Pass() {
+			t.Errorf("%s: %+v", c.name, g)
+		}
+		t.Logf("%s: worst logits NMSE %.3g, tokens %v and %v", c.name, g.Worst, g.Ref, g.Dev)
+	}
+}
