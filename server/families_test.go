@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,6 +16,8 @@ import (
 	"folio/installer"
 	"folio/installer/fakehub"
 	"folio/internal/fixtures"
+	"folio/models/gguf"
+	"folio/models/tokenizer"
 )
 
 // The chat families of issue 22, each a scripted model (scripted_test.go)
@@ -402,5 +406,163 @@ func TestFamilyToolCallsModelfile(t *testing.T) {
 		if args, _ := json.Marshal(calls[0].Function.Arguments); calls[0].Function.Name != "get_weather" || string(args) != `{"city":"Paris"}` {
 			t.Errorf("stream %v: call %s %s", stream, calls[0].Function.Name, args)
 		}
+	}
+}
+
+// TestFamilyGptoss: harmony replies written by a gpt-oss model (synth's
+// random blocks under a scripted vocabulary and output matrix:
+// scripted.writeGptoss) with gpt-oss's real template. The prompt folio
+// evaluates is llama.cpp's tokenization of the rendered template, and
+// llama.cpp continues it greedily with the reply up to its stop token
+// (<|return|> after an answer, <|call|> after a call); folio writes the
+// same tokens and stops there, and /api/chat and /v1/chat/completions
+// split them by channel (the analysis as thinking, the final message as
+// content, a commentary message to functions.get_weather as the call),
+// with no harmony mark in the content or the thinking.
+func TestFamilyGptoss(t *testing.T) {
+	fixtures.Llamaref(t)
+	tmpl, err := os.ReadFile(filepath.Join(fixtures.Shared(t), "templates", "openai-gpt-oss-120b.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cases := []struct {
+		name                      string
+		thinking, content, finish string
+		call                      bool
+	}{
+		{"gpt-oss-answer", "A greeting.", "Hello world", "stop", false},
+		{"gpt-oss-call", harmonyThought, "", "tool_calls", true},
+	}
+	for _, c := range cases {
+		reply := harmonyModels[c.name]
+		s := scripted{name: c.name, template: string(tmpl), bos: "<|startoftext|>", eos: "<|return|>", specials: harmonySpecials, start: "t", reply: reply}
+		if c.call {
+			s.reply, s.end = reply[:len(reply)-1], "<|call|>"
+		}
+		s.writeGptoss(t, filepath.Join(dir, c.name+".gguf"))
+	}
+	client, base := serveLibraryCtx(t, dir, 2048)
+	user := []api.Message{{Role: "user", Content: "What is the weather in Paris?"}}
+	marks := regexp.MustCompile(`<\|(start|channel|message|constrain|end|call|return)\|>`)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, c.name+".gguf")
+			no := false
+			var rendered api.ChatResponse
+			err := client.Chat(t.Context(), &api.ChatRequest{Model: c.name, Messages: user, Tools: weatherTool(), Stream: &no, DebugRenderOnly: true},
+				func(r api.ChatResponse) error { rendered = r; return nil })
+			if err != nil || rendered.DebugInfo == nil {
+				t.Fatalf("render: %v, %+v", err, rendered)
+			}
+			prompt := rendered.DebugInfo.RenderedTemplate
+			if !strings.HasSuffix(prompt, "<|start|>assistant") || !strings.Contains(prompt, "get_weather") {
+				t.Fatalf("rendered prompt does not offer the tool and open the assistant's turn:\n%s", prompt)
+			}
+			var tok struct {
+				WithSpecial struct{ IDs []int32 } `json:"with_special"`
+			}
+			var ref struct {
+				Greedy struct {
+					Tokens []struct{ Piece string }
+				}
+			}
+			if err := json.Unmarshal(fixtures.RunLlamaref(t, "tokenize", path, "--prompt", prompt, "--special", "--compact"), &struct {
+				Tokenization *struct {
+					WithSpecial struct{ IDs []int32 } `json:"with_special"`
+				}
+			}{&tok}); err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk, err := tokenizer.New(f)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tk.Encode(prompt, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true}); !slices.Equal(got, tok.WithSpecial.IDs) {
+				t.Fatalf("the rendered prompt tokenizes differently:\n folio     %v\n llama.cpp %v", got, tok.WithSpecial.IDs)
+			}
+			// llamaref's --stop-eog would stop at <|end|> (node-llama-cpp
+			// takes llama.cpp's eot for an end; llama.cpp itself does not
+			// for harmony): the reply's length instead.
+			want := harmonyModels[c.name]
+			if !c.call {
+				want = append(slices.Clone(want), "<|return|>")
+			}
+			ids, _ := json.Marshal(tok.WithSpecial.IDs)
+			if err := json.Unmarshal(fixtures.RunLlamaref(t, "run", path, "--tokens", string(ids), "--n-predict", strconv.Itoa(len(want)),
+				"--kv-type", "f32", "--flash-attn", "off", "--threads", "1", "--top", "1", "--compact"), &ref); err != nil {
+				t.Fatal(err)
+			}
+			var pieces []string
+			for _, g := range ref.Greedy.Tokens {
+				pieces = append(pieces, g.Piece)
+			}
+			if !slices.Equal(pieces, want) {
+				t.Fatalf("llama.cpp continues the prompt with %q, not the scripted reply %q", pieces, want)
+			}
+			for _, stream := range []bool{true, false} {
+				var thinking, content strings.Builder
+				var calls []api.ToolCall
+				var last api.ChatResponse
+				err := client.Chat(t.Context(), &api.ChatRequest{Model: c.name, Messages: user, Tools: weatherTool(), Stream: &stream,
+					Options: map[string]any{"temperature": 0, "num_predict": 40}}, func(r api.ChatResponse) error {
+					thinking.WriteString(r.Message.Thinking)
+					content.WriteString(r.Message.Content)
+					calls = append(calls, r.Message.ToolCalls...)
+					last = r
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if last.PromptEvalCount != len(tok.WithSpecial.IDs) || last.EvalCount != len(pieces)-1 || last.DoneReason != "stop" {
+					t.Errorf("stream %v: %d prompt tokens (llama.cpp %d), %d written (llama.cpp %d before its stop token), done %q",
+						stream, last.PromptEvalCount, len(tok.WithSpecial.IDs), last.EvalCount, len(pieces)-1, last.DoneReason)
+				}
+				if thinking.String() != c.thinking || content.String() != c.content || marks.MatchString(thinking.String()+content.String()) {
+					t.Errorf("stream %v: thinking %q, content %q; want %q and %q", stream, thinking.String(), content.String(), c.thinking, c.content)
+				}
+				args, _ := json.Marshal(calls)
+				if c.call != (len(calls) == 1) || c.call && (calls[0].Function.Name != "get_weather" || !strings.Contains(string(args), `"arguments":{"city":"Paris"}`)) {
+					t.Errorf("stream %v: calls %s", stream, args)
+				}
+			}
+			var whole struct {
+				Choices []struct {
+					Message struct {
+						Content   *string
+						Reasoning string
+						ToolCalls []struct {
+							Function struct{ Name, Arguments string }
+						} `json:"tool_calls"`
+					}
+					FinishReason string `json:"finish_reason"`
+				}
+				Usage struct {
+					PromptTokens int `json:"prompt_tokens"`
+				}
+			}
+			postJSON(t, base+"/v1/chat/completions", `{"model":"`+c.name+`","messages":[{"role":"user","content":"What is the weather in Paris?"}],"temperature":0,
+				"tools":[{"type":"function","function":{"name":"get_weather","description":"The weather in a city","parameters":{"type":"object","required":["city"],"properties":{"city":{"type":"string"}}}}}]}`, &whole)
+			if len(whole.Choices) != 1 {
+				t.Fatalf("/v1/chat/completions: %+v", whole)
+			}
+			ch := whole.Choices[0]
+			text := ""
+			if ch.Message.Content != nil {
+				text = *ch.Message.Content
+			}
+			if text != c.content || ch.FinishReason != c.finish || marks.MatchString(text+ch.Message.Reasoning) || c.call != (len(ch.Message.ToolCalls) == 1) {
+				t.Errorf("/v1/chat/completions: %+v", ch)
+			}
+			if whole.Usage.PromptTokens != len(tok.WithSpecial.IDs) {
+				t.Errorf("/v1/chat/completions: %d prompt tokens, llama.cpp's tokenization has %d", whole.Usage.PromptTokens, len(tok.WithSpecial.IDs))
+			}
+		})
 	}
 }

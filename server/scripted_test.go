@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"slices"
 	"testing"
 
 	"folio/models/gguf"
+	"folio/models/synth"
 )
 
 // scripted describes a model whose greedy reply is known: a llama-shaped
@@ -159,6 +162,66 @@ func (s scripted) write(t *testing.T, path string) {
 	tensor("blk.0.ffn_down.weight", zeros(ffn*embd), ffn, embd)
 	tensor("output_norm.weight", ones, embd)
 	tensor("output.weight", out, embd, uint64(vocab))
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeGptoss writes the scripted model as a tiny gpt-oss: synth's random
+// blocks (Q/K/V/O biases, sinks, a window of 16 on every other layer,
+// YaRN, MXFP4 experts with biases and SwiGLUOAI, the rest BF16) over the
+// scripted vocabulary, template, embeddings and output matrix. The
+// embeddings are scaled by 16 so that the blocks' outputs perturb the
+// chain's logits without deciding them; the test checks that llama.cpp
+// continues the prompt with the reply too.
+func (s scripted) writeGptoss(t *testing.T, path string) {
+	t.Helper()
+	donor := path + ".llama"
+	s.write(t, donor)
+	defer os.Remove(donor)
+	v, err := synth.LoadVocab(donor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := synth.Tiny("gpt-oss", gguf.TypeMXFP4, 7, func(c *synth.Config) {
+		c.Vocab, c.VocabSize, c.Embd, c.HeadDim, c.Ctx = v, 0, 128, 64, 8192
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := path + ".blocks"
+	if err := m.WriteFile(blocks); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(blocks)
+	fd, err := gguf.Open(donor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fd.Close()
+	fb, err := gguf.Open(blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fb.Close()
+	w := gguf.NewWriter()
+	for _, kv := range fb.KV {
+		w.Set(kv.Key, kv.Value)
+	}
+	w.Set("general.name", s.name)
+	for _, ti := range fb.Tensors {
+		data := fb.TensorData(&ti)
+		if ti.Name == "token_embd.weight" || ti.Name == "output.weight" { // the donor's, F32
+			d, _ := fd.Tensor(ti.Name)
+			data, ti = slices.Clone(fd.TensorData(d)), *d
+		}
+		if ti.Name == "token_embd.weight" {
+			for i := 0; i < len(data); i += 4 {
+				binary.LittleEndian.PutUint32(data[i:], math.Float32bits(16*math.Float32frombits(binary.LittleEndian.Uint32(data[i:]))))
+			}
+		}
+		w.AddTensor(ti.Name, ti.Type, ti.Shape, data)
+	}
 	if err := w.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
