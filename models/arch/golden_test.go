@@ -154,9 +154,13 @@ func tolerance(t gguf.TensorType) float64 {
 	return 2e-2
 }
 
-// weightType is the type of the model's attn_output weights (every
-// architecture has them; some fuse attn_q into attn_qkv).
+// weightType is the type of the model's experts, or without experts of
+// its attn_output weights (every architecture has them; some fuse attn_q
+// into attn_qkv): gpt-oss's MXFP4 files have their other matrices in BF16.
 func weightType(f *gguf.File) gguf.TensorType {
+	if ti, ok := f.Tensor("blk.0.ffn_up_exps.weight"); ok {
+		return ti.Type
+	}
 	ti, _ := f.Tensor("blk.0.attn_output.weight")
 	return ti.Type
 }
