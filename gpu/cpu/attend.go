@@ -29,12 +29,12 @@ const fusedTilesPerThread = 4
 // attendFused runs a as one op and reports true, or reports false having
 // done nothing when a is better run as five ops (one thread, few tiles, a
 // kernel without SIMD, sequences sharing rows, no rope, or bidirectional
-// attention or sinks, which the SIMD kernels do not take).
+// attention, which the SIMD kernels do not take).
 func (b *Backend) attendFused(a *gpu.Attend) bool {
 	threads := len(b.pool.workers)
 	cw := b.tensor(a.Wo)
 	kind, ok := b.k.matmulKind(cw.typ)
-	if threads == 1 || !ok || a.Rope == nil || a.Opts.Bidirectional || a.Opts.Sinks != nil {
+	if threads == 1 || !ok || a.Rope == nil || a.Opts.Bidirectional {
 		return false
 	}
 	cq, ck, catt, cc := b.tensor(a.Q), b.tensor(a.K), b.tensor(a.Att), b.kv(a.KV)
@@ -73,7 +73,7 @@ func (b *Backend) attendFused(a *gpu.Attend) bool {
 		ropeK:   ropeTask{x: b.act(a.K), c: ck.cols, r: a.Rope, cs: b.ropeAngles.cs, kern: b.k},
 		writeKV: writeKVTask{c: cc, layer: a.Layer, k: b.f32(a.K), v: b.f32(a.V), slots: a.Slots, kern: b.k},
 		attn: simdAttentionTask{kern: b.k, dst: b.act(a.Att), q: cq.f32, qcols: cq.cols, c: cc, layer: a.Layer,
-			tiles: b.attnTiles, blocks: blocks, group: group, opts: a.Opts,
+			tiles: b.attnTiles, blocks: blocks, group: group, opts: a.Opts, sinks: b.sinkLogits(a.Opts, cq.cols/spec.HeadDim),
 			scratch: attnScratch(tr*group, spec.HeadDim, maxCtx, spec.BlockSize)},
 		quant:   quantTask{kind: kind, x: catt.f32, k: k, out: xq, stride: stride},
 		kvHeads: spec.KVHeads,

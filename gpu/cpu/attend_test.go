@@ -182,7 +182,7 @@ func TestAttendFewTilesAndNoAllocs(t *testing.T) {
 }
 
 // Attend with sinks is its five ops' result, at every SIMD level: the
-// fused path's SIMD kernels take no sinks, so it must not run.
+// fused path gives its kernels the sinks, as Attention does.
 func TestAttendWithSinks(t *testing.T) {
 	fused, ops := New(testThreads), New(testThreads)
 	defer fused.Close()

@@ -20,12 +20,12 @@ import (
 // probability-weighted sum of V in float32.
 //
 // The SIMD kernels do causal attention, with a sliding window (reading
-// no block before it) and soft-capping; bidirectional attention and
-// attention with sinks run through the Go kernel.
+// no block before it), soft-capping and sinks; bidirectional attention
+// runs through the Go kernel.
 func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *gpu.Batch, o gpu.AttnOpts) {
 	cc, cq := b.kv(c), b.tensor(q)
 	rowSeq, maxCtx, _ := b.attnRows(dst, q, cc, layer, batch, o)
-	if o.Bidirectional || o.Sinks != nil {
+	if o.Bidirectional {
 		b.attentionGo(dst, q, cq, cc, layer, batch, o, rowSeq, maxCtx)
 		return
 	}
@@ -49,17 +49,22 @@ func (b *Backend) attentionGo(dst, q gpu.Tensor, cq *Tensor, cc *KVCache, layer 
 			break
 		}
 	}
-	var sinks []float32
-	if o.Sinks != nil {
-		cs := b.tensor(o.Sinks)
-		checkShape("Attention", "sinks", cs, 1, heads)
-		sinks = cs.rowView(0, &b.sinks)
-	}
 	t := &b.attention
 	*t = attentionTask{dst: b.act(dst), q: b.f32(q), c: cc, layer: layer, seqs: batch.Seqs, rowSeq: rowSeq,
-		heads: heads, group: group, hs: hs, perKV: group / hs, opts: o, sinks: sinks}
+		heads: heads, group: group, hs: hs, perKV: group / hs, opts: o, sinks: b.sinkLogits(o, heads)}
 	b.pool.run(t, cq.rows*heads/hs, 2*d*maxCtx*hs)
 	*t = attentionTask{}
+}
+
+// sinkLogits is o's sink logits, one per query head of heads, as
+// float32s; nil without sinks.
+func (b *Backend) sinkLogits(o gpu.AttnOpts, heads int) []float32 {
+	if o.Sinks == nil {
+		return nil
+	}
+	cs := b.tensor(o.Sinks)
+	checkShape("Attention", "sinks", cs, 1, heads)
+	return cs.rowView(0, &b.sinks)
 }
 
 // attnRows checks Attention's arguments, panicking as it does, and maps

@@ -13,7 +13,8 @@ import (
 // of the tile. A query's sums run in the same order whatever its tile, the
 // threads or the block size, so results do not depend on the schedule.
 // o is causal; its window, if any, bounds the positions a tile reads, and
-// the blocks before it are not touched.
+// the blocks before it are not touched; its sinks, if any, join each
+// query head's softmax.
 func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer int, batch *gpu.Batch, o gpu.AttnOpts, maxCtx int) {
 	spec := c.spec
 	bs := spec.BlockSize
@@ -23,7 +24,7 @@ func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer i
 	t := &b.attentionX
 	blocks := b.attnPlan(batch, tr, o)
 	*t = simdAttentionTask{kern: b.k, dst: dst, q: q, qcols: qcols, c: c, layer: layer,
-		tiles: b.attnTiles, blocks: blocks, group: group, opts: o,
+		tiles: b.attnTiles, blocks: blocks, group: group, opts: o, sinks: b.sinkLogits(o, qcols/spec.HeadDim),
 		scratch: attnScratch(tr*group, spec.HeadDim, maxCtx, bs)}
 	// The pool counts cost in the Go kernels' multiply-adds, about a
 	// nanosecond each; these kernels do some 25 in a nanosecond, so that a
@@ -98,7 +99,8 @@ type simdAttentionTask struct {
 	blocks  []int32 // the block tables of the batch's sequences, one after another
 	group   int     // query heads per K/V head
 	opts    gpu.AttnOpts
-	scratch int // floats of scratch per unit, at most
+	sinks   []float32 // opts.Sinks' logits, one per query head; nil: none
+	scratch int       // floats of scratch per unit, at most
 }
 
 func (t *simdAttentionTask) run(w *worker, lo, hi int) {
@@ -106,5 +108,5 @@ func (t *simdAttentionTask) run(w *worker, lo, hi int) {
 	scratch := grow(&w.scores, t.scratch)
 	kl, vl := t.c.layerPtrs(t.layer)
 	t.kern.attention(t.tiles, lo, hi, t.q, t.qcols, t.group, spec.HeadDim, kl, vl, t.c.kvKind(),
-		t.blocks, spec.BlockSize, spec.KVHeads, t.opts, t.dst, scratch)
+		t.blocks, spec.BlockSize, spec.KVHeads, t.opts, t.sinks, t.dst, scratch)
 }

@@ -30,7 +30,7 @@ type kernels struct {
 	matmul       func(kind kernelKind, w []byte, wstride, rows int, x []byte, xstride, nx, k int, dst []float32, dstride int)
 	matmulPacked func(kind kernelKind, w []byte, group, nb, rows int, x []byte, xstride, nx, k int, dst []float32, dstride int)
 	attention    func(tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind kvKind,
-		blocks []int32, bs, kvheads int, o gpu.AttnOpts, out, scratch []float32)
+		blocks []int32, bs, kvheads int, o gpu.AttnOpts, sinks, out, scratch []float32)
 
 	argmax  func(x []float32) int
 	rmsNorm func(x, w, dst []float32, g int, eps float32)
@@ -82,8 +82,8 @@ func kernelsAt(l simdLevel) *kernels {
 		matmulPackedX(kind, l, w, group, nb, rows, x, xstride, nx, kk, dst, dstride)
 	}
 	k.attention = func(tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind kvKind,
-		blocks []int32, bs, kvheads int, o gpu.AttnOpts, out, scratch []float32) {
-		attentionX(l, tiles, lo, hi, q, qstride, g, d, kl, vl, kind, blocks, bs, kvheads, o, out, scratch)
+		blocks []int32, bs, kvheads int, o gpu.AttnOpts, sinks, out, scratch []float32) {
+		attentionX(l, tiles, lo, hi, q, qstride, g, d, kl, vl, kind, blocks, bs, kvheads, o, sinks, out, scratch)
 	}
 	k.argmax = func(x []float32) int { return argmaxX(l, x) }
 	k.rmsNorm = func(x, w, dst []float32, g int, eps float32) { rmsNormX(l, x, w, dst, g, eps) }
@@ -110,6 +110,6 @@ func noMatmulPacked(kernelKind, []byte, int, int, int, []byte, int, int, int, []
 }
 
 func noAttention([]attnTile, int, int, []float32, int, int, int, unsafe.Pointer, unsafe.Pointer, kvKind,
-	[]int32, int, int, gpu.AttnOpts, []float32, []float32) {
+	[]int32, int, int, gpu.AttnOpts, []float32, []float32, []float32) {
 	panic("cpu: no SIMD attention at the scalar level")
 }

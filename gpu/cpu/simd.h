@@ -120,13 +120,15 @@ _Static_assert(sizeof(folio_tile) == 16, "folio_tile is four int32s");
 // tiles, q and out (rows qstride floats apart; g query heads of d elements
 // per K/V head), the layer's K and V (kt: KV_*), the block tables, the
 // block size, the K/V heads, the scores' scale, the sliding window (0:
-// none) and soft-cap (0: none), and a unit's scratch.
+// none) and soft-cap (0: none), the sinks (a logit per query head, NULL:
+// none; llama.cpp's soft_max with sinks), and a unit's scratch.
 typedef struct {
 	const folio_tile *tiles;
 	const float *q;
 	float *out, *scratch;
 	const void *kl, *vl;
 	const int32_t *blocks;
+	const float *sinks;
 	int64_t qstride;
 	int g, d, kt, bs, kvheads, window;
 	float scale, cap;

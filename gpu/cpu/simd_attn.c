@@ -140,16 +140,20 @@ static AVX512 void scores_many512(const float *q, int64_t qstride, int nr, int g
 
 // softmax_many512 turns the scores of S[(p-lo)·nqp + qi] into
 // e^(s - max_qi) from each query's low to its position (0 elsewhere) and
-// sets inv[qi] to 1/Σ.
-static AVX512 void softmax_many512(float *S, int nq, int nqp, int g, int pos0, int lo, int n, int win, float *inv) {
+// sets inv[qi] to 1/Σ; a sink joins the max and, after the scores, the sum.
+static AVX512 void softmax_many512(float *S, int nq, int nqp, int g, int pos0, int lo, int n, int win, const float *sinks,
+                                   float *inv) {
 	for (int c = 0; c < nqp / 16; c++) {
 		int lim[16], low[16];
+		float sk[16];
 		for (int l = 0; l < 16; l++) {
 			lim[l] = 16 * c + l < nq ? pos0 + (16 * c + l) / g : n - 1;
 			low[l] = win > 0 && lim[l] - win + 1 > lo ? lim[l] - win + 1 : lo;
+			sk[l] = sink_of(sinks, 16 * c + l, nq, g);
 		}
 		__m512i limv = _mm512_loadu_si512(lim), lowv = _mm512_loadu_si512(low);
-		__m512 mx = _mm512_set1_ps(-__builtin_inff()), sum = _mm512_setzero_ps();
+		__m512 skv = _mm512_loadu_ps(sk);
+		__m512 mx = skv, sum = _mm512_setzero_ps();
 		for (int p = lo; p < n; p++) {
 			__m512i pv = _mm512_set1_epi32(p);
 			__mmask16 ok = _mm512_cmple_epi32_mask(pv, limv) & _mm512_cmple_epi32_mask(lowv, pv);
@@ -163,6 +167,9 @@ static AVX512 void softmax_many512(float *S, int nq, int nqp, int g, int pos0, i
 			_mm512_storeu_ps(s, e);
 			sum = _mm512_add_ps(sum, e);
 		}
+		if (sinks) // e^(sink - max), 0 for the lanes without one
+			sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(skv, _mm512_set1_ps(-__builtin_inff()), _CMP_GT_OQ),
+			                                             exp512(_mm512_sub_ps(skv, mx))));
 		_mm512_storeu_ps(inv + 16 * c, _mm512_div_ps(_mm512_set1_ps(1.f), sum));
 	}
 }
@@ -421,11 +428,11 @@ INLINE AVX512 void scores1_512(const float *q, int G, int T, int d, const void *
 // values1_512 sets out_qi = Σ_p S1[qi·ns + p-lo]·V[p] · inv[qi] over p
 // in lo … n-1 for G queries, the 16-float chunks c0 … c0+CW-1 of each V
 // row (a mask of 0 past d), each output element an FMA chain over p in
-// order. With sum, it first sets inv[qi] to 1/Σ_p S1[qi·ns + p-lo], summed
-// in order of p.
+// order. With sum, it first sets inv[qi] to 1/(Σ_p S1[qi·ns + p-lo] +
+// sink[qi]), summed in order of p (sink: each query's e^(sink - max), or 0).
 INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int full, int d, const void *vl, int kt,
                                const int32_t *blocks, int bs, int kvheads, int h, int lo, int n, const float *S1,
-                               int64_t ns, float *inv) {
+                               int64_t ns, const float *sink, float *inv) {
 	__mmask16 m[4];
 	UNROLL for (int c = 0; c < CW; c++) {
 		int left = d - 16 * (c0 + c);
@@ -479,7 +486,7 @@ INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int f
 	}
 	UNROLL for (int qi = 0; qi < G; qi++) {
 		if (sum)
-			inv[qi] = 1.f / _mm512_cvtss_f32(sv[qi]);
+			inv[qi] = 1.f / (_mm512_cvtss_f32(sv[qi]) + sink[qi]);
 		UNROLL for (int c = 0; c < CW; c++)
 			_mm512_mask_storeu_ps(out + qi * d + 16 * (c0 + c), m[c], _mm512_mul_ps(acc[qi][c], _mm512_set1_ps(inv[qi])));
 	}
@@ -489,13 +496,13 @@ INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int f
 // time (G·CW accumulators); kt and full (no chunk past d) are constants
 // in each copy of the loop.
 INLINE AVX512 void values1g_512(float *out, int G, int CW, int d, const void *vl, int kt, const int32_t *blocks, int bs,
-                                int kvheads, int h, int lo, int n, const float *S1, int64_t ns) {
+                                int kvheads, int h, int lo, int n, const float *S1, int64_t ns, const float *sink) {
 	float inv[8];
-#define V1ALL(KT, FULL)                                                                                               \
-	do {                                                                                                          \
-		values1_512(out, G, CW, 0, 1, FULL, d, vl, KT, blocks, bs, kvheads, h, lo, n, S1, ns, inv);           \
-		for (int c0 = CW; 16 * c0 < d; c0 += CW)                                                              \
-			values1_512(out, G, CW, c0, 0, FULL, d, vl, KT, blocks, bs, kvheads, h, lo, n, S1, ns, inv);  \
+#define V1ALL(KT, FULL)                                                                                                    \
+	do {                                                                                                               \
+		values1_512(out, G, CW, 0, 1, FULL, d, vl, KT, blocks, bs, kvheads, h, lo, n, S1, ns, sink, inv);          \
+		for (int c0 = CW; 16 * c0 < d; c0 += CW)                                                                   \
+			values1_512(out, G, CW, c0, 0, FULL, d, vl, KT, blocks, bs, kvheads, h, lo, n, S1, ns, sink, inv); \
 	} while (0)
 	int full = d % (16 * CW) == 0;
 	if (kt == KV_Q8 && full)
@@ -516,7 +523,7 @@ INLINE AVX512 void values1g_512(float *out, int G, int CW, int d, const void *vl
 // attn1_avx512 attends one row at position n-1 to positions lo … n-1.
 static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, const void *vl, int kk,
                                 const int32_t *blocks, int bs, int kvheads, int h, int lo, int n, float scale,
-                                float cap, float *out, float *scratch) {
+                                float cap, const float *sinks, float *out, float *scratch) {
 	int m = n - lo; // positions read
 	int64_t ns = (m + 15) & ~15;
 	// kt: T tiles of 16 transposed K rows (tstride floats, or halves: d
@@ -561,22 +568,24 @@ static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, co
 			}
 		}
 	// Softmax: the same exponentials; values1_512 sums them in order of
-	// position.
+	// position, then adds the sink's (sink[qi]).
+	float sink[8];
 	for (int qi = 0; qi < g; qi++) {
 		float *s = S1 + qi * ns;
 		if (cap > 0)
 			softcap_scores(s, m, cap, scale);
-		__m512 mx = _mm512_set1_ps(-__builtin_inff());
+		__m512 mx = _mm512_set1_ps(sink_of(sinks, qi, g, g));
 		for (int p = 0; p < m; p += 16)
 			mx = _mm512_mask_max_ps(mx, tail16(m - p), mx, _mm512_loadu_ps(s + p));
 		mx = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+		sink[qi] = sinks ? _mm512_cvtss_f32(exp512(_mm512_sub_ps(_mm512_set1_ps(sinks[qi]), mx))) : 0.f;
 		for (int p = 0; p < m; p += 16) {
 			__mmask16 k = tail16(m - p);
 			_mm512_mask_storeu_ps(s + p, k, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + p), mx)));
 		}
 	}
 	// Values: G·CW accumulators, each V row converted once.
-#define V1(G, CW) values1g_512(out, G, CW, d, vl, kk, blocks, bs, kvheads, h, lo, n, S1, ns)
+#define V1(G, CW) values1g_512(out, G, CW, d, vl, kk, blocks, bs, kvheads, h, lo, n, S1, ns, sink)
 	switch (g) {
 	case 1: V1(1, 4); break;
 	case 2: V1(2, 4); break;
@@ -592,7 +601,7 @@ static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, co
 
 static AVX512 void attn_avx512(ATTN_ARGS) {
 	if (nr == 1 && g <= 8) {
-		attn1_avx512(q, g, d, kl, vl, kt, blocks, bs, kvheads, h, lo, pos0 + 1, scale, cap, out, scratch);
+		attn1_avx512(q, g, d, kl, vl, kt, blocks, bs, kvheads, h, lo, pos0 + 1, scale, cap, sinks, out, scratch);
 		return;
 	}
 	int nq = nr * g, nqp = (nq + 15) & ~15, n = pos0 + nr;
@@ -601,7 +610,7 @@ static AVX512 void attn_avx512(ATTN_ARGS) {
 	scores_many512(q, qstride, nr, g, d, kl, kt, blocks, bs, kvheads, h, lo, n, cap > 0 ? 1.f : scale, qt, S, kb);
 	if (cap > 0)
 		softcap_scores(S, (int64_t)(n - lo) * nqp, cap, scale);
-	softmax_many512(S, nq, nqp, g, pos0, lo, n, win, inv);
+	softmax_many512(S, nq, nqp, g, pos0, lo, n, win, sinks, inv);
 	values512(out, qstride, nq, g, d, vl, kt, blocks, bs, kvheads, h, pos0, lo, n, S, nqp, 1, inv, vb);
 }
 
@@ -637,11 +646,12 @@ void folio_attention(int level, folio_attn a, int lo, int hi) {
 			prefetch_first(a.kl, a.vl, a.kt, a.blocks + tn->blocks, a.bs, a.kvheads, (u + 1) % a.kvheads, a.d,
 			               first_read(tn->pos, a.window), tn->pos + 1);
 		int64_t at = t->row * a.qstride + (int64_t)h * a.g * a.d;
+		const float *sinks = a.sinks ? a.sinks + h * a.g : NULL; // this K/V head's query heads'
 		if (level == LEVEL_AVX512)
 			attn_avx512(a.q + at, a.qstride, t->rows, a.g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs,
-			            a.kvheads, h, t->pos, first, a.window, a.scale, a.cap, a.out + at, a.scratch);
+			            a.kvheads, h, t->pos, first, a.window, a.scale, a.cap, sinks, a.out + at, a.scratch);
 		else
 			folio_attn_avx2(a.q + at, a.qstride, t->rows, a.g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs,
-			                a.kvheads, h, t->pos, first, a.window, a.scale, a.cap, a.out + at, a.scratch);
+			                a.kvheads, h, t->pos, first, a.window, a.scale, a.cap, sinks, a.out + at, a.scratch);
 	}
 }

@@ -13,12 +13,13 @@
 #define UNROLL _Pragma("GCC unroll 16")
 
 // A unit reads positions lo … pos0+nr-1 (lo = 0 unless there is a
-// window); with win > 0 a query at position p reads p-win+1 … p only, and
-// with cap > 0 its scores are cap·tanh(q·k/cap)·scale.
+// window); with win > 0 a query at position p reads p-win+1 … p only,
+// with cap > 0 its scores are cap·tanh(q·k/cap)·scale, and with sinks (not
+// NULL) query head j of the unit's g has a sink logit sinks[j].
 #define ATTN_ARGS                                                                                           \
 	const float *q, int64_t qstride, int nr, int g, int d, const void *kl, const void *vl, int kt,           \
 		const int32_t *blocks, int bs, int kvheads, int h, int pos0, int lo, int win, float scale, float cap, \
-		float *out, float *scratch
+		const float *sinks, float *out, float *scratch
 
 static inline int64_t kv_at(const int32_t *blocks, int bs, int kvheads, int h, int d, int p) {
 	return (((int64_t)blocks[p / bs] * kvheads + h) * bs + p % bs) * d;
@@ -75,6 +76,12 @@ static inline void softcap_scores(float *S, int64_t n, float cap, float scale) {
 		float t = (float)tanh((double)(S[i] * inv));
 		S[i] = t * cap * scale;
 	}
+}
+
+// sink_of is the sink logit of query qi of a unit with g query heads:
+// -inf (none) without sinks or for a lane past the nq queries.
+static inline float sink_of(const float *sinks, int qi, int nq, int g) {
+	return sinks && qi < nq ? sinks[qi % g] : -__builtin_inff();
 }
 
 // folio_attn_avx2 is the AVX2 kernel of one unit (simd_attn_avx2.c).

@@ -74,12 +74,15 @@ AVX2 void folio_attn_avx2(ATTN_ARGS) {
 	float inv[nqp];
 	for (int c = 0; c < nc; c++) {
 		int lim[8], low[8];
+		float sk[8];
 		for (int l = 0; l < 8; l++) {
 			lim[l] = 8 * c + l < nq ? pos0 + (8 * c + l) / g : n - 1;
 			low[l] = win > 0 && lim[l] - win + 1 > lo ? lim[l] - win + 1 : lo;
+			sk[l] = sink_of(sinks, 8 * c + l, nq, g);
 		}
 		__m256i limv = _mm256_loadu_si256((const __m256i *)lim), lowv = _mm256_loadu_si256((const __m256i *)low);
-		__m256 mx = _mm256_set1_ps(-__builtin_inff()), sum = _mm256_setzero_ps();
+		__m256 skv = _mm256_loadu_ps(sk); // a sink joins the max and, after the scores, the sum
+		__m256 mx = skv, sum = _mm256_setzero_ps();
 		for (int p = lo; p < n; p++) { // lanes past their limit or before their window are left out
 			__m256i pv = _mm256_set1_epi32(p);
 			__m256 skip = _mm256_castsi256_ps(_mm256_or_si256(_mm256_cmpgt_epi32(pv, limv), _mm256_cmpgt_epi32(lowv, pv)));
@@ -93,6 +96,9 @@ AVX2 void folio_attn_avx2(ATTN_ARGS) {
 			_mm256_storeu_ps(s, e);
 			sum = _mm256_add_ps(sum, e);
 		}
+		if (sinks) // e^(sink - max), 0 for the lanes without one
+			sum = _mm256_add_ps(sum, _mm256_and_ps(_mm256_cmp_ps(skv, _mm256_set1_ps(-__builtin_inff()), _CMP_GT_OQ),
+			                                          exp256(_mm256_sub_ps(skv, mx))));
 		_mm256_storeu_ps(inv + 8 * c, _mm256_div_ps(_mm256_set1_ps(1.f), sum));
 	}
 

@@ -92,13 +92,19 @@ func _() {
 // q, out and blocks; kl and vl are the layer's K and V, of kind
 // (KVCache.kvKind: float32s, halves or Q8_0 blocks); scratch holds
 // attnScratch of the largest tile. o is causal (not Bidirectional): its
-// scale, window and soft-cap.
+// scale, window and soft-cap; sinks, if not nil, has a logit per query
+// head (kvheads·g).
 func attentionX(l simdLevel, tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind kvKind,
-	blocks []int32, bs, kvheads int, o gpu.AttnOpts, out, scratch []float32) {
+	blocks []int32, bs, kvheads int, o gpu.AttnOpts, sinks, out, scratch []float32) {
 	_ = tiles[(hi-1)/kvheads]
+	var ps *C.float
+	if sinks != nil {
+		_ = sinks[kvheads*g-1]
+		ps = (*C.float)(unsafe.Pointer(&sinks[0]))
+	}
 	C.folio_attention(C.int(l), C.folio_attn{
 		tiles: &tiles[0], q: (*C.float)(unsafe.Pointer(&q[0])), out: (*C.float)(unsafe.Pointer(&out[0])),
-		scratch: (*C.float)(unsafe.Pointer(&scratch[0])), kl: kl, vl: vl, blocks: (*C.int32_t)(unsafe.Pointer(&blocks[0])),
+		scratch: (*C.float)(unsafe.Pointer(&scratch[0])), kl: kl, vl: vl, blocks: (*C.int32_t)(unsafe.Pointer(&blocks[0])), sinks: ps,
 		qstride: C.int64_t(qstride), g: C.int(g), d: C.int(d), kt: C.int(kind), bs: C.int(bs), kvheads: C.int(kvheads),
 		window: C.int(o.Window), scale: C.float(o.Scale), cap: C.float(o.SoftCap),
 	}, C.int(lo), C.int(hi))
