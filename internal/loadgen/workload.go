@@ -1,7 +1,9 @@
 // Package loadgen generates load for folio's serving engine and measures
 // what clients see: the request mix of `folio bench serve` (ShareGPT-shaped
-// lengths, N requests at a time), a two-turn conversation (Multiturn) and a
-// document read under many questions (Extraction).
+// lengths, N requests at a time), a two-turn conversation (Multiturn), a
+// document read under many questions (Extraction), a turn after a restart
+// (Restart) and agents taking turns on one model (Agent: a chat template's
+// system prompt with tools, a tool result appended each turn).
 //
 // A Target runs one request and reports a Trace (when each output token
 // arrived, how many prompt tokens were computed and reused). EngineTarget
