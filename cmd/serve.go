@@ -155,7 +155,18 @@ func openKVStore(log *slog.Logger) (*store.KVStore, error) {
 	if err != nil || kvMax < 0 {
 		return nil, err
 	}
-	return store.OpenKV(home, store.KVOptions{MaxBytes: kvMax, Log: log})
+	var remote *store.RemoteKV
+	if url := strings.TrimSpace(envconfig.Get("FOLIO_KV_REMOTE")); url != "" {
+		if kvMax < 0 {
+			return nil, fmt.Errorf("FOLIO_KV_REMOTE is set and FOLIO_KV_STORE_MAX is negative (no persisted store): the shared tier sits behind the persisted store; unset one of them")
+		}
+		remote, err = store.OpenRemote(store.RemoteOptions{URL: url, Key: []byte(envconfig.Get("FOLIO_KV_REMOTE_KEY")), Log: log})
+		if err != nil {
+			return nil, err
+		}
+		log.Info("shared prefix K/V tier", "redis", store.RedactURL(url))
+	}
+	return store.OpenKV(home, store.KVOptions{MaxBytes: kvMax, Log: log, Remote: remote})
 }
 
 // logKVStore says where the persisted prefix K/V cache is, its budget
@@ -200,9 +211,12 @@ func newServeCmd() *cobra.Command {
 			}
 			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			settings := envconfig.AsMap()
-			if settings["HF_TOKEN"] != "" {
-				settings["HF_TOKEN"] = "(set)" // a secret: never in a log
+			for _, secret := range []string{"HF_TOKEN", "FOLIO_KV_REMOTE_KEY"} {
+				if settings[secret] != "" {
+					settings[secret] = "(set)" // a secret: never in a log
+				}
 			}
+			settings["FOLIO_KV_REMOTE"] = store.RedactURL(settings["FOLIO_KV_REMOTE"])
 			cfg.Log.Debug("settings", "env", settings)
 			reg, err := openRegistry(cfg.Log)
 			if err != nil {

@@ -26,6 +26,15 @@ type PrefixStore interface {
 	SaveBlock(fp string, hash, parent [32]byte, tokens []int32, data []byte, dtype string)
 }
 
+// PrefixFetcher is a PrefixStore with a tier beyond HasBlocks's reach (a
+// store shared over the network): FetchBlocks counts the leading hashes
+// it can load, asking that tier for the rest of the chain in one round
+// trip, and LoadBlock then loads them. Admission calls it once per
+// sequence, on the engine's loop, so its deadline bounds the stall.
+type PrefixFetcher interface {
+	FetchBlocks(fp string, hashes [][32]byte) int
+}
+
 // Fingerprint names everything that changes a model's K/V bytes: the
 // weights (the file's digest), the architecture and its shapes, the rope
 // settings, the K/V type and the block size. Persisted blocks of one
@@ -72,7 +81,12 @@ func (e *Engine) restore(s *sequence) {
 	for i := range hashes {
 		hashes[i] = s.hashes[have+i]
 	}
-	n := p.store.HasBlocks(p.fp, hashes)
+	var n int
+	if f, ok := p.store.(PrefixFetcher); ok {
+		n = f.FetchBlocks(p.fp, hashes)
+	} else {
+		n = p.store.HasBlocks(p.fp, hashes)
+	}
 	loaded := 0
 	for i := range n {
 		b := have + i

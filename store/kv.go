@@ -156,6 +156,9 @@ WHERE b.fingerprint = ? AND b.hash = ?`
 // marks the block used now (written behind).
 func (s *KVStore) LoadBlock(fp string, hash [32]byte, tokens []int32, dst []byte) error {
 	k := key{fp, hash}
+	if s.remote != nil && !s.has(k) {
+		return s.loadRemote(k, tokens, dst)
+	}
 	if s.kv == nil {
 		return fmt.Errorf("%w: block %x (K/V persistence is off)", ErrNotFound, hash[:6])
 	}
@@ -253,18 +256,24 @@ func (s *KVStore) markDamaged(cause error) {
 // block is dropped and counted in KVStats.Dropped. The block's last use
 // is now.
 func (s *KVStore) SaveBlock(fp string, hash, parent [32]byte, tokens []int32, data []byte, dtype string) {
-	if s.kv == nil || int64(len(data)) > batchBytes(s.kvMax) {
-		return
-	}
 	k := key{fp, hash}
-	if s.has(k) {
+	enc := encodeTokens(tokens)
+	if s.remote != nil && !s.has(k) {
+		s.remote.save(k, parent, enc, data, dtype)
+	}
+	s.saveLocal(k, parent, enc, data, dtype)
+}
+
+// saveLocal is SaveBlock's part in kvcache.db; tokens are encoded.
+func (s *KVStore) saveLocal(k key, parent [32]byte, tokens, data []byte, dtype string) {
+	if s.kv == nil || int64(len(data)) > batchBytes(s.kvMax) || s.has(k) {
 		return
 	}
 	o := op{
 		kind:     opSave,
 		key:      k,
 		parent:   parent,
-		tokens:   encodeTokens(tokens),
+		tokens:   tokens,
 		data:     data,
 		dtype:    dtype,
 		lastUsed: s.now().UnixNano(),
@@ -275,11 +284,46 @@ func (s *KVStore) SaveBlock(fp string, hash, parent [32]byte, tokens []int32, da
 }
 
 // Flush waits until every block queued, row deletion and last-use update
-// made before the call is written (or has failed, and been logged).
+// made before the call is written (or has failed, and been logged), in
+// kvcache.db and in the shared tier.
 func (s *KVStore) Flush() {
 	if s.kv != nil {
 		s.q.flush()
 	}
+	if s.remote != nil {
+		s.remote.Flush()
+	}
+}
+
+// FetchBlocks is HasBlocks, then, when the shared tier is set and the
+// file lacks some of hashes, one round trip to it for the rest of the
+// chain: the count covers the blocks found there too, which LoadBlock
+// then verifies and loads (and keeps in kvcache.db). runner.PrefixFetcher.
+func (s *KVStore) FetchBlocks(fp string, hashes [][32]byte) int {
+	n := s.HasBlocks(fp, hashes)
+	if s.remote == nil || n == len(hashes) {
+		return n
+	}
+	return n + s.remote.fetch(fp, hashes[n:])
+}
+
+// loadRemote loads block k from the shared tier's last fetch and, when
+// it verifies, keeps a copy in kvcache.db.
+func (s *KVStore) loadRemote(k key, tokens []int32, dst []byte) error {
+	parent, dtype, err := s.remote.load(k.fp, k.hash, tokens, dst)
+	if err != nil {
+		return err
+	}
+	s.saveLocal(k, parent, encodeTokens(tokens), append([]byte(nil), dst...), dtype)
+	return nil
+}
+
+// RemoteStats are the shared tier's counters; ok is false without one.
+func (s *KVStore) RemoteStats() (st RemoteStats, ok bool) {
+	if s.remote == nil {
+		return st, false
+	}
+	return s.remote.Stats(), true
 }
 
 // encodeTokens is tokens as little-endian int32.

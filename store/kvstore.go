@@ -28,6 +28,9 @@ type KVOptions struct {
 	Log *slog.Logger
 	// Now is the clock for last_used (LRU) and timestamps. nil: time.Now.
 	Now func() time.Time
+	// Remote is the shared tier behind this file (OpenRemote); the
+	// KVStore owns it from then on and closes it. nil: none.
+	Remote *RemoteKV
 }
 
 // KVStore is the persisted prefix K/V, kvcache.db in the home directory:
@@ -43,7 +46,8 @@ type KVStore struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	kv *sql.DB // kvcache.db; nil when the store is off
+	kv     *sql.DB   // kvcache.db; nil when the store is off
+	remote *RemoteKV // the shared tier; nil: none
 
 	kvMax    int64     // budget of kvcache.db's files, fixed at OpenKV
 	loadStmt *sql.Stmt // LoadBlock's query, prepared on kv
@@ -72,7 +76,7 @@ func OpenKV(home string, opt KVOptions) (*KVStore, error) {
 			return nil, err
 		}
 	}
-	s := &KVStore{home: home, log: opt.Log, now: opt.Now, idx: map[string]*fpIndex{}}
+	s := &KVStore{home: home, log: opt.Log, now: opt.Now, idx: map[string]*fpIndex{}, remote: opt.Remote}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -80,9 +84,11 @@ func OpenKV(home string, opt KVOptions) (*KVStore, error) {
 		s.now = time.Now
 	}
 	if err := openHome(home, s.log); err != nil {
+		s.closeRemote()
 		return nil, err
 	}
 	if err := s.openKV(opt); err != nil {
+		s.closeRemote()
 		return nil, err
 	}
 	return s, nil
@@ -193,10 +199,18 @@ func (s *KVStore) defaultBudget(path string) int64 {
 	return min((free+own)/10, maxDefaultKV)
 }
 
+func (s *KVStore) closeRemote() {
+	if s.remote != nil {
+		s.remote.Close()
+	}
+}
+
 // Close writes what the write-behind queue holds (waiting at most 10 s,
-// then dropping the rest) and closes kvcache.db.
+// then dropping the rest) and closes kvcache.db, then the shared tier's
+// queue (each batch within its deadline) and connections.
 func (s *KVStore) Close() error {
 	s.closeOnce.Do(func() {
+		defer s.closeRemote()
 		if s.kv != nil {
 			s.q.mu.Lock()
 			s.q.closing = true

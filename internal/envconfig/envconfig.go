@@ -31,6 +31,8 @@ var Settings = []Setting{
 	{"FOLIO_CONTEXT_LENGTH", "4096", "default num_ctx (at most the model's)"},
 	{"FOLIO_KV_CACHE_TYPE", "f16", "K/V cache type: f16, q8_0 (twice the tokens in the same memory, on the CPU) or f32; a model or device it does not suit gets f16, with a warning"},
 	{"FOLIO_KV_STORE_MAX", "", "bytes on disk of persisted prefixes, kvcache.db with its WAL; at least 1 MiB (default 10% of free disk, at most 20 GB)"},
+	{"FOLIO_KV_REMOTE", "", "redis://host:port/db of a Redis that a fleet of servers shares prefix K/V blocks through (docs/fleet.md); needs FOLIO_KV_REMOTE_KEY"},
+	{"FOLIO_KV_REMOTE_KEY", "", "the fleet's secret (at least 16 bytes) sealing shared blocks with HMAC-SHA256: a block that does not verify is never used"},
 	{"FOLIO_ORIGINS", "", "browser origins allowed beyond localhost and app pages, comma-separated; * for all"},
 	{"FOLIO_MAX_BODY", "33554432", "bytes of a request body (blob uploads are not limited)"},
 	{"FOLIO_METRICS_ADDR", "", "a second address (host:port) serving GET /metrics alone, for a scraper that should not reach the API; /metrics is on FOLIO_HOST too"},
