@@ -20,7 +20,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "Measure the serving engine under load",
 	}
 	addMeasure(bench)
-	bench.AddCommand(newBenchServeCmd(), newBenchRestartCmd(), newBenchMultiturnCmd(), newBenchExtractionCmd(), newBenchAgentCmd())
+	bench.AddCommand(newBenchServeCmd(), newBenchRestartCmd(), newBenchFleetCmd(), newBenchMultiturnCmd(), newBenchExtractionCmd(), newBenchAgentCmd())
 	return bench
 }
 

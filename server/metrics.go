@@ -43,6 +43,8 @@ type promMetrics struct {
 	ttft, tpot                     *prometheus.HistogramVec
 
 	running, waiting, kvUsage, storeBytes *prometheus.Desc
+	// the shared tier's, for the whole server (FOLIO_KV_REMOTE)
+	remoteHits, remoteRejected, remoteFailed *prometheus.Desc
 
 	// afterFinished, set by tests before a model loads, runs after a
 	// request's figures are added, on its engine's loop goroutine (so
@@ -71,6 +73,10 @@ func newMetrics(m *manager) *promMetrics {
 		waiting:    gauge("folio:num_requests_waiting", "Requests queued for admission, preempted ones included."),
 		kvUsage:    gauge("folio:kv_cache_usage_perc", "Fraction (0 to 1) of the K/V cache blocks that running requests hold; cached prefixes no request holds are free to evict and not counted."),
 		storeBytes: gauge("folio:kv_store_bytes", "Bytes of K/V blocks of this model in the persisted prefix store."),
+		remoteHits: prometheus.NewDesc("folio:kv_remote_hits_total", "K/V blocks restored from the shared tier (FOLIO_KV_REMOTE), all models.", nil, nil),
+		remoteRejected: prometheus.NewDesc("folio:kv_remote_rejected_total",
+			"Blocks from the shared tier that failed verification (HMAC, fingerprint, tokens, checksum) and were recomputed.", nil, nil),
+		remoteFailed: prometheus.NewDesc("folio:kv_remote_errors_total", "Calls to the shared tier that failed or passed their deadline.", nil, nil),
 	}
 	x.reg.MustRegister(x.promptTokens, x.generationTokens, x.prefixQueries, x.prefixHits, x.storeHits,
 		x.preemptions, x.ttft, x.tpot, x)
@@ -109,9 +115,19 @@ func (x *promMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- x.waiting
 	ch <- x.kvUsage
 	ch <- x.storeBytes
+	ch <- x.remoteHits
+	ch <- x.remoteRejected
+	ch <- x.remoteFailed
 }
 
 func (x *promMetrics) Collect(ch chan<- prometheus.Metric) {
+	if x.m.cfg.Store != nil {
+		if st, ok := x.m.cfg.Store.RemoteStats(); ok {
+			ch <- prometheus.MustNewConstMetric(x.remoteHits, prometheus.CounterValue, float64(st.Hits))
+			ch <- prometheus.MustNewConstMetric(x.remoteRejected, prometheus.CounterValue, float64(st.Rejected))
+			ch <- prometheus.MustNewConstMetric(x.remoteFailed, prometheus.CounterValue, float64(st.Failed))
+		}
+	}
 	for _, l := range x.m.running() {
 		name := l.entry.Name
 		st := l.engine.Stats()

@@ -61,7 +61,9 @@ type RemoteOptions struct {
 	// TTL of a block after its last write or fetch; 0: 24 h. Eviction
 	// before that is Redis's (maxmemory with an LRU policy).
 	TTL time.Duration
-	// Timeout bounds one fetch and one write batch; 0: 500 ms.
+	// Timeout bounds every socket read and write, and a fetch of up to
+	// 64 blocks or a write batch (a longer fetch gets one Timeout per 64
+	// blocks); 0: 500 ms.
 	Timeout time.Duration
 	// QueueBytes bounds the blocks waiting to be written; 0: 256 MiB.
 	QueueBytes int64
@@ -133,7 +135,9 @@ func (r *RemoteKV) Stats() RemoteStats {
 // TTL of the blocks it finds.
 func (r *RemoteKV) fetch(fp string, hashes [][32]byte) int {
 	hashes = hashes[:min(len(hashes), maxFetch)]
-	ctx, cancel := context.WithTimeout(context.Background(), r.wait)
+	// each socket read has r.wait (a Redis that stops answering fails
+	// within it); the whole transfer has r.wait per 64 blocks
+	ctx, cancel := context.WithTimeout(context.Background(), r.wait*time.Duration(1+len(hashes)/64))
 	defer cancel()
 	pipe := r.rdb.Pipeline()
 	cmds := make([]*redis.StringCmd, len(hashes))
