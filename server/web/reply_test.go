@@ -132,7 +132,7 @@ func TestThinkingInBrowser(t *testing.T) {
 	p := newPage(t)
 	p.open(f.URL + "/")
 	p.pickModel("tiny-think:latest")
-	p.do("a short context", chromedp.Click(chromedp.CSS("#open-settings")), chromedp.SendKeys(chromedp.CSS("#num_ctx"), "64"),
+	p.do("a short context", chromedp.Click(chromedp.CSS("#open-settings")), chromedp.SendKeys(chromedp.CSS("#num_ctx"), "512"), // a reply of ~480 tokens: many frames while it streams
 		chromedp.SendKeys(chromedp.CSS("#seed"), "7"))
 	eval[bool](p, `(() => {
 		window.__thinking = [];

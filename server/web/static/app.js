@@ -568,7 +568,7 @@ async function start() {
   await models.refresh(localStorage.getItem('folio.model'));
   route();
   await refreshList();
-  document.body.dataset.ready = 'true';
+  document.body.dataset.ready = 'true'; // the page has drawn: what scripts and tests wait for
 }
 
 start();

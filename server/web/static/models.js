@@ -72,11 +72,12 @@ export class Models {
     this.drawTable();
   }
 
-  // find is the installed model named name (with or without ":latest").
+  // find is the installed model named name (with or without ":latest";
+  // names match whatever their case, as the server's do).
   find(name) {
     if (!name) return undefined;
-    const full = name.includes(':') ? name : name + ':latest';
-    return this.list.find((m) => m.name === name || m.name === full);
+    const want = (name.includes(':') ? name : name + ':latest').toLowerCase();
+    return this.list.find((m) => m.name.toLowerCase() === want);
   }
 
   // choose selects the model named name in the picker, adding it (as not
