@@ -456,3 +456,27 @@ var (
 	// ErrOutOfMemory is wrapped when an allocation does not fit.
 	ErrOutOfMemory = errors.New("gpu: out of memory")
 )
+
+// SumExperts is ExpertSum on host memory: dst[r,:] = Σ_j weights[r·k+j] ·
+// y[at[r·k+j],:] over j = 0 … k-1 in that order, rows of d values, k =
+// len(at) / (len(dst) / d), each product rounded before it is added.
+func SumExperts(dst, y []float32, d int, at []int32, weights []float32) {
+	n := len(dst) / d
+	k := len(at) / n
+	for r := range n {
+		out := dst[r*d : (r+1)*d]
+		for j := range k {
+			w, a := weights[r*k+j], int(at[r*k+j])
+			src := y[a*d : (a+1)*d]
+			if j == 0 {
+				for i := range out {
+					out[i] = src[i] * w
+				}
+				continue
+			}
+			for i := range out {
+				out[i] += src[i] * w
+			}
+		}
+	}
+}

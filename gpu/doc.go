@@ -15,8 +15,8 @@
 //
 //   - MultiMatMul: several MatMuls of one x as one op (MatMuls falls back).
 //   - Experts: a mixture of experts' chosen experts, every one's rows at
-//     once (ExpertMatMuls, ExpertSum); models/arch runs them expert by
-//     expert with the plain ops without it.
+//     once (ExpertMatMuls, ExpertSum; the CPU, CUDA, Split); models/arch
+//     runs them expert by expert with the plain ops without it.
 //   - AttentionBlock: rope, K/V write, attention and Wo as one op
 //     (RunAttend falls back to AttendOps).
 //   - LookupWeighter: a weight only Embed reads, kept without the copy the

@@ -49,7 +49,9 @@ func (c *table) experts() {
 			e.ExpertSum(dst, yt, at, w)
 			return read(be, dst)
 		}
-		return expertSumHost(read(be, yt), 77, 2, at, w)
+		out := make([]float32, 7*77)
+		gpu.SumExperts(out, read(be, yt), 77, at, w)
+		return out
 	})
 }
 
@@ -106,27 +108,6 @@ func runExpertMatMuls(be gpu.Backend, x gpu.Tensor, rows []int32, lists []expert
 			d := act(be, s.Len, l.rows, make([]float32, s.Len*l.rows))
 			be.MatMul(d, xs, ws[j][s.Expert])
 			out = append(out, read(be, d)...)
-		}
-	}
-	return out
-}
-
-// expertSumHost is ExpertSum on the host, as models/arch sums without the
-// capability.
-func expertSumHost(y []float32, d, k int, at []int32, weights []float32) []float32 {
-	n := len(at) / k
-	out := make([]float32, n*d)
-	for r := range n {
-		dst := out[r*d : (r+1)*d]
-		for j := range k {
-			w, src := weights[r*k+j], y[int(at[r*k+j])*d:int(at[r*k+j]+1)*d]
-			for i := range dst {
-				if j == 0 {
-					dst[i] = src[i] * w
-				} else {
-					dst[i] += src[i] * w
-				}
-			}
 		}
 	}
 	return out

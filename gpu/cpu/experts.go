@@ -232,21 +232,5 @@ type expertSumTask struct {
 }
 
 func (t *expertSumTask) run(_ *worker, lo, hi int) {
-	d := t.d
-	for r := lo; r < hi; r++ {
-		dst := t.dst[r*d : (r+1)*d]
-		for j := range t.k {
-			w, a := t.weights[r*t.k+j], int(t.at[r*t.k+j])
-			y := t.y[a*d : (a+1)*d]
-			if j == 0 {
-				for i := range dst {
-					dst[i] = y[i] * w
-				}
-				continue
-			}
-			for i := range dst {
-				dst[i] += y[i] * w
-			}
-		}
-	}
+	gpu.SumExperts(t.dst[lo*t.d:hi*t.d], t.y, t.d, t.at[lo*t.k:hi*t.k], t.weights[lo*t.k:hi*t.k])
 }

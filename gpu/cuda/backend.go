@@ -43,6 +43,9 @@ type Backend struct {
 	syncEach  bool       // Options.Sync
 	g         graphState // CUDA graphs of repeated steps (graph.go)
 	rows      devInts    // Gather (apart from ids: a step uploads each buffer once)
+
+	expertRows devBuf    // ExpertMatMuls: x's rows in the spans' order
+	expertY    []float32 // ExpertSum: the experts' outputs and the sums, on the host
 }
 
 // Options say how Open makes a backend; the zero value gives the defaults.

@@ -308,3 +308,43 @@ func (s *Split) LayerNorm(dst, x, w, b gpu.Tensor, eps float32) {
 	}
 	be.LayerNorm(s.out(be, dst), xi, wi, bi, eps)
 }
+
+var _ gpu.Experts = (*Split)(nil)
+
+// ExpertMatMuls runs on the side of the experts' weights (a layer's, all
+// on one side), whose backend must have gpu.Experts (the CPU and CUDA
+// do).
+func (s *Split) ExpertMatMuls(dsts []gpu.Tensor, x gpu.Tensor, rows []int32, ws [][]gpu.Tensor, spans []gpu.ExpertSpan) {
+	if len(spans) == 0 || len(ws) == 0 {
+		panic("cuda: split: ExpertMatMuls of no spans or no weights")
+	}
+	be := s.at(ws[0][spans[0].Expert])
+	xi := s.in(be, x)
+	in := make([][]gpu.Tensor, len(ws))
+	for j, l := range ws {
+		in[j] = make([]gpu.Tensor, len(l))
+		for e, w := range l {
+			in[j][e] = s.in(be, w)
+		}
+	}
+	out := make([]gpu.Tensor, len(dsts))
+	for j, d := range dsts {
+		out[j] = s.out(be, d)
+	}
+	experts(be).ExpertMatMuls(out, xi, rows, in, spans)
+}
+
+// ExpertSum runs where the last weight op ran.
+func (s *Split) ExpertSum(dst, y gpu.Tensor, at []int32, weights []float32) {
+	be := s.cur
+	yi := s.in(be, y)
+	experts(be).ExpertSum(s.out(be, dst), yi, at, weights)
+}
+
+func experts(be gpu.Backend) gpu.Experts {
+	ex, ok := be.(gpu.Experts)
+	if !ok {
+		panic(fmt.Sprintf("cuda: split: %s has no Experts ops", be.Name()))
+	}
+	return ex
+}
