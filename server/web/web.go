@@ -30,10 +30,9 @@ import (
 var static embed.FS
 
 // CSP is the Content-Security-Policy of the page and its files: the page's
-// own scripts, styles and images (data: for none but the browser's own
-// form controls), fetches to the server that served it, no frames, no
-// forms posted elsewhere, no <base>.
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+// own scripts, styles and images, fetches to the server that served it,
+// no inline script, no frames, no forms posted anywhere, no <base>.
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
 	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // file is one embedded file, with what its responses carry.
