@@ -28,7 +28,8 @@ func newSynthCmd() *cobra.Command {
 			"working vocabulary, loadable by folio and llama.cpp. Presets give real models'\n" +
 			"shapes (" + strings.Join(synth.PresetNames(), ", ") + ") in their own architecture, which\n" +
 			"--arch overrides; the tiny preset of an architecture has its family's features\n" +
-			"(phi3: partial rotary, longrope; granite: multipliers); the shape flags override them.\n" +
+			"(phi3: partial rotary, longrope; granite: multipliers; the MoE families: experts);\n" +
+			"the shape flags override them (--n-expert 8 --n-expert-used 2 makes a llama Mixtral).\n" +
 			"Without --vocab the vocabulary is byte-level (SentencePiece byte fallback), or a\n" +
 			"small WordPiece one for bert and nomic-bert;\n" +
 			"--vocab copies the tokenizer of another GGUF file and takes its size.\n" +
@@ -60,7 +61,8 @@ func newSynthCmd() *cobra.Command {
 			for flag, dst := range map[string]*int{"n-embd": &cfg.Embd, "n-layer": &cfg.Layers,
 				"n-head": &cfg.Heads, "n-head-kv": &cfg.HeadsKV, "head-dim": &cfg.HeadDim,
 				"n-ff": &cfg.FFN, "ctx": &cfg.Ctx, "vocab-size": &cfg.VocabSize, "window": &cfg.Window,
-				"rope-dims": &cfg.RopeDims} {
+				"rope-dims": &cfg.RopeDims, "n-expert": &cfg.Experts, "n-expert-used": &cfg.ExpertsUsed,
+				"n-ff-exp": &cfg.ExpertFFN, "n-ff-shexp": &cfg.SharedFFN} {
 				if flags.Changed(flag) {
 					*dst = *shape[flag]
 				}
@@ -99,6 +101,10 @@ func newSynthCmd() *cobra.Command {
 		{"rope-dims", "leading elements of each head that rotate (default the whole head)"},
 		{"vocab-size", "tokens; pads the vocabulary with [PAD<n>] tokens"},
 		{"window", "sliding window of the windowed layers of gemma2, gemma3 (0: none), olmo2 (OLMo 3; 0: none) and gpt-oss"},
+		{"n-expert", "experts of a mixture of experts (llama with experts is Mixtral; granite, and the MoE families)"},
+		{"n-expert-used", "experts chosen per token"},
+		{"n-ff-exp", "an expert's feed-forward size (qwen3moe, qwen2moe, gpt-oss; the others' experts are n-ff wide)"},
+		{"n-ff-shexp", "the shared expert's feed-forward size (qwen2moe, granitemoe; 0: none)"},
 	} {
 		shape[s.flag] = f.Int(s.flag, 0, s.usage+" (overrides the preset)")
 	}

@@ -57,10 +57,12 @@ type Config struct {
 	// Mixture of experts (moe.go; 0 experts: a dense feed-forward):
 	// Experts feed-forwards of ExpertFFN, ExpertsUsed of them run per
 	// token, weighted as Gating says, the weights divided by their sum
-	// when ExpertWeightsNorm.
+	// when ExpertWeightsNorm; SharedFFN > 0 is the width of a shared
+	// expert every token runs besides them (qwen2moe, granitemoe).
 	Experts, ExpertsUsed, ExpertFFN int
 	Gating                          Gating
 	ExpertWeightsNorm               bool
+	SharedFFN                       int
 }
 
 // Window is layer's sliding window, 0 for full attention.
@@ -127,7 +129,7 @@ type architecture struct {
 // architectures are the values of general.architecture folio runs. A new
 // family is one entry here and one file with its block.
 var architectures = map[string]architecture{
-	"llama":    {neox: false, newBlock: newLlamaBlock},
+	"llama":    {neox: false, config: readLlama, newBlock: newLlamaOrMoEBlock},
 	"qwen2":    {neox: true, newBlock: newQwen2Block},
 	"qwen3":    {neox: true, newBlock: newQwen3Block},
 	"gemma2":   {neox: true, config: readGemma, newBlock: newGemmaBlock},
@@ -136,9 +138,13 @@ var architectures = map[string]architecture{
 	"olmo2":    {neox: true, config: readOlmo2, newBlock: newOlmo2Block},
 	"mistral3": {neox: false, newBlock: newMistral3Block},
 	"phi3":     {neox: true, config: readPhi3, newBlock: newPhi3Block},
-	"granite":  {neox: false, config: readGranite, newBlock: newGraniteBlock},
+	"granite":  {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},
 	"qwen3moe": {neox: true, config: readMoE, newBlock: newQwen3moeBlock},
 	"gpt-oss":  {neox: true, config: readGptoss, newBlock: newGptossBlock},
+	"qwen2moe": {neox: true, config: readQwen2moe, newBlock: newMoELlamaBlock},
+	"olmoe":    {neox: true, config: readOlmoe, newBlock: newOlmoeBlock},
+
+	"granitemoe": {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},
 
 	"gemma-embedding": {neox: true, config: readGemma, newBlock: newGemmaBlock},
 

@@ -75,7 +75,8 @@ type moeFFN struct {
 	// outputs.
 	routerB           gpu.Tensor
 	gateB, upB, downB []gpu.Tensor
-	oai               bool // SwiGLUOAI between the matrices (gpt-oss), else SiLUMul
+	oai               bool          // SwiGLUOAI between the matrices (gpt-oss), else SiLUMul
+	shared            *sharedExpert // run by every token besides the chosen (qwen2moe, granitemoe); nil: none
 }
 
 func newMoEFFN(ld *loader, c *Config, i int) moeFFN {
@@ -144,6 +145,7 @@ type moeScratch struct {
 	yHost, sum     []float32  // [maxRows·Dim] one expert's outputs; each row's weighted sum
 	ident          []int32    // 0, 1, … maxRows-1
 	probs, scratch []float32  // [Experts] one row's routing work
+	shared         *sharedScratch
 
 	// The Experts ops': the rows of xb that each (row, choice) pair
 	// reads, grouped by expert; the spans of the groups; each choice's
@@ -170,6 +172,9 @@ func (m *Model) allocMoE(alloc func(rows, cols int) gpu.Tensor) {
 	for i := range ms.ident {
 		ms.ident[i] = int32(i)
 	}
+	if c.SharedFFN > 0 {
+		ms.shared = allocShared(alloc, r, c)
+	}
 	m.moe = ms
 }
 
@@ -178,12 +183,13 @@ func moeScratchBytes(c *Config, maxRows int) int64 {
 	if c.Experts == 0 {
 		return 0
 	}
-	return 4 * int64(maxRows) * int64(c.Experts+c.Dim+c.ExpertsUsed*(c.Dim+2*c.ExpertFFN))
+	return 4*int64(maxRows)*int64(c.Experts+c.Dim+c.ExpertsUsed*(c.Dim+2*c.ExpertFFN)) + sharedScratchBytes(c, maxRows)
 }
 
 // forward: x += Σ over each row's chosen experts e of weight_e ·
 // down_e(silu(gate_e(h)) · up_e(h)), h = norm(x) (with the biases and
-// SwiGLUOAI where the family has them).
+// SwiGLUOAI where the family has them), plus the shared expert's output
+// where there is one, the sum × ResidualScale where the family has one.
 func (f *moeFFN) forward(m *Model, s *step, norm gpu.Tensor) {
 	be, c, ms := m.be, &m.Config, m.moe
 	n, k := s.x.Rows(), c.ExpertsUsed
@@ -206,12 +212,19 @@ func (f *moeFFN) forward(m *Model, s *step, norm gpu.Tensor) {
 			ms.choice[e] = append(ms.choice[e], int32(at+j))
 		}
 	}
+	var shared gpu.Tensor
+	if f.shared != nil {
+		shared = f.shared.run(m, s) // [n, Dim] from h, before the experts' sum overwrites it
+	}
 	if ex, ok := be.(gpu.Experts); ok && f.gateB == nil {
 		f.experts(m, s, ex)
 	} else {
 		f.expertByExpert(m, s)
 	}
-	be.Add(s.x, s.x, s.xb) // residual
+	if shared != nil {
+		be.Add(s.xb, s.xb, shared) // llama.cpp's moe_out + shexp_out
+	}
+	m.residual(s) // x += xb (· ResidualScale)
 }
 
 // experts is the chosen experts through the backend's Experts ops: their

@@ -8,8 +8,26 @@ package synth
 // them.
 
 // qwen3moeTiny: 8 experts of 256, two chosen per token, three layers.
+// qwen2moeTiny adds a shared expert of 512; olmoeTiny has as many KV
+// heads as heads, as OLMoE; granitemoeTiny is granite's tiny with 8
+// experts of its feed-forward (512), two chosen per token. Mixtral is the
+// tiny llama with experts (Config.Experts, dev synth's --n-expert).
 func qwen3moeTiny(c *Config) {
 	c.Layers, c.Experts, c.ExpertsUsed, c.ExpertFFN = 3, 8, 2, 256
+}
+
+func qwen2moeTiny(c *Config) {
+	qwen3moeTiny(c)
+	c.SharedFFN = 512
+}
+
+func olmoeTiny(c *Config) {
+	c.Layers, c.HeadsKV, c.Experts, c.ExpertsUsed = 3, c.Heads, 8, 2
+}
+
+func granitemoeTiny(c *Config) {
+	graniteTiny(c)
+	c.Experts, c.ExpertsUsed = 8, 2
 }
 
 // qwen3moeMini is the qwen3moe-mini preset: Qwen3-30B-A3B's layout (128
@@ -19,17 +37,41 @@ var qwen3moeMini = Config{Arch: "qwen3moe", Embd: 1024, Layers: 24, Heads: 16, H
 	FFN: 3072, Ctx: 40960, VocabSize: 151936, Tied: true, RopeBase: 1000000,
 	Experts: 64, ExpertsUsed: 8, ExpertFFN: 768}
 
-// isMoE reports whether arch's feed-forward is a mixture of experts.
-func isMoE(arch string) bool { return arch == "qwen3moe" || arch == "gpt-oss" }
+// isMoE reports whether arch's feed-forward is always a mixture of
+// experts; llama and granite have experts when Config.Experts > 0
+// (Mixtral; Granite's MoE layers).
+func isMoE(arch string) bool {
+	return arch == "qwen3moe" || arch == "gpt-oss" || arch == "qwen2moe" || arch == "olmoe" || arch == "granitemoe"
+}
+
+// hasMoE reports whether c's feed-forward is a mixture of experts.
+func (c Config) hasMoE() bool {
+	return isMoE(c.Arch) || c.Experts > 0 && (c.Arch == "llama" || c.Arch == "granite")
+}
+
+// ffnWideExperts reports whether llama.cpp sizes arch's experts by
+// feed_forward_length (llama, olmoe, granite and granitemoe), not by
+// expert_feed_forward_length (qwen3moe, qwen2moe, gpt-oss).
+func ffnWideExperts(arch string) bool {
+	return arch == "llama" || arch == "olmoe" || arch == "granite" || arch == "granitemoe"
+}
 
 // checkMoE refuses expert settings on a dense architecture and an expert
-// layout llama.cpp's loader refuses.
-func (c Config) checkMoE() error {
-	if !isMoE(c.Arch) {
-		if c.Experts != 0 || c.ExpertsUsed != 0 || c.ExpertFFN != 0 {
-			return badConfig("experts (%d, %d used, ffn %d) are for qwen3moe and gpt-oss; %s is dense", c.Experts, c.ExpertsUsed, c.ExpertFFN, c.Arch)
+// layout llama.cpp's loader refuses, and sizes the experts of the
+// families whose experts are feed_forward_length wide.
+func (c *Config) checkMoE() error {
+	if !c.hasMoE() {
+		if c.Experts != 0 || c.ExpertsUsed != 0 || c.ExpertFFN != 0 || c.SharedFFN != 0 {
+			return badConfig("experts (%d, %d used, ffn %d, shared %d) are for llama, granite and the MoE families; %s is dense",
+				c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN, c.Arch)
 		}
 		return nil
+	}
+	if ffnWideExperts(c.Arch) {
+		if c.ExpertFFN != 0 && c.ExpertFFN != c.FFN {
+			return badConfig("%s's experts are feed_forward_length wide (%d); leave the expert feed-forward size (%d) unset", c.Arch, c.FFN, c.ExpertFFN)
+		}
+		c.ExpertFFN = c.FFN
 	}
 	switch {
 	case c.Experts <= 0 || c.Experts > 512:
@@ -38,16 +80,29 @@ func (c Config) checkMoE() error {
 		return badConfig("%s chooses 1 to %d experts a token, not %d", c.Arch, c.Experts, c.ExpertsUsed)
 	case c.ExpertFFN <= 0:
 		return badConfig("%s needs an expert feed-forward size > 0, not %d", c.Arch, c.ExpertFFN)
+	case c.SharedFFN < 0 || c.SharedFFN > 0 && c.Arch != "qwen2moe" && c.Arch != "granitemoe":
+		return badConfig("a shared expert (%d wide) is qwen2moe's or granitemoe's, never negative", c.SharedFFN)
+	case c.Arch == "qwen2moe" && c.SharedFFN == 0:
+		return badConfig("qwen2moe needs a shared expert's feed-forward size > 0")
+	case c.Arch == "olmoe" && c.Heads != c.HeadsKV:
+		return badConfig("olmoe has as many KV heads as heads (llama.cpp sizes its K norm by the embedding), not %d of %d", c.HeadsKV, c.Heads)
+	case c.Arch == "olmoe" && c.HeadDim*c.Heads != c.Embd:
+		return badConfig("olmoe's head size is embd/heads (%d), not %d", c.Embd/c.Heads, c.HeadDim)
 	}
 	return nil
 }
 
-// moeMetadata writes the expert keys llama.cpp reads.
+// moeMetadata writes the expert keys llama.cpp's converter writes.
 func moeMetadata(c Config, set func(string, any)) {
 	a := c.Arch + "."
 	set(a+"expert_count", uint32(c.Experts))
 	set(a+"expert_used_count", uint32(c.ExpertsUsed))
-	set(a+"expert_feed_forward_length", uint32(c.ExpertFFN))
+	if !ffnWideExperts(c.Arch) {
+		set(a+"expert_feed_forward_length", uint32(c.ExpertFFN))
+	}
+	if c.SharedFFN > 0 {
+		set(a+"expert_shared_feed_forward_length", uint32(c.SharedFFN))
+	}
 }
 
 // moeTensors plans one layer's router and experts (p is "blk.N."). The
@@ -59,6 +114,15 @@ func (m *Model) moeTensors(p string, add func(name string, typ addType, mean, st
 	add(p+"ffn_gate_exps.weight", addWeight, 0, invSqrt(c.Embd), c.Embd, c.ExpertFFN, c.Experts)
 	add(p+"ffn_down_exps.weight", addWeight, 0, invSqrt(c.ExpertFFN)/2, c.ExpertFFN, c.Embd, c.Experts)
 	add(p+"ffn_up_exps.weight", addWeight, 0, invSqrt(c.Embd), c.Embd, c.ExpertFFN, c.Experts)
+	if c.SharedFFN == 0 {
+		return
+	}
+	if c.Arch == "qwen2moe" { // the shared expert's gate: a logit of std about 1
+		add(p+"ffn_gate_inp_shexp.weight", addF32, 0, invSqrt(c.Embd), c.Embd)
+	}
+	add(p+"ffn_gate_shexp.weight", addWeight, 0, invSqrt(c.Embd), c.Embd, c.SharedFFN)
+	add(p+"ffn_down_shexp.weight", addWeight, 0, invSqrt(c.SharedFFN)/2, c.SharedFFN, c.Embd)
+	add(p+"ffn_up_shexp.weight", addWeight, 0, invSqrt(c.Embd), c.Embd, c.SharedFFN)
 }
 
 // addType says whether a planned tensor is a weight of Config.Type (with

@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -71,9 +71,12 @@ type Config struct {
 	// rope_factors_long and rope_factors_short and the attention factor
 	// the converter computes from Ctx/OrigCtx.
 	OrigCtx int
-	// Mixture of experts (qwen3moe; moe.go): Experts experts of a
-	// feed-forward of ExpertFFN, ExpertsUsed of them chosen per token.
-	Experts, ExpertsUsed, ExpertFFN int
+	// Mixture of experts (moe.go): Experts experts of a feed-forward of
+	// ExpertFFN (llama's, olmoe's and granite's: FFN), ExpertsUsed of
+	// them chosen per token, and a shared expert of SharedFFN (qwen2moe,
+	// granitemoe; 0: none). llama and granite with Experts > 0 are
+	// Mixtral and Granite's MoE.
+	Experts, ExpertsUsed, ExpertFFN, SharedFFN int
 	// granite's multipliers (0 leaves the key out): token embeddings ×
 	// EmbedScale, attention scores × AttnScale (instead of 1/√head size),
 	// each block's attention and feed-forward outputs × ResidualScale,
@@ -136,6 +139,10 @@ var tinyFamilies = map[string]func(*Config){
 	"granite":  graniteTiny,
 	"qwen3moe": qwen3moeTiny,
 	"gpt-oss":  gptossTiny,
+	"qwen2moe": qwen2moeTiny,
+	"olmoe":    olmoeTiny,
+
+	"granitemoe": granitemoeTiny,
 }
 
 // PresetNames returns the preset names, sorted.
@@ -381,12 +388,12 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			c.olmo2Metadata(a, set)
 		case "phi3":
 			phi3Metadata(c, set)
-		case "granite":
+		case "granite", "granitemoe":
 			graniteMetadata(c, set)
 		case "gpt-oss":
 			set(a+"attention.sliding_window", uint32(c.Window))
 		}
-		if isMoE(c.Arch) {
+		if c.hasMoE() {
 			moeMetadata(c, set)
 		}
 	}

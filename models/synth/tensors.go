@@ -83,7 +83,7 @@ func (m *Model) planTensors() {
 			weight(p+"attn_k.weight", c.Embd, kvDim, invSqrt(c.Embd))
 			weight(p+"attn_v.weight", c.Embd, kvDim, invSqrt(c.Embd))
 		}
-		if c.Arch == "qwen2" {
+		if c.Arch == "qwen2" || c.Arch == "qwen2moe" {
 			bias(p+"attn_q.bias", qDim)
 			bias(p+"attn_k.bias", kvDim)
 			bias(p+"attn_v.bias", kvDim)
@@ -91,6 +91,10 @@ func (m *Model) planTensors() {
 		if c.Arch == "qwen3" || c.Arch == "qwen3moe" || c.Arch == "gemma3" || c.Arch == "gemma-embedding" {
 			norm(p+"attn_q_norm.weight", c.HeadDim) // per head, shared by all heads
 			norm(p+"attn_k_norm.weight", c.HeadDim)
+		}
+		if c.Arch == "olmoe" {
+			norm(p+"attn_q_norm.weight", qDim) // over the whole projection
+			norm(p+"attn_k_norm.weight", kvDim)
 		}
 		weight(p+"attn_output.weight", qDim, c.Embd, invSqrt(qDim)/2) // [heads*head_dim, embd]
 		if isGemma(c.Arch) {
@@ -102,7 +106,7 @@ func (m *Model) planTensors() {
 		} else {
 			norm(p+"ffn_norm.weight", c.Embd)
 		}
-		if isMoE(c.Arch) {
+		if c.hasMoE() {
 			m.moeTensors(p, func(name string, typ addType, mean, std float32, shape ...int) {
 				t := gguf.TypeF32
 				if typ == addWeight {
