@@ -22,8 +22,8 @@ import (
 //     files add an ungated shared expert.
 //
 // llama.cpp's loader no longer reads the per-expert tensors of the first
-// Mixtral files (blk.N.ffn_gate.E.weight); neither does folio: such a
-// file is refused for its missing ffn_gate_exps.
+// Mixtral files (blk.N.ffn_gate.E.weight); neither does folio (readLlama
+// says so).
 type moeLlamaBlock struct {
 	attnNorm, ffnNorm gpu.Tensor // [1, Dim]
 	wq, wk, wv, wo    gpu.Tensor // [QDim, Dim], [KVDim, Dim] ×2, [Dim, QDim]
@@ -71,10 +71,14 @@ func (l *moeLlamaBlock) forward(m *Model, s *step) {
 }
 
 // readLlama reads a llama file's experts, if it has any (Mixtral):
-// expert_count 0 or absent is a dense llama.
+// expert_count 0 or absent is a dense llama. The first Mixtral files'
+// layout, each expert in tensors of its own, is refused by name.
 func readLlama(f *gguf.File, p string, c *Config) error {
 	if !hasExperts(f, p) {
 		return nil
+	}
+	if _, ok := f.Tensor("blk.0.ffn_gate.0.weight"); ok {
+		return fmt.Errorf("this file stores each expert in tensors of its own (blk.0.ffn_gate.0.weight), a layout llama.cpp no longer loads either: convert the model again with llama.cpp's convert_hf_to_gguf.py, which stacks them in ffn_gate_exps")
 	}
 	return readFFNExperts(f, p, c)
 }
