@@ -35,17 +35,17 @@ func loadShared(ld *loader, c *Config, i int, gated bool) *sharedExpert {
 
 // sharedScratch is the shared expert's activations for maxRows rows.
 type sharedScratch struct {
-	h, h2  gpu.Tensor // [maxRows, SharedFFN]
-	y, out gpu.Tensor // [maxRows, Dim] its outputs; gated
-	gate   gpu.Tensor // [maxRows, 1] the gate's logits
-	yHost  []float32  // [maxRows·Dim]
-	gHost  []float32  // [maxRows]
+	h, h2 gpu.Tensor // [maxRows, SharedFFN]
+	y     gpu.Tensor // [maxRows, Dim] its outputs, gated
+	gate  gpu.Tensor // [maxRows, 1] the gate's logits
+	yHost []float32  // [maxRows·Dim]
+	gHost []float32  // [maxRows]
 }
 
 func allocShared(alloc func(rows, cols int) gpu.Tensor, rows int, c *Config) *sharedScratch {
 	return &sharedScratch{
 		h: alloc(rows, c.SharedFFN), h2: alloc(rows, c.SharedFFN),
-		y: alloc(rows, c.Dim), out: alloc(rows, c.Dim), gate: alloc(rows, 1),
+		y: alloc(rows, c.Dim), gate: alloc(rows, 1),
 		yHost: make([]float32, rows*c.Dim), gHost: make([]float32, rows),
 	}
 }
@@ -55,7 +55,7 @@ func sharedScratchBytes(c *Config, maxRows int) int64 {
 	if c.SharedFFN == 0 {
 		return 0
 	}
-	return 4 * int64(maxRows) * int64(2*c.SharedFFN+2*c.Dim+1)
+	return 4 * int64(maxRows) * int64(2*c.SharedFFN+c.Dim+1)
 }
 
 // run returns g · down(silu(gate(h)) · up(h)) for each row, [rows, Dim],
@@ -85,7 +85,6 @@ func (sh *sharedExpert) run(m *Model, s *step) gpu.Tensor {
 			row[d] *= gate
 		}
 	}
-	out := be.Slice(ss.out, n)
-	be.Upload(out, yh)
-	return out
+	be.Upload(y, yh)
+	return y
 }

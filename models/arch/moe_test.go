@@ -209,12 +209,16 @@ func (b *experts) ExpertMatMuls(dsts []gpu.Tensor, x gpu.Tensor, rows []int32, w
 // qwen3moe's logits are those of the plain ops (a Gather and MatMuls an
 // expert, the sums on the host) bit for bit, on the SIMD kernels (Q8_0,
 // Q4_K) and the Go ones (F32): three prompts in one batch, then a batched
-// decode step.
+// decode step; and qwen2moe's, whose gated shared expert joins either sum.
 func TestMoEExpertsOpsExact(t *testing.T) {
-	for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeQ8_0, gguf.TypeQ4_K} {
-		t.Run(typ.String(), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "qwen3moe.gguf")
-			if err := synth.WriteTiny(path, "qwen3moe", typ, 7); err != nil {
+	for _, tc := range []struct {
+		arch string
+		typ  gguf.TensorType
+	}{{"qwen3moe", gguf.TypeF32}, {"qwen3moe", gguf.TypeQ8_0}, {"qwen3moe", gguf.TypeQ4_K}, {"qwen2moe", gguf.TypeQ8_0}} {
+		family, typ := tc.arch, tc.typ
+		t.Run(family+"/"+typ.String(), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), family+".gguf")
+			if err := synth.WriteTiny(path, family, typ, 7); err != nil {
 				t.Fatal(err)
 			}
 			var got [2][][]float32
