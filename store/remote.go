@@ -97,6 +97,7 @@ func OpenRemote(opt RemoteOptions) (*RemoteKV, error) {
 	if opt.Log == nil {
 		opt.Log = slog.Default()
 	}
+	quietRedis.Do(func() { redis.SetLogger(quietLogger{}) })
 	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = opt.Timeout, opt.Timeout, opt.Timeout
 	ro.PoolTimeout, ro.MaxRetries, ro.ContextTimeoutEnabled = opt.Timeout, -1, true
 	r := &RemoteKV{rdb: redis.NewClient(ro), key: opt.Key, ttl: opt.TTL, wait: opt.Timeout, log: opt.Log,
@@ -114,6 +115,15 @@ func RedactURL(u string) string {
 	}
 	return u
 }
+
+// quietLogger silences go-redis's own log (a line per failed dial, on
+// stderr, for as long as Redis is down): RemoteKV logs an outage once,
+// through its caller's logger.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+var quietRedis sync.Once
 
 // redisKey names a block in Redis.
 func redisKey(k key) string { return "folio:kv:" + k.fp + ":" + hex.EncodeToString(k.hash[:]) }

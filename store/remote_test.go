@@ -200,3 +200,38 @@ func TestRemoteDownOrSlow(t *testing.T) {
 		t.Errorf("Redis back: FetchBlocks = %d; want 1", n)
 	}
 }
+
+// TestRemoteFull: a Redis at its memory limit that refuses writes
+// (maxmemory with noeviction) drops the blocks it cannot take, counted
+// and logged; the blocks it holds are still fetched.
+func TestRemoteFull(t *testing.T) {
+	rd := fixtures.StartRedis(t)
+	var log fixtures.LockedBuffer
+	a := openShared(t, rd.URL(), testRemoteKey, &log, time.Second)
+	first := makeBlock(0, 64<<10)
+	save(a, testFP, first)
+	a.Flush()
+	if got := rd.Do("CONFIG", "SET", "maxmemory-policy", "noeviction"); got != "+OK" {
+		t.Fatal(got)
+	}
+	if got := rd.Do("CONFIG", "SET", "maxmemory", "1"); got != "+OK" { // below what it uses: every write is refused
+		t.Fatal(got)
+	}
+	for i := 1; i <= 8; i++ {
+		save(a, testFP, makeBlock(i, 64<<10))
+	}
+	a.Flush()
+	if st, _ := a.RemoteStats(); st.Dropped != 8 || st.Failed == 0 {
+		t.Errorf("full Redis: stats %+v; want the 8 blocks dropped and the failed writes counted", st)
+	}
+	if !strings.Contains(log.String(), "OOM") {
+		t.Errorf("full Redis: Redis's refusal not logged:\n%s", log.String())
+	}
+	b := openShared(t, rd.URL(), testRemoteKey, &log, time.Second)
+	if n := b.FetchBlocks(testFP, hashes(first, makeBlock(1, 64<<10))); n != 1 {
+		t.Errorf("full Redis: FetchBlocks = %d; want 1, the block written before it filled", n)
+	}
+	if err := load(b, testFP, first); err != nil {
+		t.Errorf("full Redis: %v", err)
+	}
+}
