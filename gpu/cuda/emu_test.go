@@ -249,27 +249,30 @@ func TestGraphsOnTheEmulator(t *testing.T) {
 // device's matmuls: a Download of the router's logits, a Gather, the
 // experts' matmuls and a Download of each expert's rows, an Upload of
 // the weighted sums), on the device alone and with its second layer on
-// the CPU. F32 weights, as TestGemmaOnTheEmulator.
+// the CPU. F32 weights, as TestGemmaOnTheEmulator. And qwen2moe's, whose
+// shared expert runs beside the chosen ones behind a [rows, 1] gate.
 func TestMoEOnTheEmulator(t *testing.T) {
 	dev, ref, _ := emuPair(t)
 	host := cpu.New(2)
 	defer host.Close()
-	path := filepath.Join(t.TempDir(), "qwen3moe.gguf")
-	if err := synth.WriteTiny(path, "qwen3moe", gguf.TypeF32, 2, func(c *synth.Config) { c.Layers = 2 }); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		name string
-		be   gpu.Backend
-	}{{"device", dev}, {"split", NewSplit(dev, host, 1)}} {
-		g, err := conformance.CheckGeneration(path, ref, c.be, 4)
-		if err != nil {
+	for _, family := range []string{"qwen3moe", "qwen2moe"} {
+		path := filepath.Join(t.TempDir(), family+".gguf")
+		if err := synth.WriteTiny(path, family, gguf.TypeF32, 2, func(c *synth.Config) { c.Layers = 2 }); err != nil {
 			t.Fatal(err)
 		}
-		if !g.Pass() {
-			t.Errorf("%s: %+v", c.name, g)
+		for _, c := range []struct {
+			name string
+			be   gpu.Backend
+		}{{"device", dev}, {"split", NewSplit(dev, host, 1)}} {
+			g, err := conformance.CheckGeneration(path, ref, c.be, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !g.Pass() {
+				t.Errorf("%s %s: %+v", family, c.name, g)
+			}
+			t.Logf("%s %s: worst logits NMSE %.3g, tokens %v and %v", family, c.name, g.Worst, g.Ref, g.Dev)
 		}
-		t.Logf("%s: worst logits NMSE %.3g, tokens %v and %v", c.name, g.Worst, g.Ref, g.Dev)
 	}
 }
 
