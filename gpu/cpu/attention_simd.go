@@ -72,9 +72,16 @@ func (b *Backend) attnPlan(batch *gpu.Batch, tr int, o gpu.AttnOpts) []int32 {
 }
 
 // attnTileRows is the query rows of a tile: up to 16, fewer when the
-// scores of a tile (rows · group · context floats) would outgrow 256 KiB.
+// scores of a tile (rows · group · context floats) would outgrow 4 MiB,
+// but never fewer than fill the 16 lanes of a vector. Each K and V row a
+// tile reads is converted once for all of its queries, so a tile of few
+// rows over a long context is that conversion over and over: tiles cut
+// to 256 KiB of scores took one row over 12k positions for smollm-135m
+// (3 queries), each new token of a turn over a long cached conversation
+// then converting the whole context's K/V again (BenchmarkAttentionSuffix).
 func attnTileRows(group, ctx int) int {
-	return max(1, min(16, 65536/(group*max(ctx, 1))))
+	fill := (16 + group - 1) / group
+	return min(16, max(fill, 1<<20/(group*max(ctx, 1))))
 }
 
 // attnScratch is the floats a unit of nq queries of head size d over n

@@ -519,3 +519,27 @@ func BenchmarkAttentionPrefill(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAttentionSuffix is one chunk of a prompt (512 rows, num_batch)
+// over a cached context of pos positions, smollm-135m's shape: the chunk
+// a turn of an agent computes over its conversation. ns/row is the cost of
+// one new token's attention in one layer.
+func BenchmarkAttentionSuffix(b *testing.B) {
+	const rows, kvHeads, group, hd = 512, 3, 3, 64
+	for _, l := range supportedLevels()[1:] {
+		for _, pos := range []int{0, 2560, 5632, 11776, 19968} {
+			b.Run(fmt.Sprintf("%v/pos=%d", l, pos), func(b *testing.B) {
+				be := New(0)
+				defer be.Close()
+				be.k = kernelsAt(l)
+				c := newAttnCase(b, be, rand.New(rand.NewPCG(3, 3)), gguf.TypeF16, 16, kvHeads, group, hd,
+					[]seqShape{{pos, rows}}, false)
+				q := newAct(b, be, rows, c.heads*hd, c.q)
+				for b.Loop() {
+					be.Attention(c.output, q, c.cache, c.layer, &c.batch, gpu.AttnOpts{Scale: c.scale})
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+			})
+		}
+	}
+}
