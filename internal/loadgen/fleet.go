@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 
-	"folio/models"
 	"folio/runner"
 	"folio/store"
 )
@@ -46,11 +45,10 @@ func Fleet(ctx context.Context, m *runner.Model, cfg FleetConfig) (FleetReport, 
 	if cfg.History < 1 || cfg.URL == "" {
 		return FleetReport{}, errors.New("loadgen: fleet needs a positive history and a Redis URL")
 	}
-	digest, _, err := models.FileDigest(m.File.Path)
+	fp, err := fingerprint(m)
 	if err != nil {
 		return FleetReport{}, err
 	}
-	fp := runner.Fingerprint(digest, m)
 	r := rand.New(rand.NewPCG(cfg.Seed, 13))
 	turn1 := randomPrompt(r, m, cfg.History)
 	openServer := func() (*store.KVStore, *runner.Engine, func(), error) {
@@ -102,12 +100,7 @@ func Fleet(ctx context.Context, m *runner.Model, cfg FleetConfig) (FleetReport, 
 	if err != nil {
 		return FleetReport{}, err
 	}
-	e, err := runner.NewEngine(m, runner.EngineOptions{NoPrefixCache: true})
-	if err != nil {
-		return FleetReport{}, err
-	}
-	cold, err := RunTokens(ctx, e, turn2, cfg.Answer, 0, 1)
-	e.Close()
+	cold, err := runCold(ctx, m, turn2, cfg.Answer)
 	if err != nil {
 		return FleetReport{}, err
 	}
@@ -120,8 +113,7 @@ func Fleet(ctx context.Context, m *runner.Model, cfg FleetConfig) (FleetReport, 
 	return rep, nil
 }
 
-// randomPrompt is n random tokens that are neither BOS nor an end token,
-// the first one BOS when the model has one.
+// randomPrompt is n random tokens that are neither BOS nor an end token.
 func randomPrompt(r *rand.Rand, m *runner.Model, n int) []int32 {
 	vocab := m.Tok.Vocab()
 	out := make([]int32, n)

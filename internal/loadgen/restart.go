@@ -46,37 +46,18 @@ func Restart(ctx context.Context, m *runner.Model, cfg RestartConfig) (RestartRe
 		return RestartReport{}, err
 	}
 	r := rand.New(rand.NewPCG(cfg.Seed, 11))
-	vocab := m.Tok.Vocab()
-	randomTokens := func(n int) []int32 {
-		out := make([]int32, n)
-		for i := range out {
-			for {
-				t := int32(r.IntN(vocab.Size()))
-				if !vocab.IsEOG(t) && t != vocab.BOS {
-					out[i] = t
-					break
-				}
-			}
-		}
-		return out
-	}
-	turn1 := randomTokens(cfg.History)
-	if vocab.BOS >= 0 {
-		turn1[0] = vocab.BOS
+	turn1 := randomPrompt(r, m, cfg.History)
+	if bos := m.Tok.Vocab().BOS; bos >= 0 {
+		turn1[0] = bos
 	}
 	// turn 1, persisted
 	tr1, err := runStored(ctx, m, cfg.Home, fp, turn1, cfg.Answer)
 	if err != nil {
 		return RestartReport{}, err
 	}
-	turn2 := append(append(slices.Clone(turn1), tr1.IDs...), randomTokens(cfg.FollowUp)...)
+	turn2 := append(append(slices.Clone(turn1), tr1.IDs...), randomPrompt(r, m, cfg.FollowUp)...)
 	// cold: nothing cached anywhere
-	e, err := runner.NewEngine(m, runner.EngineOptions{NoPrefixCache: true})
-	if err != nil {
-		return RestartReport{}, err
-	}
-	cold, err := RunTokens(ctx, e, turn2, cfg.Answer, 0, 1)
-	e.Close()
+	cold, err := runCold(ctx, m, turn2, cfg.Answer)
 	if err != nil {
 		return RestartReport{}, err
 	}
@@ -90,6 +71,16 @@ func Restart(ctx context.Context, m *runner.Model, cfg RestartConfig) (RestartRe
 		PromptEvalCount: warm.Computed, PromptCachedCount: warm.Cached, SameTokens: slices.Equal(cold.IDs, warm.IDs)}
 	rep.Speedup = rep.ColdTTFTms / max(rep.RestoredTTFTms, 1e-3)
 	return rep, nil
+}
+
+// runCold runs prompt on a new engine without a prefix cache.
+func runCold(ctx context.Context, m *runner.Model, prompt []int32, answer int) (Trace, error) {
+	e, err := runner.NewEngine(m, runner.EngineOptions{NoPrefixCache: true})
+	if err != nil {
+		return Trace{}, err
+	}
+	defer e.Close()
+	return RunTokens(ctx, e, prompt, answer, 0, 1)
 }
 
 // runStored runs prompt on a new engine over the store in home, then
