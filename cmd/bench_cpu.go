@@ -329,10 +329,18 @@ func benchLlamaCpp(ctx context.Context, llamaref, model string, prompt, gen, thr
 	if llamaref == "" {
 		llamaref = filepath.Join("..", "shared", "tools", "llamaref", "llamaref")
 	}
+	libDir, done, err := llamaCppLibDir(ctx, llamaref, llamaCppVariants[cpu.SIMDLevel()])
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	c := exec.CommandContext(ctx, llamaref, "cbench", model, "--threads", strconv.Itoa(threads),
 		"--pp", strconv.Itoa(prompt), "--tg", strconv.Itoa(gen), "--reps", strconv.Itoa(repeat),
 		"--depth", strconv.Itoa(depth), "--kv", strings.ToLower(kvType))
 	c.Stderr = io.Discard
+	if libDir != "" {
+		c.Env = append(os.Environ(), "LLAMABENCH_LIBDIR="+libDir)
+	}
 	out, err := c.Output()
 	if err != nil {
 		return nil, fmt.Errorf("bench: %s cbench: %w (set --llamaref or $LLAMAREF to the llamaref command)", llamaref, err)

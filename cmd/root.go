@@ -26,10 +26,14 @@ func NewRoot() *cobra.Command {
 		Long:          "folio runs GGUF models locally with a paged KV cache and a persistent prefix cache.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(*cobra.Command, []string) {
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if err := cpu.SetLevel(envconfig.Get("FOLIO_CPU_LEVEL")); err != nil {
+				return fmt.Errorf("FOLIO_CPU_LEVEL: %w", err)
+			}
 			if envconfig.Get("GOMAXPROCS") == "" {
 				cpu.SpareProc(cpu.ThreadCount(0)) // one P idle beside the CPU backend's threads
 			}
+			return nil
 		},
 	}
 	root.AddCommand(

@@ -1,35 +1,76 @@
 package cpu
 
-import "folio/models/gguf"
+import (
+	"fmt"
+	"strings"
+
+	"folio/models/gguf"
+)
 
 // simdLevel is the instruction set the kernels use. The backend starts at
-// the best one the CPU has (bestLevel, from CPUID at start-up); the scalar
-// level is the plain Go of matmul.go and attention.go, which runs anywhere
-// and is the reference the SIMD kernels are tested against.
+// the best one the CPU has (bestLevel, from CPUID at start-up) unless
+// SetLevel picks a lower one (FOLIO_CPU_LEVEL); the scalar level is the
+// plain Go of matmul.go and attention.go, which runs anywhere and is the
+// reference the SIMD kernels are tested against.
+//
+// The x86 levels are ordered: each runs every kernel of the ones below it.
 type simdLevel int
 
 const (
-	levelScalar simdLevel = iota // plain Go
-	levelAVX2                    // AVX2, FMA, F16C (x86-64-v3)
-	levelAVX512                  // AVX-512 F, BW, VL, DQ and VNNI
+	levelScalar  simdLevel = iota // plain Go
+	levelAVX2                     // AVX2, FMA, F16C (x86-64-v3)
+	levelAVXVNNI                  // AVX2 with AVX-VNNI's VEX vpdpbusd (Alder Lake and later, Zen 5)
+	levelAVX512                   // AVX-512 F, BW, VL, DQ and VNNI
 )
 
-func (l simdLevel) String() string {
-	return [...]string{"scalar", "avx2", "avx512"}[l]
-}
+var levelNames = [...]string{"scalar", "avx2", "avxvnni", "avx512"}
 
-// bestLevel is the best level this CPU and build support: scalar without
-// cgo or off amd64.
-var bestLevel = detectLevel()
+func (l simdLevel) String() string { return levelNames[l] }
 
-// SIMDLevel names the kernels the backend runs on this machine: "avx512",
+// detectedLevel is the best level this CPU and build support: scalar
+// without cgo or off amd64.
+var detectedLevel = detectLevel()
+
+// bestLevel is the level new backends run: detectedLevel, or a lower one
+// SetLevel chose.
+var bestLevel = detectedLevel
+
+// SIMDLevel names the kernels new backends run: "avx512", "avxvnni",
 // "avx2" or "scalar".
 func SIMDLevel() string { return bestLevel.String() }
+
+// Levels names the levels this machine can run, scalar first.
+func Levels() []string {
+	var names []string
+	for _, l := range supportedLevels() {
+		names = append(names, l.String())
+	}
+	return names
+}
+
+// SetLevel makes backends created after it run level name (one of
+// Levels); "" restores the best. The program calls it once, before any
+// backend (FOLIO_CPU_LEVEL): weights repacked for one level are not read
+// at another.
+func SetLevel(name string) error {
+	if name == "" {
+		bestLevel = detectedLevel
+		return nil
+	}
+	for _, l := range supportedLevels() {
+		if l.String() == name {
+			bestLevel = l
+			return nil
+		}
+	}
+	return fmt.Errorf("cpu level %q: this machine runs %s; set one of those, or unset it for the best (%s)",
+		name, strings.Join(Levels(), ", "), detectedLevel)
+}
 
 // supportedLevels are the levels this machine can run, scalar first.
 func supportedLevels() []simdLevel {
 	var ls []simdLevel
-	for l := levelScalar; l <= bestLevel; l++ {
+	for l := levelScalar; l <= detectedLevel; l++ {
 		ls = append(ls, l)
 	}
 	return ls

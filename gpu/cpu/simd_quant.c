@@ -12,6 +12,8 @@ int folio_cpu_level(void) {
 	    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
 	    __builtin_cpu_supports("avx512vnni"))
 		return LEVEL_AVX512;
+	if (avx2 && __builtin_cpu_supports("avxvnni"))
+		return LEVEL_AVXVNNI;
 	return avx2 ? LEVEL_AVX2 : LEVEL_SCALAR;
 }
 
