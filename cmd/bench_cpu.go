@@ -339,7 +339,7 @@ func benchLlamaCpp(ctx context.Context, llamaref, model string, prompt, gen, thr
 		"--depth", strconv.Itoa(depth), "--kv", strings.ToLower(kvType))
 	c.Stderr = io.Discard
 	if libDir != "" {
-		c.Env = append(os.Environ(), "LLAMABENCH_LIBDIR="+libDir)
+		c.Env = append(c.Environ(), "LLAMABENCH_LIBDIR="+libDir)
 	}
 	out, err := c.Output()
 	if err != nil {
