@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"folio/gpu/cuda"
+	"folio/gpu/vet"
 	"folio/installer"
 	"folio/internal/envconfig"
 	"folio/models"
@@ -27,15 +29,28 @@ func locate(name string) (string, error) { return models.LocateIn(name, modelsPa
 
 // cudaOptions are the GPU backend's options the settings give: the kernel
 // cache in FOLIO_HOME (else the user's cache folder), FOLIO_CUDA_SYNC,
-// FOLIO_CUDA_GRAPHS and the toolkit's folders.
+// FOLIO_CUDA_GRAPHS, the toolkit's folders, and the first-run check of a
+// device (gpu/vet), whose verdicts FOLIO_HOME keeps.
 func cudaOptions() cuda.Options {
 	opt := cuda.Options{Sync: envconfig.Get("FOLIO_CUDA_SYNC") == "1", Graphs: envconfig.Get("FOLIO_CUDA_GRAPHS") == "1",
-		Toolkit: []string{envconfig.Get("FOLIO_CUDA_PATH"), envconfig.Get("CUDA_HOME"), envconfig.Get("CUDA_PATH")}}
+		Toolkit: []string{envconfig.Get("FOLIO_CUDA_PATH"), envconfig.Get("CUDA_HOME"), envconfig.Get("CUDA_PATH")},
+		Vet:     deviceChecker().Check}
 	if h := envconfig.Get("FOLIO_HOME"); h != "" {
 		opt.CacheDir = filepath.Join(h, "cache", "cuda")
 	}
 	return opt
 }
+
+// deviceChecker is the process's gpu/vet checker, its verdicts in FOLIO_HOME
+// (memory only when there is no home): one per process, so that a device
+// that failed is reported once.
+var deviceChecker = sync.OnceValue(func() *vet.Checker {
+	home, err := folioHome()
+	if err != nil {
+		home = ""
+	}
+	return vet.New(home, Version)
+})
 
 // withDevice is opt with the device and GPU options the settings give.
 func withDevice(opt runner.LoadOptions) runner.LoadOptions {

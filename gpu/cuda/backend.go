@@ -34,6 +34,8 @@ type Backend struct {
 	host    []int32 // Attention's meta, built here before upload; Rope's factors
 	Cached  bool    // the kernels came from the disk cache
 
+	driverVersion int // cuDriverGetVersion's: 12080 is 12.8
+
 	blas      *blas      // nil without cuBLAS: prefill takes the tiled kernel
 	blasNote  string     // why there is no cuBLAS
 	blasOff   bool       // SetBLAS(false)
@@ -62,6 +64,18 @@ type Options struct {
 	// Toolkit are folders of the CUDA toolkit (FOLIO_CUDA_PATH, CUDA_HOME,
 	// CUDA_PATH), searched for NVRTC and cuBLAS before the usual places.
 	Toolkit []string
+	// Vet, when set, checks a device Choose opened before any model goes
+	// on it (gpu/vet's Checker.Check, with Identity naming the device): an
+	// error keeps the model off it, on the CPU (an error itself with
+	// FOLIO_GPU=cuda); quiet says the failure was reported before.
+	Vet func(dev gpu.Backend, device string) (quiet bool, err error)
+}
+
+// Identity names the device for gpu/vet: the backend, the device's name and
+// compute capability, and the driver's version.
+func (b *Backend) Identity() string {
+	return fmt.Sprintf("cuda %s sm_%d%d driver %d.%d", b.dev.Name, b.dev.Major, b.dev.Minor,
+		b.driverVersion/1000, b.driverVersion%1000/10)
 }
 
 // openBLAS is loadBLAS, replaced by tests.
@@ -97,7 +111,7 @@ func open(d *driver, nv *compiler, opt Options) (b *Backend, err error) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	b = &Backend{d: d, allocs: map[uint64]int64{}, syncEach: opt.Sync}
+	b = &Backend{d: d, allocs: map[uint64]int64{}, syncEach: opt.Sync, driverVersion: int(*v)}
 	h, ctx, stream := new(int32), new(uintptr), new(uintptr)
 	if err := d.check("cuDeviceGet", d.DeviceGet(h, int32(opt.Ordinal))); err != nil {
 		return nil, err

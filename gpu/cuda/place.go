@@ -150,10 +150,15 @@ func (b *Backend) Free() (int64, error) {
 // computes on the CPU when Choose returns no backend, and logs the notice
 // ("" when there is nothing to say) where it logs the load.
 func Choose(mode string, opt Options, need Need, host func() gpu.Backend) (gpu.Backend, string, error) {
-	return choose(mode, need, host, func() (*Backend, error) { return Open(opt) })
+	return chooseVetted(mode, need, host, func() (*Backend, error) { return Open(opt) }, opt.Vet)
 }
 
 func choose(mode string, need Need, host func() gpu.Backend, open func() (*Backend, error)) (gpu.Backend, string, error) {
+	return chooseVetted(mode, need, host, open, nil)
+}
+
+func chooseVetted(mode string, need Need, host func() gpu.Backend, open func() (*Backend, error),
+	vet func(gpu.Backend, string) (bool, error)) (gpu.Backend, string, error) {
 	switch mode {
 	case "cpu":
 		return nil, "", nil
@@ -168,6 +173,16 @@ func choose(mode string, need Need, host func() gpu.Backend, open func() (*Backe
 			return nil, "", kerr
 		}
 	}
+	quiet := false
+	if err == nil && vet != nil {
+		used := b.Used()
+		if quiet, err = vet(b, b.Identity()); err != nil {
+			b.Close()
+		} else if b.Used() != used { // a check ran and left its tensors: the model gets a fresh context
+			b.Close()
+			b, err = open()
+		}
+	}
 	if err == nil {
 		be, notice, perr := place(b, need, host)
 		if perr == nil {
@@ -178,6 +193,9 @@ func choose(mode string, need Need, host func() gpu.Backend, open func() (*Backe
 	}
 	if mode == "cuda" {
 		return nil, "", fmt.Errorf("%w (FOLIO_GPU=cuda; unset it to fall back to the CPU)", err)
+	}
+	if quiet {
+		return nil, "", nil // said once, when the check failed
 	}
 	return nil, fmt.Sprintf("%v; computing on the CPU", err), nil
 }
