@@ -36,7 +36,9 @@
 # 8 files as the device tool returns them: gpu-check.log (everything, the
 # summary table last), summary.txt (the table alone), bench-ROW.json (one
 # per bench: tok/s, and whether cuBLAS and graphs actually ran: blas_calls,
-# graph_steps), memcheck.log. Exit status 0 when every step passed.
+# graph_steps), memcheck.log, gpu-checks.json (gpu/vet's first-run check of
+# the device, made by the first bench's load). Exit status 0 when every step
+# passed.
 #
 # --dry-run runs every step here on the CPU (FOLIO_GPU=cpu): the tiny and
 # smollm-135m presets in place of 1B and 8B, prompt 32, gen 8, one round,
@@ -141,6 +143,11 @@ summary() {
 	printf '%-24s %s\n' "preflight" "${status[preflight]:-not run}"
 	printf '%-24s %s\n' "selftest" "${status[selftest]:-not run}"
 	printf '%-24s %s\n' "memcheck" "${status[memcheck]:-not run}"
+	local vet="not run"
+	if [ -f "$FOLIO_HOME/gpu-checks.json" ]; then
+		vet="passed $(grep -c '"pass": true' "$FOLIO_HOME/gpu-checks.json"), failed $(grep -c '"pass": false' "$FOLIO_HOME/gpu-checks.json")"
+	fi
+	printf '%-24s %s\n' "first-run check (vet)" "$vet"
 	printf '%-24s %-22s %10s %10s %8s %7s %7s\n' bench result "prefill/s" "decode/s" ceiling sgemms graphs
 	for row in "${rows[@]}"; do
 		printf '%-24s %-22s %10s %10s %8s %7s %7s\n' "$row" "${status[$row]:-not run}" "${prefill[$row]:--}" \
@@ -157,6 +164,10 @@ finish() {
 	local rc=$?
 	kill "${synth_pids[@]}" 2>/dev/null
 	echo
+	if [ -f "$FOLIO_HOME/gpu-checks.json" ]; then # gpu/vet's verdicts from the first bench's load
+		cp "$FOLIO_HOME/gpu-checks.json" "$out/gpu-checks.json"
+		cat "$out/gpu-checks.json"
+	fi
 	summary | tee "$out/summary.txt"
 	echo "results in $out"
 	exec 1>&3 2>&4
