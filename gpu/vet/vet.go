@@ -41,6 +41,10 @@ type Verdict struct {
 // Checker runs and remembers the checks; one is shared by the process's
 // loads.
 type Checker struct {
+	// Cases, when set before the first Check, replaces Subset(1): for an
+	// emulated device in tests, where the whole subset takes minutes.
+	Cases func() []conformance.Case
+
 	path    string // the verdicts' JSON file; "" keeps them in memory
 	version string // folio's, part of every key
 	check   func(dev gpu.Backend) (bool, string)
@@ -54,7 +58,14 @@ type Checker struct {
 // New is a checker keeping its verdicts in dir/gpu-checks.json ("" for
 // none), for folio version.
 func New(dir, version string) *Checker {
-	c := &Checker{version: version, check: checkDevice, verdicts: map[string]Verdict{}, said: map[string]bool{}}
+	c := &Checker{version: version, verdicts: map[string]Verdict{}, said: map[string]bool{}}
+	c.check = func(dev gpu.Backend) (bool, string) {
+		cases := Subset
+		if c.Cases != nil {
+			cases = func(uint64) []conformance.Case { return c.Cases() }
+		}
+		return checkDevice(dev, cases(1))
+	}
 	if dir != "" {
 		c.path = filepath.Join(dir, "gpu-checks.json")
 		if b, err := os.ReadFile(c.path); err == nil {
@@ -122,13 +133,13 @@ func (c *Checker) save() {
 // genSteps are the greedy steps of the generation check.
 const genSteps = 8
 
-// checkDevice runs the subset (Subset) on dev and the CPU, then a greedy
-// generation on a tiny synthetic llama, and says what failed.
-func checkDevice(dev gpu.Backend) (bool, string) {
+// checkDevice runs cases on dev and the CPU, then a greedy generation on
+// a tiny synthetic llama, and says what failed.
+func checkDevice(dev gpu.Backend, cases []conformance.Case) (bool, string) {
 	ref := cpu.New(1)
 	defer ref.Close()
 	var failed []string
-	checks := conformance.Check(ref, dev, Subset(1))
+	checks := conformance.Check(ref, dev, cases)
 	for _, r := range checks {
 		if !r.Pass() {
 			what := r.Err
