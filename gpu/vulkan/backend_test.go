@@ -1,0 +1,141 @@
+package vulkan
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"folio/gpu"
+	"folio/gpu/conformance"
+	"folio/gpu/cpu"
+	"folio/models/gguf"
+)
+
+// open opens a backend on the default device, or skips the test saying
+// why there is none; under CI (which installs lavapipe) it fails instead.
+func open(t *testing.T, opt Options) *Backend {
+	t.Helper()
+	b, err := Open(opt)
+	if errors.Is(err, ErrNoLoader) || errors.Is(err, ErrNoDevice) {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI installs libvulkan1 and mesa-vulkan-drivers (lavapipe), yet: %v", err)
+		}
+		t.Skipf("no Vulkan device (apt-get install libvulkan1 mesa-vulkan-drivers gives the CPU's lavapipe): %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return b
+}
+
+// partial is Backend as a gpu.Backend for the conformance cases of the
+// ops it has; the others panic, and no case of this test calls them.
+type partial struct{ *Backend }
+
+var _ gpu.Backend = partial{}
+
+func missing(op string) { panic("vulkan: " + op + " is not implemented") }
+
+func (partial) NewKVCache(gpu.KVSpec) (gpu.KVCache, error) { missing("NewKVCache"); return nil, nil }
+func (partial) Embed(gpu.Tensor, gpu.Tensor, []int32)      { missing("Embed") }
+func (partial) Rope(gpu.Tensor, []int32, *gpu.Rope)        { missing("Rope") }
+func (partial) Gather(gpu.Tensor, gpu.Tensor, []int32)     { missing("Gather") }
+func (partial) Scale(gpu.Tensor, gpu.Tensor, float32)      { missing("Scale") }
+func (partial) GELUMul(gpu.Tensor, gpu.Tensor, gpu.Tensor) { missing("GELUMul") }
+func (partial) Softcap(gpu.Tensor, float32)                { missing("Softcap") }
+func (partial) LayerNorm(gpu.Tensor, gpu.Tensor, gpu.Tensor, gpu.Tensor, float32) {
+	missing("LayerNorm")
+}
+func (partial) SwiGLUOAI(gpu.Tensor, gpu.Tensor, gpu.Tensor, float32, float32) { missing("SwiGLUOAI") }
+func (partial) WriteKV(gpu.KVCache, int, gpu.Tensor, gpu.Tensor, []int32)      { missing("WriteKV") }
+func (partial) Attention(gpu.Tensor, gpu.Tensor, gpu.KVCache, int, *gpu.Batch, gpu.AttnOpts) {
+	missing("Attention")
+}
+func (partial) CopyBlocks(gpu.KVCache, []gpu.BlockCopy) { missing("CopyBlocks") }
+
+// implemented reports whether a conformance case checks only ops the
+// backend has: the elementwise and norm ops, and MatMul of its types.
+func implemented(op string) bool {
+	for _, p := range []string{"Add ", "RMSNorm ", "SiLUMul ", "Softmax ", "MatMul F32 ", "MatMul F16 ", "MatMul Q8_0 "} {
+		if strings.HasPrefix(op, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// The conformance cases of every op the backend has, against the CPU,
+// with tensors in mapped memory (lavapipe's, an integrated GPU's) and
+// through the staging buffer (a discrete GPU's path).
+func TestConformance(t *testing.T) {
+	var cases []conformance.Case
+	for _, c := range conformance.Cases(5) {
+		if implemented(c.Op) {
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) < 20 {
+		t.Fatalf("%d cases for the backend's ops", len(cases))
+	}
+	ref := cpu.New(1)
+	defer ref.Close()
+	for _, staging := range []bool{false, true} {
+		t.Run(fmt.Sprintf("staging=%v", staging), func(t *testing.T) {
+			b := open(t, Options{Staging: staging})
+			t.Logf("%s (%s, %s): %d cases, unified memory %v", b.Device().Name, b.Device().Type, b.Device().Driver, len(cases), b.Unified())
+			for _, r := range conformance.Check(ref, partial{b}, cases) {
+				if !r.Pass() {
+					t.Errorf("%-50s NMSE %.3g (tolerance %.0e) %s", r.Op, r.NMSE, r.Tol, r.Err)
+				}
+			}
+		})
+	}
+}
+
+// A weight of a type the kernels do not read is refused with
+// gpu.ErrUnsupported, not computed wrongly.
+func TestWeightUnsupported(t *testing.T) {
+	b := open(t, Options{})
+	data := gpu.QuantizeRows(gguf.TypeQ4_K, 2, 256, make([]float32, 512))
+	if _, err := b.Weight("w", gguf.TypeQ4_K, 2, 256, data); !errors.Is(err, gpu.ErrUnsupported) {
+		t.Errorf("Q4_K weight: %v, want gpu.ErrUnsupported", err)
+	}
+}
+
+// Ops are queued and submitted once, when Download needs the result; a
+// pass with more dispatches than one descriptor pool holds is split into
+// several submissions and still agrees with the CPU.
+func TestQueuedOps(t *testing.T) {
+	b := open(t, Options{})
+	ref := cpu.New(1)
+	defer ref.Close()
+	const cols, steps = 300, setsPerPool + 10
+	x := make([]float32, cols)
+	for i := range x {
+		x[i] = float32(i%17) / 17
+	}
+	run := func(be gpu.Backend) []float32 {
+		a := gpu.Activation(be, 1, cols, x)
+		one := gpu.Activation(be, 1, cols, x)
+		for range steps {
+			be.Add(a, a, one)
+		}
+		be.Softmax(a)
+		return gpu.Values(be, a)
+	}
+	before := b.Submissions()
+	got, want := run(partial{b}), run(ref)
+	if n := b.Submissions() - before; n != 2 {
+		t.Errorf("%d submissions for %d dispatches, want 2", n, steps+1)
+	}
+	if e := gpu.NMSE(got, want); e > 1e-6 {
+		t.Errorf("NMSE %g after %d queued Adds", e, steps)
+	}
+}

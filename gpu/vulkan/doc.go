@@ -1,0 +1,36 @@
+// Package vulkan computes on a GPU through Vulkan, with no Vulkan at build
+// time: the loader (libvulkan.so.1) is opened at run time with purego, so
+// one folio binary starts on machines without it; there Open and Probe
+// return ErrNoLoader and folio computes on the CPU.
+//
+// Open makes an instance (Vulkan 1.1 or later), picks a physical device
+// (discrete GPUs first, or the one Options.Device names: FOLIO_VULKAN_DEVICE),
+// and makes a logical device with one compute queue. Every VkResult that is
+// an error becomes an Error naming the call and the result.
+//
+// Memory: each tensor is a storage buffer with memory of its own. On a
+// device whose memory is the host's (an integrated GPU, Mesa's lavapipe)
+// that memory is device-local, host-visible and coherent, and mapped;
+// elsewhere it is device-local, and data passes through a host-visible
+// staging buffer. Uploads and downloads are copies recorded in queue
+// order, so they see the ops before them.
+//
+// Kernels are GLSL compute shaders in shaders/, compiled to SPIR-V by
+// glslc through go generate (shaders/build.sh); the .spv files are
+// committed and embedded. Each has a descriptor set of storage buffers
+// and a 128-byte push-constant block. Ops are recorded into one command
+// buffer, each followed by a full memory barrier, and submitted when the
+// host needs a result (stream.go).
+//
+// Structs handed to Vulkan are Go structs laid out as the C headers lay
+// them out (vk.go, checked in vk_test.go), pinned with runtime.Pinner for
+// the call that passes them.
+//
+// Ops so far: Add, RMSNorm, SiLUMul, Softmax, and MatMul of F32, F16 and
+// Q8_0 weights with the dequantization inside the kernel; weights of
+// other types are refused with gpu.ErrUnsupported. Backend is not yet a
+// gpu.Backend (no Embed, Rope, K/V cache or attention), so nothing selects
+// it: tests run the conformance cases of its ops on it.
+//
+// A Backend is used by one goroutine at a time (gpu.Backend's rule).
+package vulkan

@@ -1,0 +1,17 @@
+#version 450
+// SiLUMul: d = silu(g) · u = g / (1 + e^-g) · u, elementwise over n
+// values. d may be g.
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) buffer G { float g[]; };
+layout(std430, binding = 1) readonly buffer U { float u[]; };
+layout(std430, binding = 2) buffer D { float d[]; };
+layout(push_constant) uniform Push { uint n; } p;
+
+void main() {
+    uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 256u + gl_LocalInvocationID.x;
+    if (i >= p.n) {
+        return;
+    }
+    float v = g[i];
+    d[i] = v / (1.0 + exp(-v)) * u[i];
+}
