@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"folio/gpu/cuda"
+	"folio/gpu/vulkan"
 )
 
 // newGPUCmd groups the NVIDIA GPU's commands.
@@ -21,9 +22,10 @@ func newGPUCmd() *cobra.Command {
 	}
 	g.AddCommand(&cobra.Command{
 		Use:   "info",
-		Short: "List the GPUs: name, memory, compute capability, driver",
-		Long: "info lists the GPUs the NVIDIA driver sees. Without a driver it says why and\n" +
-			"exits with status 0: folio then computes on the CPU.",
+		Short: "List the GPUs: name, memory, compute capability, driver; then the Vulkan devices",
+		Long: "info lists the GPUs the NVIDIA driver sees, then the devices the Vulkan loader\n" +
+			"sees (FOLIO_VULKAN_DEVICE picks one by index or name). Without a driver or a\n" +
+			"loader it says why and exits with status 0: folio then computes on the CPU.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return printGPUInfo(cmd.OutOrStdout())
@@ -32,7 +34,15 @@ func newGPUCmd() *cobra.Command {
 	return g
 }
 
+// printGPUInfo lists the CUDA devices, then the Vulkan ones.
 func printGPUInfo(w io.Writer) error {
+	if err := printCUDAInfo(w); err != nil {
+		return err
+	}
+	return printVulkanInfo(w, vulkanOptions().Device)
+}
+
+func printCUDAInfo(w io.Writer) error {
 	info, err := cuda.Probe()
 	if errors.Is(err, cuda.ErrNoDriver) {
 		fmt.Fprintf(w, "no NVIDIA GPU: %v\nfolio computes on the CPU.\n", err)
@@ -57,6 +67,39 @@ func printGPUInfo(w io.Writer) error {
 			fmt.Fprintf(w, "  %.2f TB/s", d.MemBandwidth/1e12)
 		}
 		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+// printVulkanInfo lists the Vulkan devices, marking the one sel
+// (FOLIO_VULKAN_DEVICE) picks. Without a loader it says so.
+func printVulkanInfo(w io.Writer, sel string) error {
+	info, err := vulkan.Probe()
+	if errors.Is(err, vulkan.ErrNoLoader) {
+		fmt.Fprintf(w, "no Vulkan: %v\n", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "vulkan: loader %s (folio does not compute with Vulkan yet)\n", info.Loader)
+	if len(info.Devices) == 0 {
+		fmt.Fprintln(w, "no Vulkan devices")
+		return nil
+	}
+	pick, pickErr := info.Pick(sel)
+	for i, d := range info.Devices {
+		fmt.Fprintf(w, "vulkan:%d  %s  %s  Vulkan %s  driver %s  memory %.1f GiB", d.Index, d.Name, d.Type, d.API, d.Driver, float64(d.MemoryBytes)/(1<<30))
+		switch {
+		case !d.Compute:
+			fmt.Fprint(w, "  (no compute queue)")
+		case i == pick:
+			fmt.Fprint(w, "  (picked)")
+		}
+		fmt.Fprintln(w)
+	}
+	if pickErr != nil {
+		fmt.Fprintln(w, pickErr)
 	}
 	return nil
 }

@@ -18,6 +18,9 @@ func TestGPUInfoWithoutDriver(t *testing.T) {
 	if !strings.Contains(s, "cuda:0") && !strings.Contains(s, "no NVIDIA GPU") {
 		t.Errorf("output %q names neither a device nor the absence of one", s)
 	}
+	if !strings.Contains(s, "vulkan:0  ") && !strings.Contains(s, "no Vulkan") {
+		t.Errorf("output %q names neither a Vulkan device nor the absence of one", s)
+	}
 }
 
 // Without a driver (CI), `folio gpu preflight` says so, lists the paths

@@ -8,6 +8,7 @@ import (
 
 	"folio/gpu/cuda"
 	"folio/gpu/vet"
+	"folio/gpu/vulkan"
 	"folio/installer"
 	"folio/internal/envconfig"
 	"folio/models"
@@ -51,6 +52,12 @@ var deviceChecker = sync.OnceValue(func() *vet.Checker {
 	}
 	return vet.New(home, Version)
 })
+
+// vulkanOptions are the Vulkan backend's options from the settings:
+// FOLIO_VULKAN_DEVICE.
+func vulkanOptions() vulkan.Options {
+	return vulkan.Options{Device: envconfig.Get("FOLIO_VULKAN_DEVICE")}
+}
 
 // withDevice is opt with the device and GPU options the settings give.
 func withDevice(opt runner.LoadOptions) runner.LoadOptions {

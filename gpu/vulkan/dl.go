@@ -12,19 +12,19 @@ import (
 
 // loaderNames are where the Vulkan loader is looked for, through the
 // dynamic loader's search path.
-func loaderNames() []string {
+var loaderNames = func() []string {
 	if runtime.GOOS == "darwin" {
 		return []string{"libvulkan.1.dylib", "libvulkan.dylib", "libMoltenVK.dylib"}
 	}
 	return []string{"libvulkan.so.1", "libvulkan.so"}
-}
+}()
 
 // openLib opens the Vulkan loader and resolves every entry point of lib.
 // Failure wraps ErrNoLoader, naming each library tried and why it failed.
 func openLib() (*lib, error) {
 	var tried []string
 	var h uintptr
-	for _, n := range loaderNames() {
+	for _, n := range loaderNames {
 		var err error
 		if h, err = purego.Dlopen(n, purego.RTLD_NOW|purego.RTLD_GLOBAL); err == nil {
 			break
