@@ -31,6 +31,8 @@ type Backend struct {
 	buffers map[*buffer]struct{} // every buffer, for Close
 	used    int64                // Σ buffers' bytes
 	closed  bool
+	ids     intBuf // Embed's row ids
+	rows    intBuf // Gather's (apart from ids: a pass uploads each once)
 }
 
 // Options say how Open makes a backend; the zero value gives the defaults.
@@ -288,6 +290,13 @@ func f32Bytes(f []float32) []byte {
 		return nil
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f))
+}
+
+func i32Bytes(v []int32) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
 }
 
 func (b *Backend) tensor(t gpu.Tensor) *Tensor {

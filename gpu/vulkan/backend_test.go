@@ -43,27 +43,20 @@ var _ gpu.Backend = partial{}
 
 func missing(op string) { panic("vulkan: " + op + " is not implemented") }
 
-func (partial) NewKVCache(gpu.KVSpec) (gpu.KVCache, error) { missing("NewKVCache"); return nil, nil }
-func (partial) Embed(gpu.Tensor, gpu.Tensor, []int32)      { missing("Embed") }
-func (partial) Rope(gpu.Tensor, []int32, *gpu.Rope)        { missing("Rope") }
-func (partial) Gather(gpu.Tensor, gpu.Tensor, []int32)     { missing("Gather") }
-func (partial) Scale(gpu.Tensor, gpu.Tensor, float32)      { missing("Scale") }
-func (partial) GELUMul(gpu.Tensor, gpu.Tensor, gpu.Tensor) { missing("GELUMul") }
-func (partial) Softcap(gpu.Tensor, float32)                { missing("Softcap") }
-func (partial) LayerNorm(gpu.Tensor, gpu.Tensor, gpu.Tensor, gpu.Tensor, float32) {
-	missing("LayerNorm")
-}
-func (partial) SwiGLUOAI(gpu.Tensor, gpu.Tensor, gpu.Tensor, float32, float32) { missing("SwiGLUOAI") }
-func (partial) WriteKV(gpu.KVCache, int, gpu.Tensor, gpu.Tensor, []int32)      { missing("WriteKV") }
+func (partial) NewKVCache(gpu.KVSpec) (gpu.KVCache, error)                { missing("NewKVCache"); return nil, nil }
+func (partial) Rope(gpu.Tensor, []int32, *gpu.Rope)                       { missing("Rope") }
+func (partial) WriteKV(gpu.KVCache, int, gpu.Tensor, gpu.Tensor, []int32) { missing("WriteKV") }
 func (partial) Attention(gpu.Tensor, gpu.Tensor, gpu.KVCache, int, *gpu.Batch, gpu.AttnOpts) {
 	missing("Attention")
 }
 func (partial) CopyBlocks(gpu.KVCache, []gpu.BlockCopy) { missing("CopyBlocks") }
 
 // implemented reports whether a conformance case checks only ops the
-// backend has: the elementwise and norm ops, and MatMul of its types.
+// backend has: the elementwise and norm ops, and MatMul and Embed of its
+// types.
 func implemented(op string) bool {
-	for _, p := range []string{"Add ", "RMSNorm ", "SiLUMul ", "Softmax ", "MatMul F32 ", "MatMul F16 ", "MatMul Q8_0 "} {
+	for _, p := range []string{"Add ", "RMSNorm ", "SiLUMul ", "Softmax ", "MatMul F32 ", "MatMul F16 ", "MatMul Q8_0 ",
+		"Embed F32 ", "Embed F16 ", "Embed Q8_0 ", "Gather ", "Scale ", "Softcap ", "GELUMul ", "SwiGLUOAI ", "LayerNorm "} {
 		if strings.HasPrefix(op, p) {
 			return true
 		}

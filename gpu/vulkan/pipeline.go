@@ -27,6 +27,12 @@ const (
 	kMatMulF32
 	kMatMulF16
 	kMatMulQ8_0
+	kGetRows
+	kScale
+	kSoftcap
+	kGELUMul
+	kSwiGLUOAI
+	kLayerNorm
 	numKernels
 )
 
@@ -44,14 +50,19 @@ var kernelTable = [numKernels]struct {
 	kMatMulF32:  {"matmul_f32", 3, 4},
 	kMatMulF16:  {"matmul_f16", 3, 4},
 	kMatMulQ8_0: {"matmul_q8_0", 3, 4},
+	kGetRows:    {"getrows", 3, 4},
+	kScale:      {"scale", 2, 2},
+	kSoftcap:    {"softcap", 1, 3},
+	kGELUMul:    {"gelumul", 3, 2},
+	kSwiGLUOAI:  {"swigluoai", 3, 3},
+	kLayerNorm:  {"layernorm", 4, 5},
 }
 
 func (k kernel) String() string { return kernelTable[k].name }
 
 // Workgroup sizes, as the shaders declare them.
 const (
-	elementwiseGroup = 256 // add, silumul: one element per invocation
-	rowGroup         = 256 // rmsnorm, softmax: one row (or run) per workgroup
+	elementwiseGroup = 256 // add, silumul, scale, softcap, gelumul, swigluoai, getrows: one element per invocation
 	matmulRows       = 8   // matmul: rows of x per workgroup
 )
 
