@@ -33,6 +33,8 @@ type Backend struct {
 	closed  bool
 	ids     intBuf // Embed's row ids
 	rows    intBuf // Gather's (apart from ids: a pass uploads each once)
+	angles  intBuf // Rope's cos and sin (float bits), for ropeAt
+	ropeAt  ropeKey
 }
 
 // Options say how Open makes a backend; the zero value gives the defaults.

@@ -44,7 +44,6 @@ var _ gpu.Backend = partial{}
 func missing(op string) { panic("vulkan: " + op + " is not implemented") }
 
 func (partial) NewKVCache(gpu.KVSpec) (gpu.KVCache, error)                { missing("NewKVCache"); return nil, nil }
-func (partial) Rope(gpu.Tensor, []int32, *gpu.Rope)                       { missing("Rope") }
 func (partial) WriteKV(gpu.KVCache, int, gpu.Tensor, gpu.Tensor, []int32) { missing("WriteKV") }
 func (partial) Attention(gpu.Tensor, gpu.Tensor, gpu.KVCache, int, *gpu.Batch, gpu.AttnOpts) {
 	missing("Attention")
@@ -56,7 +55,7 @@ func (partial) CopyBlocks(gpu.KVCache, []gpu.BlockCopy) { missing("CopyBlocks") 
 // types.
 func implemented(op string) bool {
 	for _, p := range []string{"Add ", "RMSNorm ", "SiLUMul ", "Softmax ", "MatMul F32 ", "MatMul F16 ", "MatMul Q8_0 ",
-		"Embed F32 ", "Embed F16 ", "Embed Q8_0 ", "Gather ", "Scale ", "Softcap ", "GELUMul ", "SwiGLUOAI ", "LayerNorm "} {
+		"Embed F32 ", "Embed F16 ", "Embed Q8_0 ", "Gather ", "Scale ", "Softcap ", "GELUMul ", "SwiGLUOAI ", "LayerNorm ", "Rope "} {
 		if strings.HasPrefix(op, p) {
 			return true
 		}

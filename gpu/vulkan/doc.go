@@ -26,11 +26,13 @@
 // them out (vk.go, checked in vk_test.go), pinned with runtime.Pinner for
 // the call that passes them.
 //
-// Ops so far: Add, RMSNorm, SiLUMul, Softmax, and MatMul of F32, F16 and
-// Q8_0 weights with the dequantization inside the kernel; weights of
-// other types are refused with gpu.ErrUnsupported. Backend is not yet a
-// gpu.Backend (no Embed, Rope, K/V cache or attention), so nothing selects
-// it: tests run the conformance cases of its ops on it.
+// Ops so far: Add, RMSNorm, SiLUMul, Softmax, Rope (angles computed on
+// the host by gpu.Rope.Angles and uploaded), Embed, Gather, Scale,
+// Softcap, GELUMul, SwiGLUOAI, LayerNorm, and MatMul of F32, F16 and Q8_0
+// weights with the dequantization inside the kernel; weights of other
+// types are refused with gpu.ErrUnsupported. Backend is not yet a
+// gpu.Backend (no K/V cache, WriteKV, attention or CopyBlocks), so
+// nothing selects it: tests run the conformance cases of its ops on it.
 //
 // A Backend is used by one goroutine at a time (gpu.Backend's rule).
 package vulkan

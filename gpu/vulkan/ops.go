@@ -3,6 +3,8 @@ package vulkan
 import (
 	"fmt"
 	"math"
+	"slices"
+	"unsafe"
 
 	"folio/gpu"
 )
@@ -69,3 +71,56 @@ func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
 }
 
 func ceilDiv[T int | int64](a, b T) T { return (a + b - 1) / b }
+
+// Rope rotates each head of row i of x by the angles of position pos[i],
+// in place. The angles are gpu.Rope.Angles, computed here and uploaded:
+// once for the Q and K of every layer of a pass, whose positions and
+// rope are the same.
+func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {
+	vx := b.act(x)
+	switch {
+	case r.HeadDim <= 0 || vx.cols%r.HeadDim != 0:
+		panic(fmt.Sprintf("vulkan: Rope: head dim %d does not divide %v", r.HeadDim, vx))
+	case r.Dims <= 0 || r.Dims > r.HeadDim || r.Dims%2 != 0:
+		panic(fmt.Sprintf("vulkan: Rope: %d rotated dims of a %d-element head (want even, ≤ head dim)", r.Dims, r.HeadDim))
+	case r.Factors != nil && len(r.Factors) != r.Dims/2:
+		panic(fmt.Sprintf("vulkan: Rope: %d factors for %d pairs", len(r.Factors), r.Dims/2))
+	case r.Scale == 0 || r.Base <= 0:
+		panic(fmt.Sprintf("vulkan: Rope: scale %v, base %v (scale is 1 without scaling)", r.Scale, r.Base))
+	case len(pos) != vx.rows:
+		panic(fmt.Sprintf("vulkan: Rope: %d positions for %v", len(pos), vx))
+	}
+	if !b.ropeAt.holds(pos, r) {
+		b.ropeAt.set(pos, r)
+		cs := make([]float32, len(pos)*r.Dims)
+		r.Angles(cs, pos)
+		b.putInts(&b.angles, unsafe.Slice((*int32)(unsafe.Pointer(&cs[0])), len(cs)), "rope angles")
+	}
+	n := int64(vx.rows) * int64(vx.cols/r.HeadDim) * int64(r.Dims/2)
+	neox := uint32(0)
+	if r.Neox {
+		neox = 1
+	}
+	b.dispatch(kRope, b.grid(ceilDiv(n, elementwiseGroup), 1), []uint32{uint32(n), uint32(vx.cols), uint32(r.HeadDim), uint32(r.Dims), neox},
+		vx.buf, b.angles.buf)
+}
+
+// ropeKey is the positions and rope whose angles b.angles holds.
+type ropeKey struct {
+	pos   []int32
+	rope  gpu.Rope // Factors a copy
+	valid bool
+}
+
+func (k *ropeKey) holds(pos []int32, r *gpu.Rope) bool {
+	q := k.rope
+	return k.valid && slices.Equal(pos, k.pos) && slices.Equal(r.Factors, q.Factors) && (r.Factors == nil) == (q.Factors == nil) &&
+		r.HeadDim == q.HeadDim && r.Dims == q.Dims && r.Base == q.Base && r.Scale == q.Scale && r.Magnitude() == q.Magnitude()
+}
+
+func (k *ropeKey) set(pos []int32, r *gpu.Rope) {
+	k.pos = append(k.pos[:0], pos...)
+	k.rope = *r
+	k.rope.Factors = slices.Clone(r.Factors)
+	k.valid = true
+}

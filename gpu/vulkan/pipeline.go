@@ -33,6 +33,7 @@ const (
 	kGELUMul
 	kSwiGLUOAI
 	kLayerNorm
+	kRope
 	numKernels
 )
 
@@ -56,6 +57,7 @@ var kernelTable = [numKernels]struct {
 	kGELUMul:    {"gelumul", 3, 2},
 	kSwiGLUOAI:  {"swigluoai", 3, 3},
 	kLayerNorm:  {"layernorm", 4, 5},
+	kRope:       {"rope", 2, 5},
 }
 
 func (k kernel) String() string { return kernelTable[k].name }
