@@ -54,8 +54,8 @@ func (partial) CopyBlocks(gpu.KVCache, []gpu.BlockCopy) { missing("CopyBlocks") 
 // backend has: the elementwise and norm ops, and MatMul and Embed of its
 // types.
 func implemented(op string) bool {
-	for _, p := range []string{"Add ", "RMSNorm ", "SiLUMul ", "Softmax ", "MatMul F32 ", "MatMul F16 ", "MatMul Q8_0 ",
-		"Embed F32 ", "Embed F16 ", "Embed Q8_0 ", "Gather ", "Scale ", "Softcap ", "GELUMul ", "SwiGLUOAI ", "LayerNorm ", "Rope "} {
+	for _, p := range []string{"Add ", "RMSNorm ", "SiLUMul ", "Softmax ", "MatMul F32 ", "MatMul F16 ", "MatMul Q8_0 ", "MatMul Q4_0 ",
+		"Embed F32 ", "Embed F16 ", "Embed Q8_0 ", "Embed Q4_0 ", "Gather ", "Scale ", "Softcap ", "GELUMul ", "SwiGLUOAI ", "LayerNorm ", "Rope "} {
 		if strings.HasPrefix(op, p) {
 			return true
 		}

@@ -21,7 +21,7 @@ func (b *Backend) Gather(dst, x gpu.Tensor, rows []int32) {
 }
 
 // getRowsTypes are the table types getrows.comp reads, by its typ code.
-var getRowsTypes = map[gguf.TensorType]uint32{gguf.TypeF32: 0, gguf.TypeF16: 1, gguf.TypeQ8_0: 8}
+var getRowsTypes = map[gguf.TensorType]uint32{gguf.TypeF32: 0, gguf.TypeF16: 1, gguf.TypeQ8_0: 8, gguf.TypeQ4_0: 2}
 
 func (b *Backend) getRows(op string, dst, table gpu.Tensor, ids []int32, buf *intBuf) {
 	vd, vt := b.act(dst), b.tensor(table)

@@ -34,6 +34,7 @@ const (
 	kSwiGLUOAI
 	kLayerNorm
 	kRope
+	kMatMulQ4_0
 	numKernels
 )
 
@@ -58,6 +59,7 @@ var kernelTable = [numKernels]struct {
 	kSwiGLUOAI:  {"swigluoai", 3, 3},
 	kLayerNorm:  {"layernorm", 4, 5},
 	kRope:       {"rope", 2, 5},
+	kMatMulQ4_0: {"matmul_q4_0", 3, 4},
 }
 
 func (k kernel) String() string { return kernelTable[k].name }
