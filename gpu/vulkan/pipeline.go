@@ -35,6 +35,7 @@ const (
 	kLayerNorm
 	kRope
 	kMatMulQ4_0
+	kMatMulQ4_K
 	numKernels
 )
 
@@ -60,6 +61,7 @@ var kernelTable = [numKernels]struct {
 	kLayerNorm:  {"layernorm", 4, 5},
 	kRope:       {"rope", 2, 5},
 	kMatMulQ4_0: {"matmul_q4_0", 3, 4},
+	kMatMulQ4_K: {"matmul_q4_k", 3, 4},
 }
 
 func (k kernel) String() string { return kernelTable[k].name }
