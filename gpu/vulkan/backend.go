@@ -194,15 +194,15 @@ func (t *Tensor) bytes() int64 { return int64(t.rows) * t.rowBytes }
 
 // matmulTypes are the weight types MatMul's kernels read as they are.
 var matmulTypes = map[gguf.TensorType]kernel{gguf.TypeF32: kMatMulF32, gguf.TypeF16: kMatMulF16, gguf.TypeQ8_0: kMatMulQ8_0,
-	gguf.TypeQ4_0: kMatMulQ4_0, gguf.TypeQ4_K: kMatMulQ4_K}
+	gguf.TypeQ4_0: kMatMulQ4_0, gguf.TypeQ4_K: kMatMulQ4_K, gguf.TypeQ6_K: kMatMulQ6_K}
 
 // Weight copies data, a rows × cols tensor of typ in its GGUF encoding,
-// to the device. F16, Q8_0, Q4_0 and Q4_K stay encoded and are dequantized inside
+// to the device. F16, Q8_0, Q4_0, Q4_K and Q6_K stay encoded and are dequantized inside
 // MatMul; a one-row weight (a norm, a bias) is decoded to F32, which the
 // other ops read. Other types are not supported yet.
 func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data []byte) (gpu.Tensor, error) {
 	if _, ok := matmulTypes[typ]; !ok {
-		return nil, fmt.Errorf("%w: vulkan: weight %s has type %v; the Vulkan kernels read F32, F16, Q8_0, Q4_0 and Q4_K", gpu.ErrUnsupported, name, typ)
+		return nil, fmt.Errorf("%w: vulkan: weight %s has type %v; the Vulkan kernels read F32, F16, Q8_0, Q4_0, Q4_K and Q6_K", gpu.ErrUnsupported, name, typ)
 	}
 	if rows <= 0 || cols <= 0 || cols%typ.BlockSize() != 0 {
 		return nil, fmt.Errorf("vulkan: weight %s: shape [%d, %d] does not fit type %v (rows must be whole blocks of %d)",

@@ -54,7 +54,7 @@ func (partial) CopyBlocks(gpu.KVCache, []gpu.BlockCopy) { missing("CopyBlocks") 
 // backend has: the elementwise and norm ops, and MatMul and Embed of its
 // types.
 func implemented(op string) bool {
-	for _, p := range []string{"Add ", "RMSNorm ", "SiLUMul ", "Softmax ", "MatMul F32 ", "MatMul F16 ", "MatMul Q8_0 ", "MatMul Q4_0 ", "MatMul Q4_K ",
+	for _, p := range []string{"Add ", "RMSNorm ", "SiLUMul ", "Softmax ", "MatMul F32 ", "MatMul F16 ", "MatMul Q8_0 ", "MatMul Q4_0 ", "MatMul Q4_K ", "MatMul Q6_K ",
 		"Embed F32 ", "Embed F16 ", "Embed Q8_0 ", "Embed Q4_0 ", "Gather ", "Scale ", "Softcap ", "GELUMul ", "SwiGLUOAI ", "LayerNorm ", "Rope "} {
 		if strings.HasPrefix(op, p) {
 			return true
@@ -95,9 +95,9 @@ func TestConformance(t *testing.T) {
 // gpu.ErrUnsupported, not computed wrongly.
 func TestWeightUnsupported(t *testing.T) {
 	b := open(t, Options{})
-	data := gpu.QuantizeRows(gguf.TypeQ6_K, 2, 256, make([]float32, 512))
-	if _, err := b.Weight("w", gguf.TypeQ6_K, 2, 256, data); !errors.Is(err, gpu.ErrUnsupported) {
-		t.Errorf("Q6_K weight: %v, want gpu.ErrUnsupported", err)
+	data := gpu.QuantizeRows(gguf.TypeQ5_K, 2, 256, make([]float32, 512))
+	if _, err := b.Weight("w", gguf.TypeQ5_K, 2, 256, data); !errors.Is(err, gpu.ErrUnsupported) {
+		t.Errorf("Q5_K weight: %v, want gpu.ErrUnsupported", err)
 	}
 }
 

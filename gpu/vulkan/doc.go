@@ -29,8 +29,8 @@
 // Ops so far: Add, RMSNorm, SiLUMul, Softmax, Rope (angles computed on
 // the host by gpu.Rope.Angles and uploaded), Embed, Gather, Scale,
 // Softcap, GELUMul, SwiGLUOAI, LayerNorm, and MatMul of F32, F16, Q8_0,
-// Q4_0 and Q4_K weights (Embed of all but Q4_K) with the dequantization
-// inside the kernel; weights of other
+// Q4_0, Q4_K and Q6_K weights (Embed of the first four) with the
+// dequantization inside the kernel; weights of other
 // types are refused with gpu.ErrUnsupported. Backend is not yet a
 // gpu.Backend (no K/V cache, WriteKV, attention or CopyBlocks), so
 // nothing selects it: tests run the conformance cases of its ops on it.

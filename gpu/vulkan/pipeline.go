@@ -36,6 +36,7 @@ const (
 	kRope
 	kMatMulQ4_0
 	kMatMulQ4_K
+	kMatMulQ6_K
 	numKernels
 )
 
@@ -62,6 +63,7 @@ var kernelTable = [numKernels]struct {
 	kRope:       {"rope", 2, 5},
 	kMatMulQ4_0: {"matmul_q4_0", 3, 4},
 	kMatMulQ4_K: {"matmul_q4_k", 3, 4},
+	kMatMulQ6_K: {"matmul_q6_k", 3, 4},
 }
 
 func (k kernel) String() string { return kernelTable[k].name }
