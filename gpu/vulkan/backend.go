@@ -33,6 +33,7 @@ type Backend struct {
 	closed  bool
 	ids     intBuf // Embed's row ids
 	rows    intBuf // Gather's (apart from ids: a pass uploads each once)
+	slots   intBuf // WriteKV's
 	angles  intBuf // Rope's cos and sin (float bits), for ropeAt
 	ropeAt  ropeKey
 }

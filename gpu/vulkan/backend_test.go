@@ -43,19 +43,16 @@ var _ gpu.Backend = partial{}
 
 func missing(op string) { panic("vulkan: " + op + " is not implemented") }
 
-func (partial) NewKVCache(gpu.KVSpec) (gpu.KVCache, error)                { missing("NewKVCache"); return nil, nil }
-func (partial) WriteKV(gpu.KVCache, int, gpu.Tensor, gpu.Tensor, []int32) { missing("WriteKV") }
 func (partial) Attention(gpu.Tensor, gpu.Tensor, gpu.KVCache, int, *gpu.Batch, gpu.AttnOpts) {
 	missing("Attention")
 }
-func (partial) CopyBlocks(gpu.KVCache, []gpu.BlockCopy) { missing("CopyBlocks") }
 
 // implemented reports whether a conformance case checks only ops the
 // backend has: the elementwise and norm ops, and MatMul and Embed of its
 // types.
 func implemented(op string) bool {
 	for _, p := range []string{"Add ", "RMSNorm ", "SiLUMul ", "Softmax ", "MatMul F32 ", "MatMul F16 ", "MatMul Q8_0 ", "MatMul Q4_0 ", "MatMul Q4_K ", "MatMul Q6_K ",
-		"Embed F32 ", "Embed F16 ", "Embed Q8_0 ", "Embed Q4_0 ", "Gather ", "Scale ", "Softcap ", "GELUMul ", "SwiGLUOAI ", "LayerNorm ", "Rope "} {
+		"Embed F32 ", "Embed F16 ", "Embed Q8_0 ", "Embed Q4_0 ", "Gather ", "Scale ", "Softcap ", "GELUMul ", "SwiGLUOAI ", "LayerNorm ", "Rope ", "WriteKV F16 rounding"} {
 		if strings.HasPrefix(op, p) {
 			return true
 		}
@@ -129,5 +126,51 @@ func TestQueuedOps(t *testing.T) {
 	}
 	if e := gpu.NMSE(got, want); e > 1e-6 {
 		t.Errorf("NMSE %g after %d queued Adds", e, steps)
+	}
+}
+
+// The K/V pool against the CPU's, byte for byte, F16 and F32: WriteKV
+// into two layers, CopyBlocks, WriteBlock of a block read back from the
+// CPU, and ReadBlock of every block.
+func TestKVCache(t *testing.T) {
+	b := open(t, Options{Staging: true})
+	ref := cpu.New(1)
+	defer ref.Close()
+	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
+		spec := gpu.KVSpec{Layers: 2, Blocks: 4, BlockSize: 4, KVHeads: 2, HeadDim: 8, Type: typ}
+		w := spec.KVHeads * spec.HeadDim
+		vals := make([]float32, 5*w)
+		for i := range vals {
+			vals[i] = float32(i%23)/7 - 1.5
+		}
+		run := func(be gpu.Backend) [][]byte {
+			kv, err := be.NewKVCache(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k, v := gpu.Activation(be, 5, w, vals), gpu.Activation(be, 5, w, vals[:5*w])
+			be.Scale(v, v, -2)
+			slots := []int32{0, 1, 2, 5, 7}
+			be.WriteKV(kv, 0, k, v, slots)
+			be.WriteKV(kv, 1, v, k, slots)
+			be.CopyBlocks(kv, []gpu.BlockCopy{{Src: 1, Dst: 3}, {Src: 0, Dst: 1}})
+			bio := be.(gpu.BlockIO)
+			blk := make([]byte, spec.BlockBytes())
+			bio.ReadBlock(kv, 3, blk)
+			bio.WriteBlock(kv, 2, blk)
+			var out [][]byte
+			for i := range spec.Blocks {
+				buf := make([]byte, spec.BlockBytes())
+				bio.ReadBlock(kv, int32(i), buf)
+				out = append(out, buf)
+			}
+			return out
+		}
+		got, want := run(partial{b}), run(ref)
+		for i := range want {
+			if string(got[i]) != string(want[i]) {
+				t.Errorf("%v pool, block %d differs from the CPU's", typ, i)
+			}
+		}
 	}
 }

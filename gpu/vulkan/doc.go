@@ -31,9 +31,10 @@
 // Softcap, GELUMul, SwiGLUOAI, LayerNorm, and MatMul of F32, F16, Q8_0,
 // Q4_0, Q4_K and Q6_K weights (Embed of the first four) with the
 // dequantization inside the kernel; weights of other
-// types are refused with gpu.ErrUnsupported. Backend is not yet a
-// gpu.Backend (no K/V cache, WriteKV, attention or CopyBlocks), so
-// nothing selects it: tests run the conformance cases of its ops on it.
+// types are refused with gpu.ErrUnsupported. The paged K/V pool (F16 or
+// F32, laid out as gpu/cpu's) with WriteKV, CopyBlocks and gpu.BlockIO.
+// Backend is not yet a gpu.Backend (no Attention), so nothing selects
+// it: tests run the conformance cases of its ops on it.
 //
 // A Backend is used by one goroutine at a time (gpu.Backend's rule).
 package vulkan

@@ -37,6 +37,7 @@ const (
 	kMatMulQ4_0
 	kMatMulQ4_K
 	kMatMulQ6_K
+	kWriteKV
 	numKernels
 )
 
@@ -64,6 +65,7 @@ var kernelTable = [numKernels]struct {
 	kMatMulQ4_0: {"matmul_q4_0", 3, 4},
 	kMatMulQ4_K: {"matmul_q4_k", 3, 4},
 	kMatMulQ6_K: {"matmul_q6_k", 3, 4},
+	kWriteKV:    {"writekv", 4, 7},
 }
 
 func (k kernel) String() string { return kernelTable[k].name }

@@ -20,3 +20,22 @@ float round_half(float x) {
     a = (a + 0xfffu + lsb) & ~0x1fffu;
     return uintBitsToFloat(sign | a);
 }
+
+// half_bits is x as a half's bits, rounded to the nearest, ties to even,
+// as models/gguf's F32ToF16 (subnormal halves; infinity from 65520).
+uint half_bits(float x) {
+    uint b = floatBitsToUint(x);
+    uint sign = (b >> 16) & 0x8000u;
+    uint a = b & 0x7fffffffu;
+    if (a > 0x7f800000u) {
+        return sign | 0x7e00u | ((a >> 13) & 0x3ffu); // NaN stays NaN
+    }
+    if (a >= 0x477ff000u) {
+        return sign | 0x7c00u;
+    }
+    if (a < 0x38800000u) { // a subnormal half or zero: units of 2^-24
+        return sign | uint(roundEven(uintBitsToFloat(a) * 16777216.0));
+    }
+    a += 0xfffu + ((a >> 13) & 1u);
+    return sign | ((a - 0x38000000u) >> 13);
+}

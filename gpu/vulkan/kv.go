@@ -1,0 +1,121 @@
+package vulkan
+
+import (
+	"fmt"
+
+	"folio/gpu"
+	"folio/models/gguf"
+)
+
+var _ gpu.BlockIO = (*Backend)(nil)
+
+// KVCache is the paged K/V pool in one buffer, laid out as gpu/cpu's and
+// gpu/cuda's: for each layer its K then its V, each Blocks·BlockSize
+// slots head-major within a block (head h of the slot at offset o of
+// block B at element ((B·KVHeads + h)·BlockSize + o)·HeadDim). A block of
+// one layer's K (or V) is one run of BlockSize·KVHeads·HeadDim elements,
+// already in gpu.BlockIO's canonical layout. F16 and F32 pools; a Q8_0
+// pool is not supported yet.
+type KVCache struct {
+	spec     gpu.KVSpec
+	buf      *buffer
+	layer    int64 // bytes of one layer's K (or V)
+	blockRun int64 // bytes of one block of one layer's K (or V)
+}
+
+func (c *KVCache) Spec() gpu.KVSpec { return c.spec }
+
+// NewKVCache allocates the pool of spec, zeroed.
+func (b *Backend) NewKVCache(spec gpu.KVSpec) (gpu.KVCache, error) {
+	if err := spec.Check(); err != nil {
+		return nil, err
+	}
+	switch {
+	case spec.Type != gguf.TypeF16 && spec.Type != gguf.TypeF32:
+		return nil, fmt.Errorf("%w: vulkan: a %v K/V cache (use f16 or f32)", gpu.ErrUnsupported, spec.Type)
+	case spec.Type == gguf.TypeF16 && spec.HeadDim%2 != 0:
+		return nil, fmt.Errorf("%w: vulkan: an f16 K/V cache needs heads of an even number of elements, and this model's have %d", gpu.ErrUnsupported, spec.HeadDim)
+	}
+	c := &KVCache{spec: spec, blockRun: int64(spec.BlockSize) * spec.RowBytes()}
+	c.layer = int64(spec.Blocks) * c.blockRun
+	var err error
+	if c.buf, err = b.newBuffer(spec.Bytes(), false, "the K/V cache"); err != nil {
+		return nil, fmt.Errorf("%w; lower num_ctx or FOLIO_KV_MEMORY", err)
+	}
+	b.zero(c.buf)
+	return c, nil
+}
+
+func (b *Backend) kv(c gpu.KVCache) *KVCache {
+	vc, ok := c.(*KVCache)
+	if !ok {
+		panic(fmt.Sprintf("vulkan: K/V cache %T is not a vulkan cache", c))
+	}
+	return vc
+}
+
+// WriteKV stores row i of k and v into layer's K and V at slot slots[i],
+// rounded to halves ties-to-even in an F16 pool.
+func (b *Backend) WriteKV(c gpu.KVCache, layer int, k, v gpu.Tensor, slots []int32) {
+	vc, vk, vv := b.kv(c), b.f32(k), b.f32(v)
+	s := vc.spec
+	if layer < 0 || layer >= s.Layers {
+		panic(fmt.Sprintf("vulkan: WriteKV: layer %d of a %d-layer cache", layer, s.Layers))
+	}
+	width := s.KVHeads * s.HeadDim
+	checkShape("WriteKV", "k", vk, len(slots), width)
+	checkShape("WriteKV", "v", vv, len(slots), width)
+	s.CheckSlots("vulkan: WriteKV", slots)
+	if len(slots) == 0 {
+		return
+	}
+	sb := b.putInts(&b.slots, slots, "K/V slots")
+	layerElems := int64(s.Blocks) * int64(s.BlockSize) * int64(width)
+	n, f16 := int64(len(slots))*int64(width), uint32(0)
+	if s.Type == gguf.TypeF16 {
+		n, f16 = n/2, 1
+	}
+	b.dispatch(kWriteKV, b.grid(ceilDiv(n, elementwiseGroup), 1), []uint32{uint32(n), uint32(width), uint32(s.BlockSize),
+		uint32(s.HeadDim), uint32(2 * int64(layer) * layerElems), uint32(layerElems), f16}, vk.buf, vv.buf, sb, vc.buf)
+}
+
+// CopyBlocks copies every layer's K and V of each copy's Src block to
+// its Dst block, in order: two buffer copies a layer.
+func (b *Backend) CopyBlocks(c gpu.KVCache, copies []gpu.BlockCopy) {
+	vc := b.kv(c)
+	for _, cp := range copies {
+		if cp.Src < 0 || cp.Dst < 0 || int(cp.Src) >= vc.spec.Blocks || int(cp.Dst) >= vc.spec.Blocks {
+			panic(fmt.Sprintf("vulkan: CopyBlocks: %d → %d in a pool of %d blocks", cp.Src, cp.Dst, vc.spec.Blocks))
+		}
+		for run := range 2 * vc.spec.Layers {
+			off := int64(run) * vc.layer
+			b.copyBuffer(vc.buf, off+int64(cp.Src)*vc.blockRun, vc.buf, off+int64(cp.Dst)*vc.blockRun, vc.blockRun)
+		}
+	}
+}
+
+// ReadBlock copies block's K and V of every layer into dst, in the
+// canonical layout, once every queued op is done.
+func (b *Backend) ReadBlock(c gpu.KVCache, block int32, dst []byte) {
+	vc := b.blockIO("ReadBlock", c, block, len(dst))
+	for run := range 2 * vc.spec.Layers {
+		b.read(dst[int64(run)*vc.blockRun:int64(run+1)*vc.blockRun], vc.buf, int64(run)*vc.layer+int64(block)*vc.blockRun)
+	}
+}
+
+// WriteBlock copies src, in the canonical layout, into block's K and V
+// of every layer, after the ops queued before it.
+func (b *Backend) WriteBlock(c gpu.KVCache, block int32, src []byte) {
+	vc := b.blockIO("WriteBlock", c, block, len(src))
+	for run := range 2 * vc.spec.Layers {
+		b.write(vc.buf, int64(run)*vc.layer+int64(block)*vc.blockRun, src[int64(run)*vc.blockRun:int64(run+1)*vc.blockRun])
+	}
+}
+
+func (b *Backend) blockIO(op string, c gpu.KVCache, block int32, n int) *KVCache {
+	vc := b.kv(c)
+	if block < 0 || int(block) >= vc.spec.Blocks || int64(n) != vc.spec.BlockBytes() {
+		panic(fmt.Sprintf("vulkan: %s: block %d of %d, %d bytes for %d", op, block, vc.spec.Blocks, n, vc.spec.BlockBytes()))
+	}
+	return vc
+}
