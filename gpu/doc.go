@@ -6,8 +6,8 @@
 // copies of blocks for copy-on-write).
 //
 // Implementations: gpu/cpu, always available; gpu/cuda, loaded at run time
-// when an NVIDIA driver is present. gpu/vulkan has the first ops on any
-// Vulkan device and is not yet a Backend. Each one asserts
+// when an NVIDIA driver is present; gpu/vulkan, loaded at run time on any
+// Vulkan device, checked on lavapipe but not yet selectable. Each one asserts
 // `var _ gpu.Backend = (*Backend)(nil)` and is checked op by op against the
 // CPU's scalar reference (gpu/conformance).
 //

@@ -10,8 +10,9 @@ import (
 	"folio/models/gguf"
 )
 
-// Backend runs ops on one Vulkan device. It has the part of gpu.Backend
-// listed in the package doc; it is no gpu.Backend yet.
+var _ gpu.Backend = (*Backend)(nil)
+
+// Backend runs gpu.Backend's ops on one Vulkan device.
 type Backend struct {
 	l       *lib
 	in      *instance
@@ -34,6 +35,8 @@ type Backend struct {
 	ids     intBuf // Embed's row ids
 	rows    intBuf // Gather's (apart from ids: a pass uploads each once)
 	slots   intBuf // WriteKV's
+	meta    intBuf // Attention's rows: table offset, first and last position
+	tables  intBuf // Attention's block tables
 	angles  intBuf // Rope's cos and sin (float bits), for ropeAt
 	ropeAt  ropeKey
 }

@@ -26,15 +26,16 @@
 // them out (vk.go, checked in vk_test.go), pinned with runtime.Pinner for
 // the call that passes them.
 //
-// Ops so far: Add, RMSNorm, SiLUMul, Softmax, Rope (angles computed on
-// the host by gpu.Rope.Angles and uploaded), Embed, Gather, Scale,
-// Softcap, GELUMul, SwiGLUOAI, LayerNorm, and MatMul of F32, F16, Q8_0,
-// Q4_0, Q4_K and Q6_K weights (Embed of the first four) with the
-// dequantization inside the kernel; weights of other
-// types are refused with gpu.ErrUnsupported. The paged K/V pool (F16 or
-// F32, laid out as gpu/cpu's) with WriteKV, CopyBlocks and gpu.BlockIO.
-// Backend is not yet a gpu.Backend (no Attention), so nothing selects
-// it: tests run the conformance cases of its ops on it.
+// Backend is a gpu.Backend: Add, RMSNorm, SiLUMul, Softmax, Rope (angles
+// computed on the host by gpu.Rope.Angles and uploaded), Embed, Gather,
+// Scale, Softcap, GELUMul, SwiGLUOAI, LayerNorm, MatMul of F32, F16,
+// Q8_0, Q4_0, Q4_K and Q6_K weights (Embed of the first four) with the
+// dequantization inside the kernel, the paged K/V pool (F16 or F32, laid
+// out as gpu/cpu's) with WriteKV, CopyBlocks and gpu.BlockIO, and paged
+// attention through block tables with every AttnOpts option. Weights of
+// other types are refused with gpu.ErrUnsupported. Nothing selects it
+// yet (FOLIO_GPU knows cpu and cuda): tests run the conformance cases on
+// it.
 //
 // A Backend is used by one goroutine at a time (gpu.Backend's rule).
 package vulkan

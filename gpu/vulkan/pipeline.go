@@ -38,6 +38,7 @@ const (
 	kMatMulQ4_K
 	kMatMulQ6_K
 	kWriteKV
+	kAttention
 	numKernels
 )
 
@@ -66,6 +67,7 @@ var kernelTable = [numKernels]struct {
 	kMatMulQ4_K: {"matmul_q4_k", 3, 4},
 	kMatMulQ6_K: {"matmul_q6_k", 3, 4},
 	kWriteKV:    {"writekv", 4, 7},
+	kAttention:  {"attention", 6, 12},
 }
 
 func (k kernel) String() string { return kernelTable[k].name }
