@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"folio/gpu/conformance"
 	"folio/gpu/cpu"
 	"folio/models/gguf"
+	"folio/models/synth"
 )
 
 // open opens a backend on the default device, or skips the test saying
@@ -60,8 +62,17 @@ func TestConformance(t *testing.T) {
 	for _, staging := range []bool{false, true} {
 		t.Run(fmt.Sprintf("staging=%v", staging), func(t *testing.T) {
 			b := open(t, Options{Staging: staging})
-			t.Logf("%s (%s, %s): %d cases, unified memory %v", b.Device().Name, b.Device().Type, b.Device().Driver, len(cases), b.Unified())
-			for _, r := range conformance.Check(ref, b, cases) {
+			t.Logf("%s (%s, %s): unified memory %v", b.Device().Name, b.Device().Type, b.Device().Driver, b.Unified())
+			run := cases
+			if staging { // attention and the experts read what the other ops wrote: one memory path is enough
+				run = nil
+				for _, c := range cases {
+					if !strings.HasPrefix(c.Op, "Attention") && !strings.HasPrefix(c.Op, "Expert") {
+						run = append(run, c)
+					}
+				}
+			}
+			for _, r := range conformance.Check(ref, b, run) {
 				if !r.Pass() {
 					t.Errorf("%-50s NMSE %.3g (tolerance %.0e) %s", r.Op, r.NMSE, r.Tol, r.Err)
 				}
@@ -153,6 +164,31 @@ func TestKVCache(t *testing.T) {
 			if string(got[i]) != string(want[i]) {
 				t.Errorf("%v pool, block %d differs from the CPU's", typ, i)
 			}
+		}
+	}
+}
+
+// A greedy generation of tiny llama, qwen2 and qwen3 models (Q8_0 and
+// Q4_0 weights) on the device equals the CPU's, logits within the
+// generation check's bound at every step.
+func TestGeneration(t *testing.T) {
+	b := open(t, Options{})
+	ref := cpu.New(1)
+	defer ref.Close()
+	for _, c := range []struct {
+		arch string
+		typ  gguf.TensorType
+	}{{"llama", gguf.TypeQ8_0}, {"qwen2", gguf.TypeQ4_0}, {"qwen3", gguf.TypeQ8_0}} {
+		path := filepath.Join(t.TempDir(), c.arch+".gguf")
+		if err := synth.WriteTiny(path, c.arch, c.typ, 3); err != nil {
+			t.Fatal(err)
+		}
+		g, err := conformance.CheckGeneration(path, ref, b, 4)
+		if err != nil {
+			t.Fatalf("%s %v: %v", c.arch, c.typ, err)
+		}
+		if !g.Pass() {
+			t.Errorf("%s %v: %+v", c.arch, c.typ, g)
 		}
 	}
 }
