@@ -68,22 +68,25 @@ func kernelsAt(l simdLevel) *kernels {
 	if l == levelScalar {
 		return k
 	}
-	k.elemCost = simdCost
 	k.matmulKind = func(typ gguf.TensorType) (kernelKind, bool) { return kernelFor(typ, l) }
 	k.packedKind = func(typ gguf.TensorType) (kernelKind, bool) { return packedKind(typ, l) }
+	k.matmul = func(kind kernelKind, w []byte, wstride, rows int, x []byte, xstride, nx, kk int, dst []float32, dstride int) {
+		matmulX(kind, l, w, wstride, rows, x, xstride, nx, kk, dst, dstride)
+	}
 	k.attentionOp = func(b *Backend, dst, q gpu.Tensor, cq *Tensor, cc *KVCache, layer int, batch *gpu.Batch, o gpu.AttnOpts,
 		_ []int32, maxCtx int) {
 		b.attentionSIMD(b.act(dst), b.f32(q), cq.cols, cc, layer, batch, o, maxCtx)
 	}
-	k.matmul = func(kind kernelKind, w []byte, wstride, rows int, x []byte, xstride, nx, kk int, dst []float32, dstride int) {
-		matmulX(kind, l, w, wstride, rows, x, xstride, nx, kk, dst, dstride)
-	}
-	k.matmulPacked = func(kind kernelKind, w []byte, group, nb, rows int, x []byte, xstride, nx, kk int, dst []float32, dstride int) {
-		matmulPackedX(kind, l, w, group, nb, rows, x, xstride, nx, kk, dst, dstride)
-	}
 	k.attention = func(tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind kvKind,
 		blocks []int32, bs, kvheads int, o gpu.AttnOpts, sinks, out, scratch []float32) {
 		attentionX(l, tiles, lo, hi, q, qstride, g, d, kl, vl, kind, blocks, bs, kvheads, o, sinks, out, scratch)
+	}
+	if l == levelNEON { // arm64: the unpacked matmuls and attention (simd_neon*.c); the other ops in Go
+		return k
+	}
+	k.elemCost = simdCost
+	k.matmulPacked = func(kind kernelKind, w []byte, group, nb, rows int, x []byte, xstride, nx, kk int, dst []float32, dstride int) {
+		matmulPackedX(kind, l, w, group, nb, rows, x, xstride, nx, kk, dst, dstride)
 	}
 	k.argmax = func(x []float32) int { return argmaxX(l, x) }
 	k.rmsNorm = func(x, w, dst []float32, g int, eps float32) { rmsNormX(l, x, w, dst, g, eps) }
@@ -91,7 +94,7 @@ func kernelsAt(l simdLevel) *kernels {
 	k.siluMul = func(gate, up, dst []float32) { siluMulX(l, gate, up, dst) }
 	k.softmax = func(x []float32, c int) { softmaxX(l, x, c) }
 	k.writeKV = writeKVSIMD
-	if l >= levelAVX512 { // the rope kernels are AVX-512 only
+	if l == levelAVX512 { // the rope kernels are AVX-512 only
 		k.rope = ropeX
 		k.ropeCost = simdCost
 	}

@@ -62,7 +62,7 @@ const (
 // the kernel kind they then use.
 func packedKind(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	kind, ok := kernelFor(typ, l)
-	return kind, ok && (kind == kindQ4_0 || kind == kindQ4_K || (kind == kindQ8_0 || kind == kindF16) && l == levelAVX512)
+	return kind, ok && l != levelNEON && (kind == kindQ4_0 || kind == kindQ4_K || (kind == kindQ8_0 || kind == kindF16) && l == levelAVX512)
 }
 
 // packBlockBytes is the bytes of one packed block (or super-block) of

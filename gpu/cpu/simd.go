@@ -14,6 +14,9 @@ import (
 // reference the SIMD kernels are tested against.
 //
 // The x86 levels are ordered: each runs every kernel of the ones below it.
+// levelNEON is arm64's one level, above scalar only: it follows the x86
+// levels in value but runs none of their kernels, so code that picks an
+// x86 kernel names its level (l == levelAVX512), never a range of them.
 type simdLevel int
 
 const (
@@ -21,14 +24,15 @@ const (
 	levelAVX2                     // AVX2, FMA, F16C (x86-64-v3)
 	levelAVXVNNI                  // AVX2 with AVX-VNNI's VEX vpdpbusd (Alder Lake and later, Zen 5)
 	levelAVX512                   // AVX-512 F, BW, VL, DQ and VNNI
+	levelNEON                     // arm64: Advanced SIMD with the dot product (Armv8.2 dotprod)
 )
 
-var levelNames = [...]string{"scalar", "avx2", "avxvnni", "avx512"}
+var levelNames = [...]string{"scalar", "avx2", "avxvnni", "avx512", "neon"}
 
 func (l simdLevel) String() string { return levelNames[l] }
 
 // detectedLevel is the best level this CPU and build support: scalar
-// without cgo or off amd64.
+// without cgo or off amd64 and arm64.
 var detectedLevel = detectLevel()
 
 // bestLevel is the level new backends run: detectedLevel, or a lower one
@@ -36,7 +40,7 @@ var detectedLevel = detectLevel()
 var bestLevel = detectedLevel
 
 // SIMDLevel names the kernels new backends run: "avx512", "avxvnni",
-// "avx2" or "scalar".
+// "avx2", "neon" or "scalar".
 func SIMDLevel() string { return bestLevel.String() }
 
 // Levels names the levels this machine can run, scalar first.
@@ -69,6 +73,9 @@ func SetLevel(name string) error {
 
 // supportedLevels are the levels this machine can run, scalar first.
 func supportedLevels() []simdLevel {
+	if detectedLevel == levelNEON {
+		return []simdLevel{levelScalar, levelNEON}
+	}
 	var ls []simdLevel
 	for l := levelScalar; l <= detectedLevel; l++ {
 		ls = append(ls, l)

@@ -1,17 +1,21 @@
 // Shared by the cgo kernels of package cpu (simd_*.c). The layouts of the
 // quantized activation rows are described in xquant.go, which sizes them;
 // the offsets below must agree with it (TestQuantizeX checks the bytes).
+// The x86 kernels' part is under __x86_64__; arm64's (simd_neon.c) needs
+// only the enums, sizes and MM_DRIVER.
 #ifndef FOLIO_SIMD_H
 #define FOLIO_SIMD_H
 
 #include <stdint.h>
 #include <string.h>
+#ifdef __x86_64__
 #include <immintrin.h>
+#endif
 
 // Kernel kinds: the weight type, which also fixes the activation format.
 enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4, KIND_MXFP4 = 5 };
 // Dispatch levels (Go's simdLevel).
-enum { LEVEL_SCALAR = 0, LEVEL_AVX2 = 1, LEVEL_AVXVNNI = 2, LEVEL_AVX512 = 3 };
+enum { LEVEL_SCALAR = 0, LEVEL_AVX2 = 1, LEVEL_AVXVNNI = 2, LEVEL_AVX512 = 3, LEVEL_NEON = 4 };
 
 // Kinds of K/V element (KVCache.kvKind): float32s, halves, Q8_0 blocks.
 enum { KV_F32 = 0, KV_F16 = 1, KV_Q8 = 2 };
@@ -44,6 +48,7 @@ _Static_assert(Q8_0_BYTES == 2 + 32, "a Q8_0 block is a half scale and 32 int8 q
 // of 16 rows (Q4_0 and Q8_0 groups keep their quants and scales apart).
 #define Q4_KP_BYTES 2368
 
+#ifdef __x86_64__
 // Every function with intrinsics carries the target of its level, so that
 // one binary holds all levels and runs on any x86-64 CPU.
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -70,9 +75,11 @@ static inline AVX2 __m128i q4k_scales16(const uint8_t *s) {
 	u[0] &= kmask1;
 	return _mm_loadu_si128((const __m128i *)u);
 }
+#endif
 
 #define MM_ARGS const uint8_t *w, int64_t wstride, int rows, const uint8_t *x, int64_t xstride, int nx, int k, \
 	float *dst, int64_t dstride
+#ifdef __x86_64__
 void folio_mm_q8_0_avx2(MM_ARGS);
 void folio_mm_q4_0_avx2(MM_ARGS);
 void folio_mm_q4_k_avx2(MM_ARGS);
@@ -90,6 +97,7 @@ void folio_mm_mxfp4_avx512(MM_ARGS);
 	float *dst, int64_t ds
 void folio_matmul_packed(int kind, int level, PM_ARGS);
 void folio_pm_f16_512(PM_ARGS);
+#endif
 
 int folio_cpu_level(void);
 void folio_quantize(int kind, const float *x, int64_t xstride, int n, int k, uint8_t *out, int64_t ostride);
@@ -106,8 +114,10 @@ void folio_write_kv_f16(const float *k, const float *v, int n, const int32_t *sl
                         int bs, int kvheads, int d);
 void folio_write_kv_q8(const float *k, const float *v, int n, const int32_t *slots, uint8_t *kd, uint8_t *vd,
                        int bs, int kvheads, int d);
+#ifdef __x86_64__
 AVX512 __m512 exp512(__m512 x);
 AVX2 __m256 exp256(__m256 x);
+#endif
 // folio_tile is a tile of attention rows (Go's attnTile is this type): its
 // first row of q and out, its row count, the position of that row and where
 // its sequence's block table starts in folio_attn.blocks.

@@ -1,4 +1,4 @@
-//go:build !amd64 || !cgo
+//go:build (!amd64 && !arm64) || !cgo
 
 package cpu
 
@@ -8,7 +8,7 @@ import (
 	"folio/gpu"
 )
 
-// Without cgo, or off amd64, the backend runs its plain Go kernels.
+// Without cgo, or off amd64 and arm64, the backend runs its plain Go kernels.
 
 func detectLevel() simdLevel { return levelScalar }
 

@@ -1,0 +1,414 @@
+//go:build arm64 && cgo
+
+// The NEON level (arm64): CPU detection, the activation quantizers and
+// the matmuls, on the activation formats the x86 kernels read (xquant.go,
+// simd.h), so that the Go side is shared. A block's dot product is
+// Armv8.2's sdot (vdotq_s32: four int8 pairs summed into each int32 lane),
+// which the level requires; the functions that use it carry its target,
+// so the rest of the binary runs on any arm64 CPU. Every weight block is
+// decoded once for a tile of up to 8 activation rows (MM_DRIVER): NEON has
+// 32 registers, as AVX-512.
+
+#include <arm_neon.h>
+#include <sys/auxv.h>
+
+#include "simd.h"
+
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+
+#define DOT __attribute__((target("arch=armv8.2-a+dotprod")))
+
+int folio_cpu_level(void) { return getauxval(AT_HWCAP) & HWCAP_ASIMDDP ? LEVEL_NEON : LEVEL_SCALAR; }
+
+// h2f reads the little-endian half at p.
+static inline float h2f(const uint8_t *p) {
+	__fp16 h;
+	memcpy(&h, p, 2);
+	return (float)h;
+}
+
+static inline float load_f32(const uint8_t *p) {
+	float f;
+	memcpy(&f, p, 4);
+	return f;
+}
+
+// quant32 quantizes 32 floats as simd_quant.c's quant32 (ggml's x86
+// quantize_row_q8_0): d = amax/127 stored as a half, quants x·(127/amax)
+// rounded to nearest even (fcvtns). It returns the half's value and stores
+// the quants and their sum.
+static inline float quant32(const float *x, int8_t q[32], int *sum) {
+	float32x4_t v[8], m = vdupq_n_f32(0);
+	for (int j = 0; j < 8; j++) {
+		v[j] = vld1q_f32(x + 4 * j);
+		m = vmaxq_f32(m, vabsq_f32(v[j]));
+	}
+	float amax = vmaxvq_f32(m);
+	float id = amax != 0.f ? 127.f / amax : 0.f;
+	int32x4_t s = vdupq_n_s32(0);
+	for (int j = 0; j < 8; j += 2) {
+		int32x4_t a = vcvtnq_s32_f32(vmulq_n_f32(v[j], id)), b = vcvtnq_s32_f32(vmulq_n_f32(v[j + 1], id));
+		s = vaddq_s32(s, vaddq_s32(a, b));
+		vst1_s8(q + 4 * j, vmovn_s16(vcombine_s16(vmovn_s32(a), vmovn_s32(b))));
+	}
+	*sum = vaddvq_s32(s);
+	return (float)(__fp16)(amax / 127.f);
+}
+
+// quant_x8p stores the quants biased by 128 (q ^ 0x80), as the x86
+// kernels want them; the NEON ones take the bias off again.
+static void quant_x8p(const float *x, int k, uint8_t *out) {
+	const uint8x16_t bias = vdupq_n_u8(0x80);
+	int nb = k / 32;
+	for (int b = 0; b < nb; b++) {
+		uint8_t *p = out + (b / 2) * X8P_BYTES;
+		int h = b % 2, sum;
+		int8_t q[32];
+		float d = quant32(x + 32 * b, q, &sum);
+		vst1q_u8(p + 32 * h, veorq_u8(vreinterpretq_u8_s8(vld1q_s8(q)), bias));
+		vst1q_u8(p + 32 * h + 16, veorq_u8(vreinterpretq_u8_s8(vld1q_s8(q + 16)), bias));
+		float *dp = (float *)(p + 64) + 8 * h;
+		vst1q_f32(dp, vdupq_n_f32(d));
+		vst1q_f32(dp + 4, vdupq_n_f32(d));
+	}
+	if (nb % 2) {
+		uint8_t *p = out + (nb / 2) * X8P_BYTES;
+		memset(p + 32, 0x80, 32);
+		memset(p + 96, 0, 32);
+	}
+}
+
+static void quant_x4g(const float *x, int k, uint8_t *out) {
+	int nb = k / 32;
+	for (int b = 0; b < nb; b++) {
+		uint8_t *g = out + (b / 4) * X4G_BYTES;
+		int j = b % 4, sum;
+		int8_t q[32];
+		float d = quant32(x + 32 * b, q, &sum);
+		memcpy(g + 16 * j, q, 16);
+		memcpy(g + 64 + 16 * j, q + 16, 16);
+		vst1q_f32((float *)(g + 128) + 4 * j, vdupq_n_f32(d));
+		int32_t bias[4] = {-8 * sum, 0, 0, 0};
+		memcpy(g + 192 + 16 * j, bias, 16);
+	}
+	for (int b = nb; b % 4; b++) { // the last group's missing blocks
+		uint8_t *g = out + (b / 4) * X4G_BYTES;
+		int j = b % 4;
+		memset(g + 16 * j, 0, 16);
+		memset(g + 64 + 16 * j, 0, 16);
+		memset(g + 128 + 16 * j, 0, 16);
+		memset(g + 192 + 16 * j, 0, 16);
+	}
+}
+
+// quant_xk quantizes 256-element super-blocks as ggml's quantize_row_q8_K
+// (simd_quant.c's quant_xk): the element of largest magnitude (the first,
+// on ties), max, maps to -127; quants are x·(-127/max) rounded to nearest
+// even, capped at 127; d = 1/iscale.
+static void quant_xk(const float *x, int k, uint8_t *out) {
+	for (int s = 0; s < k / 256; s++, x += 256, out += XK_BYTES) {
+		float32x4_t m = vdupq_n_f32(0);
+		for (int j = 0; j < 256; j += 4)
+			m = vmaxq_f32(m, vabsq_f32(vld1q_f32(x + j)));
+		float amax = vmaxvq_f32(m);
+		if (amax == 0.f) {
+			memset(out, 0, XK_BYTES);
+			continue;
+		}
+		float max = 0;
+		for (int j = 0; j < 256; j++) {
+			if (__builtin_fabsf(x[j]) == amax) {
+				max = x[j];
+				break;
+			}
+		}
+		float iscale = -127.f / max;
+		const int32x4_t cap = vdupq_n_s32(127);
+		int16_t *bsums = (int16_t *)(out + XK_BSUMS);
+		for (int j = 0; j < 256; j += 16) {
+			int32x4_t i[4];
+			for (int t = 0; t < 4; t++)
+				i[t] = vminq_s32(cap, vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(x + j + 4 * t), iscale)));
+			bsums[j / 16] = (int16_t)vaddvq_s32(vaddq_s32(vaddq_s32(i[0], i[1]), vaddq_s32(i[2], i[3])));
+			int16x8_t lo = vcombine_s16(vmovn_s32(i[0]), vmovn_s32(i[1]));
+			int16x8_t hi = vcombine_s16(vmovn_s32(i[2]), vmovn_s32(i[3]));
+			vst1q_s8((int8_t *)(out + j), vcombine_s8(vmovn_s16(lo), vmovn_s16(hi)));
+		}
+		float d = 1.f / iscale;
+		memcpy(out + XK_D, &d, 4);
+		memset(out + XK_D + 4, 0, XK_BSUMS - XK_D - 4);
+		int16_t *bs32 = (int16_t *)(out + XK_BS32);
+		for (int j = 0; j < 8; j++)
+			bs32[j] = (int16_t)(bsums[2 * j] + bsums[2 * j + 1]);
+	}
+}
+
+static void quant_f16(const float *x, int k, uint8_t *out) {
+	int j = 0;
+	for (; j + 4 <= k; j += 4)
+		vst1_f16((__fp16 *)(out + 2 * j), vcvt_f16_f32(vld1q_f32(x + j)));
+	for (; j < k; j++) {
+		__fp16 h = (__fp16)x[j];
+		memcpy(out + 2 * j, &h, 2);
+	}
+	memset(out + 2 * k, 0, ((2 * k + 63) & ~63) - 2 * k);
+}
+
+// folio_quantize writes n rows of x (k floats each, xstride apart) in the
+// activation format of kind, ostride bytes apart.
+void folio_quantize(int kind, const float *x, int64_t xstride, int n, int k, uint8_t *out, int64_t ostride) {
+	for (int i = 0; i < n; i++, x += xstride, out += ostride) {
+		switch (kind) {
+		case KIND_Q8_0:
+		case KIND_MXFP4:
+			quant_x8p(x, k, out);
+			break;
+		case KIND_Q4_0:
+			quant_x4g(x, k, out);
+			break;
+		case KIND_Q4_K:
+		case KIND_Q6_K:
+			quant_xk(x, k, out);
+			break;
+		case KIND_F16:
+			quant_f16(x, k, out);
+			break;
+		}
+	}
+}
+
+// x8p_block is block b of an X8P row as int8 (the bias of 128 taken off),
+// in two halves, and its scale.
+INLINE void x8p_block(const uint8_t *row, int b, int8x16_t *x0, int8x16_t *x1, float *d) {
+	const uint8x16_t bias = vdupq_n_u8(0x80);
+	const uint8_t *p = row + (int64_t)(b / 2) * X8P_BYTES + 32 * (b % 2);
+	*x0 = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(p), bias));
+	*x1 = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(p + 16), bias));
+	*d = load_f32(p + 64);
+}
+
+// Q8_0 weights, X8P activations, one block per step.
+INLINE DOT void q8_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	float32x4_t acc[XT];
+	for (int i = 0; i < nx; i++)
+		acc[i] = vdupq_n_f32(0);
+	for (int b = 0; b < k / 32; b++) {
+		const uint8_t *wb = w + (int64_t)b * Q8_0_BYTES;
+		int8x16_t w0 = vld1q_s8((const int8_t *)wb + 2), w1 = vld1q_s8((const int8_t *)wb + 18);
+		float dw = h2f(wb);
+		for (int i = 0; i < nx; i++) {
+			int8x16_t x0, x1;
+			float dx;
+			x8p_block(x + i * xs, b, &x0, &x1, &dx);
+			int32x4_t p = vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, x0), w1, x1);
+			acc[i] = vfmaq_n_f32(acc[i], vcvtq_f32_s32(p), dw * dx);
+		}
+	}
+	for (int i = 0; i < nx; i++)
+		out[i * os] = vaddvq_f32(acc[i]);
+}
+MM_DRIVER(folio_mm_q8_0_neon, q8_0_row, DOT, 8)
+
+// MXFP4 weights, X8P activations: a block's 32 codes become int8 values by
+// a table lookup of the doubled E2M1 values (gguf.MXFP4Values, |v| ≤ 12),
+// and its scale is the power of two 2^(e-128) (gguf.E8M0Half), exact;
+// from there the dot product is Q8_0's.
+static inline float e8m0_half(uint8_t e) {
+	uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+INLINE DOT void mxfp4_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	static const int8_t values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+	const int8x16_t table = vld1q_s8(values);
+	float32x4_t acc[XT];
+	for (int i = 0; i < nx; i++)
+		acc[i] = vdupq_n_f32(0);
+	for (int b = 0; b < k / 32; b++) {
+		const uint8_t *wb = w + (int64_t)b * MXFP4_BYTES;
+		uint8x16_t q = vld1q_u8(wb + 1);
+		int8x16_t w0 = vqtbl1q_s8(table, vandq_u8(q, vdupq_n_u8(0x0f))), w1 = vqtbl1q_s8(table, vshrq_n_u8(q, 4));
+		float dw = e8m0_half(wb[0]);
+		for (int i = 0; i < nx; i++) {
+			int8x16_t x0, x1;
+			float dx;
+			x8p_block(x + i * xs, b, &x0, &x1, &dx);
+			int32x4_t p = vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, x0), w1, x1);
+			acc[i] = vfmaq_n_f32(acc[i], vcvtq_f32_s32(p), dw * dx);
+		}
+	}
+	for (int i = 0; i < nx; i++)
+		out[i * os] = vaddvq_f32(acc[i]);
+}
+MM_DRIVER(folio_mm_mxfp4_neon, mxfp4_row, DOT, 8)
+
+// Q4_0 weights, X4G activations: the low nibbles (elements 0-15) and the
+// high ones (16-31) against the group's two halves of the block, starting
+// from the block's bias lane (-8·Σx: Q4_0's offset), so the int32 lanes
+// sum to the block's dot product.
+INLINE DOT void q4_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	const uint8x16_t m4 = vdupq_n_u8(0x0f);
+	float32x4_t acc[XT];
+	for (int i = 0; i < nx; i++)
+		acc[i] = vdupq_n_f32(0);
+	for (int b = 0; b < k / 32; b++) {
+		const uint8_t *wb = w + (int64_t)b * Q4_0_BYTES;
+		uint8x16_t q = vld1q_u8(wb + 2);
+		int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(q, m4)), hi = vreinterpretq_s8_u8(vshrq_n_u8(q, 4));
+		float dw = h2f(wb);
+		int j = b % 4;
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *g = x + i * xs + (int64_t)(b / 4) * X4G_BYTES;
+			int32x4_t p = vld1q_s32((const int32_t *)(g + 192) + 4 * j);
+			p = vdotq_s32(p, lo, vld1q_s8((const int8_t *)g + 16 * j));
+			p = vdotq_s32(p, hi, vld1q_s8((const int8_t *)g + 64 + 16 * j));
+			float32x4_t dx = vld1q_f32((const float *)(g + 128) + 4 * j);
+			acc[i] = vfmaq_f32(acc[i], vcvtq_f32_s32(p), vmulq_n_f32(dx, dw));
+		}
+	}
+	for (int i = 0; i < nx; i++)
+		out[i * os] = vaddvq_f32(acc[i]);
+}
+MM_DRIVER(folio_mm_q4_0_neon, q4_0_row, DOT, 8)
+
+// q4k_scales unpacks the 12 scale bytes of a Q4_K super-block into its 8
+// 6-bit scales (sm[0-7]) and 8 6-bit mins (sm[8-15]), as simd.h's
+// q4k_scales16.
+static inline void q4k_scales(const uint8_t *s, uint8_t sm[16]) {
+	const uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
+	uint32_t u[4];
+	memcpy(u, s, 12);
+	u[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
+	uint32_t mins03 = u[1] & kmask1;
+	u[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
+	u[2] = mins03;
+	u[0] &= kmask1;
+	memcpy(sm, u, 16);
+}
+
+// Q4_K weights (d, dmin, 12 scale bytes, 128 quant bytes), XK
+// activations: each 32-element sub-block's integer dot times its scale,
+// less dmin times its min times the activations' sum of 32 (XK_BS32).
+INLINE DOT void q4_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	const uint8x16_t m4 = vdupq_n_u8(0x0f);
+	float acc[XT] = {0};
+	for (int s = 0; s < k / 256; s++) {
+		const uint8_t *wb = w + (int64_t)s * Q4_K_BYTES;
+		float d = h2f(wb), dmin = h2f(wb + 2);
+		uint8_t sm[16];
+		q4k_scales(wb + 4, sm);
+		int16x8_t mins = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(sm + 8)));
+		int8x16_t q[16]; // sub-block j's elements 0-15 in q[2j], 16-31 in q[2j+1]
+		for (int p = 0; p < 4; p++) {
+			uint8x16_t a = vld1q_u8(wb + 16 + 32 * p), b = vld1q_u8(wb + 32 + 32 * p);
+			q[4 * p] = vreinterpretq_s8_u8(vandq_u8(a, m4));
+			q[4 * p + 1] = vreinterpretq_s8_u8(vandq_u8(b, m4));
+			q[4 * p + 2] = vreinterpretq_s8_u8(vshrq_n_u8(a, 4));
+			q[4 * p + 3] = vreinterpretq_s8_u8(vshrq_n_u8(b, 4));
+		}
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xb = x + i * xs + (int64_t)s * XK_BYTES;
+			const int8_t *xq = (const int8_t *)xb;
+			int32x4_t sum = vdupq_n_s32(0);
+			for (int j = 0; j < 8; j++) {
+				int32x4_t p = vdotq_s32(vdupq_n_s32(0), q[2 * j], vld1q_s8(xq + 32 * j));
+				p = vdotq_s32(p, q[2 * j + 1], vld1q_s8(xq + 32 * j + 16));
+				sum = vmlaq_n_s32(sum, p, sm[j]);
+			}
+			int16x8_t bs = vld1q_s16((const int16_t *)(xb + XK_BS32));
+			int32x4_t mb = vmull_s16(vget_low_s16(mins), vget_low_s16(bs));
+			mb = vmlal_s16(mb, vget_high_s16(mins), vget_high_s16(bs));
+			acc[i] += load_f32(xb + XK_D) * (d * (float)vaddvq_s32(sum) - dmin * (float)vaddvq_s32(mb));
+		}
+	}
+	for (int i = 0; i < nx; i++)
+		out[i * os] = acc[i];
+}
+MM_DRIVER(folio_mm_q4_k_neon, q4_k_row, DOT, 8)
+
+// Q6_K weights (ql[128], qh[64], int8 scales[16], d), XK activations: the
+// 6-bit quants decoded once (0-63, in element order) for the tile; each
+// 16-element sub-block's dot times its scale, less 32 times its scale
+// times the activations' sum of 16 (XK_BSUMS): Q6_K's offset.
+INLINE DOT void q6_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	const uint8x16_t m4 = vdupq_n_u8(0x0f), m3 = vdupq_n_u8(0x03);
+	float acc[XT] = {0};
+	for (int s = 0; s < k / 256; s++) {
+		const uint8_t *wb = w + (int64_t)s * Q6_K_BYTES;
+		const int8_t *sc = (const int8_t *)wb + 192;
+		float d = h2f(wb + 208);
+		int16x8_t sc0 = vmovl_s8(vld1_s8(sc)), sc1 = vmovl_s8(vld1_s8(sc + 8));
+		int8x16_t q[16]; // elements 16t … 16t+15 in q[t]
+		for (int n = 0; n < 2; n++) {
+			const uint8_t *ql = wb + 64 * n, *qh = wb + 128 + 32 * n;
+			uint8x16_t a0 = vld1q_u8(ql), a1 = vld1q_u8(ql + 16), b0 = vld1q_u8(ql + 32), b1 = vld1q_u8(ql + 48);
+			uint8x16_t h0 = vld1q_u8(qh), h1 = vld1q_u8(qh + 16);
+			int8x16_t *o = q + 8 * n;
+			o[0] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(a0, m4), vshlq_n_u8(vandq_u8(h0, m3), 4)));
+			o[1] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(a1, m4), vshlq_n_u8(vandq_u8(h1, m3), 4)));
+			o[2] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(b0, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h0, 2), m3), 4)));
+			o[3] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(b1, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h1, 2), m3), 4)));
+			o[4] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(a0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h0, 4), m3), 4)));
+			o[5] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(a1, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h1, 4), m3), 4)));
+			o[6] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(b0, 4), vshlq_n_u8(vshrq_n_u8(h0, 6), 4)));
+			o[7] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(b1, 4), vshlq_n_u8(vshrq_n_u8(h1, 6), 4)));
+		}
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xb = x + i * xs + (int64_t)s * XK_BYTES;
+			const int8_t *xq = (const int8_t *)xb;
+			int32x4_t sum = vdupq_n_s32(0);
+			for (int t = 0; t < 16; t++)
+				sum = vmlaq_n_s32(sum, vdotq_s32(vdupq_n_s32(0), q[t], vld1q_s8(xq + 16 * t)), sc[t]);
+			int16x8_t bs0 = vld1q_s16((const int16_t *)(xb + XK_BSUMS)), bs1 = vld1q_s16((const int16_t *)(xb + XK_BSUMS) + 8);
+			int32x4_t off = vmull_s16(vget_low_s16(sc0), vget_low_s16(bs0));
+			off = vmlal_s16(off, vget_high_s16(sc0), vget_high_s16(bs0));
+			off = vmlal_s16(off, vget_low_s16(sc1), vget_low_s16(bs1));
+			off = vmlal_s16(off, vget_high_s16(sc1), vget_high_s16(bs1));
+			acc[i] += load_f32(xb + XK_D) * d * (float)(vaddvq_s32(sum) - 32 * vaddvq_s32(off));
+		}
+	}
+	for (int i = 0; i < nx; i++)
+		out[i * os] = acc[i];
+}
+MM_DRIVER(folio_mm_q6_k_neon, q6_k_row, DOT, 8)
+
+// F16 weights, F16 activations (the row padded with zeros to 64 bytes):
+// halves widened to float32 (fcvtl) and multiplied in float32, eight
+// elements a step; the weight row's tail one at a time.
+INLINE void f16_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	float32x4_t acc[XT];
+	for (int i = 0; i < nx; i++)
+		acc[i] = vdupq_n_f32(0);
+	const __fp16 *wh = (const __fp16 *)w;
+	int j = 0;
+	for (; j + 8 <= k; j += 8) {
+		float16x8_t wv = vld1q_f16(wh + j);
+		float32x4_t w0 = vcvt_f32_f16(vget_low_f16(wv)), w1 = vcvt_high_f32_f16(wv);
+		for (int i = 0; i < nx; i++) {
+			float16x8_t xv = vld1q_f16((const __fp16 *)(x + i * xs) + j);
+			acc[i] = vfmaq_f32(acc[i], w0, vcvt_f32_f16(vget_low_f16(xv)));
+			acc[i] = vfmaq_f32(acc[i], w1, vcvt_high_f32_f16(xv));
+		}
+	}
+	for (int i = 0; i < nx; i++) {
+		float s = vaddvq_f32(acc[i]);
+		const __fp16 *xh = (const __fp16 *)(x + i * xs);
+		for (int t = j; t < k; t++)
+			s += (float)wh[t] * (float)xh[t];
+		out[i * os] = s;
+	}
+}
+MM_DRIVER(folio_mm_f16_neon, f16_row, , 8)
+
+// folio_matmul: dst[i*dstride + r] = w row r · x row i for r < rows, i < nx,
+// at the NEON level (the only arm64 one).
+void folio_matmul(int kind, int level, MM_ARGS) {
+	static void (*const fns[6])(MM_ARGS) = {folio_mm_q8_0_neon, folio_mm_q4_0_neon, folio_mm_q4_k_neon,
+	                                          folio_mm_q6_k_neon, folio_mm_f16_neon, folio_mm_mxfp4_neon};
+	(void)level;
+	fns[kind](w, wstride, rows, x, xstride, nx, k, dst, dstride);
+}
