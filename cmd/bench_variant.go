@@ -16,12 +16,14 @@ import (
 // holds folio below the machine's best: x64 is its build without SIMD
 // beyond SSE2, haswell AVX2 with FMA and F16C, alderlake that with
 // AVX-VNNI. At avx512, folio's best, llama.cpp runs its own best too
-// (zen4, icelake, sapphirerapids with AMX: whatever this CPU takes).
+// (zen4, icelake, sapphirerapids with AMX: whatever this CPU takes), as
+// at neon, arm64's one level.
 var llamaCppVariants = map[string]string{
 	"scalar":  "x64",
 	"avx2":    "haswell",
 	"avxvnni": "alderlake",
 	"avx512":  "",
+	"neon":    "",
 }
 
 // llamaCppLibDir makes a folder holding only llama.cpp's CPU library of

@@ -81,18 +81,18 @@ func kernelsAt(l simdLevel) *kernels {
 		blocks []int32, bs, kvheads int, o gpu.AttnOpts, sinks, out, scratch []float32) {
 		attentionX(l, tiles, lo, hi, q, qstride, g, d, kl, vl, kind, blocks, bs, kvheads, o, sinks, out, scratch)
 	}
-	if l == levelNEON { // arm64: the unpacked matmuls and attention (simd_neon*.c); the other ops in Go
-		return k
-	}
 	k.elemCost = simdCost
-	k.matmulPacked = func(kind kernelKind, w []byte, group, nb, rows int, x []byte, xstride, nx, kk int, dst []float32, dstride int) {
-		matmulPackedX(kind, l, w, group, nb, rows, x, xstride, nx, kk, dst, dstride)
-	}
-	k.argmax = func(x []float32) int { return argmaxX(l, x) }
 	k.rmsNorm = func(x, w, dst []float32, g int, eps float32) { rmsNormX(l, x, w, dst, g, eps) }
 	k.add = func(a, b, dst []float32, c, bstride int) { addX(l, a, b, dst, c, bstride) }
 	k.siluMul = func(gate, up, dst []float32) { siluMulX(l, gate, up, dst) }
 	k.softmax = func(x []float32, c int) { softmaxX(l, x, c) }
+	if l == levelNEON { // arm64 (simd_neon*.c): no packed weights; argmax, rope and the K/V store in Go
+		return k
+	}
+	k.matmulPacked = func(kind kernelKind, w []byte, group, nb, rows int, x []byte, xstride, nx, kk int, dst []float32, dstride int) {
+		matmulPackedX(kind, l, w, group, nb, rows, x, xstride, nx, kk, dst, dstride)
+	}
+	k.argmax = func(x []float32) int { return argmaxX(l, x) }
 	k.writeKV = writeKVSIMD
 	if l == levelAVX512 { // the rope kernels are AVX-512 only
 		k.rope = ropeX

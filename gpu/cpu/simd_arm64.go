@@ -14,8 +14,9 @@ import (
 )
 
 // On arm64 the NEON level has the matmuls (simd_neon.c), on the
-// activation formats the x86 kernels read (xquant.go), and attention
-// (simd_neon_attn.c); its kernel table (kernels.go) runs the other ops in
+// activation formats the x86 kernels read (xquant.go), attention
+// (simd_neon_attn.c) and RMSNorm, Add, softmax and SiLU·mul
+// (simd_neon_ops.c); its kernel table (kernels.go) runs the other ops in
 // Go, so the functions below that panic are never reached.
 
 func detectLevel() simdLevel { return simdLevel(C.folio_cpu_level()) }
@@ -77,24 +78,40 @@ func attentionX(l simdLevel, tiles []attnTile, lo, hi int, q []float32, qstride,
 	}, C.int(lo), C.int(hi))
 }
 
-func siluMulX(simdLevel, []float32, []float32, []float32) {
-	panic("cpu: no SIMD SiLU at the NEON level")
+// siluMulX: dst = silu(gate) · up over len(dst) elements. One cgo call.
+func siluMulX(l simdLevel, gate, up, dst []float32) {
+	n := len(dst)
+	_, _ = gate[n-1], up[n-1]
+	C.folio_silu_mul(C.int(l), (*C.float)(unsafe.Pointer(&gate[0])), (*C.float)(unsafe.Pointer(&up[0])),
+		(*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(n))
 }
 
 func ropeX(bool, []float32, []float32, int, int, int) {
 	panic("cpu: no SIMD rope at the NEON level")
 }
 
-func rmsNormX(simdLevel, []float32, []float32, []float32, int, float32) {
-	panic("cpu: no SIMD RMSNorm at the NEON level")
+// rmsNormX normalizes len(y)/g runs of g elements of x into y (which may
+// be x), times w. One cgo call.
+func rmsNormX(l simdLevel, x, w, y []float32, g int, eps float32) {
+	n := len(y) / g
+	_, _ = x[n*g-1], w[g-1]
+	C.folio_rmsnorm(C.int(l), (*C.float)(unsafe.Pointer(&x[0])), (*C.float)(unsafe.Pointer(&w[0])),
+		(*C.float)(unsafe.Pointer(&y[0])), C.int64_t(n), C.int(g), C.float(eps))
 }
 
-func addX(simdLevel, []float32, []float32, []float32, int, int) {
-	panic("cpu: no SIMD add at the NEON level")
+// addX sets the len(y)/c rows of y to a + b, b's rows bstride apart (0:
+// one row for all). One cgo call.
+func addX(l simdLevel, a, b, y []float32, c, bstride int) {
+	n := len(y) / c
+	_, _ = a[n*c-1], b[(n-1)*bstride+c-1]
+	C.folio_add(C.int(l), (*C.float)(unsafe.Pointer(&a[0])), (*C.float)(unsafe.Pointer(&b[0])),
+		(*C.float)(unsafe.Pointer(&y[0])), C.int64_t(n), C.int64_t(c), C.int64_t(bstride))
 }
 
-func softmaxX(simdLevel, []float32, int) {
-	panic("cpu: no SIMD softmax at the NEON level")
+// softmaxX replaces each of the len(x)/c rows of x by its softmax. One cgo
+// call.
+func softmaxX(l simdLevel, x []float32, c int) {
+	C.folio_softmax(C.int(l), (*C.float)(unsafe.Pointer(&x[0])), C.int64_t(len(x)/c), C.int64_t(c))
 }
 
 func writeKVX([]float32, []float32, []int32, []uint16, []uint16, int, int, int) {
