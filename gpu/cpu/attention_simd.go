@@ -85,16 +85,25 @@ func attnTileRows(group, ctx int) int {
 }
 
 // attnScratch is the floats a unit of nq queries of head size d over n
-// positions needs (simd_attn.c): the queries transposed and the scores,
-// nq rounded up to 16 lanes each, four K rows and a block of V rows; or,
-// for one row, tiles of transposed K and the scores.
+// positions needs (simd_attn.c, simd_attn_avx2.c): the queries transposed
+// and the scores, nq rounded up to 16 lanes each, four K rows and a block
+// of V rows; or, for one row, tiles of transposed K and the scores; or, for
+// the AVX2 kernel, the queries and outputs transposed, and a block of
+// attnKB positions' scores and K and V rows (with slack for a tile's
+// last positions).
 func attnScratch(nq, d, n, bs int) int {
 	nqp := (nq + 15) &^ 15
+	dv := (d + 7) &^ 7
+	flash := nqp*(d+dv) + (attnKB+12)*(nqp+d) + attnKB*dv
 	// A decode row (nq ≤ 8) takes up to four tiles of 16 transposed K rows
 	// (of at least 16 floats) and its scores, query-major, n rounded up to
 	// 16 each.
-	return max(d*nqp+n*nqp+4*d+bs*d, 64*max(d, 16)+8*(n+16))
+	return max(d*nqp+n*nqp+4*d+bs*d, 64*max(d, 16)+8*(n+16), flash)
 }
+
+// attnKB is the positions of a block of the AVX2 kernel's online softmax
+// (simd_attn.h's attnKB): blocks start at its multiples.
+const attnKB = 48
 
 type simdAttentionTask struct {
 	kern    *kernels

@@ -234,6 +234,33 @@ func TestAttention(t *testing.T) {
 	}
 }
 
+// TestAttentionLongContext: prompts over long cached contexts, where a
+// tile's queries read many blocks of the online softmax (attnKB positions
+// each) through a shuffled block table: smollm-135m's shape (3 query heads
+// per K/V head of 64) and llama's (4 of 128), several tiles of rows and a
+// decode row, with a window and sinks beside plain causal attention.
+func TestAttentionLongContext(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	seqs := []seqShape{{1500, 37}, {2000, 1}, {700, 16}}
+	for _, l := range supportedLevels() {
+		b := newTestBackend(t)
+		b.k = kernelsAt(l)
+		for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeQ8_0} {
+			for _, sh := range []struct{ kvh, g, hd int }{{3, 3, 64}, {2, 4, 128}} {
+				for _, o := range []gpu.AttnOpts{{}, {Window: 333}, {SoftCap: 30}} {
+					name := fmt.Sprintf("%v/%v/gqa%d/hd%d/%+v", l, typ, sh.g, sh.hd, o)
+					t.Run(name, func(t *testing.T) {
+						c := newAttnCase(t, b, r, typ, 16, sh.kvh, sh.g, sh.hd, seqs, false)
+						c.opts = o
+						c.run(t, b)
+						checkErr(t, "Attention", download(b, c.output), c.want(), attentionTol)
+					})
+				}
+			}
+		}
+	}
+}
+
 // Attention through shuffled block tables equals attention over the same
 // K/V laid out in consecutive blocks, bit for bit.
 func TestAttentionPagedEqualsContiguous(t *testing.T) {
@@ -458,6 +485,23 @@ func TestAttentionDecodeEqualsPrefill(t *testing.T) {
 		w := kvh * g * hd
 		qf := randFloats(r, n*w, 4)
 		decodeEqualsPrefill(t, n, kvh, g, hd, bs, blocks, slots, kf, vf, qf, gpu.AttnOpts{Scale: 0.125})
+	}
+}
+
+// Over a context of several blocks of the AVX2 kernel's online softmax
+// (attnKB positions), with and without a window that starts mid-block.
+func TestAttentionDecodeEqualsPrefillLong(t *testing.T) {
+	r := rand.New(rand.NewPCG(53, 54))
+	const n, kvh, g, hd, bs = 150, 2, 3, 64, 16
+	blocks := []int32{7, 2, 9, 0, 4, 1, 8, 3, 6, 5}
+	slots := make([]int32, n)
+	for p := range slots {
+		slots[p] = blocks[p/bs]*int32(bs) + int32(p%bs)
+	}
+	kf, vf := randFloats(r, n*kvh*hd, 1), randFloats(r, n*kvh*hd, 1)
+	qf := randFloats(r, n*kvh*g*hd, 4)
+	for _, o := range []gpu.AttnOpts{{Scale: 0.125}, {Scale: 0.125, Window: 61}} {
+		decodeEqualsPrefill(t, n, kvh, g, hd, bs, blocks, slots, kf, vf, qf, o)
 	}
 }
 

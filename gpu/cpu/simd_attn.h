@@ -57,6 +57,12 @@ static inline void prefetch_rows(const void *base, int kt, const int32_t *blocks
 
 enum { kAhead = 64, vAhead = 64 };
 
+// attnKB is the positions of a block of the AVX2 kernel's online softmax
+// (attention_simd.go's attnKB, which sizes its scratch): blocks start at
+// its multiples, a multiple of the 4, 6 and 12 positions its score tiles
+// take at a time.
+enum { attnKB = 48 };
+
 // load_qt transposes the queries into qt[j·nqp + qi], zero past nq.
 static inline void load_qt(const float *q, int64_t qstride, int nr, int g, int d, float *qt, int nqp) {
 	memset(qt, 0, sizeof(float) * d * nqp);
