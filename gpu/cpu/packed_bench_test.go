@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"folio/models/gguf"
@@ -23,4 +24,62 @@ func BenchmarkPackedQ8(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkKernelStream times the kernels of a decode step where it is
+// bound: one activation row against a weight far larger than the caches
+// (streamMiB, k = 2048: 1024 random rows repeated), on one thread, as
+// weight bytes per second; "read" is readSum over the same bytes, the
+// most a kernel can stream.
+func BenchmarkKernelStream(b *testing.B) {
+	const streamMiB, k = 96, 2048
+	for _, l := range supportedLevels()[1:] {
+		for _, typ := range []gguf.TensorType{gguf.TypeQ4_K, gguf.TypeQ4_0, gguf.TypeQ8_0} {
+			kind, _ := kernelFor(typ, l)
+			for _, packed := range []bool{false, true} {
+				if _, ok := packedKind(typ, l); packed && !ok {
+					continue
+				}
+				name := fmt.Sprintf("%v/%v/packed=%v", l, typ, packed)
+				b.Run(name, func(b *testing.B) {
+					r := rand.New(rand.NewPCG(1, 1))
+					one, _ := quantWeight(b, r, typ, 1024, k)
+					m := 1024 * (streamMiB << 20 / len(one))
+					data := make([]byte, 0, m/1024*len(one))
+					for len(data) < cap(data) {
+						data = append(data, one...)
+					}
+					stride := xRowBytes(kind, k)
+					xq := alignedBytes(stride)
+					quantizeX(kind, randFloats(r, k, 1), k, 1, k, xq, stride)
+					dst := make([]float32, m)
+					b.SetBytes(int64(len(data)))
+					if packed {
+						be := New(1)
+						defer be.Close()
+						be.k = kernelsAt(l)
+						p := newWeight(b, be, typ, m, k, data).(*Tensor).packed
+						b.ResetTimer()
+						for b.Loop() {
+							matmulPackedX(kind, l, p.data, p.group, p.blocks, m, xq, stride, 1, k, dst, m)
+						}
+						return
+					}
+					for b.Loop() {
+						matmulX(kind, l, data, len(data)/m, m, xq, stride, 1, k, dst, m)
+					}
+				})
+			}
+		}
+	}
+	b.Run("read", func(b *testing.B) {
+		data := make([]byte, streamMiB<<20)
+		for i := range data {
+			data[i] = byte(i)
+		}
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			readSum(data)
+		}
+	})
 }
