@@ -33,9 +33,8 @@ import "folio/models/gguf"
 //	                 r's quants: sub-block 2p's elements 4j … 4j+3 in the
 //	                 low nibbles, sub-block 2p+1's in the high ones.
 //
-// Q8_0 (AVX-512 only: without VNNI, the AVX2 kernel's int16 pairs of
-// biased activations would saturate), per group of blocks blocks, as
-// Q4_0's, q8_0PackBytes = 16 · 34 bytes a block:
+// Q8_0, per group of blocks blocks, as Q4_0's, q8_0PackBytes = 16 · 34
+// bytes a block:
 //
 //	qs[blocks][8][64] block b's vector j, lane r: quants 4j … 4j+3 of row r.
 //	d[blocks][16]     block b's scales (halves).
@@ -62,7 +61,7 @@ const (
 // the kernel kind they then use.
 func packedKind(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	kind, ok := kernelFor(typ, l)
-	return kind, ok && l != levelNEON && (kind == kindQ4_0 || kind == kindQ4_K || (kind == kindQ8_0 || kind == kindF16) && l == levelAVX512)
+	return kind, ok && l != levelNEON && (kind == kindQ4_0 || kind == kindQ4_K || kind == kindQ8_0 || kind == kindF16 && l == levelAVX512)
 }
 
 // packBlockBytes is the bytes of one packed block (or super-block) of
@@ -81,7 +80,7 @@ func packBlockBytes(kind kernelKind) int {
 
 // RepackedBytes is the memory Weight allocates, besides the caller's bytes,
 // for a rows × cols weight of typ on this machine: the repacked copy of a
-// Q4_0 or Q4_K weight, and at AVX-512 of a Q8_0 or F16 one; 0 for other
+// Q4_0, Q4_K or Q8_0 weight, and at AVX-512 of an F16 one; 0 for other
 // types or without SIMD kernels. A loader adds it to what it needs in RAM.
 func RepackedBytes(typ gguf.TensorType, rows, cols int) int64 {
 	kind, ok := packedKind(typ, bestLevel)

@@ -4,8 +4,9 @@
 // layout): one weight row per 32-bit lane, 16 rows a group, the
 // activations broadcast four bytes at a time. vpdpbusd (AVX-512 VNNI) or
 // vpmaddubsw and vpmaddwd (AVX2) multiply a row's unsigned 4-bit quants by
-// four signed 8-bit activations into its lane (Q8_0, AVX-512 only: its
-// signed quants by four biased activations); a block's scales are then one
+// four signed 8-bit activations into its lane (Q8_0: at AVX-512 its signed
+// quants by four biased activations, at AVX2 their magnitudes by the
+// activations with their signs); a block's scales are then one
 // vector op for all 16 rows. Every row's sums are taken in the same order
 // whatever the tile or the level, so a row's result does not depend on the
 // rows computed with it. (F16's kernel is simd_packed_f16.c.)
@@ -318,6 +319,31 @@ INLINE AVX2 void pq4_k_256(const uint8_t *w, int nb, int h, const uint8_t *x, in
 	}
 }
 
+// pq8_0_256 is pq8_0_512 (one group) for half h: the sign trick of the
+// unpacked kernel (simd_avx2.c) on a lane's four quants, |w| against x
+// with w's signs, the activations' bias taken off before the broadcast.
+// A pair can reach 2·128·127, so each step's pairs go to int32 at once.
+INLINE AVX2 void pq8_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	const __m256i ones = _mm256_set1_epi16(1);
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + 512 * (int64_t)b + 32 * h;
+		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
+		__m256i s[XT2];
+		for (int u = 0; u < 8; u++) {
+			__m256i q = _mm256_load_si256((const __m256i *)(wb + 64 * u)), a = _mm256_sign_epi8(q, q);
+			for (int i = 0; i < nx; i++) {
+				__m256i xv = _mm256_set1_epi32((int)(ld32(xb + i * xs + 4 * u) ^ 0x80808080u));
+				__m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(a, _mm256_sign_epi8(xv, q)), ones);
+				s[i] = u ? _mm256_add_epi32(s[i], p) : p;
+				in_reg(s[i]);
+			}
+		}
+		__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 512 * (int64_t)nb + 32 * b + 16 * h)));
+		for (int i = 0; i < nx; i++)
+			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[i]), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xb + i * xs + 64))), acc[i]);
+	}
+}
+
 // A decode step (one activation row) is bound by the weights' bandwidth:
 // its kernels take a group's two halves in one pass, each 64-byte line of
 // weights loaded once and used whole, the activations broadcast once for
@@ -405,6 +431,32 @@ INLINE AVX2 void pq4_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 
 	}
 }
 
+// pq8_0_256_1 is pq8_0_256 for one activation row and both halves of a
+// group.
+INLINE AVX2 void pq8_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	const __m256i ones = _mm256_set1_epi16(1);
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + 512 * (int64_t)b;
+		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
+		mm_prefetch(wb + MM_PREFETCH, 512);
+		__m256i s[2];
+		for (int u = 0; u < 8; u++) {
+			__m256i xv = _mm256_set1_epi32((int)(ld32(xb + 4 * u) ^ 0x80808080u));
+			for (int h = 0; h < 2; h++) {
+				__m256i q = _mm256_load_si256((const __m256i *)(wb + 64 * u + 32 * h));
+				__m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(xv, q)), ones);
+				s[h] = u ? _mm256_add_epi32(s[h], p) : p;
+				in_reg(s[h]);
+			}
+		}
+		__m256 dx = _mm256_set1_ps(ldf(xb + 64));
+		for (int h = 0; h < 2; h++) {
+			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 512 * (int64_t)nb + 32 * b + 16 * h)));
+			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[h]), _mm256_mul_ps(dw, dx), acc[h]);
+		}
+	}
+}
+
 // store8 writes the first n ≤ 8 lanes of v to p.
 INLINE AVX2 void store8(float *p, __m256 v, int n) {
 	if (n >= 8) {
@@ -454,6 +506,7 @@ INLINE AVX2 void store8(float *p, __m256 v, int n) {
 
 PACKED256(pm_q4_0_256, pq4_0_256)
 PACKED256(pm_q4_k_256, pq4_k_256)
+PACKED256(pm_q8_0_256, pq8_0_256)
 
 // folio_matmul_packed: dst[i·ds + r] = w row r · x row i for r < rows and
 // i < nx, w being groups of 16 rows of nb blocks (group_bytes apart) in
@@ -469,7 +522,9 @@ void folio_matmul_packed(int kind, int level, PM_ARGS) {
 		else
 			pm_q4_0_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	} else {
-		if (kind == KIND_Q4_K)
+		if (kind == KIND_Q8_0)
+			pm_q8_0_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+		else if (kind == KIND_Q4_K)
 			pm_q4_k_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 		else
 			pm_q4_0_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
