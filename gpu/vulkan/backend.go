@@ -196,17 +196,39 @@ func (t *Tensor) String() string {
 
 func (t *Tensor) bytes() int64 { return int64(t.rows) * t.rowBytes }
 
-// matmulTypes are the weight types MatMul's kernels read as they are.
+// matmulTypes are the weight types MatMul's kernels read as they are
+// (and Embed's getrows.comp).
 var matmulTypes = map[gguf.TensorType]kernel{gguf.TypeF32: kMatMulF32, gguf.TypeF16: kMatMulF16, gguf.TypeQ8_0: kMatMulQ8_0,
-	gguf.TypeQ4_0: kMatMulQ4_0, gguf.TypeQ4_K: kMatMulQ4_K, gguf.TypeQ6_K: kMatMulQ6_K}
+	gguf.TypeQ4_0: kMatMulQ4_0, gguf.TypeQ4_K: kMatMulQ4_K, gguf.TypeQ5_K: kMatMulQ5_K, gguf.TypeQ6_K: kMatMulQ6_K,
+	gguf.TypeMXFP4: kMatMulMXFP4}
+
+// uploadType is the type Weight keeps a weight of typ with rows rows in:
+// its own for the types the kernels read, F32 for the others (BF16,
+// Q4_1, Q5_0, Q5_1, Q2_K, Q3_K) and for a one-row weight (a norm or a
+// bias, which the elementwise ops read as F32).
+func uploadType(typ gguf.TensorType, rows int) gguf.TensorType {
+	if _, native := matmulTypes[typ]; !native || rows == 1 {
+		return gguf.TypeF32
+	}
+	return typ
+}
+
+// WeightBytes is the device memory Weight takes for a rows × cols weight
+// of typ.
+func WeightBytes(typ gguf.TensorType, rows, cols int) int64 {
+	return int64(rows) * uploadType(typ, rows).RowBytes(int64(cols))
+}
 
 // Weight copies data, a rows × cols tensor of typ in its GGUF encoding,
-// to the device. F16, Q8_0, Q4_0, Q4_K and Q6_K stay encoded and are dequantized inside
-// MatMul; a one-row weight (a norm, a bias) is decoded to F32, which the
-// other ops read. Other types are not supported yet.
+// to the device. The types of matmulTypes stay encoded and are
+// dequantized inside MatMul and Embed; a weight of another type that
+// models/gguf decodes, and a one-row weight, is decoded to F32 here
+// (WeightBytes counts it so). Types gguf cannot decode are refused with
+// gpu.ErrUnsupported.
 func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data []byte) (gpu.Tensor, error) {
-	if _, ok := matmulTypes[typ]; !ok {
-		return nil, fmt.Errorf("%w: vulkan: weight %s has type %v; the Vulkan kernels read F32, F16, Q8_0, Q4_0, Q4_K and Q6_K", gpu.ErrUnsupported, name, typ)
+	if !gguf.CanDequantize(typ) {
+		return nil, fmt.Errorf("%w: vulkan: weight %s has type %v, which folio cannot compute with; use a model quantized to F16, Q8_0, Q4_K or Q6_K",
+			gpu.ErrUnsupported, name, typ)
 	}
 	if rows <= 0 || cols <= 0 || cols%typ.BlockSize() != 0 {
 		return nil, fmt.Errorf("vulkan: weight %s: shape [%d, %d] does not fit type %v (rows must be whole blocks of %d)",
@@ -216,8 +238,8 @@ func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data 
 	if int64(len(data)) != int64(rows)*rb {
 		return nil, fmt.Errorf("vulkan: weight %s: %v [%d, %d] takes %d bytes, got %d", name, typ, rows, cols, int64(rows)*rb, len(data))
 	}
-	if rows == 1 && typ != gguf.TypeF32 {
-		f := make([]float32, cols)
+	if uploadType(typ, rows) != typ {
+		f := make([]float32, rows*cols)
 		if err := gguf.Dequantize(typ, data, f); err != nil {
 			return nil, fmt.Errorf("vulkan: weight %s: %w", name, err)
 		}

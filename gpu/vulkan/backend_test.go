@@ -37,26 +37,12 @@ func open(t *testing.T, opt Options) *Backend {
 	return b
 }
 
-// unsupported reports whether a conformance case needs what the backend
-// lacks: weights of Q5_K and MXFP4, Embed of K-quants.
-func unsupported(op string) bool {
-	return strings.Contains(op, "Q5_K") || strings.Contains(op, "MXFP4") || strings.HasPrefix(op, "Embed Q4_K") || strings.HasPrefix(op, "Embed Q6_K")
-}
-
-// The conformance cases of every op and type the backend has (attention
-// with its options, the experts' plain ops among them), against the CPU,
-// with tensors in mapped memory (lavapipe's, an integrated GPU's) and
-// through the staging buffer (a discrete GPU's path).
+// Every conformance case (attention with its options, the experts' plain
+// ops among them) against the CPU, with tensors in mapped memory
+// (lavapipe's, an integrated GPU's) and through the staging buffer (a
+// discrete GPU's path).
 func TestConformance(t *testing.T) {
-	var cases []conformance.Case
-	for _, c := range conformance.Cases(5) {
-		if !unsupported(c.Op) {
-			cases = append(cases, c)
-		}
-	}
-	if len(cases) < 90 {
-		t.Fatalf("%d cases for the backend's ops", len(cases))
-	}
+	cases := conformance.Cases(5)
 	ref := cpu.New(1)
 	defer ref.Close()
 	for _, staging := range []bool{false, true} {
@@ -72,6 +58,7 @@ func TestConformance(t *testing.T) {
 					}
 				}
 			}
+			t.Logf("%d of %d cases", len(run), len(cases))
 			for _, r := range conformance.Check(ref, b, run) {
 				if !r.Pass() {
 					t.Errorf("%-50s NMSE %.3g (tolerance %.0e) %s", r.Op, r.NMSE, r.Tol, r.Err)
@@ -81,13 +68,42 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// A weight of a type the kernels do not read is refused with
-// gpu.ErrUnsupported, not computed wrongly.
-func TestWeightUnsupported(t *testing.T) {
+// A weight of a type the kernels do not read but models/gguf decodes
+// loads as F32 and multiplies as the CPU does; a type gguf cannot decode
+// is refused with gpu.ErrUnsupported, not computed wrongly.
+func TestWeightTypes(t *testing.T) {
 	b := open(t, Options{})
-	data := gpu.QuantizeRows(gguf.TypeQ5_K, 2, 256, make([]float32, 512))
-	if _, err := b.Weight("w", gguf.TypeQ5_K, 2, 256, data); !errors.Is(err, gpu.ErrUnsupported) {
-		t.Errorf("Q5_K weight: %v, want gpu.ErrUnsupported", err)
+	ref := cpu.New(1)
+	defer ref.Close()
+	const n, k, m = 3, 256, 37
+	x := make([]float32, n*k)
+	v := make([]float32, m*k)
+	for i := range x {
+		x[i] = float32(i%19)/19 - 0.5
+	}
+	for i := range v {
+		v[i] = float32(i%23)/46 - 0.25
+	}
+	for _, typ := range []gguf.TensorType{gguf.TypeBF16, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K} {
+		data := gpu.QuantizeRows(typ, m, k, v)
+		w, err := b.Weight("w", typ, m, k, data)
+		if err != nil {
+			t.Fatalf("%v weight: %v", typ, err)
+		}
+		if w.Type() != gguf.TypeF32 || WeightBytes(typ, m, k) != 4*m*k {
+			t.Errorf("%v weight kept as %v, WeightBytes %d; want F32, %d", typ, w.Type(), WeightBytes(typ, m, k), 4*m*k)
+		}
+		run := func(be gpu.Backend, w gpu.Tensor) []float32 {
+			dst := gpu.Activation(be, n, m, make([]float32, n*m))
+			be.MatMul(dst, gpu.Activation(be, n, k, x), w)
+			return gpu.Values(be, dst)
+		}
+		if e := gpu.NMSE(run(b, w), run(ref, gpu.WeightOf(ref, typ, m, k, data))); e > 1e-6 {
+			t.Errorf("%v weight: MatMul NMSE %.3g against the CPU", typ, e)
+		}
+	}
+	if _, err := b.Weight("w", gguf.TypeIQ2_XXS, 2, 256, make([]byte, 2*gguf.TypeIQ2_XXS.RowBytes(256))); !errors.Is(err, gpu.ErrUnsupported) {
+		t.Errorf("IQ2_XXS weight: %v, want gpu.ErrUnsupported", err)
 	}
 }
 

@@ -27,15 +27,16 @@
 // the call that passes them.
 //
 // Backend is a gpu.Backend: Add, RMSNorm, SiLUMul, Softmax, Rope (angles
-// computed on the host by gpu.Rope.Angles and uploaded), Embed, Gather,
-// Scale, Softcap, GELUMul, SwiGLUOAI, LayerNorm, MatMul of F32, F16,
-// Q8_0, Q4_0, Q4_K and Q6_K weights (Embed of the first four) with the
-// dequantization inside the kernel, the paged K/V pool (F16 or F32, laid
-// out as gpu/cpu's) with WriteKV, CopyBlocks and gpu.BlockIO, and paged
-// attention through block tables with every AttnOpts option. Weights of
-// other types are refused with gpu.ErrUnsupported. Nothing selects it
-// yet (FOLIO_GPU knows cpu and cuda): tests run the conformance cases on
-// it.
+// computed on the host by gpu.Rope.Angles and uploaded), Gather, Scale,
+// Softcap, GELUMul, SwiGLUOAI, LayerNorm, MatMul and Embed of F32, F16,
+// Q8_0, Q4_0, Q4_K, Q5_K, Q6_K and MXFP4 weights with the dequantization
+// inside the kernel, the paged K/V pool (F16 or F32, laid out as
+// gpu/cpu's) with WriteKV, CopyBlocks and gpu.BlockIO, and paged attention
+// through block tables with every AttnOpts option. Weights of the other
+// types models/gguf decodes (BF16, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K) are
+// decoded to F32 at upload (WeightBytes counts them so); a type it cannot
+// decode is refused with gpu.ErrUnsupported. Nothing selects it yet
+// (FOLIO_GPU knows cpu and cuda): tests run the conformance cases on it.
 //
 // A Backend is used by one goroutine at a time (gpu.Backend's rule).
 package vulkan

@@ -20,14 +20,15 @@ func (b *Backend) Gather(dst, x gpu.Tensor, rows []int32) {
 	b.getRows("Gather", dst, x, rows, &b.rows)
 }
 
-// getRowsTypes are the table types getrows.comp reads, by its typ code.
-var getRowsTypes = map[gguf.TensorType]uint32{gguf.TypeF32: 0, gguf.TypeF16: 1, gguf.TypeQ8_0: 8, gguf.TypeQ4_0: 2}
+// getRowsTypes are the table types getrows.comp reads: every type a
+// weight keeps on the device (matmulTypes). Its typ code is the GGUF id.
+var getRowsTypes = map[gguf.TensorType]bool{gguf.TypeF32: true, gguf.TypeF16: true, gguf.TypeQ8_0: true, gguf.TypeQ4_0: true,
+	gguf.TypeQ4_K: true, gguf.TypeQ5_K: true, gguf.TypeQ6_K: true, gguf.TypeMXFP4: true}
 
 func (b *Backend) getRows(op string, dst, table gpu.Tensor, ids []int32, buf *intBuf) {
 	vd, vt := b.act(dst), b.tensor(table)
 	checkShape(op, "dst", vd, len(ids), vt.cols)
-	typ, ok := getRowsTypes[vt.typ]
-	if !ok {
+	if !getRowsTypes[vt.typ] {
 		panic(fmt.Sprintf("vulkan: %s: table %v has no kernel", op, vt))
 	}
 	for i, id := range ids {
@@ -40,7 +41,7 @@ func (b *Backend) getRows(op string, dst, table gpu.Tensor, ids []int32, buf *in
 	}
 	ib := b.putInts(buf, ids, op+" ids")
 	n := int64(len(ids)) * int64(vt.cols)
-	b.dispatch(kGetRows, b.grid(ceilDiv(n, elementwiseGroup), 1), []uint32{uint32(n), uint32(vt.cols), uint32(vt.rowBytes), typ},
+	b.dispatch(kGetRows, b.grid(ceilDiv(n, elementwiseGroup), 1), []uint32{uint32(n), uint32(vt.cols), uint32(vt.rowBytes), uint32(vt.typ)},
 		vt.buf, ib, vd.buf)
 }
 

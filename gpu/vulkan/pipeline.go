@@ -37,6 +37,8 @@ const (
 	kMatMulQ4_0
 	kMatMulQ4_K
 	kMatMulQ6_K
+	kMatMulQ5_K
+	kMatMulMXFP4
 	kWriteKV
 	kAttention
 	numKernels
@@ -49,25 +51,27 @@ var kernelTable = [numKernels]struct {
 	name           string
 	bindings, push int
 }{
-	kAdd:        {"add", 3, 3},
-	kRMSNorm:    {"rmsnorm", 3, 3},
-	kSiLUMul:    {"silumul", 3, 1},
-	kSoftmax:    {"softmax", 1, 2},
-	kMatMulF32:  {"matmul_f32", 3, 4},
-	kMatMulF16:  {"matmul_f16", 3, 4},
-	kMatMulQ8_0: {"matmul_q8_0", 3, 4},
-	kGetRows:    {"getrows", 3, 4},
-	kScale:      {"scale", 2, 2},
-	kSoftcap:    {"softcap", 1, 3},
-	kGELUMul:    {"gelumul", 3, 2},
-	kSwiGLUOAI:  {"swigluoai", 3, 3},
-	kLayerNorm:  {"layernorm", 4, 5},
-	kRope:       {"rope", 2, 5},
-	kMatMulQ4_0: {"matmul_q4_0", 3, 4},
-	kMatMulQ4_K: {"matmul_q4_k", 3, 4},
-	kMatMulQ6_K: {"matmul_q6_k", 3, 4},
-	kWriteKV:    {"writekv", 4, 7},
-	kAttention:  {"attention", 6, 12},
+	kAdd:         {"add", 3, 3},
+	kRMSNorm:     {"rmsnorm", 3, 3},
+	kSiLUMul:     {"silumul", 3, 1},
+	kSoftmax:     {"softmax", 1, 2},
+	kMatMulF32:   {"matmul_f32", 3, 4},
+	kMatMulF16:   {"matmul_f16", 3, 4},
+	kMatMulQ8_0:  {"matmul_q8_0", 3, 4},
+	kGetRows:     {"getrows", 3, 4},
+	kScale:       {"scale", 2, 2},
+	kSoftcap:     {"softcap", 1, 3},
+	kGELUMul:     {"gelumul", 3, 2},
+	kSwiGLUOAI:   {"swigluoai", 3, 3},
+	kLayerNorm:   {"layernorm", 4, 5},
+	kRope:        {"rope", 2, 5},
+	kMatMulQ4_0:  {"matmul_q4_0", 3, 4},
+	kMatMulQ4_K:  {"matmul_q4_k", 3, 4},
+	kMatMulQ6_K:  {"matmul_q6_k", 3, 4},
+	kMatMulQ5_K:  {"matmul_q5_k", 3, 4},
+	kMatMulMXFP4: {"matmul_mxfp4", 3, 4},
+	kWriteKV:     {"writekv", 4, 7},
+	kAttention:   {"attention", 6, 12},
 }
 
 func (k kernel) String() string { return kernelTable[k].name }
