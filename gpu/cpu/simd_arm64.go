@@ -2,46 +2,17 @@
 
 package cpu
 
-// #cgo CFLAGS: -O3
-// #cgo LDFLAGS: -lm
 // #include "simd.h"
 import "C"
 
-import (
-	"unsafe"
-
-	"folio/gpu"
-)
+import "folio/gpu"
 
 // On arm64 the NEON level has the matmuls (simd_neon.c), on the
 // activation formats the x86 kernels read (xquant.go), attention
 // (simd_neon_attn.c) and RMSNorm, Add, softmax and SiLU·mul
-// (simd_neon_ops.c); its kernel table (kernels.go) runs the other ops in
-// Go, so the functions below that panic are never reached.
-
-func detectLevel() simdLevel { return simdLevel(C.folio_cpu_level()) }
-
-// quantizeX writes n rows of x (k elements, xstride apart) into out in
-// kind's activation format, ostride bytes apart. One cgo call.
-func quantizeX(kind kernelKind, x []float32, xstride, n, k int, out []byte, ostride int) {
-	_ = x[(n-1)*xstride+k-1]
-	_ = out[(n-1)*ostride+xRowBytes(kind, k)-1]
-	C.folio_quantize(C.int(kind), (*C.float)(unsafe.Pointer(&x[0])), C.int64_t(xstride), C.int(n), C.int(k),
-		(*C.uint8_t)(unsafe.Pointer(&out[0])), C.int64_t(ostride))
-}
-
-// matmulX sets dst[i·dstride + r] = w row r · x row i for r < rows and
-// i < nx: rows weight rows of wstride bytes from w, nx activation rows of
-// kind's format, xstride bytes apart, from x (64-byte aligned). One cgo
-// call.
-func matmulX(kind kernelKind, l simdLevel, w []byte, wstride, rows int, x []byte, xstride, nx, k int, dst []float32, dstride int) {
-	_ = w[(rows-1)*wstride+wstride-1]
-	_ = x[(nx-1)*xstride+xRowBytes(kind, k)-1]
-	_ = dst[(nx-1)*dstride+rows-1]
-	C.folio_matmul(C.int(kind), C.int(l), (*C.uint8_t)(unsafe.Pointer(&w[0])), C.int64_t(wstride), C.int(rows),
-		(*C.uint8_t)(unsafe.Pointer(&x[0])), C.int64_t(xstride), C.int(nx), C.int(k),
-		(*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(dstride))
-}
+// (simd_neon_ops.c), whose wrappers simd_cgo.go shares with amd64; its
+// kernel table (kernels.go) runs the other ops in Go, so the functions
+// below that panic are never reached.
 
 func matmulPackedX(kernelKind, simdLevel, []byte, int, int, int, []byte, int, int, int, []float32, int) {
 	panic("cpu: no packed matmul at the NEON level")
@@ -51,67 +22,8 @@ func readSum(p []byte) uint64 { return readSumGo(p) }
 
 func argmaxX(_ simdLevel, x []float32) int { return gpu.ArgMax(x) }
 
-// attnTile is a tile of rows as the kernels read it (simd.h's folio_tile):
-// its first row of q and out, its row count, the position of that row and
-// where its sequence's block table starts in simdAttentionTask.blocks.
-type attnTile = C.folio_tile
-
-func newAttnTile(row, rows, pos, blocks int32) attnTile {
-	return attnTile{row: C.int32_t(row), rows: C.int32_t(rows), pos: C.int32_t(pos), blocks: C.int32_t(blocks)}
-}
-
-// attentionX runs units lo … hi-1 of SIMD attention (simd_neon_attn.c)
-// in one cgo call, as simd_cgo.go's attentionX does.
-func attentionX(l simdLevel, tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind kvKind,
-	blocks []int32, bs, kvheads int, o gpu.AttnOpts, sinks, out, scratch []float32) {
-	_ = tiles[(hi-1)/kvheads]
-	var ps *C.float
-	if sinks != nil {
-		_ = sinks[kvheads*g-1]
-		ps = (*C.float)(unsafe.Pointer(&sinks[0]))
-	}
-	C.folio_attention(C.int(l), C.folio_attn{
-		tiles: &tiles[0], q: (*C.float)(unsafe.Pointer(&q[0])), out: (*C.float)(unsafe.Pointer(&out[0])),
-		scratch: (*C.float)(unsafe.Pointer(&scratch[0])), kl: kl, vl: vl, blocks: (*C.int32_t)(unsafe.Pointer(&blocks[0])), sinks: ps,
-		qstride: C.int64_t(qstride), g: C.int(g), d: C.int(d), kt: C.int(kind), bs: C.int(bs), kvheads: C.int(kvheads),
-		window: C.int(o.Window), scale: C.float(o.Scale), cap: C.float(o.SoftCap),
-	}, C.int(lo), C.int(hi))
-}
-
-// siluMulX: dst = silu(gate) · up over len(dst) elements. One cgo call.
-func siluMulX(l simdLevel, gate, up, dst []float32) {
-	n := len(dst)
-	_, _ = gate[n-1], up[n-1]
-	C.folio_silu_mul(C.int(l), (*C.float)(unsafe.Pointer(&gate[0])), (*C.float)(unsafe.Pointer(&up[0])),
-		(*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(n))
-}
-
 func ropeX(bool, []float32, []float32, int, int, int) {
 	panic("cpu: no SIMD rope at the NEON level")
-}
-
-// rmsNormX normalizes len(y)/g runs of g elements of x into y (which may
-// be x), times w. One cgo call.
-func rmsNormX(l simdLevel, x, w, y []float32, g int, eps float32) {
-	n := len(y) / g
-	_, _ = x[n*g-1], w[g-1]
-	C.folio_rmsnorm(C.int(l), (*C.float)(unsafe.Pointer(&x[0])), (*C.float)(unsafe.Pointer(&w[0])),
-		(*C.float)(unsafe.Pointer(&y[0])), C.int64_t(n), C.int(g), C.float(eps))
-}
-
-// addX sets the len(y)/c rows of y to a + b, b's rows bstride apart (0:
-// one row for all). One cgo call.
-func addX(l simdLevel, a, b, y []float32, c, bstride int) {
-	n := len(y) / c
-	_, _ = a[n*c-1], b[(n-1)*bstride+c-1]
-	C.folio_add(C.int(l), (*C.float)(unsafe.Pointer(&a[0])), (*C.float)(unsafe.Pointer(&b[0])),
-		(*C.float)(unsafe.Pointer(&y[0])), C.int64_t(n), C.int64_t(c), C.int64_t(bstride))
-}
-
-// softmaxX replaces each of the len(x)/c rows of x by its softmax. One cgo
-// call.
-func softmaxX(l simdLevel, x []float32, c int) {
-	C.folio_softmax(C.int(l), (*C.float)(unsafe.Pointer(&x[0])), C.int64_t(len(x)/c), C.int64_t(c))
 }
 
 func writeKVX([]float32, []float32, []int32, []uint16, []uint16, int, int, int) {
@@ -122,12 +34,8 @@ func writeKVQ8X([]float32, []float32, []int32, []byte, []byte, int, int, int) {
 	panic("cpu: no SIMD K/V store at the NEON level")
 }
 
-// The Go names of the C side's enums (simd.h): a mismatch is an index out
-// of range, which does not compile.
+// The Go name of the NEON level (simd.h).
 func _() {
 	var x [1]int
-	_ = x[kindQ8_0-C.KIND_Q8_0] + x[kindQ4_0-C.KIND_Q4_0] + x[kindQ4_K-C.KIND_Q4_K] + x[kindQ6_K-C.KIND_Q6_K] + x[kindF16-C.KIND_F16] + x[kindMXFP4-C.KIND_MXFP4]
-	_ = x[C.KIND_Q8_0-kindQ8_0] + x[C.KIND_Q4_0-kindQ4_0] + x[C.KIND_Q4_K-kindQ4_K] + x[C.KIND_Q6_K-kindQ6_K] + x[C.KIND_F16-kindF16] + x[C.KIND_MXFP4-kindMXFP4]
-	_ = x[kvF32-C.KV_F32] + x[kvF16-C.KV_F16] + x[kvQ8-C.KV_Q8] + x[C.KV_F32-kvF32] + x[C.KV_F16-kvF16] + x[C.KV_Q8-kvQ8]
 	_ = x[levelScalar-C.LEVEL_SCALAR] + x[levelNEON-C.LEVEL_NEON] + x[C.LEVEL_SCALAR-levelScalar] + x[C.LEVEL_NEON-levelNEON]
 }

@@ -1,6 +1,11 @@
-//go:build amd64 && cgo
+//go:build cgo && (amd64 || arm64)
 
 package cpu
+
+// The cgo wrappers that amd64 and arm64 share: the C functions behind them
+// exist at every level of both (simd_quant.c and simd_neon.c, simd_ops.c
+// and simd_neon_ops.c, simd_attn.c and simd_neon_attn.c). Those of one
+// architecture only are in simd_amd64.go and simd_arm64.go.
 
 // #cgo CFLAGS: -O3
 // #cgo LDFLAGS: -lm
@@ -24,14 +29,6 @@ func quantizeX(kind kernelKind, x []float32, xstride, n, k int, out []byte, ostr
 		(*C.uint8_t)(unsafe.Pointer(&out[0])), C.int64_t(ostride))
 }
 
-// argmaxX is gpu.ArgMax of x, one cgo call at AVX2 and AVX-512.
-func argmaxX(l simdLevel, x []float32) int {
-	if l < levelAVX2 || len(x) == 0 {
-		return gpu.ArgMax(x)
-	}
-	return int(C.folio_argmax(C.int(l), (*C.float)(unsafe.Pointer(&x[0])), C.int64_t(len(x))))
-}
-
 // matmulX sets dst[i·dstride + r] = w row r · x row i for r < rows and
 // i < nx: rows weight rows of wstride bytes from w, nx activation rows of
 // kind's format, xstride bytes apart, from x (64-byte aligned). One cgo
@@ -45,26 +42,6 @@ func matmulX(kind kernelKind, l simdLevel, w []byte, wstride, rows int, x []byte
 		(*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(dstride))
 }
 
-// matmulPackedX sets dst[i·dstride + r] = w row r · x row i for r < rows
-// and i < nx: w holds ⌈rows/packRows⌉ groups of nb blocks of kind's packed
-// layout (repack.go), group bytes apart, 64-byte aligned. One cgo call.
-func matmulPackedX(kind kernelKind, l simdLevel, w []byte, group, nb, rows int, x []byte, xstride, nx, k int, dst []float32, dstride int) {
-	_ = w[((rows+packRows-1)/packRows)*group-1]
-	_ = x[(nx-1)*xstride+xRowBytes(kind, k)-1]
-	_ = dst[(nx-1)*dstride+rows-1]
-	C.folio_matmul_packed(C.int(kind), C.int(l), (*C.uint8_t)(unsafe.Pointer(&w[0])), C.int64_t(group), C.int(nb), C.int(rows),
-		(*C.uint8_t)(unsafe.Pointer(&x[0])), C.int64_t(xstride), C.int(nx), (*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(dstride))
-}
-
-// readSum sums the bytes of p (len a multiple of 128, 32-byte aligned) in
-// 64-bit lanes, at the speed of memory.
-func readSum(p []byte) uint64 {
-	if bestLevel < levelAVX2 {
-		return readSumGo(p)
-	}
-	return uint64(C.folio_read_sum((*C.uint8_t)(unsafe.Pointer(&p[0])), C.int64_t(len(p))))
-}
-
 // attnTile is a tile of rows as the kernels read it (simd.h's folio_tile):
 // its first row of q and out, its row count, the position of that row and
 // where its sequence's block table starts in simdAttentionTask.blocks.
@@ -75,19 +52,18 @@ func newAttnTile(row, rows, pos, blocks int32) attnTile {
 }
 
 // The Go names of the C side's enums and sizes (simd.h): a mismatch is an
-// index out of range, which does not compile.
+// index out of range, which does not compile. The levels are checked in
+// simd_amd64.go and simd_arm64.go.
 func _() {
 	var x [1]int
 	_ = x[kindQ8_0-C.KIND_Q8_0] + x[kindQ4_0-C.KIND_Q4_0] + x[kindQ4_K-C.KIND_Q4_K] + x[kindQ6_K-C.KIND_Q6_K] + x[kindF16-C.KIND_F16] + x[kindMXFP4-C.KIND_MXFP4]
 	_ = x[C.KIND_Q8_0-kindQ8_0] + x[C.KIND_Q4_0-kindQ4_0] + x[C.KIND_Q4_K-kindQ4_K] + x[C.KIND_Q6_K-kindQ6_K] + x[C.KIND_F16-kindF16] + x[C.KIND_MXFP4-kindMXFP4]
-	_ = x[levelScalar-C.LEVEL_SCALAR] + x[levelAVX2-C.LEVEL_AVX2] + x[levelAVXVNNI-C.LEVEL_AVXVNNI] + x[levelAVX512-C.LEVEL_AVX512]
-	_ = x[C.LEVEL_SCALAR-levelScalar] + x[C.LEVEL_AVX2-levelAVX2] + x[C.LEVEL_AVXVNNI-levelAVXVNNI] + x[C.LEVEL_AVX512-levelAVX512]
 	_ = x[kvF32-C.KV_F32] + x[kvF16-C.KV_F16] + x[kvQ8-C.KV_Q8] + x[C.KV_F32-kvF32] + x[C.KV_F16-kvF16] + x[C.KV_Q8-kvQ8]
 	_ = x[q8Bytes-C.Q8_0_BYTES] + x[C.Q8_0_BYTES-q8Bytes]
 }
 
-// attentionX runs units lo … hi-1 of SIMD attention (simd_attn.c) in one
-// cgo call: unit u is K/V head u % kvheads, with its g query heads, of the
+// attentionX runs units lo … hi-1 of SIMD attention (simd_attn.c, at the
+// NEON level simd_neon_attn.c) in one cgo call: unit u is K/V head u % kvheads, with its g query heads, of the
 // tile of rows tiles[u/kvheads]. The caller has checked the tiles against
 // q, out and blocks; kl and vl are the layer's K and V, of kind
 // (KVCache.kvKind: float32s, halves or Q8_0 blocks); scratch holds
@@ -118,20 +94,6 @@ func siluMulX(l simdLevel, gate, up, dst []float32) {
 		(*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(n))
 }
 
-// ropeX rotates the rows of x (c elements each) by their angles in cs:
-// each hd-element head's first dims elements, by adjacent pairs (2i,
-// 2i+1), or by NeoX's (i, i + dims/2). One cgo call.
-func ropeX(neox bool, cs, x []float32, c, hd, dims int) {
-	n := len(x) / c
-	_ = cs[n*dims-1]
-	pcs, px := (*C.float)(unsafe.Pointer(&cs[0])), (*C.float)(unsafe.Pointer(&x[0]))
-	if neox {
-		C.folio_rope_neox(pcs, px, C.int64_t(n), C.int64_t(c), C.int(hd), C.int(dims))
-		return
-	}
-	C.folio_rope_pairs(pcs, px, C.int64_t(n), C.int64_t(c), C.int(hd), C.int(dims))
-}
-
 // rmsNormX normalizes len(y)/g runs of g elements of x into y (which may
 // be x), times w. One cgo call.
 func rmsNormX(l simdLevel, x, w, y []float32, g int, eps float32) {
@@ -154,25 +116,4 @@ func addX(l simdLevel, a, b, y []float32, c, bstride int) {
 // call.
 func softmaxX(l simdLevel, x []float32, c int) {
 	C.folio_softmax(C.int(l), (*C.float)(unsafe.Pointer(&x[0])), C.int64_t(len(x)/c), C.int64_t(c))
-}
-
-// writeKVX stores rows of k and v (len(slots) rows of kvheads·d) as halves
-// at their slots of a layer's K and V (kd, vd). One cgo call.
-func writeKVX(k, v []float32, slots []int32, kd, vd []uint16, bs, kvheads, d int) {
-	n := len(slots)
-	_, _ = k[n*kvheads*d-1], v[n*kvheads*d-1]
-	C.folio_write_kv_f16((*C.float)(unsafe.Pointer(&k[0])), (*C.float)(unsafe.Pointer(&v[0])), C.int(n),
-		(*C.int32_t)(unsafe.Pointer(&slots[0])), (*C.uint16_t)(unsafe.Pointer(&kd[0])), (*C.uint16_t)(unsafe.Pointer(&vd[0])),
-		C.int(bs), C.int(kvheads), C.int(d))
-}
-
-// writeKVQ8X stores rows of k and v (len(slots) rows of kvheads·d, d a
-// multiple of 32) as Q8_0 blocks at their slots of a layer's K and V (kd,
-// vd). One cgo call.
-func writeKVQ8X(k, v []float32, slots []int32, kd, vd []byte, bs, kvheads, d int) {
-	n := len(slots)
-	_, _ = k[n*kvheads*d-1], v[n*kvheads*d-1]
-	C.folio_write_kv_q8((*C.float)(unsafe.Pointer(&k[0])), (*C.float)(unsafe.Pointer(&v[0])), C.int(n),
-		(*C.int32_t)(unsafe.Pointer(&slots[0])), (*C.uint8_t)(unsafe.Pointer(&kd[0])), (*C.uint8_t)(unsafe.Pointer(&vd[0])),
-		C.int(bs), C.int(kvheads), C.int(d))
 }
