@@ -15,10 +15,13 @@ import (
 func newGPUCmd() *cobra.Command {
 	g := &cobra.Command{
 		Use:   "gpu",
-		Short: "The NVIDIA GPU: its devices, and a check of folio's kernels on it",
+		Short: "The GPUs: their devices, and a check of folio's kernels on them",
 		Long: "folio runs on an NVIDIA GPU when the driver (libcuda.so.1) and the CUDA toolkit's\n" +
-			"NVRTC load at run time; FOLIO_GPU=cpu|cuda|auto chooses (auto, the default, uses the\n" +
-			"GPU when it can and says, with each load, why not otherwise).",
+			"NVRTC load at run time, and on any GPU with a Vulkan driver (libvulkan.so.1).\n" +
+			"FOLIO_GPU=cpu|cuda|vulkan|auto chooses (auto, the default, uses CUDA, else a Vulkan\n" +
+			"GPU, when it can and says, with each load, why not otherwise; a Vulkan device that is\n" +
+			"the CPU itself, such as Mesa's lavapipe, only when FOLIO_GPU=vulkan or\n" +
+			"FOLIO_VULKAN_DEVICE names it). A GPU is checked against the CPU on its first load.",
 	}
 	g.AddCommand(&cobra.Command{
 		Use:   "info",

@@ -8,6 +8,7 @@ import (
 
 	"folio/gpu"
 	"folio/gpu/cuda"
+	"folio/gpu/place"
 	"folio/internal/loadgen"
 )
 
@@ -70,7 +71,7 @@ func benchGPU(model string, prompt, gen, repeat int) (*gpuReport, error) {
 	be := m.Arch.Backend()
 	dev, ok := be.(*cuda.Backend)
 	rep := &gpuReport{Model: model, Prompt: prompt, Gen: gen, Repeat: repeat, ModelBytes: decodeBytes(m, m.Bytes.Weights)}
-	if s, split := be.(*cuda.Split); split {
+	if s, split := be.(*place.Split); split {
 		dev, ok = s.Device().(*cuda.Backend)
 		rep.Split = fmt.Sprintf("%d of %d layers on the GPU, the rest on the CPU", s.OnDevice(), m.Arch.Layers)
 	}

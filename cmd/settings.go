@@ -19,7 +19,7 @@ import (
 // The libraries read no environment: cmd reads the settings of
 // internal/envconfig's table here and passes what they say as options.
 
-// gpuSetting is FOLIO_GPU: cpu, cuda or auto (the default, "").
+// gpuSetting is FOLIO_GPU: cpu, cuda, vulkan or auto (the default, "").
 func gpuSetting() string { return envconfig.Get("FOLIO_GPU") }
 
 // modelsPath is FOLIO_MODELS_PATH's folders.
@@ -28,14 +28,12 @@ func modelsPath() []string { return filepath.SplitList(envconfig.Get("FOLIO_MODE
 // locate is models.LocateIn over FOLIO_MODELS_PATH.
 func locate(name string) (string, error) { return models.LocateIn(name, modelsPath()) }
 
-// cudaOptions are the GPU backend's options the settings give: the kernel
+// cudaOptions are the CUDA backend's options the settings give: the kernel
 // cache in FOLIO_HOME (else the user's cache folder), FOLIO_CUDA_SYNC,
-// FOLIO_CUDA_GRAPHS, the toolkit's folders, and the first-run check of a
-// device (gpu/vet), whose verdicts FOLIO_HOME keeps.
+// FOLIO_CUDA_GRAPHS and the toolkit's folders.
 func cudaOptions() cuda.Options {
 	opt := cuda.Options{Sync: envconfig.Get("FOLIO_CUDA_SYNC") == "1", Graphs: envconfig.Get("FOLIO_CUDA_GRAPHS") == "1",
-		Toolkit: []string{envconfig.Get("FOLIO_CUDA_PATH"), envconfig.Get("CUDA_HOME"), envconfig.Get("CUDA_PATH")},
-		Vet:     deviceChecker().Check}
+		Toolkit: []string{envconfig.Get("FOLIO_CUDA_PATH"), envconfig.Get("CUDA_HOME"), envconfig.Get("CUDA_PATH")}}
 	if h := envconfig.Get("FOLIO_HOME"); h != "" {
 		opt.CacheDir = filepath.Join(h, "cache", "cuda")
 	}
@@ -59,9 +57,11 @@ func vulkanOptions() vulkan.Options {
 	return vulkan.Options{Device: envconfig.Get("FOLIO_VULKAN_DEVICE")}
 }
 
-// withDevice is opt with the device and GPU options the settings give.
+// withDevice is opt with the device and GPU options the settings give,
+// and the first-load check of a GPU (gpu/vet), whose verdicts FOLIO_HOME
+// keeps.
 func withDevice(opt runner.LoadOptions) runner.LoadOptions {
-	opt.Device, opt.CUDA = gpuSetting(), cudaOptions()
+	opt.Device, opt.CUDA, opt.Vulkan, opt.Vet = gpuSetting(), cudaOptions(), vulkanOptions(), deviceChecker().Check
 	return opt
 }
 

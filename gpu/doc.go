@@ -29,7 +29,7 @@
 //   - KVGrower: a K/V pool grown in place, its blocks kept.
 //   - LayerKVCacher: a K/V pool for some of the model's layers (a layer
 //     group's), placed with those layers by a backend that places layers
-//     (cuda.Split).
+//     (place.Split).
 //   - RepackedWeight, of a weight Tensor: the backend holds its own copy,
 //     so the loader releases the file's pages (models/arch).
 //

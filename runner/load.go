@@ -7,6 +7,8 @@ import (
 	"folio/gpu"
 	"folio/gpu/cpu"
 	"folio/gpu/cuda"
+	"folio/gpu/place"
+	"folio/gpu/vulkan"
 	"folio/models/arch"
 	"folio/models/gguf"
 	"folio/models/tokenizer"
@@ -33,10 +35,15 @@ type LoadOptions struct {
 	// load, grown for a request's larger num_ctx up to Model.KVBudget.
 	KVMemory int64
 	Threads  int // CPU threads; default all
-	// Device is where the model computes (FOLIO_GPU): "cpu", "cuda", or
-	// "auto" (the default, ""): the GPU when it can, else the CPU.
+	// Device is where the model computes (FOLIO_GPU): "cpu", "cuda",
+	// "vulkan", or "auto" (the default, ""): a GPU when one can (CUDA
+	// first, then Vulkan), else the CPU.
 	Device string
-	CUDA   cuda.Options // how the GPU's backend is opened (kernel cache, sync, graphs)
+	CUDA   cuda.Options   // how CUDA's backend is opened (kernel cache, sync, graphs)
+	Vulkan vulkan.Options // how Vulkan's is (FOLIO_VULKAN_DEVICE)
+	// Vet is the first-load check of a GPU (gpu/vet's Checker.Check): a
+	// device that fails it is not used. nil: none.
+	Vet place.Vet
 }
 
 // ParseKVType is the K/V cache type a name (f16, q8_0 or f32, any case)
@@ -216,12 +223,12 @@ func kvTypeErr(err error, spec gpu.KVSpec) error {
 	return err
 }
 
-// newBackend is the GPU's backend when opt.Device (cpu, cuda, or auto, the
-// default) allows it: the whole model there, or as many layers as fit
-// with the rest on the CPU; else the CPU's.
+// newBackend is a GPU's backend when opt.Device (cpu, cuda, vulkan, or
+// auto, the default) allows it: the whole model there, or as many layers
+// as fit with the rest on the CPU; else the CPU's.
 func newBackend(f *gguf.File, spec gpu.KVSpec, need *MemoryNeed, opt LoadOptions) (gpu.Backend, string, error) {
-	cn := cuda.NeedOf(f, spec, need.Scratch)
-	g, notice, err := cuda.Choose(opt.Device, opt.CUDA, cn, func() gpu.Backend { return cpu.New(opt.Threads) })
+	kinds := []place.Kind{cuda.Kind(opt.CUDA, f, spec, need.Scratch), vulkan.Kind(opt.Vulkan, f, spec, need.Scratch)}
+	g, notice, err := place.Choose(opt.Device, kinds, func() gpu.Backend { return cpu.New(opt.Threads) }, opt.Vet)
 	if err != nil {
 		return nil, "", err
 	}

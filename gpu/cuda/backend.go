@@ -64,11 +64,6 @@ type Options struct {
 	// Toolkit are folders of the CUDA toolkit (FOLIO_CUDA_PATH, CUDA_HOME,
 	// CUDA_PATH), searched for NVRTC and cuBLAS before the usual places.
 	Toolkit []string
-	// Vet, when set, checks a device Choose opened before any model goes
-	// on it (gpu/vet's Checker.Check, with Identity naming the device): an
-	// error keeps the model off it, on the CPU (an error itself with
-	// FOLIO_GPU=cuda); quiet says the failure was reported before.
-	Vet func(dev gpu.Backend, device string) (quiet bool, err error)
 }
 
 // Identity names the device for gpu/vet: the backend, the device's name and
@@ -325,7 +320,7 @@ func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data 
 	if int64(len(data)) != int64(rows)*rb {
 		return nil, fmt.Errorf("cuda: weight %s: %v [%d, %d] takes %d bytes, got %d", name, typ, rows, cols, int64(rows)*rb, len(data))
 	}
-	if uploadType(typ, rows) != typ { // WeightBytes counts what this uploads
+	if native.UploadType(typ, rows) != typ { // WeightBytes counts what this uploads
 		f := make([]float32, rows*cols)
 		if err := gguf.Dequantize(typ, data, f); err != nil {
 			return nil, fmt.Errorf("cuda: weight %s: %w", name, err)

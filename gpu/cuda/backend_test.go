@@ -10,6 +10,7 @@ import (
 
 	"folio/gpu"
 	"folio/gpu/cpu"
+	"folio/gpu/place"
 	"folio/models/gguf"
 )
 
@@ -291,16 +292,16 @@ func TestBlockIOAndCopyBlocks(t *testing.T) {
 
 func TestNeedFit(t *testing.T) {
 	dev := Device{Name: "Fake H200"}
-	n := Need{Weights: 4 << 30, KV: 1 << 30, Scratch: 256 << 20}
-	if err := n.Fit(dev, n.Total()); err != nil {
+	n := place.Need{Weights: 4 << 30, KV: 1 << 30, Scratch: 256 << 20}
+	if err := n.Fit("cuda", dev.Name, n.Total()); err != nil {
 		t.Errorf("exact fit refused: %v", err)
 	}
-	err := n.Fit(dev, n.Total()-1)
+	err := n.Fit("cuda", dev.Name, n.Total()-1)
 	if !errors.Is(err, gpu.ErrOutOfMemory) || !strings.Contains(err.Error(), "5.75 GiB") || !strings.Contains(err.Error(), "lower num_ctx") {
 		t.Errorf("one byte short: %v", err)
 	}
-	big := Need{Weights: 100 << 30}
-	if err := big.Fit(dev, 80<<30); err == nil || !strings.Contains(err.Error(), "smaller quantization") {
+	big := place.Need{Weights: 100 << 30}
+	if err := big.Fit("cuda", dev.Name, 80<<30); err == nil || !strings.Contains(err.Error(), "smaller quantization") {
 		t.Errorf("weights too large: %v", err)
 	}
 }
@@ -309,16 +310,16 @@ func TestChoose(t *testing.T) {
 	f := newFakeGPU()
 	f.fail["cuInit"] = 100
 	resetDriver(t, func() (*driver, error) { return f.driver(), nil })
-	if b, _, err := Choose("cpu", Options{}, Need{}, nil); b != nil || err != nil {
+	if b, _, err := choose("cpu", place.Need{}, nil, openDefault); b != nil || err != nil {
 		t.Errorf("cpu: %v, %v", b, err)
 	}
-	if b, _, err := Choose("auto", Options{}, Need{}, nil); b != nil || err != nil {
+	if b, _, err := choose("auto", place.Need{}, nil, openDefault); b != nil || err != nil {
 		t.Errorf("auto without a device: %v, %v", b, err)
 	}
-	if _, _, err := Choose("cuda", Options{}, Need{}, nil); !errors.Is(err, ErrNoDriver) || !strings.Contains(err.Error(), "FOLIO_GPU=cuda") {
+	if _, _, err := choose("cuda", place.Need{}, nil, openDefault); !errors.Is(err, ErrNoDriver) || !strings.Contains(err.Error(), "FOLIO_GPU=cuda") {
 		t.Errorf("cuda without a device: %v", err)
 	}
-	if _, _, err := Choose("gpu", Options{}, Need{}, nil); err == nil || !strings.Contains(err.Error(), "use cpu, cuda or auto") {
+	if _, _, err := choose("gpu", place.Need{}, nil, openDefault); err == nil || !strings.Contains(err.Error(), "use cpu, auto, cuda") {
 		t.Errorf("an unknown mode: %v", err)
 	}
 }
@@ -328,7 +329,7 @@ func TestChoose(t *testing.T) {
 // left to the CPU (auto).
 func TestChoosePlacement(t *testing.T) {
 	const gb = 1 << 30
-	need := Need{Weights: 10 * gb, LayerWeights: 8 * gb, Layers: 16, KV: 2 * gb, Scratch: gb / 2}
+	need := place.Need{Weights: 10 * gb, LayerWeights: 8 * gb, Layers: 16, KV: 2 * gb, Scratch: gb / 2}
 	for _, tc := range []struct {
 		mode   string
 		free   int64
@@ -372,7 +373,7 @@ func TestChoosePlacement(t *testing.T) {
 					t.Errorf("%s, %d free: %T, want none", tc.mode, tc.free, be)
 				}
 			default:
-				s, ok := be.(*Split)
+				s, ok := be.(*place.Split)
 				if !ok || s.OnDevice() != tc.onDev {
 					t.Errorf("%s, %d free: %T %v, want %d layers on the GPU", tc.mode, tc.free, be, be, tc.onDev)
 				}

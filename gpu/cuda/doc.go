@@ -20,9 +20,10 @@
 // allocation, laid out as gpu/cpu's (head-major within a block), so a
 // block's bytes are already in gpu.BlockIO's canonical layout.
 //
-// A model that does not fit whole runs as a Split: its first layers on
-// the GPU, the rest on the CPU (place.go computes how many fit, counting
-// each weight as it is uploaded: NeedOf).
+// Kind is CUDA for gpu/place, which opens the device, checks it on its
+// first load and places the model: whole, or split with its first layers
+// on the GPU and the rest on the CPU (place.Split), counting each weight as
+// it is uploaded (NeedOf).
 //
 // Ops are queued on one stream in call order; Download and the BlockIO
 // calls wait for it. A failing driver call inside an op panics with the

@@ -20,6 +20,7 @@ import (
 	"folio/gpu"
 	"folio/gpu/conformance"
 	"folio/gpu/cpu"
+	"folio/gpu/place"
 	"folio/internal/fixtures"
 	"folio/models/gguf"
 	"folio/models/synth"
@@ -208,7 +209,7 @@ func TestGemmaOnTheEmulator(t *testing.T) {
 func TestSplitOnTheEmulator(t *testing.T) {
 	dev, ref, _ := emuPair(t)
 	host := cpu.New(2)
-	s := NewSplit(dev, host, 1)
+	s := place.NewSplit(dev, host, 1)
 	defer host.Close()
 	g, err := conformance.CheckGeneration(synthModel(t, "llama", gguf.TypeQ8_0, 2), ref, s, 3)
 	if err != nil {
@@ -263,7 +264,7 @@ func TestMoEOnTheEmulator(t *testing.T) {
 		for _, c := range []struct {
 			name string
 			be   gpu.Backend
-		}{{"device", dev}, {"split", NewSplit(dev, host, 1)}} {
+		}{{"device", dev}, {"split", place.NewSplit(dev, host, 1)}} {
 			g, err := conformance.CheckGeneration(path, ref, c.be, 4)
 			if err != nil {
 				t.Fatal(err)
@@ -293,7 +294,7 @@ func TestGptossOnTheEmulator(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		be   gpu.Backend
-	}{{"device", dev}, {"split", NewSplit(dev, host, 1)}} {
+	}{{"device", dev}, {"split", place.NewSplit(dev, host, 1)}} {
 		g, err := conformance.CheckGeneration(path, ref, c.be, 6)
 		if err != nil {
 			t.Fatal(err)

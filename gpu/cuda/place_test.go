@@ -9,6 +9,7 @@ import (
 
 	"folio/gpu"
 	"folio/gpu/cpu"
+	"folio/gpu/place"
 	"folio/models/arch"
 	"folio/models/gguf"
 	"folio/models/synth"
@@ -85,7 +86,7 @@ func TestNeedOfCountsWhatIsUploaded(t *testing.T) {
 	spec := gpu.KVSpec{Layers: 1, Blocks: 4, BlockSize: 16, KVHeads: 2, HeadDim: 64, Type: gguf.TypeF16}
 	got := NeedOf(f, spec, 12345)
 	layers := int64(1024 + 64*1024 + 300*272)
-	want := Need{Weights: 1000*210 + layers + 200*144, KV: spec.Bytes(), Scratch: 12345, BLAS: 4 * 300 * 256,
+	want := place.Need{Weights: 1000*210 + layers + 200*144, KV: spec.Bytes(), Scratch: 12345, BLAS: 4 * 300 * 256,
 		Layers: 1, LayerWeights: layers, KVSpec: spec}
 	if got != want {
 		t.Errorf("NeedOf\n got %+v\nwant %+v", got, want)
@@ -128,15 +129,15 @@ func chooseAsUploaded(t *testing.T, typ gguf.TensorType) {
 	var file, up, upLayers int64 // the file's bytes; the weights as Weight uploads them
 	for _, ti := range f.Tensors {
 		file += ti.Bytes
-		n := WeightBytes(ti.Type, tensorRows(&ti), int(ti.Shape[0]))
+		n := WeightBytes(ti.Type, int(ti.Elements())/int(ti.Shape[0]), int(ti.Shape[0]))
 		up += n
 		if strings.HasPrefix(ti.Name, "blk.") {
 			upLayers += n
 		}
 	}
 	// Free memory for all but a layer and a half of the weights as uploaded.
-	free := up + need.KV + need.Scratch + need.BLAS + Reserve - 3*upLayers/2/int64(ac.Layers)
-	if typ == gguf.TypeBF16 && file+need.KV+need.Scratch+Reserve > free {
+	free := up + need.KV + need.Scratch + need.BLAS + place.Reserve - 3*upLayers/2/int64(ac.Layers)
+	if typ == gguf.TypeBF16 && file+need.KV+need.Scratch+place.Reserve > free {
 		t.Fatalf("the file's %d bytes do not fit in %d: the test does not show the case", file, free)
 	}
 	fg, c := newFakeGPU(), &fakeCompiler{}
@@ -155,7 +156,7 @@ func chooseAsUploaded(t *testing.T, typ gguf.TensorType) {
 		t.Fatal(err)
 	}
 	defer be.Close()
-	s, ok := be.(*Split)
+	s, ok := be.(*place.Split)
 	if !ok || s.OnDevice() != need.Layers-2 {
 		t.Fatalf("%T, want a split with %d of %d layers on the GPU", be, need.Layers-2, need.Layers)
 	}
@@ -175,10 +176,10 @@ func chooseAsUploaded(t *testing.T, typ gguf.TensorType) {
 	if typ == gguf.TypeQ8_0 && (len(fg.sgemms) == 0 || dev.wbuf.cap == 0 || dev.wbuf.cap > need.BLAS) {
 		t.Errorf("%d SGEMMs, cuBLAS scratch of %d bytes, %d counted", len(fg.sgemms), dev.wbuf.cap, need.BLAS)
 	}
-	if budget := free - Reserve; dev.Used() > budget {
+	if budget := free - place.Reserve; dev.Used() > budget {
 		t.Errorf("the GPU holds %d bytes, placement allowed %d outside the reserve", dev.Used(), budget)
 	}
-	t.Logf("%v: file %d bytes, weights as uploaded %d; GPU holds %d of %d free (reserve %d)", typ, file, need.Weights, dev.Used(), free, int64(Reserve))
+	t.Logf("%v: file %d bytes, weights as uploaded %d; GPU holds %d of %d free (reserve %d)", typ, file, need.Weights, dev.Used(), free, int64(place.Reserve))
 }
 
 // A K/V type the GPU has no kernel for is refused once a GPU is found,
@@ -186,7 +187,7 @@ func chooseAsUploaded(t *testing.T, typ gguf.TensorType) {
 // takes it.
 func TestChooseRefusesQ8KVBeforeUploading(t *testing.T) {
 	spec := gpu.KVSpec{Layers: 2, Blocks: 4, BlockSize: 16, KVHeads: 2, HeadDim: 64, Type: gguf.TypeQ8_0}
-	need := Need{Weights: 1 << 20, LayerWeights: 1 << 19, Layers: 2, KV: spec.Bytes(), KVSpec: spec}
+	need := place.Need{Weights: 1 << 20, LayerWeights: 1 << 19, Layers: 2, KV: spec.Bytes(), KVSpec: spec}
 	for _, mode := range []string{"auto", "cuda"} {
 		f, c := newFakeGPU(), &fakeCompiler{}
 		open := func() (*Backend, error) { return open(f.driver(), c.compiler(), Options{NoCache: true}) }
@@ -208,4 +209,39 @@ func TestChooseRefusesQ8KVBeforeUploading(t *testing.T) {
 	if _, _, err := choose("auto", big, nil, func() (*Backend, error) { return open(f.driver(), c.compiler(), Options{NoCache: true}) }); !errors.Is(err, gpu.ErrUnsupported) {
 		t.Errorf("heads of 512: %v", err)
 	}
+}
+
+// choose is place.Choose over CUDA alone, its device opened by open, for a
+// model of need.
+func choose(mode string, need place.Need, host func() gpu.Backend, open func() (*Backend, error)) (gpu.Backend, string, error) {
+	return chooseVetted(mode, need, host, open, nil)
+}
+
+// chooseVetted is choose with the first-load check vet.
+func chooseVetted(mode string, need place.Need, host func() gpu.Backend, open func() (*Backend, error), vet place.Vet) (gpu.Backend, string, error) {
+	return place.Choose(mode, []place.Kind{kind(open, func() place.Need { return need })}, host, vet)
+}
+
+// openDefault opens the first GPU as folio does.
+func openDefault() (*Backend, error) { return Open(Options{}) }
+
+// synthModel writes the tiny preset of arch with layers layers of typ.
+func synthModel(t *testing.T, arch string, typ gguf.TensorType, layers int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), arch+".gguf")
+	if err := synth.WriteTiny(path, arch, typ, 4, func(c *synth.Config) { c.Layers = layers }); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// gemmaModel writes the tiny model of arch (gemma2 or gemma3) in F32 with
+// sliding windows of 4 positions: shorter than CheckGeneration's prompt.
+func gemmaModel(t *testing.T, arch string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), arch+".gguf")
+	if err := synth.WriteTiny(path, arch, gguf.TypeF32, 2, func(c *synth.Config) { c.Window = 4 }); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

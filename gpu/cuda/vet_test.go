@@ -11,6 +11,7 @@ import (
 	"folio/gpu"
 	"folio/gpu/conformance"
 	"folio/gpu/cpu"
+	"folio/gpu/place"
 	"folio/gpu/vet"
 )
 
@@ -51,7 +52,7 @@ func TestChooseVetsTheDevice(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the emulation takes a while")
 	}
-	need := Need{Weights: 1 << 20, LayerWeights: 1 << 19, Layers: 2}
+	need := place.Need{Weights: 1 << 20, LayerWeights: 1 << 19, Layers: 2}
 	host := func() gpu.Backend { return cpu.New(1) }
 	dir := t.TempDir()
 

@@ -18,7 +18,7 @@ func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *
 	if layer < 0 || layer >= s.Layers {
 		panic(fmt.Sprintf("vulkan: Attention: layer %d of a %d-layer cache", layer, s.Layers))
 	}
-	if vq.cols%s.HeadDim != 0 || (vq.cols/s.HeadDim)%s.KVHeads != 0 || s.HeadDim > 512 {
+	if vq.cols%s.HeadDim != 0 || (vq.cols/s.HeadDim)%s.KVHeads != 0 || s.HeadDim > maxHead {
 		panic(fmt.Sprintf("vulkan: Attention: q %v does not hold whole groups of %d heads of %d (at most 512)", vq, s.KVHeads, s.HeadDim))
 	}
 	if err := batch.Check(); err != nil {

@@ -202,21 +202,12 @@ var matmulTypes = map[gguf.TensorType]kernel{gguf.TypeF32: kMatMulF32, gguf.Type
 	gguf.TypeQ4_0: kMatMulQ4_0, gguf.TypeQ4_K: kMatMulQ4_K, gguf.TypeQ5_K: kMatMulQ5_K, gguf.TypeQ6_K: kMatMulQ6_K,
 	gguf.TypeMXFP4: kMatMulMXFP4}
 
-// uploadType is the type Weight keeps a weight of typ with rows rows in:
-// its own for the types the kernels read, F32 for the others (BF16,
-// Q4_1, Q5_0, Q5_1, Q2_K, Q3_K) and for a one-row weight (a norm or a
-// bias, which the elementwise ops read as F32).
-func uploadType(typ gguf.TensorType, rows int) gguf.TensorType {
-	if _, native := matmulTypes[typ]; !native || rows == 1 {
-		return gguf.TypeF32
-	}
-	return typ
-}
-
 // WeightBytes is the device memory Weight takes for a rows × cols weight
-// of typ.
+// of typ: the types the kernels read as stored (a one-row weight, a norm
+// or a bias, as F32: the elementwise ops read it so), the others (BF16,
+// Q4_1, Q5_0, Q5_1, Q2_K, Q3_K) as F32.
 func WeightBytes(typ gguf.TensorType, rows, cols int) int64 {
-	return int64(rows) * uploadType(typ, rows).RowBytes(int64(cols))
+	return native.WeightBytes(typ, rows, cols)
 }
 
 // Weight copies data, a rows × cols tensor of typ in its GGUF encoding,
@@ -238,7 +229,7 @@ func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data 
 	if int64(len(data)) != int64(rows)*rb {
 		return nil, fmt.Errorf("vulkan: weight %s: %v [%d, %d] takes %d bytes, got %d", name, typ, rows, cols, int64(rows)*rb, len(data))
 	}
-	if uploadType(typ, rows) != typ {
+	if native.UploadType(typ, rows) != typ {
 		f := make([]float32, rows*cols)
 		if err := gguf.Dequantize(typ, data, f); err != nil {
 			return nil, fmt.Errorf("vulkan: weight %s: %w", name, err)

@@ -35,8 +35,11 @@
 // through block tables with every AttnOpts option. Weights of the other
 // types models/gguf decodes (BF16, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K) are
 // decoded to F32 at upload (WeightBytes counts them so); a type it cannot
-// decode is refused with gpu.ErrUnsupported. Nothing selects it yet
-// (FOLIO_GPU knows cpu and cuda): tests run the conformance cases on it.
+// decode is refused with gpu.ErrUnsupported.
+//
+// Kind is Vulkan for gpu/place: FOLIO_GPU=vulkan selects it, and
+// FOLIO_GPU=auto after CUDA, declining a device that is the CPU itself
+// (lavapipe) unless FOLIO_VULKAN_DEVICE names it.
 //
 // A Backend is used by one goroutine at a time (gpu.Backend's rule).
 package vulkan

@@ -23,7 +23,7 @@ var Settings = []Setting{
 	{"FOLIO_HOST", "127.0.0.1:11434", "where serve listens and the other commands find it (host, host:port, :port, http://host:port); 0.0.0.0 serves the network"},
 	{"FOLIO_MODELS_PATH", "", "folders of GGUF files, separated like PATH"},
 	{"FOLIO_HOME", "~/.folio", "the registry, downloaded models, the persisted prefix cache and the kernel cache"},
-	{"FOLIO_GPU", "auto", "where models compute: cpu, cuda, or auto (the GPU when it can, else the CPU)"},
+	{"FOLIO_GPU", "auto", "where models compute: cpu, cuda, vulkan, or auto (a GPU when one can: CUDA, then a Vulkan GPU; else the CPU)"},
 	{"FOLIO_KEEP_ALIVE", "5m", "how long a model stays loaded after its last request"},
 	{"FOLIO_MAX_LOADED_MODELS", "3", "models loaded at once"},
 	{"FOLIO_MAX_QUEUE", "512", "requests waiting per model before a 503"},

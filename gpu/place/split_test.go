@@ -1,4 +1,4 @@
-package cuda
+package place
 
 import (
 	"bytes"
@@ -42,17 +42,6 @@ func synthModel(t *testing.T, arch string, typ gguf.TensorType, layers int) stri
 	t.Helper()
 	path := filepath.Join(t.TempDir(), arch+".gguf")
 	if err := synth.WriteTiny(path, arch, typ, 4, func(c *synth.Config) { c.Layers = layers }); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// gemmaModel writes the tiny model of arch (gemma2 or gemma3) in F32 with
-// sliding windows of 4 positions: shorter than CheckGeneration's prompt.
-func gemmaModel(t *testing.T, arch string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), arch+".gguf")
-	if err := synth.WriteTiny(path, arch, gguf.TypeF32, 2, func(c *synth.Config) { c.Window = 4 }); err != nil {
 		t.Fatal(err)
 	}
 	return path

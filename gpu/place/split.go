@@ -1,4 +1,4 @@
-package cuda
+package place
 
 import (
 	"fmt"
@@ -140,7 +140,7 @@ func (s *Split) Slice(t gpu.Tensor, rows int) gpu.Tensor {
 func (s *Split) tensor(t gpu.Tensor) *splitTensor {
 	st, ok := t.(*splitTensor)
 	if !ok {
-		panic(fmt.Sprintf("cuda: split: tensor %T is not a split tensor", t))
+		panic(fmt.Sprintf("place: split: tensor %T is not a split tensor", t))
 	}
 	return st
 }
@@ -150,7 +150,7 @@ func (s *Split) in(be gpu.Backend, t gpu.Tensor) gpu.Tensor {
 	st := s.tensor(t)
 	if st.w != nil {
 		if st.side != be {
-			panic(fmt.Sprintf("cuda: split: a weight on %s used on %s", st.side.Name(), be.Name()))
+			panic(fmt.Sprintf("place: split: a weight on %s used on %s", st.side.Name(), be.Name()))
 		}
 		return st.w
 	}
@@ -176,7 +176,7 @@ func (s *Split) in(be gpu.Backend, t gpu.Tensor) gpu.Tensor {
 func (s *Split) out(be gpu.Backend, t gpu.Tensor) gpu.Tensor {
 	st := s.tensor(t)
 	if st.w != nil {
-		panic("cuda: split: an op writes a weight")
+		panic("place: split: an op writes a weight")
 	}
 	if be == s.dev {
 		st.root.fresh = onDevBit
@@ -316,7 +316,7 @@ var _ gpu.Experts = (*Split)(nil)
 // do).
 func (s *Split) ExpertMatMuls(dsts []gpu.Tensor, x gpu.Tensor, rows []int32, ws [][]gpu.Tensor, spans []gpu.ExpertSpan) {
 	if len(spans) == 0 || len(ws) == 0 {
-		panic("cuda: split: ExpertMatMuls of no spans or no weights")
+		panic("place: split: ExpertMatMuls of no spans or no weights")
 	}
 	be := s.at(ws[0][spans[0].Expert])
 	xi := s.in(be, x)
@@ -344,7 +344,7 @@ func (s *Split) ExpertSum(dst, y gpu.Tensor, at []int32, weights []float32) {
 func experts(be gpu.Backend) gpu.Experts {
 	ex, ok := be.(gpu.Experts)
 	if !ok {
-		panic(fmt.Sprintf("cuda: split: %s has no Experts ops", be.Name()))
+		panic(fmt.Sprintf("place: split: %s has no Experts ops", be.Name()))
 	}
 	return ex
 }

@@ -1,4 +1,4 @@
-package cuda
+package place
 
 import (
 	"fmt"
@@ -25,12 +25,12 @@ func (s *Split) NewKVCache(spec gpu.KVSpec) (gpu.KVCache, error) {
 // weights, the rest on the host (gpu.LayerKVCacher).
 func (s *Split) NewLayerKVCache(spec gpu.KVSpec, layers []int) (gpu.KVCache, error) {
 	if len(layers) != spec.Layers {
-		return nil, fmt.Errorf("cuda: split: a K/V pool of %d layers for %d model layers", spec.Layers, len(layers))
+		return nil, fmt.Errorf("place: split: a K/V pool of %d layers for %d model layers", spec.Layers, len(layers))
 	}
 	onDev := 0
 	for i, l := range layers {
 		if i > 0 && l <= layers[i-1] {
-			return nil, fmt.Errorf("cuda: split: the model layers of a K/V pool must ascend (%v)", layers)
+			return nil, fmt.Errorf("place: split: the model layers of a K/V pool must ascend (%v)", layers)
 		}
 		if l < s.onDev {
 			onDev++
@@ -66,7 +66,7 @@ func (s *Split) newKV(spec gpu.KVSpec, onDev int) (gpu.KVCache, error) {
 func (s *Split) kv(c gpu.KVCache) *splitKV {
 	sc, ok := c.(*splitKV)
 	if !ok {
-		panic(fmt.Sprintf("cuda: split: K/V cache %T is not a split cache", c))
+		panic(fmt.Sprintf("place: split: K/V cache %T is not a split cache", c))
 	}
 	return sc
 }
@@ -121,7 +121,7 @@ func (s *Split) WriteBlock(c gpu.KVCache, block int32, src []byte) {
 func (s *Split) blockIO(c gpu.KVCache, buf []byte, f func(gpu.BlockIO, gpu.KVCache, []byte)) {
 	sc := s.kv(c)
 	if want := sc.spec.BlockBytes(); int64(len(buf)) != want {
-		panic(fmt.Sprintf("cuda: split: a buffer of %d bytes for a block of %d", len(buf), want))
+		panic(fmt.Sprintf("place: split: a buffer of %d bytes for a block of %d", len(buf), want))
 	}
 	cut := 0
 	if sc.d != nil {

@@ -1,4 +1,4 @@
-package cuda
+package place
 
 import (
 	"slices"

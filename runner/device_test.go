@@ -1,0 +1,84 @@
+package runner
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"folio/gpu/cpu"
+	"folio/gpu/vulkan"
+	"folio/models/gguf"
+	"folio/models/synth"
+)
+
+// FOLIO_GPU=vulkan puts the model on the Vulkan device (lavapipe under CI)
+// and the engine's greedy tokens, three requests batched, are the CPU's;
+// FOLIO_GPU=auto leaves a model on the CPU where the only Vulkan device is
+// the CPU itself, saying so.
+func TestLoadOnVulkan(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "qwen3.gguf")
+	if err := synth.WriteTiny(path, "qwen3", gguf.TypeF32, 5); err != nil {
+		t.Fatal(err)
+	}
+	opt := LoadOptions{NumCtx: 256, Device: "vulkan"}
+	m, err := Load(path, opt)
+	if errors.Is(err, vulkan.ErrNoLoader) || errors.Is(err, vulkan.ErrNoDevice) {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI installs libvulkan1 and mesa-vulkan-drivers, yet: %v", err)
+		}
+		t.Skipf("no Vulkan device: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, ok := m.Arch.Backend().(*vulkan.Backend); !ok {
+		t.Fatalf("FOLIO_GPU=vulkan loaded on %s", m.Arch.Backend().Name())
+	}
+	opt.Device = "cpu"
+	ref, err := Load(path, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	greedy := func(m *Model) [][]int32 {
+		e := newEngine(t, m, EngineOptions{})
+		var sts []*Stream
+		for i := range 3 {
+			st, err := e.Submit(t.Context(), Request{Prompt: promptOf(10+9*i, uint64(i)), Sample: SampleOptions{RepeatPenalty: 1}, NumPredict: 12})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sts = append(sts, st)
+		}
+		var out [][]int32
+		for _, st := range sts {
+			r := collect(t, st, 1)
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			out = append(out, r.tokens[0])
+		}
+		return out
+	}
+	got, want := greedy(m), greedy(ref)
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Errorf("request %d: Vulkan %v, CPU %v", i, got[i], want[i])
+		}
+	}
+
+	opt.Device = "auto"
+	am, err := Load(path, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer am.Close()
+	if _, onCPU := am.Arch.Backend().(*cpu.Backend); onCPU && !strings.Contains(am.Notice, "vulkan:") {
+		t.Errorf("auto on the CPU with notice %q: want Vulkan's reason", am.Notice)
+	}
+	t.Logf("auto: %s, notice %q", am.Arch.Backend().Name(), am.Notice)
+}
