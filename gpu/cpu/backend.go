@@ -309,20 +309,12 @@ func (b *Backend) Download(dst []float32, src gpu.Tensor) {
 
 // tensor returns t as this package's Tensor, panicking on another
 // backend's.
-func (b *Backend) tensor(t gpu.Tensor) *Tensor {
-	ct, ok := t.(*Tensor)
-	if !ok {
-		panic(fmt.Sprintf("cpu: tensor %v (%T) is not a cpu tensor", t, t))
-	}
-	return ct
-}
+func (b *Backend) tensor(t gpu.Tensor) *Tensor { return gpu.Own[*Tensor]("cpu", t) }
 
 // act returns the elements of t, which must be a writable F32 activation.
 func (b *Backend) act(t gpu.Tensor) []float32 {
 	ct := b.tensor(t)
-	if ct.weight || ct.f32 == nil {
-		panic(fmt.Sprintf("cpu: %v is a weight where an F32 activation is needed", ct))
-	}
+	gpu.MustAct("cpu", ct, ct.f32 != nil, ct.weight)
 	return ct.f32
 }
 
@@ -369,7 +361,5 @@ func (t *Tensor) rowView(r int, buf *[]float32) []float32 {
 
 // checkShape panics unless t is rows × cols.
 func checkShape(op, what string, t *Tensor, rows, cols int) {
-	if t.rows != rows || t.cols != cols {
-		panic(fmt.Sprintf("cpu: %s: %s is %v, want [%d, %d]", op, what, t, rows, cols))
-	}
+	gpu.CheckShape("cpu", op, what, t, rows, cols)
 }

@@ -411,36 +411,24 @@ func (b *Backend) Sync() error {
 	return b.d.check("cuStreamSynchronize", b.d.StreamSynchronize(b.stream))
 }
 
-func (b *Backend) tensor(t gpu.Tensor) *Tensor {
-	ct, ok := t.(*Tensor)
-	if !ok {
-		panic(fmt.Sprintf("cuda: tensor %v (%T) is not a cuda tensor", t, t))
-	}
-	return ct
-}
+func (b *Backend) tensor(t gpu.Tensor) *Tensor { return gpu.Own[*Tensor]("cuda", t) }
 
 // act is t, which must be a writable F32 activation.
 func (b *Backend) act(t gpu.Tensor) *Tensor {
-	ct := b.tensor(t)
-	if ct.weight || ct.typ != gguf.TypeF32 {
-		panic(fmt.Sprintf("cuda: %v is a weight where an F32 activation is needed", ct))
-	}
-	return ct
+	bt := b.tensor(t)
+	gpu.MustAct("cuda", bt, bt.typ == gguf.TypeF32, bt.weight)
+	return bt
 }
 
 // f32 is t, which must be F32 (an activation or an F32 weight).
 func (b *Backend) f32(t gpu.Tensor) *Tensor {
-	ct := b.tensor(t)
-	if ct.typ != gguf.TypeF32 {
-		panic(fmt.Sprintf("cuda: %v is not F32", ct))
-	}
-	return ct
+	bt := b.tensor(t)
+	gpu.MustF32("cuda", bt)
+	return bt
 }
 
 func checkShape(op, what string, t *Tensor, rows, cols int) {
-	if t.rows != rows || t.cols != cols {
-		panic(fmt.Sprintf("cuda: %s: %s is %v, want [%d, %d]", op, what, t, rows, cols))
-	}
+	gpu.CheckShape("cuda", op, what, t, rows, cols)
 }
 
 // launch runs kernel k with the parameters in b.a.

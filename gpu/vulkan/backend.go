@@ -319,34 +319,22 @@ func i32Bytes(v []int32) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
 }
 
-func (b *Backend) tensor(t gpu.Tensor) *Tensor {
-	vt, ok := t.(*Tensor)
-	if !ok {
-		panic(fmt.Sprintf("vulkan: tensor %v (%T) is not a vulkan tensor", t, t))
-	}
-	return vt
-}
+func (b *Backend) tensor(t gpu.Tensor) *Tensor { return gpu.Own[*Tensor]("vulkan", t) }
 
 // act is t, which must be a writable F32 activation.
 func (b *Backend) act(t gpu.Tensor) *Tensor {
-	vt := b.tensor(t)
-	if vt.weight || vt.typ != gguf.TypeF32 {
-		panic(fmt.Sprintf("vulkan: %v is a weight where an F32 activation is needed", vt))
-	}
-	return vt
+	bt := b.tensor(t)
+	gpu.MustAct("vulkan", bt, bt.typ == gguf.TypeF32, bt.weight)
+	return bt
 }
 
 // f32 is t, which must be F32 (an activation or an F32 weight).
 func (b *Backend) f32(t gpu.Tensor) *Tensor {
-	vt := b.tensor(t)
-	if vt.typ != gguf.TypeF32 {
-		panic(fmt.Sprintf("vulkan: %v is not F32", vt))
-	}
-	return vt
+	bt := b.tensor(t)
+	gpu.MustF32("vulkan", bt)
+	return bt
 }
 
 func checkShape(op, what string, t *Tensor, rows, cols int) {
-	if t.rows != rows || t.cols != cols {
-		panic(fmt.Sprintf("vulkan: %s: %s is %v, want [%d, %d]", op, what, t, rows, cols))
-	}
+	gpu.CheckShape("vulkan", op, what, t, rows, cols)
 }
