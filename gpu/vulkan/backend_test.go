@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"folio/gpu"
 	"folio/gpu/conformance"
@@ -184,9 +185,14 @@ func TestKVCache(t *testing.T) {
 	}
 }
 
-// A greedy generation of tiny llama, qwen2 and qwen3 models (Q8_0 and
-// Q4_0 weights) on the device equals the CPU's, logits within the
-// generation check's bound at every step.
+// A greedy generation of the tiny model of every family that generates
+// text (models/synth's tiny preset, the families' changes included) on
+// the device equals the CPU's, logits within the generation check's bound
+// at every step. The weight types vary so that each matmul and Embed
+// kernel runs in a forward pass: gpt-oss's experts in MXFP4 and its other
+// matrices in BF16 (decoded to F32 at upload), as its release. The
+// embedding-only families (bert, nomic-bert, gemma-embedding) do not
+// generate; conformance covers their ops.
 func TestGeneration(t *testing.T) {
 	b := open(t, Options{})
 	ref := cpu.New(1)
@@ -194,17 +200,43 @@ func TestGeneration(t *testing.T) {
 	for _, c := range []struct {
 		arch string
 		typ  gguf.TensorType
-	}{{"llama", gguf.TypeQ8_0}, {"qwen2", gguf.TypeQ4_0}, {"qwen3", gguf.TypeQ8_0}} {
-		path := filepath.Join(t.TempDir(), c.arch+".gguf")
-		if err := synth.WriteTiny(path, c.arch, c.typ, 3); err != nil {
-			t.Fatal(err)
+		edit func(*synth.Config)
+	}{
+		{"llama", gguf.TypeQ8_0, nil},
+		{"qwen2", gguf.TypeQ4_0, nil},
+		{"qwen3", gguf.TypeQ4_K, nil},
+		{"gemma2", gguf.TypeQ6_K, nil},
+		{"gemma3", gguf.TypeQ5_K, nil},
+		{"smollm3", gguf.TypeQ4_K, nil},
+		{"phi3", gguf.TypeF16, nil},
+		{"granite", gguf.TypeQ5_K, nil},
+		{"olmo2", gguf.TypeQ6_K, nil},
+		{"mistral3", gguf.TypeQ4_0, nil},
+		{"qwen3moe", gguf.TypeQ4_K, nil},
+		{"qwen2moe", gguf.TypeQ8_0, nil},
+		{"olmoe", gguf.TypeQ5_K, nil},
+		{"granitemoe", gguf.TypeQ6_K, nil},
+		{"gpt-oss", gguf.TypeMXFP4, nil},
+		{"llama", gguf.TypeF16, func(c *synth.Config) { c.Experts, c.ExpertsUsed = 4, 2 }}, // Mixtral
+	} {
+		name := c.arch
+		if c.edit != nil {
+			name += " with experts"
 		}
-		g, err := conformance.CheckGeneration(path, ref, b, 4)
-		if err != nil {
-			t.Fatalf("%s %v: %v", c.arch, c.typ, err)
-		}
-		if !g.Pass() {
-			t.Errorf("%s %v: %+v", c.arch, c.typ, g)
-		}
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), c.arch+".gguf")
+			if err := synth.WriteTiny(path, c.arch, c.typ, 3, c.edit); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			g, err := conformance.CheckGeneration(path, ref, b, 4)
+			if err != nil {
+				t.Fatalf("%v: %v", c.typ, err)
+			}
+			if !g.Pass() {
+				t.Errorf("%v: %+v", c.typ, g)
+			}
+			t.Logf("%v: worst logits NMSE %.3g, tokens %v and %v (%v)", c.typ, g.Worst, g.Ref, g.Dev, time.Since(start).Round(time.Millisecond))
+		})
 	}
 }

@@ -3,7 +3,9 @@
 // workgroup index over x and y) for the ROWS rows of x from
 // ROWS·gl_WorkGroupID.z. The kernel defines dot_rows(o, r0, nr), which
 // returns into acc[r] this invocation's share of the dot products of
-// w's row o with x's rows r0 … r0+nr-1; the shares are summed here.
+// w's row o with x's rows r0 … r0+nr-1; the shares are summed here,
+// after one barrier, by invocation r for row r: a tree of barriers costs
+// lavapipe (which switches invocations at each) six times as much.
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer W { uint w[]; };
 layout(std430, binding = 1) readonly buffer X { float x[]; };
@@ -39,15 +41,11 @@ void main() {
         part[r][t] = acc[r];
     }
     barrier();
-    for (uint h = GROUP / 2u; h > 0u; h >>= 1) {
-        if (t < h) {
-            for (int r = 0; r < ROWS; r++) {
-                part[r][t] += part[r][t + h];
-            }
-        }
-        barrier();
-    }
     if (t < nr) {
-        d[(r0 + t) * p.m + o] = part[t][0];
+        float s = 0.0;
+        for (uint i = 0u; i < GROUP; i++) {
+            s += part[t][i];
+        }
+        d[(r0 + t) * p.m + o] = s;
     }
 }
