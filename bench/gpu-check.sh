@@ -23,6 +23,9 @@
 #   - folio gpu preflight (the first failure named: libraries, NVRTC log,
 #     kernel attributes, a launch of every kernel, cuBLAS, a graph);
 #   - folio gpu selftest (every op against the CPU, greedy generations);
+#   - the Vulkan backend, where a Vulkan loader and device are (the NVIDIA
+#     driver's ICD; lavapipe in a dry run): folio gpu selftest --vulkan and
+#     folio bench --gpu=vulkan on the first preset, after its CUDA benches;
 #   - folio bench --gpu on 1B eagerly, 1B with FOLIO_CUDA_GRAPHS=1, 8B
 #     eagerly, 8B with graphs (prompt 512, gen 128, 3 rounds); a bench that
 #     fails is run once more with FOLIO_CUDA_SYNC=1 and a short generation,
@@ -142,6 +145,7 @@ summary() {
 	echo "== gpu-check summary ($SECONDS s of ${GPU_CHECK_SECONDS:-540}$([ $dry = 1 ] && echo ', dry run on the CPU'))"
 	printf '%-24s %s\n' "preflight" "${status[preflight]:-not run}"
 	printf '%-24s %s\n' "selftest" "${status[selftest]:-not run}"
+	printf '%-24s %s\n' "selftest --vulkan" "${status[vulkan-selftest]:-not run}"
 	printf '%-24s %s\n' "memcheck" "${status[memcheck]:-not run}"
 	local vet="not run"
 	if [ -f "$FOLIO_HOME/gpu-checks.json" ]; then
@@ -247,6 +251,40 @@ bench() {
 		--prompt "$p" --gen "$g" --repeat "$r" --json
 }
 
+# vulkan_bench PRESET: the first preset again on the Vulkan backend (the
+# GPU's Vulkan driver; lavapipe in a dry run), when a Vulkan device is
+# there: selftest --vulkan, then bench --gpu=vulkan.
+vulkan_done=0
+vulkan_bench() {
+	local preset=$1 row=$1+vulkan json
+	[ $vulkan_done = 1 ] && return 0
+	vulkan_done=1
+	note "Vulkan: folio gpu selftest --vulkan, then folio bench --gpu=vulkan $preset"
+	if ! "$folio" gpu info 2>&1 | grep -q '^vulkan:[0-9]'; then
+		"$folio" gpu info 2>&1 | grep -i vulkan
+		status[vulkan-selftest]="skipped (no Vulkan device)"
+		return 0
+	fi
+	run 90 "selftest --vulkan" "$folio" gpu selftest --vulkan >"$work/selftest-vulkan.txt" 2>&1
+	local rc=$?
+	grep -v ' pass$' "$work/selftest-vulkan.txt" | head -40
+	ops=$(sed -n 's/^ops: \([0-9]* of [0-9]*\) pass$/\1/p' "$work/selftest-vulkan.txt")
+	status[vulkan-selftest]="$([ $rc = 0 ] && echo pass || echo FAIL), ops ${ops:-?} pass"
+	rows+=("$row")
+	json=$out/bench-$preset-vulkan.json
+	if run 75 "bench $row" "$folio" bench --gpu=vulkan --model "${model[$preset]}" --prompt "$prompt" --gen "$gen" \
+		--repeat "$repeat" --json >"$json"; then
+		status[$row]=pass
+	else
+		status[$row]=FAIL
+	fi
+	cat "$json"
+	num() { sed -n "s/^ *\"$1\": *\([-0-9.e+]*\),*$/\1/p" "$json" | head -1; }
+	prefill[$row]=$(num prefill_tps | awk '{ if ($1 != "") printf "%.1f", $1 }')
+	decode[$row]=$(num decode_tps | awk '{ if ($1 != "") printf "%.1f", $1 }')
+	share[$row]=$(num decode_of_ceiling | awk '{ if ($1 != "") printf "%.1f%%", 100 * $1 }')
+}
+
 for preset in $presets; do
 	note "folio dev synth $preset q4_k (waiting for the writer)"
 	t0=$SECONDS
@@ -285,6 +323,7 @@ for preset in $presets; do
 		blascalls[$row]=$(num blas_calls)
 		graphsteps[$row]=$(num graph_steps)
 	done
+	vulkan_bench "$preset"
 	rm -f "${model[$preset]}"
 done
 

@@ -69,11 +69,11 @@ type llamaCppSpeed struct {
 }
 
 // addMeasure makes bench itself, with --model, measure one backend: the
-// CPU's by default, even where a GPU is, or the CUDA backend's with --gpu
-// (or the FOLIO_GPU=cuda setting).
+// CPU's by default, even where a GPU is, or a GPU backend's with --gpu
+// (CUDA; --gpu=vulkan: Vulkan's) or the FOLIO_GPU=cuda|vulkan setting.
 func addMeasure(bench *cobra.Command) {
 	var (
-		onGPU    bool
+		onGPU    string
 		model    string
 		prompt   int
 		gen      int
@@ -98,11 +98,14 @@ func addMeasure(bench *cobra.Command) {
 		"Its subcommands drive the serving engine under load."
 	bench.Args = cobra.NoArgs
 	bench.RunE = func(cmd *cobra.Command, args []string) error {
-		if onGPU || gpuSetting() == "cuda" {
+		if set := gpuSetting(); onGPU == "" && (set == "cuda" || set == "vulkan") {
+			onGPU = set
+		}
+		if onGPU != "" {
 			if model == "" {
 				return fmt.Errorf("bench: --gpu needs --model FILE")
 			}
-			return runBenchGPU(cmd, model, prompt, gen, repeat, asJSON)
+			return runBenchGPU(cmd, onGPU, model, prompt, gen, repeat, asJSON)
 		}
 		if model == "" {
 			return cmd.Help()
@@ -146,7 +149,8 @@ func addMeasure(bench *cobra.Command) {
 		return nil
 	}
 	f := bench.Flags()
-	f.BoolVar(&onGPU, "gpu", false, "measure the CUDA backend (with --model)")
+	f.StringVar(&onGPU, "gpu", "", "measure a GPU backend (with --model): --gpu for CUDA, --gpu=vulkan for Vulkan")
+	f.Lookup("gpu").NoOptDefVal = "cuda"
 	f.StringVar(&model, "model", "", "GGUF file to measure")
 	f.IntVar(&prompt, "prompt", 512, "prompt tokens, prefilled in one forward pass")
 	f.IntVar(&gen, "gen", 128, "tokens decoded one at a time")
@@ -196,7 +200,7 @@ func benchCPU(model string, prompt, gen, threads, repeat, depth int, kvType stri
 // benchBlock is the K/V block size of the speed measurements.
 const benchBlock = 16
 
-// loadForBench loads model on device (cpu or cuda) for one sequence of
+// loadForBench loads model on device (cpu, cuda or vulkan) for one sequence of
 // depth + prompt + gen tokens, with a K/V cache of kvType of exactly that
 // context, as llama-bench's.
 func loadForBench(model, device string, prompt, gen, threads, depth int, kvType string) (*runner.Model, error) {
@@ -214,7 +218,7 @@ func loadForBench(model, device string, prompt, gen, threads, depth int, kvType 
 	}
 	return runner.Load(model, runner.LoadOptions{
 		NumCtx: ctx, NumBatch: prompt, BlockSize: benchBlock, MaxSeqs: 1, Threads: threads, KVType: kvType,
-		KVMemory: kvMemory, Device: device, CUDA: cudaOptions(),
+		KVMemory: kvMemory, Device: device, CUDA: cudaOptions(), Vulkan: vulkanOptions(), Vet: deviceChecker().Check,
 	})
 }
 

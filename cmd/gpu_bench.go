@@ -19,6 +19,7 @@ const hbmBandwidth = 4.8e12
 // gpuReport is what `folio bench --gpu --model FILE` measures.
 type gpuReport struct {
 	Model       string    `json:"model"`
+	Backend     string    `json:"backend"` // cuda or vulkan
 	Device      string    `json:"device"`
 	ModelBytes  int64     `json:"model_bytes"` // weight bytes one decode step reads
 	Prompt      int       `json:"prompt"`
@@ -42,13 +43,16 @@ type gpuReport struct {
 	GraphSteps int    `json:"graph_steps"`
 }
 
-// runBenchGPU is `folio bench --gpu`: the CPU measurement's prefill and
-// decode rounds on the CUDA backend.
-func runBenchGPU(cmd *cobra.Command, model string, prompt, gen, repeat int, asJSON bool) error {
+// runBenchGPU is `folio bench --gpu[=kind]`: the CPU measurement's prefill
+// and decode rounds on the CUDA or the Vulkan backend.
+func runBenchGPU(cmd *cobra.Command, kind, model string, prompt, gen, repeat int, asJSON bool) error {
 	if prompt < 1 || gen < 1 || repeat < 1 {
 		return fmt.Errorf("bench: --prompt %d, --gen %d, --repeat %d: each must be at least 1", prompt, gen, repeat)
 	}
-	rep, err := benchGPU(model, prompt, gen, repeat)
+	if kind != "cuda" && kind != "vulkan" {
+		return fmt.Errorf("bench: --gpu=%s: use cuda or vulkan", kind)
+	}
+	rep, err := benchGPU(kind, model, prompt, gen, repeat)
 	if err != nil {
 		return err
 	}
@@ -59,34 +63,37 @@ func runBenchGPU(cmd *cobra.Command, model string, prompt, gen, repeat int, asJS
 	return nil
 }
 
-// benchGPU loads model on the GPU and times a prefill of prompt tokens and
-// gen decode steps, repeat times after a warm-up; each step's logits are
-// downloaded, as serving does, which also waits for the GPU.
-func benchGPU(model string, prompt, gen, repeat int) (*gpuReport, error) {
-	m, err := loadForBench(model, "cuda", prompt, gen, 0, 0, "f16")
+// benchGPU loads model on the GPU of kind (cuda, vulkan) and times a
+// prefill of prompt tokens and gen decode steps, repeat times after a
+// warm-up; each step's logits are downloaded, as serving does, which also
+// waits for the GPU.
+func benchGPU(kind, model string, prompt, gen, repeat int) (*gpuReport, error) {
+	m, err := loadForBench(model, kind, prompt, gen, 0, 0, "f16")
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
 	be := m.Arch.Backend()
-	dev, ok := be.(*cuda.Backend)
-	rep := &gpuReport{Model: model, Prompt: prompt, Gen: gen, Repeat: repeat, ModelBytes: decodeBytes(m, m.Bytes.Weights)}
+	dev, ok := be.(place.Device)
+	rep := &gpuReport{Model: model, Backend: kind, Prompt: prompt, Gen: gen, Repeat: repeat, ModelBytes: decodeBytes(m, m.Bytes.Weights)}
 	if s, split := be.(*place.Split); split {
-		dev, ok = s.Device().(*cuda.Backend)
+		dev, ok = s.Device().(place.Device)
 		rep.Split = fmt.Sprintf("%d of %d layers on the GPU, the rest on the CPU", s.OnDevice(), m.Arch.Layers)
 	}
 	if !ok {
 		return nil, fmt.Errorf("bench: the model loaded on %s, not the GPU", be.Name())
 	}
-	rep.Device, rep.DeviceBytes = dev.Device().Name, dev.Used()
+	rep.Device, rep.DeviceBytes = dev.DeviceName(), dev.Used()
 	logits := make([]float32, m.Arch.Vocab)
 	download := func(out gpu.Tensor) { be.Download(logits, out) }
 	if rep.PrefillRuns, rep.DecodeRuns, err = timeRounds(m, prompt, gen, repeat, 0, prompt, download, nil); err != nil {
 		return nil, err
 	}
 	rep.DeviceBytes = dev.Used() // with the scratch cuBLAS grew
-	rep.BLAS, rep.BLASCalls = dev.BLAS(), dev.BLASCalls()
-	rep.Graphs, rep.GraphSteps = dev.GraphsOn(), dev.GraphLaunches()
+	if c, ok := dev.(*cuda.Backend); ok {
+		rep.BLAS, rep.BLASCalls = c.BLAS(), c.BLASCalls()
+		rep.Graphs, rep.GraphSteps = c.GraphsOn(), c.GraphLaunches()
+	}
 	rep.PrefillTPS, rep.DecodeTPS = loadgen.Median(rep.PrefillRuns), loadgen.Median(rep.DecodeRuns)
 	rep.DecodeOfCeiling = rep.DecodeTPS * float64(rep.ModelBytes) / hbmBandwidth
 	return rep, nil
@@ -98,10 +105,12 @@ func printGPU(w io.Writer, r *gpuReport) {
 	if r.Split != "" {
 		fmt.Fprintf(w, "split:   %s\n", r.Split)
 	}
-	fmt.Fprintf(w, "cuda:    prefill %d: %9.1f tok/s   decode %d (after %d): %8.1f tok/s   (medians of %d)\n",
-		r.Prompt, r.PrefillTPS, r.Gen, r.Prompt, r.DecodeTPS, r.Repeat)
-	fmt.Fprintf(w, "ran:     prefill matmuls on %s (%d SGEMMs); CUDA graphs %s (%d steps as graphs)\n",
-		r.BLAS, r.BLASCalls, map[bool]string{true: "on", false: "off"}[r.Graphs], r.GraphSteps)
+	fmt.Fprintf(w, "%-8s prefill %d: %9.1f tok/s   decode %d (after %d): %8.1f tok/s   (medians of %d)\n",
+		r.Backend+":", r.Prompt, r.PrefillTPS, r.Gen, r.Prompt, r.DecodeTPS, r.Repeat)
+	if r.Backend == "cuda" {
+		fmt.Fprintf(w, "ran:     prefill matmuls on %s (%d SGEMMs); CUDA graphs %s (%d steps as graphs)\n",
+			r.BLAS, r.BLASCalls, map[bool]string{true: "on", false: "off"}[r.Graphs], r.GraphSteps)
+	}
 	fmt.Fprintf(w, "ceiling: decode at %.0f%% of 4.8 TB/s ÷ weight bytes (%.0f tok/s)\n",
 		100*r.DecodeOfCeiling, hbmBandwidth/float64(r.ModelBytes))
 }
