@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"unsafe"
 
 	"folio/models/gguf"
 )
@@ -39,4 +40,32 @@ func CheckShape(backend, op, what string, t Tensor, rows, cols int) {
 	if t.Rows() != rows || t.Cols() != cols {
 		panic(fmt.Sprintf("%s: %s: %s is %v, want [%d, %d]", backend, op, what, t, rows, cols))
 	}
+}
+
+// UploadWeight checks a weight handed to backend's Weight, data a rows ×
+// cols tensor of typ in its GGUF encoding, and returns what the backend
+// stores: the data as it is when upload (the type the backend keeps it in)
+// is typ, else decoded to F32 (upload F32), with the type and row bytes.
+// A type models/gguf cannot decode is ErrUnsupported.
+func UploadWeight(backend, name string, typ gguf.TensorType, rows, cols int, data []byte, upload gguf.TensorType) (gguf.TensorType, int64, []byte, error) {
+	if !gguf.CanDequantize(typ) {
+		return 0, 0, nil, fmt.Errorf("%w: %s: weight %s has type %v, which folio cannot compute with; use a model quantized to F16, Q8_0, Q4_K or Q6_K",
+			ErrUnsupported, backend, name, typ)
+	}
+	if rows <= 0 || cols <= 0 || cols%typ.BlockSize() != 0 {
+		return 0, 0, nil, fmt.Errorf("%s: weight %s: shape [%d, %d] does not fit type %v (rows must be whole blocks of %d)",
+			backend, name, rows, cols, typ, typ.BlockSize())
+	}
+	rb := typ.RowBytes(int64(cols))
+	if int64(len(data)) != int64(rows)*rb {
+		return 0, 0, nil, fmt.Errorf("%s: weight %s: %v [%d, %d] takes %d bytes, got %d", backend, name, typ, rows, cols, int64(rows)*rb, len(data))
+	}
+	if upload == typ {
+		return typ, rb, data, nil
+	}
+	f := make([]float32, rows*cols)
+	if err := gguf.Dequantize(typ, data, f); err != nil {
+		return 0, 0, nil, fmt.Errorf("%s: weight %s: %w", backend, name, err)
+	}
+	return gguf.TypeF32, 4 * int64(cols), unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f)), nil
 }

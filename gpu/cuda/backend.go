@@ -308,30 +308,13 @@ func (t *Tensor) bytes() int64 { return int64(t.rows) * t.rowBytes }
 // one-row weight (a norm or a bias) and every other type are decoded to
 // F32 first.
 func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data []byte) (gpu.Tensor, error) {
-	if !gguf.CanDequantize(typ) {
-		return nil, fmt.Errorf("%w: cuda: weight %s has type %v, which folio cannot compute with; use a model quantized to F16, Q8_0, Q4_K or Q6_K",
-			gpu.ErrUnsupported, name, typ)
-	}
-	if rows <= 0 || cols <= 0 || cols%typ.BlockSize() != 0 {
-		return nil, fmt.Errorf("cuda: weight %s: shape [%d, %d] does not fit type %v (rows must be whole blocks of %d)",
-			name, rows, cols, typ, typ.BlockSize())
-	}
-	rb := typ.RowBytes(int64(cols))
-	if int64(len(data)) != int64(rows)*rb {
-		return nil, fmt.Errorf("cuda: weight %s: %v [%d, %d] takes %d bytes, got %d", name, typ, rows, cols, int64(rows)*rb, len(data))
-	}
-	if native.UploadType(typ, rows) != typ { // WeightBytes counts what this uploads
-		f := make([]float32, rows*cols)
-		if err := gguf.Dequantize(typ, data, f); err != nil {
-			return nil, fmt.Errorf("cuda: weight %s: %w", name, err)
-		}
-		typ, rb = gguf.TypeF32, 4*int64(cols)
-		data = unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f))
+	typ, rb, data, err := gpu.UploadWeight("cuda", name, typ, rows, cols, data, native.UploadType(typ, rows)) // WeightBytes counts what this uploads
+	if err != nil {
+		return nil, err
 	}
 	b.enter()
 	defer b.leave()
 	t := &Tensor{name: name, typ: typ, rows: rows, cols: cols, rowBytes: rb, weight: true}
-	var err error
 	if t.ptr, err = b.alloc(t.bytes(), "weight "+name); err != nil {
 		return nil, err
 	}
