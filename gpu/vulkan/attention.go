@@ -69,7 +69,7 @@ func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *
 		inv = 1 / o.SoftCap
 	}
 	b.dispatch(kAttention, b.grid(int64(vq.rows)*int64(heads), 1), []uint32{uint32(vq.rows), uint32(heads), uint32(s.KVHeads),
-		uint32(s.HeadDim), uint32(s.BlockSize), uint32(2 * int64(layer) * layerElems), uint32(layerElems), f16,
+		uint32(s.HeadDim), uint32(s.BlockSize), 0, uint32(layerElems), f16,
 		math.Float32bits(o.Scale), math.Float32bits(o.SoftCap), math.Float32bits(inv), hasSinks},
-		vq.buf, vc.buf, mb, tb, vd.buf, sinks)
+		vq.buf, vc.bufs[layer], mb, tb, vd.buf, sinks)
 }

@@ -9,18 +9,19 @@ import (
 
 var _ gpu.BlockIO = (*Backend)(nil)
 
-// KVCache is the paged K/V pool in one buffer, laid out as gpu/cpu's and
-// gpu/cuda's: for each layer its K then its V, each Blocks·BlockSize
-// slots head-major within a block (head h of the slot at offset o of
-// block B at element ((B·KVHeads + h)·BlockSize + o)·HeadDim). A block of
-// one layer's K (or V) is one run of BlockSize·KVHeads·HeadDim elements,
-// already in gpu.BlockIO's canonical layout. F16 and F32 pools; a Q8_0
-// pool is not supported yet.
+// KVCache is the paged K/V pool, a buffer a layer (so that only one
+// layer's K and V must fit the device's maxStorageBufferRange, not the
+// pool's), each laid out as gpu/cpu's and gpu/cuda's layers: its K then
+// its V, each Blocks·BlockSize slots head-major within a block (head h of
+// the slot at offset o of block B at element ((B·KVHeads + h)·BlockSize +
+// o)·HeadDim). A block of one layer's K (or V) is one run of
+// BlockSize·KVHeads·HeadDim elements, already in gpu.BlockIO's canonical
+// layout. F16 and F32 pools; a Q8_0 pool is not supported yet.
 type KVCache struct {
 	spec     gpu.KVSpec
-	buf      *buffer
-	layer    int64 // bytes of one layer's K (or V)
-	blockRun int64 // bytes of one block of one layer's K (or V)
+	bufs     []*buffer // a layer's K then V
+	layer    int64     // bytes of one layer's K (or V)
+	blockRun int64     // bytes of one block of one layer's K (or V)
 }
 
 func (c *KVCache) Spec() gpu.KVSpec { return c.spec }
@@ -38,11 +39,17 @@ func (b *Backend) NewKVCache(spec gpu.KVSpec) (gpu.KVCache, error) {
 	}
 	c := &KVCache{spec: spec, blockRun: int64(spec.BlockSize) * spec.RowBytes()}
 	c.layer = int64(spec.Blocks) * c.blockRun
-	var err error
-	if c.buf, err = b.newBuffer(spec.Bytes(), false, "the K/V cache"); err != nil {
-		return nil, fmt.Errorf("%w; lower num_ctx or FOLIO_KV_MEMORY", err)
+	for l := range spec.Layers {
+		buf, err := b.newBuffer(2*c.layer, false, fmt.Sprintf("layer %d of the K/V cache", l))
+		if err != nil {
+			for _, done := range c.bufs {
+				b.freeBuffer(done)
+			}
+			return nil, fmt.Errorf("%w; lower num_ctx or FOLIO_KV_MEMORY", err)
+		}
+		b.zero(buf)
+		c.bufs = append(c.bufs, buf)
 	}
-	b.zero(c.buf)
 	return c, nil
 }
 
@@ -76,7 +83,7 @@ func (b *Backend) WriteKV(c gpu.KVCache, layer int, k, v gpu.Tensor, slots []int
 		n, f16 = n/2, 1
 	}
 	b.dispatch(kWriteKV, b.grid(ceilDiv(n, elementwiseGroup), 1), []uint32{uint32(n), uint32(width), uint32(s.BlockSize),
-		uint32(s.HeadDim), uint32(2 * int64(layer) * layerElems), uint32(layerElems), f16}, vk.buf, vv.buf, sb, vc.buf)
+		uint32(s.HeadDim), 0, uint32(layerElems), f16}, vk.buf, vv.buf, sb, vc.bufs[layer])
 }
 
 // CopyBlocks copies every layer's K and V of each copy's Src block to
@@ -88,8 +95,8 @@ func (b *Backend) CopyBlocks(c gpu.KVCache, copies []gpu.BlockCopy) {
 			panic(fmt.Sprintf("vulkan: CopyBlocks: %d → %d in a pool of %d blocks", cp.Src, cp.Dst, vc.spec.Blocks))
 		}
 		for run := range 2 * vc.spec.Layers {
-			off := int64(run) * vc.layer
-			b.copyBuffer(vc.buf, off+int64(cp.Src)*vc.blockRun, vc.buf, off+int64(cp.Dst)*vc.blockRun, vc.blockRun)
+			buf, off := vc.run(run)
+			b.copyBuffer(buf, off+int64(cp.Src)*vc.blockRun, buf, off+int64(cp.Dst)*vc.blockRun, vc.blockRun)
 		}
 	}
 }
@@ -99,7 +106,8 @@ func (b *Backend) CopyBlocks(c gpu.KVCache, copies []gpu.BlockCopy) {
 func (b *Backend) ReadBlock(c gpu.KVCache, block int32, dst []byte) {
 	vc := b.blockIO("ReadBlock", c, block, len(dst))
 	for run := range 2 * vc.spec.Layers {
-		b.read(dst[int64(run)*vc.blockRun:int64(run+1)*vc.blockRun], vc.buf, int64(run)*vc.layer+int64(block)*vc.blockRun)
+		buf, off := vc.run(run)
+		b.read(dst[int64(run)*vc.blockRun:int64(run+1)*vc.blockRun], buf, off+int64(block)*vc.blockRun)
 	}
 }
 
@@ -108,9 +116,14 @@ func (b *Backend) ReadBlock(c gpu.KVCache, block int32, dst []byte) {
 func (b *Backend) WriteBlock(c gpu.KVCache, block int32, src []byte) {
 	vc := b.blockIO("WriteBlock", c, block, len(src))
 	for run := range 2 * vc.spec.Layers {
-		b.write(vc.buf, int64(run)*vc.layer+int64(block)*vc.blockRun, src[int64(run)*vc.blockRun:int64(run+1)*vc.blockRun])
+		buf, off := vc.run(run)
+		b.write(buf, off+int64(block)*vc.blockRun, src[int64(run)*vc.blockRun:int64(run+1)*vc.blockRun])
 	}
 }
+
+// run is where run r of the canonical layout (layer r/2's K, or V when r
+// is odd) starts: its layer's buffer and the offset in it.
+func (c *KVCache) run(r int) (*buffer, int64) { return c.bufs[r/2], int64(r%2) * c.layer }
 
 func (b *Backend) blockIO(op string, c gpu.KVCache, block int32, n int) *KVCache {
 	vc := b.kv(c)
