@@ -69,3 +69,23 @@ func UploadWeight(backend, name string, typ gguf.TensorType, rows, cols int, dat
 	}
 	return gguf.TypeF32, 4 * int64(cols), unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f)), nil
 }
+
+// View is the view of t's first rows rows, for a backend's Slice: t itself
+// for all of them, else the one in views of that many rows, else a new one
+// mk makes for rows, kept in views for the next ask.
+func View[T Tensor](backend string, t T, rows int, views *[]T, mk func(rows int) T) T {
+	if rows <= 0 || rows > t.Rows() {
+		panic(fmt.Sprintf("%s: Slice of %d rows from %v", backend, rows, t))
+	}
+	if rows == t.Rows() {
+		return t
+	}
+	for _, v := range *views {
+		if v.Rows() == rows {
+			return v
+		}
+	}
+	v := mk(rows)
+	*views = append(*views, v)
+	return v
+}

@@ -263,29 +263,19 @@ func mulInts(xs ...int) (int, bool) {
 // Views are kept on t, so asking again for the same size allocates nothing.
 func (b *Backend) Slice(t gpu.Tensor, rows int) gpu.Tensor {
 	ct := b.tensor(t)
-	if rows <= 0 || rows > ct.rows {
-		panic(fmt.Sprintf("cpu: Slice of %d rows from %v", rows, ct))
-	}
-	if rows == ct.rows {
-		return ct
-	}
-	for _, v := range ct.views {
-		if v.rows == rows {
-			return v
+	return gpu.View("cpu", ct, rows, &ct.views, func(rows int) *Tensor {
+		v := &Tensor{name: ct.name, typ: ct.typ, rows: rows, cols: ct.cols, weight: ct.weight, rowBytes: ct.rowBytes}
+		if ct.data != nil {
+			v.data = ct.data[:rows*ct.rowBytes]
 		}
-	}
-	v := &Tensor{name: ct.name, typ: ct.typ, rows: rows, cols: ct.cols, weight: ct.weight, rowBytes: ct.rowBytes}
-	if ct.data != nil {
-		v.data = ct.data[:rows*ct.rowBytes]
-	}
-	if ct.f32 != nil {
-		v.f32 = ct.f32[:rows*ct.cols]
-	}
-	if p := ct.packed; p != nil { // the groups that hold the view's rows
-		v.packed = &packedWeight{kind: p.kind, data: p.data[:(rows+packRows-1)/packRows*p.group], group: p.group, blocks: p.blocks}
-	}
-	ct.views = append(ct.views, v)
-	return v
+		if ct.f32 != nil {
+			v.f32 = ct.f32[:rows*ct.cols]
+		}
+		if p := ct.packed; p != nil { // the groups that hold the view's rows
+			v.packed = &packedWeight{kind: p.kind, data: p.data[:(rows+packRows-1)/packRows*p.group], group: p.group, blocks: p.blocks}
+		}
+		return v
+	})
 }
 
 // Upload copies src into the F32 activation dst.

@@ -345,20 +345,9 @@ func (b *Backend) NewTensor(rows, cols int) (gpu.Tensor, error) {
 // Slice is a view of t's first rows rows, kept on t for the next ask.
 func (b *Backend) Slice(t gpu.Tensor, rows int) gpu.Tensor {
 	ct := b.tensor(t)
-	if rows <= 0 || rows > ct.rows {
-		panic(fmt.Sprintf("cuda: Slice of %d rows from %v", rows, ct))
-	}
-	if rows == ct.rows {
-		return ct
-	}
-	for _, v := range ct.views {
-		if v.rows == rows {
-			return v
-		}
-	}
-	v := &Tensor{name: ct.name, typ: ct.typ, rows: rows, cols: ct.cols, rowBytes: ct.rowBytes, ptr: ct.ptr, weight: ct.weight}
-	ct.views = append(ct.views, v)
-	return v
+	return gpu.View("cuda", ct, rows, &ct.views, func(rows int) *Tensor {
+		return &Tensor{name: ct.name, typ: ct.typ, rows: rows, cols: ct.cols, rowBytes: ct.rowBytes, ptr: ct.ptr, weight: ct.weight}
+	})
 }
 
 // Upload copies src into the F32 activation dst.

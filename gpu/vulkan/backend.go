@@ -250,20 +250,9 @@ func (b *Backend) NewTensor(rows, cols int) (gpu.Tensor, error) {
 // Slice is a view of t's first rows rows, kept on t for the next ask.
 func (b *Backend) Slice(t gpu.Tensor, rows int) gpu.Tensor {
 	vt := b.tensor(t)
-	if rows <= 0 || rows > vt.rows {
-		panic(fmt.Sprintf("vulkan: Slice of %d rows from %v", rows, vt))
-	}
-	if rows == vt.rows {
-		return vt
-	}
-	for _, v := range vt.views {
-		if v.rows == rows {
-			return v
-		}
-	}
-	v := &Tensor{name: vt.name, typ: vt.typ, rows: rows, cols: vt.cols, rowBytes: vt.rowBytes, buf: vt.buf, weight: vt.weight}
-	vt.views = append(vt.views, v)
-	return v
+	return gpu.View("vulkan", vt, rows, &vt.views, func(rows int) *Tensor {
+		return &Tensor{name: vt.name, typ: vt.typ, rows: rows, cols: vt.cols, rowBytes: vt.rowBytes, buf: vt.buf, weight: vt.weight}
+	})
 }
 
 // Upload copies src into the F32 activation dst, after the ops queued
