@@ -93,6 +93,9 @@ func printVulkanInfo(w io.Writer, sel string) error {
 	pick, pickErr := info.Pick(sel)
 	for i, d := range info.Devices {
 		fmt.Fprintf(w, "vulkan:%d  %s  %s  Vulkan %s  driver %s  memory %.1f GiB", d.Index, d.Name, d.Type, d.API, d.Driver, float64(d.MemoryBytes)/(1<<30))
+		if d.SubgroupArithmetic {
+			fmt.Fprintf(w, "  subgroups of %d", d.SubgroupSize)
+		}
 		switch {
 		case !d.Compute:
 			fmt.Fprint(w, "  (no compute queue)")

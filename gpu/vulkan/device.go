@@ -31,6 +31,14 @@ type Device struct {
 	// Compute is whether a queue family computes: a device without one
 	// is listed but never chosen.
 	Compute bool
+	// SubgroupSize is the invocations of a subgroup (Vulkan 1.1's
+	// VkPhysicalDeviceSubgroupProperties: 32 on NVIDIA, 64 on older AMD,
+	// 8 on lavapipe with AVX2), and SubgroupArithmetic whether compute
+	// shaders have the basic and arithmetic subgroup operations
+	// (subgroupAdd, subgroupMax), which the reductions use when the size
+	// suits them (subgroupsFit).
+	SubgroupSize       int
+	SubgroupArithmetic bool
 
 	typ     uint32 // VkPhysicalDeviceType
 	version uint32 // the device's apiVersion
@@ -119,10 +127,14 @@ func (in *instance) describe(index int, h uintptr) *physicalDevice {
 	defer ps.unpin()
 	pd := &physicalDevice{h: h, family: -1}
 	p2 := &physicalDeviceProperties2{sType: stPhysicalDeviceProperties2}
+	sg := &physicalDeviceSubgroupProperties{sType: stPhysicalDeviceSubgroupProperties}
 	drv := &physicalDeviceDriverProperties{sType: stPhysicalDeviceDriverProperties}
 	call(in.l.getPhysicalDeviceProperties, h, arg(&ps, &p2.properties))
-	if p2.properties.apiVersion >= makeVersion(1, 2, 0) && in.version >= makeVersion(1, 2, 0) {
-		p2.pNext = ptr(&ps, drv)
+	if p2.properties.apiVersion >= minVersion { // the instance is 1.1 at least
+		p2.pNext = ptr(&ps, sg)
+		if p2.properties.apiVersion >= makeVersion(1, 2, 0) && in.version >= makeVersion(1, 2, 0) {
+			sg.pNext = ptr(&ps, drv)
+		}
 		call(in.l.getPhysicalDeviceProperties2, h, arg(&ps, p2))
 	}
 	pd.props = p2.properties
@@ -136,7 +148,8 @@ func (in *instance) describe(index int, h uintptr) *physicalDevice {
 	pd.family = computeFamily(fams[:*n])
 	pr := &pd.props
 	d := Device{Index: index, Name: cstr(pr.deviceName[:]), Type: typeName(pr.deviceType), API: versionString(pr.apiVersion),
-		Compute: pd.family >= 0, typ: pr.deviceType, version: pr.apiVersion}
+		Compute: pd.family >= 0, typ: pr.deviceType, version: pr.apiVersion, SubgroupSize: int(sg.subgroupSize),
+		SubgroupArithmetic: sg.supportedStages&stageCompute != 0 && sg.supportedOperations&(subgroupBasic|subgroupArithmetic) == subgroupBasic|subgroupArithmetic}
 	if name := cstr(drv.driverName[:]); name != "" {
 		d.Driver = name + ", " + cstr(drv.driverInfo[:])
 	} else {

@@ -17,33 +17,37 @@ import (
 
 // structure types (VkStructureType)
 const (
-	stApplicationInfo                = 0
-	stInstanceCreateInfo             = 1
-	stDeviceQueueCreateInfo          = 2
-	stDeviceCreateInfo               = 3
-	stSubmitInfo                     = 4
-	stMemoryAllocateInfo             = 5
-	stFenceCreateInfo                = 8
-	stBufferCreateInfo               = 12
-	stShaderModuleCreateInfo         = 16
-	stPipelineShaderStageCreateInfo  = 18
-	stComputePipelineCreateInfo      = 29
-	stPipelineLayoutCreateInfo       = 30
-	stDescriptorSetLayoutCreateInfo  = 32
-	stDescriptorPoolCreateInfo       = 33
-	stDescriptorSetAllocateInfo      = 34
-	stWriteDescriptorSet             = 35
-	stCommandPoolCreateInfo          = 39
-	stCommandBufferAllocateInfo      = 40
-	stCommandBufferBeginInfo         = 42
-	stMemoryBarrier                  = 46
-	stPhysicalDeviceProperties2      = 1000059001
-	stPhysicalDeviceDriverProperties = 1000196000
+	stApplicationInfo                  = 0
+	stInstanceCreateInfo               = 1
+	stDeviceQueueCreateInfo            = 2
+	stDeviceCreateInfo                 = 3
+	stSubmitInfo                       = 4
+	stMemoryAllocateInfo               = 5
+	stFenceCreateInfo                  = 8
+	stBufferCreateInfo                 = 12
+	stShaderModuleCreateInfo           = 16
+	stPipelineShaderStageCreateInfo    = 18
+	stComputePipelineCreateInfo        = 29
+	stPipelineLayoutCreateInfo         = 30
+	stDescriptorSetLayoutCreateInfo    = 32
+	stDescriptorPoolCreateInfo         = 33
+	stDescriptorSetAllocateInfo        = 34
+	stWriteDescriptorSet               = 35
+	stCommandPoolCreateInfo            = 39
+	stCommandBufferAllocateInfo        = 40
+	stCommandBufferBeginInfo           = 42
+	stMemoryBarrier                    = 46
+	stPhysicalDeviceProperties2        = 1000059001
+	stPhysicalDeviceSubgroupProperties = 1000094000
+	stPhysicalDeviceDriverProperties   = 1000196000
 )
 
 // Flags and enum values.
 const (
 	queueCompute = 0x2 // VK_QUEUE_COMPUTE_BIT
+
+	subgroupBasic      = 0x1 // VK_SUBGROUP_FEATURE_BASIC_BIT
+	subgroupArithmetic = 0x4 // VK_SUBGROUP_FEATURE_ARITHMETIC_BIT
 
 	memDeviceLocal  = 0x1 // VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
 	memHostVisible  = 0x2
@@ -160,6 +164,17 @@ type physicalDeviceProperties2 struct {
 	_          uint32
 	pNext      unsafe.Pointer
 	properties physicalDeviceProperties
+}
+
+// VkPhysicalDeviceSubgroupProperties (32 bytes), Vulkan 1.1.
+type physicalDeviceSubgroupProperties struct {
+	sType               uint32
+	_                   uint32
+	pNext               unsafe.Pointer
+	subgroupSize        uint32
+	supportedStages     uint32 // VkShaderStageFlags
+	supportedOperations uint32 // VkSubgroupFeatureFlags
+	_                   uint32 // quadOperationsInAllStages
 }
 
 // VkPhysicalDeviceDriverProperties (536 bytes), Vulkan 1.2.
