@@ -51,6 +51,10 @@ type Options struct {
 	// copies through a staging buffer, as on a discrete GPU, even where
 	// the device's memory is the host's: tests run both paths on lavapipe.
 	Staging bool
+	// NoSubgroups makes the kernels that reduce across a workgroup sum in
+	// shared memory even where the device's subgroup operations would do
+	// (tests run both paths on lavapipe).
+	NoSubgroups bool
 }
 
 // Open makes a backend on the device opt names: an instance, a logical
@@ -98,7 +102,7 @@ func Open(opt Options) (b *Backend, err error) {
 	if err := b.newStream(); err != nil {
 		return b, err
 	}
-	if err := b.newPipelines(); err != nil {
+	if err := b.newPipelines(opt.NoSubgroups); err != nil {
 		return b, err
 	}
 	return b, nil
@@ -133,6 +137,19 @@ func (b *Backend) Device() Device { return b.dev }
 // Unified reports whether tensors live in device memory the host maps
 // (an integrated GPU or lavapipe, without Options.Staging).
 func (b *Backend) Unified() bool { return b.unified }
+
+// Subgroups reports whether any kernel reduces with subgroup operations:
+// the device has compute-stage subgroup arithmetic of a size the kernels
+// take (Device's SubgroupSize and SubgroupArithmetic), and
+// Options.NoSubgroups was not set.
+func (b *Backend) Subgroups() bool {
+	for _, kp := range b.kernels {
+		if kp.subgroups {
+			return true
+		}
+	}
+	return false
+}
 
 // Used is the memory the backend's buffers take.
 func (b *Backend) Used() int64 { return b.used }

@@ -2,7 +2,6 @@ package vulkan
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,21 +40,34 @@ func open(t *testing.T, opt Options) *Backend {
 // Every conformance case (attention with its options, the experts' plain
 // ops among them) against the CPU, with tensors in mapped memory
 // (lavapipe's, an integrated GPU's) and through the staging buffer (a
-// discrete GPU's path).
+// discrete GPU's path), and the reductions with subgroup operations where
+// the device has them and in shared memory (Options.NoSubgroups).
 func TestConformance(t *testing.T) {
 	cases := conformance.Cases(5)
 	ref := cpu.New(1)
 	defer ref.Close()
-	for _, staging := range []bool{false, true} {
-		t.Run(fmt.Sprintf("staging=%v", staging), func(t *testing.T) {
-			b := open(t, Options{Staging: staging})
-			t.Logf("%s (%s, %s): unified memory %v", b.Device().Name, b.Device().Type, b.Device().Driver, b.Unified())
+	for _, c := range []struct {
+		name string
+		opt  Options
+	}{
+		{"mapped", Options{}},
+		{"staging", Options{Staging: true}},
+		{"no subgroups", Options{NoSubgroups: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := open(t, c.opt)
+			dev := b.Device()
+			t.Logf("%s (%s, %s): unified memory %v, subgroups of %d (arithmetic %v), used %v",
+				dev.Name, dev.Type, dev.Driver, b.Unified(), dev.SubgroupSize, dev.SubgroupArithmetic, b.Subgroups())
+			if want := !c.opt.NoSubgroups && subgroupsFit(dev, normGroup); b.Subgroups() != want {
+				t.Errorf("the kernels reduce with subgroups: %v, want %v", b.Subgroups(), want)
+			}
 			run := cases
-			if staging { // attention and the experts read what the other ops wrote: one memory path is enough
+			if c.opt != (Options{}) { // attention reads what the other ops wrote and has no subgroup variant: one path is enough
 				run = nil
-				for _, c := range cases {
-					if !strings.HasPrefix(c.Op, "Attention") && !strings.HasPrefix(c.Op, "Expert") {
-						run = append(run, c)
+				for _, cs := range cases {
+					if !strings.HasPrefix(cs.Op, "Attention") && !(c.opt.Staging && strings.HasPrefix(cs.Op, "Expert")) {
+						run = append(run, cs)
 					}
 				}
 			}
@@ -192,51 +204,106 @@ func TestKVCache(t *testing.T) {
 // kernel runs in a forward pass: gpt-oss's experts in MXFP4 and its other
 // matrices in BF16 (decoded to F32 at upload), as its release. The
 // embedding-only families (bert, nomic-bert, gemma-embedding) do not
-// generate; conformance covers their ops.
+// generate; conformance covers their ops. With the subgroup variants
+// (where the device has them) every family runs; with NoSubgroups the
+// quick ones, which take the F16, Q8_0, Q4_0, Q4_K and Q6_K kernels.
 func TestGeneration(t *testing.T) {
-	b := open(t, Options{})
 	ref := cpu.New(1)
 	defer ref.Close()
-	for _, c := range []struct {
-		arch string
-		typ  gguf.TensorType
-		edit func(*synth.Config)
+	cases := []struct {
+		arch  string
+		typ   gguf.TensorType
+		edit  func(*synth.Config)
+		quick bool
 	}{
-		{"llama", gguf.TypeQ8_0, nil},
-		{"qwen2", gguf.TypeQ4_0, nil},
-		{"qwen3", gguf.TypeQ4_K, nil},
-		{"gemma2", gguf.TypeQ6_K, nil},
-		{"gemma3", gguf.TypeQ5_K, nil},
-		{"smollm3", gguf.TypeQ4_K, nil},
-		{"phi3", gguf.TypeF16, nil},
-		{"granite", gguf.TypeQ5_K, nil},
-		{"olmo2", gguf.TypeQ6_K, nil},
-		{"mistral3", gguf.TypeQ4_0, nil},
-		{"qwen3moe", gguf.TypeQ4_K, nil},
-		{"qwen2moe", gguf.TypeQ8_0, nil},
-		{"olmoe", gguf.TypeQ5_K, nil},
-		{"granitemoe", gguf.TypeQ6_K, nil},
-		{"gpt-oss", gguf.TypeMXFP4, nil},
-		{"llama", gguf.TypeF16, func(c *synth.Config) { c.Experts, c.ExpertsUsed = 4, 2 }}, // Mixtral
-	} {
-		name := c.arch
-		if c.edit != nil {
-			name += " with experts"
-		}
-		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), c.arch+".gguf")
-			if err := synth.WriteTiny(path, c.arch, c.typ, 3, c.edit); err != nil {
-				t.Fatal(err)
+		{"llama", gguf.TypeQ8_0, nil, true},
+		{"qwen2", gguf.TypeQ4_0, nil, true},
+		{"qwen3", gguf.TypeQ4_K, nil, true},
+		{"gemma2", gguf.TypeQ6_K, nil, true},
+		{"gemma3", gguf.TypeQ5_K, nil, false},
+		{"smollm3", gguf.TypeQ4_K, nil, false},
+		{"phi3", gguf.TypeF16, nil, true},
+		{"granite", gguf.TypeQ5_K, nil, false},
+		{"olmo2", gguf.TypeQ6_K, nil, false},
+		{"mistral3", gguf.TypeQ4_0, nil, true},
+		{"qwen3moe", gguf.TypeQ4_K, nil, false},
+		{"qwen2moe", gguf.TypeQ8_0, nil, false},
+		{"olmoe", gguf.TypeQ5_K, nil, false},
+		{"granitemoe", gguf.TypeQ6_K, nil, false},
+		{"gpt-oss", gguf.TypeMXFP4, nil, false},
+		{"llama", gguf.TypeF16, func(c *synth.Config) { c.Experts, c.ExpertsUsed = 4, 2 }, false}, // Mixtral
+	}
+	for _, path := range []struct {
+		name string
+		opt  Options
+	}{{"subgroups", Options{}}, {"no subgroups", Options{NoSubgroups: true}}} {
+		t.Run(path.name, func(t *testing.T) {
+			b := open(t, path.opt)
+			for _, c := range cases {
+				if path.opt.NoSubgroups && !c.quick {
+					continue
+				}
+				name := c.arch
+				if c.edit != nil {
+					name += " with experts"
+				}
+				t.Run(name, func(t *testing.T) {
+					file := filepath.Join(t.TempDir(), c.arch+".gguf")
+					if err := synth.WriteTiny(file, c.arch, c.typ, 3, c.edit); err != nil {
+						t.Fatal(err)
+					}
+					start := time.Now()
+					g, err := conformance.CheckGeneration(file, ref, b, 4)
+					if err != nil {
+						t.Fatalf("%v: %v", c.typ, err)
+					}
+					if !g.Pass() {
+						t.Errorf("%v: %+v", c.typ, g)
+					}
+					t.Logf("%v: worst logits NMSE %.3g, tokens %v and %v (%v)", c.typ, g.Worst, g.Ref, g.Dev, time.Since(start).Round(time.Millisecond))
+				})
 			}
-			start := time.Now()
-			g, err := conformance.CheckGeneration(path, ref, b, 4)
-			if err != nil {
-				t.Fatalf("%v: %v", c.typ, err)
-			}
-			if !g.Pass() {
-				t.Errorf("%v: %+v", c.typ, g)
-			}
-			t.Logf("%v: worst logits NMSE %.3g, tokens %v and %v (%v)", c.typ, g.Worst, g.Ref, g.Dev, time.Since(start).Round(time.Millisecond))
 		})
+	}
+}
+
+// A decode step's matmul (one row of x by a 1024 × 1024 Q8_0 weight) and
+// RMSNorm, with the reductions in subgroups where the device has them and
+// in shared memory.
+func BenchmarkDecode(b *testing.B) {
+	const k, m = 1024, 1024
+	v := make([]float32, m*k)
+	for i := range v {
+		v[i] = float32(i%23)/46 - 0.25
+	}
+	data := gpu.QuantizeRows(gguf.TypeQ8_0, m, k, v)
+	for _, c := range []struct {
+		name string
+		opt  Options
+	}{{"subgroups", Options{}}, {"no subgroups", Options{NoSubgroups: true}}} {
+		be, err := Open(c.opt)
+		if err != nil {
+			b.Skip(err)
+		}
+		w, err := be.Weight("w", gguf.TypeQ8_0, m, k, data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		norm := gpu.WeightOf(be, gguf.TypeF32, 1, k, f32Bytes(v[:k]))
+		x := gpu.Activation(be, 1, k, v[:k])
+		d := gpu.Activation(be, 1, m, make([]float32, m))
+		b.Run("matmul/"+c.name, func(b *testing.B) {
+			for b.Loop() {
+				be.MatMul(d, x, w)
+				be.Sync()
+			}
+		})
+		b.Run("rmsnorm/"+c.name, func(b *testing.B) {
+			for b.Loop() {
+				be.RMSNorm(d, x, norm, 1e-5)
+				be.Sync()
+			}
+		})
+		be.Close()
 	}
 }

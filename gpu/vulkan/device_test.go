@@ -100,3 +100,42 @@ func TestMemoryTypes(t *testing.T) {
 		t.Error("lavapipe's memory is not unified")
 	}
 }
+
+// A kernel's subgroup variant runs where compute shaders have subgroup
+// arithmetic and the subgroup size, 4 or more, divides its workgroup.
+func TestSubgroupsFit(t *testing.T) {
+	for _, c := range []struct {
+		size  int
+		arith bool
+		group int
+		want  bool
+	}{
+		{8, true, normGroup, true}, // lavapipe with AVX2
+		{8, true, matmulGroup, true},
+		{4, true, matmulGroup, true}, // Mali
+		{32, true, matmulGroup, true},
+		{64, true, matmulGroup, true},
+		{128, true, normGroup, true},
+		{128, true, matmulGroup, false}, // larger than the workgroup
+		{2, true, matmulGroup, false},   // more subgroup sums than the shared arrays hold
+		{1, true, normGroup, false},
+		{32, false, matmulGroup, false}, // no arithmetic in compute shaders
+		{32, true, 0, false},            // a kernel without a variant
+	} {
+		dev := Device{SubgroupSize: c.size, SubgroupArithmetic: c.arith}
+		if got := subgroupsFit(dev, c.group); got != c.want {
+			t.Errorf("subgroupsFit(size %d, arithmetic %v, group %d) = %v, want %v", c.size, c.arith, c.group, got, c.want)
+		}
+	}
+}
+
+// The kernels with a workgroup size in kernelTable, and only they, have a
+// subgroup variant embedded.
+func TestSubgroupVariants(t *testing.T) {
+	for k := range numKernels {
+		_, err := spirvOf(k, true)
+		if has := err == nil; has != (kernelTable[k].group > 0) {
+			t.Errorf("kernel %s: subgroup variant embedded %v, workgroup size %d in kernelTable", k, has, kernelTable[k].group)
+		}
+	}
+}

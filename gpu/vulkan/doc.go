@@ -22,6 +22,16 @@
 // buffer, each followed by a full memory barrier, and submitted when the
 // host needs a result (stream.go).
 //
+// Reductions across a workgroup (the matmul kernels' sum of their
+// invocations' shares, RMSNorm, LayerNorm and Softmax) have two variants:
+// in shared memory, and with subgroup operations (subgroupAdd,
+// subgroupMax, then one shared-memory step across the subgroups;
+// shaders/NAME_sg.spv). Open reads the device's subgroup properties
+// (Device.SubgroupSize, SubgroupArithmetic) and makes each such kernel's
+// pipeline of the subgroup variant when compute shaders have subgroup
+// arithmetic and the subgroup size, 4 or more, divides the kernel's
+// workgroup; Options.NoSubgroups keeps the shared-memory ones.
+//
 // Structs handed to Vulkan are Go structs laid out as the C headers lay
 // them out (vk.go, checked in vk_test.go), pinned with runtime.Pinner for
 // the call that passes them.

@@ -46,32 +46,35 @@ const (
 
 // kernelTable is each kernel's shader (shaders/NAME.comp), the storage
 // buffers it binds and the 32-bit words of its push-constant block, as
-// the shader declares them.
+// the shader declares them, and for a kernel that reduces across its
+// workgroup the workgroup size of its subgroup variant
+// (shaders/NAME_sg.spv, see subgroupsFit).
 var kernelTable = [numKernels]struct {
 	name           string
 	bindings, push int
+	group          int
 }{
-	kAdd:         {"add", 3, 3},
-	kRMSNorm:     {"rmsnorm", 3, 3},
-	kSiLUMul:     {"silumul", 3, 1},
-	kSoftmax:     {"softmax", 1, 2},
-	kMatMulF32:   {"matmul_f32", 3, 4},
-	kMatMulF16:   {"matmul_f16", 3, 4},
-	kMatMulQ8_0:  {"matmul_q8_0", 3, 4},
-	kGetRows:     {"getrows", 3, 4},
-	kScale:       {"scale", 2, 2},
-	kSoftcap:     {"softcap", 1, 3},
-	kGELUMul:     {"gelumul", 3, 2},
-	kSwiGLUOAI:   {"swigluoai", 3, 3},
-	kLayerNorm:   {"layernorm", 4, 5},
-	kRope:        {"rope", 2, 5},
-	kMatMulQ4_0:  {"matmul_q4_0", 3, 4},
-	kMatMulQ4_K:  {"matmul_q4_k", 3, 4},
-	kMatMulQ6_K:  {"matmul_q6_k", 3, 4},
-	kMatMulQ5_K:  {"matmul_q5_k", 3, 4},
-	kMatMulMXFP4: {"matmul_mxfp4", 3, 4},
-	kWriteKV:     {"writekv", 4, 7},
-	kAttention:   {"attention", 6, 12},
+	kAdd:         {"add", 3, 3, 0},
+	kRMSNorm:     {"rmsnorm", 3, 3, normGroup},
+	kSiLUMul:     {"silumul", 3, 1, 0},
+	kSoftmax:     {"softmax", 1, 2, normGroup},
+	kMatMulF32:   {"matmul_f32", 3, 4, matmulGroup},
+	kMatMulF16:   {"matmul_f16", 3, 4, matmulGroup},
+	kMatMulQ8_0:  {"matmul_q8_0", 3, 4, matmulGroup},
+	kGetRows:     {"getrows", 3, 4, 0},
+	kScale:       {"scale", 2, 2, 0},
+	kSoftcap:     {"softcap", 1, 3, 0},
+	kGELUMul:     {"gelumul", 3, 2, 0},
+	kSwiGLUOAI:   {"swigluoai", 3, 3, 0},
+	kLayerNorm:   {"layernorm", 4, 5, normGroup},
+	kRope:        {"rope", 2, 5, 0},
+	kMatMulQ4_0:  {"matmul_q4_0", 3, 4, matmulGroup},
+	kMatMulQ4_K:  {"matmul_q4_k", 3, 4, matmulGroup},
+	kMatMulQ6_K:  {"matmul_q6_k", 3, 4, matmulGroup},
+	kMatMulQ5_K:  {"matmul_q5_k", 3, 4, matmulGroup},
+	kMatMulMXFP4: {"matmul_mxfp4", 3, 4, matmulGroup},
+	kWriteKV:     {"writekv", 4, 7, 0},
+	kAttention:   {"attention", 6, 12, 0},
 }
 
 func (k kernel) String() string { return kernelTable[k].name }
@@ -80,7 +83,22 @@ func (k kernel) String() string { return kernelTable[k].name }
 const (
 	elementwiseGroup = 256 // add, silumul, scale, softcap, gelumul, swigluoai, getrows: one element per invocation
 	matmulRows       = 8   // matmul: rows of x per workgroup
+	matmulGroup      = 64  // matmul: invocations a workgroup (one output column)
+	normGroup        = 256 // rmsnorm, layernorm, softmax: invocations a row
 )
+
+// minSubgroup is the smallest subgroup the _sg variants take: their
+// shared arrays hold a workgroup's subgroup sums for subgroups of 4 or
+// more invocations.
+const minSubgroup = 4
+
+// subgroupsFit reports whether a kernel whose subgroup variant has group
+// invocations a workgroup may run it on dev: compute shaders have subgroup
+// arithmetic, and the subgroup size (a power of two) is at least
+// minSubgroup and divides group, so that every subgroup is full.
+func subgroupsFit(dev Device, group int) bool {
+	return group > 0 && dev.SubgroupArithmetic && dev.SubgroupSize >= minSubgroup && group%dev.SubgroupSize == 0
+}
 
 // pipeline is one kernel's Vulkan objects.
 type pipeline struct {
@@ -88,16 +106,22 @@ type pipeline struct {
 	layout    uint64 // VkPipelineLayout
 	module    uint64 // VkShaderModule
 	pipeline  uint64 // VkPipeline
+	subgroups bool   // made from the subgroup variant
 }
 
-// spirvOf is kernel k's SPIR-V, checked for the magic number.
-func spirvOf(k kernel) ([]uint32, error) {
-	data, err := spirv.ReadFile("shaders/" + k.String() + ".spv")
+// spirvOf is kernel k's SPIR-V (its subgroup variant's with sg),
+// checked for the magic number.
+func spirvOf(k kernel, sg bool) ([]uint32, error) {
+	file := "shaders/" + k.String() + ".spv"
+	if sg {
+		file = "shaders/" + k.String() + "_sg.spv"
+	}
+	data, err := spirv.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("vulkan: kernel %s: %w", k, err)
 	}
 	if len(data) < 20 || len(data)%4 != 0 || binary.LittleEndian.Uint32(data) != 0x07230203 {
-		return nil, fmt.Errorf("vulkan: kernel %s: shaders/%s.spv is not SPIR-V", k, k)
+		return nil, fmt.Errorf("vulkan: kernel %s: %s is not SPIR-V", k, file)
 	}
 	words := make([]uint32, len(data)/4)
 	for i := range words {
@@ -107,24 +131,27 @@ func spirvOf(k kernel) ([]uint32, error) {
 }
 
 // newPipelines makes every kernel's descriptor set layout, pipeline
-// layout (the push-constant block included), shader module and pipeline.
-func (b *Backend) newPipelines() error {
+// layout (the push-constant block included), shader module and pipeline:
+// of the subgroup variant where the device's subgroups fit the kernel,
+// unless noSubgroups.
+func (b *Backend) newPipelines(noSubgroups bool) error {
 	for k := range numKernels {
-		if err := b.newPipeline(k); err != nil {
+		if err := b.newPipeline(k, !noSubgroups && subgroupsFit(b.dev, kernelTable[k].group)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (b *Backend) newPipeline(k kernel) error {
-	code, err := spirvOf(k)
+func (b *Backend) newPipeline(k kernel, sg bool) error {
+	code, err := spirvOf(k, sg)
 	if err != nil {
 		return err
 	}
 	var ps pins
 	defer ps.unpin()
 	kp := &b.kernels[k]
+	kp.subgroups = sg
 	h := new(uint64)
 	binds := make([]descriptorSetLayoutBinding, kernelTable[k].bindings)
 	for i := range binds {

@@ -5,7 +5,14 @@
 // returns into acc[r] this invocation's share of the dot products of
 // w's row o with x's rows r0 … r0+nr-1; the shares are summed here,
 // after one barrier, by invocation r for row r: a tree of barriers costs
-// lavapipe (which switches invocations at each) six times as much.
+// lavapipe (which switches invocations at each) six times as much. With
+// SUBGROUPS (the _sg.spv variant, chosen at Open when compute shaders
+// have subgroup arithmetic and the subgroup size, 4 or more, divides 64)
+// each subgroup first adds its shares with subgroupAdd, and invocation r
+// adds the subgroups' sums.
+#ifdef SUBGROUPS
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer W { uint w[]; };
 layout(std430, binding = 1) readonly buffer X { float x[]; };
@@ -16,7 +23,11 @@ layout(push_constant) uniform Push { uint n, k, m, rowBytes; } p;
 #define ROWS 8
 
 float acc[ROWS];
+#ifdef SUBGROUPS
+shared float part[ROWS][GROUP / 4u];
+#else
 shared float part[ROWS][GROUP];
+#endif
 
 // half16 is the 16 bits at 16-bit index h of w.
 uint half16(uint h) {
@@ -37,13 +48,24 @@ void main() {
         acc[r] = 0.0;
     }
     dot_rows(o, r0, nr);
+#ifdef SUBGROUPS
+    for (uint r = 0u; r < nr; r++) {
+        float s = subgroupAdd(acc[r]);
+        if (subgroupElect()) {
+            part[r][gl_SubgroupID] = s;
+        }
+    }
+    uint shares = gl_NumSubgroups;
+#else
     for (int r = 0; r < ROWS; r++) {
         part[r][t] = acc[r];
     }
+    uint shares = GROUP;
+#endif
     barrier();
     if (t < nr) {
         float s = 0.0;
-        for (uint i = 0u; i < GROUP; i++) {
+        for (uint i = 0u; i < shares; i++) {
             s += part[t][i];
         }
         d[(r0 + t) * p.m + o] = s;
