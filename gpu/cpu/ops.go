@@ -272,41 +272,21 @@ func (a *ropeAngles) compute(b *Backend, pos []int32, r *gpu.Rope) {
 	a.scaled = r.Factors != nil
 	a.cs = grow(&a.cs, len(pos)*r.Dims)
 	t := &a.task
-	*t = ropeAnglesTask{cs: a.cs, pos: a.pos, r: r,
-		thetaScale: float32(math.Pow(float64(r.Base), float64(-2/float32(r.Dims))))}
+	*t = ropeAnglesTask{cs: a.cs, pos: a.pos, r: r}
 	b.pool.run(t, len(pos), 16*r.Dims)
 	*t = ropeAnglesTask{}
 }
 
 type ropeAnglesTask struct {
-	cs         []float32
-	pos        []int32
-	r          *gpu.Rope
-	thetaScale float32 // powf(base, -2/dims)
+	cs  []float32
+	pos []int32
+	r   *gpu.Rope
 }
 
-// run computes the angles of rows lo … hi-1. They follow
-// ggml_rope_cache_init and rope_yarn without its ramp (which folds into
-// the factors): theta starts at the position and is multiplied by
-// thetaScale from one pair to the next; pair i turns by scale · (theta /
-// factor[i]), its cos and sin taken in float32 and multiplied by mscale.
+// run computes the angles of rows lo … hi-1 (gpu.Rope.Angles).
 func (t *ropeAnglesTask) run(_ *worker, lo, hi int) {
-	r := t.r
-	ms := r.Magnitude()
-	for row := lo; row < hi; row++ {
-		cs := t.cs[row*r.Dims : (row+1)*r.Dims]
-		theta := float32(t.pos[row])
-		for i := range r.Dims / 2 {
-			ff := float32(1)
-			if r.Factors != nil {
-				ff = r.Factors[i]
-			}
-			a := r.Scale * (theta / ff)
-			cs[2*i] = float32(math.Cos(float64(a))) * ms
-			cs[2*i+1] = float32(math.Sin(float64(a))) * ms
-			theta *= t.thetaScale
-		}
-	}
+	d := t.r.Dims
+	t.r.Angles(t.cs[lo*d:hi*d], t.pos[lo:hi])
 }
 
 type ropeTask struct {
