@@ -1,8 +1,9 @@
 // Shared by the cgo kernels of package cpu (simd_*.c). The layouts of the
 // quantized activation rows are described in xquant.go, which sizes them;
 // the offsets below must agree with it (TestQuantizeX checks the bytes).
-// The x86 kernels' part is under __x86_64__; arm64's (simd_neon.c) needs
-// only the enums, sizes and MM_DRIVER.
+// The x86 kernels' part is under __x86_64__; the rest serves arm64's
+// (simd_neon*.c) too: the enums, sizes, the scalar steps of the quantizers
+// and MM_DRIVER.
 #ifndef FOLIO_SIMD_H
 #define FOLIO_SIMD_H
 
@@ -11,6 +12,10 @@
 #ifdef __x86_64__
 #include <immintrin.h>
 #endif
+
+// INLINE marks the helpers that must be inlined into their callers (whose
+// target they then take).
+#define INLINE static inline __attribute__((always_inline))
 
 // Kernel kinds: the weight type, which also fixes the activation format.
 enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4, KIND_MXFP4 = 5 };
@@ -48,6 +53,19 @@ _Static_assert(Q8_0_BYTES == 2 + 32, "a Q8_0 block is a half scale and 32 int8 q
 // of 16 rows (Q4_0 and Q8_0 groups keep their quants and scales apart).
 #define Q4_KP_BYTES 2368
 
+// q4k_scales unpacks the 12 scale bytes of a Q4_K super-block into its 8
+// 6-bit scales (bytes 0-7 of u) and 8 6-bit mins (bytes 8-15), as ggml's
+// kernels do with 32-bit words (ggml's get_scale_min_k4 one at a time).
+INLINE void q4k_scales(const uint8_t *s, uint32_t u[4]) {
+	const uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
+	memcpy(u, s, 12);
+	u[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
+	uint32_t mins03 = u[1] & kmask1;
+	u[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
+	u[2] = mins03;
+	u[0] &= kmask1;
+}
+
 #ifdef __x86_64__
 // Every function with intrinsics carries the target of its level, so that
 // one binary holds all levels and runs on any x86-64 CPU.
@@ -61,18 +79,10 @@ static inline AVX2 float h2f(const uint8_t *p) {
 	return _cvtsh_ss(h);
 }
 
-// q4k_scales16 unpacks the 12 scale bytes of a Q4_K super-block into the
-// 8 6-bit scales (bytes 0-7) and 8 6-bit mins (bytes 8-15), as ggml's
-// kernels do with 32-bit words (ggml's get_scale_min_k4 one at a time).
+// q4k_scales16 is q4k_scales in a vector.
 static inline AVX2 __m128i q4k_scales16(const uint8_t *s) {
-	const uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
 	uint32_t u[4];
-	memcpy(u, s, 12);
-	u[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
-	uint32_t mins03 = u[1] & kmask1;
-	u[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
-	u[2] = mins03;
-	u[0] &= kmask1;
+	q4k_scales(s, u);
 	return _mm_loadu_si128((const __m128i *)u);
 }
 #endif
@@ -114,6 +124,74 @@ void folio_write_kv_f16(const float *k, const float *v, int n, const int32_t *sl
                         int bs, int kvheads, int d);
 void folio_write_kv_q8(const float *k, const float *v, int n, const int32_t *slots, uint8_t *kd, uint8_t *vd,
                        int bs, int kvheads, int d);
+
+// The scalar steps of the activation quantizers of both architectures
+// (simd_quant.c, simd_neon.c).
+
+// x4g_pad zeroes blocks nb … of an X4G row's last group (k/32 = nb blocks
+// leave them empty).
+INLINE void x4g_pad(uint8_t *out, int nb) {
+	for (int b = nb; b % 4; b++) {
+		uint8_t *g = out + (b / 4) * X4G_BYTES;
+		int j = b % 4;
+		memset(g + 16 * j, 0, 16);
+		memset(g + 64 + 16 * j, 0, 16);
+		memset(g + 128 + 16 * j, 0, 16);
+		memset(g + 192 + 16 * j, 0, 16);
+	}
+}
+
+// xk_max is the first of an XK super-block's 256 floats whose magnitude
+// is amax (> 0): the element that quantize_row_q8_K maps to -127.
+INLINE float xk_max(const float *x, float amax) {
+	float max = 0;
+	for (int j = 0; j < 256; j++) {
+		if (__builtin_fabsf(x[j]) == amax) {
+			max = x[j];
+			break;
+		}
+	}
+	return max;
+}
+
+// xk_close ends an XK super-block whose quants and sums of 16 are written:
+// its scale d = 1/iscale and its sums of 32.
+INLINE void xk_close(uint8_t *out, float iscale) {
+	float d = 1.f / iscale;
+	memcpy(out + XK_D, &d, 4);
+	memset(out + XK_D + 4, 0, XK_BSUMS - XK_D - 4);
+	const int16_t *bsums = (const int16_t *)(out + XK_BSUMS);
+	int16_t *bs32 = (int16_t *)(out + XK_BS32);
+	for (int j = 0; j < 8; j++)
+		bs32[j] = (int16_t)(bsums[2 * j] + bsums[2 * j + 1]);
+}
+
+// quantize_rows is folio_quantize over an architecture's quantizers of
+// one row of k floats into each activation format: n rows of x (xstride
+// apart) in kind's format, ostride bytes apart.
+typedef void quant_row(const float *x, int k, uint8_t *out);
+INLINE void quantize_rows(int kind, const float *x, int64_t xstride, int n, int k, uint8_t *out, int64_t ostride,
+                          quant_row *x8p, quant_row *x4g, quant_row *xk, quant_row *f16) {
+	for (int i = 0; i < n; i++, x += xstride, out += ostride) {
+		switch (kind) {
+		case KIND_Q8_0:
+		case KIND_MXFP4:
+			x8p(x, k, out);
+			break;
+		case KIND_Q4_0:
+			x4g(x, k, out);
+			break;
+		case KIND_Q4_K:
+		case KIND_Q6_K:
+			xk(x, k, out);
+			break;
+		case KIND_F16:
+			f16(x, k, out);
+			break;
+		}
+	}
+}
+
 #ifdef __x86_64__
 AVX512 __m512 exp512(__m512 x);
 AVX2 __m256 exp256(__m256 x);
@@ -149,8 +227,6 @@ void folio_attention(int level, folio_attn a, int lo, int hi);
 // accumulators (and their temporaries) fit AVX-512's 32 registers; AVX2's 16
 // hold 4 (MM_DRIVER's tile).
 #define XT 8
-
-#define INLINE static inline __attribute__((always_inline))
 
 // MM_DRIVER defines name(MM_ARGS) over row(w row, k, x tile, xstride, nx,
 // out, ostride), which dots one weight row with nx ≤ XT activation rows,

@@ -93,14 +93,7 @@ static void quant_x4g(const float *x, int k, uint8_t *out) {
 		int32_t bias[4] = {-8 * sum, 0, 0, 0};
 		memcpy(g + 192 + 16 * j, bias, 16);
 	}
-	for (int b = nb; b % 4; b++) { // the last group's missing blocks
-		uint8_t *g = out + (b / 4) * X4G_BYTES;
-		int j = b % 4;
-		memset(g + 16 * j, 0, 16);
-		memset(g + 64 + 16 * j, 0, 16);
-		memset(g + 128 + 16 * j, 0, 16);
-		memset(g + 192 + 16 * j, 0, 16);
-	}
+	x4g_pad(out, nb);
 }
 
 // quant_xk quantizes 256-element super-blocks as ggml's quantize_row_q8_K
@@ -117,14 +110,7 @@ static void quant_xk(const float *x, int k, uint8_t *out) {
 			memset(out, 0, XK_BYTES);
 			continue;
 		}
-		float max = 0;
-		for (int j = 0; j < 256; j++) {
-			if (__builtin_fabsf(x[j]) == amax) {
-				max = x[j];
-				break;
-			}
-		}
-		float iscale = -127.f / max;
+		float iscale = -127.f / xk_max(x, amax);
 		const int32x4_t cap = vdupq_n_s32(127);
 		int16_t *bsums = (int16_t *)(out + XK_BSUMS);
 		for (int j = 0; j < 256; j += 16) {
@@ -136,12 +122,7 @@ static void quant_xk(const float *x, int k, uint8_t *out) {
 			int16x8_t hi = vcombine_s16(vmovn_s32(i[2]), vmovn_s32(i[3]));
 			vst1q_s8((int8_t *)(out + j), vcombine_s8(vmovn_s16(lo), vmovn_s16(hi)));
 		}
-		float d = 1.f / iscale;
-		memcpy(out + XK_D, &d, 4);
-		memset(out + XK_D + 4, 0, XK_BSUMS - XK_D - 4);
-		int16_t *bs32 = (int16_t *)(out + XK_BS32);
-		for (int j = 0; j < 8; j++)
-			bs32[j] = (int16_t)(bsums[2 * j] + bsums[2 * j + 1]);
+		xk_close(out, iscale);
 	}
 }
 
@@ -159,24 +140,7 @@ static void quant_f16(const float *x, int k, uint8_t *out) {
 // folio_quantize writes n rows of x (k floats each, xstride apart) in the
 // activation format of kind, ostride bytes apart.
 void folio_quantize(int kind, const float *x, int64_t xstride, int n, int k, uint8_t *out, int64_t ostride) {
-	for (int i = 0; i < n; i++, x += xstride, out += ostride) {
-		switch (kind) {
-		case KIND_Q8_0:
-		case KIND_MXFP4:
-			quant_x8p(x, k, out);
-			break;
-		case KIND_Q4_0:
-			quant_x4g(x, k, out);
-			break;
-		case KIND_Q4_K:
-		case KIND_Q6_K:
-			quant_xk(x, k, out);
-			break;
-		case KIND_F16:
-			quant_f16(x, k, out);
-			break;
-		}
-	}
+	quantize_rows(kind, x, xstride, n, k, out, ostride, quant_x8p, quant_x4g, quant_xk, quant_f16);
 }
 
 // x8p_block is block b of an X8P row as int8 (the bias of 128 taken off),
@@ -189,6 +153,21 @@ INLINE void x8p_block(const uint8_t *row, int b, int8x16_t *x0, int8x16_t *x1, f
 	*d = load_f32(p + 64);
 }
 
+// x8p_dot adds to acc[i], for each of the nx X8P rows at x (xs bytes
+// apart), the dot product of its block b with a weight block's 32 int8
+// values (w0: elements 0-15, w1: 16-31), times dw and the row's scale: a
+// tile's step of Q8_0 and MXFP4.
+INLINE DOT void x8p_dot(int8x16_t w0, int8x16_t w1, float dw, const uint8_t *x, int64_t xs, int b, int nx,
+                        float32x4_t acc[XT]) {
+	for (int i = 0; i < nx; i++) {
+		int8x16_t x0, x1;
+		float dx;
+		x8p_block(x + i * xs, b, &x0, &x1, &dx);
+		int32x4_t p = vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, x0), w1, x1);
+		acc[i] = vfmaq_n_f32(acc[i], vcvtq_f32_s32(p), dw * dx);
+	}
+}
+
 // Q8_0 weights, X8P activations, one block per step.
 INLINE DOT void q8_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
 	float32x4_t acc[XT];
@@ -197,14 +176,7 @@ INLINE DOT void q8_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 	for (int b = 0; b < k / 32; b++) {
 		const uint8_t *wb = w + (int64_t)b * Q8_0_BYTES;
 		int8x16_t w0 = vld1q_s8((const int8_t *)wb + 2), w1 = vld1q_s8((const int8_t *)wb + 18);
-		float dw = h2f(wb);
-		for (int i = 0; i < nx; i++) {
-			int8x16_t x0, x1;
-			float dx;
-			x8p_block(x + i * xs, b, &x0, &x1, &dx);
-			int32x4_t p = vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, x0), w1, x1);
-			acc[i] = vfmaq_n_f32(acc[i], vcvtq_f32_s32(p), dw * dx);
-		}
+		x8p_dot(w0, w1, h2f(wb), x, xs, b, nx, acc);
 	}
 	for (int i = 0; i < nx; i++)
 		out[i * os] = vaddvq_f32(acc[i]);
@@ -232,14 +204,7 @@ INLINE DOT void mxfp4_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs,
 		const uint8_t *wb = w + (int64_t)b * MXFP4_BYTES;
 		uint8x16_t q = vld1q_u8(wb + 1);
 		int8x16_t w0 = vqtbl1q_s8(table, vandq_u8(q, vdupq_n_u8(0x0f))), w1 = vqtbl1q_s8(table, vshrq_n_u8(q, 4));
-		float dw = e8m0_half(wb[0]);
-		for (int i = 0; i < nx; i++) {
-			int8x16_t x0, x1;
-			float dx;
-			x8p_block(x + i * xs, b, &x0, &x1, &dx);
-			int32x4_t p = vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, x0), w1, x1);
-			acc[i] = vfmaq_n_f32(acc[i], vcvtq_f32_s32(p), dw * dx);
-		}
+		x8p_dot(w0, w1, e8m0_half(wb[0]), x, xs, b, nx, acc);
 	}
 	for (int i = 0; i < nx; i++)
 		out[i * os] = vaddvq_f32(acc[i]);
@@ -275,19 +240,10 @@ INLINE DOT void q4_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 }
 MM_DRIVER(folio_mm_q4_0_neon, q4_0_row, DOT, 8)
 
-// q4k_scales unpacks the 12 scale bytes of a Q4_K super-block into its 8
-// 6-bit scales (sm[0-7]) and 8 6-bit mins (sm[8-15]), as simd.h's
-// q4k_scales16.
-static inline void q4k_scales(const uint8_t *s, uint8_t sm[16]) {
-	const uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
-	uint32_t u[4];
-	memcpy(u, s, 12);
-	u[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
-	uint32_t mins03 = u[1] & kmask1;
-	u[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
-	u[2] = mins03;
-	u[0] &= kmask1;
-	memcpy(sm, u, 16);
+// mlal8 adds the products of a's and b's eight int16 lanes, widened, to
+// acc's four int32 lanes (lane j: pairs j and j+4).
+INLINE int32x4_t mlal8(int32x4_t acc, int16x8_t a, int16x8_t b) {
+	return vmlal_s16(vmlal_s16(acc, vget_low_s16(a), vget_low_s16(b)), vget_high_s16(a), vget_high_s16(b));
 }
 
 // Q4_K weights (d, dmin, 12 scale bytes, 128 quant bytes), XK
@@ -299,8 +255,10 @@ INLINE DOT void q4_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 	for (int s = 0; s < k / 256; s++) {
 		const uint8_t *wb = w + (int64_t)s * Q4_K_BYTES;
 		float d = h2f(wb), dmin = h2f(wb + 2);
-		uint8_t sm[16];
-		q4k_scales(wb + 4, sm);
+		uint32_t u[4];
+		uint8_t sm[16]; // the 8 scales, then the 8 mins
+		q4k_scales(wb + 4, u);
+		memcpy(sm, u, 16);
 		int16x8_t mins = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(sm + 8)));
 		int8x16_t q[16]; // sub-block j's elements 0-15 in q[2j], 16-31 in q[2j+1]
 		for (int p = 0; p < 4; p++) {
@@ -320,8 +278,7 @@ INLINE DOT void q4_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 				sum = vmlaq_n_s32(sum, p, sm[j]);
 			}
 			int16x8_t bs = vld1q_s16((const int16_t *)(xb + XK_BS32));
-			int32x4_t mb = vmull_s16(vget_low_s16(mins), vget_low_s16(bs));
-			mb = vmlal_s16(mb, vget_high_s16(mins), vget_high_s16(bs));
+			int32x4_t mb = mlal8(vdupq_n_s32(0), mins, bs);
 			acc[i] += load_f32(xb + XK_D) * (d * (float)vaddvq_s32(sum) - dmin * (float)vaddvq_s32(mb));
 		}
 	}
@@ -329,6 +286,9 @@ INLINE DOT void q4_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 		out[i * os] = acc[i];
 }
 MM_DRIVER(folio_mm_q4_k_neon, q4_k_row, DOT, 8)
+
+// q6 is a Q6_K quant (0-63) from its low four bits and its high two.
+INLINE int8x16_t q6(uint8x16_t lo, uint8x16_t hi) { return vreinterpretq_s8_u8(vorrq_u8(lo, vshlq_n_u8(hi, 4))); }
 
 // Q6_K weights (ql[128], qh[64], int8 scales[16], d), XK activations: the
 // 6-bit quants decoded once (0-63, in element order) for the tile; each
@@ -345,17 +305,14 @@ INLINE DOT void q6_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 		int8x16_t q[16]; // elements 16t … 16t+15 in q[t]
 		for (int n = 0; n < 2; n++) {
 			const uint8_t *ql = wb + 64 * n, *qh = wb + 128 + 32 * n;
-			uint8x16_t a0 = vld1q_u8(ql), a1 = vld1q_u8(ql + 16), b0 = vld1q_u8(ql + 32), b1 = vld1q_u8(ql + 48);
-			uint8x16_t h0 = vld1q_u8(qh), h1 = vld1q_u8(qh + 16);
 			int8x16_t *o = q + 8 * n;
-			o[0] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(a0, m4), vshlq_n_u8(vandq_u8(h0, m3), 4)));
-			o[1] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(a1, m4), vshlq_n_u8(vandq_u8(h1, m3), 4)));
-			o[2] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(b0, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h0, 2), m3), 4)));
-			o[3] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(b1, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h1, 2), m3), 4)));
-			o[4] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(a0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h0, 4), m3), 4)));
-			o[5] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(a1, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h1, 4), m3), 4)));
-			o[6] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(b0, 4), vshlq_n_u8(vshrq_n_u8(h0, 6), 4)));
-			o[7] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(b1, 4), vshlq_n_u8(vshrq_n_u8(h1, 6), 4)));
+			for (int j = 0; j < 2; j++) { // bytes 16j … 16j+15 of each 32-byte run of ql and qh
+				uint8x16_t a = vld1q_u8(ql + 16 * j), b = vld1q_u8(ql + 32 + 16 * j), h = vld1q_u8(qh + 16 * j);
+				o[j] = q6(vandq_u8(a, m4), vandq_u8(h, m3));
+				o[2 + j] = q6(vandq_u8(b, m4), vandq_u8(vshrq_n_u8(h, 2), m3));
+				o[4 + j] = q6(vshrq_n_u8(a, 4), vandq_u8(vshrq_n_u8(h, 4), m3));
+				o[6 + j] = q6(vshrq_n_u8(b, 4), vshrq_n_u8(h, 6));
+			}
 		}
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xb = x + i * xs + (int64_t)s * XK_BYTES;
@@ -364,10 +321,7 @@ INLINE DOT void q6_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 			for (int t = 0; t < 16; t++)
 				sum = vmlaq_n_s32(sum, vdotq_s32(vdupq_n_s32(0), q[t], vld1q_s8(xq + 16 * t)), sc[t]);
 			int16x8_t bs0 = vld1q_s16((const int16_t *)(xb + XK_BSUMS)), bs1 = vld1q_s16((const int16_t *)(xb + XK_BSUMS) + 8);
-			int32x4_t off = vmull_s16(vget_low_s16(sc0), vget_low_s16(bs0));
-			off = vmlal_s16(off, vget_high_s16(sc0), vget_high_s16(bs0));
-			off = vmlal_s16(off, vget_low_s16(sc1), vget_low_s16(bs1));
-			off = vmlal_s16(off, vget_high_s16(sc1), vget_high_s16(bs1));
+			int32x4_t off = mlal8(mlal8(vdupq_n_s32(0), sc0, bs0), sc1, bs1);
 			acc[i] += load_f32(xb + XK_D) * d * (float)(vaddvq_s32(sum) - 32 * vaddvq_s32(off));
 		}
 	}

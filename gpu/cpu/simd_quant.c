@@ -99,14 +99,7 @@ static AVX2 void quant_x4g(const float *x, int k, uint8_t *out) {
 		_mm_storeu_ps((float *)(g + 128) + 4 * j, _mm_set1_ps(d));
 		_mm_storeu_si128((__m128i *)(g + 192) + j, _mm_setr_epi32(-8 * sum, 0, 0, 0));
 	}
-	for (int b = nb; b % 4; b++) { // the last group's missing blocks
-		uint8_t *g = out + (b / 4) * X4G_BYTES;
-		int j = b % 4;
-		memset(g + 16 * j, 0, 16);
-		memset(g + 64 + 16 * j, 0, 16);
-		memset(g + 128 + 16 * j, 0, 16);
-		memset(g + 192 + 16 * j, 0, 16);
-	}
+	x4g_pad(out, nb);
 }
 
 // quant_xk quantizes 256-element super-blocks as ggml's quantize_row_q8_K:
@@ -122,14 +115,7 @@ static AVX2 void quant_xk(const float *x, int k, uint8_t *out) {
 			memset(out, 0, XK_BYTES);
 			continue;
 		}
-		float max = 0;
-		for (int j = 0; j < 256; j++) {
-			if (__builtin_fabsf(x[j]) == amax) {
-				max = x[j];
-				break;
-			}
-		}
-		float iscale = -127.f / max;
+		float iscale = -127.f / xk_max(x, amax);
 		__m256 is = _mm256_set1_ps(iscale);
 		__m256i cap = _mm256_set1_epi32(127);
 		int16_t *bsums = (int16_t *)(out + XK_BSUMS);
@@ -141,12 +127,7 @@ static AVX2 void quant_xk(const float *x, int k, uint8_t *out) {
 			bsums[j / 16 + 1] = (int16_t)hsum8i(_mm256_add_epi32(i[2], i[3]));
 			_mm256_storeu_si256((__m256i *)(out + j), pack32(i[0], i[1], i[2], i[3]));
 		}
-		float d = 1.f / iscale;
-		memcpy(out + XK_D, &d, 4);
-		memset(out + XK_D + 4, 0, XK_BSUMS - XK_D - 4);
-		int16_t *bs32 = (int16_t *)(out + XK_BS32);
-		for (int j = 0; j < 8; j++)
-			bs32[j] = (int16_t)(bsums[2 * j] + bsums[2 * j + 1]);
+		xk_close(out, iscale);
 	}
 }
 
@@ -164,24 +145,7 @@ static AVX2 void quant_f16(const float *x, int k, uint8_t *out) {
 // folio_quantize writes n rows of x (k floats each, xstride apart) in the
 // activation format of kind, ostride bytes apart.
 void folio_quantize(int kind, const float *x, int64_t xstride, int n, int k, uint8_t *out, int64_t ostride) {
-	for (int i = 0; i < n; i++, x += xstride, out += ostride) {
-		switch (kind) {
-		case KIND_Q8_0:
-		case KIND_MXFP4:
-			quant_x8p(x, k, out);
-			break;
-		case KIND_Q4_0:
-			quant_x4g(x, k, out);
-			break;
-		case KIND_Q4_K:
-		case KIND_Q6_K:
-			quant_xk(x, k, out);
-			break;
-		case KIND_F16:
-			quant_f16(x, k, out);
-			break;
-		}
-	}
+	quantize_rows(kind, x, xstride, n, k, out, ostride, quant_x8p, quant_x4g, quant_xk, quant_f16);
 }
 
 // folio_read_sum reads n bytes (a multiple of 128) from p, 32-byte
