@@ -85,7 +85,7 @@ func printVulkanInfo(w io.Writer, sel string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "vulkan: loader %s (folio does not compute with Vulkan yet)\n", info.Loader)
+	fmt.Fprintf(w, "vulkan: loader %s (FOLIO_GPU=vulkan computes on the device FOLIO_VULKAN_DEVICE names, else the first GPU)\n", info.Loader)
 	if len(info.Devices) == 0 {
 		fmt.Fprintln(w, "no Vulkan devices")
 		return nil

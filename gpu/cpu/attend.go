@@ -43,8 +43,8 @@ func (b *Backend) attendFused(a *gpu.Attend) bool {
 		// plan the batch a second time
 		return false
 	}
-	checkRope(cq, a.Pos, a.Rope)
-	checkRope(ck, a.Pos, a.Rope)
+	a.Rope.Check("cpu", cq, a.Pos)
+	a.Rope.Check("cpu", ck, a.Pos)
 	b.checkWriteKV(cc, a.Layer, a.K, a.V, a.Slots)
 	rowSeq, maxCtx, overlap := b.attnRows(a.Att, a.Q, cc, a.Layer, a.Batch, a.Opts)
 	checkMatMul("MatMul", b.tensor(a.Out), catt, cw)

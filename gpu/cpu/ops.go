@@ -208,7 +208,7 @@ func softmaxSink(x []float32, sink float32) {
 // position pos[i].
 func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {
 	cx := b.tensor(x)
-	checkRope(cx, pos, r)
+	r.Check("cpu", cx, pos)
 	if !b.ropeAngles.holds(pos, r) {
 		b.ropeAngles.compute(b, pos, r)
 	}
@@ -216,22 +216,6 @@ func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {
 	*t = ropeTask{x: b.act(x), c: cx.cols, r: r, cs: b.ropeAngles.cs, kern: b.k}
 	b.pool.run(t, cx.rows, b.k.ropeCost(2*cx.cols))
 	*t = ropeTask{}
-}
-
-// checkRope panics, as Rope does, unless r rotates x's heads at pos.
-func checkRope(cx *Tensor, pos []int32, r *gpu.Rope) {
-	switch {
-	case r.HeadDim <= 0 || cx.cols%r.HeadDim != 0:
-		panic(fmt.Sprintf("cpu: Rope: head dim %d does not divide %v", r.HeadDim, cx))
-	case r.Dims <= 0 || r.Dims > r.HeadDim || r.Dims%2 != 0:
-		panic(fmt.Sprintf("cpu: Rope: %d rotated dims of a %d-element head (want even, ≤ head dim)", r.Dims, r.HeadDim))
-	case r.Factors != nil && len(r.Factors) != r.Dims/2:
-		panic(fmt.Sprintf("cpu: Rope: %d factors for %d pairs", len(r.Factors), r.Dims/2))
-	case r.Scale == 0 || r.Base <= 0:
-		panic(fmt.Sprintf("cpu: Rope: scale %v, base %v (scale is 1 without scaling)", r.Scale, r.Base))
-	case len(pos) != cx.rows:
-		panic(fmt.Sprintf("cpu: Rope: %d positions for %v", len(pos), cx))
-	}
 }
 
 // ropeAngles keeps the cos and sin of every pair's angle at the positions

@@ -118,18 +118,7 @@ func (b *Backend) Softmax(x gpu.Tensor) {
 // by r's MScale.
 func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {
 	cx := b.act(x)
-	switch {
-	case r.HeadDim <= 0 || cx.cols%r.HeadDim != 0:
-		panic(fmt.Sprintf("cuda: Rope: head dim %d does not divide %v", r.HeadDim, cx))
-	case r.Dims <= 0 || r.Dims > r.HeadDim || r.Dims%2 != 0:
-		panic(fmt.Sprintf("cuda: Rope: %d rotated dims of a %d-element head (want even, ≤ head dim)", r.Dims, r.HeadDim))
-	case r.Factors != nil && len(r.Factors) != r.Dims/2:
-		panic(fmt.Sprintf("cuda: Rope: %d factors for %d pairs", len(r.Factors), r.Dims/2))
-	case r.Scale == 0 || r.Base <= 0:
-		panic(fmt.Sprintf("cuda: Rope: scale %v, base %v (scale is 1 without scaling)", r.Scale, r.Base))
-	case len(pos) != cx.rows:
-		panic(fmt.Sprintf("cuda: Rope: %d positions for %v", len(pos), cx))
-	}
+	r.Check("cuda", cx, pos)
 	b.enter()
 	defer b.leave()
 	var factors uint64

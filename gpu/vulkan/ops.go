@@ -78,18 +78,7 @@ func ceilDiv[T int | int64](a, b T) T { return (a + b - 1) / b }
 // rope are the same.
 func (b *Backend) Rope(x gpu.Tensor, pos []int32, r *gpu.Rope) {
 	vx := b.act(x)
-	switch {
-	case r.HeadDim <= 0 || vx.cols%r.HeadDim != 0:
-		panic(fmt.Sprintf("vulkan: Rope: head dim %d does not divide %v", r.HeadDim, vx))
-	case r.Dims <= 0 || r.Dims > r.HeadDim || r.Dims%2 != 0:
-		panic(fmt.Sprintf("vulkan: Rope: %d rotated dims of a %d-element head (want even, ≤ head dim)", r.Dims, r.HeadDim))
-	case r.Factors != nil && len(r.Factors) != r.Dims/2:
-		panic(fmt.Sprintf("vulkan: Rope: %d factors for %d pairs", len(r.Factors), r.Dims/2))
-	case r.Scale == 0 || r.Base <= 0:
-		panic(fmt.Sprintf("vulkan: Rope: scale %v, base %v (scale is 1 without scaling)", r.Scale, r.Base))
-	case len(pos) != vx.rows:
-		panic(fmt.Sprintf("vulkan: Rope: %d positions for %v", len(pos), vx))
-	}
+	r.Check("vulkan", vx, pos)
 	if !b.ropeAt.holds(pos, r) {
 		b.ropeAt.set(pos, r)
 		cs := make([]float32, len(pos)*r.Dims)
