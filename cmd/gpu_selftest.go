@@ -74,31 +74,27 @@ func gpuSelftest(w io.Writer, seed uint64, tokens int, model string, noCache boo
 		}
 	}
 	dev.SetBLAS(true)
-	failed := printOps(w, checks)
-	models, cleanup, err := selftestModels(model, seed)
-	if err != nil {
-		return err
+	// The first model's generation again with decode steps replayed as CUDA graphs.
+	graphs := func(models []string) (int, error) {
+		gdev, err := cuda.Open(withCUDA(cuda.Options{Graphs: true}))
+		if err != nil {
+			return 0, fmt.Errorf("gpu selftest: %w", err)
+		}
+		g, err := conformance.CheckGeneration(models[0], ref, gdev, tokens)
+		launches := gdev.GraphLaunches()
+		gdev.Close()
+		if err != nil {
+			return 0, fmt.Errorf("gpu selftest: generation with graphs: %w", err)
+		}
+		verdict, failed := "pass", 0
+		if !g.Pass() || launches == 0 && tokens > 4 {
+			verdict, failed = "FAIL", 1
+		}
+		fmt.Fprintf(w, "generation %s with CUDA graphs (%d steps as graphs): worst logits NMSE %.3g: %s\n",
+			filepath.Base(models[0]), launches, g.Worst, verdict)
+		return failed, nil
 	}
-	defer cleanup()
-	genFailed := checkGenerations(w, ref, dev, "cuda", models, tokens)
-	// The generation again with decode steps replayed as CUDA graphs.
-	gdev, err := cuda.Open(withCUDA(cuda.Options{Graphs: true}))
-	if err != nil {
-		return fmt.Errorf("gpu selftest: %w", err)
-	}
-	g, err := conformance.CheckGeneration(models[0], ref, gdev, tokens)
-	launches := gdev.GraphLaunches()
-	gdev.Close()
-	if err != nil {
-		return fmt.Errorf("gpu selftest: generation with graphs: %w", err)
-	}
-	verdict := "pass"
-	if !g.Pass() || launches == 0 && tokens > 4 {
-		verdict, genFailed = "FAIL", genFailed+1
-	}
-	fmt.Fprintf(w, "generation %s with CUDA graphs (%d steps as graphs): worst logits NMSE %.3g: %s\n",
-		filepath.Base(models[0]), launches, g.Worst, verdict)
-	return selftestVerdict(w, failed, len(checks), genFailed, len(models)+1)
+	return selftestRun(w, ref, dev, "cuda", checks, model, seed, tokens, graphs)
 }
 
 // vulkanSelftest is selftest on the Vulkan device: every op, then the
@@ -113,15 +109,34 @@ func vulkanSelftest(w io.Writer, seed uint64, tokens int, model string) error {
 	defer ref.Close()
 	d := dev.Device()
 	fmt.Fprintf(w, "device: %s (%s, Vulkan %s, %s)\n", d.Name, d.Type, d.API, d.Driver)
-	checks := conformance.CheckOps(ref, dev, seed)
+	return selftestRun(w, ref, dev, "vulkan", conformance.CheckOps(ref, dev, seed), model, seed, tokens, nil)
+}
+
+// selftestRun prints the op checks, then runs the greedy generations of
+// --model (else synthetic ones) on dev, named name, against ref, and one
+// more on the first model when more is set (CUDA's graphs: it returns 1
+// when that failed); an error says how many of each failed.
+func selftestRun(w io.Writer, ref, dev gpu.Backend, name string, checks []conformance.OpCheck, model string, seed uint64, tokens int,
+	more func(models []string) (int, error)) error {
 	failed := printOps(w, checks)
 	models, cleanup, err := selftestModels(model, seed)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	genFailed := checkGenerations(w, ref, dev, "vulkan", models, tokens)
-	return selftestVerdict(w, failed, len(checks), genFailed, len(models))
+	genFailed, gens := checkGenerations(w, ref, dev, name, models, tokens), len(models)
+	if more != nil {
+		f, err := more(models)
+		if err != nil {
+			return err
+		}
+		genFailed, gens = genFailed+f, gens+1
+	}
+	if failed > 0 || genFailed > 0 {
+		return fmt.Errorf("gpu selftest: %d of %d ops and %d of %d generations fail", failed, len(checks), genFailed, gens)
+	}
+	fmt.Fprintln(w, "selftest: pass")
+	return nil
 }
 
 // printOps prints the op checks and returns how many failed.
@@ -181,13 +196,4 @@ func checkGenerations(w io.Writer, ref, dev gpu.Backend, name string, models []s
 		fmt.Fprintf(w, "  cpu:  %v\n  %-5s %v\n", g.Ref, name+":", g.Dev)
 	}
 	return failed
-}
-
-// selftestVerdict prints the pass, or returns the failure.
-func selftestVerdict(w io.Writer, failed, ops, genFailed, gens int) error {
-	if failed > 0 || genFailed > 0 {
-		return fmt.Errorf("gpu selftest: %d of %d ops and %d of %d generations fail", failed, ops, genFailed, gens)
-	}
-	fmt.Fprintln(w, "selftest: pass")
-	return nil
 }
