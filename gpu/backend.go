@@ -337,6 +337,13 @@ type KVGrower interface {
 	GrowKVCache(c KVCache, blocks int) error
 }
 
+// FreeMemory is an optional capability of a backend whose memory is a
+// device's, not the host's (a GPU): the bytes free on the device now. The
+// runner sizes a K/V pool's growth (KVGrower) by it.
+type FreeMemory interface {
+	Free() (int64, error)
+}
+
 // LayerKVCacher is an optional capability: a K/V pool for some of the
 // model's layers, a layer group's (models/arch.Groups), whose layer i is
 // the model's layer layers[i] (ascending; spec.Layers is len(layers)). A

@@ -27,6 +27,8 @@
 //   - BlockIO: a block's K/V to and from host memory, for persisted
 //     prefixes.
 //   - KVGrower: a K/V pool grown in place, its blocks kept.
+//   - FreeMemory: the free memory of the device a backend computes on
+//     (a GPU), by which the runner sizes a pool's growth.
 //   - LayerKVCacher: a K/V pool for some of the model's layers (a layer
 //     group's), placed with those layers by a backend that places layers
 //     (place.Split).

@@ -82,3 +82,46 @@ func TestLoadOnVulkan(t *testing.T) {
 	}
 	t.Logf("auto: %s, notice %q", am.Arch.Backend().Name(), am.Notice)
 }
+
+// On Vulkan (a gpu.KVGrower whose memory is the device's) a request with a
+// num_ctx past the pool grows it between steps, as on the CPU, and gets
+// the tokens a pool large enough from the start gives; its budget is half
+// the device's memory free after the model.
+func TestVulkanGrowsPool(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "llama.gguf")
+	if err := synth.WriteTiny(path, "llama", gguf.TypeF32, 6); err != nil {
+		t.Fatal(err)
+	}
+	load := func(numCtx int) *Model {
+		m, err := Load(path, LoadOptions{NumCtx: numCtx, Device: "vulkan"})
+		if errors.Is(err, vulkan.ErrNoLoader) || errors.Is(err, vulkan.ErrNoDevice) {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("CI installs libvulkan1 and mesa-vulkan-drivers, yet: %v", err)
+			}
+			t.Skipf("no Vulkan device: %v", err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	greedy := SampleOptions{RepeatPenalty: 1}
+	req := Request{Prompt: promptOf(300, 21), Sample: greedy, NumPredict: 6, NumCtx: 512}
+	want := run(t, newEngine(t, load(512), EngineOptions{}), req)
+	m := load(32) // room for 4 × 32 tokens
+	dev := m.Arch.Backend().(*vulkan.Backend)
+	free, _ := dev.Free()
+	if m.KVBudget < (free+m.KV.Spec().Bytes())/2 || m.KVBudget > free+m.KV.Spec().Bytes() {
+		t.Errorf("budget %d with %d free on the device", m.KVBudget, free)
+	}
+	e := newEngine(t, m, EngineOptions{})
+	before := m.KV.Spec().Tokens()
+	got := run(t, e, req)
+	if want.err != nil || got.err != nil || !slices.Equal(got.tokens[0], want.tokens[0]) {
+		t.Errorf("after growing: %v %v; a large pool: %v %v", got.err, got.tokens[0], want.err, want.tokens[0])
+	}
+	if st := e.Stats(); st.Growths == 0 || m.KV.Spec().Tokens() < 306 {
+		t.Errorf("pool of %d tokens, then %d after %d growths", before, m.KV.Spec().Tokens(), st.Growths)
+	}
+}

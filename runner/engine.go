@@ -83,9 +83,10 @@ type Engine struct {
 	// stepFault, set by tests before any request, runs at the start of
 	// every step: a seam for backend faults.
 	stepFault func()
-	// hostMemory reads the memory available now, before the K/V pool
-	// grows (gpu.HostMemory; tests set another before any request).
-	hostMemory func() (available, total int64, ok bool)
+	// poolMemory reads the memory available now where the K/V pools live,
+	// before one grows (memoryOf: the host's, or a GPU's; tests set another
+	// before any request).
+	poolMemory func() (available, total int64, ok bool)
 
 	// loop-owned
 	pm          *paged.Manager
@@ -149,7 +150,7 @@ func NewEngine(m *Model, opt EngineOptions) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{m: m, opt: opt, pm: pm, in: make(chan *request, 256), calls: make(chan func()),
-		quit: make(chan struct{}), done: make(chan struct{}), hostMemory: gpu.HostMemory,
+		quit: make(chan struct{}), done: make(chan struct{}), poolMemory: memoryOf(m.Arch.Backend()),
 		logits: make([]float32, opt.MaxSeqs*m.Arch.Vocab)}
 	e.groupPeak, e.groupUsed = make([]atomic.Int64, len(m.Caches)), make([]atomic.Int64, len(m.Caches))
 	e.argmaxer, _ = m.Arch.Backend().(gpu.ArgMaxer)

@@ -188,7 +188,7 @@ func (e *Engine) growGroup(g, need int) bool {
 		return false
 	}
 	target := min(max(2*spec.Blocks, spec.Blocks+need), limit)
-	if avail, _, ok := e.hostMemory(); ok && int64(target)*spec.BlockBytes() > avail/2 {
+	if avail, _, ok := e.poolMemory(); ok && int64(target)*spec.BlockBytes() > avail/2 {
 		return false
 	}
 	if err := gr.GrowKVCache(kv, target); err != nil {

@@ -16,6 +16,19 @@ func DefaultKVBudget(available, modelBytes, floor int64) int64 {
 	return max(floor, (available-modelBytes)/2)
 }
 
+// memoryOf reads the memory where be's K/V pools live, for sizing their
+// growth: a device's (gpu.FreeMemory: a GPU's free bytes), else the
+// host's (total 0 for a device: unused).
+func memoryOf(be gpu.Backend) func() (available, total int64, ok bool) {
+	if fm, dev := be.(gpu.FreeMemory); dev {
+		return func() (int64, int64, bool) {
+			free, err := fm.Free()
+			return free, 0, err == nil
+		}
+	}
+	return gpu.HostMemory
+}
+
 // poolTokens is the number of tokens the K/V pool holds now. Any
 // goroutine may ask.
 func (e *Engine) poolTokens() int {
@@ -66,7 +79,7 @@ func (e *Engine) grow(numCtx int) error {
 			ErrRequest, numCtx, gib(int64(need)*per), gib(e.m.KVBudget))
 	}
 	target := min(max(need, 2*spec.Blocks), limit)
-	if avail, _, ok := e.hostMemory(); ok {
+	if avail, _, ok := e.poolMemory(); ok {
 		// the new pool is allocated whole before the old one goes: it must
 		// fit in half of what is free now, as the budget did at load
 		fit := int(min(avail/2/per, int64(limit)))

@@ -124,7 +124,7 @@ func TestEngineGrowthNeedsMemory(t *testing.T) {
 	m.KVBudget = 100 * tinyBlockBytes
 	e := newEngine(t, m, EngineOptions{})
 	free := int64(1 << 40)
-	e.hostMemory = func() (int64, int64, bool) { return free, 2 * free, true }
+	e.poolMemory = func() (int64, int64, bool) { return free, 2 * free, true }
 	submit := func(numCtx int) error {
 		st, err := e.Submit(context.Background(), Request{Prompt: promptOf(10, 1), Sample: DefaultSampleOptions(), NumCtx: numCtx, NumPredict: 2})
 		if err == nil {

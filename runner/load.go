@@ -99,7 +99,8 @@ type Model struct {
 	Bytes  MemoryNeed // at load; the K/V pool may grow since (KV.Spec().Bytes())
 	// KVBudget is the most bytes the K/V pool may grow to: its size when
 	// KVMemory fixed it or the backend cannot grow it, else
-	// DefaultKVBudget of the memory available at load.
+	// DefaultKVBudget of the memory available at load (a GPU's: its
+	// memory free once the model is on it, the pool counted as free).
 	KVBudget int64
 	// Notice says, when it is not "", why the model is not where Device
 	// asked: on the CPU instead of the GPU, or split between them. The
@@ -207,8 +208,17 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 		return nil, err
 	}
 	budget := spec.Bytes()
-	if _, grows := be.(gpu.KVGrower); grows && opt.KVMemory == 0 && memKnown {
-		budget = DefaultKVBudget(avail, need.Total()-need.KV, spec.Bytes())
+	if _, grows := be.(gpu.KVGrower); grows && opt.KVMemory == 0 {
+		if fm, dev := be.(gpu.FreeMemory); dev { // a GPU: its memory free after the model, its pools as they are
+			if free, err := fm.Free(); err == nil {
+				for _, c := range caches {
+					free += c.Spec().Bytes()
+				}
+				budget = DefaultKVBudget(free, 0, spec.Bytes())
+			}
+		} else if memKnown {
+			budget = DefaultKVBudget(avail, need.Total()-need.KV, spec.Bytes())
+		}
 	}
 	return &Model{File: f, Arch: am, Tok: tok, KV: caches[0], Groups: groups, Caches: caches,
 		Opt: opt, Bytes: need, KVBudget: budget, Notice: notice}, nil

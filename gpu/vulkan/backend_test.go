@@ -153,7 +153,8 @@ func TestQueuedOps(t *testing.T) {
 
 // The K/V pool against the CPU's, byte for byte, F16 and F32: WriteKV
 // into two layers, CopyBlocks, WriteBlock of a block read back from the
-// CPU, and ReadBlock of every block.
+// CPU, GrowKVCache from 4 blocks to 7 and WriteKV into the new ones, and
+// ReadBlock of every block.
 func TestKVCache(t *testing.T) {
 	b := open(t, Options{Staging: true})
 	ref := cpu.New(1)
@@ -180,8 +181,14 @@ func TestKVCache(t *testing.T) {
 			blk := make([]byte, spec.BlockBytes())
 			bio.ReadBlock(kv, 3, blk)
 			bio.WriteBlock(kv, 2, blk)
+			// grown in place: the blocks keep their bytes, the new ones
+			// take writes
+			if err := be.(gpu.KVGrower).GrowKVCache(kv, 7); err != nil || kv.Spec().Blocks != 7 {
+				t.Fatalf("%s: grown to %d blocks: %v", be.Name(), kv.Spec().Blocks, err)
+			}
+			be.WriteKV(kv, 1, k, v, []int32{17, 21, 22, 26, 27})
 			var out [][]byte
-			for i := range spec.Blocks {
+			for i := range kv.Spec().Blocks {
 				buf := make([]byte, spec.BlockBytes())
 				bio.ReadBlock(kv, int32(i), buf)
 				out = append(out, buf)

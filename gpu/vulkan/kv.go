@@ -2,12 +2,17 @@ package vulkan
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"folio/gpu"
 	"folio/models/gguf"
 )
 
-var _ gpu.BlockIO = (*Backend)(nil)
+var (
+	_ gpu.BlockIO    = (*Backend)(nil)
+	_ gpu.KVGrower   = (*Backend)(nil)
+	_ gpu.FreeMemory = (*Backend)(nil)
+)
 
 // KVCache is the paged K/V pool, a buffer a layer (so that only one
 // layer's K and V must fit the device's maxStorageBufferRange, not the
@@ -22,9 +27,12 @@ type KVCache struct {
 	bufs     []*buffer // a layer's K then V
 	layer    int64     // bytes of one layer's K (or V)
 	blockRun int64     // bytes of one block of one layer's K (or V)
+	// shown is spec for Spec, which any goroutine may call while the op
+	// goroutine grows the pool.
+	shown atomic.Pointer[gpu.KVSpec]
 }
 
-func (c *KVCache) Spec() gpu.KVSpec { return c.spec }
+func (c *KVCache) Spec() gpu.KVSpec { return *c.shown.Load() }
 
 // NewKVCache allocates the pool of spec, zeroed.
 func (b *Backend) NewKVCache(spec gpu.KVSpec) (gpu.KVCache, error) {
@@ -39,18 +47,68 @@ func (b *Backend) NewKVCache(spec gpu.KVSpec) (gpu.KVCache, error) {
 	}
 	c := &KVCache{spec: spec, blockRun: int64(spec.BlockSize) * spec.RowBytes()}
 	c.layer = int64(spec.Blocks) * c.blockRun
-	for l := range spec.Layers {
-		buf, err := b.newBuffer(2*c.layer, false, fmt.Sprintf("layer %d of the K/V cache", l))
+	var err error
+	if c.bufs, err = b.kvBuffers(spec.Layers, c.layer); err != nil {
+		return nil, err
+	}
+	for _, buf := range c.bufs {
+		b.zero(buf)
+	}
+	c.shown.Store(&spec)
+	return c, nil
+}
+
+// kvBuffers allocates layers buffers of a layer's K and V, layer bytes
+// each, or none.
+func (b *Backend) kvBuffers(layers int, layer int64) ([]*buffer, error) {
+	bufs := make([]*buffer, 0, layers)
+	for l := range layers {
+		buf, err := b.newBuffer(2*layer, false, fmt.Sprintf("layer %d of the K/V cache", l))
 		if err != nil {
-			for _, done := range c.bufs {
+			for _, done := range bufs { // no command uses them yet
 				b.freeBuffer(done)
 			}
 			return nil, fmt.Errorf("%w; lower num_ctx or FOLIO_KV_MEMORY", err)
 		}
-		b.zero(buf)
-		c.bufs = append(c.bufs, buf)
+		bufs = append(bufs, buf)
 	}
-	return c, nil
+	return bufs, nil
+}
+
+// GrowKVCache grows c in place to blocks blocks: new buffers a layer, each
+// zeroed and the old layer's K and V copied to the start of the new K and
+// V (a block is one run in each, so its offset stays), then, once the
+// copies ran, the old buffers freed. Both pools are held while they copy.
+func (b *Backend) GrowKVCache(c gpu.KVCache, blocks int) error {
+	vc := b.kv(c)
+	spec := vc.spec
+	if blocks < spec.Blocks {
+		return fmt.Errorf("vulkan: grow a K/V cache of %d blocks to %d: a pool only grows", spec.Blocks, blocks)
+	}
+	if blocks == spec.Blocks {
+		return nil
+	}
+	spec.Blocks = blocks
+	if err := spec.Check(); err != nil {
+		return err
+	}
+	layer := int64(blocks) * vc.blockRun
+	bufs, err := b.kvBuffers(spec.Layers, layer)
+	if err != nil {
+		return err
+	}
+	for l, buf := range bufs {
+		b.zero(buf)
+		b.copyBuffer(vc.bufs[l], 0, buf, 0, vc.layer)
+		b.copyBuffer(vc.bufs[l], vc.layer, buf, layer, vc.layer)
+	}
+	b.flush()
+	for _, old := range vc.bufs {
+		b.freeBuffer(old)
+	}
+	vc.spec, vc.bufs, vc.layer = spec, bufs, layer
+	vc.shown.Store(&spec)
+	return nil
 }
 
 func (b *Backend) kv(c gpu.KVCache) *KVCache {
