@@ -285,6 +285,33 @@ func TestBlockIOAndCopyBlocks(t *testing.T) {
 	if slices.ContainsFunc(got, func(v byte) bool { return v != 0 }) {
 		t.Error("block 1 is not the copy of the empty block 0")
 	}
+	// Grown in place: the blocks keep their bytes, the new ones are zero
+	// and take writes; the old allocation is gone.
+	used := b.Used()
+	if err := b.GrowKVCache(c, 5); err != nil || c.Spec().Blocks != 5 {
+		t.Fatalf("grown to %d blocks: %v", c.Spec().Blocks, err)
+	}
+	if grown := b.Used() - used; grown != 2*spec.Bytes()/3 {
+		t.Errorf("the growth from 3 blocks to 5 took %d more bytes, want %d", grown, 2*spec.Bytes()/3)
+	}
+	b.ReadBlock(c, 2, got)
+	if !slices.Equal(got, buf) {
+		t.Error("block 2 lost its bytes in the growth")
+	}
+	b.ReadBlock(c, 4, got)
+	if slices.ContainsFunc(got, func(v byte) bool { return v != 0 }) {
+		t.Error("the new block 4 is not zero")
+	}
+	b.WriteBlock(c, 4, buf)
+	b.CopyBlocks(c, []gpu.BlockCopy{{Src: 4, Dst: 3}})
+	for _, blk := range []int32{2, 3, 4} {
+		if b.ReadBlock(c, blk, got); !slices.Equal(got, buf) {
+			t.Errorf("block %d after the growth", blk)
+		}
+	}
+	if err := b.GrowKVCache(c, 4); err == nil {
+		t.Error("shrinking a pool: no error")
+	}
 	if _, err := b.NewKVCache(gpu.KVSpec{Layers: 1, Blocks: 1, BlockSize: 1, KVHeads: 1, HeadDim: 512, Type: gguf.TypeF16}); !errors.Is(err, gpu.ErrUnsupported) {
 		t.Errorf("heads of 512: %v", err)
 	}

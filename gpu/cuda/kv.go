@@ -3,12 +3,17 @@ package cuda
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"unsafe"
 
 	"folio/gpu"
 )
 
-var _ gpu.BlockIO = (*Backend)(nil)
+var (
+	_ gpu.BlockIO    = (*Backend)(nil)
+	_ gpu.KVGrower   = (*Backend)(nil)
+	_ gpu.FreeMemory = (*Backend)(nil)
+)
 
 // KVCache is the paged K/V pool in one device allocation: for each layer
 // its K then its V, each Blocks·BlockSize slots laid out head-major within
@@ -23,9 +28,12 @@ type KVCache struct {
 	blockRun  int64 // bytes of one block of one layer's K (or V)
 	width     int   // KVHeads · HeadDim
 	blockSize int
+	// shown is spec for Spec, which any goroutine may call while the op
+	// goroutine grows the pool.
+	shown atomic.Pointer[gpu.KVSpec]
 }
 
-func (c *KVCache) Spec() gpu.KVSpec { return c.spec }
+func (c *KVCache) Spec() gpu.KVSpec { return *c.shown.Load() }
 
 // k and v are the device addresses of layer's K and V.
 func (c *KVCache) k(layer int) uint64 { return c.ptr + uint64(2*int64(layer)*c.layer) }
@@ -51,7 +59,47 @@ func (b *Backend) NewKVCache(spec gpu.KVSpec) (gpu.KVCache, error) {
 	if err := b.d.check("cuMemsetD8Async", b.d.MemsetD8Async(c.ptr, 0, uint64(spec.Bytes()), b.stream)); err != nil {
 		return nil, err
 	}
+	c.shown.Store(&spec)
 	return c, nil
+}
+
+// GrowKVCache grows c in place to blocks blocks: a new allocation, zeroed,
+// each layer's K and V copied to the start of their new runs (a block keeps
+// its offset in them), then the old allocation freed once the copies ran.
+// Both are held meanwhile. A recorded CUDA graph, whose launches name the
+// old pool, is dropped.
+func (b *Backend) GrowKVCache(c gpu.KVCache, blocks int) error {
+	cc := b.kv(c)
+	spec := cc.spec
+	if blocks < spec.Blocks {
+		return fmt.Errorf("cuda: grow a K/V cache of %d blocks to %d: a pool only grows", spec.Blocks, blocks)
+	}
+	if blocks == spec.Blocks {
+		return nil
+	}
+	spec.Blocks = blocks
+	if err := spec.Check(); err != nil {
+		return err
+	}
+	b.enter()
+	defer b.leave()
+	p, err := b.alloc(spec.Bytes(), "the K/V cache") // breaks the graph's match first
+	if err != nil {
+		return fmt.Errorf("%w; lower num_ctx or FOLIO_KV_MEMORY", err)
+	}
+	b.d.must("cuMemsetD8Async", b.d.MemsetD8Async(p, 0, uint64(spec.Bytes()), b.stream))
+	layer := int64(blocks) * cc.blockRun
+	for run := range 2 * int64(spec.Layers) {
+		b.d.must("cuMemcpyDtoDAsync", b.d.MemcpyDtoDAsync(p+uint64(run*layer), cc.ptr+uint64(run*cc.layer), uint64(cc.layer), b.stream))
+	}
+	b.dropGraph()
+	b.d.must("cuStreamSynchronize", b.d.StreamSynchronize(b.stream))
+	b.d.must("cuMemFree", b.d.MemFree(cc.ptr))
+	b.used -= b.allocs[cc.ptr]
+	delete(b.allocs, cc.ptr)
+	cc.spec, cc.ptr, cc.layer = spec, p, layer
+	cc.shown.Store(&spec)
+	return nil
 }
 
 func (b *Backend) kv(c gpu.KVCache) *KVCache {

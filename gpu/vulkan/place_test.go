@@ -4,7 +4,6 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"folio/gpu"
@@ -117,23 +116,5 @@ func TestKindVetsTheDevice(t *testing.T) {
 	}
 	if _, _, err = place.Choose("vulkan", []place.Kind{broken}, host, bad.Check); !errors.Is(err, vet.ErrFailed) || !strings.Contains(err.Error(), "FOLIO_GPU=vulkan") {
 		t.Errorf("FOLIO_GPU=vulkan on the wrong device: %v, want the check's failure as an error", err)
-	}
-}
-
-// Without a loader (libvulkan.so.1 missing), FOLIO_GPU=auto computes on
-// the CPU with a notice saying what to install, and FOLIO_GPU=vulkan is an
-// error saying so.
-func TestKindWithoutLoader(t *testing.T) {
-	saved := loaderNames
-	loaderNames, libOnce = []string{"libvulkan-folio-missing.so.1"}, sync.Once{}
-	t.Cleanup(func() { loaderNames, libOnce = saved, sync.Once{} })
-	k := Kind(Options{}, nil, gpu.KVSpec{}, 0)
-	be, notice, err := place.Choose("auto", []place.Kind{k}, host, nil)
-	if be != nil || err != nil || !strings.Contains(notice, "no Vulkan loader") || !strings.Contains(notice, "mesa-vulkan-drivers") ||
-		!strings.HasSuffix(notice, "computing on the CPU") {
-		t.Errorf("auto: %v, %v, notice %q", be, err, notice)
-	}
-	if _, _, err := place.Choose("vulkan", []place.Kind{k}, host, nil); !errors.Is(err, ErrNoLoader) || !strings.Contains(err.Error(), "FOLIO_GPU=vulkan") {
-		t.Errorf("FOLIO_GPU=vulkan: %v", err)
 	}
 }
