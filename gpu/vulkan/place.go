@@ -52,14 +52,22 @@ func Kind(opt Options, f *gguf.File, spec gpu.KVSpec, scratch int64) place.Kind 
 	return place.Kind{
 		Name: "vulkan",
 		Open: func(auto bool) (place.Device, error) {
+			if auto && opt.Device == "" { // the device Open would take, looked at before it is made
+				info, err := Probe()
+				if err != nil {
+					return nil, err
+				}
+				i, err := info.Pick("")
+				if err != nil {
+					return nil, err
+				}
+				if d := info.Devices[i]; d.typ == typeCPU {
+					return nil, fmt.Errorf("%w but %s, the CPU itself (folio's CPU kernels are faster; FOLIO_GPU=vulkan uses it)", ErrNoDevice, d.Name)
+				}
+			}
 			b, err := Open(opt)
 			if err != nil {
 				return nil, err
-			}
-			if auto && opt.Device == "" && b.dev.typ == typeCPU {
-				name := b.dev.Name
-				b.Close()
-				return nil, fmt.Errorf("%w but %s, the CPU itself (folio's CPU kernels are faster; FOLIO_GPU=vulkan uses it)", ErrNoDevice, name)
 			}
 			return b, nil
 		},
