@@ -171,6 +171,7 @@ finish() {
 	if [ -f "$FOLIO_HOME/gpu-checks.json" ]; then # gpu/vet's verdicts from the first bench's load
 		cp "$FOLIO_HOME/gpu-checks.json" "$out/gpu-checks.json"
 		cat "$out/gpu-checks.json"
+		echo # the JSON ends without a newline: the summary starts a line of its own
 	fi
 	summary | tee "$out/summary.txt"
 	echo "results in $out"
