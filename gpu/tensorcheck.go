@@ -89,3 +89,14 @@ func View[T Tensor](backend string, t T, rows int, views *[]T, mk func(rows int)
 	*views = append(*views, v)
 	return v
 }
+
+// Grown is spec at blocks blocks, for a backend's GrowKVCache: same says
+// it already has them (nothing to do); fewer is an error naming backend,
+// as a pool only grows.
+func (s KVSpec) Grown(backend string, blocks int) (grown KVSpec, same bool, err error) {
+	if blocks < s.Blocks {
+		return s, false, fmt.Errorf("%s: grow a K/V cache of %d blocks to %d: a pool only grows", backend, s.Blocks, blocks)
+	}
+	s.Blocks, same = blocks, blocks == s.Blocks
+	return s, same, nil
+}

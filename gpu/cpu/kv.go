@@ -215,14 +215,10 @@ var _ gpu.KVGrower = (*Backend)(nil)
 // garbage collector then frees. Both are held while the bytes are copied.
 func (b *Backend) GrowKVCache(c gpu.KVCache, blocks int) error {
 	cc := b.kv(c)
-	spec := cc.spec
-	if blocks < spec.Blocks {
-		return fmt.Errorf("cpu: grow a K/V cache of %d blocks to %d: a pool only grows", spec.Blocks, blocks)
+	spec, same, err := cc.spec.Grown("cpu", blocks)
+	if same || err != nil {
+		return err
 	}
-	if blocks == spec.Blocks {
-		return nil
-	}
-	spec.Blocks = blocks
 	n, err := allocKV(spec)
 	if err != nil {
 		return err

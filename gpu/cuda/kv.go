@@ -70,14 +70,10 @@ func (b *Backend) NewKVCache(spec gpu.KVSpec) (gpu.KVCache, error) {
 // old pool, is dropped.
 func (b *Backend) GrowKVCache(c gpu.KVCache, blocks int) error {
 	cc := b.kv(c)
-	spec := cc.spec
-	if blocks < spec.Blocks {
-		return fmt.Errorf("cuda: grow a K/V cache of %d blocks to %d: a pool only grows", spec.Blocks, blocks)
+	spec, same, err := cc.spec.Grown("cuda", blocks)
+	if same || err != nil {
+		return err
 	}
-	if blocks == spec.Blocks {
-		return nil
-	}
-	spec.Blocks = blocks
 	if err := spec.Check(); err != nil {
 		return err
 	}

@@ -81,14 +81,10 @@ func (b *Backend) kvBuffers(layers int, layer int64) ([]*buffer, error) {
 // copies ran, the old buffers freed. Both pools are held while they copy.
 func (b *Backend) GrowKVCache(c gpu.KVCache, blocks int) error {
 	vc := b.kv(c)
-	spec := vc.spec
-	if blocks < spec.Blocks {
-		return fmt.Errorf("vulkan: grow a K/V cache of %d blocks to %d: a pool only grows", spec.Blocks, blocks)
+	spec, same, err := vc.spec.Grown("vulkan", blocks)
+	if same || err != nil {
+		return err
 	}
-	if blocks == spec.Blocks {
-		return nil
-	}
-	spec.Blocks = blocks
 	if err := spec.Check(); err != nil {
 		return err
 	}
