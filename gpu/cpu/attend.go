@@ -74,7 +74,7 @@ func (b *Backend) attendFused(a *gpu.Attend) bool {
 		writeKV: writeKVTask{c: cc, layer: a.Layer, k: b.f32(a.K), v: b.f32(a.V), slots: a.Slots, kern: b.k},
 		attn: simdAttentionTask{kern: b.k, dst: b.act(a.Att), q: cq.f32, qcols: cq.cols, c: cc, layer: a.Layer,
 			tiles: b.attnTiles, blocks: blocks, group: group, opts: a.Opts, sinks: b.sinkLogits(a.Opts, cq.cols/spec.HeadDim),
-			scratch: attnScratch(tr*group, spec.HeadDim, maxCtx, spec.BlockSize)},
+			scratch: attnScratch(tr*group, spec.HeadDim, maxCtx)},
 		quant:   quantTask{kind: kind, x: catt.f32, k: k, out: xq, stride: stride},
 		kvHeads: spec.KVHeads,
 	}

@@ -17,7 +17,6 @@ import (
 // query head's softmax.
 func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer int, batch *gpu.Batch, o gpu.AttnOpts, maxCtx int) {
 	spec := c.spec
-	bs := spec.BlockSize
 	group := qcols / spec.HeadDim / spec.KVHeads
 	maxCtx = windowCtx(maxCtx, o)
 	tr := attnTileRows(group, maxCtx)
@@ -25,7 +24,7 @@ func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer i
 	blocks := b.attnPlan(batch, tr, o)
 	*t = simdAttentionTask{kern: b.k, dst: dst, q: q, qcols: qcols, c: c, layer: layer,
 		tiles: b.attnTiles, blocks: blocks, group: group, opts: o, sinks: b.sinkLogits(o, qcols/spec.HeadDim),
-		scratch: attnScratch(tr*group, spec.HeadDim, maxCtx, bs)}
+		scratch: attnScratch(tr*group, spec.HeadDim, maxCtx)}
 	// The pool counts cost in the Go kernels' multiply-adds, about a
 	// nanosecond each; these kernels do some 25 in a nanosecond, so that a
 	// chunk holds a few short units (a decode step of one short sequence
@@ -85,23 +84,23 @@ func attnTileRows(group, ctx int) int {
 }
 
 // attnScratch is the floats a unit of nq queries of head size d over n
-// positions needs (simd_attn.c, simd_attn_avx2.c): the queries transposed
-// and the scores, nq rounded up to 16 lanes each, four K rows and a block
-// of V rows; or, for one row, tiles of transposed K and the scores; or, for
-// the AVX2 kernel, the queries and outputs transposed, and a block of
-// attnKB positions' scores and K and V rows (with slack for a tile's
-// last positions).
-func attnScratch(nq, d, n, bs int) int {
+// positions needs (simd_attn.c, simd_attn_avx2.c, simd_attn_avx512.c):
+// for the flash kernels of many queries, the queries and outputs
+// transposed (nq rounded up to 16 lanes, d to 16 columns) and a block of
+// attnKB positions' scores and K and V rows, with the slack of a score
+// tile of the AVX2 kernel; for an AVX-512 decode row (g ≤ 8 queries), up
+// to four tiles of 16 transposed K rows (of at least 16 floats), its
+// scores, query-major, n rounded up to 16 each, and a factor for each
+// block of attnKB positions it reads; for the NEON kernel, a row's g·n
+// scores and two rows.
+func attnScratch(nq, d, n int) int {
 	nqp := (nq + 15) &^ 15
-	dv := (d + 7) &^ 7
+	dv := (d + 15) &^ 15
 	flash := nqp*(d+dv) + (attnKB+12)*(nqp+d) + attnKB*dv
-	// A decode row (nq ≤ 8) takes up to four tiles of 16 transposed K rows
-	// (of at least 16 floats) and its scores, query-major, n rounded up to
-	// 16 each.
-	return max(d*nqp+n*nqp+4*d+bs*d, 64*max(d, 16)+8*(n+16), flash)
+	return max(nq*n+2*d, 64*max(d, 16)+8*(n+16)+8*(n/attnKB+2), flash)
 }
 
-// attnKB is the positions of a block of the AVX2 kernel's online softmax
+// attnKB is the positions of a block of the flash kernels' online softmax
 // (simd_attn.h's attnKB): blocks start at its multiples.
 const attnKB = 48
 

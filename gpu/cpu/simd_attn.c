@@ -2,27 +2,26 @@
 
 // Causal paged attention for one unit of work: nr consecutive query rows of
 // one sequence and one K/V head with its g query heads, nq = nr·g queries.
-// The queries sit in the lanes of vectors (16 per chunk), so each K and V
-// row is converted once for all of them:
-//
-//	S[p][qi] = scale · q_qi · K[p]          K row p broadcast element by element
-//	S[p][qi] = e^(S - max_qi) for low_qi ≤ p ≤ lim_qi, 0 elsewhere (the mask)
-//	out_qi   = Σ_p S[p][qi] · V[p] / Σ_p S[p][qi]
-//
 // Query qi is head qi % g of row qi / g, at position lim_qi = pos0 + qi / g,
 // and attends to positions low_qi … its own: 0 …, or with a sliding
 // window win, lim_qi-win+1 …. The unit reads positions lo … pos0+nr-1 only
 // (lo is the first row's low), so the blocks before a window are never
-// touched; with a soft-cap the raw q·k is capped before the scale. Position p's K/V is at element
-// ((blocks[p/bs]·kvheads + h)·bs + p%bs)·d of the layer's K and V, of kind
-// kt: float32, halves, or Q8_0 blocks (34 bytes for 32 elements, d a
-// multiple of 32), which decode to float32 exactly (quant times scale),
-// so a Q8_0 cache's attention is the float32 one over the values it holds. Each query's sums run in the same order whatever the
-// tile it is in (a lane, over j, then over p), so a token's attention is
-// bit for bit the same alone (decode) or in a prompt: with activations
-// quantized to 8 bits, the least difference could flip a quant. Scratch
-// holds d·nqp + n·nqp + 4·d + bs·d floats, nqp being nq rounded up to 16 and
-// n = pos0 + nr - lo.
+// touched; with a soft-cap the raw q·k is capped before the scale.
+// Position p's K/V is at element ((blocks[p/bs]·kvheads + h)·bs + p%bs)·d
+// of the layer's K and V, of kind kt: float32, halves, or Q8_0 blocks (34
+// bytes for 32 elements, d a multiple of 32), which decode to float32
+// exactly (quant times scale), so a Q8_0 cache's attention is the float32
+// one over the values it holds.
+//
+// The kernels are flash attention over blocks of attnKB positions with an
+// online softmax (simd_attn_avx2.c, simd_attn_avx512.c): the queries in
+// the lanes of vectors, each K and V row converted once for all of them.
+// This file holds the AVX-512 one for a single row (decode), positions in
+// the lanes, and folio_attention. Each query's sums run in the same order
+// whatever the tile it is in (over j, then over p, rescaled at the same
+// blocks), so a token's attention is bit for bit the same alone (decode)
+// or in a prompt: with activations quantized to 8 bits, the least
+// difference could flip a quant. attnScratch sizes the scratch.
 
 #include "simd_attn.h"
 
@@ -44,223 +43,14 @@ AVX512 __m512 exp512(__m512 x) {
 	return _mm512_scalef_ps(j, n);
 }
 
-static inline AVX512 __mmask16 tail16(int left) { return left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1); }
-
-// q8x16_512 decodes elements e … e+15 (e a multiple of 16) of a Q8_0
-// layer.
-static inline AVX512 __m512 q8x16_512(const void *base, int64_t e) {
-	const uint8_t *blk = (const uint8_t *)base + (e >> 5) * Q8_0_BYTES;
-	uint16_t h;
-	memcpy(&h, blk, 2);
-	__m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2 + (e & 31)))));
-	return _mm512_mul_ps(q, _mm512_set1_ps(_cvtsh_ss(h)));
-}
-
-// row512 returns row at of a K or V layer as float32s: in place for
-// float32, else converted into buf.
-static inline AVX512 const float *row512(const void *base, int kt, int64_t at, int d, float *buf) {
-	if (kt == KV_F32)
-		return (const float *)base + at;
-	if (kt == KV_Q8) {
-		for (int j = 0; j < d; j += 16)
-			_mm512_storeu_ps(buf + j, q8x16_512(base, at + j));
-		return buf;
-	}
-	const uint16_t *s = (const uint16_t *)base + at;
-	for (int j = 0; j < d; j += 16) {
-		__mmask16 m = tail16(d - j);
-		_mm512_mask_storeu_ps(buf + j, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, s + j)));
-	}
-	return buf;
-}
-
-// score_tile512 sets S[pp·nqp + 16(c0+c) + lane] for PB K rows kr[pp]
-// against CN chunks of 16 transposed queries: each score an FMA chain over
-// j in order, the K elements broadcast, the query loads shared by the rows.
-INLINE AVX512 void score_tile512(const float *const *kr, int PB, const float *qt, int64_t nqp, int c0, int CN, int d,
-                                 __m512 sv, float *Sp) {
-	__m512 acc[4][4];
-	for (int pp = 0; pp < PB; pp++)
-		for (int c = 0; c < CN; c++)
-			acc[pp][c] = _mm512_setzero_ps();
-	for (int j = 0; j < d; j++) {
-		__m512 qv[4];
-		for (int c = 0; c < CN; c++)
-			qv[c] = _mm512_loadu_ps(qt + (int64_t)j * nqp + 16 * (c0 + c));
-		for (int pp = 0; pp < PB; pp++) {
-			__m512 kj = _mm512_set1_ps(kr[pp][j]);
-			for (int c = 0; c < CN; c++)
-				acc[pp][c] = _mm512_fmadd_ps(kj, qv[c], acc[pp][c]);
-		}
-	}
-	for (int pp = 0; pp < PB; pp++)
-		for (int c = 0; c < CN; c++)
-			_mm512_storeu_ps(Sp + pp * nqp + 16 * (c0 + c), _mm512_mul_ps(acc[pp][c], sv));
-}
-
-// scores_many512 fills S[(p-lo)·nqp + qi] for p in lo … n-1: the queries transposed into qt, then
-// four K rows at a time (converted into kb, 4·d floats) against them.
-static AVX512 void scores_many512(const float *q, int64_t qstride, int nr, int g, int d, const void *kl, int kt,
-                                  const int32_t *blocks, int bs, int kvheads, int h, int lo, int n, float scale,
-                                  float *qt, float *S, float *kb) {
-	int nq = nr * g, nqp = (nq + 15) & ~15, nc = nqp / 16;
-	load_qt(q, qstride, nr, g, d, qt, nqp);
-	const __m512 sv = _mm512_set1_ps(scale);
-	for (int p0 = lo; p0 < n; p0 += 4) {
-		int pb = n - p0 < 4 ? n - p0 : 4;
-		const float *kr[4];
-		for (int pp = 0; pp < pb; pp++)
-			kr[pp] = row512(kl, kt, kv_at(blocks, bs, kvheads, h, d, p0 + pp), d, kb + pp * d);
-		float *Sp = S + (int64_t)(p0 - lo) * nqp;
-		for (int c0 = 0; c0 < nc; c0 += 4) {
-			int cn = nc - c0 < 4 ? nc - c0 : 4;
-#define TILE(P, C) score_tile512(kr, P, qt, nqp, c0, C, d, sv, Sp)
-			if (pb == 4) {
-				switch (cn) {
-				case 1: TILE(4, 1); break;
-				case 2: TILE(4, 2); break;
-				case 3: TILE(4, 3); break;
-				default: TILE(4, 4); break;
-				}
-			} else {
-				for (int pp = 0; pp < pb; pp++) {
-					const float *k1[1] = {kr[pp]};
-					switch (cn) {
-					case 1: score_tile512(k1, 1, qt, nqp, c0, 1, d, sv, Sp + pp * nqp); break;
-					case 2: score_tile512(k1, 1, qt, nqp, c0, 2, d, sv, Sp + pp * nqp); break;
-					case 3: score_tile512(k1, 1, qt, nqp, c0, 3, d, sv, Sp + pp * nqp); break;
-					default: score_tile512(k1, 1, qt, nqp, c0, 4, d, sv, Sp + pp * nqp); break;
-					}
-				}
-			}
-#undef TILE
-		}
-	}
-}
-
-// softmax_many512 turns the scores of S[(p-lo)·nqp + qi] into
-// e^(s - max_qi) from each query's low to its position (0 elsewhere) and
-// sets inv[qi] to 1/Σ; a sink joins the max and, after the scores, the sum.
-static AVX512 void softmax_many512(float *S, int nq, int nqp, int g, int pos0, int lo, int n, int win, const float *sinks,
-                                   float *inv) {
-	for (int c = 0; c < nqp / 16; c++) {
-		int lim[16], low[16];
-		float sk[16];
-		for (int l = 0; l < 16; l++) {
-			lim[l] = 16 * c + l < nq ? pos0 + (16 * c + l) / g : n - 1;
-			low[l] = win > 0 && lim[l] - win + 1 > lo ? lim[l] - win + 1 : lo;
-			sk[l] = sink_of(sinks, 16 * c + l, nq, g);
-		}
-		__m512i limv = _mm512_loadu_si512(lim), lowv = _mm512_loadu_si512(low);
-		__m512 skv = _mm512_loadu_ps(sk);
-		__m512 mx = skv, sum = _mm512_setzero_ps();
-		for (int p = lo; p < n; p++) {
-			__m512i pv = _mm512_set1_epi32(p);
-			__mmask16 ok = _mm512_cmple_epi32_mask(pv, limv) & _mm512_cmple_epi32_mask(lowv, pv);
-			mx = _mm512_mask_max_ps(mx, ok, mx, _mm512_loadu_ps(S + (int64_t)(p - lo) * nqp + 16 * c));
-		}
-		for (int p = lo; p < n; p++) {
-			__m512i pv = _mm512_set1_epi32(p);
-			__mmask16 ok = _mm512_cmple_epi32_mask(pv, limv) & _mm512_cmple_epi32_mask(lowv, pv);
-			float *s = S + (int64_t)(p - lo) * nqp + 16 * c;
-			__m512 e = _mm512_maskz_mov_ps(ok, exp512(_mm512_sub_ps(_mm512_loadu_ps(s), mx)));
-			_mm512_storeu_ps(s, e);
-			sum = _mm512_add_ps(sum, e);
-		}
-		if (sinks) // e^(sink - max), 0 for the lanes without one
-			sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(skv, _mm512_set1_ps(-__builtin_inff()), _CMP_GT_OQ),
-			                                             exp512(_mm512_sub_ps(skv, mx))));
-		_mm512_storeu_ps(inv + 16 * c, _mm512_div_ps(_mm512_set1_ps(1.f), sum));
-	}
-}
-
-// value_tile512 adds Σ_p s[p·ps + qq·qs]·V[p] (p < pe) to the outputs o[qq]
-// of QB queries, d = 16·DV (the last chunk masked by m): each V row is
-// loaded once for the QB queries, each output element an FMA chain over p
-// in order. Scores past a query's position are 0, adding exactly nothing.
-INLINE AVX512 void value_tile512(float *const *o, int QB, const float *s, int64_t ps, int64_t qs, const float *vr, int pe, int d,
-                                 int DV, __mmask16 m) {
-	__m512 acc[4][8];
-	UNROLL for (int qq = 0; qq < QB; qq++)
-		UNROLL for (int c = 0; c < DV; c++)
-			acc[qq][c] = _mm512_maskz_loadu_ps(c == DV - 1 ? m : 0xffff, o[qq] + 16 * c);
-	for (int p = 0; p < pe; p++) {
-		__m512 v[8];
-		UNROLL for (int c = 0; c < DV; c++)
-			v[c] = _mm512_maskz_loadu_ps(c == DV - 1 ? m : 0xffff, vr + p * d + 16 * c);
-		UNROLL for (int qq = 0; qq < QB; qq++) {
-			__m512 sp = _mm512_set1_ps(s[(int64_t)p * ps + qq * qs]);
-			UNROLL for (int c = 0; c < DV; c++)
-				acc[qq][c] = _mm512_fmadd_ps(sp, v[c], acc[qq][c]);
-		}
-	}
-	UNROLL for (int qq = 0; qq < QB; qq++)
-		UNROLL for (int c = 0; c < DV; c++)
-			_mm512_mask_storeu_ps(o[qq] + 16 * c, c == DV - 1 ? m : 0xffff, acc[qq][c]);
-}
-
-// values512 sets each query's output to Σ_p S[(p-lo)·ps + qi·qs]·V[p] · inv[qi]
-// over p in lo … n-1 (scores position-major, ps = nq rounded up to 16 and
-// qs = 1, or query-major, ps = 1),
-// converting each block of V rows once (into vb) for all queries, which it
-// takes four (two for d > 64, one for d > 128) at a time.
-static AVX512 void values512(float *out, int64_t qstride, int nq, int g, int d, const void *vl, int kt,
-                             const int32_t *blocks, int bs, int kvheads, int h, int pos0, int lo, int n,
-                             const float *S, int64_t ps, int64_t qs, const float *inv, float *vb) {
-	int dv = (d + 15) / 16;
-	int qb = dv <= 4 ? 4 : dv <= 8 ? 2 : 1;
-	__mmask16 m = tail16(d - 16 * (dv - 1));
-	for (int qi = 0; qi < nq; qi++)
-		memset(out + (qi / g) * qstride + (qi % g) * d, 0, sizeof(float) * d);
-	for (int b0 = lo / bs * bs; b0 < n; b0 += bs) {
-		int p1 = b0 > lo ? b0 : lo; // the block's first row read
-		int np = (n < b0 + bs ? n : b0 + bs) - p1;
-		int64_t at = kv_at(blocks, bs, kvheads, h, d, p1); // np rows, d apart
-		const float *vr = (const float *)vl + at;
-		if (kt != KV_F32) {
-			for (int p = 0; p < np; p++)
-				row512(vl, kt, at + (int64_t)p * d, d, vb + p * d);
-			vr = vb;
-		}
-		for (int qi0 = 0; qi0 < nq; qi0 += qb) {
-			int nqb = nq - qi0 < qb ? nq - qi0 : qb;
-			int lim = pos0 + (qi0 + nqb - 1) / g; // the group's last position
-			if (lim < p1)
-				continue;
-			int pe = lim - p1 + 1 < np ? lim - p1 + 1 : np;
-			float *o[4];
-			for (int qq = 0; qq < nqb; qq++)
-				o[qq] = out + ((qi0 + qq) / g) * qstride + ((qi0 + qq) % g) * d;
-			const float *s = S + (int64_t)(p1 - lo) * ps + qi0 * qs;
-			if (nqb == qb && dv <= 4) {
-				switch (dv) {
-				case 1: value_tile512(o, 4, s, ps, qs, vr, pe, d, 1, m); break;
-				case 2: value_tile512(o, 4, s, ps, qs, vr, pe, d, 2, m); break;
-				case 3: value_tile512(o, 4, s, ps, qs, vr, pe, d, 3, m); break;
-				default: value_tile512(o, 4, s, ps, qs, vr, pe, d, 4, m); break;
-				}
-			} else if (nqb == qb && dv == 8) {
-				value_tile512(o, 2, s, ps, qs, vr, pe, d, 8, m);
-			} else {
-				for (int qq = 0; qq < nqb; qq++)
-					for (int j = 0; j < d; j += 16) {
-						__mmask16 mj = tail16(d - j);
-						__m512 acc = _mm512_maskz_loadu_ps(mj, o[qq] + j);
-						for (int p = 0; p < pe; p++)
-							acc = _mm512_fmadd_ps(_mm512_set1_ps(s[(int64_t)p * ps + qq * qs]),
-							                      _mm512_maskz_loadu_ps(mj, vr + p * d + j), acc);
-						_mm512_mask_storeu_ps(o[qq] + j, mj, acc);
-					}
-			}
-		}
-	}
-	for (int qi = 0; qi < nq; qi++) {
-		float *o = out + (qi / g) * qstride + (qi % g) * d;
-		for (int j = 0; j < d; j += 16) {
-			__mmask16 mj = tail16(d - j);
-			_mm512_mask_storeu_ps(o + j, mj, _mm512_mul_ps(_mm512_maskz_loadu_ps(mj, o + j), _mm512_set1_ps(inv[qi])));
-		}
-	}
+// krow512 loads elements at… (masked by m) of a K or V row as floats. A
+// Q8_0 row has no tail (d is a multiple of 32): its mask is all or none.
+static inline AVX512 __m512 krow512(const void *base, int kt, int64_t at, __mmask16 m) {
+	if (kt == KV_Q8)
+		return m ? q8x16_512(base, at) : _mm512_setzero_ps();
+	if (kt == KV_F16)
+		return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)base + at));
+	return _mm512_maskz_loadu_ps(m, (const float *)base + at);
 }
 
 // ---- AVX-512, one row (decode) of g ≤ 8 query heads
@@ -303,16 +93,6 @@ INLINE AVX512 void transpose16(__m512 r[16]) {
 		r[8 + k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0xdd);       // 8-11
 		r[12 + k] = _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0xdd); // 12-15
 	}
-}
-
-// krow512 loads elements at… (masked by m) of a K or V row as floats. A
-// Q8_0 row has no tail (d is a multiple of 32): its mask is all or none.
-static inline AVX512 __m512 krow512(const void *base, int kt, int64_t at, __mmask16 m) {
-	if (kt == KV_Q8)
-		return m ? q8x16_512(base, at) : _mm512_setzero_ps();
-	if (kt == KV_F16)
-		return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)base + at));
-	return _mm512_maskz_loadu_ps(m, (const float *)base + at);
 }
 
 // ktile512 transposes the np ≤ 16 rows of K starting at element at (rows
@@ -425,14 +205,16 @@ INLINE AVX512 void scores1_512(const float *q, int G, int T, int d, const void *
 			_mm512_mask_storeu_ps(S1 + qi * ns + p0[t], tail16(np[t]), _mm512_mul_ps(acc[t][qi], sv));
 }
 
-// values1_512 sets out_qi = Σ_p S1[qi·ns + p-lo]·V[p] · inv[qi] over p
-// in lo … n-1 for G queries, the 16-float chunks c0 … c0+CW-1 of each V
-// row (a mask of 0 past d), each output element an FMA chain over p in
-// order. With sum, it first sets inv[qi] to 1/(Σ_p S1[qi·ns + p-lo] +
-// sink[qi]), summed in order of p (sink: each query's e^(sink - max), or 0).
+// values1_512 sets out_qi = o_qi · inv[qi] for G queries, o_qi being the
+// flash kernel's o (simd_attn_avx512.c) over p in lo … n-1: at each block
+// of attnKB positions o = o·A[qi·nb + b] (the block's e^(m - m')), then
+// Σ_p S1[qi·ns + p-lo]·V[p], an FMA chain over p in order. It takes the
+// 16-float chunks c0 … c0+CW-1 of each V row (a mask of 0 past d). With
+// sum, it first sets inv[qi] to 1/(l_qi + sink[qi]), l as the flash
+// kernel's (sink: each query's e^(sink - m), or 0).
 INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int full, int d, const void *vl, int kt,
                                const int32_t *blocks, int bs, int kvheads, int h, int lo, int n, const float *S1,
-                               int64_t ns, const float *sink, float *inv) {
+                               int64_t ns, const float *A, int nb, const float *sink, float *inv) {
 	__mmask16 m[4];
 	UNROLL for (int c = 0; c < CW; c++) {
 		int left = d - 16 * (c0 + c);
@@ -444,10 +226,24 @@ INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int f
 		UNROLL for (int c = 0; c < CW; c++)
 			acc[qi][c] = _mm512_setzero_ps();
 	}
+	float l[8] = {0};
 	// One loop over p (not blocks, then rows), which keeps gcc from
 	// spilling the accumulators every row.
 	int64_t at = 0;
-	for (int p = lo, left = 0; p < n; p++, left--, at += d) {
+	for (int p = lo, left = 0, kleft = 0, b = -1; p < n; p++, left--, kleft--, at += d) {
+		if (kleft == 0) { // a block of the online softmax: l and o rescaled
+			kleft = attnKB - p % attnKB, b++;
+			UNROLL for (int qi = 0; qi < G; qi++) {
+				__m512 a = _mm512_set1_ps(A[qi * nb + b]);
+				if (sum && b > 0) {
+					l[qi] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(l[qi]), _mm_set_ss(A[qi * nb + b - 1]),
+					                                   _mm512_castps512_ps128(sv[qi])));
+					sv[qi] = _mm512_setzero_ps();
+				}
+				UNROLL for (int c = 0; c < CW; c++)
+					acc[qi][c] = _mm512_mul_ps(acc[qi][c], a);
+			}
+		}
 		if (left == 0) {
 			at = kv_at(blocks, bs, kvheads, h, d, p) + 16 * c0, left = bs - p % bs;
 			if (p + vAhead < n) {
@@ -486,7 +282,9 @@ INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int f
 	}
 	UNROLL for (int qi = 0; qi < G; qi++) {
 		if (sum)
-			inv[qi] = 1.f / (_mm512_cvtss_f32(sv[qi]) + sink[qi]);
+			inv[qi] = 1.f / (_mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(l[qi]), _mm_set_ss(A[qi * nb + nb - 1]),
+			                                             _mm512_castps512_ps128(sv[qi]))) +
+			                 sink[qi]);
 		UNROLL for (int c = 0; c < CW; c++)
 			_mm512_mask_storeu_ps(out + qi * d + 16 * (c0 + c), m[c], _mm512_mul_ps(acc[qi][c], _mm512_set1_ps(inv[qi])));
 	}
@@ -496,13 +294,14 @@ INLINE AVX512 void values1_512(float *out, int G, int CW, int c0, int sum, int f
 // time (G·CW accumulators); kt and full (no chunk past d) are constants
 // in each copy of the loop.
 INLINE AVX512 void values1g_512(float *out, int G, int CW, int d, const void *vl, int kt, const int32_t *blocks, int bs,
-                                int kvheads, int h, int lo, int n, const float *S1, int64_t ns, const float *sink) {
+                                int kvheads, int h, int lo, int n, const float *S1, int64_t ns, const float *A, int nb,
+                                const float *sink) {
 	float inv[8];
 #define V1ALL(KT, FULL)                                                                                                    \
 	do {                                                                                                               \
-		values1_512(out, G, CW, 0, 1, FULL, d, vl, KT, blocks, bs, kvheads, h, lo, n, S1, ns, sink, inv);          \
+		values1_512(out, G, CW, 0, 1, FULL, d, vl, KT, blocks, bs, kvheads, h, lo, n, S1, ns, A, nb, sink, inv);   \
 		for (int c0 = CW; 16 * c0 < d; c0 += CW)                                                                   \
-			values1_512(out, G, CW, c0, 0, FULL, d, vl, KT, blocks, bs, kvheads, h, lo, n, S1, ns, sink, inv); \
+			values1_512(out, G, CW, c0, 0, FULL, d, vl, KT, blocks, bs, kvheads, h, lo, n, S1, ns, A, nb, sink, inv); \
 	} while (0)
 	int full = d % (16 * CW) == 0;
 	if (kt == KV_Q8 && full)
@@ -528,10 +327,12 @@ static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, co
 	int64_t ns = (m + 15) & ~15;
 	// kt: T tiles of 16 transposed K rows (tstride floats, or halves: d
 	// rounded up to 32 for F16 K; Q8_0 K is decoded into floats), then S1:
-	// g·ns floats (attnScratch).
+	// g·ns floats, then A: g·nb floats for the nb blocks of attnKB
+	// positions the row reads (attnScratch).
 	int T = g <= 4 ? 4 : 2, f16 = kk == KV_F16;
 	int64_t tstride = f16 ? 16 * ((d + 31) & ~31) : 16 * d;
-	float *kt = scratch, *S1 = scratch + (int64_t)T * 16 * (d > 16 ? d : 16);
+	float *kt = scratch, *S1 = scratch + (int64_t)T * 16 * (d > 16 ? d : 16), *A = S1 + g * ns;
+	int nb = (n - 1) / attnKB - lo / attnKB + 1;
 	const __m512 sv = _mm512_set1_ps(cap > 0 ? 1.f : scale); // a cap comes before the scale
 	int p0s[4], nps[4], nt = 0;
 	for (int b0 = lo / bs * bs; b0 < n; b0 += bs)
@@ -567,25 +368,34 @@ static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, co
 				nt = 0;
 			}
 		}
-	// Softmax: the same exponentials; values1_512 sums them in order of
-	// position, then adds the sink's (sink[qi]).
+	// Softmax, online over the flash kernel's blocks and with its
+	// exponentials: block b's running max m' (the sink's logit to start),
+	// e^(s - m'), and e^(m - m') in A; values1_512 sums them in order of
+	// position and rescales as it does, then adds the sink's (sink[qi]).
 	float sink[8];
 	for (int qi = 0; qi < g; qi++) {
 		float *s = S1 + qi * ns;
 		if (cap > 0)
 			softcap_scores(s, m, cap, scale);
-		__m512 mx = _mm512_set1_ps(sink_of(sinks, qi, g, g));
-		for (int p = 0; p < m; p += 16)
-			mx = _mm512_mask_max_ps(mx, tail16(m - p), mx, _mm512_loadu_ps(s + p));
-		mx = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
-		sink[qi] = sinks ? _mm512_cvtss_f32(exp512(_mm512_sub_ps(_mm512_set1_ps(sinks[qi]), mx))) : 0.f;
-		for (int p = 0; p < m; p += 16) {
-			__mmask16 k = tail16(m - p);
-			_mm512_mask_storeu_ps(s + p, k, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + p), mx)));
+		__m512 mo = _mm512_set1_ps(sink_of(sinks, qi, g, g));
+		for (int b = 0, b0 = lo / attnKB * attnKB; b0 < n; b++, b0 += attnKB) {
+			int p0 = (b0 > lo ? b0 : lo) - lo, p1 = (n < b0 + attnKB ? n : b0 + attnKB) - lo;
+			__m512 mx = mo;
+			for (int p = p0; p < p1; p += 16)
+				mx = _mm512_mask_max_ps(mx, tail16(p1 - p), mx, _mm512_loadu_ps(s + p));
+			mx = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+			A[qi * nb + b] = _mm512_cvtss_f32(exp512(_mm512_sub_ps(mo, mx)));
+			for (int p = p0; p < p1; p += 16) {
+				__mmask16 k = tail16(p1 - p);
+				_mm512_mask_storeu_ps(s + p, k, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + p), mx)));
+			}
+			mo = mx;
 		}
+		sink[qi] = sinks && sinks[qi] > -__builtin_inff() ? _mm512_cvtss_f32(exp512(_mm512_sub_ps(_mm512_set1_ps(sinks[qi]), mo)))
+		                                                  : 0.f;
 	}
 	// Values: G·CW accumulators, each V row converted once.
-#define V1(G, CW) values1g_512(out, G, CW, d, vl, kk, blocks, bs, kvheads, h, lo, n, S1, ns, sink)
+#define V1(G, CW) values1g_512(out, G, CW, d, vl, kk, blocks, bs, kvheads, h, lo, n, S1, ns, A, nb, sink)
 	switch (g) {
 	case 1: V1(1, 4); break;
 	case 2: V1(2, 4); break;
@@ -600,18 +410,11 @@ static AVX512 void attn1_avx512(const float *q, int g, int d, const void *kl, co
 }
 
 static AVX512 void attn_avx512(ATTN_ARGS) {
-	if (nr == 1 && g <= 8) {
+	if (nr == 1 && g <= 8)
 		attn1_avx512(q, g, d, kl, vl, kt, blocks, bs, kvheads, h, lo, pos0 + 1, scale, cap, sinks, out, scratch);
-		return;
-	}
-	int nq = nr * g, nqp = (nq + 15) & ~15, n = pos0 + nr;
-	float *qt = scratch, *S = qt + (int64_t)d * nqp, *kb = S + (int64_t)(n - lo) * nqp, *vb = kb + 4 * d;
-	float inv[nqp];
-	scores_many512(q, qstride, nr, g, d, kl, kt, blocks, bs, kvheads, h, lo, n, cap > 0 ? 1.f : scale, qt, S, kb);
-	if (cap > 0)
-		softcap_scores(S, (int64_t)(n - lo) * nqp, cap, scale);
-	softmax_many512(S, nq, nqp, g, pos0, lo, n, win, sinks, inv);
-	values512(out, qstride, nq, g, d, vl, kt, blocks, bs, kvheads, h, pos0, lo, n, S, nqp, 1, inv, vb);
+	else
+		folio_attn_avx512(q, qstride, nr, g, d, kl, vl, kt, blocks, bs, kvheads, h, pos0, lo, win, scale, cap, sinks,
+		                  out, scratch);
 }
 
 // prefetch_first asks for the rows of a decode unit that the kernel reads

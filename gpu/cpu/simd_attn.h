@@ -1,4 +1,5 @@
-// Shared by the attention kernels (simd_attn.c, simd_attn_avx2.c); see
+// Shared by the attention kernels (simd_attn.c, simd_attn_avx2.c,
+// simd_attn_avx512.c); see
 // simd_attn.c for what they compute and how K/V is laid out.
 #ifndef FOLIO_SIMD_ATTN_H
 #define FOLIO_SIMD_ATTN_H
@@ -57,11 +58,23 @@ static inline void prefetch_rows(const void *base, int kt, const int32_t *blocks
 
 enum { kAhead = 64, vAhead = 64 };
 
-// attnKB is the positions of a block of the AVX2 kernel's online softmax
-// (attention_simd.go's attnKB, which sizes its scratch): blocks start at
-// its multiples, a multiple of the 4, 6 and 12 positions its score tiles
-// take at a time.
+// attnKB is the positions of a block of the flash kernels' online softmax
+// (attention_simd.go's attnKB, which sizes their scratch): blocks start at
+// its multiples, a multiple of the positions their score tiles take at a
+// time (4, 6 and 12 for AVX2; 8, 12 and 24 for AVX-512).
 enum { attnKB = 48 };
+
+static inline AVX512 __mmask16 tail16(int left) { return left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1); }
+
+// q8x16_512 decodes elements e … e+15 (e a multiple of 16) of a Q8_0
+// layer.
+static inline AVX512 __m512 q8x16_512(const void *base, int64_t e) {
+	const uint8_t *blk = (const uint8_t *)base + (e >> 5) * Q8_0_BYTES;
+	uint16_t h;
+	memcpy(&h, blk, 2);
+	__m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2 + (e & 31)))));
+	return _mm512_mul_ps(q, _mm512_set1_ps(_cvtsh_ss(h)));
+}
 
 // load_qt transposes the queries into qt[j·nqp + qi], zero past nq.
 static inline void load_qt(const float *q, int64_t qstride, int nr, int g, int d, float *qt, int nqp) {
@@ -92,5 +105,9 @@ static inline float sink_of(const float *sinks, int qi, int nq, int g) {
 
 // folio_attn_avx2 is the AVX2 kernel of one unit (simd_attn_avx2.c).
 void folio_attn_avx2(ATTN_ARGS);
+
+// folio_attn_avx512 is the AVX-512 kernel of a unit of many queries
+// (simd_attn_avx512.c); simd_attn.c's attn1_avx512 does single rows.
+void folio_attn_avx512(ATTN_ARGS);
 
 #endif
