@@ -484,12 +484,13 @@ func TestAttentionDecodeEqualsPrefill(t *testing.T) {
 		kf, vf := randFloats(r, n*kvh*hd, 1), randFloats(r, n*kvh*hd, 1)
 		w := kvh * g * hd
 		qf := randFloats(r, n*w, 4)
-		decodeEqualsPrefill(t, n, kvh, g, hd, bs, blocks, slots, kf, vf, qf, gpu.AttnOpts{Scale: 0.125})
+		decodeEqualsPrefill(t, n, kvh, g, hd, bs, blocks, slots, kf, vf, qf, nil, gpu.AttnOpts{Scale: 0.125})
 	}
 }
 
-// Over a context of several blocks of the AVX2 kernel's online softmax
-// (attnKB positions), with and without a window that starts mid-block.
+// Over a context of several blocks of the flash kernels' online softmax
+// (attnKB positions), with and without a window that starts mid-block, a
+// soft-cap and sinks (which start each query's running max).
 func TestAttentionDecodeEqualsPrefillLong(t *testing.T) {
 	r := rand.New(rand.NewPCG(53, 54))
 	const n, kvh, g, hd, bs = 150, 2, 3, 64, 16
@@ -500,15 +501,20 @@ func TestAttentionDecodeEqualsPrefillLong(t *testing.T) {
 	}
 	kf, vf := randFloats(r, n*kvh*hd, 1), randFloats(r, n*kvh*hd, 1)
 	qf := randFloats(r, n*kvh*g*hd, 4)
+	for _, o := range []gpu.AttnOpts{{Scale: 0.125}, {Scale: 0.125, Window: 61}, {Scale: 0.125, SoftCap: 5}} {
+		decodeEqualsPrefill(t, n, kvh, g, hd, bs, blocks, slots, kf, vf, qf, nil, o)
+	}
+	sinks := randFloats(r, kvh*g, 4)
+	sinks[1] = float32(math.Inf(-1)) // a head without one
 	for _, o := range []gpu.AttnOpts{{Scale: 0.125}, {Scale: 0.125, Window: 61}} {
-		decodeEqualsPrefill(t, n, kvh, g, hd, bs, blocks, slots, kf, vf, qf, o)
+		decodeEqualsPrefill(t, n, kvh, g, hd, bs, blocks, slots, kf, vf, qf, sinks, o)
 	}
 }
 
 // decodeEqualsPrefill checks, at every level and K/V type, that each of
-// n positions' attention under o is the same decoded alone as in one
-// prompt of all n.
-func decodeEqualsPrefill(t *testing.T, n, kvh, g, hd, bs int, blocks, slots []int32, kf, vf, qf []float32, o gpu.AttnOpts) {
+// n positions' attention under o (with sinks' logits, if not nil) is the
+// same decoded alone as in one prompt of all n.
+func decodeEqualsPrefill(t *testing.T, n, kvh, g, hd, bs int, blocks, slots []int32, kf, vf, qf, sinks []float32, o gpu.AttnOpts) {
 	t.Helper()
 	w := kvh * g * hd
 	for _, l := range supportedLevels() {
@@ -518,6 +524,9 @@ func decodeEqualsPrefill(t *testing.T, n, kvh, g, hd, bs int, blocks, slots []in
 			}
 			b := newTestBackend(t)
 			b.k = kernelsAt(l)
+			if sinks != nil {
+				o.Sinks = newWeight(t, b, gguf.TypeF32, 1, len(sinks), gpu.QuantizeRows(gguf.TypeF32, 1, len(sinks), sinks))
+			}
 			c, err := b.NewKVCache(gpu.KVSpec{Layers: 1, Blocks: len(blocks), BlockSize: bs, KVHeads: kvh, HeadDim: hd, Type: typ})
 			if err != nil {
 				t.Fatal(err)

@@ -146,7 +146,7 @@ func TestAttentionWindowDecodeEqualsPrefill(t *testing.T) {
 		qf := randFloats(r, n*kvh*sh.g*sh.hd, 4)
 		for _, o := range []gpu.AttnOpts{{Window: 7}, {Window: 17}, {SoftCap: 2}, {Window: 30, SoftCap: 5}} {
 			o.Scale = 0.125
-			decodeEqualsPrefill(t, n, kvh, sh.g, sh.hd, sh.bs, blocks, slots, kf, vf, qf, o)
+			decodeEqualsPrefill(t, n, kvh, sh.g, sh.hd, sh.bs, blocks, slots, kf, vf, qf, nil, o)
 		}
 	}
 }
