@@ -333,7 +333,7 @@ func benchLlamaCpp(ctx context.Context, llamaref, model string, prompt, gen, thr
 	if llamaref == "" {
 		llamaref = filepath.Join("..", "shared", "tools", "llamaref", "llamaref")
 	}
-	libDir, done, err := llamaCppLibDir(ctx, llamaref, llamaCppVariants[cpu.SIMDLevel()])
+	libDir, done, err := llamaCppLibDir(ctx, llamaref, llamaCppVariant(cpu.SIMDLevel()))
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"folio/gpu/cpu"
 )
 
 // llamaCppVariants maps folio's CPU levels (cpu.Levels) to the
@@ -15,15 +17,26 @@ import (
 // that bench --vs-llamacpp compares like with like when FOLIO_CPU_LEVEL
 // holds folio below the machine's best: x64 is its build without SIMD
 // beyond SSE2, haswell AVX2 with FMA and F16C, alderlake that with
-// AVX-VNNI. At avx512, folio's best, llama.cpp runs its own best too
-// (zen4, icelake, sapphirerapids with AMX: whatever this CPU takes), as
-// at neon, arm64's one level.
+// AVX-VNNI, icelake AVX-512 with VNNI. At folio's best level llama.cpp
+// runs its own best (zen4, icelake, sapphirerapids with AMX: whatever this
+// CPU takes), as at neon, arm64's one level.
 var llamaCppVariants = map[string]string{
 	"scalar":  "x64",
 	"avx2":    "haswell",
 	"avxvnni": "alderlake",
-	"avx512":  "",
+	"avx512":  "icelake",
+	"amx":     "",
 	"neon":    "",
+}
+
+// llamaCppVariant is the variant for folio's level on this machine:
+// none (llama.cpp's best) at the machine's best level, whose variant may
+// not run here (icelake's instructions on an AVX-512 CPU without them).
+func llamaCppVariant(level string) string {
+	if levels := cpu.Levels(); levels[len(levels)-1] == level {
+		return ""
+	}
+	return llamaCppVariants[level]
 }
 
 // llamaCppLibDir makes a folder holding only llama.cpp's CPU library of

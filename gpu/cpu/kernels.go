@@ -68,10 +68,12 @@ func kernelsAt(l simdLevel) *kernels {
 	if l == levelScalar {
 		return k
 	}
-	k.matmulKind = func(typ gguf.TensorType) (kernelKind, bool) { return kernelFor(typ, l) }
-	k.packedKind = func(typ gguf.TensorType) (kernelKind, bool) { return packedKind(typ, l) }
+	// p runs the packed matmuls, v every other kernel: they differ at amx.
+	p, v := l, l.vector()
+	k.matmulKind = func(typ gguf.TensorType) (kernelKind, bool) { return kernelFor(typ, v) }
+	k.packedKind = func(typ gguf.TensorType) (kernelKind, bool) { return packedKind(typ, v) }
 	k.matmul = func(kind kernelKind, w []byte, wstride, rows int, x []byte, xstride, nx, kk int, dst []float32, dstride int) {
-		matmulX(kind, l, w, wstride, rows, x, xstride, nx, kk, dst, dstride)
+		matmulX(kind, v, w, wstride, rows, x, xstride, nx, kk, dst, dstride)
 	}
 	k.attentionOp = func(b *Backend, dst, q gpu.Tensor, cq *Tensor, cc *KVCache, layer int, batch *gpu.Batch, o gpu.AttnOpts,
 		_ []int32, maxCtx int) {
@@ -79,22 +81,22 @@ func kernelsAt(l simdLevel) *kernels {
 	}
 	k.attention = func(tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind kvKind,
 		blocks []int32, bs, kvheads int, o gpu.AttnOpts, sinks, out, scratch []float32) {
-		attentionX(l, tiles, lo, hi, q, qstride, g, d, kl, vl, kind, blocks, bs, kvheads, o, sinks, out, scratch)
+		attentionX(v, tiles, lo, hi, q, qstride, g, d, kl, vl, kind, blocks, bs, kvheads, o, sinks, out, scratch)
 	}
 	k.elemCost = simdCost
-	k.rmsNorm = func(x, w, dst []float32, g int, eps float32) { rmsNormX(l, x, w, dst, g, eps) }
-	k.add = func(a, b, dst []float32, c, bstride int) { addX(l, a, b, dst, c, bstride) }
-	k.siluMul = func(gate, up, dst []float32) { siluMulX(l, gate, up, dst) }
-	k.softmax = func(x []float32, c int) { softmaxX(l, x, c) }
-	if l == levelNEON { // arm64 (simd_neon*.c): no packed weights; argmax, rope and the K/V store in Go
+	k.rmsNorm = func(x, w, dst []float32, g int, eps float32) { rmsNormX(v, x, w, dst, g, eps) }
+	k.add = func(a, b, dst []float32, c, bstride int) { addX(v, a, b, dst, c, bstride) }
+	k.siluMul = func(gate, up, dst []float32) { siluMulX(v, gate, up, dst) }
+	k.softmax = func(x []float32, c int) { softmaxX(v, x, c) }
+	if v == levelNEON { // arm64 (simd_neon*.c): no packed weights; argmax, rope and the K/V store in Go
 		return k
 	}
 	k.matmulPacked = func(kind kernelKind, w []byte, group, nb, rows int, x []byte, xstride, nx, kk int, dst []float32, dstride int) {
-		matmulPackedX(kind, l, w, group, nb, rows, x, xstride, nx, kk, dst, dstride)
+		matmulPackedX(kind, p, w, group, nb, rows, x, xstride, nx, kk, dst, dstride)
 	}
-	k.argmax = func(x []float32) int { return argmaxX(l, x) }
+	k.argmax = func(x []float32) int { return argmaxX(v, x) }
 	k.writeKV = writeKVSIMD
-	if l == levelAVX512 { // the rope kernels are AVX-512 only
+	if v == levelAVX512 { // the rope kernels are AVX-512 only
 		k.rope = ropeX
 		k.ropeCost = simdCost
 	}

@@ -83,3 +83,25 @@ func BenchmarkKernelStream(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkPackedPrefill times the packed kernels at the tile of a
+// prefill unit (64 activation rows) on one thread, at avx512 and amx
+// (AMX-INT8 tiles), a 1024 × k weight: smollm's dim and FFN widths.
+func BenchmarkPackedPrefill(b *testing.B) {
+	for _, l := range []simdLevel{levelAVX512, levelAMX} {
+		for _, typ := range []gguf.TensorType{gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K} {
+			for _, k := range []int{576, 1536} {
+				if typ == gguf.TypeQ4_K && k%256 != 0 {
+					k = 512
+				}
+				b.Run(fmt.Sprintf("%v/%v/k=%d", l, typ, k), func(b *testing.B) {
+					if bestLevel < l {
+						b.Skipf("no %v on this machine", l)
+					}
+					kind, _ := packedKind(typ, l)
+					benchKernel(b, l, kind, typ, 64, k, true)
+				})
+			}
+		}
+	}
+}

@@ -60,6 +60,7 @@ const (
 // packedKind reports whether weights of typ are repacked at level l, and
 // the kernel kind they then use.
 func packedKind(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
+	l = l.vector()
 	kind, ok := kernelFor(typ, l)
 	return kind, ok && l != levelNEON && (kind == kindQ4_0 || kind == kindQ4_K || kind == kindQ8_0 || kind == kindF16 && l == levelAVX512)
 }

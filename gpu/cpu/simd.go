@@ -24,10 +24,20 @@ const (
 	levelAVX2                     // AVX2, FMA, F16C (x86-64-v3)
 	levelAVXVNNI                  // AVX2 with AVX-VNNI's VEX vpdpbusd (Alder Lake and later, Zen 5)
 	levelAVX512                   // AVX-512 F, BW, VL, DQ and VNNI
+	levelAMX                      // AVX-512 with AMX-INT8 tiles for the packed matmuls of many rows (Sapphire Rapids and later)
 	levelNEON                     // arm64: Advanced SIMD with the dot product (Armv8.2 dotprod)
 )
 
-var levelNames = [...]string{"scalar", "avx2", "avxvnni", "avx512", "neon"}
+var levelNames = [...]string{"scalar", "avx2", "avxvnni", "avx512", "amx", "neon"}
+
+// vector is the level of l's vector kernels: every kernel of levelAMX but
+// the packed matmul (simd_amx.c) is AVX-512's.
+func (l simdLevel) vector() simdLevel {
+	if l == levelAMX {
+		return levelAVX512
+	}
+	return l
+}
 
 func (l simdLevel) String() string { return levelNames[l] }
 
@@ -39,8 +49,8 @@ var detectedLevel = detectLevel()
 // SetLevel chose.
 var bestLevel = detectedLevel
 
-// SIMDLevel names the kernels new backends run: "avx512", "avxvnni",
-// "avx2", "neon" or "scalar".
+// SIMDLevel names the kernels new backends run: "amx", "avx512",
+// "avxvnni", "avx2", "neon" or "scalar".
 func SIMDLevel() string { return bestLevel.String() }
 
 // Levels names the levels this machine can run, scalar first.

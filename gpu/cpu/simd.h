@@ -19,8 +19,9 @@
 
 // Kernel kinds: the weight type, which also fixes the activation format.
 enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4, KIND_MXFP4 = 5 };
-// Dispatch levels (Go's simdLevel).
-enum { LEVEL_SCALAR = 0, LEVEL_AVX2 = 1, LEVEL_AVXVNNI = 2, LEVEL_AVX512 = 3, LEVEL_NEON = 4 };
+// Dispatch levels (Go's simdLevel). Go passes LEVEL_AMX to the packed
+// matmul only: its other kernels are AVX-512's.
+enum { LEVEL_SCALAR = 0, LEVEL_AVX2 = 1, LEVEL_AVXVNNI = 2, LEVEL_AVX512 = 3, LEVEL_AMX = 4, LEVEL_NEON = 5 };
 
 // Kinds of K/V element (KVCache.kvKind): float32s, halves, Q8_0 blocks.
 enum { KV_F32 = 0, KV_F16 = 1, KV_Q8 = 2 };
@@ -79,6 +80,16 @@ static inline AVX2 float h2f(const uint8_t *p) {
 	return _cvtsh_ss(h);
 }
 
+// q8_bias returns -128·Σw over a packed Q8_0 block's 16 rows (its
+// vectors q): what the activations' bias of 128 adds to each row's sum.
+INLINE AVX512 __m512i q8_bias(const __m512i *q) {
+	const __m512i u128 = _mm512_set1_epi8((char)0x80), z = _mm512_setzero_si512();
+	__m512i b[4];
+	for (int j = 0; j < 4; j++)
+		b[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, u128, q[j]), u128, q[j + 4]);
+	return _mm512_sub_epi32(_mm512_sub_epi32(z, _mm512_add_epi32(b[0], b[1])), _mm512_add_epi32(b[2], b[3]));
+}
+
 // q4k_scales16 is q4k_scales in a vector.
 static inline AVX2 __m128i q4k_scales16(const uint8_t *s) {
 	uint32_t u[4];
@@ -107,6 +118,8 @@ void folio_mm_mxfp4_avx512(MM_ARGS);
 	float *dst, int64_t ds
 void folio_matmul_packed(int kind, int level, PM_ARGS);
 void folio_pm_f16_512(PM_ARGS);
+int folio_pm_amx(int kind, PM_ARGS);
+int folio_amx_usable(void);
 #endif
 
 int folio_cpu_level(void);

@@ -80,6 +80,6 @@ func writeKVQ8X(k, v []float32, slots []int32, kd, vd []byte, bs, kvheads, d int
 // The Go names of the x86 levels (simd.h).
 func _() {
 	var x [1]int
-	_ = x[levelScalar-C.LEVEL_SCALAR] + x[levelAVX2-C.LEVEL_AVX2] + x[levelAVXVNNI-C.LEVEL_AVXVNNI] + x[levelAVX512-C.LEVEL_AVX512]
-	_ = x[C.LEVEL_SCALAR-levelScalar] + x[C.LEVEL_AVX2-levelAVX2] + x[C.LEVEL_AVXVNNI-levelAVXVNNI] + x[C.LEVEL_AVX512-levelAVX512]
+	_ = x[levelScalar-C.LEVEL_SCALAR] + x[levelAVX2-C.LEVEL_AVX2] + x[levelAVXVNNI-C.LEVEL_AVXVNNI] + x[levelAVX512-C.LEVEL_AVX512] + x[levelAMX-C.LEVEL_AMX]
+	_ = x[C.LEVEL_SCALAR-levelScalar] + x[C.LEVEL_AVX2-levelAVX2] + x[C.LEVEL_AVXVNNI-levelAVXVNNI] + x[C.LEVEL_AVX512-levelAVX512] + x[C.LEVEL_AMX-levelAMX]
 }

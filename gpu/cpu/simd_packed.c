@@ -61,16 +61,6 @@ INLINE AVX512 void pq4_0_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 	}
 }
 
-// q8_bias returns -128·Σw over a packed Q8_0 block's 16 rows (its
-// vectors q): what the activations' bias of 128 adds to each row's sum.
-INLINE AVX512 __m512i q8_bias(const __m512i *q) {
-	const __m512i u128 = _mm512_set1_epi8((char)0x80), z = _mm512_setzero_si512();
-	__m512i b[4];
-	for (int j = 0; j < 4; j++)
-		b[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, u128, q[j]), u128, q[j + 4]);
-	return _mm512_sub_epi32(_mm512_sub_epi32(z, _mm512_add_epi32(b[0], b[1])), _mm512_add_epi32(b[2], b[3]));
-}
-
 // pq8_0_512 sets acc[G·i + g] to the dot products of G (1 or 2) Q8_0
 // groups, gb bytes apart (nb blocks, quants at w + g·gb, scales 512·nb
 // after them), with nx X8P activation rows: the first block's products
@@ -512,6 +502,13 @@ PACKED256(pm_q8_0_256, pq8_0_256)
 // i < nx, w being groups of 16 rows of nb blocks (group_bytes apart) in
 // kind's packed layout, at SIMD level level.
 void folio_matmul_packed(int kind, int level, PM_ARGS) {
+	if (level == LEVEL_AMX) {
+		// the activation rows the tiles take; the rest at AVX-512
+		int done = folio_pm_amx(kind, w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+		x += done * xs, dst += done * ds, nx -= done, level = LEVEL_AVX512;
+		if (nx == 0)
+			return;
+	}
 	if (level == LEVEL_AVX512) {
 		if (kind == KIND_F16)
 			folio_pm_f16_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);

@@ -11,7 +11,7 @@ int folio_cpu_level(void) {
 	if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
 	    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
 	    __builtin_cpu_supports("avx512vnni"))
-		return LEVEL_AVX512;
+		return folio_amx_usable() ? LEVEL_AMX : LEVEL_AVX512;
 	if (avx2 && __builtin_cpu_supports("avxvnni"))
 		return LEVEL_AVXVNNI;
 	return avx2 ? LEVEL_AVX2 : LEVEL_SCALAR;
