@@ -66,10 +66,26 @@ INLINE void q4k_scales(const uint8_t *s, uint32_t u[4]) {
 	u[0] &= kmask1;
 }
 
+// ld32 and ldf read the 4 bytes at p (any alignment) as a uint32 or a float.
+INLINE uint32_t ld32(const uint8_t *p) {
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+INLINE float ldf(const uint8_t *p) {
+	float v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
 #ifdef __x86_64__
 // Every function with intrinsics carries the target of its level, so that
 // one binary holds all levels and runs on any x86-64 CPU.
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
+// AVX-VNNI (Alder Lake and later, Zen 5): the VEX vpdpbusd and vpdpwssd
+// on AVX2's 256-bit vectors.
+#define AVXVNNI __attribute__((target("avxvnni,avx2,fma,f16c")))
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c")))
 
 // h2f reads the little-endian half at p.
@@ -102,11 +118,15 @@ void folio_mm_q6_k_avx512(MM_ARGS);
 void folio_mm_f16_avx512(MM_ARGS);
 void folio_mm_mxfp4_avx2(MM_ARGS);
 void folio_mm_mxfp4_avx512(MM_ARGS);
+void folio_mm_q6_k_vnni(MM_ARGS);
+void folio_mm_mxfp4_vnni(MM_ARGS);
 
 #define PM_ARGS const uint8_t *w, int64_t group_bytes, int nb, int rows, const uint8_t *x, int64_t xs, int nx, \
 	float *dst, int64_t ds
 void folio_matmul_packed(int kind, int level, PM_ARGS);
 void folio_pm_f16_512(PM_ARGS);
+void folio_pm256_avx2(int kind, PM_ARGS);
+void folio_pm256_vnni(int kind, PM_ARGS);
 #endif
 
 int folio_cpu_level(void);
