@@ -9,9 +9,11 @@
 // AVX-512 kernels, simd_packed.c).
 //
 // The includer defines LVL, its level's target attribute, PM256, the name
-// of its entry (void PM256(int kind, PM_ARGS)), and these steps on unsigned
-// × signed bytes, four a 32-bit lane:
+// of its entry (void PM256(int kind, PM_ARGS)), dacc, the type of a chain
+// of sums, keep(d), what a chain's step ends with, and these steps on
+// unsigned × signed bytes, four a 32-bit lane:
 //
+//	dot_zero()           a chain with nothing in it
 //	dot_first(a0, u, s)  the first step of a chain whose int32 sums start
 //	                     at a0
 //	dot_next(a, u, s)    a further step (at most 8 in all)
@@ -24,9 +26,9 @@
 //
 //	q8_w(q)                  what a step takes of a vector of weights q
 //	q8_x(v)                  what it takes of four activation bytes v
-//	q8_dot(s, u, a, q, x)    step u's int32 sums (u = 0 starts them)
-//	q8_bias(b, u, q)         what the activations' bias adds, step u
-//	q8_end(s, b)             the sums less that.
+//	q8_dot(s, u, a, q, x)    step u's chain (u = 0 starts it)
+//	q8_bias(b, u, q)         the chain of what the activations' bias adds
+//	q8_end(s, b)             the int32 sums less that.
 //
 // Only simd_packed_*.c include it (amd64, cgo).
 
@@ -34,21 +36,16 @@
 // quants and 4 rows' accumulators.
 #define XT2 4
 
-// in_reg makes the compiler have v in a register here: the kernels' sums
-// then stay running chains, where GCC would otherwise reassociate them into
-// trees whose many partial sums spill to the stack.
-#define in_reg(v) __asm__("" : "+x"(v))
-
 INLINE LVL __m256i bcast(const uint8_t *p) { return _mm256_set1_epi32((int)ld32(p)); }
 
 // chain8 is the chain over a 32-element block of lane r's q·x from a0:
 // q[u] holds step u (four quants a lane), xp the block's first 16
 // activations and xp + hi its last 16.
-INLINE LVL __m256i chain8(const __m256i *q, const uint8_t *xp, int64_t hi, __m256i a0) {
-	__m256i s = dot_first(a0, q[0], bcast(xp));
+INLINE LVL dacc chain8(const __m256i *q, const uint8_t *xp, int64_t hi, __m256i a0) {
+	dacc s = dot_first(a0, q[0], bcast(xp));
 	for (int u = 1; u < 8; u++) {
 		s = dot_next(s, q[u], bcast(xp + (u < 4 ? 4 * u : hi + 4 * (u - 4))));
-		in_reg(s);
+		keep(s);
 	}
 	return s;
 }
@@ -95,7 +92,7 @@ INLINE LVL void pq4_k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 			}
 			__m256i sc = dot_scale(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(wb + 64 + 16 * j + 8 * h))));
 			for (int i = 0; i < nx; i++) {
-				__m256i t = chain8(q, xb + i * xs + 32 * j, 16, _mm256_setzero_si256());
+				dacc t = chain8(q, xb + i * xs + 32 * j, 16, _mm256_setzero_si256());
 				isum[i] = _mm256_add_epi32(isum[i], dot_scaled(t, sc));
 			}
 		}
@@ -120,14 +117,14 @@ INLINE LVL void pq8_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 	for (int b = 0; b < nb; b++) {
 		const uint8_t *wb = w + 512 * (int64_t)b + 32 * h;
 		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
-		__m256i s[XT2], bias = _mm256_setzero_si256();
+		dacc s[XT2], bias = dot_zero();
 		for (int u = 0; u < 8; u++) {
 			__m256i q = _mm256_load_si256((const __m256i *)(wb + 64 * u)), a = q8_w(q);
 			bias = q8_bias(bias, u, q);
 			for (int i = 0; i < nx; i++) {
 				__m256i xv = _mm256_set1_epi32((int)q8_x(ld32(xb + i * xs + 4 * u)));
 				s[i] = q8_dot(s[i], u, a, q, xv);
-				in_reg(s[i]);
+				keep(s[i]);
 			}
 		}
 		__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 512 * (int64_t)nb + 32 * b + 16 * h)));
@@ -153,14 +150,15 @@ INLINE LVL void pq4_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *
 		const uint8_t *wb = w + 256 * (int64_t)b;
 		mm_prefetch(wb + MM_PREFETCH, 256);
 		const uint8_t *xp = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
-		__m256i bias = bcast(xp + 192), s[2];
+		__m256i bias = bcast(xp + 192);
+		dacc s[2];
 		for (int j = 0; j < 4; j++) {
 			__m256i xl = bcast(xp + 4 * j), xh = bcast(xp + 64 + 4 * j);
 			for (int h = 0; h < 2; h++) {
 				__m256i v = _mm256_load_si256((const __m256i *)(wb + 64 * j + 32 * h));
 				__m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
 				s[h] = j ? dot_next2(s[h], lo, xl, hi, xh) : dot_first2(bias, lo, xl, hi, xh);
-				in_reg(s[h]);
+				keep(s[h]);
 			}
 		}
 		__m256 dx = _mm256_set1_ps(ldf(xp + 128));
@@ -183,7 +181,7 @@ INLINE LVL void pq4_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *
 		for (int p = 0; p < 4; p++) {
 			const uint8_t *qb = wb + 320 + 512 * p, *xp = xb + 64 * p;
 			// lo[h], hi[h]: half h's chains of sub-blocks 2p, 2p+1
-			__m256i lo[2], hi[2];
+			dacc lo[2], hi[2];
 			for (int u = 0; u < 8; u++) {
 				__m256i xl = bcast(xp + 4 * u), xh = bcast(xp + 32 + 4 * u);
 				for (int h = 0; h < 2; h++) {
@@ -191,8 +189,8 @@ INLINE LVL void pq4_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *
 					__m256i l = _mm256_and_si256(v, m4), g = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
 					lo[h] = u ? dot_next(lo[h], l, xl) : dot_first(z, l, xl);
 					hi[h] = u ? dot_next(hi[h], g, xh) : dot_first(z, g, xh);
-					in_reg(lo[h]);
-					in_reg(hi[h]);
+					keep(lo[h]);
+					keep(hi[h]);
 				}
 			}
 			for (int h = 0; h < 2; h++) {
@@ -224,14 +222,14 @@ INLINE LVL void pq8_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *
 		const uint8_t *wb = w + 512 * (int64_t)b;
 		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
 		mm_prefetch(wb + MM_PREFETCH, 512);
-		__m256i s[2], bias[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+		dacc s[2], bias[2] = {dot_zero(), dot_zero()};
 		for (int u = 0; u < 8; u++) {
 			__m256i xv = _mm256_set1_epi32((int)q8_x(ld32(xb + 4 * u)));
 			for (int h = 0; h < 2; h++) {
 				__m256i q = _mm256_load_si256((const __m256i *)(wb + 64 * u + 32 * h));
 				bias[h] = q8_bias(bias[h], u, q);
 				s[h] = q8_dot(s[h], u, q8_w(q), q, xv);
-				in_reg(s[h]);
+				keep(s[h]);
 			}
 		}
 		__m256 dx = _mm256_set1_ps(ldf(xb + 64));

@@ -14,6 +14,13 @@
 #define LVL AVX2
 #define PM256 folio_pm256_avx2
 
+// A chain is one vector of int16 pair sums, a register at each step
+// (keep): GCC would otherwise reassociate the sums into trees whose many
+// partial sums spill to the stack.
+typedef __m256i dacc;
+#define keep(v) __asm__("" : "+x"(v))
+
+INLINE AVX2 dacc dot_zero(void) { return _mm256_setzero_si256(); }
 INLINE AVX2 __m256i dot_first(__m256i a0, __m256i u, __m256i s) {
 	(void)a0;
 	return _mm256_maddubs_epi16(u, s);

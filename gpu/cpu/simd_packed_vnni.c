@@ -11,30 +11,42 @@
 #define LVL AVXVNNI
 #define PM256 folio_pm256_vnni
 
-INLINE AVXVNNI __m256i dot_first(__m256i a0, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(a0, u, s); }
-INLINE AVXVNNI __m256i dot_next(__m256i a, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(a, u, s); }
-INLINE AVXVNNI __m256i dot_first2(__m256i a0, __m256i u, __m256i s, __m256i u2, __m256i s2) {
-	return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(a0, u, s), u2, s2);
+// A chain is two of int32 sums that its steps take in turn, each step
+// adding to the one the step before did not: vpdpbusd's latency (5
+// cycles) then holds a tile's chains half as long.
+typedef struct {
+	__m256i a, b;
+} dacc;
+#define keep(d) ((void)0)
+
+INLINE AVXVNNI dacc dot_zero(void) { return (dacc){_mm256_setzero_si256(), _mm256_setzero_si256()}; }
+INLINE AVXVNNI dacc dot_first(__m256i a0, __m256i u, __m256i s) {
+	return (dacc){_mm256_dpbusd_avx_epi32(a0, u, s), _mm256_setzero_si256()};
 }
-INLINE AVXVNNI __m256i dot_next2(__m256i a, __m256i u, __m256i s, __m256i u2, __m256i s2) {
-	return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(a, u, s), u2, s2);
+INLINE AVXVNNI dacc dot_next(dacc d, __m256i u, __m256i s) { return (dacc){_mm256_dpbusd_avx_epi32(d.b, u, s), d.a}; }
+INLINE AVXVNNI dacc dot_first2(__m256i a0, __m256i u, __m256i s, __m256i u2, __m256i s2) {
+	return (dacc){_mm256_dpbusd_avx_epi32(a0, u, s), _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u2, s2)};
 }
-INLINE AVXVNNI __m256i dot_end(__m256i a, __m256i a0) {
+INLINE AVXVNNI dacc dot_next2(dacc d, __m256i u, __m256i s, __m256i u2, __m256i s2) {
+	return (dacc){_mm256_dpbusd_avx_epi32(d.a, u, s), _mm256_dpbusd_avx_epi32(d.b, u2, s2)};
+}
+INLINE AVXVNNI __m256i dot_end(dacc d, __m256i a0) {
 	(void)a0;
-	return a;
+	return _mm256_add_epi32(d.a, d.b);
 }
 INLINE AVXVNNI __m256i dot_scale(__m256i sc) { return sc; }
-INLINE AVXVNNI __m256i dot_scaled(__m256i a, __m256i sc) { return _mm256_mullo_epi32(a, sc); }
+INLINE AVXVNNI __m256i dot_scaled(dacc d, __m256i sc) { return _mm256_mullo_epi32(dot_end(d, sc), sc); }
 
 INLINE AVXVNNI __m256i q8_w(__m256i q) { return q; }
 INLINE uint32_t q8_x(uint32_t v) { return v; }
-INLINE AVXVNNI __m256i q8_dot(__m256i s, int u, __m256i a, __m256i q, __m256i x) {
+INLINE AVXVNNI dacc q8_dot(dacc s, int u, __m256i a, __m256i q, __m256i x) {
 	(void)q;
-	return _mm256_dpbusd_avx_epi32(u ? s : _mm256_setzero_si256(), x, a);
+	return u ? dot_next(s, x, a) : dot_first(_mm256_setzero_si256(), x, a);
 }
-INLINE AVXVNNI __m256i q8_bias(__m256i b, int u, __m256i q) {
-	return _mm256_dpbusd_avx_epi32(u ? b : _mm256_setzero_si256(), _mm256_set1_epi8((char)0x80), q);
+INLINE AVXVNNI dacc q8_bias(dacc b, int u, __m256i q) {
+	const __m256i u128 = _mm256_set1_epi8((char)0x80);
+	return u ? dot_next(b, u128, q) : dot_first(_mm256_setzero_si256(), u128, q);
 }
-INLINE AVXVNNI __m256i q8_end(__m256i s, __m256i b) { return _mm256_sub_epi32(s, b); }
+INLINE AVXVNNI __m256i q8_end(dacc s, dacc b) { return _mm256_sub_epi32(dot_end(s, b.a), dot_end(b, b.a)); }
 
 #include "simd_packed256.h"
