@@ -20,7 +20,8 @@
 //	dot_first2, dot_next2  two steps at once
 //	dot_end(a, a0)       the chain's int32 sums: a0 + Σ u·s
 //	dot_scale(sc)        a lane's int32 scale (≤ 63) as dot_scaled takes it
-//	dot_scaled(a, sc)    the chain's Σ u·s (started at zero) times sc
+//	dot_scaled(i, a, sc) i + the chain's Σ u·s (started at zero, u ≤ 15)
+//	                     times sc
 //
 // and, for Q8_0 (X8P activations, biased by 128, against signed weights):
 //
@@ -93,7 +94,7 @@ INLINE LVL void pq4_k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 			__m256i sc = dot_scale(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(wb + 64 + 16 * j + 8 * h))));
 			for (int i = 0; i < nx; i++) {
 				dacc t = chain8(q, xb + i * xs + 32 * j, 16, _mm256_setzero_si256());
-				isum[i] = _mm256_add_epi32(isum[i], dot_scaled(t, sc));
+				isum[i] = dot_scaled(isum[i], t, sc);
 			}
 		}
 		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 16 * h)));
@@ -196,8 +197,8 @@ INLINE LVL void pq4_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *
 			for (int h = 0; h < 2; h++) {
 				__m256i s0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(wb + 64 + 32 * p + 8 * h)));
 				__m256i s1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(wb + 80 + 32 * p + 8 * h)));
-				isum[h] = _mm256_add_epi32(isum[h], dot_scaled(lo[h], dot_scale(s0)));
-				isum[h] = _mm256_add_epi32(isum[h], dot_scaled(hi[h], dot_scale(s1)));
+				isum[h] = dot_scaled(isum[h], lo[h], dot_scale(s0));
+				isum[h] = dot_scaled(isum[h], hi[h], dot_scale(s1));
 			}
 		}
 		__m256 dx = _mm256_set1_ps(ldf(xb + XK_D));

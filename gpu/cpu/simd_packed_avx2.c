@@ -37,7 +37,9 @@ INLINE AVX2 __m256i dot_end(__m256i a, __m256i a0) { return _mm256_add_epi32(a0,
 // vpmaddwd by (scale, scale) pairs takes a chain's int16 sums to int32
 // times the scale.
 INLINE AVX2 __m256i dot_scale(__m256i sc) { return _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)); }
-INLINE AVX2 __m256i dot_scaled(__m256i a, __m256i sc) { return _mm256_madd_epi16(a, sc); }
+INLINE AVX2 __m256i dot_scaled(__m256i i, __m256i a, __m256i sc) {
+	return _mm256_add_epi32(i, _mm256_madd_epi16(a, sc));
+}
 
 INLINE AVX2 __m256i q8_w(__m256i q) { return _mm256_sign_epi8(q, q); }
 INLINE uint32_t q8_x(uint32_t v) { return v ^ 0x80808080u; }

@@ -34,8 +34,15 @@ INLINE AVXVNNI __m256i dot_end(dacc d, __m256i a0) {
 	(void)a0;
 	return _mm256_add_epi32(d.a, d.b);
 }
+// Each of a chain's two sums of 4-bit quants holds at most four steps of
+// four products: |sum| ≤ 16·15·127 = 30480, an int16 in its lane's low
+// half (the high half its sign). vpdpwssd by the scale (≤ 63, in the low
+// half; the high half 0) then adds sum·scale to i, where vpmulld would
+// take two µops and an add.
 INLINE AVXVNNI __m256i dot_scale(__m256i sc) { return sc; }
-INLINE AVXVNNI __m256i dot_scaled(dacc d, __m256i sc) { return _mm256_mullo_epi32(dot_end(d, sc), sc); }
+INLINE AVXVNNI __m256i dot_scaled(__m256i i, dacc d, __m256i sc) {
+	return _mm256_dpwssd_avx_epi32(_mm256_dpwssd_avx_epi32(i, d.a, sc), d.b, sc);
+}
 
 INLINE AVXVNNI __m256i q8_w(__m256i q) { return q; }
 INLINE uint32_t q8_x(uint32_t v) { return v; }
