@@ -67,10 +67,26 @@ INLINE void q4k_scales(const uint8_t *s, uint32_t u[4]) {
 	u[0] &= kmask1;
 }
 
+// ld32 and ldf read the 4 bytes at p (any alignment) as a uint32 or a float.
+INLINE uint32_t ld32(const uint8_t *p) {
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+INLINE float ldf(const uint8_t *p) {
+	float v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
 #ifdef __x86_64__
 // Every function with intrinsics carries the target of its level, so that
 // one binary holds all levels and runs on any x86-64 CPU.
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
+// AVX-VNNI (Alder Lake and later, Zen 5): the VEX vpdpbusd and vpdpwssd
+// on AVX2's 256-bit vectors.
+#define AVXVNNI __attribute__((target("avxvnni,avx2,fma,f16c")))
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c")))
 
 // h2f reads the little-endian half at p.
@@ -80,9 +96,9 @@ static inline AVX2 float h2f(const uint8_t *p) {
 	return _cvtsh_ss(h);
 }
 
-// q8_bias returns -128·Σw over a packed Q8_0 block's 16 rows (its
+// q8_bias512 returns -128·Σw over a packed Q8_0 block's 16 rows (its
 // vectors q): what the activations' bias of 128 adds to each row's sum.
-INLINE AVX512 __m512i q8_bias(const __m512i *q) {
+INLINE AVX512 __m512i q8_bias512(const __m512i *q) {
 	const __m512i u128 = _mm512_set1_epi8((char)0x80), z = _mm512_setzero_si512();
 	__m512i b[4];
 	for (int j = 0; j < 4; j++)
@@ -113,6 +129,8 @@ void folio_mm_q6_k_avx512(MM_ARGS);
 void folio_mm_f16_avx512(MM_ARGS);
 void folio_mm_mxfp4_avx2(MM_ARGS);
 void folio_mm_mxfp4_avx512(MM_ARGS);
+void folio_mm_q6_k_vnni(MM_ARGS);
+void folio_mm_mxfp4_vnni(MM_ARGS);
 
 #define PM_ARGS const uint8_t *w, int64_t group_bytes, int nb, int rows, const uint8_t *x, int64_t xs, int nx, \
 	float *dst, int64_t ds
@@ -120,6 +138,8 @@ void folio_matmul_packed(int kind, int level, PM_ARGS);
 void folio_pm_f16_512(PM_ARGS);
 int folio_pm_amx(int kind, PM_ARGS);
 int folio_amx_usable(void);
+void folio_pm256_avx2(int kind, PM_ARGS);
+void folio_pm256_vnni(int kind, PM_ARGS);
 #endif
 
 int folio_cpu_level(void);

@@ -63,12 +63,6 @@ static AMX void amx_config(int acols, int brows) {
 	_tile_loadconfig(&c);
 }
 
-INLINE float ldf(const uint8_t *p) {
-	float v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
 // store16 writes the lanes of v that m keeps to p.
 INLINE AMX void store16(float *p, __mmask16 m, __m512 v) { _mm512_mask_storeu_ps(p, m, v); }
 
@@ -146,7 +140,7 @@ INLINE AMX void amx_tiles(int kind, const uint8_t *w0, const uint8_t *w1, int nb
 				__m512i q[8];
 				for (int j = 0; j < 8; j++)
 					q[j] = _mm512_load_si512(wb + 64 * j);
-				bias[g] = q8_bias(q);
+				bias[g] = q8_bias512(q);
 				dw[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ws[g] + 512 * (int64_t)nb + 32 * b)));
 			}
 			dx = x + (b / 2) * X8P_BYTES + 32 * (b % 2) + 64;

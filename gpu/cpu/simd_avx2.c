@@ -9,12 +9,18 @@
 
 #include "simd.h"
 
-static inline AVX2 float hsum8(__m256 v) {
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_movehdup_ps(s));
-	return _mm_cvtss_f32(s);
+// The steps of simd_rows256.h's kernels at AVX2 (vpmaddwd, then an add;
+// the sign trick for signed weights).
+#define LVL AVX2
+#define MM_Q6_K folio_mm_q6_k_avx2
+#define MM_MXFP4 folio_mm_mxfp4_avx2
+INLINE AVX2 __m256i madd_acc(__m256i acc, __m256i a, __m256i b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
+INLINE AVX2 __m256i s8_pre(__m256i wq) { return _mm256_sign_epi8(wq, wq); }
+INLINE AVX2 __m256i s8_dot(__m256i aw, __m256i wq, __m256i xv) {
+	__m256i xq = _mm256_xor_si256(xv, _mm256_set1_epi8((char)0x80));
+	return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xq, wq)), _mm256_set1_epi16(1));
 }
+#include "simd_rows256.h"
 
 // dot_u8s8 is the int32 lane sums of u·s, four bytes per lane.
 static inline AVX2 __m256i dot_u8s8(__m256i u, __m256i s) {
@@ -131,56 +137,6 @@ INLINE AVX2 void q4_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs,
 		out[i * os] = hsum8(accf[i]) - hsum8(accm[i]);
 }
 MM_DRIVER(folio_mm_q4_k_avx2, q4_k_row, AVX2, 4)
-
-// Q6_K weights, XK activations: 32 quants (q+32) per step, two sub-blocks
-// of 16 whose pair sums vpmaddwd multiplies by their scales; the offset's
-// share, 32·Σ sc_g·Σx_g, comes from the activations' sums.
-INLINE AVX2 void q6_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
-	const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
-	__m256 acc[XT];
-	for (int i = 0; i < nx; i++)
-		acc[i] = _mm256_setzero_ps();
-	for (int s = 0; s < k / 256; s++) {
-		const uint8_t *wb = w + (int64_t)s * Q6_K_BYTES;
-		float d = h2f(wb + 208);
-		const int8_t *sc = (const int8_t *)(wb + 192);
-		__m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
-		__m256i isum[XT];
-		for (int i = 0; i < nx; i++)
-			isum[i] = _mm256_setzero_si256();
-		for (int h = 0; h < 2; h++) {
-			__m256i ql0 = _mm256_loadu_si256((const __m256i *)(wb + 64 * h));
-			__m256i ql1 = _mm256_loadu_si256((const __m256i *)(wb + 64 * h + 32));
-			__m256i qh = _mm256_loadu_si256((const __m256i *)(wb + 128 + 32 * h));
-			__m256i q[4] = {
-				_mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)),
-				_mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)),
-				_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30)),
-				_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)),
-			};
-			for (int g = 0; g < 4; g++) {
-				int j = 8 * h + 2 * g; // the sub-blocks of 16 of these 32 quants
-				__m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[j + 1]), _mm_set1_epi16(sc[j]));
-				for (int i = 0; i < nx; i++) {
-					const uint8_t *xp = x + i * xs + (int64_t)s * XK_BYTES + 128 * h + 32 * g;
-					__m256i p = _mm256_maddubs_epi16(q[g], _mm256_load_si256((const __m256i *)xp));
-					isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(p, scv));
-				}
-			}
-		}
-		for (int i = 0; i < nx; i++) {
-			const uint8_t *xp = x + i * xs + (int64_t)s * XK_BYTES;
-			float dx;
-			memcpy(&dx, xp + XK_D, 4);
-			__m256i corr = _mm256_madd_epi16(_mm256_load_si256((const __m256i *)(xp + XK_BSUMS)), sc16);
-			__m256i sum = _mm256_sub_epi32(isum[i], _mm256_slli_epi32(corr, 5));
-			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(d * dx), acc[i]);
-		}
-	}
-	for (int i = 0; i < nx; i++)
-		out[i * os] = hsum8(acc[i]);
-}
-MM_DRIVER(folio_mm_q6_k_avx2, q6_k_row, AVX2, 4)
 
 // F16 weights, F16 activations, float32 sums: 16 elements per step in two
 // accumulators, then 8, then one at a time.

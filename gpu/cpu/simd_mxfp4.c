@@ -1,67 +1,11 @@
 //go:build amd64 && cgo
 
-// MXFP4 matmul kernels (AVX2 and AVX-512), on X8P activations as Q8_0's:
-// a block's 32 4-bit codes become int8 values by a byte shuffle from the
-// table of doubled E2M1 values (ggml's kvalues_mxfp4, |v| ≤ 12), and from
-// there the dot product is Q8_0's. The block's scale is the power of two
-// e8m0_half(e), exact, so each block's sum is scaled in float32 as ggml's
-// ggml_vec_dot_mxfp4_q8_0 scales it.
+// The AVX-512 MXFP4 matmul kernel (simd_mxfp4.h; AVX2's and AVX-VNNI's
+// are in simd_rows256.h).
 
 #include "simd.h"
 
-// The 16 E2M1 codes, doubled (gguf.MXFP4Values).
-#define MXFP4_TABLE 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12
-
-// e8m0_half is 2^(e-128), as gguf.E8M0Half: subnormal for e < 2.
-static inline float e8m0_half(uint8_t e) {
-	uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
-	float f;
-	memcpy(&f, &bits, 4);
-	return f;
-}
-
-// mxfp4_codes decodes the 16 code bytes at qs to the block's 32 int8
-// values, elements 0-15 (low nibbles) in the low lane.
-static inline AVX2 __m256i mxfp4_codes(const uint8_t *qs) {
-	const __m256i table = _mm256_setr_epi8(MXFP4_TABLE, MXFP4_TABLE);
-	const __m128i m4 = _mm_set1_epi8(0x0f);
-	__m128i q = _mm_loadu_si128((const __m128i *)qs);
-	__m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
-	return _mm256_shuffle_epi8(table, nib);
-}
-
-static inline AVX2 float hsum8_mx(__m256 v) {
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_movehdup_ps(s));
-	return _mm_cvtss_f32(s);
-}
-
-// AVX2: one block per step, |w| against x with w's signs as Q8_0's kernel
-// does (vpmaddubsw's unsigned side is |w| ≤ 12: no int16 saturation).
-INLINE AVX2 void mxfp4_row2(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
-	const __m256i ones = _mm256_set1_epi16(1);
-	__m256 acc[XT];
-	for (int i = 0; i < nx; i++)
-		acc[i] = _mm256_setzero_ps();
-	for (int b = 0; b < k / 32; b++) {
-		const uint8_t *wb = w + (int64_t)b * MXFP4_BYTES;
-		__m256i wq = mxfp4_codes(wb + 1);
-		__m256i aw = _mm256_sign_epi8(wq, wq);
-		float dw = e8m0_half(wb[0]);
-		for (int i = 0; i < nx; i++) {
-			const uint8_t *xp = x + i * xs + (int64_t)(b / 2) * X8P_BYTES + 32 * (b % 2);
-			__m256i xq = _mm256_xor_si256(_mm256_load_si256((const __m256i *)xp), _mm256_set1_epi8((char)0x80));
-			__m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xq, wq)), ones);
-			float dx;
-			memcpy(&dx, xp + 64, 4);
-			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * dx), acc[i]);
-		}
-	}
-	for (int i = 0; i < nx; i++)
-		out[i * os] = hsum8_mx(acc[i]);
-}
-MM_DRIVER(folio_mm_mxfp4_avx2, mxfp4_row2, AVX2, 4)
+#include "simd_mxfp4.h"
 
 // AVX-512: two blocks per step against one X8P pair, x biased by 128 and
 // the bias's share, 128·Σw, started below zero, as Q8_0's q8_0_pair.

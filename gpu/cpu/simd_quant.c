@@ -18,15 +18,18 @@ int folio_cpu_level(void) {
 }
 
 // folio_matmul: dst[i*dstride + r] = w row r · x row i for r < rows, i < nx,
-// at SIMD level level (AVX2 or AVX-512).
+// at SIMD level level (AVX2, AVX-VNNI or AVX-512). AVX-VNNI has kernels
+// of its own where vpdpbusd or vpdpwssd shortens AVX2's (simd_vnni.c).
 void folio_matmul(int kind, int level, MM_ARGS) {
-	static void (*const fns[2][6])(MM_ARGS) = {
+	static void (*const fns[3][6])(MM_ARGS) = {
 		{folio_mm_q8_0_avx2, folio_mm_q4_0_avx2, folio_mm_q4_k_avx2, folio_mm_q6_k_avx2, folio_mm_f16_avx2,
 		 folio_mm_mxfp4_avx2},
+		{folio_mm_q8_0_avx2, folio_mm_q4_0_avx2, folio_mm_q4_k_avx2, folio_mm_q6_k_vnni, folio_mm_f16_avx2,
+		 folio_mm_mxfp4_vnni},
 		{folio_mm_q8_0_avx512, folio_mm_q4_0_avx512, folio_mm_q4_k_avx512, folio_mm_q6_k_avx512, folio_mm_f16_avx512,
 		 folio_mm_mxfp4_avx512},
 	};
-	fns[level == LEVEL_AVX512][kind](w, wstride, rows, x, xstride, nx, k, dst, dstride);
+	fns[level == LEVEL_AVX512 ? 2 : level == LEVEL_AVXVNNI][kind](w, wstride, rows, x, xstride, nx, k, dst, dstride);
 }
 
 static inline AVX2 float hmax8(__m256 v) {

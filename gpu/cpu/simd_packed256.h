@@ -1,0 +1,303 @@
+// The packed kernels on 256-bit vectors (repack.go's layout): a group of
+// 16 rows as two halves of 8 (a vector's bytes 0-31 or 32-63), each in one
+// vector. They are compiled once per level that runs them, by a file that
+// defines the level's steps and then includes this one:
+// simd_packed_avx2.c (vpmaddubsw's int16 pairs, vpmaddwd to int32) and
+// simd_packed_vnni.c (AVX-VNNI's vpdpbusd into int32). Both sum every
+// row's integers exactly and scale them by the same float32 ops in the
+// same order, so the levels' results are the same bits (and those of the
+// AVX-512 kernels, simd_packed.c).
+//
+// The includer defines LVL, its level's target attribute, PM256, the name
+// of its entry (void PM256(int kind, PM_ARGS)), dacc, the type of a chain
+// of sums, keep(d), what a chain's step ends with, and these steps on
+// unsigned × signed bytes, four a 32-bit lane:
+//
+//	dot_zero()           a chain with nothing in it
+//	dot_first(a0, u, s)  the first step of a chain whose int32 sums start
+//	                     at a0
+//	dot_next(a, u, s)    a further step (at most 8 in all)
+//	dot_first2, dot_next2  two steps at once
+//	dot_end(a, a0)       the chain's int32 sums: a0 + Σ u·s
+//	dot_scale(sc)        a lane's int32 scale (≤ 63) as dot_scaled takes it
+//	dot_scaled(i, a, sc) i + the chain's Σ u·s (started at zero, u ≤ 15)
+//	                     times sc
+//
+// and, for Q8_0 (X8P activations, biased by 128, against signed weights):
+//
+//	q8_w(q)                  what a step takes of a vector of weights q
+//	q8_x(v)                  what it takes of four activation bytes v
+//	q8_dot(s, u, a, q, x)    step u's chain (u = 0 starts it)
+//	q8_bias(b, u, q)         the chain of what the activations' bias adds
+//	q8_end(s, b)             the int32 sums less that.
+//
+// Only simd_packed_*.c include it (amd64, cgo).
+
+// XT2 is the activation rows of a tile: 16 vectors hold a block's 8 of
+// quants and 4 rows' accumulators.
+#define XT2 4
+
+INLINE LVL __m256i bcast(const uint8_t *p) { return _mm256_set1_epi32((int)ld32(p)); }
+
+// chain8 is the chain over a 32-element block of lane r's q·x from a0:
+// q[u] holds step u (four quants a lane), xp the block's first 16
+// activations and xp + hi its last 16.
+INLINE LVL dacc chain8(const __m256i *q, const uint8_t *xp, int64_t hi, __m256i a0) {
+	dacc s = dot_first(a0, q[0], bcast(xp));
+	for (int u = 1; u < 8; u++) {
+		s = dot_next(s, q[u], bcast(xp + (u < 4 ? 4 * u : hi + 4 * (u - 4))));
+		keep(s);
+	}
+	return s;
+}
+
+// pq4_0_256 is simd_packed.c's pq4_0_512 for half h of a group.
+INLINE LVL void pq4_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const uint8_t *ds = w + 256 * (int64_t)nb;
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + 256 * (int64_t)b + 32 * h;
+		__m256i q[8];
+		for (int j = 0; j < 4; j++) {
+			__m256i v = _mm256_load_si256((const __m256i *)(wb + 64 * j));
+			q[j] = _mm256_and_si256(v, m4);
+			q[4 + j] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+		}
+		__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * b + 16 * h)));
+		const uint8_t *xb = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = xb + i * xs;
+			__m256i bias = bcast(xp + 192); // -8·Σq
+			__m256i s = dot_end(chain8(q, xp, 64, bias), bias);
+			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xp + 128))), acc[i]);
+		}
+	}
+}
+
+// pq4_k_256 is pq4_k_512 for half h of a group: a sub-block's chain times
+// its scale.
+INLINE LVL void pq4_k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	for (int s = 0; s < nb; s++) {
+		const uint8_t *wb = w + (int64_t)s * Q4_KP_BYTES;
+		const uint8_t *xb = x + (int64_t)s * XK_BYTES;
+		__m256i isum[XT2];
+		for (int i = 0; i < nx; i++)
+			isum[i] = _mm256_setzero_si256();
+		for (int j = 0; j < 8; j++) {
+			const uint8_t *qb = wb + 320 + 512 * (j / 2) + 32 * h;
+			__m256i q[8];
+			for (int t = 0; t < 8; t++) {
+				__m256i v = _mm256_load_si256((const __m256i *)(qb + 64 * t));
+				q[t] = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(v, 4) : v, m4);
+			}
+			__m256i sc = dot_scale(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(wb + 64 + 16 * j + 8 * h))));
+			for (int i = 0; i < nx; i++) {
+				dacc t = chain8(q, xb + i * xs + 32 * j, 16, _mm256_setzero_si256());
+				isum[i] = dot_scaled(isum[i], t, sc);
+			}
+		}
+		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 16 * h)));
+		__m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 32 + 16 * h)));
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = xb + i * xs;
+			__m256i ms = _mm256_setzero_si256();
+			for (int p = 0; p < 4; p++) {
+				__m256i mv = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(wb + 192 + 32 * p + 16 * h)));
+				ms = _mm256_add_epi32(ms, _mm256_madd_epi16(mv, bcast(xp + XK_BS32 + 4 * p)));
+			}
+			__m256 dx = _mm256_set1_ps(ldf(xp + XK_D));
+			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_mul_ps(d, dx), acc[i]);
+			acc[i] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_mul_ps(dmin, dx), acc[i]);
+		}
+	}
+}
+
+// pq8_0_256 is pq8_0_512 (one group) for half h.
+INLINE LVL void pq8_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + 512 * (int64_t)b + 32 * h;
+		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
+		dacc s[XT2], bias = dot_zero();
+		for (int u = 0; u < 8; u++) {
+			__m256i q = _mm256_load_si256((const __m256i *)(wb + 64 * u)), a = q8_w(q);
+			bias = q8_bias(bias, u, q);
+			for (int i = 0; i < nx; i++) {
+				__m256i xv = _mm256_set1_epi32((int)q8_x(ld32(xb + i * xs + 4 * u)));
+				s[i] = q8_dot(s[i], u, a, q, xv);
+				keep(s[i]);
+			}
+		}
+		__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 512 * (int64_t)nb + 32 * b + 16 * h)));
+		for (int i = 0; i < nx; i++)
+			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_end(s[i], bias)), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xb + i * xs + 64))),
+			                         acc[i]);
+	}
+}
+
+// A decode step (one activation row) is bound by the weights' bandwidth:
+// its kernels take a group's two halves in one pass, each 64-byte line of
+// weights loaded once and used whole, the activations broadcast once for
+// both halves, and fetch the weights MM_PREFETCH bytes ahead (the hardware
+// prefetchers stop at 4 KiB pages). A row's sums are those of the tiled
+// kernels, in the same order.
+
+// pq4_0_256_1 is pq4_0_256 for one activation row and both halves of a
+// group, acc[h] the sums of half h.
+INLINE LVL void pq4_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const uint8_t *ds = w + 256 * (int64_t)nb;
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + 256 * (int64_t)b;
+		mm_prefetch(wb + MM_PREFETCH, 256);
+		const uint8_t *xp = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
+		__m256i bias = bcast(xp + 192);
+		dacc s[2];
+		for (int j = 0; j < 4; j++) {
+			__m256i xl = bcast(xp + 4 * j), xh = bcast(xp + 64 + 4 * j);
+			for (int h = 0; h < 2; h++) {
+				__m256i v = _mm256_load_si256((const __m256i *)(wb + 64 * j + 32 * h));
+				__m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+				s[h] = j ? dot_next2(s[h], lo, xl, hi, xh) : dot_first2(bias, lo, xl, hi, xh);
+				keep(s[h]);
+			}
+		}
+		__m256 dx = _mm256_set1_ps(ldf(xp + 128));
+		for (int h = 0; h < 2; h++) {
+			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * b + 16 * h)));
+			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_end(s[h], bias)), _mm256_mul_ps(dw, dx), acc[h]);
+		}
+	}
+}
+
+// pq4_k_256_1 is pq4_k_256 for one activation row and both halves of a
+// group: a 64-byte line of quants holds sub-blocks 2p and 2p+1 of 16 rows.
+INLINE LVL void pq4_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	const __m256i m4 = _mm256_set1_epi8(0x0f), z = _mm256_setzero_si256();
+	for (int s = 0; s < nb; s++) {
+		const uint8_t *wb = w + (int64_t)s * Q4_KP_BYTES;
+		const uint8_t *xb = x + (int64_t)s * XK_BYTES;
+		mm_prefetch(wb + MM_PREFETCH, Q4_KP_BYTES);
+		__m256i isum[2] = {z, z};
+		for (int p = 0; p < 4; p++) {
+			const uint8_t *qb = wb + 320 + 512 * p, *xp = xb + 64 * p;
+			// lo[h], hi[h]: half h's chains of sub-blocks 2p, 2p+1
+			dacc lo[2], hi[2];
+			for (int u = 0; u < 8; u++) {
+				__m256i xl = bcast(xp + 4 * u), xh = bcast(xp + 32 + 4 * u);
+				for (int h = 0; h < 2; h++) {
+					__m256i v = _mm256_load_si256((const __m256i *)(qb + 64 * u + 32 * h));
+					__m256i l = _mm256_and_si256(v, m4), g = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+					lo[h] = u ? dot_next(lo[h], l, xl) : dot_first(z, l, xl);
+					hi[h] = u ? dot_next(hi[h], g, xh) : dot_first(z, g, xh);
+					keep(lo[h]);
+					keep(hi[h]);
+				}
+			}
+			for (int h = 0; h < 2; h++) {
+				__m256i s0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(wb + 64 + 32 * p + 8 * h)));
+				__m256i s1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(wb + 80 + 32 * p + 8 * h)));
+				isum[h] = dot_scaled(isum[h], lo[h], dot_scale(s0));
+				isum[h] = dot_scaled(isum[h], hi[h], dot_scale(s1));
+			}
+		}
+		__m256 dx = _mm256_set1_ps(ldf(xb + XK_D));
+		for (int h = 0; h < 2; h++) {
+			__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 16 * h)));
+			__m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 32 + 16 * h)));
+			__m256i ms = z;
+			for (int p = 0; p < 4; p++) {
+				__m256i mv = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(wb + 192 + 32 * p + 16 * h)));
+				ms = _mm256_add_epi32(ms, _mm256_madd_epi16(mv, bcast(xb + XK_BS32 + 4 * p)));
+			}
+			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h]), _mm256_mul_ps(d, dx), acc[h]);
+			acc[h] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_mul_ps(dmin, dx), acc[h]);
+		}
+	}
+}
+
+// pq8_0_256_1 is pq8_0_256 for one activation row and both halves of a
+// group.
+INLINE LVL void pq8_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + 512 * (int64_t)b;
+		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
+		mm_prefetch(wb + MM_PREFETCH, 512);
+		dacc s[2], bias[2] = {dot_zero(), dot_zero()};
+		for (int u = 0; u < 8; u++) {
+			__m256i xv = _mm256_set1_epi32((int)q8_x(ld32(xb + 4 * u)));
+			for (int h = 0; h < 2; h++) {
+				__m256i q = _mm256_load_si256((const __m256i *)(wb + 64 * u + 32 * h));
+				bias[h] = q8_bias(bias[h], u, q);
+				s[h] = q8_dot(s[h], u, q8_w(q), q, xv);
+				keep(s[h]);
+			}
+		}
+		__m256 dx = _mm256_set1_ps(ldf(xb + 64));
+		for (int h = 0; h < 2; h++) {
+			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 512 * (int64_t)nb + 32 * b + 16 * h)));
+			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_end(s[h], bias[h])), _mm256_mul_ps(dw, dx), acc[h]);
+		}
+	}
+}
+
+// store8 writes the first n ≤ 8 lanes of v to p.
+INLINE LVL void store8(float *p, __m256 v, int n) {
+	if (n >= 8) {
+		_mm256_storeu_ps(p, v);
+		return;
+	}
+	__m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+	_mm256_maskstore_ps(p, m, v);
+}
+
+// PACKED256 defines name(PM_ARGS) over group (a half of a group of 16
+// rows, tiles of XT2 activation rows) and group_1 (one activation row,
+// both halves).
+#define PACKED256(name, group)                                                                                 \
+	INLINE LVL void name##_tile(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx,           \
+	                            float *dst, int64_t ds, int n) {                                                 \
+		__m256 acc[XT2];                                                                                     \
+		for (int i = 0; i < nx; i++)                                                                         \
+			acc[i] = _mm256_setzero_ps();                                                                \
+		group(w, nb, h, x, xs, nx, acc);                                                                     \
+		for (int i = 0; i < nx; i++)                                                                         \
+			store8(dst + i * ds, acc[i], n);                                                             \
+	}                                                                                                            \
+	static LVL void name(PM_ARGS) {                                                                              \
+		for (int r = 0; r < rows && nx == 1; r += 16) {                                                      \
+			__m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};                                  \
+			group##_1(w + (int64_t)(r / 16) * group_bytes, nb, x, acc);                                  \
+			store8(dst + r, acc[0], rows - r);                                                           \
+			if (rows - r > 8)                                                                            \
+				store8(dst + r + 8, acc[1], rows - r - 8);                                           \
+		}                                                                                                    \
+		for (int r = 0; r < rows && nx > 1; r += 8) {                                                        \
+			const uint8_t *wg = w + (int64_t)(r / 16) * group_bytes;                                     \
+			int h = r / 8 % 2, n = rows - r < 8 ? rows - r : 8;                                          \
+			for (int i = 0; i < nx; i += XT2) {                                                          \
+				const uint8_t *xt = x + i * xs;                                                      \
+				float *dt = dst + i * ds + r;                                                        \
+				switch (nx - i < XT2 ? nx - i : XT2) {                                               \
+				case 1: name##_tile(wg, nb, h, xt, xs, 1, dt, ds, n); break;                         \
+				case 2: name##_tile(wg, nb, h, xt, xs, 2, dt, ds, n); break;                         \
+				case 3: name##_tile(wg, nb, h, xt, xs, 3, dt, ds, n); break;                         \
+				default: name##_tile(wg, nb, h, xt, xs, 4, dt, ds, n); break;                        \
+				}                                                                                    \
+			}                                                                                            \
+		}                                                                                                    \
+	}
+
+PACKED256(pm_q4_0_256, pq4_0_256)
+PACKED256(pm_q4_k_256, pq4_k_256)
+PACKED256(pm_q8_0_256, pq8_0_256)
+
+// PM256 is folio_matmul_packed for kinds Q8_0, Q4_K and Q4_0 at this level.
+void PM256(int kind, PM_ARGS) {
+	if (kind == KIND_Q8_0)
+		pm_q8_0_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+	else if (kind == KIND_Q4_K)
+		pm_q4_k_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+	else
+		pm_q4_0_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+}
