@@ -243,6 +243,9 @@ func TestAttentionLongContext(t *testing.T) {
 	r := rand.New(rand.NewPCG(51, 52))
 	seqs := []seqShape{{1500, 37}, {2000, 1}, {700, 16}}
 	for _, l := range supportedLevels() {
+		if l == levelScalar && testing.Short() {
+			continue // the Go kernels at length: most of the test's time under qemu (CI's arm64 run)
+		}
 		b := newTestBackend(t)
 		b.k = kernelsAt(l)
 		for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeQ8_0} {
