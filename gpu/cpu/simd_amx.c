@@ -60,7 +60,9 @@ static AMX void amx_config(int acols, int brows) {
 		c.colsb[t] = (uint16_t)acols, c.rows[t] = 16;
 	for (int t = 6; t < 8; t++)
 		c.colsb[t] = 64, c.rows[t] = (uint8_t)brows;
-	_tile_loadconfig(&c);
+	// ldtilecfg by hand: gcc 12's _tile_loadconfig does not tell the
+	// compiler it reads c, which at -O2 dropped the stores above.
+	__asm__ volatile("ldtilecfg %0" : : "m"(c));
 }
 
 // store16 writes the lanes of v that m keeps to p.
