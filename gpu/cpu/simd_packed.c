@@ -51,6 +51,54 @@ INLINE AVX512 void pq4_0_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 	}
 }
 
+// pq4_0x2_512 sets acc[G·i + g] to the dot products of G (1 or 2) Q4_0
+// groups, gb bytes apart, with nx X4G activation rows, for tiles of many
+// rows: as pq8_0_512 does for Q8_0, one broadcast of four activations
+// feeds both groups' vpdpbusd (pq4_0_512 broadcasts them for one group),
+// and the accumulators stay in memory. A row's integer sum and its float
+// steps are pq4_0_512's, so the two agree bit for bit.
+INLINE AVX512 void pq4_0x2_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
+                               __m512 *acc, int pf) {
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	for (int b = 0; b < nb; b++) {
+		__m512i lo[2][4], hi[2][4];
+		__m512 dw[2];
+		for (int g = 0; g < G; g++) {
+			const uint8_t *wg = w + g * gb, *wb = wg + 256 * (int64_t)b;
+			if (pf) {
+				const uint8_t *p = wb + MM_PREFETCH;
+				mm_prefetch(p < wg + gb ? p : p + (G - 1) * gb, 256);
+			}
+			for (int j = 0; j < 4; j++) {
+				__m512i v = _mm512_load_si512(wb + 64 * j);
+				lo[g][j] = _mm512_and_si512(v, m4);
+				hi[g][j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+			}
+			dw[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wg + 256 * (int64_t)nb + 32 * b)));
+		}
+		const uint8_t *xb = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = xb + i * xs;
+			__m512i s[2];
+			s[0] = s[1] = _mm512_set1_epi32((int)ld32(xp + 192)); // -8·Σq
+			for (int j = 0; j < 4; j++) {
+				__m512i xj = _mm512_set1_epi32((int)ld32(xp + 4 * j));
+				for (int g = 0; g < G; g++)
+					s[g] = _mm512_dpbusd_epi32(s[g], lo[g][j], xj);
+			}
+			for (int j = 0; j < 4; j++) {
+				__m512i xj = _mm512_set1_epi32((int)ld32(xp + 64 + 4 * j));
+				for (int g = 0; g < G; g++)
+					s[g] = _mm512_dpbusd_epi32(s[g], hi[g][j], xj);
+			}
+			__m512 dx = _mm512_set1_ps(ldf(xp + 128));
+			for (int g = 0; g < G; g++)
+				acc[G * i + g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[g]), _mm512_mul_ps(dw[g], dx),
+				                                 b ? acc[G * i + g] : _mm512_setzero_ps());
+		}
+	}
+}
+
 // pq8_0_512 sets acc[G·i + g] to the dot products of G (1 or 2) Q8_0
 // groups, gb bytes apart (nb blocks, quants at w + g·gb, scales 512·nb
 // after them), with nx X8P activation rows: the first block's products
@@ -212,7 +260,43 @@ INLINE AVX512 void pq4_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 		CASE(14, call) CASE(15, call) default: { enum { N = 16 }; call; } break;                           \
 	}
 
-PACKED512(pm_q4_0_512, pq4_0_512, Q4_0_TILE)
+PACKED512(pm_q4_0_512_rows, pq4_0_512, Q4_0_TILE)
+
+// Q4_0_PAIRS is the fewest activation rows for which pm_q4_0_512 takes
+// two groups at a time (pq4_0x2_512); below it, pq4_0_512's tiles with
+// their accumulators in registers.
+#define Q4_0_PAIRS 16
+
+// pm_q4_0_512 is the packed Q4_0 matmul at AVX-512: for many activation
+// rows, tiles of Q8_0_TILE rows over pairs of groups, a last odd group
+// alone, as pm_q8_0_512.
+static AVX512 void pm_q4_0_512(PM_ARGS) {
+	if (nx < Q4_0_PAIRS) {
+		pm_q4_0_512_rows(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+		return;
+	}
+	__m512 acc[2 * Q8_0_TILE];
+	for (int r = 0; r < rows;) {
+		const uint8_t *wg = w + (int64_t)(r / 16) * group_bytes;
+		int G = rows - r > 16 ? 2 : 1;
+		__mmask16 m[2];
+		for (int g = 0; g < G; g++) {
+			int left = rows - r - 16 * g;
+			m[g] = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
+		}
+		for (int i = 0; i < nx; i += Q8_0_TILE) {
+			int t = nx - i < Q8_0_TILE ? nx - i : Q8_0_TILE;
+			if (G == 2)
+				pq4_0x2_512(wg, group_bytes, 2, nb, x + i * xs, xs, t, acc, i == 0);
+			else
+				pq4_0x2_512(wg, group_bytes, 1, nb, x + i * xs, xs, t, acc, i == 0);
+			for (int a = 0; a < t; a++)
+				for (int g = 0; g < G; g++)
+					_mm512_mask_storeu_ps(dst + (i + a) * ds + r + 16 * g, m[g], acc[G * a + g]);
+		}
+		r += 16 * G;
+	}
+}
 PACKED512(pm_q4_k_512, pq4_k_512, XT)
 
 // folio_matmul_packed: dst[i·ds + r] = w row r · x row i for r < rows and
