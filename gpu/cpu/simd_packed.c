@@ -147,36 +147,45 @@ INLINE AVX512 void pq8_0_512(const uint8_t *w, int64_t gb, int G, int nb, const 
 // once a block, beside its 8 or 16 vpdpbusd.
 #define Q8_0_TILE 64
 
-// pm_q8_0_512 runs pq8_0_512 over pairs of groups (32 rows), a last odd
-// group alone; one activation row (a decode step, bound by the weights'
-// bandwidth) streams one group at a time, its accumulator in a register.
-static AVX512 void pm_q8_0_512(PM_ARGS) {
-	__m512 acc[2 * Q8_0_TILE];
-	for (int r = 0; r < rows;) {
-		const uint8_t *wg = w + (int64_t)(r / 16) * group_bytes;
-		int G = nx > 1 && rows - r > 16 ? 2 : 1;
-		__mmask16 m[2];
-		for (int g = 0; g < G; g++) {
-			int left = rows - r - 16 * g;
-			m[g] = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
-		}
-		if (nx == 1) {
-			__m512 a = _mm512_setzero_ps();
-			pq8_0_512(wg, group_bytes, 1, nb, x, xs, 1, &a, 1);
-			_mm512_mask_storeu_ps(dst + r, m[0], a);
-		}
-		for (int i = 0; i < nx && nx > 1; i += Q8_0_TILE) {
-			int t = nx - i < Q8_0_TILE ? nx - i : Q8_0_TILE;
-			if (G == 2)
-				pq8_0_512(wg, group_bytes, 2, nb, x + i * xs, xs, t, acc, i == 0);
-			else
-				pq8_0_512(wg, group_bytes, 1, nb, x + i * xs, xs, t, acc, i == 0);
-			for (int a = 0; a < t; a++)
-				for (int g = 0; g < G; g++)
-					_mm512_mask_storeu_ps(dst + (i + a) * ds + r + 16 * g, m[g], acc[G * a + g]);
-		}
-		r += 16 * G;
+// PAIRS512 is the body of a packed matmul of nx > 1 activation rows by
+// kernel (pq8_0_512, pq4_0x2_512) over pairs of groups (32 rows), a last
+// odd group alone, in tiles of Q8_0_TILE activation rows.
+#define PAIRS512(kernel)                                                                                      \
+	__m512 acc[2 * Q8_0_TILE];                                                                            \
+	for (int r = 0; r < rows;) {                                                                          \
+		const uint8_t *wg = w + (int64_t)(r / 16) * group_bytes;                                      \
+		int G = rows - r > 16 ? 2 : 1;                                                                \
+		__mmask16 m[2];                                                                               \
+		for (int g = 0; g < G; g++) {                                                                 \
+			int left = rows - r - 16 * g;                                                         \
+			m[g] = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);                           \
+		}                                                                                             \
+		for (int i = 0; i < nx; i += Q8_0_TILE) {                                                     \
+			int t = nx - i < Q8_0_TILE ? nx - i : Q8_0_TILE;                                      \
+			if (G == 2)                                                                           \
+				kernel(wg, group_bytes, 2, nb, x + i * xs, xs, t, acc, i == 0);               \
+			else                                                                                  \
+				kernel(wg, group_bytes, 1, nb, x + i * xs, xs, t, acc, i == 0);               \
+			for (int a = 0; a < t; a++)                                                           \
+				for (int g = 0; g < G; g++)                                                   \
+					_mm512_mask_storeu_ps(dst + (i + a) * ds + r + 16 * g, m[g], acc[G * a + g]); \
+		}                                                                                             \
+		r += 16 * G;                                                                                  \
 	}
+
+// pm_q8_0_512 runs pq8_0_512 over pairs of groups; one activation row (a
+// decode step, bound by the weights' bandwidth) streams one group at a
+// time, its accumulator in a register.
+static AVX512 void pm_q8_0_512(PM_ARGS) {
+	if (nx == 1) {
+		for (int r = 0; r < rows; r += 16) {
+			__m512 a = _mm512_setzero_ps();
+			pq8_0_512(w + (int64_t)(r / 16) * group_bytes, group_bytes, 1, nb, x, xs, 1, &a, 1);
+			_mm512_mask_storeu_ps(dst + r, rows - r >= 16 ? 0xffff : (__mmask16)((1u << (rows - r)) - 1), a);
+		}
+		return;
+	}
+	PAIRS512(pq8_0_512)
 }
 
 // pq4_k_512 adds the dot products of a Q4_K group (nb super-blocks at w)
@@ -268,34 +277,13 @@ PACKED512(pm_q4_0_512_rows, pq4_0_512, Q4_0_TILE)
 #define Q4_0_PAIRS 16
 
 // pm_q4_0_512 is the packed Q4_0 matmul at AVX-512: for many activation
-// rows, tiles of Q8_0_TILE rows over pairs of groups, a last odd group
-// alone, as pm_q8_0_512.
+// rows, pq4_0x2_512 over pairs of groups.
 static AVX512 void pm_q4_0_512(PM_ARGS) {
 	if (nx < Q4_0_PAIRS) {
 		pm_q4_0_512_rows(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 		return;
 	}
-	__m512 acc[2 * Q8_0_TILE];
-	for (int r = 0; r < rows;) {
-		const uint8_t *wg = w + (int64_t)(r / 16) * group_bytes;
-		int G = rows - r > 16 ? 2 : 1;
-		__mmask16 m[2];
-		for (int g = 0; g < G; g++) {
-			int left = rows - r - 16 * g;
-			m[g] = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
-		}
-		for (int i = 0; i < nx; i += Q8_0_TILE) {
-			int t = nx - i < Q8_0_TILE ? nx - i : Q8_0_TILE;
-			if (G == 2)
-				pq4_0x2_512(wg, group_bytes, 2, nb, x + i * xs, xs, t, acc, i == 0);
-			else
-				pq4_0x2_512(wg, group_bytes, 1, nb, x + i * xs, xs, t, acc, i == 0);
-			for (int a = 0; a < t; a++)
-				for (int g = 0; g < G; g++)
-					_mm512_mask_storeu_ps(dst + (i + a) * ds + r + 16 * g, m[g], acc[G * a + g]);
-		}
-		r += 16 * G;
-	}
+	PAIRS512(pq4_0x2_512)
 }
 PACKED512(pm_q4_k_512, pq4_k_512, XT)
 
