@@ -97,8 +97,20 @@ func attnScratch(nq, d, n int) int {
 	nqp := (nq + 15) &^ 15
 	dv := (d + 15) &^ 15
 	flash := nqp*(d+dv) + (attnKB+12)*(nqp+d) + attnKB*dv
-	return max(nq*n+2*d, 64*max(d, 16)+8*(n+16)+8*(n/attnKB+2), flash)
+	return max(nq*n+2*d, 64*max(d, 16)+8*(n+16)+8*(n/attnKB+2), flash, attnScratchAMX(nq, d))
 }
+
+// attnScratchAMX is the floats of the amx level's kernel (simd_attn_amx.c):
+// 64-byte alignment, its tiles of 256 floats (the queries', the Kᵀ and V
+// tiles of a block of attnKBAMX positions), P and S of a tile of 16
+// queries, and per query its output row (d rounded up to 16), m and l.
+func attnScratchAMX(nq, d int) int {
+	nt, nck, ncv := (nq+15)/16, (d+31)/32, (d+15)/16
+	return 16 + 256*(nt*nck+attnKBAMX/16*nck+attnKBAMX/32*ncv) + 16*attnKBAMX/2 + 16*attnKBAMX + 16*nt*(16*ncv+2)
+}
+
+// attnKBAMX is the positions of a block of the amx kernel (its akb).
+const attnKBAMX = 64
 
 // attnKB is the positions of a block of the flash kernels' online softmax
 // (simd_attn.h's attnKB): blocks start at its multiples.

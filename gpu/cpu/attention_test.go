@@ -16,6 +16,23 @@ import (
 // stores them (F16-rounded for an F16 cache, quantized for Q8_0).
 const attentionTol = 1e-5
 
+// attentionTolBF16 bounds the amx level's kernel over half and Q8_0 caches
+// (simd_attn_amx.c), which rounds Q, K, V and the softmax's weights to
+// bfloat16 (8 significant bits, 2⁻⁹ relative each) and sums in float32.
+const attentionTolBF16 = 1e-2
+
+// attnBF16 reports whether attention at level l over a cache of typ runs
+// the bfloat16 kernel.
+func attnBF16(l simdLevel, typ gguf.TensorType) bool { return l == levelAMX && typ != gguf.TypeF32 }
+
+// attnTol is attentionTol, or attentionTolBF16 where attnBF16.
+func attnTol(l simdLevel, typ gguf.TensorType) float64 {
+	if attnBF16(l, typ) {
+		return attentionTolBF16
+	}
+	return attentionTol
+}
+
 // attnCase is a batch of sequences over one layer of a paged cache, with
 // every position's K/V already written: the earlier positions by an
 // earlier WriteKV, the batch's own by WriteKV of the batch's slots.
@@ -225,7 +242,7 @@ func TestAttention(t *testing.T) {
 						name := fmt.Sprintf("%v/%v/block%d/gqa%d/hd%d", l, typ, bs, group, hd)
 						t.Run(name, func(t *testing.T) {
 							c := newAttnCase(t, b, r, typ, bs, 2, group, hd, seqs, false)
-							checkErr(t, "Attention", download(b, c.output), c.want(), attentionTol)
+							checkErr(t, "Attention", download(b, c.output), c.want(), attnTol(l, typ))
 						})
 					}
 				}
@@ -256,7 +273,7 @@ func TestAttentionLongContext(t *testing.T) {
 						c := newAttnCase(t, b, r, typ, 16, sh.kvh, sh.g, sh.hd, seqs, false)
 						c.opts = o
 						c.run(t, b)
-						checkErr(t, "Attention", download(b, c.output), c.want(), attentionTol)
+						checkErr(t, "Attention", download(b, c.output), c.want(), attnTol(l, typ))
 					})
 				}
 			}

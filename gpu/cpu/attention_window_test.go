@@ -52,8 +52,8 @@ func TestAttentionWindowSIMDMatchesGo(t *testing.T) {
 						for i, v := range ref {
 							want[i] = float64(v)
 						}
-						checkErr(t, "SIMD against Go", got, want, attentionTol)
-						checkErr(t, "SIMD against float64", got, c.want(), attentionTol)
+						checkErr(t, "SIMD against Go", got, want, attnTol(l, typ))
+						checkErr(t, "SIMD against float64", got, c.want(), attnTol(l, typ))
 					})
 				}
 			}
@@ -123,7 +123,7 @@ func TestAttentionWindowReadsNoBlockBefore(t *testing.T) {
 					q := newAct(t, b, c.batch.Rows(), c.heads*c.spec.HeadDim, c.q)
 					out := newAct(t, b, c.batch.Rows(), c.heads*c.spec.HeadDim, nil)
 					b.Attention(out, q, c.cache, c.layer, &c.batch, c.attnOpts())
-					checkErr(t, "Attention with NaN blocks before the window", download(b, out), want, attentionTol)
+					checkErr(t, "Attention with NaN blocks before the window", download(b, out), want, attnTol(l, typ))
 				})
 			}
 		}

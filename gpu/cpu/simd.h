@@ -20,7 +20,7 @@
 // Kernel kinds: the weight type, which also fixes the activation format.
 enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4, KIND_MXFP4 = 5 };
 // Dispatch levels (Go's simdLevel). Go passes LEVEL_AMX to the packed
-// matmul only: its other kernels are AVX-512's.
+// matmul and attention only: its other kernels are AVX-512's.
 enum { LEVEL_SCALAR = 0, LEVEL_AVX2 = 1, LEVEL_AVXVNNI = 2, LEVEL_AVX512 = 3, LEVEL_AMX = 4, LEVEL_NEON = 5 };
 
 // Kinds of K/V element (KVCache.kvKind): float32s, halves, Q8_0 blocks.
@@ -88,6 +88,18 @@ INLINE float ldf(const uint8_t *p) {
 // on AVX2's 256-bit vectors.
 #define AVXVNNI __attribute__((target("avxvnni,avx2,fma,f16c")))
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c")))
+
+// tilecfg is the 64-byte operand of ldtilecfg (palette 1), which AMX
+// kernels load by tile_config: gcc 12's _tile_loadconfig does not tell the
+// compiler it reads its operand, and at -O2 the stores that fill it were
+// dropped.
+typedef struct {
+	uint8_t palette, start_row, reserved[14];
+	uint16_t colsb[16];
+	uint8_t rows[16];
+} tilecfg;
+
+static inline void tile_config(const tilecfg *c) { __asm__ volatile("ldtilecfg %0" : : "m"(*c)); }
 
 // h2f reads the little-endian half at p.
 static inline AVX2 float h2f(const uint8_t *p) {

@@ -23,14 +23,18 @@
 
 #define AMX __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c")))
 
-// folio_amx_usable reports whether this process may use the INT8 tiles:
-// the CPU has them (CPUID 7.0 EDX bits 24, 25), the OS saves their state
+// folio_amx_usable reports whether this process may use the INT8 and
+// BF16 tiles: the CPU has them (CPUID 7.0 EDX bits 22, 24, 25) and
+// AVX512-BF16's conversions (CPUID 7.1 EAX bit 5), as every AMX CPU so far
+// does (the attention kernel, simd_attn_amx.c, needs the BF16 parts), the OS saves their state
 // (XCR0 bits 17, 18), and Linux grants this process the tile data
 // (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA), which it must
 // ask for before its first tile instruction.
 int folio_amx_usable(void) {
 	unsigned a, b, c, d;
-	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || (d & (3u << 24)) != (3u << 24))
+	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || (d & (0xdu << 22)) != (0xdu << 22))
+		return 0;
+	if (!__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 5)))
 		return 0;
 	if (!(c = 0, __get_cpuid(1, &a, &b, &c, &d)) || !(c & (1u << 27))) // OSXSAVE: xgetbv works
 		return 0;
@@ -40,13 +44,6 @@ int folio_amx_usable(void) {
 		return 0;
 	return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
 }
-
-// tilecfg is the 64-byte operand of ldtilecfg (palette 1).
-typedef struct {
-	uint8_t palette, start_row, reserved[14];
-	uint16_t colsb[16];
-	uint8_t rows[16];
-} tilecfg;
 
 // amx_config loads the tile shapes: C 16 × 16 int32, A 16 rows of acols
 // bytes, B brows rows of 64 bytes.
@@ -60,9 +57,7 @@ static AMX void amx_config(int acols, int brows) {
 		c.colsb[t] = (uint16_t)acols, c.rows[t] = 16;
 	for (int t = 6; t < 8; t++)
 		c.colsb[t] = 64, c.rows[t] = (uint8_t)brows;
-	// ldtilecfg by hand: gcc 12's _tile_loadconfig does not tell the
-	// compiler it reads c, which at -O2 dropped the stores above.
-	__asm__ volatile("ldtilecfg %0" : : "m"(c));
+	tile_config(&c);
 }
 
 // store16 writes the lanes of v that m keeps to p.

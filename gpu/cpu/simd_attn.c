@@ -450,7 +450,10 @@ void folio_attention(int level, folio_attn a, int lo, int hi) {
 			               first_read(tn->pos, a.window), tn->pos + 1);
 		int64_t at = t->row * a.qstride + (int64_t)h * a.g * a.d;
 		const float *sinks = a.sinks ? a.sinks + h * a.g : NULL; // this K/V head's query heads'
-		if (level == LEVEL_AVX512)
+		if (level == LEVEL_AMX && a.kt != KV_F32)
+			folio_attn_amx(a.q + at, a.qstride, t->rows, a.g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs,
+			               a.kvheads, h, t->pos, first, a.window, a.scale, a.cap, sinks, a.out + at, a.scratch);
+		else if (level >= LEVEL_AVX512)
 			attn_avx512(a.q + at, a.qstride, t->rows, a.g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs,
 			            a.kvheads, h, t->pos, first, a.window, a.scale, a.cap, sinks, a.out + at, a.scratch);
 		else
