@@ -20,11 +20,16 @@ func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer i
 	group := qcols / spec.HeadDim / spec.KVHeads
 	maxCtx = windowCtx(maxCtx, o)
 	tr := attnTileRows(group, maxCtx)
+	scratch := attnScratch(tr*group, spec.HeadDim, maxCtx)
+	if b.k.level == levelAMX && c.kvKind() != kvF32 { // simd_attn_amx.c
+		tr = attnTileRowsAMX(group)
+		scratch = attnScratchAMX(tr*group, spec.HeadDim)
+	}
 	t := &b.attentionX
 	blocks := b.attnPlan(batch, tr, o)
 	*t = simdAttentionTask{kern: b.k, dst: dst, q: q, qcols: qcols, c: c, layer: layer,
 		tiles: b.attnTiles, blocks: blocks, group: group, opts: o, sinks: b.sinkLogits(o, qcols/spec.HeadDim),
-		scratch: attnScratch(tr*group, spec.HeadDim, maxCtx)}
+		scratch: scratch}
 	// The pool counts cost in the Go kernels' multiply-adds, about a
 	// nanosecond each; these kernels do some 25 in a nanosecond, so that a
 	// chunk holds a few short units (a decode step of one short sequence
@@ -83,6 +88,12 @@ func attnTileRows(group, ctx int) int {
 	return min(16, max(fill, 1<<20/(group*max(ctx, 1))))
 }
 
+// attnTileRowsAMX is the rows of a tile of the amx level's kernel: some
+// 192 queries (12 tiles of 16), at least 16 rows. Its K and V rows'
+// conversion to bfloat16 tiles is a good part of a block's work beside
+// the tile products, and is done once for all of a unit's queries.
+func attnTileRowsAMX(group int) int { return max(16, 192/group) }
+
 // attnScratch is the floats a unit of nq queries of head size d over n
 // positions needs (simd_attn.c, simd_attn_avx2.c, simd_attn_avx512.c):
 // for the flash kernels of many queries, the queries and outputs
@@ -97,20 +108,21 @@ func attnScratch(nq, d, n int) int {
 	nqp := (nq + 15) &^ 15
 	dv := (d + 15) &^ 15
 	flash := nqp*(d+dv) + (attnKB+12)*(nqp+d) + attnKB*dv
-	return max(nq*n+2*d, 64*max(d, 16)+8*(n+16)+8*(n/attnKB+2), flash, attnScratchAMX(nq, d))
+	return max(nq*n+2*d, 64*max(d, 16)+8*(n+16)+8*(n/attnKB+2), flash)
 }
 
 // attnScratchAMX is the floats of the amx level's kernel (simd_attn_amx.c):
 // 64-byte alignment, its tiles of 256 floats (the queries', the Kᵀ and V
-// tiles of a block of attnKBAMX positions), P and S of a tile of 16
-// queries, and per query its output row (d rounded up to 16), m and l.
+// tiles of a block of attnKBAMX positions), two P and S of a tile of 16
+// queries, and per query its output row (d rounded up to 16), 16 lanes
+// of l, and m.
 func attnScratchAMX(nq, d int) int {
 	nt, nck, ncv := (nq+15)/16, (d+31)/32, (d+15)/16
-	return 16 + 256*(nt*nck+attnKBAMX/16*nck+attnKBAMX/32*ncv) + 16*attnKBAMX/2 + 16*attnKBAMX + 16*nt*(16*ncv+2)
+	return 16 + 256*(nt*nck+attnKBAMX/16*nck+attnKBAMX/32*ncv) + 2*(16*attnKBAMX/2+16*attnKBAMX) + 16*nt*(16*ncv+17)
 }
 
 // attnKBAMX is the positions of a block of the amx kernel (its akb).
-const attnKBAMX = 64
+const attnKBAMX = 256
 
 // attnKB is the positions of a block of the flash kernels' online softmax
 // (simd_attn.h's attnKB): blocks start at its multiples.

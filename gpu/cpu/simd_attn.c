@@ -27,21 +27,8 @@
 
 // ---- AVX-512
 
-// exp512 is e^x (ggml's ggml_v_expf, within 1.5 ulp): 0 below e^-104,
-// +inf above e^89.
-AVX512 __m512 exp512(__m512 x) {
-	x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.f)), _mm512_set1_ps(89.f));
-	const __m512 r = _mm512_set1_ps(0x1.8p23f);
-	__m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
-	__m512 n = _mm512_sub_ps(z, r);
-	__m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
-	__m512 u = _mm512_mul_ps(b, b);
-	__m512 j = _mm512_fmadd_ps(
-		_mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
-	                        _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f))),
-		u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.f)));
-	return _mm512_scalef_ps(j, n);
-}
+// exp512 is exp16 (simd_attn.h) called, not inlined.
+AVX512 __m512 exp512(__m512 x) { return exp16(x); }
 
 // krow512 loads elements at… (masked by m) of a K or V row as floats. A
 // Q8_0 row has no tail (d is a multiple of 32): its mask is all or none.

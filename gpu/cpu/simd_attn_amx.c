@@ -37,9 +37,11 @@
 	__attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx512bf16," \
 	                      "avx2,fma,f16c")))
 
-// akb is the positions of a block (attnKBAMX in attention_simd.go):
-// four groups of 16, two chunks of 32.
-enum { akb = 64 };
+// akb is the positions of a block (attnKBAMX in attention_simd.go): 16
+// groups of 16 (Kᵀ tiles, S's columns), 8 chunks of 32 (V tiles, P's).
+// A block's P · V runs over all of its chunks before O's tiles go back to
+// memory, and a query's running max and sum step once a block.
+enum { akb = 256 };
 
 // tile_at is tile i of a run of 1 KiB tiles (512 bfloat16s).
 static inline uint16_t *tile_at(uint16_t *base, int64_t i) { return base + i * 512; }
@@ -98,11 +100,11 @@ INLINE AMXBF void transpose16(__m512i r[16]) {
 	}
 }
 
-// k_tiles fills the Kᵀ tiles of a block: tile g·nck + c holds chunk c of
-// the rows at[16g … 16g+15] (-1: a row of zeros), row i of it dword n
-// being pair i of row n's chunk.
-static AMXBF void k_tiles(const void *kl, int kt, const int64_t *at, int d, int nck, uint16_t *kt_) {
-	for (int g = 0; g < akb / 16; g++)
+// k_tiles fills the Kᵀ tiles of groups g0 … g1-1 of a block: tile g·nck +
+// c holds chunk c of the rows at[16g … 16g+15] (-1: a row of zeros), row
+// i of it dword n being pair i of row n's chunk.
+static AMXBF void k_tiles(const void *kl, int kt, const int64_t *at, int d, int nck, int g0, int g1, uint16_t *kt_) {
+	for (int g = g0; g < g1; g++)
 		for (int c = 0; c < nck; c++) {
 			__m512i r[16];
 			for (int n = 0; n < 16; n++)
@@ -114,12 +116,12 @@ static AMXBF void k_tiles(const void *kl, int kt, const int64_t *at, int d, int 
 		}
 }
 
-// v_tiles fills the V tiles of a block: tile ch·ncv + jt holds, in row i,
-// columns 16jt … 16jt+15 of the rows at[32ch + 2i] and at[32ch + 2i + 1]
-// as pairs.
-static AMXBF void v_tiles(const void *vl, int kt, const int64_t *at, int d, int ncv, uint16_t *vv) {
+// v_tiles fills the V tiles of chunks c0 … c1-1 of a block: tile ch·ncv +
+// jt holds, in row i, columns 16jt … 16jt+15 of the rows at[32ch + 2i] and
+// at[32ch + 2i + 1] as pairs.
+static AMXBF void v_tiles(const void *vl, int kt, const int64_t *at, int d, int ncv, int c0, int c1, uint16_t *vv) {
 	const __m512 z = _mm512_setzero_ps();
-	for (int ch = 0; ch < akb / 32; ch++)
+	for (int ch = c0; ch < c1; ch++)
 		for (int i = 0; i < 16; i++) {
 			int64_t a = at[32 * ch + 2 * i], b = at[32 * ch + 2 * i + 1];
 			for (int jt = 0; jt < ncv; jt++) {
@@ -130,6 +132,16 @@ static AMXBF void v_tiles(const void *vl, int kt, const int64_t *at, int d, int 
 		}
 }
 
+// exp2e is e^x within 1.1e-4 (a cubic fit to 2^f on |f| ≤ 1/2, then scalef):
+// enough for weights rounded to bfloat16 next, at half exp16's work.
+INLINE AMXBF __m512 exp2e(__m512 x) {
+	__m512 t = _mm512_mul_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.f)), _mm512_set1_ps(0x1.715476p+0f));
+	__m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), f = _mm512_sub_ps(t, n);
+	__m512 p = _mm512_fmadd_ps(_mm512_set1_ps(0x1.c2a284p-5f), f, _mm512_set1_ps(0x1.f00c5cp-3f));
+	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0x1.62f5fap-1f));
+	return _mm512_scalef_ps(_mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f)), n);
+}
+
 // bf16_sum is the sum of the float32 values of the 32 bfloat16s in v.
 INLINE AMXBF __m512 bf16_sum(__m512i v) {
 	__m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
@@ -137,49 +149,77 @@ INLINE AMXBF __m512 bf16_sum(__m512i v) {
 	return _mm512_add_ps(lo, hi);
 }
 
-// softmax_row turns row S (akb raw scores of a query at limit lim and
-// window start low, in a block from b0) into its P row (bf16) and steps
-// the query's m and l; it returns e^(m - m').
-static AMXBF float softmax_row(float *S, uint16_t *P, int b0, int lim, int low, float scale, float cap, float *m,
-                               float *l) {
-	if (lim < b0 || b0 + akb - 1 < low) { // the block is past the query: nothing changes
-		memset(P, 0, 2 * akb);
+// span is the part of a block a unit reads: positions b0+16·g0 … of groups
+// g0 … g1-1 (their Kᵀ tiles and S's columns hold them), within chunks
+// c0 … c1-1 (V tiles and P), which may begin or end with a group outside.
+typedef struct {
+	int b0, g0, g1, c0, c1;
+} span;
+
+// softmax_row turns the span's scores in row S (of a query at limit lim
+// and window start low) into its P row (bfloat16s; 0 where masked) and
+// steps the query's m and its 16 lanes of l; it returns e^(m - m'). Scores
+// outside g0 … g1-1 are stale: the masks leave them out, as every position
+// there is before the query's window start or past its limit.
+static AMXBF float softmax_row(const float *S, uint16_t *P, span b, int lim, int low, float scale, float cap,
+                               float *m, float *l) {
+	int k0 = 2 * b.c0, k1 = 2 * b.c1; // vectors of 16 positions
+	int first = b.b0 + 16 * k0, last = b.b0 + 16 * k1 - 1;
+	if (lim < first || last < low) { // nothing in the span is the query's
+		memset(P + 16 * k0, 0, 32 * (k1 - k0));
 		return 1.f;
 	}
-	if (cap > 0)
-		softcap_scores(S, akb, cap, scale);
-	const __m512 sv = _mm512_set1_ps(cap > 0 ? 1.f : scale), ninf = _mm512_set1_ps(-__builtin_inff());
-	const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-	int full = b0 >= low && b0 + akb - 1 <= lim;
-	__m512 s[4], mx = ninf;
-	__mmask16 ok[4];
-	UNROLL for (int k = 0; k < 4; k++) {
-		s[k] = _mm512_mul_ps(_mm512_loadu_ps(S + 16 * k), sv);
-		if (full) {
-			ok[k] = 0xffff;
-		} else {
-			__m512i pv = _mm512_add_epi32(iota, _mm512_set1_epi32(b0 + 16 * k));
-			ok[k] = _mm512_cmple_epi32_mask(pv, _mm512_set1_epi32(lim)) &
-			        _mm512_cmple_epi32_mask(_mm512_set1_epi32(low), pv);
-		}
-		mx = _mm512_mask_max_ps(mx, ok[k], mx, s[k]);
+	float sc[akb] __attribute__((aligned(64)));
+	if (cap > 0) { // cap·tanh(s/cap)·scale, and no scale after
+		memcpy(sc + 16 * k0, S + 16 * k0, 64 * (k1 - k0));
+		softcap_scores(sc + 16 * k0, 16 * (k1 - k0), cap, scale);
+		S = sc, scale = 1.f;
 	}
-	float mo = *m, bm = _mm512_reduce_max_ps(mx), mn = bm > mo ? bm : mo;
-	__m512 mnv = _mm512_set1_ps(mn), t = _mm512_setzero_ps();
-	UNROLL for (int k = 0; k < 4; k += 2) {
-		__m512 e0 = _mm512_maskz_mov_ps(ok[k], exp512(_mm512_sub_ps(s[k], mnv)));
-		__m512 e1 = _mm512_maskz_mov_ps(ok[k + 1], exp512(_mm512_sub_ps(s[k + 1], mnv)));
+	const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+	const __m512i limv = _mm512_set1_epi32(lim), lowv = _mm512_set1_epi32(low);
+	int full = first >= low && last <= lim;
+	__mmask16 ok[akb / 16];
+	__m512 mx = _mm512_set1_ps(-__builtin_inff());
+	for (int k = k0; k < k1; k++) {
+		__m512i pv = _mm512_add_epi32(iota, _mm512_set1_epi32(b.b0 + 16 * k));
+		ok[k] = full ? 0xffff : _mm512_cmple_epi32_mask(pv, limv) & _mm512_cmple_epi32_mask(lowv, pv);
+		mx = _mm512_mask_max_ps(mx, ok[k], mx, _mm512_load_ps(S + 16 * k));
+	}
+	// The scale is positive: the max of the scaled scores is the scaled max.
+	float mo = *m, bm = _mm512_reduce_max_ps(mx) * scale, mn = bm > mo ? bm : mo;
+	__m512 mnv = _mm512_set1_ps(mn), sv = _mm512_set1_ps(scale), t = _mm512_setzero_ps();
+	for (int k = k0; k < k1; k += 2) {
+		__m512 e0 = _mm512_maskz_mov_ps(ok[k], exp2e(_mm512_fmsub_ps(_mm512_load_ps(S + 16 * k), sv, mnv)));
+		__m512 e1 = _mm512_maskz_mov_ps(ok[k + 1], exp2e(_mm512_fmsub_ps(_mm512_load_ps(S + 16 * k + 16), sv, mnv)));
 		__m512i p = (__m512i)_mm512_cvtne2ps_pbh(e1, e0);
-		_mm512_storeu_si512(P + 16 * k, p);
+		_mm512_store_si512(P + 16 * k, p);
 		t = _mm512_add_ps(t, bf16_sum(p));
 	}
-	// The sum of the block's P as rounded (the weights of P · V), in a fixed
+	// l sums P as rounded (the weights of P · V), lane by lane, in a fixed
 	// order; e^(m - m') is 1 where the max stayed, 0 where nothing was read
 	// before (m = -inf, l and o 0), and 1 while nothing at all was.
 	float a = mo == mn ? 1.f : expf(mo - mn);
-	*l = *l * a + _mm512_reduce_add_ps(t);
+	_mm512_store_ps(l, _mm512_fmadd_ps(_mm512_load_ps(l), _mm512_set1_ps(a), t));
 	*m = mn;
 	return a;
+}
+
+// softmax_tile runs softmax_row over the rows of a tile of queries from q0
+// (P rows past nq are 0) and rescales their rows of O (dvp floats apart).
+static AMXBF void softmax_tile(const float *S, uint16_t *P, span b, int q0, int nq, int g, int pos0, int lo, int win,
+                               float scale, float cap, float *m, float *l, float *O, int dvp) {
+	for (int i = 0; i < 16; i++) {
+		int qi = q0 + i;
+		if (qi >= nq) {
+			memset(P + akb * i + 32 * b.c0, 0, 64 * (b.c1 - b.c0));
+			continue;
+		}
+		int lim = pos0 + qi / g, low = win > 0 && lim - win + 1 > lo ? lim - win + 1 : lo;
+		float a = softmax_row(S + akb * i, P + akb * i, b, lim, low, scale, cap, m + qi, l + 16 * qi);
+		if (a != 1.f)
+			for (int j = 0; j < dvp; j += 16)
+				_mm512_store_ps(O + (int64_t)i * dvp + j, _mm512_mul_ps(_mm512_load_ps(O + (int64_t)i * dvp + j), _mm512_set1_ps(a)));
+	}
 }
 
 // amx_attn_config sets every tile to 16 rows of 64 bytes.
@@ -192,33 +232,53 @@ static AMXBF void amx_attn_config(void) {
 	tile_config(&c);
 }
 
-// scores sets S (16 × akb floats) to query tile qt's raw q·k over the
-// block's Kᵀ tiles.
-static AMXBF void scores(const uint16_t *qt, const uint16_t *kt_, int nck, float *S) {
+// scores sets S's columns of groups g0 … g0+ng-1 (ng ≤ 4; S 16 rows of akb
+// floats) to query tile qt's raw q·k over the Kᵀ tiles.
+static AMXBF void scores4(const uint16_t *qt, const uint16_t *kt_, int nck, int g0, int ng, float *S) {
+	const uint16_t *k = kt_ + 512 * (int64_t)g0 * nck;
 	_tile_zero(0);
-	_tile_zero(1);
-	_tile_zero(2);
-	_tile_zero(3);
+	if (ng > 1)
+		_tile_zero(1);
+	if (ng > 2)
+		_tile_zero(2);
+	if (ng > 3)
+		_tile_zero(3);
 	for (int c = 0; c < nck; c++) {
 		_tile_loadd(4, qt + 512 * c, 64);
-		_tile_loadd(5, kt_ + 512 * c, 64);
-		_tile_loadd(6, kt_ + 512 * (nck + c), 64);
+		_tile_loadd(5, k + 512 * c, 64);
+		if (ng > 1)
+			_tile_loadd(6, k + 512 * (nck + c), 64);
 		_tile_dpbf16ps(0, 4, 5);
-		_tile_loadd(7, kt_ + 512 * (2 * nck + c), 64);
-		_tile_dpbf16ps(1, 4, 6);
-		_tile_loadd(5, kt_ + 512 * (3 * nck + c), 64);
-		_tile_dpbf16ps(2, 4, 7);
-		_tile_dpbf16ps(3, 4, 5);
+		if (ng > 2)
+			_tile_loadd(7, k + 512 * (2 * nck + c), 64);
+		if (ng > 1)
+			_tile_dpbf16ps(1, 4, 6);
+		if (ng > 3)
+			_tile_loadd(5, k + 512 * (3 * nck + c), 64);
+		if (ng > 2)
+			_tile_dpbf16ps(2, 4, 7);
+		if (ng > 3)
+			_tile_dpbf16ps(3, 4, 5);
 	}
-	_tile_stored(0, S, 4 * akb);
-	_tile_stored(1, S + 16, 4 * akb);
-	_tile_stored(2, S + 32, 4 * akb);
-	_tile_stored(3, S + 48, 4 * akb);
+	float *s = S + 16 * g0;
+	_tile_stored(0, s, 4 * akb);
+	if (ng > 1)
+		_tile_stored(1, s + 16, 4 * akb);
+	if (ng > 2)
+		_tile_stored(2, s + 32, 4 * akb);
+	if (ng > 3)
+		_tile_stored(3, s + 48, 4 * akb);
 }
 
-// pv adds P · V to columns 16j0 … 16(j0+nj)-1 of O (16 rows, dvp floats
-// apart), nj ≤ 4.
-static AMXBF void pv(const uint16_t *P, const uint16_t *vv, int ncv, int j0, int nj, float *O, int dvp) {
+// scores sets S's columns of the span's groups.
+static AMXBF void scores(const uint16_t *qt, const uint16_t *kt_, int nck, span b, float *S) {
+	for (int g = b.g0; g < b.g1; g += 4)
+		scores4(qt, kt_, nck, g, b.g1 - g < 4 ? b.g1 - g : 4, S);
+}
+
+// pv adds P · V over the span's chunks to columns 16j0 … 16(j0+nj)-1 of O
+// (16 rows, dvp floats apart), nj ≤ 4.
+static AMXBF void pv(const uint16_t *P, const uint16_t *vv, int ncv, span b, int j0, int nj, float *O, int dvp) {
 	float *o = O + 16 * j0;
 	int64_t os = 4 * (int64_t)dvp;
 	_tile_loadd(0, o, os);
@@ -228,7 +288,7 @@ static AMXBF void pv(const uint16_t *P, const uint16_t *vv, int ncv, int j0, int
 		_tile_loadd(2, o + 32, os);
 	if (nj > 3)
 		_tile_loadd(3, o + 48, os);
-	for (int ch = 0; ch < akb / 32; ch++) {
+	for (int ch = b.c0; ch < b.c1; ch++) {
 		const uint16_t *v = vv + 512 * ((int64_t)ch * ncv + j0);
 		_tile_loadd(4, P + 32 * ch, 2 * akb);
 		_tile_loadd(5, v, 64);
@@ -258,14 +318,15 @@ static AMXBF void pv(const uint16_t *P, const uint16_t *vv, int ncv, int j0, int
 // folio_attn_amx is the kernel of one unit (ATTN_ARGS, simd_attn.h); its
 // scratch is attnScratchAMX floats (attention_simd.go), in this order from
 // the first 64-byte boundary: the query tiles (nt·nck), the Kᵀ tiles
-// (4·nck), the V tiles (2·ncv), P (16 × akb bfloat16s), S (16 × akb), O
-// (nqp × dvp), m, l.
+// (akb/16·nck), the V tiles (akb/32·ncv), two P (16 × akb bfloat16s), two S
+// (16 × akb), O (nqp × dvp), l (16 lanes a query), m.
 AMXBF void folio_attn_amx(ATTN_ARGS) {
 	int nq = nr * g, nt = (nq + 15) / 16, nqp = 16 * nt, n = pos0 + nr;
 	int nck = (d + 31) / 32, ncv = (d + 15) / 16, dvp = 16 * ncv;
 	uint16_t *qb = (uint16_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-	uint16_t *kb = tile_at(qb, (int64_t)nt * nck), *vv = tile_at(kb, 4 * nck), *P = tile_at(vv, 2 * ncv);
-	float *S = (float *)(P + 16 * akb), *O = S + 16 * akb, *m = O + (int64_t)nqp * dvp, *l = m + nqp;
+	uint16_t *kb = tile_at(qb, (int64_t)nt * nck), *vv = tile_at(kb, akb / 16 * nck);
+	uint16_t *P = tile_at(vv, akb / 32 * ncv);
+	float *S = (float *)(P + 2 * 16 * akb), *O = S + 2 * 16 * akb, *l = O + (int64_t)nqp * dvp, *m = l + 16 * nqp;
 
 	amx_attn_config();
 	memset(qb, 0, (size_t)nt * nck * 1024);
@@ -276,63 +337,68 @@ AMXBF void folio_attn_amx(ATTN_ARGS) {
 			                   chunk32(src, KV_F32, 0, 32 * c, d));
 	}
 	memset(O, 0, sizeof(float) * nqp * dvp);
+	memset(l, 0, sizeof(float) * 16 * nqp);
 	for (int qi = 0; qi < nqp; qi++)
-		m[qi] = sink_of(sinks, qi, nq, g), l[qi] = 0;
+		m[qi] = sink_of(sinks, qi, nq, g);
 
 	int64_t at[akb];
 	for (int b0 = lo / akb * akb; b0 < n; b0 += akb) {
 		int p0 = b0 > lo ? b0 : lo, p1 = n < b0 + akb ? n : b0 + akb;
+		span b = {b0, (p0 - b0) / 16, (p1 - b0 + 15) / 16, (p0 - b0) / 32, (p1 - b0 + 31) / 32};
 		if (p1 < n) { // the next block's rows, while this one computes
 			int e = p1 + akb < n ? p1 + akb : n;
 			prefetch_rows(kl, kt, blocks, bs, kvheads, h, d, p1, e, 0, d);
 			prefetch_rows(vl, kt, blocks, bs, kvheads, h, d, p1, e, 0, d);
 		}
-		for (int i = 0; i < akb; i++)
-			at[i] = b0 + i >= p0 && b0 + i < p1 ? kv_at(blocks, bs, kvheads, h, d, b0 + i) : -1;
-		k_tiles(kl, kt, at, d, nck, kb);
-		v_tiles(vl, kt, at, d, ncv, vv);
+		for (int i = 32 * b.c0; i < 32 * b.c1; i++)
+			at[i] = -1;
+		for (int p = p0, left = 0; p < p1; p++, left--) { // runs of rows d apart, to the end of p's block
+			if (left == 0)
+				at[p - b0] = kv_at(blocks, bs, kvheads, h, d, p), left = bs - p % bs;
+			else
+				at[p - b0] = at[p - b0 - 1] + d;
+		}
+		k_tiles(kl, kt, at, d, nck, b.g0, b.g1, kb);
+		v_tiles(vl, kt, at, d, ncv, b.c0, b.c1, vv);
+
+		// The tiles of queries that read the block, in a pipeline: the
+		// scores of the next, the softmax of this one, the P · V of the one
+		// before. A tile load waits for the vector stores before it to
+		// reach the cache (and the vector loads for a tile store): each
+		// buffer is read a step after it is written. S and P alternate.
+		int live[nt], nl = 0;
 		for (int t = 0; t < nt; t++) {
 			int q0 = 16 * t, rows = nq - q0 < 16 ? nq - q0 : 16;
 			// A block past all of the tile's queries (the causal end of a
 			// prompt's first rows) or before their windows changes nothing.
 			int limhi = pos0 + (q0 + rows - 1) / g, lowlo = pos0 + q0 / g - win + 1;
-			if (b0 > limhi || (win > 0 && b0 + akb - 1 < lowlo))
-				continue;
-			scores(tile_at(qb, (int64_t)t * nck), kb, nck, S);
-			float alpha[16];
-			int rescale = 0;
-			for (int i = 0; i < 16; i++) {
-				int qi = q0 + i;
-				if (i >= rows) {
-					memset(P + akb * i, 0, 2 * akb);
-					alpha[i] = 1.f;
-					continue;
-				}
-				int lim = pos0 + qi / g, low = win > 0 && lim - win + 1 > lo ? lim - win + 1 : lo;
-				alpha[i] = softmax_row(S + akb * i, P + akb * i, b0, lim, low, scale, cap, m + qi, l + qi);
-				rescale |= alpha[i] != 1.f;
-			}
-			float *o = O + (int64_t)q0 * dvp;
-			if (rescale)
-				for (int i = 0; i < rows; i++)
-					if (alpha[i] != 1.f)
-						for (int j = 0; j < dvp; j += 16)
-							_mm512_storeu_ps(o + (int64_t)i * dvp + j,
-							                 _mm512_mul_ps(_mm512_loadu_ps(o + (int64_t)i * dvp + j), _mm512_set1_ps(alpha[i])));
-			for (int j0 = 0; j0 < ncv; j0 += 4)
-				pv(P, vv, ncv, j0, ncv - j0 < 4 ? ncv - j0 : 4, o, dvp);
+			if (!(p0 > limhi || (win > 0 && p1 - 1 < lowlo)))
+				live[nl++] = t;
+		}
+		if (nl > 0)
+			scores(tile_at(qb, (int64_t)live[0] * nck), kb, nck, b, S);
+		for (int i = 0; i <= nl; i++) {
+			if (i + 1 < nl)
+				scores(tile_at(qb, (int64_t)live[i + 1] * nck), kb, nck, b, S + 16 * akb * ((i + 1) & 1));
+			if (i < nl)
+				softmax_tile(S + 16 * akb * (i & 1), P + 16 * akb * (i & 1), b, 16 * live[i], nq, g, pos0, lo, win,
+				             scale, cap, m, l, O + (int64_t)16 * live[i] * dvp, dvp);
+			if (i > 0)
+				for (int j0 = 0; j0 < ncv; j0 += 4)
+					pv(P + 16 * akb * ((i - 1) & 1), vv, ncv, b, j0, ncv - j0 < 4 ? ncv - j0 : 4,
+					   O + (int64_t)16 * live[i - 1] * dvp, dvp);
 		}
 	}
 	_tile_release();
 
 	// out = o / (l + e^(sink - m)), a query without a sink adding 0.
 	for (int qi = 0; qi < nq; qi++) {
-		float sk = sink_of(sinks, qi, nq, g), sum = l[qi];
+		float sk = sink_of(sinks, qi, nq, g), sum = _mm512_reduce_add_ps(_mm512_load_ps(l + 16 * qi));
 		if (sk > -__builtin_inff())
 			sum += expf(sk - m[qi]);
 		float r = 1.f / sum, *dst = out + (qi / g) * qstride + (qi % g) * d;
 		const float *o = O + (int64_t)qi * dvp;
 		for (int j = 0; j < d; j += 16)
-			_mm512_mask_storeu_ps(dst + j, tail16(d - j), _mm512_mul_ps(_mm512_loadu_ps(o + j), _mm512_set1_ps(r)));
+			_mm512_mask_storeu_ps(dst + j, tail16(d - j), _mm512_mul_ps(_mm512_load_ps(o + j), _mm512_set1_ps(r)));
 	}
 }
