@@ -54,7 +54,7 @@ func (b *Backend) attendFused(a *gpu.Attend) bool {
 	spec := cc.spec
 	group := cq.cols / spec.HeadDim / spec.KVHeads
 	maxCtx = windowCtx(maxCtx, a.Opts)
-	tr := attnTileRows(group, maxCtx)
+	tr, scratch := b.attnUnits(cc, group, maxCtx)
 	blocks := b.attnPlan(a.Batch, tr, a.Opts)
 	if len(b.attnTiles) < fusedTilesPerThread*threads {
 		b.attentionX.blocks = blocks[:0]
@@ -74,7 +74,7 @@ func (b *Backend) attendFused(a *gpu.Attend) bool {
 		writeKV: writeKVTask{c: cc, layer: a.Layer, k: b.f32(a.K), v: b.f32(a.V), slots: a.Slots, kern: b.k},
 		attn: simdAttentionTask{kern: b.k, dst: b.act(a.Att), q: cq.f32, qcols: cq.cols, c: cc, layer: a.Layer,
 			tiles: b.attnTiles, blocks: blocks, group: group, opts: a.Opts, sinks: b.sinkLogits(a.Opts, cq.cols/spec.HeadDim),
-			scratch: attnScratch(tr*group, spec.HeadDim, maxCtx)},
+			scratch: scratch},
 		quant:   quantTask{kind: kind, x: catt.f32, k: k, out: xq, stride: stride},
 		kvHeads: spec.KVHeads,
 	}

@@ -19,12 +19,7 @@ func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer i
 	spec := c.spec
 	group := qcols / spec.HeadDim / spec.KVHeads
 	maxCtx = windowCtx(maxCtx, o)
-	tr := attnTileRows(group, maxCtx)
-	scratch := attnScratch(tr*group, spec.HeadDim, maxCtx)
-	if b.k.level == levelAMX && c.kvKind() != kvF32 { // simd_attn_amx.c
-		tr = attnTileRowsAMX(group)
-		scratch = attnScratchAMX(tr*group, spec.HeadDim)
-	}
+	tr, scratch := b.attnUnits(c, group, maxCtx)
 	t := &b.attentionX
 	blocks := b.attnPlan(batch, tr, o)
 	*t = simdAttentionTask{kern: b.k, dst: dst, q: q, qcols: qcols, c: c, layer: layer,
@@ -86,6 +81,18 @@ func (b *Backend) attnPlan(batch *gpu.Batch, tr int, o gpu.AttnOpts) []int32 {
 func attnTileRows(group, ctx int) int {
 	fill := (16 + group - 1) / group
 	return min(16, max(fill, 1<<20/(group*max(ctx, 1))))
+}
+
+// attnUnits is the rows of a tile of attention over c (group query heads
+// a K/V head, at most maxCtx positions) and the floats of scratch a unit
+// takes, for the kernel this level runs over c's kind of K/V.
+func (b *Backend) attnUnits(c *KVCache, group, maxCtx int) (rows, scratch int) {
+	if b.k.level == levelAMX && c.kvKind() != kvF32 { // simd_attn_amx.c
+		rows = attnTileRowsAMX(group)
+		return rows, attnScratchAMX(rows*group, c.spec.HeadDim)
+	}
+	rows = attnTileRows(group, maxCtx)
+	return rows, attnScratch(rows*group, c.spec.HeadDim, maxCtx)
 }
 
 // attnTileRowsAMX is the rows of a tile of the amx level's kernel: some

@@ -73,6 +73,13 @@ func _() {
 func attentionX(l simdLevel, tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind kvKind,
 	blocks []int32, bs, kvheads int, o gpu.AttnOpts, sinks, out, scratch []float32) {
 	_ = tiles[(hi-1)/kvheads]
+	if l == levelAMX && kind != kvF32 { // the kernel's scratch grows with the rows, which it trusts
+		rows := 0
+		for u := lo; u < hi; u++ {
+			rows = max(rows, int(tiles[u/kvheads].rows))
+		}
+		_ = scratch[attnScratchAMX(rows*g, d)-1]
+	}
 	var ps *C.float
 	if sinks != nil {
 		_ = sinks[kvheads*g-1]
