@@ -204,21 +204,37 @@ static AMXBF float softmax_row(const float *S, uint16_t *P, span b, int lim, int
 	return a;
 }
 
-// softmax_tile runs softmax_row over the rows of a tile of queries from q0
-// (P rows past nq are 0) and rescales their rows of O (dvp floats apart).
-static AMXBF void softmax_tile(const float *S, uint16_t *P, span b, int q0, int nq, int g, int pos0, int lo, int win,
-                               float scale, float cap, float *m, float *l, float *O, int dvp) {
-	for (int i = 0; i < 16; i++) {
-		int qi = q0 + i;
-		if (qi >= nq) {
-			memset(P + akb * i + 32 * b.c0, 0, 64 * (b.c1 - b.c0));
+// sm is a tile of queries' softmax in a pipeline step: its scores S and P
+// rows, the first query q0, and its rows of O (dvp floats apart).
+typedef struct {
+	const float *S;
+	uint16_t *P;
+	float *O;
+	int q0;
+} sm;
+
+// unit is what a unit's steps share.
+typedef struct {
+	span b;
+	int nq, g, pos0, lo, win, dvp;
+	float scale, cap, *m, *l;
+} unit;
+
+// softmax_rows runs softmax_row over rows r0 … r1-1 of t (P rows past nq
+// are 0) and rescales their rows of O.
+static AMXBF void softmax_rows(const unit *u, sm t, int r0, int r1) {
+	for (int i = r0; i < r1; i++) {
+		int qi = t.q0 + i;
+		if (qi >= u->nq) {
+			memset(t.P + akb * i + 32 * u->b.c0, 0, 64 * (u->b.c1 - u->b.c0));
 			continue;
 		}
-		int lim = pos0 + qi / g, low = win > 0 && lim - win + 1 > lo ? lim - win + 1 : lo;
-		float a = softmax_row(S + akb * i, P + akb * i, b, lim, low, scale, cap, m + qi, l + 16 * qi);
+		int lim = u->pos0 + qi / u->g, low = u->win > 0 && lim - u->win + 1 > u->lo ? lim - u->win + 1 : u->lo;
+		float a = softmax_row(t.S + akb * i, t.P + akb * i, u->b, lim, low, u->scale, u->cap, u->m + qi, u->l + 16 * qi);
 		if (a != 1.f)
-			for (int j = 0; j < dvp; j += 16)
-				_mm512_store_ps(O + (int64_t)i * dvp + j, _mm512_mul_ps(_mm512_load_ps(O + (int64_t)i * dvp + j), _mm512_set1_ps(a)));
+			for (int j = 0; j < u->dvp; j += 16)
+				_mm512_store_ps(t.O + (int64_t)i * u->dvp + j,
+				                _mm512_mul_ps(_mm512_load_ps(t.O + (int64_t)i * u->dvp + j), _mm512_set1_ps(a)));
 	}
 }
 
@@ -232,8 +248,8 @@ static AMXBF void amx_attn_config(void) {
 	tile_config(&c);
 }
 
-// scores sets S's columns of groups g0 … g0+ng-1 (ng ≤ 4; S 16 rows of akb
-// floats) to query tile qt's raw q·k over the Kᵀ tiles.
+// scores4 sets S's columns of groups g0 … g0+ng-1 (ng ≤ 4; S 16 rows of
+// akb floats) to query tile qt's raw q·k over the Kᵀ tiles.
 static AMXBF void scores4(const uint16_t *qt, const uint16_t *kt_, int nck, int g0, int ng, float *S) {
 	const uint16_t *k = kt_ + 512 * (int64_t)g0 * nck;
 	_tile_zero(0);
@@ -270,17 +286,10 @@ static AMXBF void scores4(const uint16_t *qt, const uint16_t *kt_, int nck, int 
 		_tile_stored(3, s + 48, 4 * akb);
 }
 
-// scores sets S's columns of the span's groups.
-static AMXBF void scores(const uint16_t *qt, const uint16_t *kt_, int nck, span b, float *S) {
-	for (int g = b.g0; g < b.g1; g += 4)
-		scores4(qt, kt_, nck, g, b.g1 - g < 4 ? b.g1 - g : 4, S);
-}
-
-// pv adds P · V over the span's chunks to columns 16j0 … 16(j0+nj)-1 of O
-// (16 rows, dvp floats apart), nj ≤ 4.
-static AMXBF void pv(const uint16_t *P, const uint16_t *vv, int ncv, span b, int j0, int nj, float *O, int dvp) {
-	float *o = O + 16 * j0;
-	int64_t os = 4 * (int64_t)dvp;
+// pv_load loads columns 16j0 … 16(j0+nj)-1 of O (16 rows, os bytes apart)
+// into C tiles 0 … nj-1, nj ≤ 4; pv_chunk adds chunk ch of P · V to them,
+// pv_store stores them back. Nothing between uses the tiles.
+static AMXBF void pv_load(const float *o, int64_t os, int nj) {
 	_tile_loadd(0, o, os);
 	if (nj > 1)
 		_tile_loadd(1, o + 16, os);
@@ -288,24 +297,28 @@ static AMXBF void pv(const uint16_t *P, const uint16_t *vv, int ncv, span b, int
 		_tile_loadd(2, o + 32, os);
 	if (nj > 3)
 		_tile_loadd(3, o + 48, os);
-	for (int ch = b.c0; ch < b.c1; ch++) {
-		const uint16_t *v = vv + 512 * ((int64_t)ch * ncv + j0);
-		_tile_loadd(4, P + 32 * ch, 2 * akb);
-		_tile_loadd(5, v, 64);
-		if (nj > 1)
-			_tile_loadd(6, v + 512, 64);
-		_tile_dpbf16ps(0, 4, 5);
-		if (nj > 2)
-			_tile_loadd(7, v + 1024, 64);
-		if (nj > 1)
-			_tile_dpbf16ps(1, 4, 6);
-		if (nj > 3)
-			_tile_loadd(5, v + 1536, 64);
-		if (nj > 2)
-			_tile_dpbf16ps(2, 4, 7);
-		if (nj > 3)
-			_tile_dpbf16ps(3, 4, 5);
-	}
+}
+
+static AMXBF void pv_chunk(const uint16_t *P, const uint16_t *vv, int ncv, int ch, int j0, int nj) {
+	const uint16_t *v = vv + 512 * ((int64_t)ch * ncv + j0);
+	_tile_loadd(4, P + 32 * ch, 2 * akb);
+	_tile_loadd(5, v, 64);
+	if (nj > 1)
+		_tile_loadd(6, v + 512, 64);
+	_tile_dpbf16ps(0, 4, 5);
+	if (nj > 2)
+		_tile_loadd(7, v + 1024, 64);
+	if (nj > 1)
+		_tile_dpbf16ps(1, 4, 6);
+	if (nj > 3)
+		_tile_loadd(5, v + 1536, 64);
+	if (nj > 2)
+		_tile_dpbf16ps(2, 4, 7);
+	if (nj > 3)
+		_tile_dpbf16ps(3, 4, 5);
+}
+
+static AMXBF void pv_store(float *o, int64_t os, int nj) {
 	_tile_stored(0, o, os);
 	if (nj > 1)
 		_tile_stored(1, o + 16, os);
@@ -313,6 +326,46 @@ static AMXBF void pv(const uint16_t *P, const uint16_t *vv, int ncv, span b, int
 		_tile_stored(2, o + 32, os);
 	if (nj > 3)
 		_tile_stored(3, o + 48, os);
+}
+
+// step runs a step of the pipeline over a block's query tiles: the scores
+// of tile next (if not NULL) into S2, and the P · V of tile prev (its P
+// rows and O rows; if prev.P is not NULL), with the softmax of tile cur
+// (if cur.S is not NULL) between their tile products, a row or two at a
+// time: the vector work runs while the tile unit multiplies, where apart
+// each waited for the other (a tile product's operands are loaded from
+// the cache, and out of order the core looks only some hundred
+// instructions ahead).
+static AMXBF void step(const unit *u, const uint16_t *next, float *S2, sm cur, sm prev, const uint16_t *kb,
+                       const uint16_t *vv, int nck, int ncv) {
+	span b = u->b;
+	int slots = (next ? (b.g1 - b.g0 + 3) / 4 : 0) + (prev.P ? (ncv + 3) / 4 * (b.c1 - b.c0) : 0), done = 0, r = 0;
+	int rows = cur.S ? 16 : 0;
+#define ROWS_TO(k)                                                       \
+	do {                                                                 \
+		int e = slots ? rows * (k) / slots : rows;                       \
+		if (e > r)                                                       \
+			softmax_rows(u, cur, r, e), r = e;                           \
+	} while (0)
+	if (next)
+		for (int g = b.g0; g < b.g1; g += 4) {
+			scores4(next, kb, nck, g, b.g1 - g < 4 ? b.g1 - g : 4, S2);
+			ROWS_TO(++done);
+		}
+	if (prev.P)
+		for (int j0 = 0; j0 < ncv; j0 += 4) {
+			int nj = ncv - j0 < 4 ? ncv - j0 : 4;
+			float *o = prev.O + 16 * j0;
+			int64_t os = 4 * (int64_t)u->dvp;
+			pv_load(o, os, nj);
+			for (int ch = b.c0; ch < b.c1; ch++) {
+				pv_chunk(prev.P, vv, ncv, ch, j0, nj);
+				ROWS_TO(++done);
+			}
+			pv_store(o, os, nj);
+		}
+	ROWS_TO(slots);
+#undef ROWS_TO
 }
 
 // folio_attn_amx is the kernel of one unit (ATTN_ARGS, simd_attn.h); its
@@ -342,6 +395,7 @@ AMXBF void folio_attn_amx(ATTN_ARGS) {
 		m[qi] = sink_of(sinks, qi, nq, g);
 
 	int64_t at[akb];
+	unit u = {{0}, nq, g, pos0, lo, win, dvp, scale, cap, m, l};
 	for (int b0 = lo / akb * akb; b0 < n; b0 += akb) {
 		int p0 = b0 > lo ? b0 : lo, p1 = n < b0 + akb ? n : b0 + akb;
 		span b = {b0, (p0 - b0) / 16, (p1 - b0 + 15) / 16, (p0 - b0) / 32, (p1 - b0 + 31) / 32};
@@ -375,18 +429,15 @@ AMXBF void folio_attn_amx(ATTN_ARGS) {
 			if (!(p0 > limhi || (win > 0 && p1 - 1 < lowlo)))
 				live[nl++] = t;
 		}
-		if (nl > 0)
-			scores(tile_at(qb, (int64_t)live[0] * nck), kb, nck, b, S);
-		for (int i = 0; i <= nl; i++) {
-			if (i + 1 < nl)
-				scores(tile_at(qb, (int64_t)live[i + 1] * nck), kb, nck, b, S + 16 * akb * ((i + 1) & 1));
-			if (i < nl)
-				softmax_tile(S + 16 * akb * (i & 1), P + 16 * akb * (i & 1), b, 16 * live[i], nq, g, pos0, lo, win,
-				             scale, cap, m, l, O + (int64_t)16 * live[i] * dvp, dvp);
+		u.b = b;
+		for (int i = -1; i <= nl; i++) {
+			sm cur = {0}, prev = {0};
+			if (i >= 0 && i < nl)
+				cur = (sm){S + 16 * akb * (i & 1), P + 16 * akb * (i & 1), O + (int64_t)16 * live[i] * dvp, 16 * live[i]};
 			if (i > 0)
-				for (int j0 = 0; j0 < ncv; j0 += 4)
-					pv(P + 16 * akb * ((i - 1) & 1), vv, ncv, b, j0, ncv - j0 < 4 ? ncv - j0 : 4,
-					   O + (int64_t)16 * live[i - 1] * dvp, dvp);
+				prev = (sm){NULL, P + 16 * akb * ((i - 1) & 1), O + (int64_t)16 * live[i - 1] * dvp, 0};
+			const uint16_t *next = i + 1 < nl ? tile_at(qb, (int64_t)live[i + 1] * nck) : NULL;
+			step(&u, next, S + 16 * akb * ((i + 1) & 1), cur, prev, kb, vv, nck, ncv);
 		}
 	}
 	_tile_release();
