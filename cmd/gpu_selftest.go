@@ -58,7 +58,7 @@ func gpuSelftest(w io.Writer, seed uint64, tokens int, model string, noCache boo
 		return fmt.Errorf("gpu selftest: %w", err)
 	}
 	defer dev.Close()
-	ref := cpu.New(0)
+	ref := cpu.NewReference(0)
 	defer ref.Close()
 	d := dev.Device()
 	fmt.Fprintf(w, "device: %s (compute %d.%d), kernels %s\n", d.Name, d.Major, d.Minor,
@@ -105,7 +105,7 @@ func vulkanSelftest(w io.Writer, seed uint64, tokens int, model string) error {
 		return fmt.Errorf("gpu selftest: %w", err)
 	}
 	defer dev.Close()
-	ref := cpu.New(0)
+	ref := cpu.NewReference(0)
 	defer ref.Close()
 	d := dev.Device()
 	fmt.Fprintf(w, "device: %s (%s, Vulkan %s, %s)\n", d.Name, d.Type, d.API, d.Driver)

@@ -102,6 +102,19 @@ func New(threads int) *Backend {
 	return &Backend{pool: newPool(threads, spin), k: kernelsAt(bestLevel)}
 }
 
+// NewReference is New for checking other backends against: its attention
+// is float32 at every level. At amx, attention over half and Q8_0 caches
+// rounds to bfloat16 (simd_attn_amx.c), about the error a device check
+// bounds, so the reference runs avx512 there, whose matmuls equal amx's
+// bit for bit.
+func NewReference(threads int) *Backend {
+	b := New(threads)
+	if b.k.level == levelAMX {
+		b.k = kernelsAt(levelAVX512)
+	}
+	return b
+}
+
 // SpareProc raises GOMAXPROCS to threads+1 when it is at most threads
 // and the kernels are SIMD ones; the program calls it once, before any
 // backend, unless the user set GOMAXPROCS (a library leaves the process's

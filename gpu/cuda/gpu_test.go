@@ -22,7 +22,7 @@ func TestOnTheGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	ref := cpu.New(0)
+	ref := cpu.NewReference(0)
 	defer ref.Close()
 	t.Logf("%s: %s", dev.Device().Name, dev.BLAS())
 	checks := conformance.CheckOps(ref, dev, 9)

@@ -136,7 +136,7 @@ const genSteps = 8
 // checkDevice runs cases on dev and the CPU, then a greedy generation on
 // a tiny synthetic llama, and says what failed.
 func checkDevice(dev gpu.Backend, cases []conformance.Case) (bool, string) {
-	ref := cpu.New(1)
+	ref := cpu.NewReference(1)
 	defer ref.Close()
 	var failed []string
 	checks := conformance.Check(ref, dev, cases)

@@ -44,7 +44,7 @@ func open(t *testing.T, opt Options) *Backend {
 // the device has them and in shared memory (Options.NoSubgroups).
 func TestConformance(t *testing.T) {
 	cases := conformance.Cases(5)
-	ref := cpu.New(1)
+	ref := cpu.NewReference(1)
 	defer ref.Close()
 	for _, c := range []struct {
 		name string
@@ -86,7 +86,7 @@ func TestConformance(t *testing.T) {
 // is refused with gpu.ErrUnsupported, not computed wrongly.
 func TestWeightTypes(t *testing.T) {
 	b := open(t, Options{})
-	ref := cpu.New(1)
+	ref := cpu.NewReference(1)
 	defer ref.Close()
 	const n, k, m = 3, 256, 37
 	x := make([]float32, n*k)
@@ -125,7 +125,7 @@ func TestWeightTypes(t *testing.T) {
 // several submissions and still agrees with the CPU.
 func TestQueuedOps(t *testing.T) {
 	b := open(t, Options{})
-	ref := cpu.New(1)
+	ref := cpu.NewReference(1)
 	defer ref.Close()
 	const cols, steps = 300, setsPerPool + 10
 	x := make([]float32, cols)
@@ -157,7 +157,7 @@ func TestQueuedOps(t *testing.T) {
 // ReadBlock of every block.
 func TestKVCache(t *testing.T) {
 	b := open(t, Options{Staging: true})
-	ref := cpu.New(1)
+	ref := cpu.NewReference(1)
 	defer ref.Close()
 	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
 		spec := gpu.KVSpec{Layers: 2, Blocks: 4, BlockSize: 4, KVHeads: 2, HeadDim: 8, Type: typ}
@@ -215,7 +215,7 @@ func TestKVCache(t *testing.T) {
 // (where the device has them) every family runs; with NoSubgroups the
 // quick ones, which take the F16, Q8_0, Q4_0, Q4_K and Q6_K kernels.
 func TestGeneration(t *testing.T) {
-	ref := cpu.New(1)
+	ref := cpu.NewReference(1)
 	defer ref.Close()
 	cases := []struct {
 		arch  string
