@@ -24,7 +24,7 @@ const (
 	levelAVX2                     // AVX2, FMA, F16C (x86-64-v3)
 	levelAVXVNNI                  // AVX2 with AVX-VNNI's VEX vpdpbusd (Alder Lake and later, Zen 5)
 	levelAVX512                   // AVX-512 F, BW, VL, DQ and VNNI
-	levelAMX                      // AVX-512 with AMX-INT8 tiles for the packed matmuls of many rows (Sapphire Rapids and later)
+	levelAMX                      // AVX-512 with AMX tiles: INT8 for the packed matmuls of many rows, BF16 for attention over half and Q8_0 caches (Sapphire Rapids and later)
 	levelNEON                     // arm64: Advanced SIMD with the dot product (Armv8.2 dotprod)
 )
 
