@@ -27,8 +27,21 @@
 
 // ---- AVX-512
 
-// exp512 is exp16 (simd_attn.h) called, not inlined.
-AVX512 __m512 exp512(__m512 x) { return exp16(x); }
+// exp512 is e^x (ggml's ggml_v_expf, within 1.5 ulp): 0 below e^-104,
+// +inf above e^89.
+AVX512 __m512 exp512(__m512 x) {
+	x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.f)), _mm512_set1_ps(89.f));
+	const __m512 r = _mm512_set1_ps(0x1.8p23f);
+	__m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
+	__m512 n = _mm512_sub_ps(z, r);
+	__m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+	__m512 u = _mm512_mul_ps(b, b);
+	__m512 j = _mm512_fmadd_ps(
+		_mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
+	                        _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f))),
+		u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.f)));
+	return _mm512_scalef_ps(j, n);
+}
 
 // krow512 loads elements at… (masked by m) of a K or V row as floats. A
 // Q8_0 row has no tail (d is a multiple of 32): its mask is all or none.
@@ -51,36 +64,6 @@ static inline AVX512 __m512 krow512(const void *base, int kt, int64_t at, __mmas
 // sums run in the same order as above: the results equal the tiles' bit
 // for bit (TestAttentionDecodeEqualsPrefill). Scores are query-major,
 // S1[qi·ns + p], ns = n rounded up to 16.
-
-// transpose16 turns 16 rows of 16 floats into 16 columns: r[c] lane i
-// becomes row i's element c.
-INLINE AVX512 void transpose16(__m512 r[16]) {
-	__m512 t[16];
-	for (int i = 0; i < 16; i += 2) {
-		t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-		t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-	}
-	for (int i = 0; i < 16; i += 4) {
-		__m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
-		__m512d c = _mm512_castps_pd(t[i + 2]), e = _mm512_castps_pd(t[i + 3]);
-		r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));     // elements 4L of rows i…i+3
-		r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c)); // 4L+1
-		r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, e)); // 4L+2
-		r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, e)); // 4L+3
-	}
-	for (int k = 0; k < 4; k++) { // rows 0-7 and 8-15, 128-bit lanes 0,2 and 1,3
-		t[k] = _mm512_shuffle_f32x4(r[k], r[4 + k], 0x88);
-		t[4 + k] = _mm512_shuffle_f32x4(r[k], r[4 + k], 0xdd);
-		t[8 + k] = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0x88);
-		t[12 + k] = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0xdd);
-	}
-	for (int k = 0; k < 4; k++) {
-		r[k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0x88);           // elements 0-3
-		r[4 + k] = _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0x88);  // 4-7
-		r[8 + k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0xdd);       // 8-11
-		r[12 + k] = _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0xdd); // 12-15
-	}
-}
 
 // ktile512 transposes the np ≤ 16 rows of K starting at element at (rows
 // d apart) into kt[j·16 + i] = row i's element j, zero past np.

@@ -75,44 +75,20 @@ INLINE AMXBF __m512i pairs16(__m512 a, __m512 b) {
 	return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
 }
 
-// transpose16 transposes 16 rows of 16 dwords: r[i] dword j becomes r[j]
-// dword i.
-INLINE AMXBF void transpose16(__m512i r[16]) {
-	__m512i t[16], u[16];
-	for (int i = 0; i < 16; i += 2) { // pairs of rows, dwords interleaved
-		t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-		t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-	}
-	for (int i = 0; i < 16; i += 4) { // u[i+k], lane L: column 4L+k of rows i … i+3
-		u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-		u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-		u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-		u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-	}
-	for (int k = 0; k < 4; k++) { // a 4×4 transpose of 128-bit lanes
-		__m512i v0 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x44), v1 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xee);
-		__m512i v2 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x44),
-		        v3 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xee);
-		r[k] = _mm512_shuffle_i32x4(v0, v2, 0x88);
-		r[4 + k] = _mm512_shuffle_i32x4(v0, v2, 0xdd);
-		r[8 + k] = _mm512_shuffle_i32x4(v1, v3, 0x88);
-		r[12 + k] = _mm512_shuffle_i32x4(v1, v3, 0xdd);
-	}
-}
-
 // k_tiles fills the Kᵀ tiles of groups g0 … g1-1 of a block: tile g·nck +
 // c holds chunk c of the rows at[16g … 16g+15] (-1: a row of zeros), row
 // i of it dword n being pair i of row n's chunk.
 static AMXBF void k_tiles(const void *kl, int kt, const int64_t *at, int d, int nck, int g0, int g1, uint16_t *kt_) {
 	for (int g = g0; g < g1; g++)
 		for (int c = 0; c < nck; c++) {
-			__m512i r[16];
+			__m512 r[16]; // dword pairs, transposed as floats' bits
 			for (int n = 0; n < 16; n++)
-				r[n] = at[16 * g + n] < 0 ? _mm512_setzero_si512() : chunk32(kl, kt, at[16 * g + n], 32 * c, d);
+				r[n] = at[16 * g + n] < 0 ? _mm512_setzero_ps()
+				                          : _mm512_castsi512_ps(chunk32(kl, kt, at[16 * g + n], 32 * c, d));
 			transpose16(r);
 			uint16_t *t = tile_at(kt_, (int64_t)g * nck + c);
 			for (int i = 0; i < 16; i++)
-				_mm512_store_si512(t + 32 * i, r[i]);
+				_mm512_store_ps(t + 32 * i, r[i]);
 		}
 }
 
@@ -133,7 +109,7 @@ static AMXBF void v_tiles(const void *vl, int kt, const int64_t *at, int d, int 
 }
 
 // exp2e is e^x within 1.1e-4 (a cubic fit to 2^f on |f| ≤ 1/2, then scalef):
-// enough for weights rounded to bfloat16 next, at half exp16's work.
+// enough for weights rounded to bfloat16 next, at half exp512's work.
 INLINE AMXBF __m512 exp2e(__m512 x) {
 	__m512 t = _mm512_mul_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.f)), _mm512_set1_ps(0x1.715476p+0f));
 	__m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), f = _mm512_sub_ps(t, n);
