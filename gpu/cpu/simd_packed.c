@@ -188,6 +188,8 @@ static AVX512 void pm_q8_0_512(PM_ARGS) {
 	PAIRS512(pq8_0_512)
 }
 
+#define Q4_K_TILE 16
+
 // pq4_k_512 adds the dot products of a Q4_K group (nb super-blocks at w)
 // with nx XK activation rows into acc: per sub-block, the integer sum of
 // q·x times its scale; per super-block, d·dx·that − dmin·dx·Σ min·Σx.
@@ -211,10 +213,12 @@ INLINE AVX512 void pq4_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 			__m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(wb + 64 + 16 * j)));
 			for (int i = 0; i < nx; i++) {
 				const uint8_t *xp = xb + i * xs + 32 * j;
-				__m512i t = _mm512_setzero_si512();
-				for (int u = 0; u < 8; u++)
-					t = _mm512_dpbusd_epi32(t, q[u], _mm512_set1_epi32((int)ld32(xp + 4 * u)));
-				isum[i] = _mm512_add_epi32(isum[i], _mm512_mullo_epi32(t, sc));
+				__m512i t0 = _mm512_setzero_si512(), t1 = _mm512_setzero_si512();
+				for (int u = 0; u < 8; u += 2) {
+					t0 = _mm512_dpbusd_epi32(t0, q[u], _mm512_set1_epi32((int)ld32(xp + 4 * u)));
+					t1 = _mm512_dpbusd_epi32(t1, q[u + 1], _mm512_set1_epi32((int)ld32(xp + 4 * u + 4)));
+				}
+				isum[i] = _mm512_add_epi32(isum[i], _mm512_mullo_epi32(_mm512_add_epi32(t0, t1), sc));
 			}
 		}
 		__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)wb));
@@ -285,7 +289,7 @@ static AVX512 void pm_q4_0_512(PM_ARGS) {
 	}
 	PAIRS512(pq4_0x2_512)
 }
-PACKED512(pm_q4_k_512, pq4_k_512, XT)
+PACKED512(pm_q4_k_512, pq4_k_512, Q4_K_TILE)
 
 // folio_matmul_packed: dst[i·ds + r] = w row r · x row i for r < rows and
 // i < nx, w being groups of 16 rows of nb blocks (group_bytes apart) in
