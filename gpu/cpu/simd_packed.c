@@ -188,11 +188,15 @@ static AVX512 void pm_q8_0_512(PM_ARGS) {
 	PAIRS512(pq8_0_512)
 }
 
+// Q4_K_TILE is the activation rows of a packed Q4_K tile: a sub-block's 8
+// vectors of quants, its scales and one int32 sum a row fit 32 registers.
 #define Q4_K_TILE 16
 
 // pq4_k_512 adds the dot products of a Q4_K group (nb super-blocks at w)
 // with nx XK activation rows into acc: per sub-block, the integer sum of
-// q·x times its scale; per super-block, d·dx·that − dmin·dx·Σ min·Σx.
+// q·x times its scale (two chains of four vpdpbusd, added before it: one
+// chain of eight waited on itself); per super-block, d·dx·that −
+// dmin·dx·Σ min·Σx.
 INLINE AVX512 void pq4_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
 	const __m512i m4 = _mm512_set1_epi8(0x0f);
 	for (int s = 0; s < nb; s++) {
@@ -200,7 +204,7 @@ INLINE AVX512 void pq4_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 		const uint8_t *xb = x + (int64_t)s * XK_BYTES;
 		if (pf)
 			mm_prefetch(wb + MM_PREFETCH, Q4_KP_BYTES);
-		__m512i isum[16]; // nx ≤ XT; sized for the tile switch
+		__m512i isum[Q4_K_TILE]; // nx ≤ Q4_K_TILE
 		for (int i = 0; i < nx; i++)
 			isum[i] = _mm512_setzero_si512();
 		for (int j = 0; j < 8; j++) {
