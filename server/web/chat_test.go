@@ -141,7 +141,7 @@ func TestChatInBrowser(t *testing.T) {
 		t.Fatalf("after the stop the server has %+v", c.Messages)
 	}
 	shown := eval[string](p, `document.querySelector(".msg.assistant .msg-body").textContent`)
-	if want := strings.ReplaceAll(c.Messages[1].Content, "\n", ""); shown != want {
+	if want := paragraphText(c.Messages[1].Content); shown != want {
 		t.Errorf("the page shows the stopped reply as\n%q\nthe server saved\n%q", shown, want)
 	}
 	t.Logf("the reply grew through %d lengths (%v…) before Esc; %d characters saved, stopped", len(seen), seen[:3], len(c.Messages[1].Content))
@@ -248,4 +248,17 @@ func TestResume20TurnsInBrowser(t *testing.T) {
 		t.Errorf("turn 21 after the restart: %v of %v prompt tokens from cache (%.1f%%), want >= 90%%", got["cached"], got["prompt"], 100*ratio)
 	}
 	t.Logf("turn 21 after the restart, in the page: %v of %v prompt tokens from cache (%.1f%%)", got["cached"], got["prompt"], 100*ratio)
+}
+
+// paragraphText is what a reply of plain paragraphs reads as once the
+// page's markdown has rendered it: each line trimmed (markdown drops a
+// paragraph line's leading and trailing spaces; a reply stopped right
+// after a token that ends in a space ends in one) and the lines run
+// together, as textContent joins them.
+func paragraphText(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	return strings.Join(lines, "")
 }
