@@ -29,7 +29,10 @@ type kernels struct {
 
 	matmul       func(kind kernelKind, w []byte, wstride, rows int, x []byte, xstride, nx, k int, dst []float32, dstride int)
 	matmulPacked func(kind kernelKind, w []byte, group, nb, rows int, x []byte, xstride, nx, k int, dst []float32, dstride int)
-	attention    func(tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind kvKind,
+	// matmulF32 is the float32 matmul, MatMul of F32 weights (matmulF32Go
+	// at the scalar and NEON levels).
+	matmulF32 func(w []float32, wstride, rows int, x []float32, xstride, nx, k int, dst []float32, dstride int)
+	attention func(tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind kvKind,
 		blocks []int32, bs, kvheads int, o gpu.AttnOpts, sinks, out, scratch []float32)
 
 	argmax  func(x []float32) int
@@ -56,6 +59,7 @@ func kernelsAt(l simdLevel) *kernels {
 		matmul:       noMatmul,
 		attentionOp:  (*Backend).attentionGo,
 		matmulPacked: noMatmulPacked,
+		matmulF32:    matmulF32Go,
 		attention:    noAttention,
 		argmax:       gpu.ArgMax,
 		rmsNorm:      rmsNormGo,
@@ -96,6 +100,9 @@ func kernelsAt(l simdLevel) *kernels {
 		matmulPackedX(kind, p, w, group, nb, rows, x, xstride, nx, kk, dst, dstride)
 	}
 	k.argmax = func(x []float32) int { return argmaxX(v, x) }
+	k.matmulF32 = func(w []float32, wstride, rows int, x []float32, xstride, nx, kk int, dst []float32, dstride int) {
+		matmulF32X(v, w, wstride, rows, x, xstride, nx, kk, dst, dstride)
+	}
 	k.writeKV = writeKVSIMD
 	if v == levelAVX512 { // the rope kernels are AVX-512 only
 		k.rope = ropeX

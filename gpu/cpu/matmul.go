@@ -20,6 +20,9 @@ func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
 	}
 	t := &b.matmul
 	*t = matmulTask{dst: b.act(dst), x: b.f32(x), w: cw, n: n, k: k, m: m}
+	if cw.f32 != nil {
+		t.f32 = b.k.matmulF32
+	}
 	// Units are (tile of x rows, tile of w rows) pairs, w tiles innermost.
 	// A weight tile is decoded once per unit and used by every x row of
 	// its tile; x is tiled only when it is tall, so that a unit's rows of
@@ -30,7 +33,11 @@ func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
 	}
 	t.wTiles = (m + wTile - 1) / wTile
 	units := (n + t.nTile - 1) / t.nTile * t.wTiles
-	b.pool.run(t, units, wTile*k*(t.nTile+4))
+	cost := wTile * k * (t.nTile + 4)
+	if t.f32 != nil {
+		cost = b.k.elemCost(cost)
+	}
+	b.pool.run(t, units, cost)
 	*t = matmulTask{}
 }
 
@@ -85,10 +92,23 @@ type matmulTask struct {
 	n, k, m int
 	nTile   int // x rows per unit
 	wTiles  int // units per x tile: ⌈m / wTile⌉
+	// f32 is the kernel of F32 weights (kernels.matmulF32), which takes a
+	// run of units in one call; nil for weights decoded a tile at a time.
+	f32 func(w []float32, wstride, rows int, x []float32, xstride, nx, k int, dst []float32, dstride int)
 }
 
 func (t *matmulTask) run(wk *worker, lo, hi int) {
 	k, m := t.k, t.m
+	if t.f32 != nil {
+		for lo < hi { // a run of units within one x tile at a time
+			end := min(hi, (lo/t.wTiles+1)*t.wTiles)
+			i0, o0 := lo/t.wTiles*t.nTile, lo%t.wTiles*wTile
+			i1, o1 := min(i0+t.nTile, t.n), min((end-1)%t.wTiles*wTile+wTile, m)
+			t.f32(t.w.f32[o0*k:], k, o1-o0, t.x[i0*k:], k, i1-i0, k, t.dst[i0*m+o0:], m)
+			lo = end
+		}
+		return
+	}
 	for u := lo; u < hi; u++ {
 		i0 := u / t.wTiles * t.nTile
 		i1 := min(i0+t.nTile, t.n)
@@ -97,7 +117,7 @@ func (t *matmulTask) run(wk *worker, lo, hi int) {
 
 		// One activation row (decode): each weight row is decoded and used
 		// at once, while it is still in L1.
-		if i1-i0 == 1 && t.w.f32 == nil {
+		if i1-i0 == 1 {
 			buf := grow(&wk.rows, k)
 			for o := o0; o < o1; o++ {
 				t.w.rowInto(o, buf)
@@ -106,19 +126,12 @@ func (t *matmulTask) run(wk *worker, lo, hi int) {
 			continue
 		}
 
-		// The tile's weight rows as float32s: in place for F32, else
-		// decoded into the worker's scratch.
+		// The tile's weight rows, decoded into the worker's scratch.
 		var rows [wTile][]float32
-		if t.w.f32 != nil {
-			for j := range o1 - o0 {
-				rows[j] = t.w.f32[(o0+j)*k : (o0+j+1)*k]
-			}
-		} else {
-			buf := grow(&wk.rows, wTile*k)
-			for j := range o1 - o0 {
-				rows[j] = buf[j*k : (j+1)*k]
-				t.w.rowInto(o0+j, rows[j])
-			}
+		buf := grow(&wk.rows, wTile*k)
+		for j := range o1 - o0 {
+			rows[j] = buf[j*k : (j+1)*k]
+			t.w.rowInto(o0+j, rows[j])
 		}
 
 		if o1-o0 == wTile {
@@ -159,6 +172,25 @@ func dot(a, b []float32) float32 {
 		s0 += a[i] * b[i]
 	}
 	return (s0 + s1) + (s2 + s3)
+}
+
+// matmulF32Go is the Go kernel of F32 weights: dst[i·ds + r] = w row r ·
+// x row i for r < rows and i < nx (rows of k floats, ws and xs apart),
+// four weight rows at a time through dot4, whose arithmetic for a pair of
+// rows is the same wherever they are in the tile.
+func matmulF32Go(w []float32, ws, rows int, x []float32, xs, nx, k int, dst []float32, ds int) {
+	for i := range nx {
+		xi := x[i*xs : i*xs+k]
+		for r := 0; r < rows; r += 4 {
+			var wr [4][]float32
+			for j := range wr {
+				wr[j] = w[min(r+j, rows-1)*ws:][:k]
+			}
+			var s [4]float32
+			s[0], s[1], s[2], s[3] = dot4(xi, wr[0], wr[1], wr[2], wr[3])
+			copy(dst[i*ds+r:i*ds+min(r+4, rows)], s[:])
+		}
+	}
 }
 
 // dot4x2 returns x0 · r0 … x0 · r3, then x1 · r0 … x1 · r3: a 2×4 tile

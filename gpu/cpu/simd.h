@@ -152,6 +152,9 @@ int folio_pm_amx(int kind, PM_ARGS);
 int folio_amx_usable(void);
 void folio_pm256_avx2(int kind, PM_ARGS);
 void folio_pm256_vnni(int kind, PM_ARGS);
+
+#define F32_ARGS const float *w, int64_t ws, int rows, const float *x, int64_t xs, int nx, int k, float *dst, int64_t ds
+void folio_matmul_f32(int level, F32_ARGS);
 #endif
 
 int folio_cpu_level(void);

@@ -33,6 +33,17 @@ func matmulPackedX(kind kernelKind, l simdLevel, w []byte, group, nb, rows int, 
 		(*C.uint8_t)(unsafe.Pointer(&x[0])), C.int64_t(xstride), C.int(nx), (*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(dstride))
 }
 
+// matmulF32X sets dst[i·dstride + r] = w row r · x row i for r < rows and
+// i < nx, rows of k float32s wstride and xstride apart (simd_f32.c). One
+// cgo call.
+func matmulF32X(l simdLevel, w []float32, wstride, rows int, x []float32, xstride, nx, k int, dst []float32, dstride int) {
+	_ = w[(rows-1)*wstride+k-1]
+	_ = x[(nx-1)*xstride+k-1]
+	_ = dst[(nx-1)*dstride+rows-1]
+	C.folio_matmul_f32(C.int(l), (*C.float)(unsafe.Pointer(&w[0])), C.int64_t(wstride), C.int(rows),
+		(*C.float)(unsafe.Pointer(&x[0])), C.int64_t(xstride), C.int(nx), C.int(k), (*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(dstride))
+}
+
 // readSum sums the bytes of p (len a multiple of 128, 32-byte aligned) in
 // 64-bit lanes, at the speed of memory.
 func readSum(p []byte) uint64 {

@@ -20,6 +20,10 @@ func matmulPackedX(kernelKind, simdLevel, []byte, int, int, int, []byte, int, in
 
 func readSum(p []byte) uint64 { return readSumGo(p) }
 
+func matmulF32X(simdLevel, []float32, int, int, []float32, int, int, int, []float32, int) {
+	panic("cpu: no SIMD float32 matmul at the NEON level")
+}
+
 func argmaxX(_ simdLevel, x []float32) int { return gpu.ArgMax(x) }
 
 func ropeX(bool, []float32, []float32, int, int, int) {

@@ -26,6 +26,10 @@ func matmulPackedX(kernelKind, simdLevel, []byte, int, int, int, []byte, int, in
 
 func readSum(p []byte) uint64 { return readSumGo(p) }
 
+func matmulF32X(simdLevel, []float32, int, int, []float32, int, int, int, []float32, int) {
+	panic("cpu: SIMD kernels are not built in")
+}
+
 func argmaxX(_ simdLevel, x []float32) int { return gpu.ArgMax(x) }
 
 // attnTile is a tile of rows as the kernels read it: its first row of q
