@@ -46,6 +46,21 @@ const spinTime = 200 * time.Microsecond
 // away between checks.
 const yieldAfter = 20 * time.Microsecond
 
+// A sleeping thread looks again after helperRecheck (a helper) or
+// callerRecheck (the caller, within an op) even if no one woke it. Each
+// side's handshake (announce, then look) is sound under Go's memory
+// model, but not under an emulator that keeps a weaker one: CI's arm64
+// tests under qemu-user (as an arm64 container under emulation runs) once
+// hung with the caller and every helper asleep, most likely because an
+// arm64 store-release then load-acquire, translated for an x86 host with
+// no fence between them, let the load pass the store, so that each side
+// missed the other. There a recheck costs a late op; on hardware it never
+// fires within an op, and an idle helper wakes 20 times a second.
+const (
+	helperRecheck = 50 * time.Millisecond
+	callerRecheck = time.Millisecond
+)
+
 // pool is a fixed set of threads that split an op's work units between
 // them. Goroutines start in newPool and stop in close; the calling
 // goroutine takes part as workers[0], so a pool of one thread starts none.
@@ -74,6 +89,11 @@ type pool struct {
 	pending atomic.Int32  // helpers not done with the current op
 	waiting atomic.Bool   // the caller sleeps until pending is 0
 	done    chan struct{} // wakes the caller
+
+	timers []*time.Timer // timers[0] the caller's recheck, timers[i+1] helper i's
+	// loseWakes (tests) drops every wake token, as the emulator's
+	// reordering can: the rechecks alone must carry each op through.
+	loseWakes bool
 
 	// When the machine is busier than the pool (other programs hold the
 	// cores), a helper may not run for a scheduler slice while the caller
@@ -112,6 +132,11 @@ func newPool(threads int, spin bool) *pool {
 	}
 	p.wake = make([]chan struct{}, threads-1)
 	p.asleep = make([]atomic.Bool, threads-1)
+	p.timers = make([]*time.Timer, threads)
+	for i := range p.timers {
+		p.timers[i] = time.NewTimer(time.Hour)
+		p.timers[i].Stop()
+	}
 	for i := range p.wake {
 		p.wake[i] = make(chan struct{}, 1)
 		p.exited.Add(1)
@@ -165,8 +190,10 @@ func (p *pool) helper(i int, w *worker) {
 			// the other. A wake token left over from an op seen while
 			// announcing only makes a later sleep end early.
 			p.asleep[i].Store(true)
-			if p.epoch.Load() == seen && !p.closing.Load() {
-				<-p.wake[i]
+			for p.epoch.Load() == seen && !p.closing.Load() {
+				if sleep(p.wake[i], p.timers[i+1], helperRecheck) {
+					break
+				}
 			}
 			p.asleep[i].Store(false)
 		}
@@ -177,7 +204,7 @@ func (p *pool) helper(i int, w *worker) {
 			seen = e
 			p.started.Store(true)
 			p.work(w)
-			if p.pending.Add(-1) == 0 && p.waiting.Load() {
+			if p.pending.Add(-1) == 0 && p.waiting.Load() && !p.loseWakes {
 				select {
 				case p.done <- struct{}{}:
 				default:
@@ -273,7 +300,7 @@ func (p *pool) dispatch(t task, units, unitCost int, sched schedule) {
 	p.started.Store(false)
 	p.epoch.Add(1)
 	for i := range p.wake {
-		if p.asleep[i].Load() {
+		if p.asleep[i].Load() && !p.loseWakes {
 			select {
 			case p.wake[i] <- struct{}{}:
 			default:
@@ -289,7 +316,7 @@ func (p *pool) dispatch(t task, units, unitCost int, sched schedule) {
 		// an earlier op (sent after that op's check) only costs a turn.
 		p.waiting.Store(true)
 		for p.pending.Load() != 0 {
-			<-p.done
+			sleep(p.done, p.timers[0], callerRecheck)
 		}
 		p.waiting.Store(false)
 	}
@@ -305,6 +332,19 @@ func (p *pool) dispatch(t task, units, unitCost int, sched schedule) {
 			p.solo = soloOps
 		}
 		p.worked, p.waited, p.windowOps, p.stalls = 0, 0, 0, 0
+	}
+}
+
+// sleep waits for a token on c for up to d (t is the sleeper's own timer)
+// and reports whether one came.
+func sleep(c chan struct{}, t *time.Timer, d time.Duration) bool {
+	t.Reset(d)
+	defer t.Stop()
+	select {
+	case <-c:
+		return true
+	case <-t.C:
+		return false
 	}
 }
 

@@ -88,3 +88,33 @@ func TestPoolRunEach(t *testing.T) {
 		}
 	}
 }
+
+// With every wake token lost (as an emulator whose memory model is weaker
+// than Go's can lose them: pool.go, helperRecheck), sleeping helpers and
+// a sleeping caller still find each op by looking again: every op ends,
+// with each of its units run once.
+func TestPoolLostWakes(t *testing.T) {
+	p := newPool(3, false) // helpers sleep between ops
+	p.loseWakes = true
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for op := range 6 {
+			c := &countTask{runs: make([]atomic.Int32, 50)}
+			p.runEach(c, len(c.runs), minChunkCost)
+			for u := range c.runs {
+				if n := c.runs[u].Load(); n != 1 {
+					t.Errorf("op %d: unit %d ran %d times", op, u, n)
+					return
+				}
+			}
+			time.Sleep(time.Millisecond) // the helpers go back to sleep
+		}
+	}()
+	select {
+	case <-ended:
+	case <-time.After(20 * time.Second):
+		t.Fatal("an op did not end in 20 s with its wake tokens lost")
+	}
+	p.close()
+}
