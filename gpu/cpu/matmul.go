@@ -20,9 +20,6 @@ func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
 	}
 	t := &b.matmul
 	*t = matmulTask{dst: b.act(dst), x: b.f32(x), w: cw, n: n, k: k, m: m}
-	if cw.f32 != nil {
-		t.f32 = b.k.matmulF32
-	}
 	// Units are (tile of x rows, tile of w rows) pairs, w tiles innermost.
 	// A weight tile is decoded once per unit and used by every x row of
 	// its tile; x is tiled only when it is tall, so that a unit's rows of
@@ -34,8 +31,8 @@ func (b *Backend) MatMul(dst, x, w gpu.Tensor) {
 	t.wTiles = (m + wTile - 1) / wTile
 	units := (n + t.nTile - 1) / t.nTile * t.wTiles
 	cost := wTile * k * (t.nTile + 4)
-	if t.f32 != nil {
-		cost = b.k.elemCost(cost)
+	if cw.f32 != nil { // F32 weights: one kernel call per run of units
+		t.f32, cost = b.k.matmulF32, b.k.elemCost(cost)
 	}
 	b.pool.run(t, units, cost)
 	*t = matmulTask{}
@@ -176,8 +173,8 @@ func dot(a, b []float32) float32 {
 
 // matmulF32Go is the Go kernel of F32 weights: dst[i·ds + r] = w row r ·
 // x row i for r < rows and i < nx (rows of k floats, ws and xs apart),
-// four weight rows at a time through dot4, whose arithmetic for a pair of
-// rows is the same wherever they are in the tile.
+// four weight rows at a time through dot4, whose arithmetic for one
+// output is the same wherever its rows are in the tile.
 func matmulF32Go(w []float32, ws, rows int, x []float32, xs, nx, k int, dst []float32, ds int) {
 	for i := range nx {
 		xi := x[i*xs : i*xs+k]

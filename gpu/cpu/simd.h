@@ -89,6 +89,15 @@ INLINE float ldf(const uint8_t *p) {
 #define AVXVNNI __attribute__((target("avxvnni,avx2,fma,f16c")))
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c")))
 
+// hsum8 is the sum of v's lanes: halves, then quarters, then pairs (every
+// 256-bit kernel's, and AVX-512's on a half vector).
+INLINE AVX2 float hsum8(__m256 v) {
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
 // tilecfg is the 64-byte operand of ldtilecfg (palette 1), which AMX
 // kernels load by tile_config: gcc 12's _tile_loadconfig does not tell the
 // compiler it reads its operand, and at -O2 the stores that fill it were

@@ -103,13 +103,6 @@ INLINE AVX512 void q4_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t x
 }
 MM_DRIVER(folio_mm_q4_0_avx512, q4_0_row, AVX512, XT)
 
-static inline AVX512 float hsum256(__m256 v) {
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_movehdup_ps(s));
-	return _mm_cvtss_f32(s);
-}
-
 // Q4_K weights, XK activations. Per 64 elements (sub-blocks 2p and 2p+1:
 // the low and high nibbles of 32 bytes), vpmaddubsw sums pairs of q·x into
 // int16 and vpdpwssd multiplies them by the sub-blocks' 6-bit scales into
@@ -154,7 +147,7 @@ INLINE AVX512 void q4_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t x
 		}
 	}
 	for (int i = 0; i < nx; i++)
-		out[i * os] = _mm512_reduce_add_ps(accf[i]) - hsum256(accm[i]);
+		out[i * os] = _mm512_reduce_add_ps(accf[i]) - hsum8(accm[i]);
 }
 MM_DRIVER(folio_mm_q4_k_avx512, q4_k_row, AVX512, XT)
 

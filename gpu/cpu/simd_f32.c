@@ -35,13 +35,6 @@ INLINE AVX512 void f32_512(const float *w, int64_t ws, const float *x, int64_t x
 			dst[i * ds + r] = _mm512_reduce_add_ps(acc[r][i]);
 }
 
-// sum8 is the sum of v's lanes: halves, then quarters, then pairs.
-INLINE AVX2 float sum8(__m256 v) {
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
-
 // f32_256 is f32_512 at AVX2.
 INLINE AVX2 void f32_256(const float *w, int64_t ws, const float *x, int64_t xs, int k, float *dst, int64_t ds,
                          int NW, int NX) {
@@ -63,7 +56,7 @@ INLINE AVX2 void f32_256(const float *w, int64_t ws, const float *x, int64_t xs,
 	}
 	for (int r = 0; r < NW; r++)
 		for (int i = 0; i < NX; i++)
-			dst[i * ds + r] = sum8(acc[r][i]);
+			dst[i * ds + r] = hsum8(acc[r][i]);
 }
 
 // F32_TILES runs tile(…, NW, NX) over rows × nx: tiles of 4 weight rows

@@ -15,13 +15,6 @@
 
 #include "simd_mxfp4.h"
 
-static inline LVL float hsum8(__m256 v) {
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_movehdup_ps(s));
-	return _mm_cvtss_f32(s);
-}
-
 // Q6_K weights, XK activations: 32 quants (q+32) per step, two sub-blocks
 // of 16 whose pair sums vpmaddwd multiplies by their scales (madd_acc); the offset's
 // share, 32·Σ sc_g·Σx_g, comes from the activations' sums.
