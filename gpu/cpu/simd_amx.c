@@ -12,8 +12,12 @@
 //
 // The tile multiply is not the bound: after each block (its own scales)
 // the int32 sums are stored and scaled in AVX-512 registers, as many vector
-// ops as the tile has rows. Tiles: C 0-3 (activation half t, group g: 2t+g),
-// A 4-5, B 6-7.
+// ops as the tile has rows. So a tile of 16 activation rows by one group
+// keeps its 16 rows of sums in registers over all the blocks, while the
+// tiles of the next block are multiplied (C 0-1, A 2-3, B 4-5, taking
+// turns). Tiles of 32 rows by two groups, their 64 rows of sums spilled to
+// memory at every block, ran 1.3-1.6x slower
+// (bench/results/2026-12-03-amx-rows.md).
 
 #include "simd.h"
 #include <cpuid.h>
@@ -45,118 +49,95 @@ int folio_amx_usable(void) {
 	return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
 }
 
-// amx_config loads the tile shapes: C 16 × 16 int32, A 16 rows of acols
-// bytes, B brows rows of 64 bytes.
-static AMX void amx_config(int acols, int brows) {
+// amx_config loads the tile shapes: C 0-1 16 × 16 int32, A 2-3 16 rows
+// of 32 bytes (one block of 16 activation rows), B 4-5 8 rows of 64 bytes
+// (one block of 16 weight rows).
+static AMX void amx_config(void) {
 	tilecfg c;
 	memset(&c, 0, sizeof c);
 	c.palette = 1;
-	for (int t = 0; t < 4; t++)
+	for (int t = 0; t < 2; t++)
 		c.colsb[t] = 64, c.rows[t] = 16;
+	for (int t = 2; t < 4; t++)
+		c.colsb[t] = 32, c.rows[t] = 16;
 	for (int t = 4; t < 6; t++)
-		c.colsb[t] = (uint16_t)acols, c.rows[t] = 16;
-	for (int t = 6; t < 8; t++)
-		c.colsb[t] = 64, c.rows[t] = (uint8_t)brows;
+		c.colsb[t] = 64, c.rows[t] = 8;
 	tile_config(&c);
 }
 
 // store16 writes the lanes of v that m keeps to p.
 INLINE AMX void store16(float *p, __mmask16 m, __m512 v) { _mm512_mask_storeu_ps(p, m, v); }
 
-// amx_tiles sets acc[2·i + g] (i < 32 activation rows, g < 2 groups at w0
-// and w1) to their dot products over nb blocks of kind: Q8_0 (the packed
-// blocks are the B tiles, the X8P rows at x the A tiles, TDPBUSD, then
-// the -128·Σw of the activations' bias) or Q4_0 (each block's nibbles
-// unpacked less 8 into a B tile, the activation rows gathered at a, 32
-// bytes a block and as bytes a row, TDPBSSD). The tiles of block b+1 are
-// multiplied while block b's sums are scaled: their stores alternate
-// between two buffers.
-INLINE AMX void amx_tiles(int kind, const uint8_t *w0, const uint8_t *w1, int nb, const uint8_t *x, int64_t xs,
-                          const uint8_t *a, int64_t as, __m512 *acc) {
-	int32_t c[2][4][16][16] __attribute__((aligned(64)));
-	uint8_t bt[2][512] __attribute__((aligned(64)));
-	const uint8_t *ws[2] = {w0, w1};
-	const __m512i m4 = _mm512_set1_epi8(0x0f), k8 = _mm512_set1_epi8(8);
-	for (int b = -1; b < nb; b++) {
-		int n = b + 1; // the block whose tiles are multiplied now
-		// The tile loads wait for memory as the vector loads do not: the
-		// weights of two blocks on are fetched now.
-		int bb = kind == KIND_Q8_0 ? 512 : 256;
-		if (n + 2 < nb)
-			for (int g = 0; g < 2; g++)
-				for (int j = 0; j < bb; j += 64)
-					_mm_prefetch((const char *)ws[g] + (int64_t)bb * (n + 2) + j, _MM_HINT_T0);
-		if (n < nb && kind == KIND_Q8_0) {
-			int64_t o = (n / 2) * X8P_BYTES + 32 * (n % 2);
-			_tile_loadd(4, x + o, xs);
-			_tile_loadd(5, x + 16 * xs + o, xs);
-			_tile_loadd(6, w0 + 512 * (int64_t)n, 64);
-			_tile_loadd(7, w1 + 512 * (int64_t)n, 64);
-		} else if (n < nb) {
-			for (int g = 0; g < 2; g++)
-				for (int j = 0; j < 4; j++) {
-					__m512i v = _mm512_load_si512(ws[g] + 256 * (int64_t)n + 64 * j);
-					_mm512_store_si512(bt[g] + 64 * j, _mm512_sub_epi8(_mm512_and_si512(v, m4), k8));
-					_mm512_store_si512(bt[g] + 256 + 64 * j,
-					                   _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), k8));
-				}
-			_tile_loadd(4, a + 32 * n, as);
-			_tile_loadd(5, a + 16 * as + 32 * n, as);
-			_tile_loadd(6, bt[0], 64);
-			_tile_loadd(7, bt[1], 64);
-		}
-		if (n < nb) {
-			_tile_zero(0);
-			_tile_zero(1);
-			_tile_zero(2);
-			_tile_zero(3);
-			if (kind == KIND_Q8_0) {
-				_tile_dpbusd(0, 4, 6);
-				_tile_dpbusd(1, 4, 7);
-				_tile_dpbusd(2, 5, 6);
-				_tile_dpbusd(3, 5, 7);
-			} else {
-				_tile_dpbssd(0, 4, 6);
-				_tile_dpbssd(1, 4, 7);
-				_tile_dpbssd(2, 5, 6);
-				_tile_dpbssd(3, 5, 7);
-			}
-			_tile_stored(0, c[n % 2][0], 64);
-			_tile_stored(1, c[n % 2][1], 64);
-			_tile_stored(2, c[n % 2][2], 64);
-			_tile_stored(3, c[n % 2][3], 64);
-		}
-		if (b < 0)
-			continue;
-		__m512i bias[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-		__m512 dw[2];
-		const uint8_t *dx;
-		if (kind == KIND_Q8_0) {
-			for (int g = 0; g < 2; g++) {
-				const uint8_t *wb = ws[g] + 512 * (int64_t)b;
-				__m512i q[8];
-				for (int j = 0; j < 8; j++)
-					q[j] = _mm512_load_si512(wb + 64 * j);
-				bias[g] = q8_bias512(q);
-				dw[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ws[g] + 512 * (int64_t)nb + 32 * b)));
-			}
-			dx = x + (b / 2) * X8P_BYTES + 32 * (b % 2) + 64;
-		} else {
-			for (int g = 0; g < 2; g++)
-				dw[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ws[g] + 256 * (int64_t)nb + 32 * b)));
-			dx = x + (b / 4) * X4G_BYTES + 16 * (b % 4) + 128;
-		}
-		for (int i = 0; i < 32; i++) {
-			__m512 dxi = _mm512_set1_ps(ldf(dx + i * xs));
-			for (int g = 0; g < 2; g++) {
-				__m512i s = _mm512_load_si512(c[b % 2][2 * (i / 16) + g][i % 16]);
-				if (kind == KIND_Q8_0)
-					s = _mm512_add_epi32(bias[g], s);
-				acc[2 * i + g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw[g], dxi),
-				                                 b ? acc[2 * i + g] : _mm512_setzero_ps());
-			}
-		}
+// amx_block multiplies a block's A tile (16 activation rows at a, as bytes
+// apart) by its B tile (bt, 64 bytes a row) into C tile n % 2 and stores
+// the int32 sums at c: TDPBUSD for Q8_0's unsigned activations, TDPBSSD for
+// Q4_0's signed ones. Tile numbers must be constants, hence the cases.
+INLINE AMX void amx_block(int kind, int n, const uint8_t *a, int64_t as, const uint8_t *bt, int32_t *c) {
+	if (n % 2 == 0) {
+		_tile_loadd(2, a, as);
+		_tile_loadd(4, bt, 64);
+		_tile_zero(0);
+		if (kind == KIND_Q8_0)
+			_tile_dpbusd(0, 2, 4);
+		else
+			_tile_dpbssd(0, 2, 4);
+		_tile_stored(0, c, 64);
+	} else {
+		_tile_loadd(3, a, as);
+		_tile_loadd(5, bt, 64);
+		_tile_zero(1);
+		if (kind == KIND_Q8_0)
+			_tile_dpbusd(1, 3, 5);
+		else
+			_tile_dpbssd(1, 3, 5);
+		_tile_stored(1, c, 64);
 	}
+}
+
+// amx_scale adds block b's sums (the 16 × 16 int32 at c) to acc[i], the
+// rows of a tile: times the weights' scales (16 halves at ds + 32·b) and
+// each activation row's (a float, xs bytes apart in x's block b), after
+// Q8_0's -128·Σw of the activations' bias (at bias + 16·b). The float steps
+// are the AVX-512 kernel's, in its order.
+INLINE AMX void amx_scale(int kind, int b, const int32_t *c, const uint8_t *ds, const int32_t *bias, const uint8_t *x,
+                          int64_t xs, __m512 *acc) {
+	__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ds + 32 * b)));
+	const uint8_t *dx = kind == KIND_Q8_0 ? x + (b / 2) * X8P_BYTES + 32 * (b % 2) + 64
+	                                      : x + (b / 4) * X4G_BYTES + 16 * (b % 4) + 128;
+	__m512i bs = kind == KIND_Q8_0 ? _mm512_load_si512(bias + 16 * b) : _mm512_setzero_si512();
+	for (int i = 0; i < 16; i++) {
+		__m512i s = _mm512_load_si512(c + 16 * i);
+		if (kind == KIND_Q8_0)
+			s = _mm512_add_epi32(bs, s);
+		acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(ldf(dx + i * xs))), acc[i]);
+	}
+}
+
+// amx_a is where block n of an A tile starts: in an X8P row (Q8_0) or in
+// Q4_0's gathered quants, 32 bytes a block.
+INLINE int64_t amx_a(int kind, int n) { return kind == KIND_Q8_0 ? (n / 2) * X8P_BYTES + 32 * (n % 2) : 32 * n; }
+
+// amx_rows sets acc[i] (16 activation rows, 16 weight rows) to their dot
+// products over nb blocks of kind: the A tiles at a, as bytes a row, the B
+// tiles at bt, 512 bytes a block, the scales as amx_scale reads them. The
+// tiles of the block after b are multiplied while b's sums are scaled,
+// their stores taking turns between two buffers.
+INLINE AMX void amx_rows(int kind, int nb, const uint8_t *a, int64_t as, const uint8_t *bt, const uint8_t *ds,
+                         const int32_t *bias, const uint8_t *x, int64_t xs, __m512 *acc) {
+	int32_t c[2][16][16] __attribute__((aligned(64)));
+	for (int i = 0; i < 16; i++)
+		acc[i] = _mm512_setzero_ps();
+	amx_block(kind, 0, a, as, bt, c[0][0]);
+	int b = 0;
+	for (; b + 2 <= nb; b += 2) {
+		amx_block(kind, 1, a + amx_a(kind, b + 1), as, bt + 512 * (b + 1), c[1][0]);
+		amx_scale(kind, b, c[0][0], ds, bias, x, xs, acc);
+		if (b + 2 < nb)
+			amx_block(kind, 0, a + amx_a(kind, b + 2), as, bt + 512 * (b + 2), c[0][0]);
+		amx_scale(kind, b + 1, c[1][0], ds, bias, x, xs, acc);
+	}
+	if (b < nb)
+		amx_scale(kind, b, c[0][0], ds, bias, x, xs, acc);
 }
 
 // x4g_gather writes the 32 quants of each Q4_0 block of n X4G activation
@@ -170,40 +151,74 @@ static AMX void x4g_gather(const uint8_t *x, int64_t xs, int n, int nb, uint8_t 
 		}
 }
 
-// pm_amx is the packed matmul of kind for nx ≥ 32 activation rows: tiles
-// of 32 activation rows by two groups (the last tile overlapping the one
-// before it when 32 does not divide nx, a last odd group taken twice and
-// stored once). It returns 0, having done nothing, if Q4_0's gathered
-// activations find no memory.
-INLINE AMX int pm_amx(int kind, PM_ARGS) {
-	__m512 acc[64];
-	int groups = (rows + 15) / 16;
-	int64_t as = 32 * (int64_t)nb;
-	uint8_t *a = NULL;
-	if (kind == KIND_Q4_0) {
-		a = aligned_alloc(64, (nx * as + 63) & ~(int64_t)63);
-		if (!a)
-			return 0;
-		x4g_gather(x, xs, nx, nb, a);
-	}
-	amx_config(32, 8);
-	for (int g = 0; g < groups; g += 2) {
-		const uint8_t *w0 = w + (int64_t)g * group_bytes, *w1 = g + 1 < groups ? w0 + group_bytes : w0;
-		__mmask16 m[2];
-		for (int h = 0; h < 2; h++) {
-			int left = rows - 16 * (g + h);
-			m[h] = left >= 16 ? 0xffff : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
+// q4_0_unpack writes a packed Q4_0 group's nb blocks of nibbles (256 bytes
+// a block, each nibble less 8) as B tiles, 512 bytes a block, to bt.
+static AMX void q4_0_unpack(const uint8_t *w, int nb, uint8_t *bt) {
+	const __m512i m4 = _mm512_set1_epi8(0x0f), k8 = _mm512_set1_epi8(8);
+	for (int b = 0; b < nb; b++)
+		for (int j = 0; j < 4; j++) {
+			__m512i v = _mm512_load_si512(w + 256 * (int64_t)b + 64 * j);
+			_mm512_store_si512(bt + 512 * (int64_t)b + 64 * j, _mm512_sub_epi8(_mm512_and_si512(v, m4), k8));
+			_mm512_store_si512(bt + 512 * (int64_t)b + 256 + 64 * j,
+			                   _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), k8));
 		}
-		for (int i = 0; i < nx; i += 32) {
-			int i0 = i + 32 <= nx ? i : nx - 32;
-			amx_tiles(kind, w0, w1, nb, x + i0 * xs, xs, a ? a + i0 * as : NULL, as, acc);
-			for (int r = 0; r < 32; r++)
-				for (int h = 0; h < 2; h++)
-					store16(dst + (i0 + r) * ds + 16 * (g + h), m[h], acc[2 * r + h]);
+}
+
+// q8_0_biases writes -128·Σw of each of a packed Q8_0 group's nb blocks
+// (16 int32 a block) to bias.
+static AMX void q8_0_biases(const uint8_t *w, int nb, int32_t *bias) {
+	for (int b = 0; b < nb; b++) {
+		__m512i q[8];
+		for (int j = 0; j < 8; j++)
+			q[j] = _mm512_load_si512(w + 512 * (int64_t)b + 64 * j);
+		_mm512_store_si512(bias + 16 * b, q8_bias512(q));
+	}
+}
+
+// pm_amx is the packed matmul of kind for nx ≥ 16 activation rows: for
+// each group of 16 weight rows, tiles of 16 activation rows (the last one
+// overlapping the one before it when 16 does not divide nx), each tile's
+// 16 × 16 sums in registers over all the blocks. A group's weights are
+// prepared once for all the tiles: Q4_0's nibbles unpacked into B tiles,
+// Q8_0's biases summed. It returns 0, having done nothing, if its buffers
+// find no memory.
+INLINE AMX int pm_amx(int kind, PM_ARGS) {
+	int groups = (rows + 15) / 16;
+	int64_t as = kind == KIND_Q4_0 ? 32 * (int64_t)nb : xs;
+	int64_t abytes = kind == KIND_Q4_0 ? (nx * as + 63) & ~(int64_t)63 : 0;
+	int64_t wbytes = kind == KIND_Q4_0 ? 512 * (int64_t)nb : 64 * (int64_t)nb;
+	uint8_t *buf = aligned_alloc(64, abytes + wbytes);
+	if (!buf)
+		return 0;
+	uint8_t *wb = buf + abytes;
+	const uint8_t *a = x;
+	if (kind == KIND_Q4_0) {
+		x4g_gather(x, xs, nx, nb, buf);
+		a = buf;
+	}
+	int64_t dsoff = kind == KIND_Q8_0 ? 512 * (int64_t)nb : 256 * (int64_t)nb;
+	amx_config();
+	for (int g = 0; g < groups; g++) {
+		const uint8_t *w0 = w + (int64_t)g * group_bytes;
+		const uint8_t *bt = w0;
+		if (kind == KIND_Q4_0) {
+			q4_0_unpack(w0, nb, wb);
+			bt = wb;
+		} else {
+			q8_0_biases(w0, nb, (int32_t *)wb);
+		}
+		int left = rows - 16 * g;
+		__mmask16 m = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
+		for (int i = 0; i < nx; i += 16) {
+			int i0 = i + 16 <= nx ? i : nx - 16;
+			__m512 acc[16];
+			amx_rows(kind, nb, a + i0 * as, as, bt, w0 + dsoff, (const int32_t *)wb, x + i0 * xs, xs, acc);
+			for (int r = 0; r < 16; r++)
+				store16(dst + (i0 + r) * ds + 16 * g, m, acc[r]);
 		}
 	}
 	_tile_release();
-	free(a);
+	free(buf);
 	return nx;
 }
 
@@ -211,7 +226,7 @@ INLINE AMX int pm_amx(int kind, PM_ARGS) {
 // tile kernel and nx is large enough, and returns how many activation rows
 // (the first ones) it computed: 0 leaves them all to AVX-512.
 AMX int folio_pm_amx(int kind, PM_ARGS) {
-	if (nx < 32)
+	if (nx < 16)
 		return 0;
 	switch (kind) {
 	case KIND_Q8_0:

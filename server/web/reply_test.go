@@ -132,7 +132,11 @@ func TestThinkingInBrowser(t *testing.T) {
 	p := newPage(t)
 	p.open(f.URL + "/")
 	p.pickModel("tiny-think:latest")
-	p.do("a short context", chromedp.Click(chromedp.CSS("#open-settings")), chromedp.SendKeys(chromedp.CSS("#num_ctx"), "512"), // a reply of ~480 tokens: many frames while it streams
+	// A reply of ~2,000 tokens (it runs to the end of num_ctx), so that it
+	// streams over many frames even on a loaded machine: the page draws at
+	// animation frames, and one of ~480 tokens ended before the first
+	// frame once under CI's load (113 ms), its thoughts never drawn open.
+	p.do("a context", chromedp.Click(chromedp.CSS("#open-settings")), chromedp.SendKeys(chromedp.CSS("#num_ctx"), "2048"),
 		chromedp.SendKeys(chromedp.CSS("#seed"), "7"))
 	eval[bool](p, `(() => {
 		window.__thinking = [];
