@@ -132,12 +132,12 @@ func TestThinkingInBrowser(t *testing.T) {
 	p := newPage(t)
 	p.open(f.URL + "/")
 	p.pickModel("tiny-think:latest")
-	// A reply of ~2,000 tokens (it runs to the end of num_ctx), so that it
-	// streams over many frames even on a loaded machine: the page draws at
-	// animation frames, and one of ~480 tokens ended before the first
-	// frame once under CI's load (113 ms), its thoughts never drawn open.
-	p.do("a context", chromedp.Click(chromedp.CSS("#open-settings")), chromedp.SendKeys(chromedp.CSS("#num_ctx"), "2048"),
-		chromedp.SendKeys(chromedp.CSS("#seed"), "7"))
+	// Greedy: this model's reply then runs to the end of num_ctx (~480
+	// tokens, all thinking) and streams over many frames. The page draws at
+	// animation frames; sampled at seed 7 it ended after 16 tokens, a few
+	// milliseconds, and a frame fell within them only some of the time.
+	p.do("a greedy reply in a short context", chromedp.Click(chromedp.CSS("#open-settings")),
+		chromedp.SendKeys(chromedp.CSS("#num_ctx"), "512"), chromedp.SendKeys(chromedp.CSS("#temperature"), "0"))
 	eval[bool](p, `(() => {
 		window.__thinking = [];
 		new MutationObserver(() => {
@@ -152,6 +152,9 @@ func TestThinkingInBrowser(t *testing.T) {
 	r := c.Messages[len(c.Messages)-1]
 	if r.ID != id || r.Thinking == "" {
 		t.Fatalf("the server saved the reply as %+v", r)
+	}
+	if len(r.Thinking) < 1000 {
+		t.Fatalf("the reply thought %d bytes; the test needs a long one, to stream over many frames", len(r.Thinking))
 	}
 	got := eval[map[string]any](p, `(() => {
 		const r = document.querySelector(".msg.assistant:last-child");
