@@ -8,7 +8,10 @@
 // row (one X8P block), xs bytes apart. TDPBUSD then gives, for 16
 // activation rows × 16 weight rows, the same int32 sums as 16·16 chains of
 // vpdpbusd, and the float steps after it are the AVX-512 kernel's, in its
-// order: the results are bit for bit those of the avx512 level.
+// order: the results are bit for bit those of the avx512 level. Q4_0's
+// and Q4_K's nibbles are unpacked into B tiles once a group; Q4_K's
+// sub-block sums are scaled in int32 as pq4_k_512's are (integer sums are
+// exact in any order).
 //
 // The tile multiply is not the bound: after each block (its own scales)
 // the int32 sums are stored and scaled in AVX-512 registers, as many vector
@@ -71,7 +74,9 @@ INLINE AMX void store16(float *p, __mmask16 m, __m512 v) { _mm512_mask_storeu_ps
 // amx_block multiplies a block's A tile (16 activation rows at a, as bytes
 // apart) by its B tile (bt, 64 bytes a row) into C tile n % 2 and stores
 // the int32 sums at c: TDPBUSD for Q8_0's unsigned activations, TDPBSSD for
-// Q4_0's signed ones. Tile numbers must be constants, hence the cases.
+// Q4_0's signed ones and signed weights, TDPBSUD for Q4_K's signed
+// activations and unsigned weights. Tile numbers must be constants, hence
+// the cases.
 INLINE AMX void amx_block(int kind, int n, const uint8_t *a, int64_t as, const uint8_t *bt, int32_t *c) {
 	if (n % 2 == 0) {
 		_tile_loadd(2, a, as);
@@ -79,6 +84,8 @@ INLINE AMX void amx_block(int kind, int n, const uint8_t *a, int64_t as, const u
 		_tile_zero(0);
 		if (kind == KIND_Q8_0)
 			_tile_dpbusd(0, 2, 4);
+		else if (kind == KIND_Q4_K)
+			_tile_dpbsud(0, 2, 4);
 		else
 			_tile_dpbssd(0, 2, 4);
 		_tile_stored(0, c, 64);
@@ -88,6 +95,8 @@ INLINE AMX void amx_block(int kind, int n, const uint8_t *a, int64_t as, const u
 		_tile_zero(1);
 		if (kind == KIND_Q8_0)
 			_tile_dpbusd(1, 3, 5);
+		else if (kind == KIND_Q4_K)
+			_tile_dpbsud(1, 3, 5);
 		else
 			_tile_dpbssd(1, 3, 5);
 		_tile_stored(1, c, 64);
@@ -140,6 +149,80 @@ INLINE AMX void amx_rows(int kind, int nb, const uint8_t *a, int64_t as, const u
 		amx_scale(kind, b, c[0][0], ds, bias, x, xs, acc);
 }
 
+// amx_q4k_scale adds sub-block u's sums (the 16 × 16 int32 at c) times
+// their weight rows' 6-bit scales to isum[i]; after a super-block's last
+// it adds the super-block to acc[i] as pq4_k_512 does: d·dx·isum −
+// dmin·dx·Σ min·Σx. The integer sums are exact in any order, so they and
+// the float steps after them are pq4_k_512's.
+INLINE AMX void amx_q4k_scale(int u, const int32_t *c, const uint8_t *w, const uint8_t *x, int64_t xs, __m512i *isum,
+                              __m512 *acc) {
+	int sb = u / 8, j = u % 8;
+	const uint8_t *wb = w + (int64_t)sb * Q4_KP_BYTES;
+	__m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(wb + 64 + 16 * j)));
+	for (int i = 0; i < 16; i++) {
+		__m512i p = _mm512_mullo_epi32(_mm512_load_si512(c + 16 * i), sc);
+		isum[i] = j ? _mm512_add_epi32(isum[i], p) : p;
+	}
+	if (j < 7)
+		return;
+	const uint8_t *xb = x + (int64_t)sb * XK_BYTES;
+	__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)wb));
+	__m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wb + 32)));
+	__m512i mins[4];
+	for (int q = 0; q < 4; q++)
+		mins[q] = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(wb + 192 + 32 * q)));
+	for (int i = 0; i < 16; i++) {
+		const uint8_t *xp = xb + i * xs;
+		__m512i ms = _mm512_setzero_si512();
+		for (int q = 0; q < 4; q++)
+			ms = _mm512_dpwssd_epi32(ms, mins[q], _mm512_set1_epi32((int)ld32(xp + XK_BS32 + 4 * q)));
+		__m512 dx = _mm512_set1_ps(ldf(xp + XK_D));
+		acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(d, dx), acc[i]);
+		acc[i] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_mul_ps(dmin, dx), acc[i]);
+	}
+}
+
+// amx_q4k_rows sets acc[i] (16 XK activation rows at x, xs bytes apart; 16
+// weight rows of a packed Q4_K group at w) to their dot products over nb
+// super-blocks: each 32-quant sub-block a tile product of the activations
+// (the A tile, in place) by the group's unpacked nibbles (the B tiles at
+// bt, 512 bytes a sub-block), the next one multiplied while this one's
+// sums are scaled.
+INLINE AMX void amx_q4k_rows(int nb, const uint8_t *x, int64_t xs, const uint8_t *bt, const uint8_t *w, __m512 *acc) {
+	int32_t c[2][16][16] __attribute__((aligned(64)));
+	__m512i isum[16];
+	for (int i = 0; i < 16; i++)
+		acc[i] = _mm512_setzero_ps();
+	int n = 8 * nb;
+	amx_block(KIND_Q4_K, 0, x, xs, bt, c[0][0]);
+	for (int u = 0; u < n; u += 2) { // 8 sub-blocks a super-block: n is even
+		amx_block(KIND_Q4_K, 1, x + ((u + 1) / 8) * XK_BYTES + 32 * ((u + 1) % 8), xs, bt + 512 * (u + 1), c[1][0]);
+		amx_q4k_scale(u, c[0][0], w, x, xs, isum, acc);
+		if (u + 2 < n)
+			amx_block(KIND_Q4_K, 0, x + ((u + 2) / 8) * XK_BYTES + 32 * ((u + 2) % 8), xs, bt + 512 * (u + 2),
+			          c[0][0]);
+		amx_q4k_scale(u + 1, c[1][0], w, x, xs, isum, acc);
+	}
+}
+
+// q4_k_unpack writes a packed Q4_K group's nb super-blocks of nibbles as B
+// tiles, sub-block j of super-block s at bt + 512·(8s + j): row t holds
+// quants 4t … 4t+3 of each of the 16 weight rows, as the packed layout
+// keeps them, low nibbles for even j, high for odd.
+static AMX void q4_k_unpack(const uint8_t *w, int nb, uint8_t *bt) {
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	for (int s = 0; s < nb; s++)
+		for (int p = 0; p < 4; p++) {
+			const uint8_t *qb = w + (int64_t)s * Q4_KP_BYTES + 320 + 512 * p;
+			uint8_t *lo = bt + 512 * (int64_t)(8 * s + 2 * p);
+			for (int t = 0; t < 8; t++) {
+				__m512i v = _mm512_load_si512(qb + 64 * t);
+				_mm512_store_si512(lo + 64 * t, _mm512_and_si512(v, m4));
+				_mm512_store_si512(lo + 512 + 64 * t, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+			}
+		}
+}
+
 // x4g_gather writes the 32 quants of each Q4_0 block of n X4G activation
 // rows (x, xs bytes apart) in order, 32·nb bytes a row, to a.
 static AMX void x4g_gather(const uint8_t *x, int64_t xs, int n, int nb, uint8_t *a) {
@@ -186,7 +269,7 @@ INLINE AMX int pm_amx(int kind, PM_ARGS) {
 	int groups = (rows + 15) / 16;
 	int64_t as = kind == KIND_Q4_0 ? 32 * (int64_t)nb : xs;
 	int64_t abytes = kind == KIND_Q4_0 ? (nx * as + 63) & ~(int64_t)63 : 0;
-	int64_t wbytes = kind == KIND_Q4_0 ? 512 * (int64_t)nb : 64 * (int64_t)nb;
+	int64_t wbytes = kind == KIND_Q4_0 ? 512 * (int64_t)nb : kind == KIND_Q4_K ? 4096 * (int64_t)nb : 64 * (int64_t)nb;
 	uint8_t *buf = aligned_alloc(64, abytes + wbytes);
 	if (!buf)
 		return 0;
@@ -204,6 +287,9 @@ INLINE AMX int pm_amx(int kind, PM_ARGS) {
 		if (kind == KIND_Q4_0) {
 			q4_0_unpack(w0, nb, wb);
 			bt = wb;
+		} else if (kind == KIND_Q4_K) {
+			q4_k_unpack(w0, nb, wb);
+			bt = wb;
 		} else {
 			q8_0_biases(w0, nb, (int32_t *)wb);
 		}
@@ -212,7 +298,10 @@ INLINE AMX int pm_amx(int kind, PM_ARGS) {
 		for (int i = 0; i < nx; i += 16) {
 			int i0 = i + 16 <= nx ? i : nx - 16;
 			__m512 acc[16];
-			amx_rows(kind, nb, a + i0 * as, as, bt, w0 + dsoff, (const int32_t *)wb, x + i0 * xs, xs, acc);
+			if (kind == KIND_Q4_K)
+				amx_q4k_rows(nb, x + i0 * xs, xs, bt, w0, acc);
+			else
+				amx_rows(kind, nb, a + i0 * as, as, bt, w0 + dsoff, (const int32_t *)wb, x + i0 * xs, xs, acc);
 			for (int r = 0; r < 16; r++)
 				store16(dst + (i0 + r) * ds + 16 * g, m, acc[r]);
 		}
@@ -233,6 +322,8 @@ AMX int folio_pm_amx(int kind, PM_ARGS) {
 		return pm_amx(KIND_Q8_0, w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	case KIND_Q4_0:
 		return pm_amx(KIND_Q4_0, w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+	case KIND_Q4_K:
+		return pm_amx(KIND_Q4_K, w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	}
 	return 0;
 }
