@@ -122,31 +122,13 @@ INLINE AMX void amx_scale(int kind, int b, const int32_t *c, const uint8_t *ds, 
 	}
 }
 
-// amx_a is where block n of an A tile starts: in an X8P row (Q8_0) or in
-// Q4_0's gathered quants, 32 bytes a block.
-INLINE int64_t amx_a(int kind, int n) { return kind == KIND_Q8_0 ? (n / 2) * X8P_BYTES + 32 * (n % 2) : 32 * n; }
-
-// amx_rows sets acc[i] (16 activation rows, 16 weight rows) to their dot
-// products over nb blocks of kind: the A tiles at a, as bytes a row, the B
-// tiles at bt, 512 bytes a block, the scales as amx_scale reads them. The
-// tiles of the block after b are multiplied while b's sums are scaled,
-// their stores taking turns between two buffers.
-INLINE AMX void amx_rows(int kind, int nb, const uint8_t *a, int64_t as, const uint8_t *bt, const uint8_t *ds,
-                         const int32_t *bias, const uint8_t *x, int64_t xs, __m512 *acc) {
-	int32_t c[2][16][16] __attribute__((aligned(64)));
-	for (int i = 0; i < 16; i++)
-		acc[i] = _mm512_setzero_ps();
-	amx_block(kind, 0, a, as, bt, c[0][0]);
-	int b = 0;
-	for (; b + 2 <= nb; b += 2) {
-		amx_block(kind, 1, a + amx_a(kind, b + 1), as, bt + 512 * (b + 1), c[1][0]);
-		amx_scale(kind, b, c[0][0], ds, bias, x, xs, acc);
-		if (b + 2 < nb)
-			amx_block(kind, 0, a + amx_a(kind, b + 2), as, bt + 512 * (b + 2), c[0][0]);
-		amx_scale(kind, b + 1, c[1][0], ds, bias, x, xs, acc);
-	}
-	if (b < nb)
-		amx_scale(kind, b, c[0][0], ds, bias, x, xs, acc);
+// amx_a is where block n of an A tile starts: in an X8P row (Q8_0), in
+// Q4_0's gathered quants (32 bytes a block) or in an XK row (Q4_K: its
+// 32-quant sub-blocks, 8 a super-block).
+INLINE int64_t amx_a(int kind, int n) {
+	return kind == KIND_Q8_0 ? (n / 2) * X8P_BYTES + 32 * (n % 2)
+	       : kind == KIND_Q4_K ? (n / 8) * XK_BYTES + 32 * (n % 8)
+	                           : 32 * n;
 }
 
 // amx_q4k_scale adds sub-block u's sums (the 16 × 16 int32 at c) times
@@ -182,27 +164,32 @@ INLINE AMX void amx_q4k_scale(int u, const int32_t *c, const uint8_t *w, const u
 	}
 }
 
-// amx_q4k_rows sets acc[i] (16 XK activation rows at x, xs bytes apart; 16
-// weight rows of a packed Q4_K group at w) to their dot products over nb
-// super-blocks: each 32-quant sub-block a tile product of the activations
-// (the A tile, in place) by the group's unpacked nibbles (the B tiles at
-// bt, 512 bytes a sub-block), the next one multiplied while this one's
-// sums are scaled.
-INLINE AMX void amx_q4k_rows(int nb, const uint8_t *x, int64_t xs, const uint8_t *bt, const uint8_t *w, __m512 *acc) {
+// amx_rows sets acc[i] (16 activation rows, 16 weight rows) to their dot
+// products over n blocks of kind: the A tiles at a, as bytes a row, the B
+// tiles at bt, 512 bytes a block, the scales as amx_scale (Q8_0, Q4_0:
+// ds, bias) or amx_q4k_scale (Q4_K: the group at w) reads them. The tiles
+// of the block after b are multiplied while b's sums are scaled, their
+// stores taking turns between two buffers.
+INLINE AMX void amx_rows(int kind, int n, const uint8_t *a, int64_t as, const uint8_t *bt, const uint8_t *w,
+                         const uint8_t *ds, const int32_t *bias, const uint8_t *x, int64_t xs, __m512 *acc) {
 	int32_t c[2][16][16] __attribute__((aligned(64)));
-	__m512i isum[16];
+	__m512i isum[16]; // Q4_K's
 	for (int i = 0; i < 16; i++)
 		acc[i] = _mm512_setzero_ps();
-	int n = 8 * nb;
-	amx_block(KIND_Q4_K, 0, x, xs, bt, c[0][0]);
-	for (int u = 0; u < n; u += 2) { // 8 sub-blocks a super-block: n is even
-		amx_block(KIND_Q4_K, 1, x + ((u + 1) / 8) * XK_BYTES + 32 * ((u + 1) % 8), xs, bt + 512 * (u + 1), c[1][0]);
-		amx_q4k_scale(u, c[0][0], w, x, xs, isum, acc);
-		if (u + 2 < n)
-			amx_block(KIND_Q4_K, 0, x + ((u + 2) / 8) * XK_BYTES + 32 * ((u + 2) % 8), xs, bt + 512 * (u + 2),
-			          c[0][0]);
-		amx_q4k_scale(u + 1, c[1][0], w, x, xs, isum, acc);
+#define AMX_ADD(b, cb)                                                                                          \
+	(kind == KIND_Q4_K ? amx_q4k_scale(b, cb, w, x, xs, isum, acc) : amx_scale(kind, b, cb, ds, bias, x, xs, acc))
+	amx_block(kind, 0, a, as, bt, c[0][0]);
+	int b = 0;
+	for (; b + 2 <= n; b += 2) {
+		amx_block(kind, 1, a + amx_a(kind, b + 1), as, bt + 512 * (b + 1), c[1][0]);
+		AMX_ADD(b, c[0][0]);
+		if (b + 2 < n)
+			amx_block(kind, 0, a + amx_a(kind, b + 2), as, bt + 512 * (b + 2), c[0][0]);
+		AMX_ADD(b + 1, c[1][0]);
 	}
+	if (b < n)
+		AMX_ADD(b, c[0][0]);
+#undef AMX_ADD
 }
 
 // q4_k_unpack writes a packed Q4_K group's nb super-blocks of nibbles as B
@@ -298,10 +285,8 @@ INLINE AMX int pm_amx(int kind, PM_ARGS) {
 		for (int i = 0; i < nx; i += 16) {
 			int i0 = i + 16 <= nx ? i : nx - 16;
 			__m512 acc[16];
-			if (kind == KIND_Q4_K)
-				amx_q4k_rows(nb, x + i0 * xs, xs, bt, w0, acc);
-			else
-				amx_rows(kind, nb, a + i0 * as, as, bt, w0 + dsoff, (const int32_t *)wb, x + i0 * xs, xs, acc);
+			amx_rows(kind, kind == KIND_Q4_K ? 8 * nb : nb, a + i0 * as, as, bt, w0, w0 + dsoff, (const int32_t *)wb,
+			         x + i0 * xs, xs, acc);
 			for (int r = 0; r < 16; r++)
 				store16(dst + (i0 + r) * ds + 16 * g, m, acc[r]);
 		}
