@@ -127,6 +127,29 @@ INLINE AVX512 __m512i q8_bias512(const __m512i *q) {
 	return _mm512_sub_epi32(_mm512_sub_epi32(z, _mm512_add_epi32(b[0], b[1])), _mm512_add_epi32(b[2], b[3]));
 }
 
+// q4k_finish512 adds a packed Q4_K super-block (at wb) to acc[i] for nx
+// XK activation rows (their super-block at xb, xs bytes apart) whose
+// integer sums of q·x times the sub-blocks' scales are isum[i]:
+// d·dx·isum − dmin·dx·Σ min·Σx, the float steps of the Q4_K kernels at
+// avx512 (pq4_k_512) and amx (simd_amx.c) alike.
+INLINE AVX512 void q4k_finish512(const uint8_t *wb, const uint8_t *xb, int64_t xs, int nx, const __m512i *isum,
+                                 __m512 *acc) {
+	__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)wb));
+	__m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wb + 32)));
+	__m512i mins[4];
+	for (int p = 0; p < 4; p++)
+		mins[p] = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(wb + 192 + 32 * p)));
+	for (int i = 0; i < nx; i++) {
+		const uint8_t *xp = xb + i * xs;
+		__m512i ms = _mm512_setzero_si512();
+		for (int p = 0; p < 4; p++)
+			ms = _mm512_dpwssd_epi32(ms, mins[p], _mm512_set1_epi32((int)ld32(xp + XK_BS32 + 4 * p)));
+		__m512 dx = _mm512_set1_ps(ldf(xp + XK_D));
+		acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(d, dx), acc[i]);
+		acc[i] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_mul_ps(dmin, dx), acc[i]);
+	}
+}
+
 // q4k_scales16 is q4k_scales in a vector.
 static inline AVX2 __m128i q4k_scales16(const uint8_t *s) {
 	uint32_t u[4];

@@ -147,21 +147,7 @@ INLINE AMX void amx_q4k_scale(int u, const int32_t *c, const uint8_t *w, const u
 	}
 	if (j < 7)
 		return;
-	const uint8_t *xb = x + (int64_t)sb * XK_BYTES;
-	__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)wb));
-	__m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wb + 32)));
-	__m512i mins[4];
-	for (int q = 0; q < 4; q++)
-		mins[q] = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(wb + 192 + 32 * q)));
-	for (int i = 0; i < 16; i++) {
-		const uint8_t *xp = xb + i * xs;
-		__m512i ms = _mm512_setzero_si512();
-		for (int q = 0; q < 4; q++)
-			ms = _mm512_dpwssd_epi32(ms, mins[q], _mm512_set1_epi32((int)ld32(xp + XK_BS32 + 4 * q)));
-		__m512 dx = _mm512_set1_ps(ldf(xp + XK_D));
-		acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(d, dx), acc[i]);
-		acc[i] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_mul_ps(dmin, dx), acc[i]);
-	}
+	q4k_finish512(wb, x + (int64_t)sb * XK_BYTES, xs, 16, isum, acc);
 }
 
 // amx_rows sets acc[i] (16 activation rows, 16 weight rows) to their dot

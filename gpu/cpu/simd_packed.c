@@ -225,20 +225,7 @@ INLINE AVX512 void pq4_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 				isum[i] = _mm512_add_epi32(isum[i], _mm512_mullo_epi32(_mm512_add_epi32(t0, t1), sc));
 			}
 		}
-		__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)wb));
-		__m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wb + 32)));
-		__m512i mins[4];
-		for (int p = 0; p < 4; p++)
-			mins[p] = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(wb + 192 + 32 * p)));
-		for (int i = 0; i < nx; i++) {
-			const uint8_t *xp = xb + i * xs;
-			__m512i ms = _mm512_setzero_si512();
-			for (int p = 0; p < 4; p++)
-				ms = _mm512_dpwssd_epi32(ms, mins[p], _mm512_set1_epi32((int)ld32(xp + XK_BS32 + 4 * p)));
-			__m512 dx = _mm512_set1_ps(ldf(xp + XK_D));
-			acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(d, dx), acc[i]);
-			acc[i] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_mul_ps(dmin, dx), acc[i]);
-		}
+		q4k_finish512(wb, xb, xs, nx, isum, acc);
 	}
 }
 
