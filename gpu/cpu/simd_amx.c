@@ -77,31 +77,26 @@ INLINE AMX void store16(float *p, __mmask16 m, __m512 v) { _mm512_mask_storeu_ps
 // Q4_0's signed ones and signed weights, TDPBSUD for Q4_K's signed
 // activations and unsigned weights. Tile numbers must be constants, hence
 // the cases.
+#define AMX_BLOCK(tc, ta, tb)                                                                                    \
+	do {                                                                                                     \
+		_tile_loadd(ta, a, as);                                                                          \
+		_tile_loadd(tb, bt, 64);                                                                         \
+		_tile_zero(tc);                                                                                  \
+		if (kind == KIND_Q8_0)                                                                           \
+			_tile_dpbusd(tc, ta, tb);                                                                \
+		else if (kind == KIND_Q4_K)                                                                      \
+			_tile_dpbsud(tc, ta, tb);                                                                \
+		else                                                                                             \
+			_tile_dpbssd(tc, ta, tb);                                                                \
+		_tile_stored(tc, c, 64);                                                                         \
+	} while (0)
 INLINE AMX void amx_block(int kind, int n, const uint8_t *a, int64_t as, const uint8_t *bt, int32_t *c) {
-	if (n % 2 == 0) {
-		_tile_loadd(2, a, as);
-		_tile_loadd(4, bt, 64);
-		_tile_zero(0);
-		if (kind == KIND_Q8_0)
-			_tile_dpbusd(0, 2, 4);
-		else if (kind == KIND_Q4_K)
-			_tile_dpbsud(0, 2, 4);
-		else
-			_tile_dpbssd(0, 2, 4);
-		_tile_stored(0, c, 64);
-	} else {
-		_tile_loadd(3, a, as);
-		_tile_loadd(5, bt, 64);
-		_tile_zero(1);
-		if (kind == KIND_Q8_0)
-			_tile_dpbusd(1, 3, 5);
-		else if (kind == KIND_Q4_K)
-			_tile_dpbsud(1, 3, 5);
-		else
-			_tile_dpbssd(1, 3, 5);
-		_tile_stored(1, c, 64);
-	}
+	if (n % 2 == 0)
+		AMX_BLOCK(0, 2, 4);
+	else
+		AMX_BLOCK(1, 3, 5);
 }
+#undef AMX_BLOCK
 
 // amx_scale adds block b's sums (the 16 × 16 int32 at c) to acc[i], the
 // rows of a tile: times the weights' scales (16 halves at ds + 32·b) and
@@ -178,22 +173,27 @@ INLINE AMX void amx_rows(int kind, int n, const uint8_t *a, int64_t as, const ui
 #undef AMX_ADD
 }
 
+// nibbles writes the low nibbles of the n 64-byte vectors at src, less
+// sub, to dst, and their high nibbles, less sub, to the n vectors after
+// them: B tiles of unpacked 4-bit quants.
+INLINE AMX void nibbles(const uint8_t *src, int n, uint8_t *dst, __m512i sub) {
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	for (int t = 0; t < n; t++) {
+		__m512i v = _mm512_load_si512(src + 64 * t);
+		_mm512_store_si512(dst + 64 * t, _mm512_sub_epi8(_mm512_and_si512(v, m4), sub));
+		_mm512_store_si512(dst + 64 * (n + t), _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), sub));
+	}
+}
+
 // q4_k_unpack writes a packed Q4_K group's nb super-blocks of nibbles as B
 // tiles, sub-block j of super-block s at bt + 512·(8s + j): row t holds
 // quants 4t … 4t+3 of each of the 16 weight rows, as the packed layout
 // keeps them, low nibbles for even j, high for odd.
 static AMX void q4_k_unpack(const uint8_t *w, int nb, uint8_t *bt) {
-	const __m512i m4 = _mm512_set1_epi8(0x0f);
 	for (int s = 0; s < nb; s++)
-		for (int p = 0; p < 4; p++) {
-			const uint8_t *qb = w + (int64_t)s * Q4_KP_BYTES + 320 + 512 * p;
-			uint8_t *lo = bt + 512 * (int64_t)(8 * s + 2 * p);
-			for (int t = 0; t < 8; t++) {
-				__m512i v = _mm512_load_si512(qb + 64 * t);
-				_mm512_store_si512(lo + 64 * t, _mm512_and_si512(v, m4));
-				_mm512_store_si512(lo + 512 + 64 * t, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
-			}
-		}
+		for (int p = 0; p < 4; p++)
+			nibbles(w + (int64_t)s * Q4_KP_BYTES + 320 + 512 * p, 8, bt + 512 * (int64_t)(8 * s + 2 * p),
+			        _mm512_setzero_si512());
 }
 
 // x4g_gather writes the 32 quants of each Q4_0 block of n X4G activation
@@ -210,14 +210,8 @@ static AMX void x4g_gather(const uint8_t *x, int64_t xs, int n, int nb, uint8_t 
 // q4_0_unpack writes a packed Q4_0 group's nb blocks of nibbles (256 bytes
 // a block, each nibble less 8) as B tiles, 512 bytes a block, to bt.
 static AMX void q4_0_unpack(const uint8_t *w, int nb, uint8_t *bt) {
-	const __m512i m4 = _mm512_set1_epi8(0x0f), k8 = _mm512_set1_epi8(8);
 	for (int b = 0; b < nb; b++)
-		for (int j = 0; j < 4; j++) {
-			__m512i v = _mm512_load_si512(w + 256 * (int64_t)b + 64 * j);
-			_mm512_store_si512(bt + 512 * (int64_t)b + 64 * j, _mm512_sub_epi8(_mm512_and_si512(v, m4), k8));
-			_mm512_store_si512(bt + 512 * (int64_t)b + 256 + 64 * j,
-			                   _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), k8));
-		}
+		nibbles(w + 256 * (int64_t)b, 4, bt + 512 * (int64_t)b, _mm512_set1_epi8(8));
 }
 
 // q8_0_biases writes -128·Σw of each of a packed Q8_0 group's nb blocks
@@ -236,8 +230,8 @@ static AMX void q8_0_biases(const uint8_t *w, int nb, int32_t *bias) {
 // overlapping the one before it when 16 does not divide nx: 12 or more
 // rows left, folio_pm_amx's rule), each tile's
 // 16 × 16 sums in registers over all the blocks. A group's weights are
-// prepared once for all the tiles: Q4_0's nibbles unpacked into B tiles,
-// Q8_0's biases summed. It returns 0, having done nothing, if its buffers
+// prepared once for all the tiles: Q4_0's and Q4_K's nibbles unpacked
+// into B tiles, Q8_0's biases summed. It returns 0, having done nothing, if its buffers
 // find no memory.
 INLINE AMX int pm_amx(int kind, PM_ARGS) {
 	int groups = (rows + 15) / 16;
