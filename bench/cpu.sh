@@ -60,7 +60,7 @@ fi
 
 levels=${LEVELS:-}
 if [ -z "$levels" ]; then
-	for l in avx2 avxvnni avx512 amx neon; do
+	for l in avx2 avxvnni avx512 avx512bf16 amx neon; do
 		FOLIO_CPU_LEVEL=$l "$folio" version >/dev/null 2>&1 && levels="$levels $l"
 	done
 	[ -n "$levels" ] || levels=scalar

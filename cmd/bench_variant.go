@@ -17,16 +17,18 @@ import (
 // that bench --vs-llamacpp compares like with like when FOLIO_CPU_LEVEL
 // holds folio below the machine's best: x64 is its build without SIMD
 // beyond SSE2, haswell AVX2 with FMA and F16C, alderlake that with
-// AVX-VNNI, icelake AVX-512 with VNNI. At folio's best level llama.cpp
+// AVX-VNNI, icelake AVX-512 with VNNI, zen4 that with BF16 (and VBMI,
+// which folio's avx512bf16 does not use). At folio's best level llama.cpp
 // runs its own best (zen4, icelake, sapphirerapids with AMX: whatever this
 // CPU takes), as at neon, arm64's one level.
 var llamaCppVariants = map[string]string{
-	"scalar":  "x64",
-	"avx2":    "haswell",
-	"avxvnni": "alderlake",
-	"avx512":  "icelake",
-	"amx":     "",
-	"neon":    "",
+	"scalar":     "x64",
+	"avx2":       "haswell",
+	"avxvnni":    "alderlake",
+	"avx512":     "icelake",
+	"avx512bf16": "zen4",
+	"amx":        "",
+	"neon":       "",
 }
 
 // llamaCppVariant is the variant for folio's level on this machine:

@@ -87,20 +87,20 @@ func attnTileRows(group, ctx int) int {
 // a K/V head, at most maxCtx positions) and the floats of scratch a unit
 // takes, for the kernel this level runs over c's kind of K/V.
 func (b *Backend) attnUnits(c *KVCache, group, maxCtx int) (rows, scratch int) {
-	if b.k.level == levelAMX && c.kvKind() != kvF32 { // simd_attn_amx.c
-		rows = attnTileRowsAMX(group)
-		return rows, attnScratchAMX(rows*group, c.spec.HeadDim)
+	if b.k.level.attnBF16(c.kvKind()) { // simd_attn_bf16.h
+		rows = attnTileRowsBF16(group)
+		return rows, attnScratchBF16(rows*group, c.spec.HeadDim)
 	}
 	rows = attnTileRows(group, maxCtx)
 	return rows, attnScratch(rows*group, c.spec.HeadDim, maxCtx)
 }
 
-// attnTileRowsAMX is the rows of a tile of the amx level's kernel: some
+// attnTileRowsBF16 is the rows of a tile of the bfloat16 kernels: some
 // 384 queries (24 tiles of 16; 192 measured ~12% slower at 512 rows after
 // 11776 positions), at least 16 rows. Its K and V rows'
 // conversion to bfloat16 tiles is a good part of a block's work beside
 // the tile products, and is done once for all of a unit's queries.
-func attnTileRowsAMX(group int) int { return max(16, 384/group) }
+func attnTileRowsBF16(group int) int { return max(16, 384/group) }
 
 // attnScratch is the floats a unit of nq queries of head size d over n
 // positions needs (simd_attn.c, simd_attn_avx2.c, simd_attn_avx512.c):
@@ -119,18 +119,18 @@ func attnScratch(nq, d, n int) int {
 	return max(nq*n+2*d, 64*max(d, 16)+8*(n+16)+8*(n/attnKB+2), flash)
 }
 
-// attnScratchAMX is the floats of the amx level's kernel (simd_attn_amx.c):
+// attnScratchBF16 is the floats of the bfloat16 kernels (simd_attn_bf16.h):
 // 64-byte alignment, its tiles of 256 floats (the queries', the Kᵀ and V
-// tiles of a block of attnKBAMX positions), two P and S of a tile of 16
+// tiles of a block of attnKBBF16 positions), two P and S of a tile of 16
 // queries, and per query its output row (d rounded up to 16), 16 lanes
 // of l, and m.
-func attnScratchAMX(nq, d int) int {
+func attnScratchBF16(nq, d int) int {
 	nt, nck, ncv := (nq+15)/16, (d+31)/32, (d+15)/16
-	return 16 + 256*(nt*nck+attnKBAMX/16*nck+attnKBAMX/32*ncv) + 2*(16*attnKBAMX/2+16*attnKBAMX) + 16*nt*(16*ncv+17)
+	return 16 + 256*(nt*nck+attnKBBF16/16*nck+attnKBBF16/32*ncv) + 2*(16*attnKBBF16/2+16*attnKBBF16) + 16*nt*(16*ncv+17)
 }
 
-// attnKBAMX is the positions of a block of the amx kernel (its akb).
-const attnKBAMX = 256
+// attnKBBF16 is the positions of a block of the bfloat16 kernels (their akb).
+const attnKBBF16 = 256
 
 // attnKB is the positions of a block of the flash kernels' online softmax
 // (simd_attn.h's attnKB): blocks start at its multiples.

@@ -16,14 +16,24 @@ import (
 // stores them (F16-rounded for an F16 cache, quantized for Q8_0).
 const attentionTol = 1e-5
 
-// attentionTolBF16 bounds the amx level's kernel over half and Q8_0 caches
-// (simd_attn_amx.c), which rounds Q, K, V and the softmax's weights to
-// bfloat16 (8 significant bits, 2⁻⁹ relative each) and sums in float32.
+// attentionTolBF16 bounds the amx and avx512bf16 levels' kernels over half
+// and Q8_0 caches (simd_attn_bf16.h), which round Q, K, V and the
+// softmax's weights to bfloat16 (8 significant bits, 2⁻⁹ relative each)
+// and sum in float32.
 const attentionTolBF16 = 1e-2
 
 // attnBF16 reports whether attention at level l over a cache of typ runs
-// the bfloat16 kernel.
-func attnBF16(l simdLevel, typ gguf.TensorType) bool { return l == levelAMX && typ != gguf.TypeF32 }
+// a bfloat16 kernel.
+func attnBF16(l simdLevel, typ gguf.TensorType) bool {
+	kind := kvF16
+	switch typ {
+	case gguf.TypeF32:
+		kind = kvF32
+	case gguf.TypeQ8_0:
+		kind = kvQ8
+	}
+	return l.attnBF16(kind)
+}
 
 // attnTol is attentionTol, or attentionTolBF16 where attnBF16.
 func attnTol(l simdLevel, typ gguf.TensorType) float64 {

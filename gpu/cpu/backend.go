@@ -109,7 +109,7 @@ func New(threads int) *Backend {
 // bit for bit.
 func NewReference(threads int) *Backend {
 	b := New(threads)
-	if b.k.level == levelAMX {
+	if b.k.level == levelAMX || b.k.level == levelAVX512BF16 {
 		b.k = kernelsAt(levelAVX512)
 	}
 	return b

@@ -72,9 +72,9 @@ func kernelsAt(l simdLevel) *kernels {
 	if l == levelScalar {
 		return k
 	}
-	// p runs the packed matmuls and attention, v every other kernel: they
-	// differ at amx.
-	p, v := l, l.vector()
+	// p runs the packed matmuls, l attention, v every other kernel: they
+	// differ at amx and avx512bf16.
+	p, v := l.packed(), l.vector()
 	k.matmulKind = func(typ gguf.TensorType) (kernelKind, bool) { return kernelFor(typ, v) }
 	k.packedKind = func(typ gguf.TensorType) (kernelKind, bool) { return packedKind(typ, v) }
 	k.matmul = func(kind kernelKind, w []byte, wstride, rows int, x []byte, xstride, nx, kk int, dst []float32, dstride int) {
@@ -86,7 +86,7 @@ func kernelsAt(l simdLevel) *kernels {
 	}
 	k.attention = func(tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind kvKind,
 		blocks []int32, bs, kvheads int, o gpu.AttnOpts, sinks, out, scratch []float32) {
-		attentionX(p, tiles, lo, hi, q, qstride, g, d, kl, vl, kind, blocks, bs, kvheads, o, sinks, out, scratch)
+		attentionX(l, tiles, lo, hi, q, qstride, g, d, kl, vl, kind, blocks, bs, kvheads, o, sinks, out, scratch)
 	}
 	k.elemCost = simdCost
 	k.rmsNorm = func(x, w, dst []float32, g int, eps float32) { rmsNormX(v, x, w, dst, g, eps) }

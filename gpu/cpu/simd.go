@@ -20,23 +20,42 @@ import (
 type simdLevel int
 
 const (
-	levelScalar  simdLevel = iota // plain Go
-	levelAVX2                     // AVX2, FMA, F16C (x86-64-v3)
-	levelAVXVNNI                  // AVX2 with AVX-VNNI's VEX vpdpbusd (Alder Lake and later, Zen 5)
-	levelAVX512                   // AVX-512 F, BW, VL, DQ and VNNI
-	levelAMX                      // AVX-512 with AMX tiles: INT8 for the packed matmuls of many rows, BF16 for attention over half and Q8_0 caches (Sapphire Rapids and later)
-	levelNEON                     // arm64: Advanced SIMD with the dot product (Armv8.2 dotprod)
+	levelScalar     simdLevel = iota // plain Go
+	levelAVX2                        // AVX2, FMA, F16C (x86-64-v3)
+	levelAVXVNNI                     // AVX2 with AVX-VNNI's VEX vpdpbusd (Alder Lake and later, Zen 5)
+	levelAVX512                      // AVX-512 F, BW, VL, DQ and VNNI
+	levelAVX512BF16                  // AVX-512 with BF16's vdpbf16ps for attention over half and Q8_0 caches (Zen 4 and later, Cooper Lake)
+	levelAMX                         // AVX-512 with AMX tiles: INT8 for the packed matmuls of many rows, BF16 for attention over half and Q8_0 caches (Sapphire Rapids and later)
+	levelNEON                        // arm64: Advanced SIMD with the dot product (Armv8.2 dotprod)
 )
 
-var levelNames = [...]string{"scalar", "avx2", "avxvnni", "avx512", "amx", "neon"}
+var levelNames = [...]string{"scalar", "avx2", "avxvnni", "avx512", "avx512bf16", "amx", "neon"}
 
 // vector is the level of l's vector kernels: every kernel of levelAMX but
-// the packed matmul (simd_amx.c) is AVX-512's.
+// the packed matmul (simd_amx.c) and attention is AVX-512's, and every
+// one of levelAVX512BF16 but attention.
 func (l simdLevel) vector() simdLevel {
-	if l == levelAMX {
+	if l == levelAMX || l == levelAVX512BF16 {
 		return levelAVX512
 	}
 	return l
+}
+
+// packed is the level of l's packed matmuls: AMX's own, else vector's.
+// The cgo wrappers pass each C kernel l.vector() or l.packed(), so that
+// their callers may name any level.
+func (l simdLevel) packed() simdLevel {
+	if l == levelAMX {
+		return l
+	}
+	return l.vector()
+}
+
+// attnBF16 reports whether attention at level l over a cache of kind
+// runs a bfloat16 kernel (simd_attn_bf16.h): at amx and avx512bf16, over
+// half and Q8_0 caches.
+func (l simdLevel) attnBF16(kind kvKind) bool {
+	return (l == levelAMX || l == levelAVX512BF16) && kind != kvF32
 }
 
 func (l simdLevel) String() string { return levelNames[l] }
@@ -49,7 +68,7 @@ var detectedLevel = detectLevel()
 // SetLevel chose.
 var bestLevel = detectedLevel
 
-// SIMDLevel names the kernels new backends run: "amx", "avx512",
+// SIMDLevel names the kernels new backends run: "amx", "avx512bf16", "avx512",
 // "avxvnni", "avx2", "neon" or "scalar".
 func SIMDLevel() string { return bestLevel.String() }
 

@@ -20,8 +20,17 @@
 // Kernel kinds: the weight type, which also fixes the activation format.
 enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4, KIND_MXFP4 = 5 };
 // Dispatch levels (Go's simdLevel). Go passes LEVEL_AMX to the packed
-// matmul and attention only: its other kernels are AVX-512's.
-enum { LEVEL_SCALAR = 0, LEVEL_AVX2 = 1, LEVEL_AVXVNNI = 2, LEVEL_AVX512 = 3, LEVEL_AMX = 4, LEVEL_NEON = 5 };
+// matmul and attention only, LEVEL_AVX512BF16 to attention only: their
+// other kernels are AVX-512's.
+enum {
+	LEVEL_SCALAR = 0,
+	LEVEL_AVX2 = 1,
+	LEVEL_AVXVNNI = 2,
+	LEVEL_AVX512 = 3,
+	LEVEL_AVX512BF16 = 4,
+	LEVEL_AMX = 5,
+	LEVEL_NEON = 6
+};
 
 // Kinds of K/V element (KVCache.kvKind): float32s, halves, Q8_0 blocks.
 enum { KV_F32 = 0, KV_F16 = 1, KV_Q8 = 2 };

@@ -19,7 +19,7 @@ func argmaxX(l simdLevel, x []float32) int {
 	if l < levelAVX2 || len(x) == 0 {
 		return gpu.ArgMax(x)
 	}
-	return int(C.folio_argmax(C.int(l), (*C.float)(unsafe.Pointer(&x[0])), C.int64_t(len(x))))
+	return int(C.folio_argmax(C.int(l.vector()), (*C.float)(unsafe.Pointer(&x[0])), C.int64_t(len(x))))
 }
 
 // matmulPackedX sets dst[i·dstride + r] = w row r · x row i for r < rows
@@ -29,7 +29,7 @@ func matmulPackedX(kind kernelKind, l simdLevel, w []byte, group, nb, rows int, 
 	_ = w[((rows+packRows-1)/packRows)*group-1]
 	_ = x[(nx-1)*xstride+xRowBytes(kind, k)-1]
 	_ = dst[(nx-1)*dstride+rows-1]
-	C.folio_matmul_packed(C.int(kind), C.int(l), (*C.uint8_t)(unsafe.Pointer(&w[0])), C.int64_t(group), C.int(nb), C.int(rows),
+	C.folio_matmul_packed(C.int(kind), C.int(l.packed()), (*C.uint8_t)(unsafe.Pointer(&w[0])), C.int64_t(group), C.int(nb), C.int(rows),
 		(*C.uint8_t)(unsafe.Pointer(&x[0])), C.int64_t(xstride), C.int(nx), (*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(dstride))
 }
 
@@ -40,7 +40,7 @@ func matmulF32X(l simdLevel, w []float32, wstride, rows int, x []float32, xstrid
 	_ = w[(rows-1)*wstride+k-1]
 	_ = x[(nx-1)*xstride+k-1]
 	_ = dst[(nx-1)*dstride+rows-1]
-	C.folio_matmul_f32(C.int(l), (*C.float)(unsafe.Pointer(&w[0])), C.int64_t(wstride), C.int(rows),
+	C.folio_matmul_f32(C.int(l.vector()), (*C.float)(unsafe.Pointer(&w[0])), C.int64_t(wstride), C.int(rows),
 		(*C.float)(unsafe.Pointer(&x[0])), C.int64_t(xstride), C.int(nx), C.int(k), (*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(dstride))
 }
 
@@ -91,6 +91,6 @@ func writeKVQ8X(k, v []float32, slots []int32, kd, vd []byte, bs, kvheads, d int
 // The Go names of the x86 levels (simd.h).
 func _() {
 	var x [1]int
-	_ = x[levelScalar-C.LEVEL_SCALAR] + x[levelAVX2-C.LEVEL_AVX2] + x[levelAVXVNNI-C.LEVEL_AVXVNNI] + x[levelAVX512-C.LEVEL_AVX512] + x[levelAMX-C.LEVEL_AMX]
-	_ = x[C.LEVEL_SCALAR-levelScalar] + x[C.LEVEL_AVX2-levelAVX2] + x[C.LEVEL_AVXVNNI-levelAVXVNNI] + x[C.LEVEL_AVX512-levelAVX512] + x[C.LEVEL_AMX-levelAMX]
+	_ = x[levelScalar-C.LEVEL_SCALAR] + x[levelAVX2-C.LEVEL_AVX2] + x[levelAVXVNNI-C.LEVEL_AVXVNNI] + x[levelAVX512-C.LEVEL_AVX512] + x[levelAVX512BF16-C.LEVEL_AVX512BF16] + x[levelAMX-C.LEVEL_AMX]
+	_ = x[C.LEVEL_SCALAR-levelScalar] + x[C.LEVEL_AVX2-levelAVX2] + x[C.LEVEL_AVXVNNI-levelAVXVNNI] + x[C.LEVEL_AVX512-levelAVX512] + x[C.LEVEL_AVX512BF16-levelAVX512BF16] + x[C.LEVEL_AMX-levelAMX]
 }

@@ -28,3 +28,26 @@ func TestAMXDetected(t *testing.T) {
 		t.Fatalf("amx's vector kernels are %v's, want avx512's", got)
 	}
 }
+
+// A CPU with AVX-512 BF16 (Zen 4 and later, Cooper Lake) runs the
+// avx512bf16 level below amx, so the attention tests hold its vdpbf16ps
+// kernel (simd_attn_bf16.c) to float64 at attentionTolBF16; a CPU without
+// it skips them, and this test says so.
+func TestAVX512BF16Detected(t *testing.T) {
+	avx512 := cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VNNI
+	if !avx512 || !cpu.X86.HasAVX512BF16 {
+		if detectedLevel >= levelAVX512BF16 {
+			t.Fatalf("detected %v on a CPU without AVX-512 and AVX512-BF16", detectedLevel)
+		}
+		t.Skip("this CPU lacks AVX-512 or AVX512-BF16 (avx512_bf16 in lscpu): the avx512bf16 level's attention was not run")
+	}
+	if detectedLevel != levelAVX512BF16 && detectedLevel != levelAMX {
+		t.Fatalf("detected %v on a CPU with AVX-512 BF16, want avx512bf16 or amx", detectedLevel)
+	}
+	if v, p := levelAVX512BF16.vector(), levelAVX512BF16.packed(); v != levelAVX512 || p != levelAVX512 {
+		t.Fatalf("avx512bf16's vector and packed kernels are %v's and %v's, want avx512's", v, p)
+	}
+	if !levelAVX512BF16.attnBF16(kvF16) || !levelAVX512BF16.attnBF16(kvQ8) || levelAVX512BF16.attnBF16(kvF32) {
+		t.Fatal("avx512bf16 takes the bfloat16 attention for half and Q8_0 caches only")
+	}
+}

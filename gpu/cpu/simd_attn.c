@@ -423,6 +423,9 @@ void folio_attention(int level, folio_attn a, int lo, int hi) {
 		if (level == LEVEL_AMX && a.kt != KV_F32)
 			folio_attn_amx(a.q + at, a.qstride, t->rows, a.g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs,
 			               a.kvheads, h, t->pos, first, a.window, a.scale, a.cap, sinks, a.out + at, a.scratch);
+		else if (level == LEVEL_AVX512BF16 && a.kt != KV_F32)
+			folio_attn_bf16(a.q + at, a.qstride, t->rows, a.g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs,
+			                a.kvheads, h, t->pos, first, a.window, a.scale, a.cap, sinks, a.out + at, a.scratch);
 		else if (level >= LEVEL_AVX512)
 			attn_avx512(a.q + at, a.qstride, t->rows, a.g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs,
 			            a.kvheads, h, t->pos, first, a.window, a.scale, a.cap, sinks, a.out + at, a.scratch);

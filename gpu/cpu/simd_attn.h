@@ -140,6 +140,10 @@ void folio_attn_avx2(ATTN_ARGS);
 // (simd_attn_avx512.c); simd_attn.c's attn1_avx512 does single rows.
 void folio_attn_avx512(ATTN_ARGS);
 
+// folio_attn_bf16 is the avx512bf16 level's kernel of a unit over a half
+// or Q8_0 cache, decode rows included (simd_attn_bf16.c).
+void folio_attn_bf16(ATTN_ARGS);
+
 // folio_attn_amx is the amx level's kernel of a unit over a half or Q8_0
 // cache, decode rows included (simd_attn_amx.c).
 void folio_attn_amx(ATTN_ARGS);

@@ -37,7 +37,7 @@ func matmulX(kind kernelKind, l simdLevel, w []byte, wstride, rows int, x []byte
 	_ = w[(rows-1)*wstride+wstride-1]
 	_ = x[(nx-1)*xstride+xRowBytes(kind, k)-1]
 	_ = dst[(nx-1)*dstride+rows-1]
-	C.folio_matmul(C.int(kind), C.int(l), (*C.uint8_t)(unsafe.Pointer(&w[0])), C.int64_t(wstride), C.int(rows),
+	C.folio_matmul(C.int(kind), C.int(l.vector()), (*C.uint8_t)(unsafe.Pointer(&w[0])), C.int64_t(wstride), C.int(rows),
 		(*C.uint8_t)(unsafe.Pointer(&x[0])), C.int64_t(xstride), C.int(nx), C.int(k),
 		(*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(dstride))
 }
@@ -73,12 +73,12 @@ func _() {
 func attentionX(l simdLevel, tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind kvKind,
 	blocks []int32, bs, kvheads int, o gpu.AttnOpts, sinks, out, scratch []float32) {
 	_ = tiles[(hi-1)/kvheads]
-	if l == levelAMX && kind != kvF32 { // the kernel's scratch grows with the rows, which it trusts
+	if l.attnBF16(kind) { // the kernel's scratch grows with the rows, which it trusts
 		rows := 0
 		for u := lo; u < hi; u++ {
 			rows = max(rows, int(tiles[u/kvheads].rows))
 		}
-		_ = scratch[attnScratchAMX(rows*g, d)-1]
+		_ = scratch[attnScratchBF16(rows*g, d)-1]
 	}
 	var ps *C.float
 	if sinks != nil {
@@ -97,7 +97,7 @@ func attentionX(l simdLevel, tiles []attnTile, lo, hi int, q []float32, qstride,
 func siluMulX(l simdLevel, gate, up, dst []float32) {
 	n := len(dst)
 	_, _ = gate[n-1], up[n-1]
-	C.folio_silu_mul(C.int(l), (*C.float)(unsafe.Pointer(&gate[0])), (*C.float)(unsafe.Pointer(&up[0])),
+	C.folio_silu_mul(C.int(l.vector()), (*C.float)(unsafe.Pointer(&gate[0])), (*C.float)(unsafe.Pointer(&up[0])),
 		(*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(n))
 }
 
@@ -106,7 +106,7 @@ func siluMulX(l simdLevel, gate, up, dst []float32) {
 func rmsNormX(l simdLevel, x, w, y []float32, g int, eps float32) {
 	n := len(y) / g
 	_, _ = x[n*g-1], w[g-1]
-	C.folio_rmsnorm(C.int(l), (*C.float)(unsafe.Pointer(&x[0])), (*C.float)(unsafe.Pointer(&w[0])),
+	C.folio_rmsnorm(C.int(l.vector()), (*C.float)(unsafe.Pointer(&x[0])), (*C.float)(unsafe.Pointer(&w[0])),
 		(*C.float)(unsafe.Pointer(&y[0])), C.int64_t(n), C.int(g), C.float(eps))
 }
 
@@ -115,12 +115,12 @@ func rmsNormX(l simdLevel, x, w, y []float32, g int, eps float32) {
 func addX(l simdLevel, a, b, y []float32, c, bstride int) {
 	n := len(y) / c
 	_, _ = a[n*c-1], b[(n-1)*bstride+c-1]
-	C.folio_add(C.int(l), (*C.float)(unsafe.Pointer(&a[0])), (*C.float)(unsafe.Pointer(&b[0])),
+	C.folio_add(C.int(l.vector()), (*C.float)(unsafe.Pointer(&a[0])), (*C.float)(unsafe.Pointer(&b[0])),
 		(*C.float)(unsafe.Pointer(&y[0])), C.int64_t(n), C.int64_t(c), C.int64_t(bstride))
 }
 
 // softmaxX replaces each of the len(x)/c rows of x by its softmax. One cgo
 // call.
 func softmaxX(l simdLevel, x []float32, c int) {
-	C.folio_softmax(C.int(l), (*C.float)(unsafe.Pointer(&x[0])), C.int64_t(len(x)/c), C.int64_t(c))
+	C.folio_softmax(C.int(l.vector()), (*C.float)(unsafe.Pointer(&x[0])), C.int64_t(len(x)/c), C.int64_t(c))
 }

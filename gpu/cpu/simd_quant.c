@@ -11,7 +11,8 @@ int folio_cpu_level(void) {
 	if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
 	    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
 	    __builtin_cpu_supports("avx512vnni"))
-		return folio_amx_usable() ? LEVEL_AMX : LEVEL_AVX512;
+		// The amx kernels use AVX-512 BF16 too (simd_attn_bf16.h).
+		return !__builtin_cpu_supports("avx512bf16") ? LEVEL_AVX512 : folio_amx_usable() ? LEVEL_AMX : LEVEL_AVX512BF16;
 	if (avx2 && __builtin_cpu_supports("avxvnni"))
 		return LEVEL_AVXVNNI;
 	return avx2 ? LEVEL_AVX2 : LEVEL_SCALAR;
