@@ -26,13 +26,12 @@ static inline int64_t kv_at(const int32_t *blocks, int bs, int kvheads, int h, i
 	return (((int64_t)blocks[p / bs] * kvheads + h) * bs + p % bs) * d;
 }
 
-// prefetch_rows asks L1 for elements o0 … o1-1 of the rows p0 … p1-1 of
-// head h of a layer's K or V (of kind kt). A decode unit reads each
-// row once, from blocks spread over the pool, where the hardware
-// prefetchers find a block only after missing on it; decode therefore asks
-// for rows kAhead (K) or vAhead (V) positions before it reads them.
-static inline void prefetch_rows(const void *base, int kt, const int32_t *blocks, int bs, int kvheads, int h, int d,
-                                 int p0, int p1, int o0, int o1) {
+// prefetch_rows_to is prefetch_rows into L2 (l2) or L1: a block of rows
+// that a kernel reads only after some tens of microseconds of work would
+// be evicted from L1 by then.
+static inline void prefetch_rows_to(int l2, const void *base, int kt, const int32_t *blocks, int bs, int kvheads,
+                                    int h, int d, int p0, int p1, int o0, int o1) {
+#define PF(a) (l2 ? _mm_prefetch((a), _MM_HINT_T1) : _mm_prefetch((a), _MM_HINT_T0))
 	// the row's bytes, and those of elements o0 … o1-1 in it (for Q8_0,
 	// their blocks'), rows starting at a multiple of 32 elements
 	int esz = kt == KV_F32 ? 4 : 2;
@@ -45,15 +44,26 @@ static inline void prefetch_rows(const void *base, int kt, const int32_t *blocks
 		const char *a = (const char *)base + kv_at(blocks, bs, kvheads, h, d, p) / d * rb;
 		if (b0 == 0 && b1 == rb - 1) { // whole rows: one run of the block, each line once
 			for (int64_t o = 0; o < (e - p) * rb; o += 64)
-				_mm_prefetch(a + o, _MM_HINT_T0);
+				PF(a + o);
 		} else {
 			for (int64_t r = 0; r < e - p; r++)
 				for (int64_t o = b0; o <= b1; o += 64)
-					_mm_prefetch(a + r * rb + o, _MM_HINT_T0);
+					PF(a + r * rb + o);
 		}
-		_mm_prefetch(a + (e - p - 1) * rb + b1, _MM_HINT_T0);
+		PF(a + (e - p - 1) * rb + b1);
 		p = e;
 	}
+}
+#undef PF
+
+// prefetch_rows asks L1 for elements o0 … o1-1 of the rows p0 … p1-1 of
+// head h of a layer's K or V (of kind kt). A decode unit reads each
+// row once, from blocks spread over the pool, where the hardware
+// prefetchers find a block only after missing on it; decode therefore asks
+// for rows kAhead (K) or vAhead (V) positions before it reads them.
+static inline void prefetch_rows(const void *base, int kt, const int32_t *blocks, int bs, int kvheads, int h, int d,
+                                 int p0, int p1, int o0, int o1) {
+	prefetch_rows_to(0, base, kt, blocks, bs, kvheads, h, d, p0, p1, o0, o1);
 }
 
 enum { kAhead = 64, vAhead = 64 };

@@ -256,7 +256,8 @@ static BF16 void bf16_begin(bf16_unit *x, const float *q, int64_t qstride, int n
 }
 
 // bf16_block readies the block of positions b0 … b0+akb-1 of a unit
-// (ATTN_ARGS): it asks for the next block's rows, fills the block's Kᵀ and
+// (ATTN_ARGS): it asks for the next block's rows (into L2: 32 KiB each of
+// K and V at smollm's head size, read after all of this block's tiles), fills the block's Kᵀ and
 // V tiles, and returns its span and the query tiles that read it in live
 // (their count the result). A block past all of a tile's queries (the
 // causal end of a prompt's first rows) or before their windows changes
@@ -267,8 +268,8 @@ static BF16 int bf16_block(bf16_unit *x, int b0, const void *kl, const void *vl,
 	span b = {b0, (p0 - b0) / 16, (p1 - b0 + 15) / 16, (p0 - b0) / 32, (p1 - b0 + 31) / 32};
 	if (p1 < n) { // the next block's rows, while this one computes
 		int e = p1 + akb < n ? p1 + akb : n;
-		prefetch_rows(kl, kt, blocks, bs, kvheads, h, d, p1, e, 0, d);
-		prefetch_rows(vl, kt, blocks, bs, kvheads, h, d, p1, e, 0, d);
+		prefetch_rows_to(1, kl, kt, blocks, bs, kvheads, h, d, p1, e, 0, d);
+		prefetch_rows_to(1, vl, kt, blocks, bs, kvheads, h, d, p1, e, 0, d);
 	}
 	int64_t *at = x->at;
 	for (int i = 32 * b.c0; i < 32 * b.c1; i++)
@@ -279,8 +280,21 @@ static BF16 int bf16_block(bf16_unit *x, int b0, const void *kl, const void *vl,
 		else
 			at[p - b0] = at[p - b0 - 1] + d;
 	}
-	k_tiles(kl, kt, at, d, x->nck, b.g0, b.g1, x->kb);
-	v_tiles(vl, kt, at, d, x->ncv, b.c0, b.c1, x->vv);
+	// A chunk of 32 positions at a time, its K rows and V rows, asking L1
+	// for the rows two chunks on (the first two of a unit were asked for
+	// by folio_attention): decode converts a few microseconds' worth of
+	// rows per block, too soon for the block ahead to have come.
+	for (int ch = b.c0; ch < b.c1; ch++) {
+		for (int ahead = 1; ahead <= 4; ahead += 3) {
+			int pf = b0 + 32 * (ch + ahead);
+			if (pf < n) {
+				prefetch_rows_to(ahead > 1, kl, kt, blocks, bs, kvheads, h, d, pf, pf + 32 < n ? pf + 32 : n, 0, d);
+				prefetch_rows_to(ahead > 1, vl, kt, blocks, bs, kvheads, h, d, pf, pf + 32 < n ? pf + 32 : n, 0, d);
+			}
+		}
+		k_tiles(kl, kt, at, d, x->nck, 2 * ch > b.g0 ? 2 * ch : b.g0, 2 * ch + 2 < b.g1 ? 2 * ch + 2 : b.g1, x->kb);
+		v_tiles(vl, kt, at, d, x->ncv, ch, ch + 1, x->vv);
+	}
 	int nl = 0;
 	for (int t = 0; t < x->nt; t++) {
 		int q0 = 16 * t, rows = x->nq - q0 < 16 ? x->nq - q0 : 16;
