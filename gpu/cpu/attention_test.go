@@ -626,3 +626,26 @@ func BenchmarkAttentionSuffix(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAttentionDepth is the prompt of `folio bench --depth 8192` on
+// llama-1b (32 query heads over 8 K/V heads of 64): 512 rows after 8,192
+// cached positions, in one layer. The attention of a token at that depth
+// is 2 · 32 · 8,448 · 64 multiply-adds a layer: MMAC/s reports their rate.
+func BenchmarkAttentionDepth(b *testing.B) {
+	const rows, pos, kvHeads, group, hd = 512, 8192, 8, 4, 64
+	for _, l := range supportedLevels()[1:] {
+		b.Run(l.String(), func(b *testing.B) {
+			be := New(0)
+			defer be.Close()
+			be.k = kernelsAt(l)
+			c := newAttnCase(b, be, rand.New(rand.NewPCG(3, 3)), gguf.TypeF16, 16, kvHeads, group, hd,
+				[]seqShape{{pos, rows}}, true)
+			q := newAct(b, be, rows, c.heads*hd, c.q)
+			for b.Loop() {
+				be.Attention(c.output, q, c.cache, c.layer, &c.batch, gpu.AttnOpts{Scale: c.scale})
+			}
+			macs := 2 * float64(rows) * float64(kvHeads*group) * float64(pos+(rows+1)/2) * hd
+			b.ReportMetric(macs*float64(b.N)/b.Elapsed().Seconds()/1e6, "MMAC/s")
+		})
+	}
+}

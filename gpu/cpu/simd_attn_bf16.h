@@ -109,21 +109,14 @@ static BF16 void v_tiles(const void *vl, int kt, const int64_t *at, int d, int n
 		}
 }
 
-// exp2e is e^x within 1.1e-4 (a cubic fit to 2^f on |f| ≤ 1/2, then scalef):
-// enough for weights rounded to bfloat16 next, at half exp512's work.
-INLINE BF16 __m512 exp2e(__m512 x) {
-	__m512 t = _mm512_mul_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.f)), _mm512_set1_ps(0x1.715476p+0f));
+// exp2c is 2^t within 1.1e-4 (a cubic fit to 2^f on |f| ≤ 1/2, then
+// scalef; 0 far below 2^-126, as scalef goes): enough for weights rounded
+// to bfloat16 next, at half exp512's work.
+INLINE BF16 __m512 exp2c(__m512 t) {
 	__m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), f = _mm512_sub_ps(t, n);
 	__m512 p = _mm512_fmadd_ps(_mm512_set1_ps(0x1.c2a284p-5f), f, _mm512_set1_ps(0x1.f00c5cp-3f));
 	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0x1.62f5fap-1f));
 	return _mm512_scalef_ps(_mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f)), n);
-}
-
-// bf16_sum is the sum of the float32 values of the 32 bfloat16s in v.
-INLINE BF16 __m512 bf16_sum(__m512i v) {
-	__m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
-	__m512 hi = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)));
-	return _mm512_add_ps(lo, hi);
 }
 
 // span is the part of a block a unit reads: positions b0+16·g0 … of groups
@@ -164,13 +157,17 @@ static BF16 float softmax_row(const float *S, uint16_t *P, span b, int lim, int 
 	}
 	// The scale is positive: the max of the scaled scores is the scaled max.
 	float mo = *m, bm = _mm512_reduce_max_ps(mx) * scale, mn = bm > mo ? bm : mo;
-	__m512 mnv = _mm512_set1_ps(mn), sv = _mm512_set1_ps(scale), t = _mm512_setzero_ps();
+	// e^(scale·s - m') as 2^(s·scale·log2 e - m'·log2 e): one multiply-add
+	// before the power of 2.
+	const float log2e = 0x1.715476p+0f;
+	__m512 c = _mm512_set1_ps(scale * log2e), ml = _mm512_set1_ps(mn * log2e), t = _mm512_setzero_ps();
+	const __m512bh ones = (__m512bh)_mm512_set1_epi32(0x3f803f80); // bfloat16 1s
 	for (int k = k0; k < k1; k += 2) {
-		__m512 e0 = _mm512_maskz_mov_ps(ok[k], exp2e(_mm512_fmsub_ps(_mm512_load_ps(S + 16 * k), sv, mnv)));
-		__m512 e1 = _mm512_maskz_mov_ps(ok[k + 1], exp2e(_mm512_fmsub_ps(_mm512_load_ps(S + 16 * k + 16), sv, mnv)));
-		__m512i p = (__m512i)_mm512_cvtne2ps_pbh(e1, e0);
-		_mm512_store_si512(P + 16 * k, p);
-		t = _mm512_add_ps(t, bf16_sum(p));
+		__m512 e0 = _mm512_maskz_mov_ps(ok[k], exp2c(_mm512_fmsub_ps(_mm512_load_ps(S + 16 * k), c, ml)));
+		__m512 e1 = _mm512_maskz_mov_ps(ok[k + 1], exp2c(_mm512_fmsub_ps(_mm512_load_ps(S + 16 * k + 16), c, ml)));
+		__m512bh p = _mm512_cvtne2ps_pbh(e1, e0);
+		_mm512_store_si512(P + 16 * k, (__m512i)p);
+		t = _mm512_dpbf16_ps(t, p, ones);
 	}
 	// l sums P as rounded (the weights of P · V), lane by lane, in a fixed
 	// order; e^(m - m') is 1 where the max stayed, 0 where nothing was read
