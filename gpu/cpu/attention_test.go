@@ -612,15 +612,7 @@ func BenchmarkAttentionSuffix(b *testing.B) {
 	for _, l := range supportedLevels()[1:] {
 		for _, pos := range []int{0, 2560, 5632, 11776, 19968} {
 			b.Run(fmt.Sprintf("%v/pos=%d", l, pos), func(b *testing.B) {
-				be := New(0)
-				defer be.Close()
-				be.k = kernelsAt(l)
-				c := newAttnCase(b, be, rand.New(rand.NewPCG(3, 3)), gguf.TypeF16, 16, kvHeads, group, hd,
-					[]seqShape{{pos, rows}}, false)
-				q := newAct(b, be, rows, c.heads*hd, c.q)
-				for b.Loop() {
-					be.Attention(c.output, q, c.cache, c.layer, &c.batch, gpu.AttnOpts{Scale: c.scale})
-				}
+				benchPromptAttention(b, l, rows, pos, kvHeads, group, hd, false)
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
 			})
 		}
@@ -635,17 +627,24 @@ func BenchmarkAttentionDepth(b *testing.B) {
 	const rows, pos, kvHeads, group, hd = 512, 8192, 8, 4, 64
 	for _, l := range supportedLevels()[1:] {
 		b.Run(l.String(), func(b *testing.B) {
-			be := New(0)
-			defer be.Close()
-			be.k = kernelsAt(l)
-			c := newAttnCase(b, be, rand.New(rand.NewPCG(3, 3)), gguf.TypeF16, 16, kvHeads, group, hd,
-				[]seqShape{{pos, rows}}, true)
-			q := newAct(b, be, rows, c.heads*hd, c.q)
-			for b.Loop() {
-				be.Attention(c.output, q, c.cache, c.layer, &c.batch, gpu.AttnOpts{Scale: c.scale})
-			}
+			benchPromptAttention(b, l, rows, pos, kvHeads, group, hd, true)
 			macs := 2 * float64(rows) * float64(kvHeads*group) * float64(pos+(rows+1)/2) * hd
 			b.ReportMetric(macs*float64(b.N)/b.Elapsed().Seconds()/1e6, "MMAC/s")
 		})
+	}
+}
+
+// benchPromptAttention times Attention at level l over one sequence's
+// prompt of rows rows after pos cached positions (an F16 cache in blocks
+// of 16, contiguous or shuffled over the pool).
+func benchPromptAttention(b *testing.B, l simdLevel, rows, pos, kvHeads, group, hd int, contiguous bool) {
+	be := New(0)
+	defer be.Close()
+	be.k = kernelsAt(l)
+	c := newAttnCase(b, be, rand.New(rand.NewPCG(3, 3)), gguf.TypeF16, 16, kvHeads, group, hd,
+		[]seqShape{{pos, rows}}, contiguous)
+	q := newAct(b, be, rows, c.heads*hd, c.q)
+	for b.Loop() {
+		be.Attention(c.output, q, c.cache, c.layer, &c.batch, gpu.AttnOpts{Scale: c.scale})
 	}
 }
