@@ -76,16 +76,33 @@ INLINE BF16 __m512i pairs16(__m512 a, __m512 b) {
 	return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(b, a));
 }
 
+// halves32 is the 32 halves at p as floats: elements 0-15 and 16-31.
+INLINE BF16 void halves32(const uint16_t *p, __m512 *lo, __m512 *hi) {
+	__m512i h = _mm512_loadu_si512(p);
+	*lo = _mm512_cvtph_ps(_mm512_castsi512_si256(h));
+	*hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
+}
+
 // k_tiles fills the Kᵀ tiles of groups g0 … g1-1 of a block: tile g·nck +
 // c holds chunk c of the rows at[16g … 16g+15] (-1: a row of zeros), row
-// i of it dword n being pair i of row n's chunk.
+// i of it dword n being pair i of row n's chunk. Half rows of a multiple
+// of 32 (every model's) take one load a chunk and no masks.
 static BF16 void k_tiles(const void *kl, int kt, const int64_t *at, int d, int nck, int g0, int g1, uint16_t *kt_) {
+	int whole = kt == KV_F16 && d % 32 == 0;
 	for (int g = g0; g < g1; g++)
 		for (int c = 0; c < nck; c++) {
 			__m512 r[16]; // dword pairs, transposed as floats' bits
-			for (int n = 0; n < 16; n++)
-				r[n] = at[16 * g + n] < 0 ? _mm512_setzero_ps()
-				                          : _mm512_castsi512_ps(chunk32(kl, kt, at[16 * g + n], 32 * c, d));
+			for (int n = 0; n < 16; n++) {
+				int64_t a = at[16 * g + n];
+				if (a < 0) {
+					r[n] = _mm512_setzero_ps();
+				} else if (whole) {
+					__m512 lo, hi;
+					halves32((const uint16_t *)kl + a + 32 * c, &lo, &hi);
+					r[n] = (__m512)_mm512_cvtne2ps_pbh(hi, lo);
+				} else
+					r[n] = _mm512_castsi512_ps(chunk32(kl, kt, a, 32 * c, d));
+			}
 			transpose16(r);
 			uint16_t *t = tile_at(kt_, (int64_t)g * nck + c);
 			for (int i = 0; i < 16; i++)
@@ -98,9 +115,22 @@ static BF16 void k_tiles(const void *kl, int kt, const int64_t *at, int d, int n
 // at[32ch + 2i + 1] as pairs.
 static BF16 void v_tiles(const void *vl, int kt, const int64_t *at, int d, int ncv, int c0, int c1, uint16_t *vv) {
 	const __m512 z = _mm512_setzero_ps();
+	int whole = kt == KV_F16 && d % 32 == 0;
 	for (int ch = c0; ch < c1; ch++)
 		for (int i = 0; i < 16; i++) {
 			int64_t a = at[32 * ch + 2 * i], b = at[32 * ch + 2 * i + 1];
+			uint16_t *t = tile_at(vv, (int64_t)ch * ncv) + 32 * i;
+			if (whole && a >= 0 && b >= 0) { // 32 columns of each row a load
+				const uint16_t *ra = (const uint16_t *)vl + a, *rb = (const uint16_t *)vl + b;
+				for (int j = 0; j < d; j += 32) {
+					__m512 a0, a1, b0, b1;
+					halves32(ra + j, &a0, &a1);
+					halves32(rb + j, &b0, &b1);
+					_mm512_store_si512(t + 512 * (j / 16), pairs16(a0, b0));
+					_mm512_store_si512(t + 512 * (j / 16 + 1), pairs16(a1, b1));
+				}
+				continue;
+			}
 			for (int jt = 0; jt < ncv; jt++) {
 				__m512 va = a < 0 ? z : elems16(vl, kt, a, 16 * jt, d);
 				__m512 vb = b < 0 ? z : elems16(vl, kt, b, 16 * jt, d);
