@@ -72,9 +72,10 @@ func kernelsAt(l simdLevel) *kernels {
 	if l == levelScalar {
 		return k
 	}
-	// p runs the packed matmuls, l attention, v every other kernel: they
-	// differ at amx and avx512bf16.
-	p, v := l.packed(), l.vector()
+	// v picks the kernels the ops have (kernelFor, packedKind, rope); the
+	// cgo wrappers run each C kernel at l's vector, packed or attention
+	// level (they differ at amx and avx512bf16).
+	v := l.vector()
 	k.matmulKind = func(typ gguf.TensorType) (kernelKind, bool) { return kernelFor(typ, v) }
 	k.packedKind = func(typ gguf.TensorType) (kernelKind, bool) { return packedKind(typ, v) }
 	k.matmul = func(kind kernelKind, w []byte, wstride, rows int, x []byte, xstride, nx, kk int, dst []float32, dstride int) {
@@ -97,7 +98,7 @@ func kernelsAt(l simdLevel) *kernels {
 		return k
 	}
 	k.matmulPacked = func(kind kernelKind, w []byte, group, nb, rows int, x []byte, xstride, nx, kk int, dst []float32, dstride int) {
-		matmulPackedX(kind, p, w, group, nb, rows, x, xstride, nx, kk, dst, dstride)
+		matmulPackedX(kind, l, w, group, nb, rows, x, xstride, nx, kk, dst, dstride)
 	}
 	k.argmax = func(x []float32) int { return argmaxX(v, x) }
 	k.matmulF32 = func(w []float32, wstride, rows int, x []float32, xstride, nx, kk int, dst []float32, dstride int) {

@@ -406,6 +406,12 @@ static inline int first_read(int pos, int window) {
 // call per unit, which is not small beside a decode unit's microsecond or
 // less.
 void folio_attention(int level, folio_attn a, int lo, int hi) {
+	// The kernel: the bfloat16 ones over half and Q8_0 caches at amx and
+	// avx512bf16 (simd_attn_bf16.h), else float32 at the level's width.
+	void (*kern)(ATTN_ARGS) = level == LEVEL_AMX && a.kt != KV_F32          ? folio_attn_amx
+	                          : level == LEVEL_AVX512BF16 && a.kt != KV_F32 ? folio_attn_bf16
+	                          : level >= LEVEL_AVX512                       ? attn_avx512
+	                                                                        : folio_attn_avx2;
 	for (int u = lo; u < hi; u++) {
 		const folio_tile *t = a.tiles + u / a.kvheads;
 		int h = u % a.kvheads;
@@ -420,17 +426,7 @@ void folio_attention(int level, folio_attn a, int lo, int hi) {
 			               first_read(tn->pos, a.window), tn->pos + 1);
 		int64_t at = t->row * a.qstride + (int64_t)h * a.g * a.d;
 		const float *sinks = a.sinks ? a.sinks + h * a.g : NULL; // this K/V head's query heads'
-		if (level == LEVEL_AMX && a.kt != KV_F32)
-			folio_attn_amx(a.q + at, a.qstride, t->rows, a.g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs,
-			               a.kvheads, h, t->pos, first, a.window, a.scale, a.cap, sinks, a.out + at, a.scratch);
-		else if (level == LEVEL_AVX512BF16 && a.kt != KV_F32)
-			folio_attn_bf16(a.q + at, a.qstride, t->rows, a.g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs,
-			                a.kvheads, h, t->pos, first, a.window, a.scale, a.cap, sinks, a.out + at, a.scratch);
-		else if (level >= LEVEL_AVX512)
-			attn_avx512(a.q + at, a.qstride, t->rows, a.g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs,
-			            a.kvheads, h, t->pos, first, a.window, a.scale, a.cap, sinks, a.out + at, a.scratch);
-		else
-			folio_attn_avx2(a.q + at, a.qstride, t->rows, a.g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs,
-			                a.kvheads, h, t->pos, first, a.window, a.scale, a.cap, sinks, a.out + at, a.scratch);
+		kern(a.q + at, a.qstride, t->rows, a.g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs, a.kvheads, h, t->pos,
+		     first, a.window, a.scale, a.cap, sinks, a.out + at, a.scratch);
 	}
 }

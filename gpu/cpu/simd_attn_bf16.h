@@ -242,7 +242,6 @@ static BF16 void softmax_rows(const unit *u, sm t, int r0, int r1) {
 	}
 }
 
-
 // bf16_unit is a unit's scratch, laid out by bf16_begin, and the
 // positions of the block at hand (at: each row's first element, -1 for a
 // row outside the unit's reach).
@@ -282,22 +281,28 @@ static BF16 void bf16_begin(bf16_unit *x, const float *q, int64_t qstride, int n
 		x->m[qi] = sink_of(sinks, qi, nq, g);
 }
 
+// prefetch_kv asks L2 (l2) or L1 for the K and V rows p0 … p1-1 of head
+// h, none if p0 ≥ p1.
+static inline void prefetch_kv(int l2, const void *kl, const void *vl, int kt, const int32_t *blocks, int bs,
+                               int kvheads, int h, int d, int p0, int p1) {
+	if (p0 < p1) {
+		prefetch_rows_to(l2, kl, kt, blocks, bs, kvheads, h, d, p0, p1, 0, d);
+		prefetch_rows_to(l2, vl, kt, blocks, bs, kvheads, h, d, p0, p1, 0, d);
+	}
+}
+
 // bf16_block readies the block of positions b0 … b0+akb-1 of a unit
-// (ATTN_ARGS): it asks for the next block's rows (into L2: 32 KiB each of
-// K and V at smollm's head size, read after all of this block's tiles), fills the block's Kᵀ and
-// V tiles, and returns its span and the query tiles that read it in live
-// (their count the result). A block past all of a tile's queries (the
+// (ATTN_ARGS): it asks L2 for the next block's rows (32 KiB each of K and
+// V at head size 64, read after all of this block's tiles), fills the
+// block's Kᵀ and V tiles, and returns its span and the query tiles that
+// read it in live (their count the result). A block past all of a tile's queries (the
 // causal end of a prompt's first rows) or before their windows changes
 // nothing for it.
 static BF16 int bf16_block(bf16_unit *x, int b0, const void *kl, const void *vl, int kt, const int32_t *blocks, int bs,
                            int kvheads, int h, int g, int d, int pos0, int n, int lo, int win, span *sp, int *live) {
 	int p0 = b0 > lo ? b0 : lo, p1 = n < b0 + akb ? n : b0 + akb;
 	span b = {b0, (p0 - b0) / 16, (p1 - b0 + 15) / 16, (p0 - b0) / 32, (p1 - b0 + 31) / 32};
-	if (p1 < n) { // the next block's rows, while this one computes
-		int e = p1 + akb < n ? p1 + akb : n;
-		prefetch_rows_to(1, kl, kt, blocks, bs, kvheads, h, d, p1, e, 0, d);
-		prefetch_rows_to(1, vl, kt, blocks, bs, kvheads, h, d, p1, e, 0, d);
-	}
+	prefetch_kv(1, kl, vl, kt, blocks, bs, kvheads, h, d, p1, p1 + akb < n ? p1 + akb : n);
 	int64_t *at = x->at;
 	for (int i = 32 * b.c0; i < 32 * b.c1; i++)
 		at[i] = -1;
@@ -308,17 +313,14 @@ static BF16 int bf16_block(bf16_unit *x, int b0, const void *kl, const void *vl,
 			at[p - b0] = at[p - b0 - 1] + d;
 	}
 	// A chunk of 32 positions at a time, its K rows and V rows, asking L1
-	// for the rows two chunks on (the first two of a unit were asked for
-	// by folio_attention): decode converts a few microseconds' worth of
-	// rows per block, too soon for the block ahead to have come.
+	// for the next chunk's rows and L2 for the fourth's (the first rows of
+	// a decode unit were asked for by folio_attention): decode converts a
+	// few microseconds' worth of rows per block, too soon for the block
+	// ahead to have come.
 	for (int ch = b.c0; ch < b.c1; ch++) {
-		for (int ahead = 1; ahead <= 4; ahead += 3) {
-			int pf = b0 + 32 * (ch + ahead);
-			if (pf < n) {
-				prefetch_rows_to(ahead > 1, kl, kt, blocks, bs, kvheads, h, d, pf, pf + 32 < n ? pf + 32 : n, 0, d);
-				prefetch_rows_to(ahead > 1, vl, kt, blocks, bs, kvheads, h, d, pf, pf + 32 < n ? pf + 32 : n, 0, d);
-			}
-		}
+		int next = b0 + 32 * (ch + 1), fourth = b0 + 32 * (ch + 4);
+		prefetch_kv(0, kl, vl, kt, blocks, bs, kvheads, h, d, next, next + 32 < n ? next + 32 : n);
+		prefetch_kv(1, kl, vl, kt, blocks, bs, kvheads, h, d, fourth, fourth + 32 < n ? fourth + 32 : n);
 		k_tiles(kl, kt, at, d, x->nck, 2 * ch > b.g0 ? 2 * ch : b.g0, 2 * ch + 2 < b.g1 ? 2 * ch + 2 : b.g1, x->kb);
 		v_tiles(vl, kt, at, d, x->ncv, ch, ch + 1, x->vv);
 	}
