@@ -455,8 +455,10 @@ func TestFolioErrors(t *testing.T) {
 }
 
 // TestFolioStop: a client that goes away mid-reply (the page's stop
-// button aborts its fetch) leaves the reply as far as it went, saved with
-// stopped: true, and the conversation goes on from it.
+// button aborts its fetch) leaves the reply as far as it was sent, saved
+// with stopped: true, and the conversation goes on from it. (A reader
+// slower than the engine, stopped after the engine finished, keeps what it
+// was sent too: TestLooksInBrowser.)
 func TestFolioStop(t *testing.T) {
 	base, _ := newFolioHome(t).serve(t, false, nil)
 	api := base + "/api/folio/conversations"

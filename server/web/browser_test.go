@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,6 +232,7 @@ type folio struct {
 	URL       string
 	st        *store.Registry // folio.db, open while the server runs
 	stop      func()
+	pace      atomic.Int64 // a time.Duration: see paced
 }
 
 func newFolio(t *testing.T) *folio {
@@ -264,10 +267,37 @@ func (f *folio) start() {
 		Load: runner.LoadOptions{NumCtx: 4096},
 		Install: &installer.Options{Home: f.home, Store: st, MinPartSize: 256 << 10, RetryBase: time.Millisecond,
 			ProgressEvery: 5 * time.Millisecond}})
-	hs := httptest.NewServer(srv)
+	hs := httptest.NewServer(f.paced(srv))
 	f.URL, f.st = hs.URL, st
 	f.stop = func() { hs.Close(); srv.Close(); kv.Close(); st.Close() }
 }
+
+// paced sends a conversation's reply no faster than a line every f.pace,
+// as to a slow reader: stories260K on a fast machine fills its context
+// before a click on Stop arrives, and a test that stops a reply would find
+// it finished.
+func (f *folio) paced(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d := time.Duration(f.pace.Load()); d > 0 && strings.HasSuffix(r.URL.Path, "/chat") {
+			w = pacedWriter{w, d}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+type pacedWriter struct {
+	http.ResponseWriter
+	pace time.Duration
+}
+
+func (w pacedWriter) Write(b []byte) (int, error) {
+	time.Sleep(w.pace)
+	return w.ResponseWriter.Write(b)
+}
+
+func (w pacedWriter) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
+
+func (w pacedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (f *folio) restart() {
 	f.t.Helper()

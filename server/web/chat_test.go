@@ -124,6 +124,7 @@ func TestChatInBrowser(t *testing.T) {
 	if n := eval[int](p, `document.querySelectorAll(".msg").length`); n != 0 {
 		t.Errorf("Shift+Enter sent the message (%d messages shown)", n)
 	}
+	f.pace.Store(int64(5 * time.Millisecond)) // a reply still streaming when Stop is pressed
 	eval[bool](p, watchStream)
 	p.enter(0)
 
@@ -131,6 +132,7 @@ func TestChatInBrowser(t *testing.T) {
 	p.waitFor("the reply to stream", `window.__seen.length >= 3`, 30*time.Second)
 	p.do("Esc", chromedp.KeyEvent(kb.Escape))
 	p.waitFor("the stopped reply, saved", replyDone+` && document.querySelector(".msg.assistant[data-id] .badge.stopped")`, 20*time.Second)
+	f.pace.Store(0)
 	seen := eval[[]int](p, `window.__seen`)
 	if seen[len(seen)-1] <= seen[0] {
 		t.Errorf("while it streamed, the reply's text did not grow: %v characters", seen)

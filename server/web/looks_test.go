@@ -73,11 +73,13 @@ func TestLooksInBrowser(t *testing.T) {
 	p.do("a system prompt and a shorter context", chromedp.Click(chromedp.CSS("#open-settings")),
 		chromedp.SendKeys(chromedp.CSS("#system"), "You tell short stories for children, about animals, friends and the things they find."),
 		chromedp.SendKeys(chromedp.CSS("#num_ctx"), "400"), chromedp.Click(chromedp.CSS("#open-settings")))
+	f.pace.Store(int64(5 * time.Millisecond)) // a reply still streaming when Stop is pressed
 	eval[bool](p, watchStream)
 	p.send("Once upon a time, a little fox")
 	p.waitFor("some of the reply", `window.__seen.at(-1) > 150`, 30*time.Second)
 	p.do("Stop", chromedp.Click(chromedp.CSS("#stop")))
 	p.waitFor("the stopped reply, saved", replyDone+` && document.querySelector(".msg.assistant[data-id] .badge.stopped")`, 20*time.Second)
+	f.pace.Store(0)
 	p.send("What did the fox find?")
 	p.lastReplyID("the second reply")
 
