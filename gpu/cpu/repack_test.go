@@ -114,7 +114,7 @@ func TestPackedKernels(t *testing.T) {
 	for _, typ := range packedTypes() {
 		kind, _ := packedKind(typ, bestLevel)
 		for _, k := range awkwardKs(kind) {
-			for _, nm := range [][2]int{{1, 1}, {1, 17}, {2, 70}, {3, 5}, {5, 16}, {9, 33}, {16, 37}, {17, 48}, {25, 50}, {32, 16}, {33, 31}, {47, 64}, {64, 33}, {70, 33}, {130, 17}} {
+			for _, nm := range [][2]int{{1, 1}, {1, 17}, {2, 70}, {3, 5}, {5, 16}, {20, 24}, {9, 33}, {16, 37}, {17, 48}, {25, 50}, {32, 16}, {33, 31}, {47, 64}, {64, 33}, {70, 33}, {130, 17}} {
 				n, m := nm[0], nm[1]
 				t.Run(fmt.Sprintf("%v/n=%d,k=%d,m=%d", typ, n, k, m), func(t *testing.T) {
 					data, wf := quantWeight(t, r, typ, m, k)

@@ -9,8 +9,9 @@
 // AVX-512 kernels, simd_packed.c).
 //
 // The includer defines LVL, its level's target attribute, PM256, the name
-// of its entry (void PM256(int kind, PM_ARGS)), dacc, the type of a chain
-// of sums, keep(d), what a chain's step ends with, and these steps on
+// of its entry (void PM256(int kind, PM_ARGS)), HI_SHUFFLE (1 or 0, see
+// chain8), dacc, the type of a chain of sums, keep(d), what a chain's step
+// ends with, and these steps on
 // unsigned × signed bytes, four a 32-bit lane:
 //
 //	dot_zero()           a chain with nothing in it
@@ -33,19 +34,43 @@
 //
 // Only simd_packed_*.c include it (amd64, cgo).
 
-// XT2 is the activation rows of a tile: 16 vectors hold a block's 8 of
-// quants and 4 rows' accumulators.
-#define XT2 4
+// XT8 is the activation rows of a Q8_0 tile: 16 vectors hold a block's 8
+// of quants and 4 rows' accumulators (more spilled its chains). XT4, the
+// rows of a Q4_0 or Q4_K tile, is twice that: their rows' chains are one
+// at a time, and their accumulators spill to the stack, but the unpacking
+// of a block's quants serves twice the rows (Zen 5, 64 rows, k 2048:
+// Q4_0 at AVX-VNNI 150 → 165 GMAC/s, AVX2 135 → 141; Q4_K +3%; 12 rows
+// and 16 were slower).
+#define XT8 4
+#define XT4 8
 
 INLINE LVL __m256i bcast(const uint8_t *p) { return _mm256_set1_epi32((int)ld32(p)); }
 
+// lane4 broadcasts 32-bit lane j of v's low 128 bits, where v's two
+// halves are the same.
+INLINE LVL __m256i lane4(__m256i v, int j) {
+	switch (j) {
+	case 0: return _mm256_shuffle_epi32(v, 0x00);
+	case 1: return _mm256_shuffle_epi32(v, 0x55);
+	case 2: return _mm256_shuffle_epi32(v, 0xaa);
+	default: return _mm256_shuffle_epi32(v, 0xff);
+	}
+}
+
 // chain8 is the chain over a 32-element block of lane r's q·x from a0:
 // q[u] holds step u (four quants a lane), xp the block's first 16
-// activations and xp + hi its last 16.
+// activations and xp + hi its last 16. Each step broadcasts four
+// activations, at AVX-VNNI a load for each vpdpbusd, and the loads bound a
+// tile; where the includer defines HI_SHUFFLE 1, the last 16 come in one
+// 16-byte load and vpshufd broadcasts them (Zen 5, 64 rows, k 2048: Q4_0
+// 165 → 193 GMAC/s, Q4_K +5%; all 16 by vpshufd 175; at AVX2, whose steps
+// are three vector ops, 5% slower).
 INLINE LVL dacc chain8(const __m256i *q, const uint8_t *xp, int64_t hi, __m256i a0) {
+	__m256i xh = HI_SHUFFLE ? _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(xp + hi))) : a0;
 	dacc s = dot_first(a0, q[0], bcast(xp));
 	for (int u = 1; u < 8; u++) {
-		s = dot_next(s, q[u], bcast(xp + (u < 4 ? 4 * u : hi + 4 * (u - 4))));
+		__m256i xv = u < 4 ? bcast(xp + 4 * u) : HI_SHUFFLE ? lane4(xh, u - 4) : bcast(xp + hi + 4 * (u - 4));
+		s = dot_next(s, q[u], xv);
 		keep(s);
 	}
 	return s;
@@ -81,7 +106,7 @@ INLINE LVL void pq4_k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 	for (int s = 0; s < nb; s++) {
 		const uint8_t *wb = w + (int64_t)s * Q4_KP_BYTES;
 		const uint8_t *xb = x + (int64_t)s * XK_BYTES;
-		__m256i isum[XT2];
+		__m256i isum[XT4];
 		for (int i = 0; i < nx; i++)
 			isum[i] = _mm256_setzero_si256();
 		for (int j = 0; j < 8; j++) {
@@ -118,7 +143,7 @@ INLINE LVL void pq8_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 	for (int b = 0; b < nb; b++) {
 		const uint8_t *wb = w + 512 * (int64_t)b + 32 * h;
 		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
-		dacc s[XT2], bias = dot_zero();
+		dacc s[XT8], bias = dot_zero();
 		for (int u = 0; u < 8; u++) {
 			__m256i q = _mm256_load_si256((const __m256i *)(wb + 64 * u)), a = q8_w(q);
 			bias = q8_bias(bias, u, q);
@@ -252,12 +277,12 @@ INLINE LVL void store8(float *p, __m256 v, int n) {
 }
 
 // PACKED256 defines name(PM_ARGS) over group (a half of a group of 16
-// rows, tiles of XT2 activation rows) and group_1 (one activation row,
+// rows, tiles of xt ≤ XT4 activation rows) and group_1 (one activation row,
 // both halves).
-#define PACKED256(name, group)                                                                                 \
+#define PACKED256(name, group, xt)                                                                             \
 	INLINE LVL void name##_tile(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx,           \
 	                            float *dst, int64_t ds, int n) {                                                 \
-		__m256 acc[XT2];                                                                                     \
+		__m256 acc[XT4];                                                                                   \
 		for (int i = 0; i < nx; i++)                                                                         \
 			acc[i] = _mm256_setzero_ps();                                                                \
 		group(w, nb, h, x, xs, nx, acc);                                                                     \
@@ -275,22 +300,26 @@ INLINE LVL void store8(float *p, __m256 v, int n) {
 		for (int r = 0; r < rows && nx > 1; r += 8) {                                                        \
 			const uint8_t *wg = w + (int64_t)(r / 16) * group_bytes;                                     \
 			int h = r / 8 % 2, n = rows - r < 8 ? rows - r : 8;                                          \
-			for (int i = 0; i < nx; i += XT2) {                                                          \
-				const uint8_t *xt = x + i * xs;                                                      \
+			for (int i = 0; i < nx; i += xt) {                                                           \
+				const uint8_t *xt_ = x + i * xs;                                                     \
 				float *dt = dst + i * ds + r;                                                        \
-				switch (nx - i < XT2 ? nx - i : XT2) {                                               \
-				case 1: name##_tile(wg, nb, h, xt, xs, 1, dt, ds, n); break;                         \
-				case 2: name##_tile(wg, nb, h, xt, xs, 2, dt, ds, n); break;                         \
-				case 3: name##_tile(wg, nb, h, xt, xs, 3, dt, ds, n); break;                         \
-				default: name##_tile(wg, nb, h, xt, xs, 4, dt, ds, n); break;                        \
+				switch (nx - i < xt ? nx - i : xt) {                                                 \
+				case 1: name##_tile(wg, nb, h, xt_, xs, 1, dt, ds, n); break;                        \
+				case 2: name##_tile(wg, nb, h, xt_, xs, 2, dt, ds, n); break;                        \
+				case 3: name##_tile(wg, nb, h, xt_, xs, 3, dt, ds, n); break;                        \
+				case 4: name##_tile(wg, nb, h, xt_, xs, 4, dt, ds, n); break;                        \
+				case 5: name##_tile(wg, nb, h, xt_, xs, xt > 5 ? 5 : xt, dt, ds, n); break;          \
+				case 6: name##_tile(wg, nb, h, xt_, xs, xt > 6 ? 6 : xt, dt, ds, n); break;          \
+				case 7: name##_tile(wg, nb, h, xt_, xs, xt > 7 ? 7 : xt, dt, ds, n); break;          \
+				default: name##_tile(wg, nb, h, xt_, xs, xt, dt, ds, n); break;                      \
 				}                                                                                    \
 			}                                                                                            \
 		}                                                                                                    \
 	}
 
-PACKED256(pm_q4_0_256, pq4_0_256)
-PACKED256(pm_q4_k_256, pq4_k_256)
-PACKED256(pm_q8_0_256, pq8_0_256)
+PACKED256(pm_q4_0_256, pq4_0_256, XT4)
+PACKED256(pm_q4_k_256, pq4_k_256, XT4)
+PACKED256(pm_q8_0_256, pq8_0_256, XT8)
 
 // PM256 is folio_matmul_packed for kinds Q8_0, Q4_K and Q4_0 at this level.
 void PM256(int kind, PM_ARGS) {

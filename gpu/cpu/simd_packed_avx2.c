@@ -13,6 +13,7 @@
 
 #define LVL AVX2
 #define PM256 folio_pm256_avx2
+#define HI_SHUFFLE 0
 
 // A chain is one vector of int16 pair sums, a register at each step
 // (keep): GCC would otherwise reassociate the sums into trees whose many
