@@ -53,6 +53,7 @@ func BenchmarkAttentionDecode(b *testing.B) {
 		{4096, 8, 32, 128, 1, 1},
 		{64, 3, 9, 64, 1, 1}, {64, 3, 9, 64, 16, 1}, {128, 3, 9, 64, 16, 1}, {256, 3, 9, 64, 16, 1},
 		{64, 3, 9, 64, 16, 30}, {256, 3, 9, 64, 16, 30}, {1024, 3, 9, 64, 16, 30}, {2048, 3, 9, 64, 1, 30},
+		{256, 4, 16, 128, 16, 24}, // qwen3moe-mini served 16 at a time
 	}
 	for _, l := range supportedLevels() {
 		for _, sh := range shapes {

@@ -34,13 +34,13 @@
 //
 // Only simd_packed_*.c include it (amd64, cgo).
 
-// XT8 is the activation rows of a Q8_0 tile: 16 vectors hold a block's 8
-// of quants and 4 rows' accumulators (more spilled its chains). XT4, the
-// rows of a Q4_0 or Q4_K tile, is twice that: their rows' chains are one
-// at a time, and their accumulators spill to the stack, but the unpacking
-// of a block's quants serves twice the rows (Zen 5, 64 rows, k 2048:
-// Q4_0 at AVX-VNNI 150 → 165 GMAC/s, AVX2 135 → 141; Q4_K +3%; 12 rows
-// and 16 were slower).
+// XT8 is the activation rows of a Q8_0 tile at AVX2: 16 vectors hold a
+// block's 8 of quants and 4 rows' accumulators (more spilled its chains).
+// XT4, the rows of a Q4_0 or Q4_K tile (and Q8_0's at AVX-VNNI), is twice
+// that: their rows' chains are one at a time, and their accumulators
+// spill to the stack, but the unpacking of a block's quants serves twice
+// the rows (Zen 5, 64 rows, k 2048: Q4_0 at AVX-VNNI 150 → 165 GMAC/s,
+// AVX2 135 → 141; Q4_K +3%; 12 rows and 16 were slower).
 #define XT8 4
 #define XT4 8
 
@@ -138,7 +138,39 @@ INLINE LVL void pq4_k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 	}
 }
 
-// pq8_0_256 is pq8_0_512 (one group) for half h.
+#if HI_SHUFFLE
+// pq8_0_256 is pq8_0_512 (one group) for half h, at AVX-VNNI (where q8_w
+// and q8_x change nothing): as Q4_0's, a block's 8 vectors of weights
+// serve a tile of XT4 rows, each row's chain whole, its last 16
+// activations broadcast by vpshufd (Zen 5, 64 rows, k 2048: 157-162 →
+// 164-176 GMAC/s).
+#define Q8_TILE XT4
+INLINE LVL void pq8_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + 512 * (int64_t)b + 32 * h;
+		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
+		__m256i q[8];
+		dacc bias = dot_zero();
+		for (int u = 0; u < 8; u++) {
+			q[u] = _mm256_load_si256((const __m256i *)(wb + 64 * u));
+			bias = q8_bias(bias, u, q[u]);
+		}
+		__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 512 * (int64_t)nb + 32 * b + 16 * h)));
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = xb + i * xs;
+			__m256i xh = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(xp + 16)));
+			dacc s = dot_zero();
+			for (int u = 0; u < 8; u++)
+				s = q8_dot(s, u, q[u], q[u], u < 4 ? bcast(xp + 4 * u) : lane4(xh, u - 4));
+			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_end(s, bias)), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xp + 64))),
+			                         acc[i]);
+		}
+	}
+}
+#else
+// pq8_0_256 is pq8_0_512 (one group) for half h: a tile of XT8 rows, the
+// weights' vector of each step loaded once for them.
+#define Q8_TILE XT8
 INLINE LVL void pq8_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
 	for (int b = 0; b < nb; b++) {
 		const uint8_t *wb = w + 512 * (int64_t)b + 32 * h;
@@ -159,6 +191,7 @@ INLINE LVL void pq8_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 			                         acc[i]);
 	}
 }
+#endif
 
 // A decode step (one activation row) is bound by the weights' bandwidth:
 // its kernels take a group's two halves in one pass, each 64-byte line of
@@ -319,7 +352,7 @@ INLINE LVL void store8(float *p, __m256 v, int n) {
 
 PACKED256(pm_q4_0_256, pq4_0_256, XT4)
 PACKED256(pm_q4_k_256, pq4_k_256, XT4)
-PACKED256(pm_q8_0_256, pq8_0_256, XT8)
+PACKED256(pm_q8_0_256, pq8_0_256, Q8_TILE)
 
 // PM256 is folio_matmul_packed for kinds Q8_0, Q4_K and Q4_0 at this level.
 void PM256(int kind, PM_ARGS) {
