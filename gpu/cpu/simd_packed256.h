@@ -9,8 +9,8 @@
 // AVX-512 kernels, simd_packed.c).
 //
 // The includer defines LVL, its level's target attribute, PM256, the name
-// of its entry (void PM256(int kind, PM_ARGS)), HI_SHUFFLE (1 or 0, see
-// chain8), dacc, the type of a chain of sums, keep(d), what a chain's step
+// of its entry (void PM256(int kind, PM_ARGS)), HI_SHUFFLE (1 or 0: see
+// chain8 and pq8_0_256), dacc, the type of a chain of sums, keep(d), what a chain's step
 // ends with, and these steps on
 // unsigned × signed bytes, four a 32-bit lane:
 //
@@ -142,8 +142,8 @@ INLINE LVL void pq4_k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 // pq8_0_256 is pq8_0_512 (one group) for half h, at AVX-VNNI (where q8_w
 // and q8_x change nothing): as Q4_0's, a block's 8 vectors of weights
 // serve a tile of XT4 rows, each row's chain whole, its last 16
-// activations broadcast by vpshufd (Zen 5, 64 rows, k 2048: 157-162 →
-// 164-176 GMAC/s).
+// activations broadcast by vpshufd (Zen 5, 64 rows, k 2048: 159-166 →
+// 168-179 GMAC/s).
 #define Q8_TILE XT4
 INLINE LVL void pq8_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
 	for (int b = 0; b < nb; b++) {
@@ -315,7 +315,7 @@ INLINE LVL void store8(float *p, __m256 v, int n) {
 #define PACKED256(name, group, xt)                                                                             \
 	INLINE LVL void name##_tile(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx,           \
 	                            float *dst, int64_t ds, int n) {                                                 \
-		__m256 acc[XT4];                                                                                   \
+		__m256 acc[XT4];                                                                                     \
 		for (int i = 0; i < nx; i++)                                                                         \
 			acc[i] = _mm256_setzero_ps();                                                                \
 		group(w, nb, h, x, xs, nx, acc);                                                                     \
