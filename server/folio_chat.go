@@ -108,20 +108,11 @@ func (s *Server) folioChat(w http.ResponseWriter, r *http.Request) {
 	}
 	out := newResponder(w, true)
 	out.send(folioStart{settingsOf(conv), messageOf(user)})
-	// a client that goes away (Stop) keeps what it was sent: the engine
-	// may have run ahead of a slow reader, but the reply saved is the one
-	// on the user's screen, marked stopped
-	var sent, sentThinking strings.Builder
 	all, last, err := j.generate(r.Context(), nil, func(d ollamaDelta) {
 		if !d.empty() {
 			out.send(s.chatChunk(conv.Model, d))
-			sent.WriteString(d.content)
-			sentThinking.WriteString(d.thinking)
 		}
 	})
-	if r.Context().Err() != nil {
-		all.content, all.thinking, all.done = sent.String(), sentThinking.String(), false
-	}
 	reply := store.Message{Role: "assistant", Content: all.content, Thinking: all.thinking, Stopped: !all.done}
 	if all.cached != nil {
 		reply.Stats = &store.ReplyStats{PromptTokens: all.metrics.PromptEvalCount, CachedTokens: *all.cached,

@@ -140,8 +140,9 @@ func (j *ollamaJob) run(ctx context.Context, w http.ResponseWriter, stream bool,
 // generate starts the completion and hands each delta but the last to
 // see. It returns the whole answer (all) and the last delta, done, with
 // the figures. When ctx ends first (the client went away) the request is
-// cancelled, see is called no more, and all is what the model generated
-// until it stopped, not done, with the figures if the engine gave them
+// cancelled, see is called no more, and all is what see was handed (the
+// engine may have run ahead of a slow reader; a saved reply is the one
+// the user saw), not done, with the figures if the engine gave them
 // within drainWait; err is nil.
 func (j *ollamaJob) generate(ctx context.Context, calls *toolStream, see func(ollamaDelta)) (all, last ollamaDelta, err error) {
 	st, err := j.c.start(ctx)
@@ -159,8 +160,8 @@ func (j *ollamaJob) generate(ctx context.Context, calls *toolStream, see func(ol
 			if ctx.Err() == nil || events != ctx { // the stream ended, or the drain timed out
 				return all, last, nil
 			}
-			// the engine ends a cancelled request at its next step; keep
-			// what it generated until then
+			// the engine ends a cancelled request at its next step; its
+			// last event has the figures
 			st.Cancel()
 			drain, stop := context.WithTimeout(context.WithoutCancel(ctx), drainWait)
 			defer stop()
@@ -185,19 +186,22 @@ func (j *ollamaJob) generate(ctx context.Context, calls *toolStream, see func(ol
 				d.restored = ev.Stats.RestoredTokens
 			}
 		}
-		content.WriteString(d.content)
-		thinking.WriteString(d.thinking)
-		all.calls = append(all.calls, d.calls...)
-		all.logprobs = append(all.logprobs, d.logprobs...)
+		gone := ctx.Err() != nil
+		if !gone {
+			content.WriteString(d.content)
+			thinking.WriteString(d.thinking)
+			all.calls = append(all.calls, d.calls...)
+			all.logprobs = append(all.logprobs, d.logprobs...)
+		}
 		if !ev.Done {
-			if ctx.Err() == nil {
+			if !gone {
 				see(d)
 			}
 			continue
 		}
 		all.metrics, all.cached, all.restored = d.metrics, d.cached, d.restored
 		switch {
-		case ev.Err != nil && ctx.Err() != nil: // cancelled with the client
+		case gone: // cancelled with the client, or finished after it left
 			return all, last, nil
 		case ev.Err != nil:
 			return all, last, ev.Err

@@ -57,6 +57,18 @@ INLINE LVL __m256i lane4(__m256i v, int j) {
 	}
 }
 
+// x_last16 is what x_step takes of a block's last 16 activations (at xp +
+// hi): with HI_SHUFFLE, all of them in both halves of a vector.
+INLINE LVL __m256i x_last16(const uint8_t *xp, int64_t hi) {
+	return HI_SHUFFLE ? _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(xp + hi))) : _mm256_setzero_si256();
+}
+
+// x_step is the four activations of step u of a block (xp its first 16,
+// xp + hi its last 16, xh x_last16's) in every lane.
+INLINE LVL __m256i x_step(const uint8_t *xp, int64_t hi, __m256i xh, int u) {
+	return u < 4 ? bcast(xp + 4 * u) : HI_SHUFFLE ? lane4(xh, u - 4) : bcast(xp + hi + 4 * (u - 4));
+}
+
 // chain8 is the chain over a 32-element block of lane r's q·x from a0:
 // q[u] holds step u (four quants a lane), xp the block's first 16
 // activations and xp + hi its last 16. Each step broadcasts four
@@ -66,11 +78,10 @@ INLINE LVL __m256i lane4(__m256i v, int j) {
 // 165 → 193 GMAC/s, Q4_K +5%; all 16 by vpshufd 175; at AVX2, whose steps
 // are three vector ops, 5% slower).
 INLINE LVL dacc chain8(const __m256i *q, const uint8_t *xp, int64_t hi, __m256i a0) {
-	__m256i xh = HI_SHUFFLE ? _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(xp + hi))) : a0;
-	dacc s = dot_first(a0, q[0], bcast(xp));
+	__m256i xh = x_last16(xp, hi);
+	dacc s = dot_first(a0, q[0], x_step(xp, hi, xh, 0));
 	for (int u = 1; u < 8; u++) {
-		__m256i xv = u < 4 ? bcast(xp + 4 * u) : HI_SHUFFLE ? lane4(xh, u - 4) : bcast(xp + hi + 4 * (u - 4));
-		s = dot_next(s, q[u], xv);
+		s = dot_next(s, q[u], x_step(xp, hi, xh, u));
 		keep(s);
 	}
 	return s;
@@ -158,10 +169,10 @@ INLINE LVL void pq8_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 		__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 512 * (int64_t)nb + 32 * b + 16 * h)));
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = xb + i * xs;
-			__m256i xh = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(xp + 16)));
+			__m256i xh = x_last16(xp, 16);
 			dacc s = dot_zero();
 			for (int u = 0; u < 8; u++)
-				s = q8_dot(s, u, q[u], q[u], u < 4 ? bcast(xp + 4 * u) : lane4(xh, u - 4));
+				s = q8_dot(s, u, q[u], q[u], x_step(xp, 16, xh, u));
 			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_end(s, bias)), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xp + 64))),
 			                         acc[i]);
 		}
