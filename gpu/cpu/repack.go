@@ -1,6 +1,11 @@
 package cpu
 
-import "folio/models/gguf"
+import (
+	"encoding/binary"
+	"math"
+
+	"folio/models/gguf"
+)
 
 // Q4_0, Q4_K, Q8_0 and F16 weights are repacked once, in Weight, into
 // groups of packRows rows whose blocks are interleaved, so that the kernels
@@ -39,6 +44,19 @@ import "folio/models/gguf"
 //	qs[blocks][8][64] block b's vector j, lane r: quants 4j … 4j+3 of row r.
 //	d[blocks][16]     block b's scales (halves).
 //
+// Q6_K (AVX-512 only), per group and 256-element super-block,
+// q6KPackBytes = 16 · 212, a row's quants q (0-63, ggml's q+32) split into
+// their low four bits and their high two:
+//
+//	ql[8][4][64]  vector (p, j), lane r: bytes 4j … 4j+3 of sub-blocks 2p
+//	              and 2p+1 of row r: the low bits of sub-block 2p's
+//	              elements 4j … 4j+3 in the low nibbles, 2p+1's in the
+//	              high ones.
+//	qh[4][4][64]  vector (u, j), lane r: bits 2m, 2m+1 of byte 4j+i are
+//	              the high bits of sub-block 4u+m's element 4j+i.
+//	sc[8][16][2]  pair p, row r: the int8 scales of sub-blocks 2p, 2p+1.
+//	d[16]         float32 (the half, exactly).
+//
 // F16 (AVX-512 only), per group of blocks blocks of 32 columns, the
 // columns past the last padded with zeros, f16PackBytes = 16 · 64 bytes a
 // block:
@@ -53,6 +71,7 @@ const (
 	packRows      = 16
 	q4_0PackBytes = packRows * 18
 	q4KPackBytes  = packRows * 148
+	q6KPackBytes  = packRows * 212
 	q8_0PackBytes = packRows * 34
 	f16PackBytes  = packRows * 64
 )
@@ -62,7 +81,8 @@ const (
 func packedKind(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	l = l.vector()
 	kind, ok := kernelFor(typ, l)
-	return kind, ok && l != levelNEON && (kind == kindQ4_0 || kind == kindQ4_K || kind == kindQ8_0 || kind == kindF16 && l == levelAVX512)
+	return kind, ok && l != levelNEON && (kind == kindQ4_0 || kind == kindQ4_K || kind == kindQ8_0 ||
+		(kind == kindF16 || kind == kindQ6_K) && l == levelAVX512)
 }
 
 // packBlockBytes is the bytes of one packed block (or super-block) of
@@ -71,6 +91,8 @@ func packBlockBytes(kind kernelKind) int {
 	switch kind {
 	case kindQ4_K:
 		return q4KPackBytes
+	case kindQ6_K:
+		return q6KPackBytes
 	case kindQ8_0:
 		return q8_0PackBytes
 	case kindF16:
@@ -95,7 +117,7 @@ func RepackedBytes(typ gguf.TensorType, rows, cols int) int64 {
 // super-blocks); an F16 row is cut into blocks of 32 columns, its last
 // one padded.
 func packBlockElems(kind kernelKind) int {
-	if kind == kindQ4_K {
+	if kind == kindQ4_K || kind == kindQ6_K {
 		return 256
 	}
 	return 32
@@ -159,6 +181,8 @@ func (t *repackTask) run(_ *worker, lo, hi int) {
 			switch t.dst.kind {
 			case kindQ4_K:
 				packQ4KRow(out, src, r, t.dst.blocks)
+			case kindQ6_K:
+				packQ6KRow(out, src, r, t.dst.blocks)
 			case kindQ8_0:
 				packRow(out, src, r, t.dst.blocks, 32)
 			case kindF16:
@@ -219,4 +243,45 @@ func q4KScaleMin(s []byte, j int) (byte, byte) {
 		return s[j] & 63, s[j+4] & 63
 	}
 	return s[j+4]&0x0f | (s[j-4]>>6)<<4, s[j+4]>>4 | (s[j]>>6)<<4
+}
+
+// packQ6KRow places one Q6_K row (210-byte super-blocks: ql[128], qh[64],
+// int8 scales[16], half d) at lane r.
+func packQ6KRow(out, src []byte, r, blocks int) {
+	for s := range blocks {
+		blk, dst := src[210*s:210*s+210], out[s*q6KPackBytes:]
+		var q [256]byte
+		for e := range q {
+			q[e] = q6KQuant(blk, e)
+		}
+		for g := range 16 { // sub-blocks of 16
+			p, u, m := g/2, g/4, g%4
+			for t := range 16 {
+				at := 64*(t/4) + 4*r + t%4
+				lo, hi := q[16*g+t]&0x0f, q[16*g+t]>>4
+				if g%2 == 0 {
+					dst[256*p+at] = dst[256*p+at]&0xf0 | lo
+				} else {
+					dst[256*p+at] = dst[256*p+at]&0x0f | lo<<4
+				}
+				qh := &dst[2048+256*u+at]
+				*qh = *qh&^(3<<(2*m)) | hi<<(2*m)
+			}
+			dst[3072+32*p+2*r+g%2] = blk[192+g]
+		}
+		binary.LittleEndian.PutUint32(dst[3328+4*r:], math.Float32bits(gguf.F16ToF32(binary.LittleEndian.Uint16(blk[208:]))))
+	}
+}
+
+// q6KQuant is element e's quant (0-63) of a Q6_K super-block, as ggml's
+// dequantize_row_q6_K orders them: in each half of 128, element l of each
+// 32 takes its low bits from ql's nibbles and its high two from qh.
+func q6KQuant(blk []byte, e int) byte {
+	h, t := e/128, e%128
+	l, part := t%32, t/32
+	ql := blk[64*h+l+32*(part%2)]
+	if part >= 2 {
+		ql >>= 4
+	}
+	return ql&0x0f | (blk[128+32*h+l]>>(2*part)&3)<<4
 }

@@ -46,6 +46,16 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 				q = qb >> 4
 			}
 			out[e] = d*float32(sc)*float32(q) - dmin*float32(m)
+		case kindQ6_K:
+			s, j := e/256, e%256
+			sb, t := j/16, j%16
+			blk := g[s*q6KPackBytes:]
+			d := math.Float32frombits(le.Uint32(blk[3328+4*lane:]))
+			sc := int8(blk[3072+32*(sb/2)+2*lane+sb%2])
+			at := 64*(t/4) + 4*lane + t%4
+			q := blk[256*(sb/2)+at] >> (4 * (sb % 2)) & 0x0f
+			q |= blk[2048+256*(sb/4)+at] >> (2 * (sb % 4)) & 3 << 4
+			out[e] = d * float32(sc) * float32(int(q)-32)
 		case kindF16:
 			out[e] = h(g[32*e+2*lane:])
 		}
@@ -56,7 +66,7 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 // packedTypes are the weight types this machine repacks.
 func packedTypes() []gguf.TensorType {
 	var ts []gguf.TensorType
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ8_0, gguf.TypeF16} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ8_0, gguf.TypeF16} {
 		if _, ok := packedKind(typ, bestLevel); ok {
 			ts = append(ts, typ)
 		}
@@ -173,8 +183,8 @@ func TestRepackedBytesAndSlice(t *testing.T) {
 	}
 	b := newTestBackend(t)
 	r := rand.New(rand.NewPCG(54, 55))
-	if n := RepackedBytes(gguf.TypeQ6_K, 16, 256); n != 0 {
-		t.Errorf("RepackedBytes(Q6_K) = %d, want 0", n)
+	if n := RepackedBytes(gguf.TypeMXFP4, 16, 256); n != 0 {
+		t.Errorf("RepackedBytes(MXFP4) = %d, want 0", n)
 	}
 	for _, typ := range packedTypes() {
 		const rows, k = 37, 512

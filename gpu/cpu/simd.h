@@ -62,6 +62,8 @@ _Static_assert(Q8_0_BYTES == 2 + 32, "a Q8_0 block is a half scale and 32 int8 q
 // Repacked weights (repack.go): the bytes of a Q4_K super-block of a group
 // of 16 rows (Q4_0 and Q8_0 groups keep their quants and scales apart).
 #define Q4_KP_BYTES 2368
+// ... and of a Q6_K super-block (AVX-512 only).
+#define Q6_KP_BYTES 3392
 
 // q4k_scales unpacks the 12 scale bytes of a Q4_K super-block into its 8
 // 6-bit scales (bytes 0-7 of u) and 8 6-bit mins (bytes 8-15), as ggml's

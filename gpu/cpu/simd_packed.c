@@ -229,6 +229,64 @@ INLINE AVX512 void pq4_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 	}
 }
 
+// Q6_K_TILE is the activation rows of a packed Q6_K tile: a pair of
+// sub-blocks' 8 vectors of quants, their scales and one int32 sum a row.
+#define Q6_K_TILE 16
+
+// pq6_k_512 adds the dot products of a packed Q6_K group (nb super-blocks
+// at w) with nx XK activation rows into acc. Per pair of sub-blocks of 16,
+// each row's two integer sums of q·x (q unsigned, 0-63: four vpdpbusd
+// each) times their scales, less 32·Σx times them (vpdpwssd of the
+// scales, times -32, with the activations' sums of 16); per super-block,
+// d·dx·that. The sums are integers until then, so a row's result does not
+// depend on its tile.
+INLINE AVX512 void pq6_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
+	const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), n32 = _mm512_set1_epi16(-32);
+	for (int s = 0; s < nb; s++) {
+		const uint8_t *wb = w + (int64_t)s * Q6_KP_BYTES;
+		const uint8_t *xb = x + (int64_t)s * XK_BYTES;
+		if (pf)
+			mm_prefetch(wb + MM_PREFETCH, Q6_KP_BYTES);
+		__m512i isum[Q6_K_TILE]; // nx ≤ Q6_K_TILE
+		for (int i = 0; i < nx; i++)
+			isum[i] = _mm512_setzero_si512();
+		for (int p = 0; p < 8; p++) {
+			const uint8_t *ql = wb + 256 * p, *qh = wb + 2048 + 256 * (p / 2);
+			__m512i q[2][4];
+			for (int j = 0; j < 4; j++) {
+				// sub-blocks 2p and 2p+1 are m = 2(p%2) and m+1 of
+				// their quad: their high bits at 2m and 2m+2, moved to 4
+				__m512i v = _mm512_load_si512(ql + 64 * j), h = _mm512_load_si512(qh + 64 * j);
+				__m512i h0 = p % 2 ? h : _mm512_slli_epi16(h, 4);
+				__m512i h1 = p % 2 ? _mm512_srli_epi16(h, 2) : _mm512_slli_epi16(h, 2);
+				// A | (B & C)
+				q[0][j] = _mm512_ternarylogic_epi32(_mm512_and_si512(v, m4), h0, m30, 0xf8);
+				q[1][j] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), h1, m30, 0xf8);
+			}
+			// lane r: the int16 scales of sub-blocks 2p, 2p+1 of row r
+			__m512i sc = _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(wb + 3072 + 32 * p)));
+			__m512i s0 = _mm512_srai_epi32(_mm512_slli_epi32(sc, 16), 16), s1 = _mm512_srai_epi32(sc, 16);
+			__m512i sn = _mm512_mullo_epi16(sc, n32);
+			for (int i = 0; i < nx; i++) {
+				const uint8_t *xp = xb + i * xs;
+				__m512i t0 = _mm512_setzero_si512(), t1 = _mm512_setzero_si512();
+				for (int j = 0; j < 4; j++) {
+					t0 = _mm512_dpbusd_epi32(t0, q[0][j], _mm512_set1_epi32((int)ld32(xp + 32 * p + 4 * j)));
+					t1 = _mm512_dpbusd_epi32(t1, q[1][j], _mm512_set1_epi32((int)ld32(xp + 32 * p + 16 + 4 * j)));
+				}
+				__m512i u = _mm512_add_epi32(_mm512_mullo_epi32(t0, s0), _mm512_mullo_epi32(t1, s1));
+				u = _mm512_dpwssd_epi32(u, sn, _mm512_set1_epi32((int)ld32(xp + XK_BSUMS + 4 * p)));
+				isum[i] = _mm512_add_epi32(isum[i], u);
+			}
+		}
+		__m512 d = _mm512_load_ps((const float *)(wb + 3328));
+		for (int i = 0; i < nx; i++) {
+			__m512 dx = _mm512_set1_ps(ldf(xb + i * xs + XK_D));
+			acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(d, dx), acc[i]);
+		}
+	}
+}
+
 // PACKED512 defines name(PM_ARGS) over group(w, nb, x, xs, nx, acc, pf):
 // for each group of 16 rows, tiles of up to tile activation rows, each
 // row's sums in one vector, stored masked to the rows that exist.
@@ -281,6 +339,7 @@ static AVX512 void pm_q4_0_512(PM_ARGS) {
 	PAIRS512(pq4_0x2_512)
 }
 PACKED512(pm_q4_k_512, pq4_k_512, Q4_K_TILE)
+PACKED512(pm_q6_k_512, pq6_k_512, Q6_K_TILE)
 
 // folio_matmul_packed: dst[i·ds + r] = w row r · x row i for r < rows and
 // i < nx, w being groups of 16 rows of nb blocks (group_bytes apart) in
@@ -300,6 +359,8 @@ void folio_matmul_packed(int kind, int level, PM_ARGS) {
 			pm_q8_0_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 		else if (kind == KIND_Q4_K)
 			pm_q4_k_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+		else if (kind == KIND_Q6_K)
+			pm_q6_k_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 		else
 			pm_q4_0_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	} else if (level == LEVEL_AVXVNNI) {

@@ -443,11 +443,13 @@ func (ld *loader) loadShape(name string, want []uint64, row0, rows, totalRows, c
 		ld.err = fmt.Errorf("loading %s: %w", name, err)
 		return nil
 	}
-	// A weight the backend repacked is not read again (Embed reads the
-	// token embeddings' rows, so they stay): its file pages leave the
-	// process's memory, which otherwise held the weights twice. A part of
-	// a fused weight keeps them: the other parts may not be repacked.
-	if r, ok := w.(gpu.RepackedWeight); ok && r.Repacked() && name != tokEmbdName && rows == totalRows {
+	// A weight the backend repacked is not read again, or (the token
+	// embeddings tied to the output) only by Embed, a row a token, which
+	// faults those rows' pages back in from the page cache: its file pages
+	// leave the process's memory, which otherwise held the weights twice. A
+	// part of a fused weight keeps them: the other parts may not be
+	// repacked.
+	if r, ok := w.(gpu.RepackedWeight); ok && r.Repacked() && rows == totalRows {
 		ld.f.Release(t)
 	}
 	return w
