@@ -44,7 +44,7 @@ import (
 //	qs[blocks][8][64] block b's vector j, lane r: quants 4j … 4j+3 of row r.
 //	d[blocks][16]     block b's scales (halves).
 //
-// Q6_K (AVX-512 only), per group and 256-element super-block,
+// Q6_K, per group and 256-element super-block,
 // q6KPackBytes = 16 · 212, a row's quants q (0-63, ggml's q+32) split into
 // their low four bits and their high two:
 //
@@ -81,8 +81,8 @@ const (
 func packedKind(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	l = l.vector()
 	kind, ok := kernelFor(typ, l)
-	return kind, ok && l != levelNEON && (kind == kindQ4_0 || kind == kindQ4_K || kind == kindQ8_0 ||
-		(kind == kindF16 || kind == kindQ6_K) && l == levelAVX512)
+	return kind, ok && l != levelNEON && (kind == kindQ4_0 || kind == kindQ4_K || kind == kindQ6_K || kind == kindQ8_0 ||
+		kind == kindF16 && l == levelAVX512)
 }
 
 // packBlockBytes is the bytes of one packed block (or super-block) of

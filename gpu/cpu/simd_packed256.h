@@ -32,6 +32,12 @@
 //	q8_bias(b, u, q)         the chain of what the activations' bias adds
 //	q8_end(s, b)             the int32 sums less that.
 //
+// and, for Q6_K (quants ≤ 63):
+//
+//	q6_scale(sc)             what q6_sub takes of lanes' int32 scales
+//	q6_sub(i, q, xp, sc)     i + sc · the four steps q[0..3] against the
+//	                         16 activations at xp.
+//
 // Only simd_packed_*.c include it (amd64, cgo).
 
 // XT8 is the activation rows of a Q8_0 tile at AVX2: 16 vectors hold a
@@ -146,6 +152,61 @@ INLINE LVL void pq4_k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_mul_ps(d, dx), acc[i]);
 			acc[i] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_mul_ps(dmin, dx), acc[i]);
 		}
+	}
+}
+
+// q6_unpack sets q[0][j] and q[1][j] to the quants (0-63) of sub-blocks 2p
+// and 2p+1 in the 32 bytes at ql + 64j (their low bits) and qh + 64j
+// (their high bits, at 2m of sub-block m of a quad).
+INLINE LVL void q6_unpack(const uint8_t *ql, const uint8_t *qh, int p, __m256i q[2][4]) {
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+	for (int j = 0; j < 4; j++) {
+		__m256i v = _mm256_load_si256((const __m256i *)(ql + 64 * j));
+		__m256i h = _mm256_load_si256((const __m256i *)(qh + 64 * j));
+		__m256i h0 = p % 2 ? h : _mm256_slli_epi16(h, 4);
+		__m256i h1 = p % 2 ? _mm256_srli_epi16(h, 2) : _mm256_slli_epi16(h, 2);
+		q[0][j] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(h0, m30));
+		q[1][j] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_and_si256(h1, m30));
+	}
+}
+
+// q6_pair adds to i, for the rows of half h, the integer sums of pair p of
+// a packed Q6_K super-block (at wb; its quants q) with the XK activations
+// at xp: each sub-block's q·x times its scale (s0, s1: q6_scale's), less
+// 32·Σx times the scales (sn: the pair's int16 scales times -32).
+INLINE LVL __m256i q6_pair(__m256i i, __m256i q[2][4], const uint8_t *xp, int p, __m256i s0, __m256i s1, __m256i sn) {
+	i = q6_sub(q6_sub(i, q[0], xp + 32 * p, s0), q[1], xp + 32 * p + 16, s1);
+	return _mm256_add_epi32(i, _mm256_madd_epi16(sn, bcast(xp + XK_BSUMS + 4 * p)));
+}
+
+// q6_scales sets s0, s1 and sn for pair p of half h of a packed Q6_K
+// super-block at wb.
+INLINE LVL void q6_scales(const uint8_t *wb, int h, int p, __m256i *s0, __m256i *s1, __m256i *sn) {
+	__m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(wb + 3072 + 32 * p + 16 * h)));
+	*s0 = q6_scale(_mm256_srai_epi32(_mm256_slli_epi32(sc, 16), 16));
+	*s1 = q6_scale(_mm256_srai_epi32(sc, 16));
+	*sn = _mm256_mullo_epi16(sc, _mm256_set1_epi16(-32));
+}
+
+// pq6_k_256 is pq6_k_512 for half h of a group.
+INLINE LVL void pq6_k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	for (int s = 0; s < nb; s++) {
+		const uint8_t *wb = w + (int64_t)s * Q6_KP_BYTES;
+		const uint8_t *xb = x + (int64_t)s * XK_BYTES;
+		__m256i isum[XT4];
+		for (int i = 0; i < nx; i++)
+			isum[i] = _mm256_setzero_si256();
+		for (int p = 0; p < 8; p++) {
+			__m256i q[2][4], s0, s1, sn;
+			q6_unpack(wb + 256 * p + 32 * h, wb + 2048 + 256 * (p / 2) + 32 * h, p, q);
+			q6_scales(wb, h, p, &s0, &s1, &sn);
+			for (int i = 0; i < nx; i++)
+				isum[i] = q6_pair(isum[i], q, xb + i * xs, p, s0, s1, sn);
+		}
+		__m256 d = _mm256_load_ps((const float *)(wb + 3328 + 32 * h));
+		for (int i = 0; i < nx; i++)
+			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_mul_ps(d, _mm256_set1_ps(ldf(xb + i * xs + XK_D))),
+			                         acc[i]);
 	}
 }
 
@@ -310,6 +371,29 @@ INLINE LVL void pq8_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *
 	}
 }
 
+// pq6_k_256_1 is pq6_k_256 for one activation row and both halves of a
+// group, a pair's lines whole before the next pair's.
+INLINE LVL void pq6_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	for (int s = 0; s < nb; s++) {
+		const uint8_t *wb = w + (int64_t)s * Q6_KP_BYTES;
+		const uint8_t *xb = x + (int64_t)s * XK_BYTES;
+		mm_prefetch(wb + MM_PREFETCH, Q6_KP_BYTES);
+		__m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+		for (int p = 0; p < 8; p++)
+			for (int h = 0; h < 2; h++) {
+				__m256i q[2][4], s0, s1, sn;
+				q6_unpack(wb + 256 * p + 32 * h, wb + 2048 + 256 * (p / 2) + 32 * h, p, q);
+				q6_scales(wb, h, p, &s0, &s1, &sn);
+				isum[h] = q6_pair(isum[h], q, xb, p, s0, s1, sn);
+			}
+		__m256 dx = _mm256_set1_ps(ldf(xb + XK_D));
+		for (int h = 0; h < 2; h++) {
+			__m256 d = _mm256_load_ps((const float *)(wb + 3328 + 32 * h));
+			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h]), _mm256_mul_ps(d, dx), acc[h]);
+		}
+	}
+}
+
 // store8 writes the first n ≤ 8 lanes of v to p.
 INLINE LVL void store8(float *p, __m256 v, int n) {
 	if (n >= 8) {
@@ -364,13 +448,17 @@ INLINE LVL void store8(float *p, __m256 v, int n) {
 PACKED256(pm_q4_0_256, pq4_0_256, XT4)
 PACKED256(pm_q4_k_256, pq4_k_256, XT4)
 PACKED256(pm_q8_0_256, pq8_0_256, Q8_TILE)
+PACKED256(pm_q6_k_256, pq6_k_256, XT4)
 
-// PM256 is folio_matmul_packed for kinds Q8_0, Q4_K and Q4_0 at this level.
+// PM256 is folio_matmul_packed for kinds Q8_0, Q4_K, Q6_K and Q4_0 at this
+// level.
 void PM256(int kind, PM_ARGS) {
 	if (kind == KIND_Q8_0)
 		pm_q8_0_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	else if (kind == KIND_Q4_K)
 		pm_q4_k_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+	else if (kind == KIND_Q6_K)
+		pm_q6_k_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	else
 		pm_q4_0_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 }
