@@ -38,6 +38,16 @@ import (
 //	                 r's quants: sub-block 2p's elements 4j … 4j+3 in the
 //	                 low nibbles, sub-block 2p+1's in the high ones.
 //
+// Q5_0, per group of blocks blocks, q5_0PackBytes = 16 · 22 bytes a block
+// (packed kernels only: it has no unpacked ones):
+//
+//	blk[blocks]       320 bytes a block: its quants' low four bits as Q4_0's
+//	                  qs[4][64], then qh[64]: lane r, the fifth bits of row
+//	                  r's elements, bit 2j of byte i element 4j+i's and bit
+//	                  2j+1 element 16+4j+i's (vector j's byte i, each
+//	                  nibble's fifth bit where a shift moves it to bit 4).
+//	d[blocks][16]     block b's scales (halves).
+//
 // Q8_0, per group of blocks blocks, as Q4_0's, q8_0PackBytes = 16 · 34
 // bytes a block:
 //
@@ -72,6 +82,7 @@ const (
 	q4_0PackBytes = packRows * 18
 	q4KPackBytes  = packRows * 148
 	q6KPackBytes  = packRows * 212
+	q5_0PackBytes = packRows * 22
 	q8_0PackBytes = packRows * 34
 	f16PackBytes  = packRows * 64
 )
@@ -81,7 +92,7 @@ const (
 func packedKind(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	l = l.vector()
 	kind, ok := kernelFor(typ, l)
-	return kind, ok && l != levelNEON && (kind == kindQ4_0 || kind == kindQ4_K || kind == kindQ6_K || kind == kindQ8_0 ||
+	return kind, ok && l != levelNEON && (kind == kindQ4_0 || kind == kindQ5_0 || kind == kindQ4_K || kind == kindQ6_K || kind == kindQ8_0 ||
 		kind == kindF16 && l == levelAVX512)
 }
 
@@ -93,6 +104,8 @@ func packBlockBytes(kind kernelKind) int {
 		return q4KPackBytes
 	case kindQ6_K:
 		return q6KPackBytes
+	case kindQ5_0:
+		return q5_0PackBytes
 	case kindQ8_0:
 		return q8_0PackBytes
 	case kindF16:
@@ -183,6 +196,8 @@ func (t *repackTask) run(_ *worker, lo, hi int) {
 				packQ4KRow(out, src, r, t.dst.blocks)
 			case kindQ6_K:
 				packQ6KRow(out, src, r, t.dst.blocks)
+			case kindQ5_0:
+				packQ5_0Row(out, src, r, t.dst.blocks)
 			case kindQ8_0:
 				packRow(out, src, r, t.dst.blocks, 32)
 			case kindF16:
@@ -284,4 +299,22 @@ func q6KQuant(blk []byte, e int) byte {
 		ql >>= 4
 	}
 	return ql&0x0f | (blk[128+32*h+l]>>(2*part)&3)<<4
+}
+
+// packQ5_0Row places one Q5_0 row (22-byte blocks: a half d, the uint32 of
+// fifth bits qh, 16 bytes of nibbles) at lane r.
+func packQ5_0Row(out, src []byte, r, blocks int) {
+	for b := range blocks {
+		blk, dst := src[22*b:22*b+22], out[320*b:]
+		copy(out[320*blocks+32*b+2*r:], blk[:2])
+		qh := binary.LittleEndian.Uint32(blk[2:6])
+		var h uint32
+		for j := range 4 {
+			copy(dst[64*j+4*r:], blk[6+4*j:10+4*j])
+			for i := range 4 {
+				h |= (qh>>(4*j+i)&1)<<(8*i+2*j) | (qh>>(16+4*j+i)&1)<<(8*i+2*j+1)
+			}
+		}
+		binary.LittleEndian.PutUint32(dst[256+4*r:], h)
+	}
 }

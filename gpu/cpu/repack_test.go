@@ -46,6 +46,17 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 				q = qb >> 4
 			}
 			out[e] = d*float32(sc)*float32(q) - dmin*float32(m)
+		case kindQ5_0:
+			b, j := e/32, e%32
+			d := h(g[320*p.blocks+32*b+2*lane:])
+			at := 320*b + 64*(j%16/4) + 4*lane + j%4
+			q := g[at] & 0x0f
+			hbit := g[320*b+256+4*lane+j%4] >> (2 * (j % 16 / 4)) & 1
+			if j >= 16 {
+				q = g[at] >> 4
+				hbit = g[320*b+256+4*lane+j%4] >> (2*(j%16/4) + 1) & 1
+			}
+			out[e] = d * float32(int(q|hbit<<4)-16)
 		case kindQ6_K:
 			s, j := e/256, e%256
 			sb, t := j/16, j%16
@@ -66,7 +77,7 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 // packedTypes are the weight types this machine repacks.
 func packedTypes() []gguf.TensorType {
 	var ts []gguf.TensorType
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ8_0, gguf.TypeF16} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ8_0, gguf.TypeF16} {
 		if _, ok := packedKind(typ, bestLevel); ok {
 			ts = append(ts, typ)
 		}

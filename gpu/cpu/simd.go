@@ -124,6 +124,7 @@ const (
 	kindQ6_K
 	kindF16
 	kindMXFP4
+	kindQ5_0
 )
 
 // kernelFor returns the SIMD kernel of weight type typ at level l, if any.
@@ -144,6 +145,10 @@ func kernelFor(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 		return kindF16, true
 	case gguf.TypeMXFP4:
 		return kindMXFP4, true
+	case gguf.TypeQ5_0:
+		// packed kernels only (repack.go): every weight that is
+		// multiplied is repacked at x86 levels; NEON has none
+		return kindQ5_0, l != levelNEON
 	}
 	return 0, false
 }

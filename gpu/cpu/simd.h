@@ -18,7 +18,7 @@
 #define INLINE static inline __attribute__((always_inline))
 
 // Kernel kinds: the weight type, which also fixes the activation format.
-enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4, KIND_MXFP4 = 5 };
+enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4, KIND_MXFP4 = 5, KIND_Q5_0 = 6 };
 // Dispatch levels (Go's simdLevel). Go passes LEVEL_AMX to the packed
 // matmul and attention only, LEVEL_AVX512BF16 to attention only: their
 // other kernels are AVX-512's.
@@ -270,6 +270,7 @@ INLINE void quantize_rows(int kind, const float *x, int64_t xstride, int n, int 
 			x8p(x, k, out);
 			break;
 		case KIND_Q4_0:
+		case KIND_Q5_0:
 			x4g(x, k, out);
 			break;
 		case KIND_Q4_K:

@@ -229,6 +229,57 @@ INLINE AVX512 void pq4_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 	}
 }
 
+// q5_hi moves the fifth bits of vector j's low (hi = 0) or high (hi = 1)
+// nibbles, bit 2j+hi of each byte of a packed Q5_0 block's qh, to bit 4
+// (the other bits are the caller's to mask).
+INLINE AVX512 __m512i q5_hi(__m512i h, int j, int hi) {
+	switch (2 * j + hi) {
+	case 0: return _mm512_slli_epi16(h, 4);
+	case 1: return _mm512_slli_epi16(h, 3);
+	case 2: return _mm512_slli_epi16(h, 2);
+	case 3: return _mm512_slli_epi16(h, 1);
+	case 4: return h;
+	case 5: return _mm512_srli_epi16(h, 1);
+	case 6: return _mm512_srli_epi16(h, 2);
+	default: return _mm512_srli_epi16(h, 3);
+	}
+}
+
+// Q5_0_TILE is the activation rows of a packed Q5_0 tile, as Q4_0's.
+#define Q5_0_TILE 16
+
+// pq5_0_512 adds the dot products of a packed Q5_0 group (nb blocks of
+// 320 bytes at w, scales after them) with nx X4G activation rows into acc:
+// pq4_0_512's steps on 5-bit quants (0-31), each a nibble and its fifth
+// bit joined by vpternlogd, and the activations' bias -8·Σq doubled.
+INLINE AVX512 void pq5_0_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
+	const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
+	const uint8_t *ds = w + 320 * (int64_t)nb;
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + 320 * (int64_t)b;
+		if (pf)
+			mm_prefetch(wb + MM_PREFETCH, 320);
+		__m512i h = _mm512_load_si512(wb + 256), lo[4], hi[4];
+		for (int j = 0; j < 4; j++) {
+			__m512i v = _mm512_load_si512(wb + 64 * j);
+			// A | (B & C)
+			lo[j] = _mm512_ternarylogic_epi32(_mm512_and_si512(v, m4), q5_hi(h, j, 0), m10, 0xf8);
+			hi[j] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), q5_hi(h, j, 1), m10, 0xf8);
+		}
+		__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ds + 32 * b)));
+		const uint8_t *xb = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = xb + i * xs;
+			__m512i s = _mm512_set1_epi32((int)(2 * ld32(xp + 192))); // -16·Σq
+			for (int j = 0; j < 4; j++)
+				s = _mm512_dpbusd_epi32(s, lo[j], _mm512_set1_epi32((int)ld32(xp + 4 * j)));
+			for (int j = 0; j < 4; j++)
+				s = _mm512_dpbusd_epi32(s, hi[j], _mm512_set1_epi32((int)ld32(xp + 64 + 4 * j)));
+			acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(ldf(xp + 128))), acc[i]);
+		}
+	}
+}
+
 // Q6_K_TILE is the activation rows of a packed Q6_K tile: a pair of
 // sub-blocks' 8 vectors of quants, their scales and one int32 sum a row.
 #define Q6_K_TILE 16
@@ -340,6 +391,7 @@ static AVX512 void pm_q4_0_512(PM_ARGS) {
 }
 PACKED512(pm_q4_k_512, pq4_k_512, Q4_K_TILE)
 PACKED512(pm_q6_k_512, pq6_k_512, Q6_K_TILE)
+PACKED512(pm_q5_0_512, pq5_0_512, Q5_0_TILE)
 
 // folio_matmul_packed: dst[i·ds + r] = w row r · x row i for r < rows and
 // i < nx, w being groups of 16 rows of nb blocks (group_bytes apart) in
@@ -361,6 +413,8 @@ void folio_matmul_packed(int kind, int level, PM_ARGS) {
 			pm_q4_k_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 		else if (kind == KIND_Q6_K)
 			pm_q6_k_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+		else if (kind == KIND_Q5_0)
+			pm_q5_0_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 		else
 			pm_q4_0_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	} else if (level == LEVEL_AVXVNNI) {

@@ -155,6 +155,56 @@ INLINE LVL void pq4_k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 	}
 }
 
+// q5_unpack sets q[j] and q[4 + j] to the 5-bit quants of vector j's low
+// and high nibbles in half h's 32 bytes of a packed Q5_0 block at wb, their
+// fifth bits from its qh (bit 2j, 2j+1 of each byte) moved to bit 4.
+INLINE LVL void q5_unpack(const uint8_t *wb, int h, __m256i *q) {
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m10 = _mm256_set1_epi8(0x10);
+	__m256i qh = _mm256_load_si256((const __m256i *)(wb + 256 + 32 * h));
+	for (int j = 0; j < 4; j++) {
+		__m256i v = _mm256_load_si256((const __m256i *)(wb + 64 * j + 32 * h));
+		// bit 2j to 4, bit 2j+1 to 4
+		__m256i hl = j < 2 ? _mm256_slli_epi16(qh, 4 - 2 * j) : j == 2 ? qh : _mm256_srli_epi16(qh, 2);
+		__m256i hh = j < 2 ? _mm256_slli_epi16(qh, 3 - 2 * j) : _mm256_srli_epi16(qh, 2 * j - 3);
+		q[j] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(hl, m10));
+		q[4 + j] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_and_si256(hh, m10));
+	}
+}
+
+// chain4x2 is chain8 for quants up to 31 (Q5_0): a pair of two 4-bit-quant
+// steps no longer fits vpmaddubsw's int16 sums eight times over, so the
+// block's first 16 and last 16 are two chains of four, each ended to int32.
+INLINE LVL __m256i chain4x2(const __m256i *q, const uint8_t *xp, int64_t hi, __m256i a0) {
+	const __m256i z = _mm256_setzero_si256();
+	__m256i xh = x_last16(xp, hi);
+	dacc s = dot_first(a0, q[0], x_step(xp, hi, xh, 0));
+	dacc t = dot_first(z, q[4], x_step(xp, hi, xh, 4));
+	for (int u = 1; u < 4; u++) {
+		s = dot_next(s, q[u], x_step(xp, hi, xh, u));
+		t = dot_next(t, q[4 + u], x_step(xp, hi, xh, 4 + u));
+		keep(s);
+		keep(t);
+	}
+	return _mm256_add_epi32(dot_end(s, a0), dot_end(t, z));
+}
+
+// pq5_0_256 is simd_packed.c's pq5_0_512 for half h of a group.
+INLINE LVL void pq5_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	const uint8_t *ds = w + 320 * (int64_t)nb;
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + 320 * (int64_t)b;
+		__m256i q[8];
+		q5_unpack(wb, h, q);
+		__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * b + 16 * h)));
+		const uint8_t *xb = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = xb + i * xs;
+			__m256i s = chain4x2(q, xp, 64, _mm256_set1_epi32((int)(2 * ld32(xp + 192)))); // -16·Σq
+			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xp + 128))), acc[i]);
+		}
+	}
+}
+
 // q6_unpack sets q[0][j] and q[1][j] to the quants (0-63) of sub-blocks 2p
 // and 2p+1 in the 32 bytes at ql + 64j (their low bits) and qh + 64j
 // (their high bits, at 2m of sub-block m of a quad).
@@ -371,6 +421,25 @@ INLINE LVL void pq8_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *
 	}
 }
 
+// pq5_0_256_1 is pq5_0_256 for one activation row and both halves of a
+// group.
+INLINE LVL void pq5_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	const uint8_t *ds = w + 320 * (int64_t)nb;
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + 320 * (int64_t)b;
+		mm_prefetch(wb + MM_PREFETCH, 320);
+		const uint8_t *xp = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
+		__m256 dx = _mm256_set1_ps(ldf(xp + 128));
+		__m256i bias = _mm256_set1_epi32((int)(2 * ld32(xp + 192))); // -16·Σq
+		for (int h = 0; h < 2; h++) {
+			__m256i q[8];
+			q5_unpack(wb, h, q);
+			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * b + 16 * h)));
+			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(chain4x2(q, xp, 64, bias)), _mm256_mul_ps(dw, dx), acc[h]);
+		}
+	}
+}
+
 // pq6_k_256_1 is pq6_k_256 for one activation row and both halves of a
 // group, a pair's lines whole before the next pair's.
 INLINE LVL void pq6_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
@@ -449,9 +518,10 @@ PACKED256(pm_q4_0_256, pq4_0_256, XT4)
 PACKED256(pm_q4_k_256, pq4_k_256, XT4)
 PACKED256(pm_q8_0_256, pq8_0_256, Q8_TILE)
 PACKED256(pm_q6_k_256, pq6_k_256, XT4)
+PACKED256(pm_q5_0_256, pq5_0_256, XT4)
 
-// PM256 is folio_matmul_packed for kinds Q8_0, Q4_K, Q6_K and Q4_0 at this
-// level.
+// PM256 is folio_matmul_packed for kinds Q8_0, Q4_K, Q6_K, Q5_0 and Q4_0 at
+// this level.
 void PM256(int kind, PM_ARGS) {
 	if (kind == KIND_Q8_0)
 		pm_q8_0_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
@@ -459,6 +529,8 @@ void PM256(int kind, PM_ARGS) {
 		pm_q4_k_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	else if (kind == KIND_Q6_K)
 		pm_q6_k_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+	else if (kind == KIND_Q5_0)
+		pm_q5_0_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	else
 		pm_q4_0_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 }

@@ -55,7 +55,7 @@ func quantizeXRef(kind kernelKind, x []float32) []byte {
 				out[nb/2*x8pBytes+32+j] = 0x80
 			}
 		}
-	case kindQ4_0:
+	case kindQ4_0, kindQ5_0:
 		for b := range k / 32 {
 			g := out[b/4*x4gBytes:]
 			j := b % 4
@@ -116,7 +116,7 @@ func dequantizeXRef(kind kernelKind, row []byte, k int) []float32 {
 		case kindQ8_0, kindMXFP4:
 			p := row[b/2*x8pBytes:]
 			x[e] = float32(int8(p[32*(b%2)+j]^0x80)) * f32(p[64+32*(b%2):])
-		case kindQ4_0:
+		case kindQ4_0, kindQ5_0:
 			g := row[b/4*x4gBytes:]
 			at := 16*(b%4) + j
 			if j >= 16 {
