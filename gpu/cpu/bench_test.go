@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"testing"
 
@@ -113,15 +114,17 @@ func BenchmarkAttentionDecode(b *testing.B) {
 // over a 1024 × k weight and n activation rows (n=1: a decode step; 64: a
 // prefill tile), as GMAC/s and weight bytes per second.
 func BenchmarkKernel(b *testing.B) {
+	types := maps.Clone(kernelTypes)
+	maps.Copy(types, packedOnlyTypes)
 	for _, l := range supportedLevels()[1:] {
-		for kind, typ := range kernelTypes {
+		for kind, typ := range types {
 			for _, n := range []int{1, 4, 16, 64} {
 				for _, k := range []int{576, 2048} {
 					if k%typ.BlockSize() != 0 {
 						continue
 					}
 					for _, packed := range []bool{false, true} {
-						if _, ok := packedKind(typ, l); packed && !ok {
+						if _, ok := packedKind(typ, l); packed && !ok || !packed && packedOnlyTypes[kind] == typ {
 							continue
 						}
 						name := fmt.Sprintf("%v/%v/n=%d/k=%d", l, typ, n, k)

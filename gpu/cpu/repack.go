@@ -48,6 +48,14 @@ import (
 //	                  nibble's fifth bit where a shift moves it to bit 4).
 //	d[blocks][16]     block b's scales (halves).
 //
+// Q5_K, per group and super-block, q5KPackBytes = 16 · 180: Q4_K's 2368
+// bytes (its quants' low four bits), then
+//
+//	qh[8][64]        vector t, lane r: bytes 4t … 4t+3 of row r's fifth
+//	                 bits: bit j of byte i is sub-block j's element 4t+i's
+//	                 (sub-block j's elements 4t … 4t+3 are Q4_K's vector
+//	                 (j/2, t), in its low or high nibbles).
+//
 // Q8_0, per group of blocks blocks, as Q4_0's, q8_0PackBytes = 16 · 34
 // bytes a block:
 //
@@ -83,6 +91,7 @@ const (
 	q4KPackBytes  = packRows * 148
 	q6KPackBytes  = packRows * 212
 	q5_0PackBytes = packRows * 22
+	q5KPackBytes  = packRows * 180
 	q8_0PackBytes = packRows * 34
 	f16PackBytes  = packRows * 64
 )
@@ -92,7 +101,7 @@ const (
 func packedKind(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	l = l.vector()
 	kind, ok := kernelFor(typ, l)
-	return kind, ok && l != levelNEON && (kind == kindQ4_0 || kind == kindQ5_0 || kind == kindQ4_K || kind == kindQ6_K || kind == kindQ8_0 ||
+	return kind, ok && l != levelNEON && (kind == kindQ4_0 || kind == kindQ5_0 || kind == kindQ4_K || kind == kindQ5_K || kind == kindQ6_K || kind == kindQ8_0 ||
 		kind == kindF16 && l == levelAVX512)
 }
 
@@ -106,6 +115,8 @@ func packBlockBytes(kind kernelKind) int {
 		return q6KPackBytes
 	case kindQ5_0:
 		return q5_0PackBytes
+	case kindQ5_K:
+		return q5KPackBytes
 	case kindQ8_0:
 		return q8_0PackBytes
 	case kindF16:
@@ -130,7 +141,7 @@ func RepackedBytes(typ gguf.TensorType, rows, cols int) int64 {
 // super-blocks); an F16 row is cut into blocks of 32 columns, its last
 // one padded.
 func packBlockElems(kind kernelKind) int {
-	if kind == kindQ4_K || kind == kindQ6_K {
+	if kind == kindQ4_K || kind == kindQ5_K || kind == kindQ6_K {
 		return 256
 	}
 	return 32
@@ -193,7 +204,9 @@ func (t *repackTask) run(_ *worker, lo, hi int) {
 			src := t.src.data[row*t.src.rowBytes : (row+1)*t.src.rowBytes]
 			switch t.dst.kind {
 			case kindQ4_K:
-				packQ4KRow(out, src, r, t.dst.blocks)
+				packKRow(out, src, r, t.dst.blocks, false)
+			case kindQ5_K:
+				packKRow(out, src, r, t.dst.blocks, true)
 			case kindQ6_K:
 				packQ6KRow(out, src, r, t.dst.blocks)
 			case kindQ5_0:
@@ -231,11 +244,22 @@ func packF16Row(out, src []byte, r int) {
 	}
 }
 
-// packQ4KRow places one Q4_K row (144-byte super-blocks: halves d and
-// dmin, 12 bytes of 6-bit scales and mins, 128 quant bytes) at lane r.
-func packQ4KRow(out, src []byte, r, blocks int) {
+// packKRow places one Q4_K row (144-byte super-blocks: halves d and
+// dmin, 12 bytes of 6-bit scales and mins, 128 quant bytes) at lane r, or
+// with five a Q5_K row (176 bytes: the same with 32 bytes of fifth bits
+// before the quants).
+func packKRow(out, src []byte, r, blocks int, five bool) {
+	bb, qs, pb := 144, 16, q4KPackBytes
+	if five {
+		bb, qs, pb = 176, 48, q5KPackBytes
+	}
 	for s := range blocks {
-		blk, dst := src[144*s:144*s+144], out[s*q4KPackBytes:]
+		blk, dst := src[bb*s:bb*s+bb], out[s*pb:]
+		if five {
+			for t := range 8 {
+				copy(dst[q4KPackBytes+64*t+4*r:], blk[16+4*t:20+4*t])
+			}
+		}
 		copy(dst[2*r:], blk[:2])
 		copy(dst[32+2*r:], blk[2:4])
 		for j := range 8 {
@@ -245,7 +269,7 @@ func packQ4KRow(out, src []byte, r, blocks int) {
 		}
 		for p := range 4 {
 			for j := range 8 {
-				copy(dst[320+512*p+64*j+4*r:], blk[16+32*p+4*j:20+32*p+4*j])
+				copy(dst[320+512*p+64*j+4*r:], blk[qs+32*p+4*j:qs+4+32*p+4*j])
 			}
 		}
 	}

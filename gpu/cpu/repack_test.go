@@ -33,10 +33,14 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 			b, j := e/32, e%32
 			d := h(g[512*p.blocks+32*b+2*lane:])
 			out[e] = d * float32(int8(g[512*b+64*(j/4)+4*lane+j%4]))
-		case kindQ4_K:
+		case kindQ4_K, kindQ5_K:
 			s, j := e/256, e%256
 			sb, t := j/32, j%32
-			blk := g[s*q4KPackBytes:]
+			pb := q4KPackBytes
+			if p.kind == kindQ5_K {
+				pb = q5KPackBytes
+			}
+			blk := g[s*pb:]
 			d, dmin := h(blk[2*lane:]), h(blk[32+2*lane:])
 			sc := blk[64+16*sb+lane]
 			m := blk[192+32*(sb/2)+2*lane+sb%2]
@@ -44,6 +48,9 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 			q := qb & 0x0f
 			if sb%2 == 1 {
 				q = qb >> 4
+			}
+			if p.kind == kindQ5_K {
+				q |= blk[q4KPackBytes+64*(t/4)+4*lane+t%4] >> sb & 1 << 4
 			}
 			out[e] = d*float32(sc)*float32(q) - dmin*float32(m)
 		case kindQ5_0:
@@ -77,7 +84,7 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 // packedTypes are the weight types this machine repacks.
 func packedTypes() []gguf.TensorType {
 	var ts []gguf.TensorType
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ8_0, gguf.TypeF16} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeQ8_0, gguf.TypeF16} {
 		if _, ok := packedKind(typ, bestLevel); ok {
 			ts = append(ts, typ)
 		}

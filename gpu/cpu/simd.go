@@ -125,6 +125,7 @@ const (
 	kindF16
 	kindMXFP4
 	kindQ5_0
+	kindQ5_K
 )
 
 // kernelFor returns the SIMD kernel of weight type typ at level l, if any.
@@ -146,9 +147,11 @@ func kernelFor(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	case gguf.TypeMXFP4:
 		return kindMXFP4, true
 	case gguf.TypeQ5_0:
-		// packed kernels only (repack.go): every weight that is
-		// multiplied is repacked at x86 levels; NEON has none
+		// Q5_0 and Q5_K: packed kernels only (repack.go): every weight
+		// that is multiplied is repacked at x86 levels; NEON has none
 		return kindQ5_0, l != levelNEON
+	case gguf.TypeQ5_K:
+		return kindQ5_K, l != levelNEON
 	}
 	return 0, false
 }

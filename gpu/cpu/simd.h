@@ -18,7 +18,7 @@
 #define INLINE static inline __attribute__((always_inline))
 
 // Kernel kinds: the weight type, which also fixes the activation format.
-enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4, KIND_MXFP4 = 5, KIND_Q5_0 = 6 };
+enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4, KIND_MXFP4 = 5, KIND_Q5_0 = 6, KIND_Q5_K = 7 };
 // Dispatch levels (Go's simdLevel). Go passes LEVEL_AMX to the packed
 // matmul and attention only, LEVEL_AVX512BF16 to attention only: their
 // other kernels are AVX-512's.
@@ -64,6 +64,8 @@ _Static_assert(Q8_0_BYTES == 2 + 32, "a Q8_0 block is a half scale and 32 int8 q
 #define Q4_KP_BYTES 2368
 // ... and of a Q6_K super-block (AVX-512 only).
 #define Q6_KP_BYTES 3392
+// ... and of a Q5_K one: Q4_K's, then the fifth bits.
+#define Q5_KP_BYTES 2880
 
 // q4k_scales unpacks the 12 scale bytes of a Q4_K super-block into its 8
 // 6-bit scales (bytes 0-7 of u) and 8 6-bit mins (bytes 8-15), as ggml's
@@ -274,6 +276,7 @@ INLINE void quantize_rows(int kind, const float *x, int64_t xstride, int n, int 
 			x4g(x, k, out);
 			break;
 		case KIND_Q4_K:
+		case KIND_Q5_K:
 		case KIND_Q6_K:
 			xk(x, k, out);
 			break;

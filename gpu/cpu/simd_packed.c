@@ -51,36 +51,60 @@ INLINE AVX512 void pq4_0_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 	}
 }
 
-// pq4_0x2_512 sets acc[G·i + g] to the dot products of G (1 or 2) Q4_0
+// q5_hi moves bit 2j+hi of each byte of h to bit 4 (the other bits are
+// the caller's to mask): in a packed Q5_0 block's qh, the fifth bits of
+// vector j's low (hi = 0) or high (hi = 1) nibbles; in a packed Q5_K
+// super-block's, sub-block 2j+hi's.
+INLINE AVX512 __m512i q5_hi(__m512i h, int j, int hi) {
+	switch (2 * j + hi) {
+	case 0: return _mm512_slli_epi16(h, 4);
+	case 1: return _mm512_slli_epi16(h, 3);
+	case 2: return _mm512_slli_epi16(h, 2);
+	case 3: return _mm512_slli_epi16(h, 1);
+	case 4: return h;
+	case 5: return _mm512_srli_epi16(h, 1);
+	case 6: return _mm512_srli_epi16(h, 2);
+	default: return _mm512_srli_epi16(h, 3);
+	}
+}
+
+// pq40x2_512 sets acc[G·i + g] to the dot products of G (1 or 2) Q4_0
 // groups, gb bytes apart, with nx X4G activation rows, for tiles of many
 // rows: as pq8_0_512 does for Q8_0, one broadcast of four activations
 // feeds both groups' vpdpbusd (pq4_0_512 broadcasts them for one group),
 // and the accumulators stay in memory. A row's integer sum and its float
-// steps are pq4_0_512's, so the two agree bit for bit.
-INLINE AVX512 void pq4_0x2_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
-                               __m512 *acc, int pf) {
-	const __m512i m4 = _mm512_set1_epi8(0x0f);
+// steps are pq4_0_512's, so the two agree bit for bit. With five, the
+// groups are Q5_0's and the sums pq5_0_512's.
+INLINE AVX512 void pq40x2_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
+                              __m512 *acc, int pf, int five) {
+	const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
+	const int64_t bb = five ? 320 : 256; // a block's bytes before the scales
 	for (int b = 0; b < nb; b++) {
 		__m512i lo[2][4], hi[2][4];
 		__m512 dw[2];
 		for (int g = 0; g < G; g++) {
-			const uint8_t *wg = w + g * gb, *wb = wg + 256 * (int64_t)b;
+			const uint8_t *wg = w + g * gb, *wb = wg + bb * b;
 			if (pf) {
 				const uint8_t *p = wb + MM_PREFETCH;
-				mm_prefetch(p < wg + gb ? p : p + (G - 1) * gb, 256);
+				mm_prefetch(p < wg + gb ? p : p + (G - 1) * gb, bb);
 			}
 			for (int j = 0; j < 4; j++) {
 				__m512i v = _mm512_load_si512(wb + 64 * j);
 				lo[g][j] = _mm512_and_si512(v, m4);
 				hi[g][j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+				if (five) { // A | (B & C)
+					__m512i h = _mm512_load_si512(wb + 256);
+					lo[g][j] = _mm512_ternarylogic_epi32(lo[g][j], q5_hi(h, j, 0), m10, 0xf8);
+					hi[g][j] = _mm512_ternarylogic_epi32(hi[g][j], q5_hi(h, j, 1), m10, 0xf8);
+				}
 			}
-			dw[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wg + 256 * (int64_t)nb + 32 * b)));
+			dw[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wg + bb * nb + 32 * b)));
 		}
 		const uint8_t *xb = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = xb + i * xs;
 			__m512i s[2];
-			s[0] = s[1] = _mm512_set1_epi32((int)ld32(xp + 192)); // -8·Σq
+			s[0] = s[1] = _mm512_set1_epi32((int)((five ? 2 : 1) * ld32(xp + 192))); // -8·Σq, -16·Σq
 			for (int j = 0; j < 4; j++) {
 				__m512i xj = _mm512_set1_epi32((int)ld32(xp + 4 * j));
 				for (int g = 0; g < G; g++)
@@ -97,6 +121,15 @@ INLINE AVX512 void pq4_0x2_512(const uint8_t *w, int64_t gb, int G, int nb, cons
 				                                 b ? acc[G * i + g] : _mm512_setzero_ps());
 		}
 	}
+}
+
+INLINE AVX512 void pq4_0x2_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
+                               __m512 *acc, int pf) {
+	pq40x2_512(w, gb, G, nb, x, xs, nx, acc, pf, 0);
+}
+INLINE AVX512 void pq5_0x2_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
+                               __m512 *acc, int pf) {
+	pq40x2_512(w, gb, G, nb, x, xs, nx, acc, pf, 1);
 }
 
 // pq8_0_512 sets acc[G·i + g] to the dot products of G (1 or 2) Q8_0
@@ -192,18 +225,21 @@ static AVX512 void pm_q8_0_512(PM_ARGS) {
 // vectors of quants, its scales and one int32 sum a row fit 32 registers.
 #define Q4_K_TILE 16
 
-// pq4_k_512 adds the dot products of a Q4_K group (nb super-blocks at w)
-// with nx XK activation rows into acc: per sub-block, the integer sum of
-// q·x times its scale (two chains of four vpdpbusd, added before it: one
-// chain of eight waited on itself); per super-block, d·dx·that −
-// dmin·dx·Σ min·Σx.
-INLINE AVX512 void pq4_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
-	const __m512i m4 = _mm512_set1_epi8(0x0f);
+// pqk_512 adds the dot products of a packed Q4_K group (nb super-blocks at
+// w) with nx XK activation rows into acc, or with five those of a packed
+// Q5_K group (each quant's fifth bit joined to its nibble by vpternlogd):
+// per sub-block, the integer sum of q·x times its scale (two chains of
+// four vpdpbusd, added before it: one chain of eight waited on itself);
+// per super-block, d·dx·that − dmin·dx·Σ min·Σx.
+INLINE AVX512 void pqk_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf,
+                           int five) {
+	const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
+	const int64_t sb = five ? Q5_KP_BYTES : Q4_KP_BYTES;
 	for (int s = 0; s < nb; s++) {
-		const uint8_t *wb = w + (int64_t)s * Q4_KP_BYTES;
+		const uint8_t *wb = w + (int64_t)s * sb;
 		const uint8_t *xb = x + (int64_t)s * XK_BYTES;
 		if (pf)
-			mm_prefetch(wb + MM_PREFETCH, Q4_KP_BYTES);
+			mm_prefetch(wb + MM_PREFETCH, sb);
 		__m512i isum[Q4_K_TILE]; // nx ≤ Q4_K_TILE
 		for (int i = 0; i < nx; i++)
 			isum[i] = _mm512_setzero_si512();
@@ -213,6 +249,9 @@ INLINE AVX512 void pq4_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 			for (int t = 0; t < 8; t++) {
 				__m512i v = _mm512_load_si512(qb + 64 * t);
 				q[t] = _mm512_and_si512(j % 2 ? _mm512_srli_epi16(v, 4) : v, m4);
+				if (five) // A | (B & C)
+					q[t] = _mm512_ternarylogic_epi32(q[t], q5_hi(_mm512_load_si512(wb + Q4_KP_BYTES + 64 * t), j / 2, j % 2),
+					                                 m10, 0xf8);
 			}
 			__m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(wb + 64 + 16 * j)));
 			for (int i = 0; i < nx; i++) {
@@ -229,20 +268,11 @@ INLINE AVX512 void pq4_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 	}
 }
 
-// q5_hi moves the fifth bits of vector j's low (hi = 0) or high (hi = 1)
-// nibbles, bit 2j+hi of each byte of a packed Q5_0 block's qh, to bit 4
-// (the other bits are the caller's to mask).
-INLINE AVX512 __m512i q5_hi(__m512i h, int j, int hi) {
-	switch (2 * j + hi) {
-	case 0: return _mm512_slli_epi16(h, 4);
-	case 1: return _mm512_slli_epi16(h, 3);
-	case 2: return _mm512_slli_epi16(h, 2);
-	case 3: return _mm512_slli_epi16(h, 1);
-	case 4: return h;
-	case 5: return _mm512_srli_epi16(h, 1);
-	case 6: return _mm512_srli_epi16(h, 2);
-	default: return _mm512_srli_epi16(h, 3);
-	}
+INLINE AVX512 void pq4_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
+	pqk_512(w, nb, x, xs, nx, acc, pf, 0);
+}
+INLINE AVX512 void pq5_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
+	pqk_512(w, nb, x, xs, nx, acc, pf, 1);
 }
 
 // Q5_0_TILE is the activation rows of a packed Q5_0 tile, as Q4_0's.
@@ -391,7 +421,17 @@ static AVX512 void pm_q4_0_512(PM_ARGS) {
 }
 PACKED512(pm_q4_k_512, pq4_k_512, Q4_K_TILE)
 PACKED512(pm_q6_k_512, pq6_k_512, Q6_K_TILE)
-PACKED512(pm_q5_0_512, pq5_0_512, Q5_0_TILE)
+PACKED512(pm_q5_0_512_rows, pq5_0_512, Q5_0_TILE)
+
+// pm_q5_0_512 is pm_q4_0_512 for Q5_0.
+static AVX512 void pm_q5_0_512(PM_ARGS) {
+	if (nx < Q4_0_PAIRS) {
+		pm_q5_0_512_rows(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+		return;
+	}
+	PAIRS512(pq5_0x2_512)
+}
+PACKED512(pm_q5_k_512, pq5_k_512, Q4_K_TILE)
 
 // folio_matmul_packed: dst[i·ds + r] = w row r · x row i for r < rows and
 // i < nx, w being groups of 16 rows of nb blocks (group_bytes apart) in
@@ -415,6 +455,8 @@ void folio_matmul_packed(int kind, int level, PM_ARGS) {
 			pm_q6_k_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 		else if (kind == KIND_Q5_0)
 			pm_q5_0_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+		else if (kind == KIND_Q5_K)
+			pm_q5_k_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 		else
 			pm_q4_0_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	} else if (level == LEVEL_AVXVNNI) {

@@ -32,7 +32,7 @@
 //	q8_bias(b, u, q)         the chain of what the activations' bias adds
 //	q8_end(s, b)             the int32 sums less that.
 //
-// and, for Q6_K (quants ≤ 63):
+// and, for Q6_K (quants ≤ 63) and Q5_K (≤ 31):
 //
 //	q6_scale(sc)             what q6_sub takes of lanes' int32 scales
 //	q6_sub(i, q, xp, sc)     i + sc · the four steps q[0..3] against the
@@ -116,42 +116,73 @@ INLINE LVL void pq4_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 	}
 }
 
-// pq4_k_256 is pq4_k_512 for half h of a group: a sub-block's chain times
-// its scale.
-INLINE LVL void pq4_k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
-	const __m256i m4 = _mm256_set1_epi8(0x0f);
-	for (int s = 0; s < nb; s++) {
-		const uint8_t *wb = w + (int64_t)s * Q4_KP_BYTES;
-		const uint8_t *xb = x + (int64_t)s * XK_BYTES;
-		__m256i isum[XT4];
-		for (int i = 0; i < nx; i++)
-			isum[i] = _mm256_setzero_si256();
-		for (int j = 0; j < 8; j++) {
-			const uint8_t *qb = wb + 320 + 512 * (j / 2) + 32 * h;
-			__m256i q[8];
-			for (int t = 0; t < 8; t++) {
-				__m256i v = _mm256_load_si256((const __m256i *)(qb + 64 * t));
-				q[t] = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(v, 4) : v, m4);
-			}
-			__m256i sc = dot_scale(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(wb + 64 + 16 * j + 8 * h))));
-			for (int i = 0; i < nx; i++) {
-				dacc t = chain8(q, xb + i * xs + 32 * j, 16, _mm256_setzero_si256());
-				isum[i] = dot_scaled(isum[i], t, sc);
+// pqk_256 adds a packed Q4_K super-block (at wb) to acc[i] for half h and
+// nx XK activation rows (their super-block at xb, xs bytes apart): a
+// sub-block's chain times its scale; or with five a packed Q5_K one, whose
+// quants (≤ 31) take q6_sub's steps (a chain of eight would overflow
+// AVX2's int16 sums). pq4_k_512's sums, in its order.
+INLINE LVL void pqk_256(const uint8_t *wb, const uint8_t *xb, int64_t xs, int h, int nx, __m256 *acc, int five) {
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m10 = _mm256_set1_epi8(0x10);
+	__m256i isum[XT4];
+	for (int i = 0; i < nx; i++)
+		isum[i] = _mm256_setzero_si256();
+	for (int j = 0; j < 8; j++) {
+		const uint8_t *qb = wb + 320 + 512 * (j / 2) + 32 * h;
+		__m256i q[8];
+		for (int t = 0; t < 8; t++) {
+			__m256i v = _mm256_load_si256((const __m256i *)(qb + 64 * t));
+			q[t] = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(v, 4) : v, m4);
+			if (five) { // sub-block j's fifth bits, bit j, to bit 4
+				__m256i hb = _mm256_load_si256((const __m256i *)(wb + Q4_KP_BYTES + 64 * t + 32 * h));
+				hb = j < 4 ? _mm256_slli_epi16(hb, 4 - j) : j == 4 ? hb : _mm256_srli_epi16(hb, j - 4);
+				q[t] = _mm256_or_si256(q[t], _mm256_and_si256(hb, m10));
 			}
 		}
-		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 16 * h)));
-		__m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 32 + 16 * h)));
+		__m256i sc32 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(wb + 64 + 16 * j + 8 * h)));
+		__m256i sc = five ? q6_scale(sc32) : dot_scale(sc32);
 		for (int i = 0; i < nx; i++) {
-			const uint8_t *xp = xb + i * xs;
-			__m256i ms = _mm256_setzero_si256();
-			for (int p = 0; p < 4; p++) {
-				__m256i mv = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(wb + 192 + 32 * p + 16 * h)));
-				ms = _mm256_add_epi32(ms, _mm256_madd_epi16(mv, bcast(xp + XK_BS32 + 4 * p)));
-			}
-			__m256 dx = _mm256_set1_ps(ldf(xp + XK_D));
-			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_mul_ps(d, dx), acc[i]);
-			acc[i] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_mul_ps(dmin, dx), acc[i]);
+			const uint8_t *xp = xb + i * xs + 32 * j;
+			if (five)
+				isum[i] = q6_sub(q6_sub(isum[i], q, xp, sc), q + 4, xp + 16, sc);
+			else
+				isum[i] = dot_scaled(isum[i], chain8(q, xp, 16, _mm256_setzero_si256()), sc);
 		}
+	}
+	__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 16 * h)));
+	__m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 32 + 16 * h)));
+	for (int i = 0; i < nx; i++) {
+		const uint8_t *xp = xb + i * xs;
+		__m256i ms = _mm256_setzero_si256();
+		for (int p = 0; p < 4; p++) {
+			__m256i mv = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(wb + 192 + 32 * p + 16 * h)));
+			ms = _mm256_add_epi32(ms, _mm256_madd_epi16(mv, bcast(xp + XK_BS32 + 4 * p)));
+		}
+		__m256 dx = _mm256_set1_ps(ldf(xp + XK_D));
+		acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_mul_ps(d, dx), acc[i]);
+		acc[i] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_mul_ps(dmin, dx), acc[i]);
+	}
+}
+
+// pq4_k_256 is pq4_k_512 for half h of a group.
+INLINE LVL void pq4_k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	for (int s = 0; s < nb; s++)
+		pqk_256(w + (int64_t)s * Q4_KP_BYTES, x + (int64_t)s * XK_BYTES, xs, h, nx, acc, 0);
+}
+
+// pq5_k_256 is pq5_k_512 for half h of a group.
+INLINE LVL void pq5_k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	for (int s = 0; s < nb; s++)
+		pqk_256(w + (int64_t)s * Q5_KP_BYTES, x + (int64_t)s * XK_BYTES, xs, h, nx, acc, 1);
+}
+
+// pq5_k_256_1 is pq5_k_256 for one activation row and both halves of a
+// group.
+INLINE LVL void pq5_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	for (int s = 0; s < nb; s++) {
+		const uint8_t *wb = w + (int64_t)s * Q5_KP_BYTES;
+		mm_prefetch(wb + MM_PREFETCH, Q5_KP_BYTES);
+		for (int h = 0; h < 2; h++)
+			pqk_256(wb, x + (int64_t)s * XK_BYTES, 0, h, 1, acc + h, 1);
 	}
 }
 
@@ -519,9 +550,10 @@ PACKED256(pm_q4_k_256, pq4_k_256, XT4)
 PACKED256(pm_q8_0_256, pq8_0_256, Q8_TILE)
 PACKED256(pm_q6_k_256, pq6_k_256, XT4)
 PACKED256(pm_q5_0_256, pq5_0_256, XT4)
+PACKED256(pm_q5_k_256, pq5_k_256, XT4)
 
-// PM256 is folio_matmul_packed for kinds Q8_0, Q4_K, Q6_K, Q5_0 and Q4_0 at
-// this level.
+// PM256 is folio_matmul_packed for kinds Q8_0, Q4_K, Q5_K, Q6_K, Q5_0 and
+// Q4_0 at this level.
 void PM256(int kind, PM_ARGS) {
 	if (kind == KIND_Q8_0)
 		pm_q8_0_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
@@ -531,6 +563,8 @@ void PM256(int kind, PM_ARGS) {
 		pm_q6_k_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	else if (kind == KIND_Q5_0)
 		pm_q5_0_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+	else if (kind == KIND_Q5_K)
+		pm_q5_k_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	else
 		pm_q4_0_256(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 }
