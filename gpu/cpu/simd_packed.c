@@ -445,20 +445,13 @@ void folio_matmul_packed(int kind, int level, PM_ARGS) {
 			return;
 	}
 	if (level == LEVEL_AVX512) {
-		if (kind == KIND_F16)
-			folio_pm_f16_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
-		else if (kind == KIND_Q8_0)
-			pm_q8_0_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
-		else if (kind == KIND_Q4_K)
-			pm_q4_k_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
-		else if (kind == KIND_Q6_K)
-			pm_q6_k_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
-		else if (kind == KIND_Q5_0)
-			pm_q5_0_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
-		else if (kind == KIND_Q5_K)
-			pm_q5_k_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
-		else
-			pm_q4_0_512(w, group_bytes, nb, rows, x, xs, nx, dst, ds);
+		// by kind (MXFP4 is not repacked)
+		static void (*const pm[])(PM_ARGS) = {
+			[KIND_Q8_0] = pm_q8_0_512, [KIND_Q4_0] = pm_q4_0_512, [KIND_Q4_K] = pm_q4_k_512,
+			[KIND_Q6_K] = pm_q6_k_512, [KIND_F16] = folio_pm_f16_512, [KIND_Q5_0] = pm_q5_0_512,
+			[KIND_Q5_K] = pm_q5_k_512,
+		};
+		pm[kind](w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	} else if (level == LEVEL_AVXVNNI) {
 		folio_pm256_vnni(kind, w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	} else {

@@ -57,18 +57,7 @@ INLINE AVX2 __m256i q8_end(__m256i s, __m256i b) {
 	return s;
 }
 
-// Q6_K's quants (≤ 63) make a pair up to 2·63·127 = 16002: two steps add
-// up in int16 (32004), and vpmaddwd by (scale, scale) takes them to int32
-// times the (signed) scale.
-INLINE AVX2 __m256i q6_scale(__m256i sc) {
-	return _mm256_or_si256(_mm256_and_si256(sc, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(sc, 16));
-}
-INLINE AVX2 __m256i q6_sub(__m256i i, const __m256i *q, const uint8_t *xp, __m256i sc) {
-	__m256i a = _mm256_add_epi16(_mm256_maddubs_epi16(q[0], _mm256_set1_epi32((int)ld32(xp))),
-	                             _mm256_maddubs_epi16(q[1], _mm256_set1_epi32((int)ld32(xp + 4))));
-	__m256i b = _mm256_add_epi16(_mm256_maddubs_epi16(q[2], _mm256_set1_epi32((int)ld32(xp + 8))),
-	                             _mm256_maddubs_epi16(q[3], _mm256_set1_epi32((int)ld32(xp + 12))));
-	return _mm256_add_epi32(i, _mm256_add_epi32(_mm256_madd_epi16(a, sc), _mm256_madd_epi16(b, sc)));
-}
+// madd16 adds the int16 pairs of a, each times sc's, into i's int32 lanes.
+INLINE AVX2 __m256i madd16(__m256i i, __m256i a, __m256i sc) { return _mm256_add_epi32(i, _mm256_madd_epi16(a, sc)); }
 
 #include "simd_packed256.h"

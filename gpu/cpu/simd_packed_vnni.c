@@ -57,21 +57,7 @@ INLINE AVXVNNI dacc q8_bias(dacc b, int u, __m256i q) {
 }
 INLINE AVXVNNI __m256i q8_end(dacc s, dacc b) { return _mm256_sub_epi32(dot_end(s, b.a), dot_end(b, b.a)); }
 
-// Q6_K's quants (≤ 63) make a pair of products up to 2·63·127 = 16002: as
-// at AVX2, two steps' pairs add up in int16 (vpmaddubsw, vpaddw), and
-// vpdpwssd by (scale, scale) adds them to int32 times the signed scale
-// (Zen 5, 64 rows, k 2048: 125-130 GMAC/s, against 109-113 for int32
-// sums of four vpdpbusd times the scale by vpmulld, and 108-115 for each
-// vpdpbusd's sum, an int16, by vpdpwssd).
-INLINE AVXVNNI __m256i q6_scale(__m256i sc) {
-	return _mm256_or_si256(_mm256_and_si256(sc, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(sc, 16));
-}
-INLINE AVXVNNI __m256i q6_sub(__m256i i, const __m256i *q, const uint8_t *xp, __m256i sc) {
-	__m256i a = _mm256_add_epi16(_mm256_maddubs_epi16(q[0], _mm256_set1_epi32((int)ld32(xp))),
-	                             _mm256_maddubs_epi16(q[1], _mm256_set1_epi32((int)ld32(xp + 4))));
-	__m256i b = _mm256_add_epi16(_mm256_maddubs_epi16(q[2], _mm256_set1_epi32((int)ld32(xp + 8))),
-	                             _mm256_maddubs_epi16(q[3], _mm256_set1_epi32((int)ld32(xp + 12))));
-	return _mm256_dpwssd_avx_epi32(_mm256_dpwssd_avx_epi32(i, a, sc), b, sc);
-}
+// madd16 adds the int16 pairs of a, each times sc's, into i's int32 lanes.
+INLINE AVXVNNI __m256i madd16(__m256i i, __m256i a, __m256i sc) { return _mm256_dpwssd_avx_epi32(i, a, sc); }
 
 #include "simd_packed256.h"
