@@ -111,8 +111,15 @@ func TestWeightTypes(t *testing.T) {
 			be.MatMul(dst, gpu.Activation(be, n, k, x), w)
 			return gpu.Values(be, dst)
 		}
-		if e := gpu.NMSE(run(b, w), run(ref, gpu.WeightOf(ref, typ, m, k, data))); e > 1e-6 {
-			t.Errorf("%v weight: MatMul NMSE %.3g against the CPU", typ, e)
+		// The CPU multiplies Q5_0 by its integer kernels where it has
+		// SIMD ones (the activations quantized to 8 bits, as ggml does),
+		// the others in F32 as the GPU does.
+		tol := 1e-6
+		if typ == gguf.TypeQ5_0 {
+			tol = 5e-4
+		}
+		if e := gpu.NMSE(run(b, w), run(ref, gpu.WeightOf(ref, typ, m, k, data))); e > tol {
+			t.Errorf("%v weight: MatMul NMSE %.3g against the CPU (tolerance %.0e)", typ, e, tol)
 		}
 	}
 	if _, err := b.Weight("w", gguf.TypeIQ2_XXS, 2, 256, make([]byte, 2*gguf.TypeIQ2_XXS.RowBytes(256))); !errors.Is(err, gpu.ErrUnsupported) {
