@@ -147,11 +147,12 @@ func kernelFor(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	case gguf.TypeMXFP4:
 		return kindMXFP4, true
 	case gguf.TypeQ5_0:
-		// Q5_0 and Q5_K: packed kernels only (repack.go): every weight
-		// that is multiplied is repacked at x86 levels; NEON has none
-		return kindQ5_0, l != levelNEON
+		// Q5_0 and Q5_K: at x86 levels packed kernels only (repack.go:
+		// every weight that is multiplied is repacked), at NEON
+		// unpacked ones
+		return kindQ5_0, true
 	case gguf.TypeQ5_K:
-		return kindQ5_K, l != levelNEON
+		return kindQ5_K, true
 	}
 	return 0, false
 }

@@ -41,6 +41,8 @@ enum { KV_F32 = 0, KV_F16 = 1, KV_Q8 = 2 };
 #define Q4_0_BYTES 18
 #define Q4_K_BYTES 144
 #define Q6_K_BYTES 210
+#define Q5_0_BYTES 22
+#define Q5_K_BYTES 176
 #define MXFP4_BYTES 17
 _Static_assert(Q8_0_BYTES == 2 + 32, "a Q8_0 block is a half scale and 32 int8 quants");
 

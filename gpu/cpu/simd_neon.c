@@ -240,6 +240,45 @@ INLINE DOT void q4_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 }
 MM_DRIVER(folio_mm_q4_0_neon, q4_0_row, DOT, 8)
 
+// fifth16 is 16 where bit e of the 16 bits b has its element e's fifth bit
+// set, else 0.
+INLINE uint8x16_t fifth16(uint32_t b) {
+	static const uint8_t bit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+	uint8x16_t v = vcombine_u8(vdup_n_u8((uint8_t)b), vdup_n_u8((uint8_t)(b >> 8)));
+	return vandq_u8(vtstq_u8(v, vld1q_u8(bit)), vdupq_n_u8(0x10));
+}
+
+// Q5_0 weights (d, 32 fifth bits, 16 bytes of nibbles), X4G activations:
+// q4_0_row's steps on the 5-bit quants (0-31), from the bias lane doubled
+// (-16·Σx: Q5_0's offset).
+INLINE DOT void q5_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	const uint8x16_t m4 = vdupq_n_u8(0x0f);
+	float32x4_t acc[XT];
+	for (int i = 0; i < nx; i++)
+		acc[i] = vdupq_n_f32(0);
+	for (int b = 0; b < k / 32; b++) {
+		const uint8_t *wb = w + (int64_t)b * Q5_0_BYTES;
+		uint32_t qh;
+		memcpy(&qh, wb + 2, 4);
+		uint8x16_t q = vld1q_u8(wb + 6);
+		int8x16_t lo = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(q, m4), fifth16(qh)));
+		int8x16_t hi = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(q, 4), fifth16(qh >> 16)));
+		float dw = h2f(wb);
+		int j = b % 4;
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *g = x + i * xs + (int64_t)(b / 4) * X4G_BYTES;
+			int32x4_t p = vshlq_n_s32(vld1q_s32((const int32_t *)(g + 192) + 4 * j), 1);
+			p = vdotq_s32(p, lo, vld1q_s8((const int8_t *)g + 16 * j));
+			p = vdotq_s32(p, hi, vld1q_s8((const int8_t *)g + 64 + 16 * j));
+			float32x4_t dx = vld1q_f32((const float *)(g + 128) + 4 * j);
+			acc[i] = vfmaq_f32(acc[i], vcvtq_f32_s32(p), vmulq_n_f32(dx, dw));
+		}
+	}
+	for (int i = 0; i < nx; i++)
+		out[i * os] = vaddvq_f32(acc[i]);
+}
+MM_DRIVER(folio_mm_q5_0_neon, q5_0_row, DOT, 8)
+
 // mlal8 adds the products of a's and b's eight int16 lanes, widened, to
 // acc's four int32 lanes (lane j: pairs j and j+4).
 INLINE int32x4_t mlal8(int32x4_t acc, int16x8_t a, int16x8_t b) {
@@ -249,11 +288,14 @@ INLINE int32x4_t mlal8(int32x4_t acc, int16x8_t a, int16x8_t b) {
 // Q4_K weights (d, dmin, 12 scale bytes, 128 quant bytes), XK
 // activations: each 32-element sub-block's integer dot times its scale,
 // less dmin times its min times the activations' sum of 32 (XK_BS32).
-INLINE DOT void q4_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
-	const uint8x16_t m4 = vdupq_n_u8(0x0f);
+// With five, Q5_K weights: 32 bytes of fifth bits (bit j of byte l:
+// sub-block j's element l) before the quants.
+INLINE DOT void qk_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os, int five) {
+	const uint8x16_t m4 = vdupq_n_u8(0x0f), m10 = vdupq_n_u8(0x10);
+	const int bb = five ? Q5_K_BYTES : Q4_K_BYTES, qs = five ? 48 : 16;
 	float acc[XT] = {0};
 	for (int s = 0; s < k / 256; s++) {
-		const uint8_t *wb = w + (int64_t)s * Q4_K_BYTES;
+		const uint8_t *wb = w + (int64_t)s * bb;
 		float d = h2f(wb), dmin = h2f(wb + 2);
 		uint32_t u[4];
 		uint8_t sm[16]; // the 8 scales, then the 8 mins
@@ -262,11 +304,19 @@ INLINE DOT void q4_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 		int16x8_t mins = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(sm + 8)));
 		int8x16_t q[16]; // sub-block j's elements 0-15 in q[2j], 16-31 in q[2j+1]
 		for (int p = 0; p < 4; p++) {
-			uint8x16_t a = vld1q_u8(wb + 16 + 32 * p), b = vld1q_u8(wb + 32 + 32 * p);
+			uint8x16_t a = vld1q_u8(wb + qs + 32 * p), b = vld1q_u8(wb + qs + 16 + 32 * p);
 			q[4 * p] = vreinterpretq_s8_u8(vandq_u8(a, m4));
 			q[4 * p + 1] = vreinterpretq_s8_u8(vandq_u8(b, m4));
 			q[4 * p + 2] = vreinterpretq_s8_u8(vshrq_n_u8(a, 4));
 			q[4 * p + 3] = vreinterpretq_s8_u8(vshrq_n_u8(b, 4));
+		}
+		if (five) {
+			uint8x16_t h0 = vld1q_u8(wb + 16), h1 = vld1q_u8(wb + 32);
+			for (int j = 0; j < 8; j++) {
+				uint8x16_t bit = vdupq_n_u8((uint8_t)(1 << j));
+				q[2 * j] = vorrq_s8(q[2 * j], vreinterpretq_s8_u8(vandq_u8(vtstq_u8(h0, bit), m10)));
+				q[2 * j + 1] = vorrq_s8(q[2 * j + 1], vreinterpretq_s8_u8(vandq_u8(vtstq_u8(h1, bit), m10)));
+			}
 		}
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xb = x + i * xs + (int64_t)s * XK_BYTES;
@@ -285,7 +335,14 @@ INLINE DOT void q4_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 	for (int i = 0; i < nx; i++)
 		out[i * os] = acc[i];
 }
+INLINE DOT void q4_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	qk_row(w, k, x, xs, nx, out, os, 0);
+}
 MM_DRIVER(folio_mm_q4_k_neon, q4_k_row, DOT, 8)
+INLINE DOT void q5_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	qk_row(w, k, x, xs, nx, out, os, 1);
+}
+MM_DRIVER(folio_mm_q5_k_neon, q5_k_row, DOT, 8)
 
 // q6 is a Q6_K quant (0-63) from its low four bits and its high two.
 INLINE int8x16_t q6(uint8x16_t lo, uint8x16_t hi) { return vreinterpretq_s8_u8(vorrq_u8(lo, vshlq_n_u8(hi, 4))); }
@@ -361,8 +418,9 @@ MM_DRIVER(folio_mm_f16_neon, f16_row, , 8)
 // folio_matmul: dst[i*dstride + r] = w row r · x row i for r < rows, i < nx,
 // at the NEON level (the only arm64 one).
 void folio_matmul(int kind, int level, MM_ARGS) {
-	static void (*const fns[6])(MM_ARGS) = {folio_mm_q8_0_neon, folio_mm_q4_0_neon, folio_mm_q4_k_neon,
-	                                          folio_mm_q6_k_neon, folio_mm_f16_neon, folio_mm_mxfp4_neon};
+	static void (*const fns[8])(MM_ARGS) = {folio_mm_q8_0_neon,  folio_mm_q4_0_neon, folio_mm_q4_k_neon,
+	                                          folio_mm_q6_k_neon,  folio_mm_f16_neon,  folio_mm_mxfp4_neon,
+	                                          folio_mm_q5_0_neon,  folio_mm_q5_k_neon};
 	(void)level;
 	fns[kind](w, wstride, rows, x, xstride, nx, k, dst, dstride);
 }
