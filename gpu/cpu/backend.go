@@ -2,9 +2,9 @@
 // host's cores.
 //
 // Weights stay in their GGUF encoding, in the caller's memory (the mmap'd
-// file), Q4_0, Q4_K, Q6_K, Q8_0 and F16 ones also in a repacked copy (repack.go,
+// file), Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, Q8_0 and F16 ones also in a repacked copy (repack.go,
 // Q8_0 and F16 at AVX-512 only). The
-// hot loops (MatMul for Q8_0, Q4_0, Q4_K, Q6_K and F16 weights,
+// hot loops (MatMul for Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K and F16 weights,
 // and Attention) run as C kernels with intrinsics (simd_*.c, through cgo),
 // AVX2 or AVX-512 chosen at start-up from CPUID, so one binary runs on any
 // x86-64 machine. As ggml does, MatMul quantizes the activations once per
@@ -196,7 +196,7 @@ func (t *Tensor) Repacked() bool { return t.packed != nil }
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // Weight wraps data, a rows × cols tensor of typ in its GGUF encoding,
-// without copying it; Q4_0, Q4_K, Q6_K, Q8_0 and F16 weights also get a repacked
+// without copying it; Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, Q8_0 and F16 weights also get a repacked
 // copy for the SIMD kernels (repack.go).
 func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data []byte) (gpu.Tensor, error) {
 	return b.weight(name, typ, rows, cols, data, true)

@@ -7,7 +7,7 @@ import (
 	"folio/models/gguf"
 )
 
-// Q4_0, Q4_K, Q6_K, Q8_0 and F16 weights are repacked once, in Weight, into
+// Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, Q8_0 and F16 weights are repacked once, in Weight, into
 // groups of packRows rows whose blocks are interleaved, so that the kernels
 // (simd_packed.c, simd_packed_f16.c) hold one weight row per 32-bit lane
 // and broadcast the activations: a block's scales then cost one vector op

@@ -1,6 +1,6 @@
 //go:build amd64 && cgo
 
-// Kernels over repacked Q4_0, Q4_K, Q6_K and Q8_0 weights (repack.go has the
+// Kernels over repacked Q4_0, Q5_0, Q4_K, Q5_K, Q6_K and Q8_0 weights (repack.go has the
 // layout): one weight row per 32-bit lane, 16 rows a group, the
 // activations broadcast four bytes at a time. vpdpbusd (AVX-512 VNNI,
 // AVX-VNNI) or vpmaddubsw and vpmaddwd (AVX2) multiply a row's unsigned

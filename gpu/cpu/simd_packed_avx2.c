@@ -1,6 +1,6 @@
 //go:build amd64 && cgo
 
-// The packed Q4_0, Q4_K, Q6_K and Q8_0 kernels at AVX2 (simd_packed256.h).
+// The packed Q4_0, Q5_0, Q4_K, Q5_K, Q6_K and Q8_0 kernels at AVX2 (simd_packed256.h).
 // Without VNNI, vpmaddubsw sums pairs of q·x into int16 (at most 2·15·127
 // = 3810 for 4-bit quants), eight steps of them add up without overflow
 // (30480), and vpmaddwd turns them into int32. Q8_0 takes the sign trick

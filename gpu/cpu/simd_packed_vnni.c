@@ -1,6 +1,6 @@
 //go:build amd64 && cgo
 
-// The packed Q4_0, Q4_K, Q6_K and Q8_0 kernels at AVX-VNNI (simd_packed256.h):
+// The packed Q4_0, Q5_0, Q4_K, Q5_K, Q6_K and Q8_0 kernels at AVX-VNNI (simd_packed256.h):
 // the VEX vpdpbusd adds four products of unsigned × signed bytes into each
 // int32 lane, one instruction where AVX2 takes vpmaddubsw, vpaddw and a
 // share of vpmaddwd. As at AVX-512, Q8_0's activations (biased by 128) are
