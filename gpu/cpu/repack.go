@@ -39,7 +39,7 @@ import (
 //	                 low nibbles, sub-block 2p+1's in the high ones.
 //
 // Q5_0, per group of blocks blocks, q5_0PackBytes = 16 · 22 bytes a block
-// (packed kernels only: it has no unpacked ones):
+// (Q5_0 and Q5_K have no unpacked x86 kernels, only NEON ones):
 //
 //	blk[blocks]       320 bytes a block: its quants' low four bits as Q4_0's
 //	                  qs[4][64], then qh[64]: lane r, the fifth bits of row
