@@ -211,35 +211,6 @@ INLINE DOT void mxfp4_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs,
 }
 MM_DRIVER(folio_mm_mxfp4_neon, mxfp4_row, DOT, 8)
 
-// Q4_0 weights, X4G activations: the low nibbles (elements 0-15) and the
-// high ones (16-31) against the group's two halves of the block, starting
-// from the block's bias lane (-8·Σx: Q4_0's offset), so the int32 lanes
-// sum to the block's dot product.
-INLINE DOT void q4_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
-	const uint8x16_t m4 = vdupq_n_u8(0x0f);
-	float32x4_t acc[XT];
-	for (int i = 0; i < nx; i++)
-		acc[i] = vdupq_n_f32(0);
-	for (int b = 0; b < k / 32; b++) {
-		const uint8_t *wb = w + (int64_t)b * Q4_0_BYTES;
-		uint8x16_t q = vld1q_u8(wb + 2);
-		int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(q, m4)), hi = vreinterpretq_s8_u8(vshrq_n_u8(q, 4));
-		float dw = h2f(wb);
-		int j = b % 4;
-		for (int i = 0; i < nx; i++) {
-			const uint8_t *g = x + i * xs + (int64_t)(b / 4) * X4G_BYTES;
-			int32x4_t p = vld1q_s32((const int32_t *)(g + 192) + 4 * j);
-			p = vdotq_s32(p, lo, vld1q_s8((const int8_t *)g + 16 * j));
-			p = vdotq_s32(p, hi, vld1q_s8((const int8_t *)g + 64 + 16 * j));
-			float32x4_t dx = vld1q_f32((const float *)(g + 128) + 4 * j);
-			acc[i] = vfmaq_f32(acc[i], vcvtq_f32_s32(p), vmulq_n_f32(dx, dw));
-		}
-	}
-	for (int i = 0; i < nx; i++)
-		out[i * os] = vaddvq_f32(acc[i]);
-}
-MM_DRIVER(folio_mm_q4_0_neon, q4_0_row, DOT, 8)
-
 // fifth16 is 16 where bit e of the 16 bits b has its element e's fifth bit
 // set, else 0.
 INLINE uint8x16_t fifth16(uint32_t b) {
@@ -248,26 +219,35 @@ INLINE uint8x16_t fifth16(uint32_t b) {
 	return vandq_u8(vtstq_u8(v, vld1q_u8(bit)), vdupq_n_u8(0x10));
 }
 
-// Q5_0 weights (d, 32 fifth bits, 16 bytes of nibbles), X4G activations:
-// q4_0_row's steps on the 5-bit quants (0-31), from the bias lane doubled
-// (-16·Σx: Q5_0's offset).
-INLINE DOT void q5_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+// Q4_0 weights, X4G activations: the low nibbles (elements 0-15) and the
+// high ones (16-31) against the group's two halves of the block, starting
+// from the block's bias lane (-8·Σx: Q4_0's offset), so the int32 lanes
+// sum to the block's dot product. With five, Q5_0 weights (d, 32 fifth
+// bits, 16 bytes of nibbles): the same steps on the 5-bit quants (0-31),
+// from the bias doubled (-16·Σx).
+INLINE DOT void q40_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os, int five) {
 	const uint8x16_t m4 = vdupq_n_u8(0x0f);
+	const int bb = five ? Q5_0_BYTES : Q4_0_BYTES;
 	float32x4_t acc[XT];
 	for (int i = 0; i < nx; i++)
 		acc[i] = vdupq_n_f32(0);
 	for (int b = 0; b < k / 32; b++) {
-		const uint8_t *wb = w + (int64_t)b * Q5_0_BYTES;
-		uint32_t qh;
-		memcpy(&qh, wb + 2, 4);
-		uint8x16_t q = vld1q_u8(wb + 6);
-		int8x16_t lo = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(q, m4), fifth16(qh)));
-		int8x16_t hi = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(q, 4), fifth16(qh >> 16)));
+		const uint8_t *wb = w + (int64_t)b * bb;
+		uint8x16_t q = vld1q_u8(wb + (five ? 6 : 2)), l = vandq_u8(q, m4), h = vshrq_n_u8(q, 4);
+		if (five) {
+			uint32_t qh;
+			memcpy(&qh, wb + 2, 4);
+			l = vorrq_u8(l, fifth16(qh));
+			h = vorrq_u8(h, fifth16(qh >> 16));
+		}
+		int8x16_t lo = vreinterpretq_s8_u8(l), hi = vreinterpretq_s8_u8(h);
 		float dw = h2f(wb);
 		int j = b % 4;
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *g = x + i * xs + (int64_t)(b / 4) * X4G_BYTES;
-			int32x4_t p = vshlq_n_s32(vld1q_s32((const int32_t *)(g + 192) + 4 * j), 1);
+			int32x4_t p = vld1q_s32((const int32_t *)(g + 192) + 4 * j);
+			if (five)
+				p = vshlq_n_s32(p, 1);
 			p = vdotq_s32(p, lo, vld1q_s8((const int8_t *)g + 16 * j));
 			p = vdotq_s32(p, hi, vld1q_s8((const int8_t *)g + 64 + 16 * j));
 			float32x4_t dx = vld1q_f32((const float *)(g + 128) + 4 * j);
@@ -276,6 +256,13 @@ INLINE DOT void q5_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 	}
 	for (int i = 0; i < nx; i++)
 		out[i * os] = vaddvq_f32(acc[i]);
+}
+INLINE DOT void q4_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	q40_row(w, k, x, xs, nx, out, os, 0);
+}
+MM_DRIVER(folio_mm_q4_0_neon, q4_0_row, DOT, 8)
+INLINE DOT void q5_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	q40_row(w, k, x, xs, nx, out, os, 1);
 }
 MM_DRIVER(folio_mm_q5_0_neon, q5_0_row, DOT, 8)
 
