@@ -101,8 +101,7 @@ const (
 func packedKind(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	l = l.vector()
 	kind, ok := kernelFor(typ, l)
-	return kind, ok && l != levelNEON && (kind == kindQ4_0 || kind == kindQ5_0 || kind == kindQ4_K || kind == kindQ5_K || kind == kindQ6_K || kind == kindQ8_0 ||
-		kind == kindF16 && l == levelAVX512)
+	return kind, ok && l != levelNEON && kind != kindMXFP4 && (kind != kindF16 || l == levelAVX512)
 }
 
 // packBlockBytes is the bytes of one packed block (or super-block) of

@@ -17,31 +17,49 @@
 
 // ---- AVX-512: a group's 16 rows in one vector ----
 
-// Q4_0_TILE is the activation rows of a Q4_0 tile: the 8 vectors of a
-// block's quants, its scales and one accumulator a row fit 32 registers.
+// bit4_512 moves bit n (0-7) of each byte of h to bit 4 (the other bits
+// are the caller's to mask): where the packed Q5_0 and Q5_K layouts keep
+// their quants' fifth bits and Q6_K its fifth and sixth.
+INLINE AVX512 __m512i bit4_512(__m512i h, int n) {
+	return n < 4 ? _mm512_slli_epi16(h, 4 - n) : n == 4 ? h : _mm512_srli_epi16(h, n - 4);
+}
+
+// Q4_0_TILE is the activation rows of a Q4_0 (or Q5_0) tile: the 8 vectors
+// of a block's quants, its scales and one accumulator a row fit 32
+// registers.
 #define Q4_0_TILE 16
 
-// pq4_0_512 adds the dot products of a Q4_0 group (nb blocks, quants at w,
-// scales at w + 256·nb) with nx X4G activation rows into acc.
-INLINE AVX512 void pq4_0_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
-	const __m512i m4 = _mm512_set1_epi8(0x0f);
-	const uint8_t *ds = w + 256 * (int64_t)nb;
+// pq40_512 adds the dot products of a Q4_0 group (nb blocks, quants at w,
+// scales at w + 256·nb) with nx X4G activation rows into acc; with five,
+// of a packed Q5_0 group (blocks of 320 bytes, scales after them): the
+// same steps on 5-bit quants (0-31), each a nibble and its fifth bit
+// joined by vpternlogd, and the activations' bias -8·Σq doubled.
+INLINE AVX512 void pq40_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf,
+                            int five) {
+	const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
+	const int64_t bb = five ? 320 : 256; // a block's bytes before the scales
+	const uint8_t *ds = w + bb * nb;
 	for (int b = 0; b < nb; b++) {
-		const uint8_t *wb = w + 256 * (int64_t)b;
+		const uint8_t *wb = w + bb * b;
 		if (pf)
-			mm_prefetch(wb + MM_PREFETCH, 256);
+			mm_prefetch(wb + MM_PREFETCH, bb);
 		__m512i lo[4], hi[4];
 		for (int j = 0; j < 4; j++) {
 			__m512i v = _mm512_load_si512(wb + 64 * j);
 			lo[j] = _mm512_and_si512(v, m4);
 			hi[j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+			if (five) { // A | (B & C)
+				__m512i h = _mm512_load_si512(wb + 256);
+				lo[j] = _mm512_ternarylogic_epi32(lo[j], bit4_512(h, 2 * j), m10, 0xf8);
+				hi[j] = _mm512_ternarylogic_epi32(hi[j], bit4_512(h, 2 * j + 1), m10, 0xf8);
+			}
 		}
 		__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ds + 32 * b)));
 		const uint8_t *xb = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
 #pragma GCC unroll 16
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = xb + i * xs;
-			__m512i s = _mm512_set1_epi32((int)ld32(xp + 192)); // -8·Σq
+			__m512i s = _mm512_set1_epi32((int)((five ? 2 : 1) * ld32(xp + 192))); // -8·Σq, -16·Σq
 			for (int j = 0; j < 4; j++)
 				s = _mm512_dpbusd_epi32(s, lo[j], _mm512_set1_epi32((int)ld32(xp + 4 * j)));
 			for (int j = 0; j < 4; j++)
@@ -51,21 +69,11 @@ INLINE AVX512 void pq4_0_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 	}
 }
 
-// q5_hi moves bit 2j+hi of each byte of h to bit 4 (the other bits are
-// the caller's to mask): in a packed Q5_0 block's qh, the fifth bits of
-// vector j's low (hi = 0) or high (hi = 1) nibbles; in a packed Q5_K
-// super-block's, sub-block 2j+hi's.
-INLINE AVX512 __m512i q5_hi(__m512i h, int j, int hi) {
-	switch (2 * j + hi) {
-	case 0: return _mm512_slli_epi16(h, 4);
-	case 1: return _mm512_slli_epi16(h, 3);
-	case 2: return _mm512_slli_epi16(h, 2);
-	case 3: return _mm512_slli_epi16(h, 1);
-	case 4: return h;
-	case 5: return _mm512_srli_epi16(h, 1);
-	case 6: return _mm512_srli_epi16(h, 2);
-	default: return _mm512_srli_epi16(h, 3);
-	}
+INLINE AVX512 void pq4_0_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
+	pq40_512(w, nb, x, xs, nx, acc, pf, 0);
+}
+INLINE AVX512 void pq5_0_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
+	pq40_512(w, nb, x, xs, nx, acc, pf, 1);
 }
 
 // pq40x2_512 sets acc[G·i + g] to the dot products of G (1 or 2) Q4_0
@@ -94,8 +102,8 @@ INLINE AVX512 void pq40x2_512(const uint8_t *w, int64_t gb, int G, int nb, const
 				hi[g][j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
 				if (five) { // A | (B & C)
 					__m512i h = _mm512_load_si512(wb + 256);
-					lo[g][j] = _mm512_ternarylogic_epi32(lo[g][j], q5_hi(h, j, 0), m10, 0xf8);
-					hi[g][j] = _mm512_ternarylogic_epi32(hi[g][j], q5_hi(h, j, 1), m10, 0xf8);
+					lo[g][j] = _mm512_ternarylogic_epi32(lo[g][j], bit4_512(h, 2 * j), m10, 0xf8);
+					hi[g][j] = _mm512_ternarylogic_epi32(hi[g][j], bit4_512(h, 2 * j + 1), m10, 0xf8);
 				}
 			}
 			dw[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wg + bb * nb + 32 * b)));
@@ -250,7 +258,7 @@ INLINE AVX512 void pqk_512(const uint8_t *w, int nb, const uint8_t *x, int64_t x
 				__m512i v = _mm512_load_si512(qb + 64 * t);
 				q[t] = _mm512_and_si512(j % 2 ? _mm512_srli_epi16(v, 4) : v, m4);
 				if (five) // A | (B & C)
-					q[t] = _mm512_ternarylogic_epi32(q[t], q5_hi(_mm512_load_si512(wb + Q4_KP_BYTES + 64 * t), j / 2, j % 2),
+					q[t] = _mm512_ternarylogic_epi32(q[t], bit4_512(_mm512_load_si512(wb + Q4_KP_BYTES + 64 * t), j),
 					                                 m10, 0xf8);
 			}
 			__m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(wb + 64 + 16 * j)));
@@ -273,41 +281,6 @@ INLINE AVX512 void pq4_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 }
 INLINE AVX512 void pq5_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
 	pqk_512(w, nb, x, xs, nx, acc, pf, 1);
-}
-
-// Q5_0_TILE is the activation rows of a packed Q5_0 tile, as Q4_0's.
-#define Q5_0_TILE 16
-
-// pq5_0_512 adds the dot products of a packed Q5_0 group (nb blocks of
-// 320 bytes at w, scales after them) with nx X4G activation rows into acc:
-// pq4_0_512's steps on 5-bit quants (0-31), each a nibble and its fifth
-// bit joined by vpternlogd, and the activations' bias -8·Σq doubled.
-INLINE AVX512 void pq5_0_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
-	const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
-	const uint8_t *ds = w + 320 * (int64_t)nb;
-	for (int b = 0; b < nb; b++) {
-		const uint8_t *wb = w + 320 * (int64_t)b;
-		if (pf)
-			mm_prefetch(wb + MM_PREFETCH, 320);
-		__m512i h = _mm512_load_si512(wb + 256), lo[4], hi[4];
-		for (int j = 0; j < 4; j++) {
-			__m512i v = _mm512_load_si512(wb + 64 * j);
-			// A | (B & C)
-			lo[j] = _mm512_ternarylogic_epi32(_mm512_and_si512(v, m4), q5_hi(h, j, 0), m10, 0xf8);
-			hi[j] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), q5_hi(h, j, 1), m10, 0xf8);
-		}
-		__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ds + 32 * b)));
-		const uint8_t *xb = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
-		for (int i = 0; i < nx; i++) {
-			const uint8_t *xp = xb + i * xs;
-			__m512i s = _mm512_set1_epi32((int)(2 * ld32(xp + 192))); // -16·Σq
-			for (int j = 0; j < 4; j++)
-				s = _mm512_dpbusd_epi32(s, lo[j], _mm512_set1_epi32((int)ld32(xp + 4 * j)));
-			for (int j = 0; j < 4; j++)
-				s = _mm512_dpbusd_epi32(s, hi[j], _mm512_set1_epi32((int)ld32(xp + 64 + 4 * j)));
-			acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(ldf(xp + 128))), acc[i]);
-		}
-	}
 }
 
 // Q6_K_TILE is the activation rows of a packed Q6_K tile: a pair of
@@ -338,8 +311,7 @@ INLINE AVX512 void pq6_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 				// sub-blocks 2p and 2p+1 are m = 2(p%2) and m+1 of
 				// their quad: their high bits at 2m and 2m+2, moved to 4
 				__m512i v = _mm512_load_si512(ql + 64 * j), h = _mm512_load_si512(qh + 64 * j);
-				__m512i h0 = p % 2 ? h : _mm512_slli_epi16(h, 4);
-				__m512i h1 = p % 2 ? _mm512_srli_epi16(h, 2) : _mm512_slli_epi16(h, 2);
+				__m512i h0 = bit4_512(h, 4 * (p % 2)), h1 = bit4_512(h, 4 * (p % 2) + 2);
 				// A | (B & C)
 				q[0][j] = _mm512_ternarylogic_epi32(_mm512_and_si512(v, m4), h0, m30, 0xf8);
 				q[1][j] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), h1, m30, 0xf8);
@@ -421,7 +393,7 @@ static AVX512 void pm_q4_0_512(PM_ARGS) {
 }
 PACKED512(pm_q4_k_512, pq4_k_512, Q4_K_TILE)
 PACKED512(pm_q6_k_512, pq6_k_512, Q6_K_TILE)
-PACKED512(pm_q5_0_512_rows, pq5_0_512, Q5_0_TILE)
+PACKED512(pm_q5_0_512_rows, pq5_0_512, Q4_0_TILE)
 
 // pm_q5_0_512 is pm_q4_0_512 for Q5_0.
 static AVX512 void pm_q5_0_512(PM_ARGS) {

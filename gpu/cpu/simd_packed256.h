@@ -113,6 +113,12 @@ INLINE LVL void pq4_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 	}
 }
 
+// bit4_256 is simd_packed.c's bit4_512 on 256 bits: bit n (0-7) of each
+// byte of h to bit 4.
+INLINE LVL __m256i bit4_256(__m256i h, int n) {
+	return n < 4 ? _mm256_slli_epi16(h, 4 - n) : n == 4 ? h : _mm256_srli_epi16(h, n - 4);
+}
+
 // Q6_K's quants (≤ 63) make a pair of products up to 2·63·127 = 16002:
 // two steps' pairs add up in int16 (vpmaddubsw, vpaddw), and madd16 by
 // (scale, scale) adds them to int32 times the signed scale (Zen 5, 64
@@ -149,8 +155,7 @@ INLINE LVL void pqk_256(const uint8_t *wb, const uint8_t *xb, int64_t xs, int h,
 			q[t] = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(v, 4) : v, m4);
 			if (five) { // sub-block j's fifth bits, bit j, to bit 4
 				__m256i hb = _mm256_load_si256((const __m256i *)(wb + Q4_KP_BYTES + 64 * t + 32 * h));
-				hb = j < 4 ? _mm256_slli_epi16(hb, 4 - j) : j == 4 ? hb : _mm256_srli_epi16(hb, j - 4);
-				q[t] = _mm256_or_si256(q[t], _mm256_and_si256(hb, m10));
+				q[t] = _mm256_or_si256(q[t], _mm256_and_si256(bit4_256(hb, j), m10));
 			}
 		}
 		__m256i sc32 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(wb + 64 + 16 * j + 8 * h)));
@@ -209,11 +214,9 @@ INLINE LVL void q5_unpack(const uint8_t *wb, int h, __m256i *q) {
 	__m256i qh = _mm256_load_si256((const __m256i *)(wb + 256 + 32 * h));
 	for (int j = 0; j < 4; j++) {
 		__m256i v = _mm256_load_si256((const __m256i *)(wb + 64 * j + 32 * h));
-		// bit 2j to 4, bit 2j+1 to 4
-		__m256i hl = j < 2 ? _mm256_slli_epi16(qh, 4 - 2 * j) : j == 2 ? qh : _mm256_srli_epi16(qh, 2);
-		__m256i hh = j < 2 ? _mm256_slli_epi16(qh, 3 - 2 * j) : _mm256_srli_epi16(qh, 2 * j - 3);
-		q[j] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(hl, m10));
-		q[4 + j] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_and_si256(hh, m10));
+		q[j] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(bit4_256(qh, 2 * j), m10));
+		q[4 + j] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+		                           _mm256_and_si256(bit4_256(qh, 2 * j + 1), m10));
 	}
 }
 
@@ -259,8 +262,7 @@ INLINE LVL void q6_unpack(const uint8_t *ql, const uint8_t *qh, int p, __m256i q
 	for (int j = 0; j < 4; j++) {
 		__m256i v = _mm256_load_si256((const __m256i *)(ql + 64 * j));
 		__m256i h = _mm256_load_si256((const __m256i *)(qh + 64 * j));
-		__m256i h0 = p % 2 ? h : _mm256_slli_epi16(h, 4);
-		__m256i h1 = p % 2 ? _mm256_srli_epi16(h, 2) : _mm256_slli_epi16(h, 2);
+		__m256i h0 = bit4_256(h, 4 * (p % 2)), h1 = bit4_256(h, 4 * (p % 2) + 2);
 		q[0][j] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(h0, m30));
 		q[1][j] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_and_si256(h1, m30));
 	}
