@@ -2,13 +2,13 @@
 // host's cores.
 //
 // Weights stay in their GGUF encoding, in the caller's memory (the mmap'd
-// file), Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, Q8_0 and F16 ones also in a repacked copy (repack.go,
-// F16 at AVX-512 only). The
-// hot loops (MatMul for Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K and F16 weights,
+// file), Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, Q8_0, F16 and BF16 ones also in a repacked copy
+// (repack.go, F16 and BF16 at AVX-512 only). The
+// hot loops (MatMul for Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, F16 and BF16 weights,
 // and Attention) run as C kernels with intrinsics (simd_*.c, through cgo),
 // AVX2 or AVX-512 chosen at start-up from CPUID, so one binary runs on any
 // x86-64 machine. As ggml does, MatMul quantizes the activations once per
-// call to the weight type's partner (8-bit blocks, or F16; xquant.go) and
+// call to the weight type's partner (8-bit blocks, F16 or BF16; xquant.go) and
 // takes integer dot products per block. Without cgo, off amd64, on a CPU
 // without AVX2, or for other weight types, the plain Go kernels run: they
 // dequantize one weight row (or a tile of four) at a time into a thread's
@@ -196,7 +196,7 @@ func (t *Tensor) Repacked() bool { return t.packed != nil }
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // Weight wraps data, a rows × cols tensor of typ in its GGUF encoding,
-// without copying it; Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, Q8_0 and F16 weights also get a repacked
+// without copying it; Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, Q8_0, F16 and BF16 weights also get a repacked
 // copy for the SIMD kernels (repack.go).
 func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data []byte) (gpu.Tensor, error) {
 	return b.weight(name, typ, rows, cols, data, true)

@@ -82,10 +82,13 @@ func checkDots(t *testing.T, got, x, w []float32, n, k, m int, tol float64) {
 // quantXTol bounds a SIMD MatMul's normalized error against the scalar Go
 // kernels, which do not quantize the activations: 8-bit blocks (Q8_0, Q4_0,
 // Q8_K) lose up to half a step of 1/127 of a block's largest magnitude per
-// element, F16 half a step of 2^-11.
+// element, F16 half a step of 2^-11, BF16 of 2^-8.
 func quantXTol(kind kernelKind) float64 {
-	if kind == kindF16 {
+	switch kind {
+	case kindF16:
 		return 2e-3
+	case kindBF16:
+		return 8e-3
 	}
 	return 3e-2
 }

@@ -7,7 +7,7 @@ import (
 	"folio/models/gguf"
 )
 
-// Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, Q8_0 and F16 weights are repacked once, in Weight, into
+// Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, Q8_0, F16 and BF16 weights are repacked once, in Weight, into
 // groups of packRows rows whose blocks are interleaved, so that the kernels
 // (simd_packed.c, simd_packed_f16.c) hold one weight row per 32-bit lane
 // and broadcast the activations: a block's scales then cost one vector op
@@ -75,12 +75,13 @@ import (
 //	sc[8][16][2]  pair p, row r: the int8 scales of sub-blocks 2p, 2p+1.
 //	d[16]         float32 (the half, exactly).
 //
-// F16 (AVX-512 only), per group of blocks blocks of 32 columns, the
+// F16 and BF16 (AVX-512 only), per group of blocks blocks of 32 columns, the
 // columns past the last padded with zeros, f16PackBytes = 16 · 64 bytes a
 // block:
 //
-//	w[32·blocks][16] column c's halves of rows 0 … 15: 32 bytes, which
-//	                 vcvtph2ps turns into one vector of 16 rows.
+//	w[32·blocks][16] column c's halves (bfloat16s) of rows 0 … 15: 32
+//	                 bytes, which vcvtph2ps (a widening and a shift)
+//	                 turns into one vector of 16 rows.
 //
 // Every SIMD level reads the same layout (AVX2 a vector's first or second
 // 32 bytes: lanes 0-7 or 8-15), so the result of a row never depends on
@@ -101,7 +102,7 @@ const (
 func packedKind(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	l = l.vector()
 	kind, ok := kernelFor(typ, l)
-	return kind, ok && l != levelNEON && kind != kindMXFP4 && (kind != kindF16 || l == levelAVX512)
+	return kind, ok && l != levelNEON && kind != kindMXFP4 && (kind != kindF16 && kind != kindBF16 || l == levelAVX512)
 }
 
 // packBlockBytes is the bytes of one packed block (or super-block) of
@@ -118,7 +119,7 @@ func packBlockBytes(kind kernelKind) int {
 		return q5KPackBytes
 	case kindQ8_0:
 		return q8_0PackBytes
-	case kindF16:
+	case kindF16, kindBF16:
 		return f16PackBytes
 	}
 	return q4_0PackBytes
@@ -212,7 +213,7 @@ func (t *repackTask) run(_ *worker, lo, hi int) {
 				packQ5_0Row(out, src, r, t.dst.blocks)
 			case kindQ8_0:
 				packRow(out, src, r, t.dst.blocks, 32)
-			case kindF16:
+			case kindF16, kindBF16:
 				packF16Row(out, src, r)
 			default:
 				packRow(out, src, r, t.dst.blocks, 16)
@@ -235,8 +236,8 @@ func packRow(out, src []byte, r, blocks, qb int) {
 	}
 }
 
-// packF16Row places one F16 row (2 bytes a column) at lane r: column c's
-// half at bytes 32c + 2r of the group.
+// packF16Row places one F16 or BF16 row (2 bytes a column) at lane r:
+// column c's half at bytes 32c + 2r of the group.
 func packF16Row(out, src []byte, r int) {
 	for c := range len(src) / 2 {
 		out[32*c+2*r], out[32*c+2*r+1] = src[2*c], src[2*c+1]

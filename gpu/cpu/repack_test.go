@@ -76,6 +76,8 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 			out[e] = d * float32(sc) * float32(int(q)-32)
 		case kindF16:
 			out[e] = h(g[32*e+2*lane:])
+		case kindBF16:
+			out[e] = gguf.BF16ToF32(le.Uint16(g[32*e+2*lane:]))
 		}
 	}
 	return out
@@ -84,7 +86,7 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 // packedTypes are the weight types this machine repacks.
 func packedTypes() []gguf.TensorType {
 	var ts []gguf.TensorType
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeQ8_0, gguf.TypeF16} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeBF16} {
 		if _, ok := packedKind(typ, bestLevel); ok {
 			ts = append(ts, typ)
 		}

@@ -126,6 +126,7 @@ const (
 	kindMXFP4
 	kindQ5_0
 	kindQ5_K
+	kindBF16
 )
 
 // kernelFor returns the SIMD kernel of weight type typ at level l, if any.
@@ -153,6 +154,8 @@ func kernelFor(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 		return kindQ5_0, true
 	case gguf.TypeQ5_K:
 		return kindQ5_K, true
+	case gguf.TypeBF16:
+		return kindBF16, true
 	}
 	return 0, false
 }

@@ -17,8 +17,38 @@
 // target they then take).
 #define INLINE static inline __attribute__((always_inline))
 
+// b2f reads the little-endian bfloat16 at p: its bits are a float32's top
+// half.
+static inline float b2f(const uint8_t *p) {
+	uint32_t u = (uint32_t)(p[0] | p[1] << 8) << 16;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+// f2b rounds v to bfloat16 as ggml's GGML_FP32_TO_BF16 does: to nearest
+// even, a NaN quieted.
+static inline uint16_t f2b(float v) {
+	uint32_t u;
+	memcpy(&u, &v, 4);
+	if ((u & 0x7fffffff) > 0x7f800000)
+		return (uint16_t)(u >> 16 | 64);
+	return (uint16_t)((u + (0x7fff + (u >> 16 & 1))) >> 16);
+}
+
+// quant_bf16_tail writes x[j … k-1] as bfloat16 at out + 2j and pads the
+// row with zeros to 64 bytes.
+static inline void quant_bf16_tail(const float *x, int j, int k, uint8_t *out) {
+	for (; j < k; j++) {
+		uint16_t b = f2b(x[j]);
+		memcpy(out + 2 * j, &b, 2);
+	}
+	memset(out + 2 * k, 0, ((2 * k + 63) & ~63) - 2 * k);
+}
+
 // Kernel kinds: the weight type, which also fixes the activation format.
-enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4, KIND_MXFP4 = 5, KIND_Q5_0 = 6, KIND_Q5_K = 7 };
+enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4, KIND_MXFP4 = 5, KIND_Q5_0 = 6, KIND_Q5_K = 7,
+       KIND_BF16 = 8 };
 // Dispatch levels (Go's simdLevel). Go passes LEVEL_AMX to the packed
 // matmul and attention only, LEVEL_AVX512BF16 to attention only: their
 // other kernels are AVX-512's.
@@ -186,6 +216,8 @@ void folio_mm_q4_0_avx512(MM_ARGS);
 void folio_mm_q4_k_avx512(MM_ARGS);
 void folio_mm_q6_k_avx512(MM_ARGS);
 void folio_mm_f16_avx512(MM_ARGS);
+void folio_mm_bf16_avx2(MM_ARGS);
+void folio_mm_bf16_avx512(MM_ARGS);
 void folio_mm_mxfp4_avx2(MM_ARGS);
 void folio_mm_mxfp4_avx512(MM_ARGS);
 void folio_mm_q6_k_vnni(MM_ARGS);
@@ -195,6 +227,7 @@ void folio_mm_mxfp4_vnni(MM_ARGS);
 	float *dst, int64_t ds
 void folio_matmul_packed(int kind, int level, PM_ARGS);
 void folio_pm_f16_512(PM_ARGS);
+void folio_pm_bf16_512(PM_ARGS);
 int folio_pm_amx(int kind, PM_ARGS);
 int folio_amx_usable(void);
 void folio_pm256_avx2(int kind, PM_ARGS);
@@ -266,7 +299,7 @@ INLINE void xk_close(uint8_t *out, float iscale) {
 // apart) in kind's format, ostride bytes apart.
 typedef void quant_row(const float *x, int k, uint8_t *out);
 INLINE void quantize_rows(int kind, const float *x, int64_t xstride, int n, int k, uint8_t *out, int64_t ostride,
-                          quant_row *x8p, quant_row *x4g, quant_row *xk, quant_row *f16) {
+                          quant_row *x8p, quant_row *x4g, quant_row *xk, quant_row *f16, quant_row *bf16) {
 	for (int i = 0; i < n; i++, x += xstride, out += ostride) {
 		switch (kind) {
 		case KIND_Q8_0:
@@ -284,6 +317,9 @@ INLINE void quantize_rows(int kind, const float *x, int64_t xstride, int n, int 
 			break;
 		case KIND_F16:
 			f16(x, k, out);
+			break;
+		case KIND_BF16:
+			bf16(x, k, out);
 			break;
 		}
 	}

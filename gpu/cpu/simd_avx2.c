@@ -138,32 +138,48 @@ INLINE AVX2 void q4_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs,
 }
 MM_DRIVER(folio_mm_q4_k_avx2, q4_k_row, AVX2, 4)
 
-// F16 weights, F16 activations, float32 sums: 16 elements per step in two
-// accumulators, then 8, then one at a time.
-INLINE AVX2 void f16_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+// cvt8 widens 8 halves at p to float32, or with bf 8 bfloat16s (a shift).
+INLINE AVX2 __m256 cvt8(const uint8_t *p, int bf) {
+	__m128i h = _mm_loadu_si128((const __m128i *)p);
+	return bf ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
+}
+
+// F16 weights, F16 activations, float32 sums (or with bf BF16 weights and
+// activations): 16 elements per step in two accumulators, then 8, then
+// one at a time.
+INLINE AVX2 void half_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os,
+                          int bf) {
 	__m256 a0[XT], a1[XT];
 	for (int i = 0; i < nx; i++)
 		a0[i] = a1[i] = _mm256_setzero_ps();
 	int j = 0;
 	for (; j + 16 <= k; j += 16) {
-		__m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * j)));
-		__m256 w1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * j + 16)));
+		__m256 w0 = cvt8(w + 2 * j, bf), w1 = cvt8(w + 2 * j + 16, bf);
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = x + i * xs + 2 * j;
-			a0[i] = _mm256_fmadd_ps(w0, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)xp)), a0[i]);
-			a1[i] = _mm256_fmadd_ps(w1, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(xp + 16))), a1[i]);
+			a0[i] = _mm256_fmadd_ps(w0, cvt8(xp, bf), a0[i]);
+			a1[i] = _mm256_fmadd_ps(w1, cvt8(xp + 16, bf), a1[i]);
 		}
 	}
 	for (; j + 8 <= k; j += 8) {
-		__m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * j)));
+		__m256 w0 = cvt8(w + 2 * j, bf);
 		for (int i = 0; i < nx; i++)
-			a0[i] = _mm256_fmadd_ps(w0, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i * xs + 2 * j))), a0[i]);
+			a0[i] = _mm256_fmadd_ps(w0, cvt8(x + i * xs + 2 * j, bf), a0[i]);
 	}
 	for (int i = 0; i < nx; i++) {
 		float s = hsum8(_mm256_add_ps(a0[i], a1[i]));
 		for (int t = j; t < k; t++)
-			s += h2f(w + 2 * t) * h2f(x + i * xs + 2 * t);
+			s += bf ? b2f(w + 2 * t) * b2f(x + i * xs + 2 * t) : h2f(w + 2 * t) * h2f(x + i * xs + 2 * t);
 		out[i * os] = s;
 	}
 }
+
+INLINE AVX2 void f16_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	half_row(w, k, x, xs, nx, out, os, 0);
+}
+
+INLINE AVX2 void bf16_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	half_row(w, k, x, xs, nx, out, os, 1);
+}
+MM_DRIVER(folio_mm_bf16_avx2, bf16_row, AVX2, 4)
 MM_DRIVER(folio_mm_f16_avx2, f16_row, AVX2, 4)

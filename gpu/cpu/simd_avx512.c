@@ -203,29 +203,46 @@ INLINE AVX512 void q6_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t x
 }
 MM_DRIVER(folio_mm_q6_k_avx512, q6_k_row, AVX512, XT)
 
-// F16 weights, F16 activations (as ggml rounds them), float32 sums: 32
-// elements per step in two accumulators, then 16, then a masked tail.
-INLINE AVX512 void f16_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+// cvt16 widens 16 halves (or with bf bfloat16s) to float32: a masked load
+// of the elements m keeps, the others zero.
+INLINE AVX512 __m512 cvt16(const uint8_t *p, __mmask16 m, int bf) {
+	__m256i h = _mm256_maskz_loadu_epi16(m, p);
+	return bf ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)) : _mm512_cvtph_ps(h);
+}
+
+// F16 weights, F16 activations (as ggml rounds them), float32 sums (or
+// with bf BF16 weights and activations): 32 elements per step in two
+// accumulators, then 16, then a masked tail.
+INLINE AVX512 void half_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os,
+                            int bf) {
 	__m512 a0[XT], a1[XT];
 	for (int i = 0; i < nx; i++)
 		a0[i] = a1[i] = _mm512_setzero_ps();
 	int j = 0;
 	for (; j + 32 <= k; j += 32) {
-		__m512 w0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 2 * j)));
-		__m512 w1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 2 * j + 32)));
+		__m512 w0 = cvt16(w + 2 * j, 0xffff, bf), w1 = cvt16(w + 2 * j + 32, 0xffff, bf);
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = x + i * xs + 2 * j;
-			a0[i] = _mm512_fmadd_ps(w0, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)xp)), a0[i]);
-			a1[i] = _mm512_fmadd_ps(w1, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(xp + 32))), a1[i]);
+			a0[i] = _mm512_fmadd_ps(w0, cvt16(xp, 0xffff, bf), a0[i]);
+			a1[i] = _mm512_fmadd_ps(w1, cvt16(xp + 32, 0xffff, bf), a1[i]);
 		}
 	}
 	for (; j < k; j += 16) {
 		__mmask16 m = k - j >= 16 ? 0xffff : (__mmask16)((1u << (k - j)) - 1);
-		__m512 w0 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, w + 2 * j));
+		__m512 w0 = cvt16(w + 2 * j, m, bf);
 		for (int i = 0; i < nx; i++)
-			a0[i] = _mm512_fmadd_ps(w0, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + i * xs + 2 * j)), a0[i]);
+			a0[i] = _mm512_fmadd_ps(w0, cvt16(x + i * xs + 2 * j, m, bf), a0[i]);
 	}
 	for (int i = 0; i < nx; i++)
 		out[i * os] = _mm512_reduce_add_ps(_mm512_add_ps(a0[i], a1[i]));
 }
+
+INLINE AVX512 void f16_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	half_row(w, k, x, xs, nx, out, os, 0);
+}
+
+INLINE AVX512 void bf16_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	half_row(w, k, x, xs, nx, out, os, 1);
+}
+MM_DRIVER(folio_mm_bf16_avx512, bf16_row, AVX512, XT)
 MM_DRIVER(folio_mm_f16_avx512, f16_row, AVX512, XT)

@@ -137,10 +137,12 @@ static void quant_f16(const float *x, int k, uint8_t *out) {
 	memset(out + 2 * k, 0, ((2 * k + 63) & ~63) - 2 * k);
 }
 
+static void quant_bf16(const float *x, int k, uint8_t *out) { quant_bf16_tail(x, 0, k, out); }
+
 // folio_quantize writes n rows of x (k floats each, xstride apart) in the
 // activation format of kind, ostride bytes apart.
 void folio_quantize(int kind, const float *x, int64_t xstride, int n, int k, uint8_t *out, int64_t ostride) {
-	quantize_rows(kind, x, xstride, n, k, out, ostride, quant_x8p, quant_x4g, quant_xk, quant_f16);
+	quantize_rows(kind, x, xstride, n, k, out, ostride, quant_x8p, quant_x4g, quant_xk, quant_f16, quant_bf16);
 }
 
 // x8p_block is block b of an X8P row as int8 (the bias of 128 taken off),
@@ -402,12 +404,40 @@ INLINE void f16_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int n
 }
 MM_DRIVER(folio_mm_f16_neon, f16_row, , 8)
 
+// BF16 weights, BF16 activations (the row padded with zeros to 64 bytes):
+// widened to float32 by a shift (vshll) and multiplied in float32, eight
+// elements a step; the weight row's tail one at a time.
+INLINE void bf16_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	float32x4_t acc[XT];
+	for (int i = 0; i < nx; i++)
+		acc[i] = vdupq_n_f32(0);
+	const uint16_t *wb = (const uint16_t *)w;
+	int j = 0;
+	for (; j + 8 <= k; j += 8) {
+		uint16x8_t wv = vld1q_u16(wb + j);
+		float32x4_t w0 = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(wv), 16));
+		float32x4_t w1 = vreinterpretq_f32_u32(vshll_high_n_u16(wv, 16));
+		for (int i = 0; i < nx; i++) {
+			uint16x8_t xv = vld1q_u16((const uint16_t *)(x + i * xs) + j);
+			acc[i] = vfmaq_f32(acc[i], w0, vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(xv), 16)));
+			acc[i] = vfmaq_f32(acc[i], w1, vreinterpretq_f32_u32(vshll_high_n_u16(xv, 16)));
+		}
+	}
+	for (int i = 0; i < nx; i++) {
+		float s = vaddvq_f32(acc[i]);
+		for (int t = j; t < k; t++)
+			s += b2f(w + 2 * t) * b2f(x + i * xs + 2 * t);
+		out[i * os] = s;
+	}
+}
+MM_DRIVER(folio_mm_bf16_neon, bf16_row, , 8)
+
 // folio_matmul: dst[i*dstride + r] = w row r · x row i for r < rows, i < nx,
 // at the NEON level (the only arm64 one).
 void folio_matmul(int kind, int level, MM_ARGS) {
-	static void (*const fns[8])(MM_ARGS) = {folio_mm_q8_0_neon,  folio_mm_q4_0_neon, folio_mm_q4_k_neon,
-	                                          folio_mm_q6_k_neon,  folio_mm_f16_neon,  folio_mm_mxfp4_neon,
-	                                          folio_mm_q5_0_neon,  folio_mm_q5_k_neon};
+	static void (*const fns[9])(MM_ARGS) = {folio_mm_q8_0_neon, folio_mm_q4_0_neon, folio_mm_q4_k_neon,
+	                                          folio_mm_q6_k_neon, folio_mm_f16_neon,  folio_mm_mxfp4_neon,
+	                                          folio_mm_q5_0_neon, folio_mm_q5_k_neon, folio_mm_bf16_neon};
 	(void)level;
 	fns[kind](w, wstride, rows, x, xstride, nx, k, dst, dstride);
 }

@@ -421,7 +421,7 @@ void folio_matmul_packed(int kind, int level, PM_ARGS) {
 		static void (*const pm[])(PM_ARGS) = {
 			[KIND_Q8_0] = pm_q8_0_512, [KIND_Q4_0] = pm_q4_0_512, [KIND_Q4_K] = pm_q4_k_512,
 			[KIND_Q6_K] = pm_q6_k_512, [KIND_F16] = folio_pm_f16_512, [KIND_Q5_0] = pm_q5_0_512,
-			[KIND_Q5_K] = pm_q5_k_512,
+			[KIND_Q5_K] = pm_q5_k_512, [KIND_BF16] = folio_pm_bf16_512,
 		};
 		pm[kind](w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	} else if (level == LEVEL_AVXVNNI) {

@@ -22,13 +22,14 @@ int folio_cpu_level(void) {
 // at SIMD level level (AVX2, AVX-VNNI or AVX-512). AVX-VNNI has kernels
 // of its own where vpdpbusd or vpdpwssd shortens AVX2's (simd_vnni.c).
 void folio_matmul(int kind, int level, MM_ARGS) {
-	static void (*const fns[3][6])(MM_ARGS) = {
+	// Q5_0 and Q5_K have packed kernels only (repack.go)
+	static void (*const fns[3][9])(MM_ARGS) = {
 		{folio_mm_q8_0_avx2, folio_mm_q4_0_avx2, folio_mm_q4_k_avx2, folio_mm_q6_k_avx2, folio_mm_f16_avx2,
-		 folio_mm_mxfp4_avx2},
+		 folio_mm_mxfp4_avx2, 0, 0, folio_mm_bf16_avx2},
 		{folio_mm_q8_0_avx2, folio_mm_q4_0_avx2, folio_mm_q4_k_avx2, folio_mm_q6_k_vnni, folio_mm_f16_avx2,
-		 folio_mm_mxfp4_vnni},
+		 folio_mm_mxfp4_vnni, 0, 0, folio_mm_bf16_avx2},
 		{folio_mm_q8_0_avx512, folio_mm_q4_0_avx512, folio_mm_q4_k_avx512, folio_mm_q6_k_avx512, folio_mm_f16_avx512,
-		 folio_mm_mxfp4_avx512},
+		 folio_mm_mxfp4_avx512, 0, 0, folio_mm_bf16_avx512},
 	};
 	fns[level == LEVEL_AVX512 ? 2 : level == LEVEL_AVXVNNI][kind](w, wstride, rows, x, xstride, nx, k, dst, dstride);
 }
@@ -146,10 +147,31 @@ static AVX2 void quant_f16(const float *x, int k, uint8_t *out) {
 	memset(out + 2 * k, 0, ((2 * k + 63) & ~63) - 2 * k);
 }
 
+// bf16_round8 rounds 8 floats' bits u to bfloat16 as f2b does, each in
+// the low half of its lane.
+static inline AVX2 __m256i bf16_round8(__m256i u) {
+	__m256i r = _mm256_srli_epi32(
+	    _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(_mm256_srli_epi32(u, 16),
+	                                                                                     _mm256_set1_epi32(1)))),
+	    16);
+	__m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+	return _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(64)), nan);
+}
+
+static AVX2 void quant_bf16(const float *x, int k, uint8_t *out) {
+	int j = 0;
+	for (; j + 16 <= k; j += 16) {
+		__m256i a = bf16_round8(_mm256_loadu_si256((const __m256i *)(x + j)));
+		__m256i b = bf16_round8(_mm256_loadu_si256((const __m256i *)(x + j + 8)));
+		_mm256_storeu_si256((__m256i *)(out + 2 * j), _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8));
+	}
+	quant_bf16_tail(x, j, k, out);
+}
+
 // folio_quantize writes n rows of x (k floats each, xstride apart) in the
 // activation format of kind, ostride bytes apart.
 void folio_quantize(int kind, const float *x, int64_t xstride, int n, int k, uint8_t *out, int64_t ostride) {
-	quantize_rows(kind, x, xstride, n, k, out, ostride, quant_x8p, quant_x4g, quant_xk, quant_f16);
+	quantize_rows(kind, x, xstride, n, k, out, ostride, quant_x8p, quant_x4g, quant_xk, quant_f16, quant_bf16);
 }
 
 // folio_read_sum reads n bytes (a multiple of 128) from p, 32-byte

@@ -2,7 +2,8 @@ package cpu
 
 // The SIMD kernels take activations quantized once per MatMul, as ggml
 // does (its vec_dot_type): to 8-bit blocks for quantized weights, so that
-// a block's dot product is an integer one, and to F16 for F16 weights. The
+// a block's dot product is an integer one, to F16 for F16 weights and to
+// BF16 for BF16 ones. The
 // formats are laid out for the kernels (simd.h has the same offsets):
 //
 //	kindQ8_0  X8P: per pair of 32-element blocks, 128 bytes: q[64]
@@ -22,6 +23,8 @@ package cpu
 //	          as ggml's block_q8_K, and int16[8] at 260: the sums of 32
 //	          (Q4_K's sub-blocks, for the packed kernel's mins).
 //	kindF16   halves, the row padded to 64 bytes.
+//	kindBF16  bfloat16s (rounded to nearest even, as ggml's
+//	          GGML_FP32_TO_BF16), the row padded to 64 bytes.
 //	kindMXFP4 X8P, as kindQ8_0 (ggml dots MXFP4 with Q8_0 blocks too).
 //
 // The 8-bit blocks round as ggml's x86 quantizers do: Q8_0's d = amax/127

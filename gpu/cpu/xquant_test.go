@@ -101,6 +101,10 @@ func quantizeXRef(kind kernelKind, x []float32) []byte {
 		for j, v := range x {
 			le.PutUint16(out[2*j:], gguf.F32ToF16(v))
 		}
+	case kindBF16:
+		for j, v := range x {
+			le.PutUint16(out[2*j:], gguf.F32ToBF16(v))
+		}
 	}
 	return out
 }
@@ -128,6 +132,8 @@ func dequantizeXRef(kind kernelKind, row []byte, k int) []float32 {
 			x[e] = float32(int8(blk[e%256])) * f32(blk[256:])
 		case kindF16:
 			x[e] = gguf.F16ToF32(le.Uint16(row[2*e:]))
+		case kindBF16:
+			x[e] = gguf.BF16ToF32(le.Uint16(row[2*e:]))
 		}
 	}
 	return x
@@ -135,7 +141,7 @@ func dequantizeXRef(kind kernelKind, row []byte, k int) []float32 {
 
 var kernelTypes = map[kernelKind]gguf.TensorType{
 	kindQ8_0: gguf.TypeQ8_0, kindQ4_0: gguf.TypeQ4_0, kindQ4_K: gguf.TypeQ4_K, kindQ6_K: gguf.TypeQ6_K, kindF16: gguf.TypeF16,
-	kindMXFP4: gguf.TypeMXFP4,
+	kindMXFP4: gguf.TypeMXFP4, kindBF16: gguf.TypeBF16,
 }
 
 // packedOnlyTypes are the kinds with packed kernels and no others.
@@ -147,7 +153,7 @@ func awkwardKs(kind kernelKind) []int {
 	switch kind {
 	case kindQ4_K, kindQ5_K, kindQ6_K:
 		return []int{256, 512, 768, 1280}
-	case kindF16:
+	case kindF16, kindBF16:
 		return []int{1, 3, 17, 64, 100, 575}
 	}
 	return []int{32, 64, 96, 160, 224, 576}
