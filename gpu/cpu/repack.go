@@ -7,7 +7,7 @@ import (
 	"folio/models/gguf"
 )
 
-// Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, Q8_0, F16 and BF16 weights are repacked once, in Weight, into
+// Q4_0, Q5_0, Q3_K, Q4_K, Q5_K, Q6_K, Q8_0, F16 and BF16 weights are repacked once, in Weight, into
 // groups of packRows rows whose blocks are interleaved, so that the kernels
 // (simd_packed.c, simd_packed_f16.c) hold one weight row per 32-bit lane
 // and broadcast the activations: a block's scales then cost one vector op
@@ -39,7 +39,8 @@ import (
 //	                 low nibbles, sub-block 2p+1's in the high ones.
 //
 // Q5_0, per group of blocks blocks, q5_0PackBytes = 16 · 22 bytes a block
-// (Q5_0 and Q5_K have no unpacked x86 kernels, only NEON ones):
+// (Q5_0 and Q5_K have no unpacked x86 kernels, only NEON ones; Q3_K has
+// neither):
 //
 //	blk[blocks]       320 bytes a block: its quants' low four bits as Q4_0's
 //	                  qs[4][64], then qh[64]: lane r, the fifth bits of row
@@ -75,6 +76,17 @@ import (
 //	sc[8][16][2]  pair p, row r: the int8 scales of sub-blocks 2p, 2p+1.
 //	d[16]         float32 (the half, exactly).
 //
+// Q3_K, per group and super-block, q3KPackBytes = 16 · 116, a row's
+// quants q (0-7, ggml's q+4) split into their low two bits and their
+// third, the scales decoded from six bits (ggml's less 32):
+//
+//	ql[4][4][64]  vector (u, j), lane r: bits 2m, 2m+1 of byte 4j+i are
+//	              the low bits of sub-block 4u+m's element 4j+i.
+//	qh[2][4][64]  vector (v, j), lane r: bit m of byte 4j+i is the third
+//	              bit of sub-block 8v+m's element 4j+i.
+//	sc[8][16][2]  pair p, row r: the int8 scales of sub-blocks 2p, 2p+1.
+//	d[16]         float32 (the half, exactly).
+//
 // F16 and BF16 (AVX-512 only), per group of blocks blocks of 32 columns, the
 // columns past the last padded with zeros, f16PackBytes = 16 · 64 bytes a
 // block:
@@ -91,6 +103,7 @@ const (
 	q4_0PackBytes = packRows * 18
 	q4KPackBytes  = packRows * 148
 	q6KPackBytes  = packRows * 212
+	q3KPackBytes  = packRows * 116
 	q5_0PackBytes = packRows * 22
 	q5KPackBytes  = packRows * 180
 	q8_0PackBytes = packRows * 34
@@ -113,6 +126,8 @@ func packBlockBytes(kind kernelKind) int {
 		return q4KPackBytes
 	case kindQ6_K:
 		return q6KPackBytes
+	case kindQ3_K:
+		return q3KPackBytes
 	case kindQ5_0:
 		return q5_0PackBytes
 	case kindQ5_K:
@@ -141,7 +156,7 @@ func RepackedBytes(typ gguf.TensorType, rows, cols int) int64 {
 // super-blocks); an F16 row is cut into blocks of 32 columns, its last
 // one padded.
 func packBlockElems(kind kernelKind) int {
-	if kind == kindQ4_K || kind == kindQ5_K || kind == kindQ6_K {
+	if kind == kindQ4_K || kind == kindQ5_K || kind == kindQ6_K || kind == kindQ3_K {
 		return 256
 	}
 	return 32
@@ -209,6 +224,8 @@ func (t *repackTask) run(_ *worker, lo, hi int) {
 				packKRow(out, src, r, t.dst.blocks, true)
 			case kindQ6_K:
 				packQ6KRow(out, src, r, t.dst.blocks)
+			case kindQ3_K:
+				packQ3KRow(out, src, r, t.dst.blocks)
 			case kindQ5_0:
 				packQ5_0Row(out, src, r, t.dst.blocks)
 			case kindQ8_0:
@@ -340,5 +357,32 @@ func packQ5_0Row(out, src []byte, r, blocks int) {
 			}
 		}
 		binary.LittleEndian.PutUint32(dst[256+4*r:], h)
+	}
+}
+
+// packQ3KRow places one Q3_K row (110-byte super-blocks: hmask[32], the
+// quants' low bits qs[64], 12 bytes of 6-bit scales, the half d) at lane
+// r. Element e of a super-block has its low bits at bit 2(e%128/32) of
+// qs[32(e/128) + e%32] and its third bit at bit 4(e/128) + e%128/32 of
+// hmask[e%32].
+func packQ3KRow(out, src []byte, r, blocks int) {
+	for s := range blocks {
+		blk, dst := src[110*s:110*s+110], out[s*q3KPackBytes:]
+		for e := range 256 {
+			n, j, l := e/128, e%128/32, e%32
+			lo := blk[32+32*n+l] >> (2 * j) & 3
+			hi := blk[l] >> (4*n + j) & 1
+			sb, t := e/16, e%16
+			at := 64*(t/4) + 4*r + t%4
+			dst[256*(sb/4)+at] |= lo << (2 * (sb % 4))
+			dst[1024+256*(sb/8)+at] |= hi << (sb % 8)
+		}
+		sc := blk[96:108]
+		for i := range 16 {
+			lo := sc[i%8] >> (4 * (i / 8)) & 0x0f
+			hi := sc[8+i%4] >> (2 * (i / 4)) & 3
+			dst[1536+32*(i/2)+2*r+i%2] = byte(int8(lo|hi<<4) - 32)
+		}
+		binary.LittleEndian.PutUint32(dst[1792+4*r:], math.Float32bits(gguf.F16ToF32(binary.LittleEndian.Uint16(blk[108:]))))
 	}
 }

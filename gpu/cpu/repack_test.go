@@ -74,6 +74,16 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 			q := blk[256*(sb/2)+at] >> (4 * (sb % 2)) & 0x0f
 			q |= blk[2048+256*(sb/4)+at] >> (2 * (sb % 4)) & 3 << 4
 			out[e] = d * float32(sc) * float32(int(q)-32)
+		case kindQ3_K:
+			s, j := e/256, e%256
+			sb, t := j/16, j%16
+			blk := g[s*q3KPackBytes:]
+			d := math.Float32frombits(le.Uint32(blk[1792+4*lane:]))
+			sc := int8(blk[1536+32*(sb/2)+2*lane+sb%2])
+			at := 64*(t/4) + 4*lane + t%4
+			q := blk[256*(sb/4)+at] >> (2 * (sb % 4)) & 3
+			q |= blk[1024+256*(sb/8)+at] >> (sb % 8) & 1 << 2
+			out[e] = d * float32(sc) * float32(int(q)-4)
 		case kindF16:
 			out[e] = h(g[32*e+2*lane:])
 		case kindBF16:
@@ -86,7 +96,7 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 // packedTypes are the weight types this machine repacks.
 func packedTypes() []gguf.TensorType {
 	var ts []gguf.TensorType
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeBF16} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeQ3_K, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeBF16} {
 		if _, ok := packedKind(typ, bestLevel); ok {
 			ts = append(ts, typ)
 		}

@@ -127,6 +127,7 @@ const (
 	kindQ5_0
 	kindQ5_K
 	kindBF16
+	kindQ3_K
 )
 
 // kernelFor returns the SIMD kernel of weight type typ at level l, if any.
@@ -156,6 +157,9 @@ func kernelFor(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 		return kindQ5_K, true
 	case gguf.TypeBF16:
 		return kindBF16, true
+	case gguf.TypeQ3_K:
+		// packed kernels only, at x86 levels
+		return kindQ3_K, l != levelNEON
 	}
 	return 0, false
 }

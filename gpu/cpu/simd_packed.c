@@ -17,12 +17,13 @@
 
 // ---- AVX-512: a group's 16 rows in one vector ----
 
-// bit4_512 moves bit n (0-7) of each byte of h to bit 4 (the other bits
-// are the caller's to mask): where the packed Q5_0 and Q5_K layouts keep
-// their quants' fifth bits and Q6_K its fifth and sixth.
-INLINE AVX512 __m512i bit4_512(__m512i h, int n) {
-	return n < 4 ? _mm512_slli_epi16(h, 4 - n) : n == 4 ? h : _mm512_srli_epi16(h, n - 4);
+// bitto_512 moves bit n (0-7) of each byte of h to bit t (the other bits
+// are the caller's to mask); bit4_512 to bit 4: where the packed Q5_0 and
+// Q5_K layouts keep their quants' fifth bits and Q6_K its fifth and sixth.
+INLINE AVX512 __m512i bitto_512(__m512i h, int n, int t) {
+	return n < t ? _mm512_slli_epi16(h, t - n) : n == t ? h : _mm512_srli_epi16(h, n - t);
 }
+INLINE AVX512 __m512i bit4_512(__m512i h, int n) { return bitto_512(h, n, 4); }
 
 // Q4_0_TILE is the activation rows of a Q4_0 (or Q5_0) tile: the 8 vectors
 // of a block's quants, its scales and one accumulator a row fit 32
@@ -287,39 +288,54 @@ INLINE AVX512 void pq5_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 // sub-blocks' 8 vectors of quants, their scales and one int32 sum a row.
 #define Q6_K_TILE 16
 
-// pq6_k_512 adds the dot products of a packed Q6_K group (nb super-blocks
-// at w) with nx XK activation rows into acc. Per pair of sub-blocks of 16,
-// each row's two integer sums of q·x (q unsigned, 0-63: four vpdpbusd
-// each) times their scales, less 32·Σx times them (vpdpwssd of the
-// scales, times -32, with the activations' sums of 16); per super-block,
-// d·dx·that. The sums are integers until then, so a row's result does not
-// depend on its tile.
-INLINE AVX512 void pq6_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
-	const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), n32 = _mm512_set1_epi16(-32);
+// pq6k_512 adds the dot products of a packed Q6_K group (nb super-blocks
+// at w), or with three a packed Q3_K one, with nx XK activation rows into
+// acc. Per pair of sub-blocks of 16, each row's two integer sums of q·x
+// (q unsigned, 0-63 or 0-7: four vpdpbusd each) times their scales, less
+// 32·Σx (4·Σx) times them (vpdpwssd of the scales, times -32 or -4, with
+// the activations' sums of 16); per super-block, d·dx·that. The sums are
+// integers until then, so a row's result does not depend on its tile.
+INLINE AVX512 void pq6k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf,
+                            int three) {
+	const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), m3 = _mm512_set1_epi8(3),
+	              b2 = _mm512_set1_epi8(4), neg = _mm512_set1_epi16(three ? -4 : -32);
+	const int sbb = three ? Q3_KP_BYTES : Q6_KP_BYTES, sco = three ? Q3_KP_SC : 3072, dof = three ? Q3_KP_D : 3328;
 	for (int s = 0; s < nb; s++) {
-		const uint8_t *wb = w + (int64_t)s * Q6_KP_BYTES;
+		const uint8_t *wb = w + (int64_t)s * sbb;
 		const uint8_t *xb = x + (int64_t)s * XK_BYTES;
 		if (pf)
-			mm_prefetch(wb + MM_PREFETCH, Q6_KP_BYTES);
+			mm_prefetch(wb + MM_PREFETCH, sbb);
 		__m512i isum[Q6_K_TILE]; // nx ≤ Q6_K_TILE
 		for (int i = 0; i < nx; i++)
 			isum[i] = _mm512_setzero_si512();
 		for (int p = 0; p < 8; p++) {
-			const uint8_t *ql = wb + 256 * p, *qh = wb + 2048 + 256 * (p / 2);
 			__m512i q[2][4];
 			for (int j = 0; j < 4; j++) {
+				if (three) {
+					// sub-blocks 2p and 2p+1: their low bits at 4(p%2)
+					// and 4(p%2)+2, their third bits at 2(p%4) and
+					// 2(p%4)+1, moved to 2
+					__m512i v = _mm512_load_si512(wb + 256 * (p / 2) + 64 * j);
+					__m512i h = _mm512_load_si512(wb + Q3_KP_HI + 256 * (p / 4) + 64 * j);
+					__m512i h0 = _mm512_and_si512(bitto_512(h, 2 * (p % 4), 2), b2);
+					__m512i h1 = _mm512_and_si512(bitto_512(h, 2 * (p % 4) + 1, 2), b2);
+					// A | (B & C)
+					q[0][j] = _mm512_ternarylogic_epi32(h0, _mm512_srli_epi16(v, 4 * (p % 2)), m3, 0xf8);
+					q[1][j] = _mm512_ternarylogic_epi32(h1, _mm512_srli_epi16(v, 4 * (p % 2) + 2), m3, 0xf8);
+					continue;
+				}
 				// sub-blocks 2p and 2p+1 are m = 2(p%2) and m+1 of
 				// their quad: their high bits at 2m and 2m+2, moved to 4
-				__m512i v = _mm512_load_si512(ql + 64 * j), h = _mm512_load_si512(qh + 64 * j);
+				__m512i v = _mm512_load_si512(wb + 256 * p + 64 * j);
+				__m512i h = _mm512_load_si512(wb + 2048 + 256 * (p / 2) + 64 * j);
 				__m512i h0 = bit4_512(h, 4 * (p % 2)), h1 = bit4_512(h, 4 * (p % 2) + 2);
-				// A | (B & C)
 				q[0][j] = _mm512_ternarylogic_epi32(_mm512_and_si512(v, m4), h0, m30, 0xf8);
 				q[1][j] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), h1, m30, 0xf8);
 			}
 			// lane r: the int16 scales of sub-blocks 2p, 2p+1 of row r
-			__m512i sc = _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(wb + 3072 + 32 * p)));
+			__m512i sc = _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(wb + sco + 32 * p)));
 			__m512i s0 = _mm512_srai_epi32(_mm512_slli_epi32(sc, 16), 16), s1 = _mm512_srai_epi32(sc, 16);
-			__m512i sn = _mm512_mullo_epi16(sc, n32);
+			__m512i sn = _mm512_mullo_epi16(sc, neg);
 			for (int i = 0; i < nx; i++) {
 				const uint8_t *xp = xb + i * xs;
 				__m512i t0 = _mm512_setzero_si512(), t1 = _mm512_setzero_si512();
@@ -332,12 +348,19 @@ INLINE AVX512 void pq6_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 				isum[i] = _mm512_add_epi32(isum[i], u);
 			}
 		}
-		__m512 d = _mm512_load_ps((const float *)(wb + 3328));
+		__m512 d = _mm512_load_ps((const float *)(wb + dof));
 		for (int i = 0; i < nx; i++) {
 			__m512 dx = _mm512_set1_ps(ldf(xb + i * xs + XK_D));
 			acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(d, dx), acc[i]);
 		}
 	}
+}
+
+INLINE AVX512 void pq6_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
+	pq6k_512(w, nb, x, xs, nx, acc, pf, 0);
+}
+INLINE AVX512 void pq3_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
+	pq6k_512(w, nb, x, xs, nx, acc, pf, 1);
 }
 
 // PACKED512 defines name(PM_ARGS) over group(w, nb, x, xs, nx, acc, pf):
@@ -393,6 +416,7 @@ static AVX512 void pm_q4_0_512(PM_ARGS) {
 }
 PACKED512(pm_q4_k_512, pq4_k_512, Q4_K_TILE)
 PACKED512(pm_q6_k_512, pq6_k_512, Q6_K_TILE)
+PACKED512(pm_q3_k_512, pq3_k_512, Q6_K_TILE)
 PACKED512(pm_q5_0_512_rows, pq5_0_512, Q4_0_TILE)
 
 // pm_q5_0_512 is pm_q4_0_512 for Q5_0.
@@ -421,7 +445,7 @@ void folio_matmul_packed(int kind, int level, PM_ARGS) {
 		static void (*const pm[])(PM_ARGS) = {
 			[KIND_Q8_0] = pm_q8_0_512, [KIND_Q4_0] = pm_q4_0_512, [KIND_Q4_K] = pm_q4_k_512,
 			[KIND_Q6_K] = pm_q6_k_512, [KIND_F16] = folio_pm_f16_512, [KIND_Q5_0] = pm_q5_0_512,
-			[KIND_Q5_K] = pm_q5_k_512, [KIND_BF16] = folio_pm_bf16_512,
+			[KIND_Q5_K] = pm_q5_k_512, [KIND_BF16] = folio_pm_bf16_512, [KIND_Q3_K] = pm_q3_k_512,
 		};
 		pm[kind](w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	} else if (level == LEVEL_AVXVNNI) {

@@ -254,15 +254,36 @@ INLINE LVL void pq5_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 	}
 }
 
+// bit2_256 moves bit n (0-7) of each byte of h to bit 2.
+INLINE LVL __m256i bit2_256(__m256i h, int n) {
+	return n < 2 ? _mm256_slli_epi16(h, 2 - n) : n == 2 ? h : _mm256_srli_epi16(h, n - 2);
+}
+
 // q6_unpack sets q[0][j] and q[1][j] to the quants (0-63) of sub-blocks 2p
-// and 2p+1 in the 32 bytes at ql + 64j (their low bits) and qh + 64j
-// (their high bits, at 2m of sub-block m of a quad).
-INLINE LVL void q6_unpack(const uint8_t *ql, const uint8_t *qh, int p, __m256i q[2][4]) {
-	const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+// and 2p+1 of half h of a packed Q6_K super-block at wb: the 32 bytes at
+// ql + 64j (their low bits) and qh + 64j (their high bits, at 2m of
+// sub-block m of a quad). With three, to the quants (0-7) of a packed Q3_K
+// one: their low bits at 2m of sub-block m of a quad, their third bits at
+// m of sub-block m of an octet.
+INLINE LVL void q6_unpack(const uint8_t *wb, int h, int p, __m256i q[2][4], int three) {
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30), m3 = _mm256_set1_epi8(3),
+	              b2 = _mm256_set1_epi8(4);
+	if (three) {
+		const uint8_t *ql = wb + 256 * (p / 2) + 32 * h, *qh = wb + Q3_KP_HI + 256 * (p / 4) + 32 * h;
+		for (int j = 0; j < 4; j++) {
+			__m256i v = _mm256_load_si256((const __m256i *)(ql + 64 * j));
+			__m256i hb = _mm256_load_si256((const __m256i *)(qh + 64 * j));
+			for (int t = 0; t < 2; t++)
+				q[t][j] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4 * (p % 2) + 2 * t), m3),
+				                          _mm256_and_si256(bit2_256(hb, 2 * (p % 4) + t), b2));
+		}
+		return;
+	}
+	const uint8_t *ql = wb + 256 * p + 32 * h, *qh = wb + 2048 + 256 * (p / 2) + 32 * h;
 	for (int j = 0; j < 4; j++) {
 		__m256i v = _mm256_load_si256((const __m256i *)(ql + 64 * j));
-		__m256i h = _mm256_load_si256((const __m256i *)(qh + 64 * j));
-		__m256i h0 = bit4_256(h, 4 * (p % 2)), h1 = bit4_256(h, 4 * (p % 2) + 2);
+		__m256i hb = _mm256_load_si256((const __m256i *)(qh + 64 * j));
+		__m256i h0 = bit4_256(hb, 4 * (p % 2)), h1 = bit4_256(hb, 4 * (p % 2) + 2);
 		q[0][j] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(h0, m30));
 		q[1][j] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_and_si256(h1, m30));
 	}
@@ -278,30 +299,33 @@ INLINE LVL __m256i q6_pair(__m256i i, __m256i q[2][4], const uint8_t *xp, int p,
 }
 
 // q6_scales sets s0, s1 and sn for pair p of half h of a packed Q6_K
-// super-block at wb.
-INLINE LVL void q6_scales(const uint8_t *wb, int h, int p, __m256i *s0, __m256i *s1, __m256i *sn) {
-	__m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(wb + 3072 + 32 * p + 16 * h)));
+// super-block at wb (with three a Q3_K one, whose quants' offset is 4).
+INLINE LVL void q6_scales(const uint8_t *wb, int h, int p, __m256i *s0, __m256i *s1, __m256i *sn, int three) {
+	__m256i sc = _mm256_cvtepi8_epi16(
+	    _mm_loadu_si128((const __m128i *)(wb + (three ? Q3_KP_SC : 3072) + 32 * p + 16 * h)));
 	*s0 = q6_scale(_mm256_srai_epi32(_mm256_slli_epi32(sc, 16), 16));
 	*s1 = q6_scale(_mm256_srai_epi32(sc, 16));
-	*sn = _mm256_mullo_epi16(sc, _mm256_set1_epi16(-32));
+	*sn = _mm256_mullo_epi16(sc, _mm256_set1_epi16(three ? -4 : -32));
 }
 
-// pq6_k_256 is pq6_k_512 for half h of a group.
-INLINE LVL void pq6_k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+// pq6k_256 is pq6k_512 for half h of a group.
+INLINE LVL void pq6k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc,
+                         int three) {
+	const int sbb = three ? Q3_KP_BYTES : Q6_KP_BYTES;
 	for (int s = 0; s < nb; s++) {
-		const uint8_t *wb = w + (int64_t)s * Q6_KP_BYTES;
+		const uint8_t *wb = w + (int64_t)s * sbb;
 		const uint8_t *xb = x + (int64_t)s * XK_BYTES;
 		__m256i isum[XT4];
 		for (int i = 0; i < nx; i++)
 			isum[i] = _mm256_setzero_si256();
 		for (int p = 0; p < 8; p++) {
 			__m256i q[2][4], s0, s1, sn;
-			q6_unpack(wb + 256 * p + 32 * h, wb + 2048 + 256 * (p / 2) + 32 * h, p, q);
-			q6_scales(wb, h, p, &s0, &s1, &sn);
+			q6_unpack(wb, h, p, q, three);
+			q6_scales(wb, h, p, &s0, &s1, &sn, three);
 			for (int i = 0; i < nx; i++)
 				isum[i] = q6_pair(isum[i], q, xb + i * xs, p, s0, s1, sn);
 		}
-		__m256 d = _mm256_load_ps((const float *)(wb + 3328 + 32 * h));
+		__m256 d = _mm256_load_ps((const float *)(wb + (three ? Q3_KP_D : 3328) + 32 * h));
 		for (int i = 0; i < nx; i++)
 			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_mul_ps(d, _mm256_set1_ps(ldf(xb + i * xs + XK_D))),
 			                         acc[i]);
@@ -488,28 +512,38 @@ INLINE LVL void pq5_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *
 	}
 }
 
-// pq6_k_256_1 is pq6_k_256 for one activation row and both halves of a
+// pq6k_256_1 is pq6k_256 for one activation row and both halves of a
 // group, a pair's lines whole before the next pair's.
-INLINE LVL void pq6_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+INLINE LVL void pq6k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc, int three) {
+	const int sbb = three ? Q3_KP_BYTES : Q6_KP_BYTES;
 	for (int s = 0; s < nb; s++) {
-		const uint8_t *wb = w + (int64_t)s * Q6_KP_BYTES;
+		const uint8_t *wb = w + (int64_t)s * sbb;
 		const uint8_t *xb = x + (int64_t)s * XK_BYTES;
-		mm_prefetch(wb + MM_PREFETCH, Q6_KP_BYTES);
+		mm_prefetch(wb + MM_PREFETCH, sbb);
 		__m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
 		for (int p = 0; p < 8; p++)
 			for (int h = 0; h < 2; h++) {
 				__m256i q[2][4], s0, s1, sn;
-				q6_unpack(wb + 256 * p + 32 * h, wb + 2048 + 256 * (p / 2) + 32 * h, p, q);
-				q6_scales(wb, h, p, &s0, &s1, &sn);
+				q6_unpack(wb, h, p, q, three);
+				q6_scales(wb, h, p, &s0, &s1, &sn, three);
 				isum[h] = q6_pair(isum[h], q, xb, p, s0, s1, sn);
 			}
 		__m256 dx = _mm256_set1_ps(ldf(xb + XK_D));
 		for (int h = 0; h < 2; h++) {
-			__m256 d = _mm256_load_ps((const float *)(wb + 3328 + 32 * h));
+			__m256 d = _mm256_load_ps((const float *)(wb + (three ? Q3_KP_D : 3328) + 32 * h));
 			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h]), _mm256_mul_ps(d, dx), acc[h]);
 		}
 	}
 }
+
+INLINE LVL void pq6_k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	pq6k_256(w, nb, h, x, xs, nx, acc, 0);
+}
+INLINE LVL void pq6_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq6k_256_1(w, nb, x, acc, 0); }
+INLINE LVL void pq3_k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	pq6k_256(w, nb, h, x, xs, nx, acc, 1);
+}
+INLINE LVL void pq3_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq6k_256_1(w, nb, x, acc, 1); }
 
 // store8 writes the first n ≤ 8 lanes of v to p.
 INLINE LVL void store8(float *p, __m256 v, int n) {
@@ -566,6 +600,7 @@ PACKED256(pm_q4_0_256, pq4_0_256, XT4)
 PACKED256(pm_q4_k_256, pq4_k_256, XT4)
 PACKED256(pm_q8_0_256, pq8_0_256, Q8_TILE)
 PACKED256(pm_q6_k_256, pq6_k_256, XT4)
+PACKED256(pm_q3_k_256, pq3_k_256, XT4)
 PACKED256(pm_q5_0_256, pq5_0_256, XT4)
 PACKED256(pm_q5_k_256, pq5_k_256, XT4)
 
@@ -573,7 +608,7 @@ PACKED256(pm_q5_k_256, pq5_k_256, XT4)
 void PM256(int kind, PM_ARGS) {
 	static void (*const pm[])(PM_ARGS) = {
 		[KIND_Q8_0] = pm_q8_0_256, [KIND_Q4_0] = pm_q4_0_256, [KIND_Q4_K] = pm_q4_k_256,
-		[KIND_Q6_K] = pm_q6_k_256, [KIND_Q5_0] = pm_q5_0_256, [KIND_Q5_K] = pm_q5_k_256,
+		[KIND_Q6_K] = pm_q6_k_256, [KIND_Q5_0] = pm_q5_0_256, [KIND_Q5_K] = pm_q5_k_256, [KIND_Q3_K] = pm_q3_k_256,
 	};
 	pm[kind](w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 }
