@@ -7,7 +7,7 @@ import (
 	"folio/models/gguf"
 )
 
-// Q4_0, Q5_0, Q3_K, Q4_K, Q5_K, Q6_K, Q8_0, F16 and BF16 weights are repacked once, in Weight, into
+// Q4_0, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_0, F16 and BF16 weights are repacked once, in Weight, into
 // groups of packRows rows whose blocks are interleaved, so that the kernels
 // (simd_packed.c, simd_packed_f16.c) hold one weight row per 32-bit lane
 // and broadcast the activations: a block's scales then cost one vector op
@@ -39,8 +39,8 @@ import (
 //	                 low nibbles, sub-block 2p+1's in the high ones.
 //
 // Q5_0, per group of blocks blocks, q5_0PackBytes = 16 · 22 bytes a block
-// (Q5_0 and Q5_K have no unpacked x86 kernels, only NEON ones; Q3_K has
-// neither):
+// (Q5_0 and Q5_K have no unpacked x86 kernels, only NEON ones; Q3_K and
+// Q2_K have neither):
 //
 //	blk[blocks]       320 bytes a block: its quants' low four bits as Q4_0's
 //	                  qs[4][64], then qh[64]: lane r, the fifth bits of row
@@ -87,6 +87,13 @@ import (
 //	sc[8][16][2]  pair p, row r: the int8 scales of sub-blocks 2p, 2p+1.
 //	d[16]         float32 (the half, exactly).
 //
+// Q2_K, per group and super-block, q2KPackBytes = 16 · 88:
+//
+//	q[4][4][64]   Q3_K's ql: the quants (0-3).
+//	sm[8][16][2]  pair p, row r: the bytes of sub-blocks 2p, 2p+1 (scale
+//	              in the low nibble, min in the high one, as ggml's).
+//	d[16], dmin[16] float32 (the halves, exactly).
+//
 // F16 and BF16 (AVX-512 only), per group of blocks blocks of 32 columns, the
 // columns past the last padded with zeros, f16PackBytes = 16 · 64 bytes a
 // block:
@@ -104,6 +111,7 @@ const (
 	q4KPackBytes  = packRows * 148
 	q6KPackBytes  = packRows * 212
 	q3KPackBytes  = packRows * 116
+	q2KPackBytes  = packRows * 88
 	q5_0PackBytes = packRows * 22
 	q5KPackBytes  = packRows * 180
 	q8_0PackBytes = packRows * 34
@@ -128,6 +136,8 @@ func packBlockBytes(kind kernelKind) int {
 		return q6KPackBytes
 	case kindQ3_K:
 		return q3KPackBytes
+	case kindQ2_K:
+		return q2KPackBytes
 	case kindQ5_0:
 		return q5_0PackBytes
 	case kindQ5_K:
@@ -156,7 +166,7 @@ func RepackedBytes(typ gguf.TensorType, rows, cols int) int64 {
 // super-blocks); an F16 row is cut into blocks of 32 columns, its last
 // one padded.
 func packBlockElems(kind kernelKind) int {
-	if kind == kindQ4_K || kind == kindQ5_K || kind == kindQ6_K || kind == kindQ3_K {
+	if kind == kindQ4_K || kind == kindQ5_K || kind == kindQ6_K || kind == kindQ3_K || kind == kindQ2_K {
 		return 256
 	}
 	return 32
@@ -226,6 +236,8 @@ func (t *repackTask) run(_ *worker, lo, hi int) {
 				packQ6KRow(out, src, r, t.dst.blocks)
 			case kindQ3_K:
 				packQ3KRow(out, src, r, t.dst.blocks)
+			case kindQ2_K:
+				packQ2KRow(out, src, r, t.dst.blocks)
 			case kindQ5_0:
 				packQ5_0Row(out, src, r, t.dst.blocks)
 			case kindQ8_0:
@@ -384,5 +396,25 @@ func packQ3KRow(out, src []byte, r, blocks int) {
 			dst[1536+32*(i/2)+2*r+i%2] = byte(int8(lo|hi<<4) - 32)
 		}
 		binary.LittleEndian.PutUint32(dst[1792+4*r:], math.Float32bits(gguf.F16ToF32(binary.LittleEndian.Uint16(blk[108:]))))
+	}
+}
+
+// packQ2KRow places one Q2_K row (84-byte super-blocks: a byte of scale
+// and min for each sub-block, the quants qs[64] as Q3_K's low bits, the
+// halves d and dmin) at lane r.
+func packQ2KRow(out, src []byte, r, blocks int) {
+	le := binary.LittleEndian
+	for s := range blocks {
+		blk, dst := src[84*s:84*s+84], out[s*q2KPackBytes:]
+		for e := range 256 {
+			q := blk[16+32*(e/128)+e%32] >> (2 * (e % 128 / 32)) & 3
+			sb, t := e/16, e%16
+			dst[256*(sb/4)+64*(t/4)+4*r+t%4] |= q << (2 * (sb % 4))
+		}
+		for i := range 16 {
+			dst[1024+32*(i/2)+2*r+i%2] = blk[i]
+		}
+		le.PutUint32(dst[1280+4*r:], math.Float32bits(gguf.F16ToF32(le.Uint16(blk[80:]))))
+		le.PutUint32(dst[1344+4*r:], math.Float32bits(gguf.F16ToF32(le.Uint16(blk[82:]))))
 	}
 }

@@ -84,6 +84,15 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 			q := blk[256*(sb/4)+at] >> (2 * (sb % 4)) & 3
 			q |= blk[1024+256*(sb/8)+at] >> (sb % 8) & 1 << 2
 			out[e] = d * float32(sc) * float32(int(q)-4)
+		case kindQ2_K:
+			s, j := e/256, e%256
+			sb, t := j/16, j%16
+			blk := g[s*q2KPackBytes:]
+			d := math.Float32frombits(le.Uint32(blk[1280+4*lane:]))
+			dmin := math.Float32frombits(le.Uint32(blk[1344+4*lane:]))
+			sm := blk[1024+32*(sb/2)+2*lane+sb%2]
+			q := blk[256*(sb/4)+64*(t/4)+4*lane+t%4] >> (2 * (sb % 4)) & 3
+			out[e] = d*float32(sm&15)*float32(q) - dmin*float32(sm>>4)
 		case kindF16:
 			out[e] = h(g[32*e+2*lane:])
 		case kindBF16:
@@ -96,7 +105,7 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 // packedTypes are the weight types this machine repacks.
 func packedTypes() []gguf.TensorType {
 	var ts []gguf.TensorType
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeQ3_K, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeBF16} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeQ3_K, gguf.TypeQ2_K, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeBF16} {
 		if _, ok := packedKind(typ, bestLevel); ok {
 			ts = append(ts, typ)
 		}

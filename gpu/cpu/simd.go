@@ -128,6 +128,7 @@ const (
 	kindQ5_K
 	kindBF16
 	kindQ3_K
+	kindQ2_K
 )
 
 // kernelFor returns the SIMD kernel of weight type typ at level l, if any.
@@ -158,8 +159,10 @@ func kernelFor(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	case gguf.TypeBF16:
 		return kindBF16, true
 	case gguf.TypeQ3_K:
-		// packed kernels only, at x86 levels
+		// Q3_K and Q2_K: packed kernels only, at x86 levels
 		return kindQ3_K, l != levelNEON
+	case gguf.TypeQ2_K:
+		return kindQ2_K, l != levelNEON
 	}
 	return 0, false
 }

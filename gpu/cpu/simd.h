@@ -48,7 +48,7 @@ static inline void quant_bf16_tail(const float *x, int j, int k, uint8_t *out) {
 
 // Kernel kinds: the weight type, which also fixes the activation format.
 enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4, KIND_MXFP4 = 5, KIND_Q5_0 = 6, KIND_Q5_K = 7,
-       KIND_BF16 = 8, KIND_Q3_K = 9 };
+       KIND_BF16 = 8, KIND_Q3_K = 9, KIND_Q2_K = 10 };
 // Dispatch levels (Go's simdLevel). Go passes LEVEL_AMX to the packed
 // matmul and attention only, LEVEL_AVX512BF16 to attention only: their
 // other kernels are AVX-512's.
@@ -102,6 +102,12 @@ _Static_assert(Q8_0_BYTES == 2 + 32, "a Q8_0 block is a half scale and 32 int8 q
 #define Q3_KP_HI 1024
 #define Q3_KP_SC 1536
 #define Q3_KP_D 1792
+// ... and of a Q2_K one: its quants (Q3_K's low bits), each sub-block's
+// scale and min (a byte, as ggml's), d and dmin.
+#define Q2_KP_BYTES 1408
+#define Q2_KP_SC 1024
+#define Q2_KP_D 1280
+#define Q2_KP_DMIN 1344
 // ... and of a Q5_K one: Q4_K's, then the fifth bits.
 #define Q5_KP_BYTES 2880
 
@@ -320,6 +326,7 @@ INLINE void quantize_rows(int kind, const float *x, int64_t xstride, int n, int 
 		case KIND_Q5_K:
 		case KIND_Q6_K:
 		case KIND_Q3_K:
+		case KIND_Q2_K:
 			xk(x, k, out);
 			break;
 		case KIND_F16:

@@ -363,6 +363,54 @@ INLINE AVX512 void pq3_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t
 	pq6k_512(w, nb, x, xs, nx, acc, pf, 1);
 }
 
+// pq2_k_512 adds the dot products of a packed Q2_K group (nb super-blocks
+// at w) with nx XK activation rows into acc: per pair of sub-blocks of 16,
+// each row's two integer sums of q·x (q 0-3: four vpdpbusd each) times
+// their 4-bit scales, and the sub-blocks' mins times the activations' sums
+// of 16 (vpdpwssd); per super-block, d·dx times the first less dmin·dx
+// times the second.
+INLINE AVX512 void pq2_k_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
+	const __m512i m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi16(0x0f), lo16 = _mm512_set1_epi32(0xffff);
+	for (int s = 0; s < nb; s++) {
+		const uint8_t *wb = w + (int64_t)s * Q2_KP_BYTES;
+		const uint8_t *xb = x + (int64_t)s * XK_BYTES;
+		if (pf)
+			mm_prefetch(wb + MM_PREFETCH, Q2_KP_BYTES);
+		__m512i isum[Q6_K_TILE], imin[Q6_K_TILE]; // nx ≤ Q6_K_TILE
+		for (int i = 0; i < nx; i++)
+			isum[i] = imin[i] = _mm512_setzero_si512();
+		for (int p = 0; p < 8; p++) {
+			__m512i q[2][4];
+			for (int j = 0; j < 4; j++) {
+				// sub-blocks 2p and 2p+1: their bits at 4(p%2), 4(p%2)+2
+				__m512i v = _mm512_load_si512(wb + 256 * (p / 2) + 64 * j);
+				q[0][j] = _mm512_and_si512(_mm512_srli_epi16(v, 4 * (p % 2)), m3);
+				q[1][j] = _mm512_and_si512(_mm512_srli_epi16(v, 4 * (p % 2) + 2), m3);
+			}
+			// lane r: the int16 scales and mins of sub-blocks 2p, 2p+1
+			__m512i sm = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i *)(wb + Q2_KP_SC + 32 * p)));
+			__m512i sc = _mm512_and_si512(sm, m4), mn = _mm512_srli_epi16(sm, 4);
+			__m512i s0 = _mm512_and_si512(sc, lo16), s1 = _mm512_srli_epi32(sc, 16);
+			for (int i = 0; i < nx; i++) {
+				const uint8_t *xp = xb + i * xs;
+				__m512i t0 = _mm512_setzero_si512(), t1 = _mm512_setzero_si512();
+				for (int j = 0; j < 4; j++) {
+					t0 = _mm512_dpbusd_epi32(t0, q[0][j], _mm512_set1_epi32((int)ld32(xp + 32 * p + 4 * j)));
+					t1 = _mm512_dpbusd_epi32(t1, q[1][j], _mm512_set1_epi32((int)ld32(xp + 32 * p + 16 + 4 * j)));
+				}
+				isum[i] = _mm512_add_epi32(isum[i], _mm512_add_epi32(_mm512_mullo_epi32(t0, s0), _mm512_mullo_epi32(t1, s1)));
+				imin[i] = _mm512_dpwssd_epi32(imin[i], mn, _mm512_set1_epi32((int)ld32(xp + XK_BSUMS + 4 * p)));
+			}
+		}
+		__m512 d = _mm512_load_ps((const float *)(wb + Q2_KP_D)), dm = _mm512_load_ps((const float *)(wb + Q2_KP_DMIN));
+		for (int i = 0; i < nx; i++) {
+			__m512 dx = _mm512_set1_ps(ldf(xb + i * xs + XK_D));
+			acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(d, dx), acc[i]);
+			acc[i] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin[i]), _mm512_mul_ps(dm, dx), acc[i]);
+		}
+	}
+}
+
 // PACKED512 defines name(PM_ARGS) over group(w, nb, x, xs, nx, acc, pf):
 // for each group of 16 rows, tiles of up to tile activation rows, each
 // row's sums in one vector, stored masked to the rows that exist.
@@ -417,6 +465,7 @@ static AVX512 void pm_q4_0_512(PM_ARGS) {
 PACKED512(pm_q4_k_512, pq4_k_512, Q4_K_TILE)
 PACKED512(pm_q6_k_512, pq6_k_512, Q6_K_TILE)
 PACKED512(pm_q3_k_512, pq3_k_512, Q6_K_TILE)
+PACKED512(pm_q2_k_512, pq2_k_512, Q6_K_TILE)
 PACKED512(pm_q5_0_512_rows, pq5_0_512, Q4_0_TILE)
 
 // pm_q5_0_512 is pm_q4_0_512 for Q5_0.
@@ -446,6 +495,7 @@ void folio_matmul_packed(int kind, int level, PM_ARGS) {
 			[KIND_Q8_0] = pm_q8_0_512, [KIND_Q4_0] = pm_q4_0_512, [KIND_Q4_K] = pm_q4_k_512,
 			[KIND_Q6_K] = pm_q6_k_512, [KIND_F16] = folio_pm_f16_512, [KIND_Q5_0] = pm_q5_0_512,
 			[KIND_Q5_K] = pm_q5_k_512, [KIND_BF16] = folio_pm_bf16_512, [KIND_Q3_K] = pm_q3_k_512,
+			[KIND_Q2_K] = pm_q2_k_512,
 		};
 		pm[kind](w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	} else if (level == LEVEL_AVXVNNI) {

@@ -332,6 +332,51 @@ INLINE LVL void pq6k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int6
 	}
 }
 
+// pq2_k_256 is pq2_k_512 for half h of a group (with one activation row,
+// both halves, a pair's lines whole before the next pair's: nx 1, h 2).
+INLINE LVL void pq2_k_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi16(0x0f), lo16 = _mm256_set1_epi32(0xffff);
+	int h0 = h == 2 ? 0 : h, h1 = h == 2 ? 1 : h;
+	for (int s = 0; s < nb; s++) {
+		const uint8_t *wb = w + (int64_t)s * Q2_KP_BYTES;
+		const uint8_t *xb = x + (int64_t)s * XK_BYTES;
+		if (h == 2)
+			mm_prefetch(wb + MM_PREFETCH, Q2_KP_BYTES);
+		__m256i isum[XT4], imin[XT4]; // with h 2, a half each
+		for (int i = 0; i < XT4; i++)
+			isum[i] = imin[i] = _mm256_setzero_si256();
+		for (int p = 0; p < 8; p++)
+			for (int hh = h0; hh <= h1; hh++) {
+				__m256i q[2][4];
+				for (int j = 0; j < 4; j++) {
+					__m256i v = _mm256_load_si256((const __m256i *)(wb + 256 * (p / 2) + 64 * j + 32 * hh));
+					q[0][j] = _mm256_and_si256(_mm256_srli_epi16(v, 4 * (p % 2)), m3);
+					q[1][j] = _mm256_and_si256(_mm256_srli_epi16(v, 4 * (p % 2) + 2), m3);
+				}
+				__m256i sm = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(wb + Q2_KP_SC + 32 * p + 16 * hh)));
+				__m256i sc = _mm256_and_si256(sm, m4), mn = _mm256_srli_epi16(sm, 4);
+				__m256i s0 = q6_scale(_mm256_and_si256(sc, lo16)), s1 = q6_scale(_mm256_srli_epi32(sc, 16));
+				for (int i = 0; i < nx; i++) {
+					const uint8_t *xp = xb + i * xs;
+					int a = h == 2 ? hh : i;
+					isum[a] = q6_sub(q6_sub(isum[a], q[0], xp + 32 * p, s0), q[1], xp + 32 * p + 16, s1);
+					imin[a] = _mm256_add_epi32(imin[a], _mm256_madd_epi16(mn, bcast(xp + XK_BSUMS + 4 * p)));
+				}
+			}
+		for (int i = 0; i < (h == 2 ? 2 : nx); i++) {
+			int hh = h == 2 ? i : h;
+			__m256 dx = _mm256_set1_ps(ldf(xb + (h == 2 ? 0 : i * xs) + XK_D));
+			__m256 d = _mm256_load_ps((const float *)(wb + Q2_KP_D + 32 * hh));
+			__m256 dm = _mm256_load_ps((const float *)(wb + Q2_KP_DMIN + 32 * hh));
+			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_mul_ps(d, dx), acc[i]);
+			acc[i] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin[i]), _mm256_mul_ps(dm, dx), acc[i]);
+		}
+	}
+}
+INLINE LVL void pq2_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	pq2_k_256(w, nb, 2, x, 0, 1, acc);
+}
+
 #if HI_SHUFFLE
 // pq8_0_256 is pq8_0_512 (one group) for half h, at AVX-VNNI (where q8_w
 // and q8_x change nothing): as Q4_0's, a block's 8 vectors of weights
@@ -601,6 +646,7 @@ PACKED256(pm_q4_k_256, pq4_k_256, XT4)
 PACKED256(pm_q8_0_256, pq8_0_256, Q8_TILE)
 PACKED256(pm_q6_k_256, pq6_k_256, XT4)
 PACKED256(pm_q3_k_256, pq3_k_256, XT4)
+PACKED256(pm_q2_k_256, pq2_k_256, XT4)
 PACKED256(pm_q5_0_256, pq5_0_256, XT4)
 PACKED256(pm_q5_k_256, pq5_k_256, XT4)
 
@@ -609,6 +655,7 @@ void PM256(int kind, PM_ARGS) {
 	static void (*const pm[])(PM_ARGS) = {
 		[KIND_Q8_0] = pm_q8_0_256, [KIND_Q4_0] = pm_q4_0_256, [KIND_Q4_K] = pm_q4_k_256,
 		[KIND_Q6_K] = pm_q6_k_256, [KIND_Q5_0] = pm_q5_0_256, [KIND_Q5_K] = pm_q5_k_256, [KIND_Q3_K] = pm_q3_k_256,
+		[KIND_Q2_K] = pm_q2_k_256,
 	};
 	pm[kind](w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 }

@@ -20,7 +20,8 @@ package cpu
 //	kindQ4_K  XK: per 256-element super-block, 320 bytes: int8 q[256],
 //	kindQ5_K,
 //	kindQ6_K,
-//	kindQ3_K  float32 d at 256, int16 bsums[16] at 288 (sums of 16 quants),
+//	kindQ3_K,
+//	kindQ2_K  float32 d at 256, int16 bsums[16] at 288 (sums of 16 quants),
 //	          as ggml's block_q8_K, and int16[8] at 260: the sums of 32
 //	          (Q4_K's sub-blocks, for the packed kernel's mins).
 //	kindF16   halves, the row padded to 64 bytes.
@@ -48,7 +49,7 @@ func xRowBytes(kind kernelKind, k int) int {
 		return (nb + 1) / 2 * x8pBytes
 	case kindQ4_0, kindQ5_0:
 		return (nb + 3) / 4 * x4gBytes
-	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K:
+	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K:
 		return k / 256 * xkBytes
 	}
 	return (2*k + 63) &^ 63

@@ -69,7 +69,7 @@ func quantizeXRef(kind kernelKind, x []float32) []byte {
 			}
 			le.PutUint32(g[192+16*j:], uint32(int32(-8*sum)))
 		}
-	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K:
+	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K:
 		for s := range k / 256 {
 			xs, blk := x[256*s:256*s+256], out[s*xkBytes:]
 			var amax, vmax float32
@@ -127,7 +127,7 @@ func dequantizeXRef(kind kernelKind, row []byte, k int) []float32 {
 				at = 64 + 16*(b%4) + j - 16
 			}
 			x[e] = float32(int8(g[at])) * f32(g[128+16*(b%4):])
-		case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K:
+		case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K:
 			blk := row[e/256*xkBytes:]
 			x[e] = float32(int8(blk[e%256])) * f32(blk[256:])
 		case kindF16:
@@ -145,13 +145,13 @@ var kernelTypes = map[kernelKind]gguf.TensorType{
 }
 
 // packedOnlyTypes are the kinds with packed kernels and no others.
-var packedOnlyTypes = map[kernelKind]gguf.TensorType{kindQ5_0: gguf.TypeQ5_0, kindQ5_K: gguf.TypeQ5_K, kindQ3_K: gguf.TypeQ3_K}
+var packedOnlyTypes = map[kernelKind]gguf.TensorType{kindQ5_0: gguf.TypeQ5_0, kindQ5_K: gguf.TypeQ5_K, kindQ3_K: gguf.TypeQ3_K, kindQ2_K: gguf.TypeQ2_K}
 
 // awkwardKs are row lengths for kind: one block, odd block counts, tails
 // of the kernels' steps of 2 and 4 blocks (or 8, 16, 32 elements for F16).
 func awkwardKs(kind kernelKind) []int {
 	switch kind {
-	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K:
+	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K:
 		return []int{256, 512, 768, 1280}
 	case kindF16, kindBF16:
 		return []int{1, 3, 17, 64, 100, 575}
