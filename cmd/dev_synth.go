@@ -90,7 +90,7 @@ func newSynthCmd() *cobra.Command {
 	f.StringVar(&arch, "arch", "", "architecture (default the preset's; tiny's is llama): "+strings.Join(synth.Archs, ", "))
 	f.StringVar(&pooling, "pooling", "", "embedding models' pooling: mean (default), cls, last, none")
 	f.StringVar(&preset, "preset", "tiny", "shapes: "+strings.Join(synth.PresetNames(), ", "))
-	f.StringVar(&typeName, "type", "f16", "type of the 2-D weights: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k mxfp4")
+	f.StringVar(&typeName, "type", "f16", "type of the 2-D weights: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs mxfp4")
 	f.StringVar(&vocabPath, "vocab", "", "GGUF file whose tokenizer.* metadata to copy (default: byte-level vocabulary)")
 	f.Uint64Var(&seed, "seed", 1, "seed of the random weights")
 	f.StringVar(&name, "name", "", "general.name (default: derived from the shapes)")

@@ -159,10 +159,10 @@ func kernelFor(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	case gguf.TypeBF16:
 		return kindBF16, true
 	case gguf.TypeQ3_K:
-		// Q3_K and Q2_K: packed kernels only, at x86 levels
-		return kindQ3_K, l != levelNEON
+		// Q3_K and Q2_K: as Q5_0 and Q5_K
+		return kindQ3_K, true
 	case gguf.TypeQ2_K:
-		return kindQ2_K, l != levelNEON
+		return kindQ2_K, true
 	}
 	return 0, false
 }

@@ -71,6 +71,8 @@ enum { KV_F32 = 0, KV_F16 = 1, KV_Q8 = 2 };
 #define Q4_0_BYTES 18
 #define Q4_K_BYTES 144
 #define Q6_K_BYTES 210
+#define Q3_K_BYTES 110
+#define Q2_K_BYTES 84
 #define Q5_0_BYTES 22
 #define Q5_K_BYTES 176
 #define MXFP4_BYTES 17

@@ -376,6 +376,80 @@ INLINE DOT void q6_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 }
 MM_DRIVER(folio_mm_q6_k_neon, q6_k_row, DOT, 8)
 
+// Q3_K weights (hmask[32], qs[64], 12 bytes of 6-bit scales, d), XK
+// activations: the 3-bit quants decoded once for the tile, less their
+// offset of 4 (so -4 … 3, in element order); each 16-element sub-block's
+// dot times its scale. Element 128n + 32j + l has its low bits at 2j of
+// qs[32n + l] and its third bit at 4n + j of hmask[l].
+INLINE DOT void q3_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	const uint8x16_t m3 = vdupq_n_u8(3), one = vdupq_n_u8(1), four = vdupq_n_u8(4);
+	float acc[XT] = {0};
+	for (int s = 0; s < k / 256; s++) {
+		const uint8_t *wb = w + (int64_t)s * Q3_K_BYTES, *sb = wb + 96;
+		float d = h2f(wb + 108);
+		int sc[16];
+		for (int i = 0; i < 16; i++)
+			sc[i] = (int)((sb[i % 8] >> (4 * (i / 8)) & 15) | (sb[8 + i % 4] >> (2 * (i / 4)) & 3) << 4) - 32;
+		int8x16_t q[16]; // sub-block t in q[t]
+		for (int n = 0; n < 2; n++)
+			for (int u = 0; u < 2; u++) {
+				uint8x16_t a = vld1q_u8(wb + 32 + 32 * n + 16 * u), h = vld1q_u8(wb + 16 * u);
+				for (int j = 0; j < 4; j++) {
+					uint8x16_t lo = vandq_u8(vshlq_u8(a, vdupq_n_s8((int8_t)(-2 * j))), m3);
+					uint8x16_t hi = vandq_u8(vshlq_u8(h, vdupq_n_s8((int8_t)(-(4 * n + j)))), one);
+					q[8 * n + 2 * j + u] = vreinterpretq_s8_u8(vsubq_u8(vorrq_u8(lo, vshlq_n_u8(hi, 2)), four));
+				}
+			}
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xb = x + i * xs + (int64_t)s * XK_BYTES;
+			const int8_t *xq = (const int8_t *)xb;
+			int32x4_t sum = vdupq_n_s32(0);
+			for (int t = 0; t < 16; t++)
+				sum = vmlaq_n_s32(sum, vdotq_s32(vdupq_n_s32(0), q[t], vld1q_s8(xq + 16 * t)), sc[t]);
+			acc[i] += load_f32(xb + XK_D) * d * (float)vaddvq_s32(sum);
+		}
+	}
+	for (int i = 0; i < nx; i++)
+		out[i * os] = acc[i];
+}
+MM_DRIVER(folio_mm_q3_k_neon, q3_k_row, DOT, 8)
+
+// Q2_K weights (a byte of 4-bit scale and min for each sub-block, qs[64],
+// d, dmin), XK activations: the 2-bit quants decoded once for the tile
+// (Q3_K's low bits); each sub-block's dot times its scale, less its min
+// times the activations' sum of 16 (XK_BSUMS), these times dmin.
+INLINE DOT void q2_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	const uint8x16_t m3 = vdupq_n_u8(3);
+	float acc[XT] = {0};
+	for (int s = 0; s < k / 256; s++) {
+		const uint8_t *wb = w + (int64_t)s * Q2_K_BYTES;
+		float d = h2f(wb + 80), dmin = h2f(wb + 82);
+		uint8x16_t sm = vld1q_u8(wb);
+		int16x8_t mn0 = vreinterpretq_s16_u16(vmovl_u8(vshr_n_u8(vget_low_u8(sm), 4)));
+		int16x8_t mn1 = vreinterpretq_s16_u16(vmovl_u8(vshr_n_u8(vget_high_u8(sm), 4)));
+		int8x16_t q[16];
+		for (int n = 0; n < 2; n++)
+			for (int u = 0; u < 2; u++) {
+				uint8x16_t a = vld1q_u8(wb + 16 + 32 * n + 16 * u);
+				for (int j = 0; j < 4; j++)
+					q[8 * n + 2 * j + u] = vreinterpretq_s8_u8(vandq_u8(vshlq_u8(a, vdupq_n_s8((int8_t)(-2 * j))), m3));
+			}
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xb = x + i * xs + (int64_t)s * XK_BYTES;
+			const int8_t *xq = (const int8_t *)xb;
+			int32x4_t sum = vdupq_n_s32(0);
+			for (int t = 0; t < 16; t++)
+				sum = vmlaq_n_s32(sum, vdotq_s32(vdupq_n_s32(0), q[t], vld1q_s8(xq + 16 * t)), wb[t] & 15);
+			int16x8_t bs0 = vld1q_s16((const int16_t *)(xb + XK_BSUMS)), bs1 = vld1q_s16((const int16_t *)(xb + XK_BSUMS) + 8);
+			int32x4_t mb = mlal8(mlal8(vdupq_n_s32(0), mn0, bs0), mn1, bs1);
+			acc[i] += load_f32(xb + XK_D) * (d * (float)vaddvq_s32(sum) - dmin * (float)vaddvq_s32(mb));
+		}
+	}
+	for (int i = 0; i < nx; i++)
+		out[i * os] = acc[i];
+}
+MM_DRIVER(folio_mm_q2_k_neon, q2_k_row, DOT, 8)
+
 // F16 weights, F16 activations (the row padded with zeros to 64 bytes):
 // halves widened to float32 (fcvtl) and multiplied in float32, eight
 // elements a step; the weight row's tail one at a time.
@@ -435,9 +509,10 @@ MM_DRIVER(folio_mm_bf16_neon, bf16_row, , 8)
 // folio_matmul: dst[i*dstride + r] = w row r · x row i for r < rows, i < nx,
 // at the NEON level (the only arm64 one).
 void folio_matmul(int kind, int level, MM_ARGS) {
-	static void (*const fns[9])(MM_ARGS) = {folio_mm_q8_0_neon, folio_mm_q4_0_neon, folio_mm_q4_k_neon,
-	                                          folio_mm_q6_k_neon, folio_mm_f16_neon,  folio_mm_mxfp4_neon,
-	                                          folio_mm_q5_0_neon, folio_mm_q5_k_neon, folio_mm_bf16_neon};
+	static void (*const fns[11])(MM_ARGS) = {
+	    folio_mm_q8_0_neon, folio_mm_q4_0_neon, folio_mm_q4_k_neon, folio_mm_q6_k_neon,
+	    folio_mm_f16_neon,  folio_mm_mxfp4_neon, folio_mm_q5_0_neon, folio_mm_q5_k_neon,
+	    folio_mm_bf16_neon, folio_mm_q3_k_neon, folio_mm_q2_k_neon};
 	(void)level;
 	fns[kind](w, wstride, rows, x, xstride, nx, k, dst, dstride);
 }

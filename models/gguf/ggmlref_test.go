@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -21,6 +23,12 @@ import (
 //     gives for 16Ki elements' worth of random bytes, PCG(7, type id), one
 //     byte per Uint32, every NaN written as 0x7fc00000 (NaN payloads
 //     depend on operand order, which no one promises).
+//
+// IQ4_NL and IQ4_XS have no _ref quantizer that llama-quantize runs: their
+// quant digests are of quantize_iq4_nl and quantize_iq4_xs (one row, no
+// importance matrix), llama-quantize's path, computed by
+// testdata/ggmlref/iq4.c from the inputs this test writes to
+// $FOLIO_GGMLREF_DUMP.
 //
 // The same run found folio's F32ToF16 and F32ToBF16 equal to
 // ggml_fp32_to_fp16 and ggml_fp32_to_bf16 for all 2^32 - 2^24 non-NaN
@@ -39,11 +47,17 @@ var ggmlRef = []struct {
 	{TypeQ4_K, "9d97adc70a592b0cc5cce1f1af1a5103eedf36e6d7a994a2c5b219dcdadb8be2", "cdccb20d809fcafaae18d06333ca7361b789cb1571fbe58ad92fb928565a0bbf"},
 	{TypeQ5_K, "3ed14c0971fe289e73307985ab7edda3437c5d7e62f6a2d35d1685926f913f0e", "51f67986e7fff94fc9229c777b414d78238cd5cadda6b980d42835f32d31fab9"},
 	{TypeQ6_K, "0fa66f7839e520afc1d7985179fa90d86d2d4db112a95d73cac819d97cf9b228", "793fda5cbc39f20157682c6dd1506a592002371b608850afff03987c428cf091"},
+	{TypeIQ4_NL, "d52a80983524e3cf0bca6716d0ad84071a59b363f606ecf7f600b441153c616c", "5a2c9a7e0ea7d2b228bf3853f88492283830587f399a1803d151daeee812016a"},
+	{TypeIQ4_XS, "c0bfdd65d528b7d0953b33f0725f7495f6d01e3683a2e19bc3c9d4d8bf9aa37b", "47692b365e754e22e0d06344ca42322babbec54747b769dc49d15620e535e534"},
 }
 
 func TestMatchesGGML(t *testing.T) {
 	const n = 1 << 14
 	x := normalData(n, 42)
+	dump := os.Getenv("FOLIO_GGMLREF_DUMP")
+	if dump != "" {
+		writeDump(t, dump, "normal.f32", f32Bytes(x))
+	}
 	for _, ref := range ggmlRef {
 		t.Run(ref.t.String(), func(t *testing.T) {
 			q := make([]byte, ref.t.RowBytes(n))
@@ -51,13 +65,16 @@ func TestMatchesGGML(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got := sha256.Sum256(q); hex.EncodeToString(got[:]) != ref.quant {
-				t.Errorf("Quantize output differs from quantize_row_%s_ref (sha256 %x)", ref.t, got)
+				t.Errorf("Quantize output differs from ggml's %s quantizer (sha256 %x)", ref.t, got)
 			}
 
 			src := make([]byte, ref.t.RowBytes(n))
 			rng := rand.New(rand.NewPCG(7, uint64(ref.t)))
 			for i := range src {
 				src[i] = byte(rng.Uint32())
+			}
+			if dump != "" {
+				writeDump(t, dump, "random-"+ref.t.String()+".q", src)
 			}
 			y := make([]float32, n)
 			if err := Dequantize(ref.t, src, y); err != nil {
@@ -75,5 +92,21 @@ func TestMatchesGGML(t *testing.T) {
 				t.Errorf("Dequantize output differs from dequantize_row_%s (sha256 %x)", ref.t, got)
 			}
 		})
+	}
+}
+
+func f32Bytes(x []float32) []byte {
+	b := make([]byte, 4*len(x))
+	for i, v := range x {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return b
+}
+
+// writeDump writes one of TestMatchesGGML's inputs for the C programs in
+// testdata/ggmlref.
+func writeDump(t *testing.T, dir, name string, b []byte) {
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

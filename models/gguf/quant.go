@@ -59,6 +59,8 @@ var codecs = map[TensorType]codec{
 	TypeQ5_K:  {dequantizeQ5_K, quantizeQ5_K},
 	TypeQ6_K:  {dequantizeQ6_K, quantizeQ6_K},
 	TypeMXFP4: {dequantizeMXFP4, quantizeMXFP4},
+	TypeIQ4_NL: {dequantizeIQ4_NL, quantizeIQ4_NL},
+	TypeIQ4_XS: {dequantizeIQ4_XS, quantizeIQ4_XS},
 }
 
 // CanDequantize reports whether Dequantize supports t.

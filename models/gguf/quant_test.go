@@ -10,7 +10,7 @@ import (
 
 var allDequantizable = []TensorType{
 	TypeF32, TypeF16, TypeBF16, TypeQ8_0, TypeQ4_0, TypeQ4_1, TypeQ5_0, TypeQ5_1,
-	TypeQ2_K, TypeQ3_K, TypeQ4_K, TypeQ5_K, TypeQ6_K, TypeMXFP4,
+	TypeQ2_K, TypeQ3_K, TypeQ4_K, TypeQ5_K, TypeQ6_K, TypeMXFP4, TypeIQ4_NL, TypeIQ4_XS,
 }
 
 // rmsBound is the largest relative RMS error, sqrt(Σ(x-y)²/Σx²), a
@@ -18,20 +18,22 @@ var allDequantizable = []TensorType{
 // measured values (seed below, 64Ki elements) are in the comments; the
 // bounds leave some margin for other data.
 var rmsBound = map[TensorType]float64{
-	TypeF32:   0,
-	TypeF16:   0.0005,
-	TypeBF16:  0.004,
-	TypeQ8_0:  0.01,
-	TypeQ6_K:  0.02,
-	TypeQ5_0:  0.06,
-	TypeQ5_1:  0.06,
-	TypeQ5_K:  0.05,
-	TypeQ4_0:  0.12,
-	TypeQ4_1:  0.12,
-	TypeQ4_K:  0.1,
-	TypeQ3_K:  0.25,
-	TypeQ2_K:  0.45,
-	TypeMXFP4: 0.2,
+	TypeF32:    0,
+	TypeF16:    0.0005,
+	TypeBF16:   0.004,
+	TypeQ8_0:   0.01,
+	TypeQ6_K:   0.02,
+	TypeQ5_0:   0.06,
+	TypeQ5_1:   0.06,
+	TypeQ5_K:   0.05,
+	TypeQ4_0:   0.12,
+	TypeQ4_1:   0.12,
+	TypeQ4_K:   0.1,
+	TypeQ3_K:   0.25,
+	TypeQ2_K:   0.45,
+	TypeMXFP4:  0.2,
+	TypeIQ4_NL: 0.09,
+	TypeIQ4_XS: 0.09,
 }
 
 func TestCanDequantizeAndQuantize(t *testing.T) {
@@ -45,7 +47,7 @@ func TestCanDequantizeAndQuantize(t *testing.T) {
 			t.Errorf("CanQuantize(%v) = false", typ)
 		}
 	}
-	for _, typ := range []TensorType{TypeIQ2_XS, TypeQ8_K, TypeQ8_1, TypeI8, TypeIQ4_NL, TensorType(99)} {
+	for _, typ := range []TensorType{TypeIQ2_XS, TypeQ8_K, TypeQ8_1, TypeI8, TypeIQ3_S, TensorType(99)} {
 		if CanDequantize(typ) || CanQuantize(typ) {
 			t.Errorf("%v: CanDequantize = %v, CanQuantize = %v, want false", typ, CanDequantize(typ), CanQuantize(typ))
 		}

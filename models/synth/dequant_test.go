@@ -18,18 +18,20 @@ import (
 // near-normal, so these are the types' usual errors; a layout bug (swapped
 // nibbles, a misplaced scale) gives errors of order 1.
 var dequantBounds = map[gguf.TensorType]float64{
-	gguf.TypeF16:  0.0003, // measured 0.00021
-	gguf.TypeBF16: 0.0022, // 0.00168
-	gguf.TypeQ8_0: 0.0065, // 0.00509
-	gguf.TypeQ6_K: 0.022,  // 0.01709
-	gguf.TypeQ5_0: 0.053,  // 0.04086
-	gguf.TypeQ5_1: 0.048,  // 0.03673
-	gguf.TypeQ5_K: 0.046,  // 0.03505
-	gguf.TypeQ4_0: 0.105,  // 0.08217
-	gguf.TypeQ4_1: 0.095,  // 0.07590
-	gguf.TypeQ4_K: 0.09,   // 0.06921
-	gguf.TypeQ3_K: 0.19,   // 0.14682
-	gguf.TypeQ2_K: 0.37,   // 0.28890
+	gguf.TypeF16:    0.0003, // measured 0.00021
+	gguf.TypeBF16:   0.0022, // 0.00168
+	gguf.TypeQ8_0:   0.0065, // 0.00509
+	gguf.TypeQ6_K:   0.022,  // 0.01709
+	gguf.TypeQ5_0:   0.053,  // 0.04086
+	gguf.TypeQ5_1:   0.048,  // 0.03673
+	gguf.TypeQ5_K:   0.046,  // 0.03505
+	gguf.TypeQ4_0:   0.105,  // 0.08217
+	gguf.TypeQ4_1:   0.095,  // 0.07590
+	gguf.TypeQ4_K:   0.09,   // 0.06921
+	gguf.TypeQ3_K:   0.19,   // 0.14682
+	gguf.TypeQ2_K:   0.37,   // 0.28890
+	gguf.TypeIQ4_NL: 1,      // measured below
+	gguf.TypeIQ4_XS: 0.095,  // 0.07455
 }
 
 // quantizeResult is the part of `llamaref quantize` the test reads.
@@ -51,7 +53,7 @@ func TestDequantizeLlamaCpp(t *testing.T) {
 	f32 := open(t, src)
 	worst := map[gguf.TensorType]float64{}
 	for _, name := range []string{"F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1",
-		"Q2_K", "Q3_K_S", "Q4_K_S", "Q5_K_S", "Q6_K"} {
+		"Q2_K", "Q3_K_S", "Q4_K_S", "Q5_K_S", "Q6_K", "IQ4_NL", "IQ4_XS"} {
 		t.Run(name, func(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), name+".gguf")
 			var res quantizeResult

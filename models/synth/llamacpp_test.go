@@ -92,22 +92,25 @@ func TestLlamaCppLoads(t *testing.T) {
 // quantized tiny model's logits and the F32 model's (seed 11), about twice
 // those measured with llama.cpp 0.5.0-dev (ggml 0ad4a86): F16 0.00054,
 // BF16 0.0040, Q8_0 0.0124, Q6_K 0.032, Q5_0 0.075, Q5_1 0.071, Q5_K 0.067,
-// Q4_0 0.144, Q4_1 0.129, Q4_K 0.129, Q3_K 0.258, Q2_K 0.464, MXFP4 0.195. They include
+// Q4_0 0.144, Q4_1 0.129, Q4_K 0.129, Q3_K 0.258, Q2_K 0.464, MXFP4 0.195, IQ4_NL 0.141,
+// IQ4_XS 0.139. They include
 // llama.cpp's rounding of the activations to the weights' dot-product type.
 var logitBounds = map[gguf.TensorType]float64{
-	gguf.TypeF16:   0.0015,
-	gguf.TypeBF16:  0.01,
-	gguf.TypeQ8_0:  0.025,
-	gguf.TypeQ6_K:  0.065,
-	gguf.TypeQ5_0:  0.15,
-	gguf.TypeQ5_1:  0.15,
-	gguf.TypeQ5_K:  0.15,
-	gguf.TypeQ4_0:  0.28,
-	gguf.TypeQ4_1:  0.28,
-	gguf.TypeQ4_K:  0.28,
-	gguf.TypeQ3_K:  0.5,
-	gguf.TypeQ2_K:  0.9,
-	gguf.TypeMXFP4: 0.4,
+	gguf.TypeF16:    0.0015,
+	gguf.TypeBF16:   0.01,
+	gguf.TypeQ8_0:   0.025,
+	gguf.TypeQ6_K:   0.065,
+	gguf.TypeQ5_0:   0.15,
+	gguf.TypeQ5_1:   0.15,
+	gguf.TypeQ5_K:   0.15,
+	gguf.TypeQ4_0:   0.28,
+	gguf.TypeQ4_1:   0.28,
+	gguf.TypeQ4_K:   0.28,
+	gguf.TypeQ3_K:   0.5,
+	gguf.TypeQ2_K:   0.9,
+	gguf.TypeMXFP4:  0.4,
+	gguf.TypeIQ4_NL: 0.28,
+	gguf.TypeIQ4_XS: 0.28,
 }
 
 // TestQuantizedLogits checks that the files folio quantizes itself run in
@@ -133,7 +136,7 @@ func TestQuantizedLogits(t *testing.T) {
 
 	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ6_K,
 		gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ5_K, gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ4_K,
-		gguf.TypeQ3_K, gguf.TypeQ2_K, gguf.TypeMXFP4} {
+		gguf.TypeQ3_K, gguf.TypeQ2_K, gguf.TypeMXFP4, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS} {
 		t.Run(typ.String(), func(t *testing.T) {
 			got := llamaRun(t, writeTiny(t, "llama", typ, 11, nil), tokens, 1).NextToken.Logits
 			checkLogits(t, got, 512)

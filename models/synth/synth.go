@@ -214,6 +214,7 @@ var fileTypes = map[gguf.TensorType]uint32{
 	gguf.TypeQ4_K: 14, // Q4_K_S
 	gguf.TypeQ5_K: 16, // Q5_K_S
 	gguf.TypeQ6_K: 18, gguf.TypeBF16: 32,
+	gguf.TypeIQ4_NL: 25, gguf.TypeIQ4_XS: 30,
 	gguf.TypeMXFP4: 38, // MXFP4_MOE: gpt-oss files have it
 }
 
@@ -329,7 +330,7 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("pooling %q is for embedding models; %s generates text", c.Pooling, c.Arch)
 	}
 	if _, ok := fileTypes[c.Type]; !ok || !gguf.CanQuantize(c.Type) {
-		return bad("cannot write weights as %v; choose one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, mxfp4", c.Type)
+		return bad("cannot write weights as %v; choose one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, mxfp4", c.Type)
 	}
 	if c.Vocab == nil {
 		c.Vocab = ByteVocab()
