@@ -60,7 +60,7 @@ var weightTypes = []gguf.TensorType{
 	gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16,
 	gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1,
 	gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
-	gguf.TypeMXFP4,
+	gguf.TypeMXFP4, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS,
 }
 
 func TestWeightTypesCoverGGUF(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"folio/models/gguf"
 )
 
-// Q4_0, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_0, F16 and BF16 weights are repacked once, in Weight, into
+// Q4_0, IQ4_NL, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_0, F16 and BF16 weights are repacked once, in Weight, into
 // groups of packRows rows whose blocks are interleaved, so that the kernels
 // (simd_packed.c, simd_packed_f16.c) hold one weight row per 32-bit lane
 // and broadcast the activations: a block's scales then cost one vector op
@@ -56,6 +56,9 @@ import (
 //	                 bits: bit j of byte i is sub-block j's element 4t+i's
 //	                 (sub-block j's elements 4t … 4t+3 are Q4_K's vector
 //	                 (j/2, t), in its low or high nibbles).
+//
+// IQ4_NL, as Q4_0 (its blocks are a half d and 16 bytes of codes too); the
+// kernels are Q8_0's, on the codes looked up in the IQ4_NL table.
 //
 // Q8_0, per group of blocks blocks, as Q4_0's, q8_0PackBytes = 16 · 34
 // bytes a block:
@@ -123,7 +126,7 @@ const (
 func packedKind(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	l = l.vector()
 	kind, ok := kernelFor(typ, l)
-	return kind, ok && l != levelNEON && kind != kindMXFP4 && (kind != kindF16 && kind != kindBF16 || l == levelAVX512)
+	return kind, ok && l != levelNEON && kind != kindMXFP4 && kind != kindIQ4_XS && (kind != kindF16 && kind != kindBF16 || l == levelAVX512)
 }
 
 // packBlockBytes is the bytes of one packed block (or super-block) of

@@ -129,6 +129,8 @@ const (
 	kindBF16
 	kindQ3_K
 	kindQ2_K
+	kindIQ4_NL
+	kindIQ4_XS
 )
 
 // kernelFor returns the SIMD kernel of weight type typ at level l, if any.
@@ -163,6 +165,11 @@ func kernelFor(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 		return kindQ3_K, true
 	case gguf.TypeQ2_K:
 		return kindQ2_K, true
+	case gguf.TypeIQ4_NL:
+		// repacked at x86 levels as Q4_0; IQ4_XS is not, as MXFP4
+		return kindIQ4_NL, true
+	case gguf.TypeIQ4_XS:
+		return kindIQ4_XS, true
 	}
 	return 0, false
 }

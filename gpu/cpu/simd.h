@@ -26,6 +26,13 @@ static inline float b2f(const uint8_t *p) {
 	return f;
 }
 
+// iq4_xs_scale is the 6-bit scale of sub-block ib of the IQ4_XS block at
+// wb, less 32 (gguf.IQ4XSScale).
+static inline int iq4_xs_scale(const uint8_t *wb, int ib) {
+	int h = wb[2] | wb[3] << 8;
+	return ((wb[4 + ib / 2] >> (4 * (ib % 2)) & 15) | (h >> (2 * ib) & 3) << 4) - 32;
+}
+
 // f2b rounds v to bfloat16 as ggml's GGML_FP32_TO_BF16 does: to nearest
 // even, a NaN quieted.
 static inline uint16_t f2b(float v) {
@@ -48,7 +55,8 @@ static inline void quant_bf16_tail(const float *x, int j, int k, uint8_t *out) {
 
 // Kernel kinds: the weight type, which also fixes the activation format.
 enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4, KIND_MXFP4 = 5, KIND_Q5_0 = 6, KIND_Q5_K = 7,
-       KIND_BF16 = 8, KIND_Q3_K = 9, KIND_Q2_K = 10 };
+       KIND_BF16 = 8, KIND_Q3_K = 9, KIND_Q2_K = 10,
+       KIND_IQ4_NL = 11, KIND_IQ4_XS = 12 };
 // Dispatch levels (Go's simdLevel). Go passes LEVEL_AMX to the packed
 // matmul and attention only, LEVEL_AVX512BF16 to attention only: their
 // other kernels are AVX-512's.
@@ -76,6 +84,8 @@ enum { KV_F32 = 0, KV_F16 = 1, KV_Q8 = 2 };
 #define Q5_0_BYTES 22
 #define Q5_K_BYTES 176
 #define MXFP4_BYTES 17
+#define IQ4_NL_BYTES 18 // ggml's block_iq4_nl: half d, 16 code bytes
+#define IQ4_XS_BYTES 136 // block_iq4_xs: half d, scales_h, scales_l[4], qs[128]
 _Static_assert(Q8_0_BYTES == 2 + 32, "a Q8_0 block is a half scale and 32 int8 quants");
 
 // Activation formats. X8P: a pair of 32-element blocks (Q8_0 and MXFP4 weights),
@@ -234,6 +244,12 @@ void folio_mm_bf16_avx2(MM_ARGS);
 void folio_mm_bf16_avx512(MM_ARGS);
 void folio_mm_mxfp4_avx2(MM_ARGS);
 void folio_mm_mxfp4_avx512(MM_ARGS);
+void folio_mm_iq4_nl_avx2(MM_ARGS);
+void folio_mm_iq4_nl_vnni(MM_ARGS);
+void folio_mm_iq4_nl_avx512(MM_ARGS);
+void folio_mm_iq4_xs_avx2(MM_ARGS);
+void folio_mm_iq4_xs_vnni(MM_ARGS);
+void folio_mm_iq4_xs_avx512(MM_ARGS);
 void folio_mm_q6_k_vnni(MM_ARGS);
 void folio_mm_mxfp4_vnni(MM_ARGS);
 
@@ -318,6 +334,7 @@ INLINE void quantize_rows(int kind, const float *x, int64_t xstride, int n, int 
 		switch (kind) {
 		case KIND_Q8_0:
 		case KIND_MXFP4:
+		case KIND_IQ4_NL:
 			x8p(x, k, out);
 			break;
 		case KIND_Q4_0:
@@ -329,6 +346,7 @@ INLINE void quantize_rows(int kind, const float *x, int64_t xstride, int n, int 
 		case KIND_Q6_K:
 		case KIND_Q3_K:
 		case KIND_Q2_K:
+		case KIND_IQ4_XS:
 			xk(x, k, out);
 			break;
 		case KIND_F16:

@@ -196,21 +196,66 @@ static inline float e8m0_half(uint8_t e) {
 	return f;
 }
 
-INLINE DOT void mxfp4_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
-	static const int8_t values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
-	const int8x16_t table = vld1q_s8(values);
+// With nl, IQ4_NL's blocks (a half d, then the codes; gguf.IQ4NLValues).
+INLINE DOT void mx4_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os, int nl) {
+	static const int8_t values[2][16] = {{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12},
+	                                     {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}};
+	const int8x16_t table = vld1q_s8(values[nl]);
 	float32x4_t acc[XT];
 	for (int i = 0; i < nx; i++)
 		acc[i] = vdupq_n_f32(0);
 	for (int b = 0; b < k / 32; b++) {
-		const uint8_t *wb = w + (int64_t)b * MXFP4_BYTES;
-		uint8x16_t q = vld1q_u8(wb + 1);
+		const uint8_t *wb = w + (int64_t)b * (nl ? IQ4_NL_BYTES : MXFP4_BYTES);
+		uint8x16_t q = vld1q_u8(wb + (nl ? 2 : 1));
 		int8x16_t w0 = vqtbl1q_s8(table, vandq_u8(q, vdupq_n_u8(0x0f))), w1 = vqtbl1q_s8(table, vshrq_n_u8(q, 4));
-		x8p_dot(w0, w1, e8m0_half(wb[0]), x, xs, b, nx, acc);
+		x8p_dot(w0, w1, nl ? h2f(wb) : e8m0_half(wb[0]), x, xs, b, nx, acc);
 	}
 	for (int i = 0; i < nx; i++)
 		out[i * os] = vaddvq_f32(acc[i]);
 }
+INLINE DOT void mxfp4_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	mx4_row(w, k, x, xs, nx, out, os, 0);
+}
+INLINE DOT void iq4_nl_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	mx4_row(w, k, x, xs, nx, out, os, 1);
+}
+MM_DRIVER(folio_mm_iq4_nl_neon, iq4_nl_row, DOT, 8)
+
+// IQ4_XS weights, XK activations: a sub-block's 32 codes looked up as
+// IQ4_NL's, its dot times its scale (less 32) summed over the super-block,
+// which d·dx scales.
+INLINE DOT void iq4_xs_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	static const int8_t values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+	const int8x16_t table = vld1q_s8(values);
+	float acc[XT] = {0};
+	for (int s = 0; s < k / 256; s++) {
+		const uint8_t *wb = w + (int64_t)s * IQ4_XS_BYTES;
+		int8x16_t q[16];
+		int sc[8];
+		for (int ib = 0; ib < 8; ib++) {
+			uint8x16_t v = vld1q_u8(wb + 8 + 16 * ib);
+			q[2 * ib] = vqtbl1q_s8(table, vandq_u8(v, vdupq_n_u8(0x0f)));
+			q[2 * ib + 1] = vqtbl1q_s8(table, vshrq_n_u8(v, 4));
+			sc[ib] = iq4_xs_scale(wb, ib);
+		}
+		float d = h2f(wb);
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xb = x + i * xs + (int64_t)s * XK_BYTES;
+			const int8_t *xq = (const int8_t *)xb;
+			int32x4_t sum = vdupq_n_s32(0);
+			for (int ib = 0; ib < 8; ib++) {
+				int32x4_t p = vdotq_s32(vdotq_s32(vdupq_n_s32(0), q[2 * ib], vld1q_s8(xq + 32 * ib)), q[2 * ib + 1],
+				                        vld1q_s8(xq + 32 * ib + 16));
+				sum = vmlaq_n_s32(sum, p, sc[ib]);
+			}
+			acc[i] += load_f32(xb + XK_D) * d * (float)vaddvq_s32(sum);
+		}
+	}
+	for (int i = 0; i < nx; i++)
+		out[i * os] = acc[i];
+}
+MM_DRIVER(folio_mm_iq4_xs_neon, iq4_xs_row, DOT, 8)
+
 MM_DRIVER(folio_mm_mxfp4_neon, mxfp4_row, DOT, 8)
 
 // fifth16 is 16 where bit e of the 16 bits b has its element e's fifth bit
@@ -509,10 +554,10 @@ MM_DRIVER(folio_mm_bf16_neon, bf16_row, , 8)
 // folio_matmul: dst[i*dstride + r] = w row r · x row i for r < rows, i < nx,
 // at the NEON level (the only arm64 one).
 void folio_matmul(int kind, int level, MM_ARGS) {
-	static void (*const fns[11])(MM_ARGS) = {
-	    folio_mm_q8_0_neon, folio_mm_q4_0_neon, folio_mm_q4_k_neon, folio_mm_q6_k_neon,
-	    folio_mm_f16_neon,  folio_mm_mxfp4_neon, folio_mm_q5_0_neon, folio_mm_q5_k_neon,
-	    folio_mm_bf16_neon, folio_mm_q3_k_neon, folio_mm_q2_k_neon};
+	static void (*const fns[13])(MM_ARGS) = {
+	    folio_mm_q8_0_neon, folio_mm_q4_0_neon,  folio_mm_q4_k_neon,   folio_mm_q6_k_neon,  folio_mm_f16_neon,
+	    folio_mm_mxfp4_neon, folio_mm_q5_0_neon, folio_mm_q5_k_neon,   folio_mm_bf16_neon, folio_mm_q3_k_neon,
+	    folio_mm_q2_k_neon, folio_mm_iq4_nl_neon, folio_mm_iq4_xs_neon};
 	(void)level;
 	fns[kind](w, wstride, rows, x, xstride, nx, k, dst, dstride);
 }

@@ -14,6 +14,7 @@
 // and AVX-VNNI; simd_packed_f16.c F16's.
 
 #include "simd.h"
+#include "simd_mxfp4.h"
 
 // ---- AVX-512: a group's 16 rows in one vector ----
 
@@ -149,23 +150,35 @@ INLINE AVX512 void pq5_0x2_512(const uint8_t *w, int64_t gb, int G, int nb, cons
 // each sum starts at q8_bias512. With G = 2, one broadcast of four
 // activations feeds both groups' vpdpbusd, and a row's two chains of 8
 // interleave.
-INLINE AVX512 void pq8_0_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
-                             __m512 *acc, int pf) {
+// With nl, the groups are IQ4_NL's in Q4_0's layout: a block's codes
+// become its 8 vectors of int8 values by a byte shuffle of IQ4NL_TABLE.
+INLINE AVX512 void pq80_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
+                            __m512 *acc, int pf, int nl) {
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	const __m512i table = _mm512_broadcast_i32x4(_mm_setr_epi8(IQ4NL_TABLE));
+	const int64_t bb = nl ? 256 : 512; // a block's bytes before the scales
 	for (int b = 0; b < nb; b++) {
 		__m512i q[2][8], bias[2];
 		__m512 dw[2];
 		for (int g = 0; g < G; g++) {
-			const uint8_t *wg = w + g * gb, *wb = wg + 512 * (int64_t)b;
+			const uint8_t *wg = w + g * gb, *wb = wg + bb * b;
 			if (pf) {
 				// this group's stream, which past its end goes on
 				// in the next pass's group g
 				const uint8_t *p = wb + MM_PREFETCH;
-				mm_prefetch(p < wg + gb ? p : p + (G - 1) * gb, 512);
+				mm_prefetch(p < wg + gb ? p : p + (G - 1) * gb, bb);
 			}
-			for (int j = 0; j < 8; j++)
-				q[g][j] = _mm512_load_si512(wb + 64 * j);
+			for (int j = 0; j < (nl ? 4 : 8); j++) {
+				__m512i v = _mm512_load_si512(wb + 64 * j);
+				if (!nl) {
+					q[g][j] = v;
+					continue;
+				}
+				q[g][j] = _mm512_shuffle_epi8(table, _mm512_and_si512(v, m4));
+				q[g][4 + j] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+			}
 			bias[g] = q8_bias512(q[g]);
-			dw[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wg + 512 * (int64_t)nb + 32 * b)));
+			dw[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wg + bb * nb + 32 * b)));
 		}
 		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
 		for (int i = 0; i < nx; i++) {
@@ -182,6 +195,15 @@ INLINE AVX512 void pq8_0_512(const uint8_t *w, int64_t gb, int G, int nb, const 
 				                                 b ? acc[G * i + g] : _mm512_setzero_ps());
 		}
 	}
+}
+
+INLINE AVX512 void pq8_0_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
+                             __m512 *acc, int pf) {
+	pq80_512(w, gb, G, nb, x, xs, nx, acc, pf, 0);
+}
+INLINE AVX512 void pq_iq4_nl_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
+                                 __m512 *acc, int pf) {
+	pq80_512(w, gb, G, nb, x, xs, nx, acc, pf, 1);
 }
 
 // Q8_0_TILE is the activation rows of a packed Q8_0 tile. Its
@@ -218,17 +240,22 @@ INLINE AVX512 void pq8_0_512(const uint8_t *w, int64_t gb, int G, int nb, const 
 // pm_q8_0_512 runs pq8_0_512 over pairs of groups; one activation row (a
 // decode step, bound by the weights' bandwidth) streams one group at a
 // time, its accumulator in a register.
-static AVX512 void pm_q8_0_512(PM_ARGS) {
-	if (nx == 1) {
-		for (int r = 0; r < rows; r += 16) {
-			__m512 a = _mm512_setzero_ps();
-			pq8_0_512(w + (int64_t)(r / 16) * group_bytes, group_bytes, 1, nb, x, xs, 1, &a, 1);
-			_mm512_mask_storeu_ps(dst + r, rows - r >= 16 ? 0xffff : (__mmask16)((1u << (rows - r)) - 1), a);
-		}
-		return;
+// pm_iq4_nl_512 is pm_q8_0_512 for IQ4_NL.
+#define PM80_512(name, kernel)                                                                                 \
+	static AVX512 void name(PM_ARGS) {                                                                    \
+		if (nx == 1) {                                                                                \
+			for (int r = 0; r < rows; r += 16) {                                                  \
+				__m512 a = _mm512_setzero_ps();                                               \
+				kernel(w + (int64_t)(r / 16) * group_bytes, group_bytes, 1, nb, x, xs, 1, &a, 1); \
+				_mm512_mask_storeu_ps(dst + r,                                                \
+				                      rows - r >= 16 ? 0xffff : (__mmask16)((1u << (rows - r)) - 1), a); \
+			}                                                                                     \
+			return;                                                                               \
+		}                                                                                             \
+		PAIRS512(kernel)                                                                              \
 	}
-	PAIRS512(pq8_0_512)
-}
+PM80_512(pm_q8_0_512, pq8_0_512)
+PM80_512(pm_iq4_nl_512, pq_iq4_nl_512)
 
 // Q4_K_TILE is the activation rows of a packed Q4_K tile: a sub-block's 8
 // vectors of quants, its scales and one int32 sum a row fit 32 registers.
@@ -495,7 +522,7 @@ void folio_matmul_packed(int kind, int level, PM_ARGS) {
 			[KIND_Q8_0] = pm_q8_0_512, [KIND_Q4_0] = pm_q4_0_512, [KIND_Q4_K] = pm_q4_k_512,
 			[KIND_Q6_K] = pm_q6_k_512, [KIND_F16] = folio_pm_f16_512, [KIND_Q5_0] = pm_q5_0_512,
 			[KIND_Q5_K] = pm_q5_k_512, [KIND_BF16] = folio_pm_bf16_512, [KIND_Q3_K] = pm_q3_k_512,
-			[KIND_Q2_K] = pm_q2_k_512,
+			[KIND_Q2_K] = pm_q2_k_512, [KIND_IQ4_NL] = pm_iq4_nl_512,
 		};
 		pm[kind](w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	} else if (level == LEVEL_AVXVNNI) {

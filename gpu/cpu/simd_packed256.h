@@ -37,6 +37,8 @@
 //
 // Only simd_packed_*.c include it (amd64, cgo).
 
+#include "simd_mxfp4.h"
+
 // XT8 is the activation rows of a Q8_0 tile at AVX2: 16 vectors hold a
 // block's 8 of quants and 4 rows' accumulators (more spilled its chains).
 // XT4, the rows of a Q4_0 or Q4_K tile (and Q8_0's at AVX-VNNI), is twice
@@ -377,6 +379,19 @@ INLINE LVL void pq2_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *
 	pq2_k_256(w, nb, 2, x, 0, 1, acc);
 }
 
+// q80_vec is step u's vector of a packed Q8_0 block's weights at wb (its
+// half's bytes), or with nl of a packed IQ4_NL block's (Q4_0's layout):
+// its codes' low nibbles (u < 4) or high ones looked up in IQ4NL_TABLE.
+// q80_bytes is a block's bytes before the scales.
+INLINE LVL __m256i q80_vec(const uint8_t *wb, int u, int nl) {
+	if (!nl)
+		return _mm256_load_si256((const __m256i *)(wb + 64 * u));
+	const __m256i m4 = _mm256_set1_epi8(0x0f), table = _mm256_setr_epi8(IQ4NL_TABLE, IQ4NL_TABLE);
+	__m256i v = _mm256_load_si256((const __m256i *)(wb + 64 * (u % 4)));
+	return _mm256_shuffle_epi8(table, _mm256_and_si256(u < 4 ? v : _mm256_srli_epi16(v, 4), m4));
+}
+INLINE int q80_bytes(int nl) { return nl ? 256 : 512; }
+
 #if HI_SHUFFLE
 // pq8_0_256 is pq8_0_512 (one group) for half h, at AVX-VNNI (where q8_w
 // and q8_x change nothing): as Q4_0's, a block's 8 vectors of weights
@@ -384,17 +399,18 @@ INLINE LVL void pq2_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *
 // activations broadcast by vpshufd (Zen 5, 64 rows, k 2048: 159-166 →
 // 168-179 GMAC/s).
 #define Q8_TILE XT4
-INLINE LVL void pq8_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+INLINE LVL void pq80_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc, int nl) {
+	const int64_t bb = q80_bytes(nl);
 	for (int b = 0; b < nb; b++) {
-		const uint8_t *wb = w + 512 * (int64_t)b + 32 * h;
+		const uint8_t *wb = w + bb * b + 32 * h;
 		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
 		__m256i q[8];
 		dacc bias = dot_zero();
 		for (int u = 0; u < 8; u++) {
-			q[u] = _mm256_load_si256((const __m256i *)(wb + 64 * u));
+			q[u] = q80_vec(wb, u, nl);
 			bias = q8_bias(bias, u, q[u]);
 		}
-		__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 512 * (int64_t)nb + 32 * b + 16 * h)));
+		__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + bb * nb + 32 * b + 16 * h)));
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = xb + i * xs;
 			__m256i xh = x_last16(xp, 16);
@@ -410,13 +426,14 @@ INLINE LVL void pq8_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 // pq8_0_256 is pq8_0_512 (one group) for half h: a tile of XT8 rows, the
 // weights' vector of each step loaded once for them.
 #define Q8_TILE XT8
-INLINE LVL void pq8_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+INLINE LVL void pq80_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc, int nl) {
+	const int64_t bb = q80_bytes(nl);
 	for (int b = 0; b < nb; b++) {
-		const uint8_t *wb = w + 512 * (int64_t)b + 32 * h;
+		const uint8_t *wb = w + bb * b + 32 * h;
 		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
 		dacc s[XT8], bias = dot_zero();
 		for (int u = 0; u < 8; u++) {
-			__m256i q = _mm256_load_si256((const __m256i *)(wb + 64 * u)), a = q8_w(q);
+			__m256i q = q80_vec(wb, u, nl), a = q8_w(q);
 			bias = q8_bias(bias, u, q);
 			for (int i = 0; i < nx; i++) {
 				__m256i xv = _mm256_set1_epi32((int)q8_x(ld32(xb + i * xs + 4 * u)));
@@ -424,13 +441,19 @@ INLINE LVL void pq8_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 				keep(s[i]);
 			}
 		}
-		__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 512 * (int64_t)nb + 32 * b + 16 * h)));
+		__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + bb * nb + 32 * b + 16 * h)));
 		for (int i = 0; i < nx; i++)
 			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_end(s[i], bias)), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xb + i * xs + 64))),
 			                         acc[i]);
 	}
 }
 #endif
+INLINE LVL void pq8_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	pq80_256(w, nb, h, x, xs, nx, acc, 0);
+}
+INLINE LVL void pq_iq4_nl_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	pq80_256(w, nb, h, x, xs, nx, acc, 1);
+}
 
 // A decode step (one activation row) is bound by the weights' bandwidth:
 // its kernels take a group's two halves in one pass, each 64-byte line of
@@ -515,16 +538,17 @@ INLINE LVL void pq4_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *
 
 // pq8_0_256_1 is pq8_0_256 for one activation row and both halves of a
 // group.
-INLINE LVL void pq8_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+INLINE LVL void pq80_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc, int nl) {
+	const int64_t bb = q80_bytes(nl);
 	for (int b = 0; b < nb; b++) {
-		const uint8_t *wb = w + 512 * (int64_t)b;
+		const uint8_t *wb = w + bb * b;
 		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
-		mm_prefetch(wb + MM_PREFETCH, 512);
+		mm_prefetch(wb + MM_PREFETCH, bb);
 		dacc s[2], bias[2] = {dot_zero(), dot_zero()};
 		for (int u = 0; u < 8; u++) {
 			__m256i xv = _mm256_set1_epi32((int)q8_x(ld32(xb + 4 * u)));
 			for (int h = 0; h < 2; h++) {
-				__m256i q = _mm256_load_si256((const __m256i *)(wb + 64 * u + 32 * h));
+				__m256i q = q80_vec(wb + 32 * h, u, nl);
 				bias[h] = q8_bias(bias[h], u, q);
 				s[h] = q8_dot(s[h], u, q8_w(q), q, xv);
 				keep(s[h]);
@@ -532,11 +556,13 @@ INLINE LVL void pq8_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *
 		}
 		__m256 dx = _mm256_set1_ps(ldf(xb + 64));
 		for (int h = 0; h < 2; h++) {
-			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 512 * (int64_t)nb + 32 * b + 16 * h)));
+			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + bb * nb + 32 * b + 16 * h)));
 			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_end(s[h], bias[h])), _mm256_mul_ps(dw, dx), acc[h]);
 		}
 	}
 }
+INLINE LVL void pq8_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq80_256_1(w, nb, x, acc, 0); }
+INLINE LVL void pq_iq4_nl_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq80_256_1(w, nb, x, acc, 1); }
 
 // pq5_0_256_1 is pq5_0_256 for one activation row and both halves of a
 // group.
@@ -644,6 +670,7 @@ INLINE LVL void store8(float *p, __m256 v, int n) {
 PACKED256(pm_q4_0_256, pq4_0_256, XT4)
 PACKED256(pm_q4_k_256, pq4_k_256, XT4)
 PACKED256(pm_q8_0_256, pq8_0_256, Q8_TILE)
+PACKED256(pm_iq4_nl_256, pq_iq4_nl_256, Q8_TILE)
 PACKED256(pm_q6_k_256, pq6_k_256, XT4)
 PACKED256(pm_q3_k_256, pq3_k_256, XT4)
 PACKED256(pm_q2_k_256, pq2_k_256, XT4)
@@ -655,7 +682,7 @@ void PM256(int kind, PM_ARGS) {
 	static void (*const pm[])(PM_ARGS) = {
 		[KIND_Q8_0] = pm_q8_0_256, [KIND_Q4_0] = pm_q4_0_256, [KIND_Q4_K] = pm_q4_k_256,
 		[KIND_Q6_K] = pm_q6_k_256, [KIND_Q5_0] = pm_q5_0_256, [KIND_Q5_K] = pm_q5_k_256, [KIND_Q3_K] = pm_q3_k_256,
-		[KIND_Q2_K] = pm_q2_k_256,
+		[KIND_Q2_K] = pm_q2_k_256, [KIND_IQ4_NL] = pm_iq4_nl_256,
 	};
 	pm[kind](w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 }

@@ -38,7 +38,7 @@ func quantizeXRef(kind kernelKind, x []float32) []byte {
 	out := make([]byte, xRowBytes(kind, k))
 	le := binary.LittleEndian
 	switch kind {
-	case kindQ8_0, kindMXFP4:
+	case kindQ8_0, kindMXFP4, kindIQ4_NL:
 		for b := range k / 32 {
 			p := out[b/2*x8pBytes:]
 			h := b % 2
@@ -69,7 +69,7 @@ func quantizeXRef(kind kernelKind, x []float32) []byte {
 			}
 			le.PutUint32(g[192+16*j:], uint32(int32(-8*sum)))
 		}
-	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K:
+	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K, kindIQ4_XS:
 		for s := range k / 256 {
 			xs, blk := x[256*s:256*s+256], out[s*xkBytes:]
 			var amax, vmax float32
@@ -117,7 +117,7 @@ func dequantizeXRef(kind kernelKind, row []byte, k int) []float32 {
 	for e := range x {
 		b, j := e/32, e%32
 		switch kind {
-		case kindQ8_0, kindMXFP4:
+		case kindQ8_0, kindMXFP4, kindIQ4_NL:
 			p := row[b/2*x8pBytes:]
 			x[e] = float32(int8(p[32*(b%2)+j]^0x80)) * f32(p[64+32*(b%2):])
 		case kindQ4_0, kindQ5_0:
@@ -127,7 +127,7 @@ func dequantizeXRef(kind kernelKind, row []byte, k int) []float32 {
 				at = 64 + 16*(b%4) + j - 16
 			}
 			x[e] = float32(int8(g[at])) * f32(g[128+16*(b%4):])
-		case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K:
+		case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K, kindIQ4_XS:
 			blk := row[e/256*xkBytes:]
 			x[e] = float32(int8(blk[e%256])) * f32(blk[256:])
 		case kindF16:
@@ -141,7 +141,7 @@ func dequantizeXRef(kind kernelKind, row []byte, k int) []float32 {
 
 var kernelTypes = map[kernelKind]gguf.TensorType{
 	kindQ8_0: gguf.TypeQ8_0, kindQ4_0: gguf.TypeQ4_0, kindQ4_K: gguf.TypeQ4_K, kindQ6_K: gguf.TypeQ6_K, kindF16: gguf.TypeF16,
-	kindMXFP4: gguf.TypeMXFP4, kindBF16: gguf.TypeBF16,
+	kindMXFP4: gguf.TypeMXFP4, kindBF16: gguf.TypeBF16, kindIQ4_NL: gguf.TypeIQ4_NL, kindIQ4_XS: gguf.TypeIQ4_XS,
 }
 
 // packedOnlyTypes are the kinds with packed kernels and no others.
@@ -151,7 +151,7 @@ var packedOnlyTypes = map[kernelKind]gguf.TensorType{kindQ5_0: gguf.TypeQ5_0, ki
 // of the kernels' steps of 2 and 4 blocks (or 8, 16, 32 elements for F16).
 func awkwardKs(kind kernelKind) []int {
 	switch kind {
-	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K:
+	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K, kindIQ4_XS:
 		return []int{256, 512, 768, 1280}
 	case kindF16, kindBF16:
 		return []int{1, 3, 17, 64, 100, 575}
