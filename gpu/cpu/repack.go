@@ -7,7 +7,7 @@ import (
 	"folio/models/gguf"
 )
 
-// Q4_0, IQ4_NL, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_0, F16 and BF16 weights are repacked once, in Weight, into
+// Q4_0, IQ4_NL, IQ4_XS, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_0, F16 and BF16 weights are repacked once, in Weight, into
 // groups of packRows rows whose blocks are interleaved, so that the kernels
 // (simd_packed.c, simd_packed_f16.c) hold one weight row per 32-bit lane
 // and broadcast the activations: a block's scales then cost one vector op
@@ -58,7 +58,12 @@ import (
 //	                 (j/2, t), in its low or high nibbles).
 //
 // IQ4_NL, as Q4_0 (its blocks are a half d and 16 bytes of codes too); the
-// kernels are Q8_0's, on the codes looked up in the IQ4_NL table.
+// kernels are Q8_0's, on the codes looked up in the IQ4_NL table. IQ4_XS
+// as IQ4_NL, each sub-block of 32 a block whose scale is a float32,
+// d·(scale−32) (exact), iq4XSPackBytes = 16 · 20 bytes a block:
+//
+//	qs[blocks][4][64] as Q4_0's.
+//	d[blocks][16]     block b's scales (float32).
 //
 // Q8_0, per group of blocks blocks, as Q4_0's, q8_0PackBytes = 16 · 34
 // bytes a block:
@@ -109,16 +114,17 @@ import (
 // 32 bytes: lanes 0-7 or 8-15), so the result of a row never depends on
 // which other rows share its group or its batch.
 const (
-	packRows      = 16
-	q4_0PackBytes = packRows * 18
-	q4KPackBytes  = packRows * 148
-	q6KPackBytes  = packRows * 212
-	q3KPackBytes  = packRows * 116
-	q2KPackBytes  = packRows * 88
-	q5_0PackBytes = packRows * 22
-	q5KPackBytes  = packRows * 180
-	q8_0PackBytes = packRows * 34
-	f16PackBytes  = packRows * 64
+	packRows       = 16
+	q4_0PackBytes  = packRows * 18
+	q4KPackBytes   = packRows * 148
+	q6KPackBytes   = packRows * 212
+	q3KPackBytes   = packRows * 116
+	q2KPackBytes   = packRows * 88
+	iq4XSPackBytes = packRows * 20
+	q5_0PackBytes  = packRows * 22
+	q5KPackBytes   = packRows * 180
+	q8_0PackBytes  = packRows * 34
+	f16PackBytes   = packRows * 64
 )
 
 // packedKind reports whether weights of typ are repacked at level l, and
@@ -126,7 +132,7 @@ const (
 func packedKind(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	l = l.vector()
 	kind, ok := kernelFor(typ, l)
-	return kind, ok && l != levelNEON && kind != kindMXFP4 && kind != kindIQ4_XS && (kind != kindF16 && kind != kindBF16 || l == levelAVX512)
+	return kind, ok && l != levelNEON && kind != kindMXFP4 && (kind != kindF16 && kind != kindBF16 || l == levelAVX512)
 }
 
 // packBlockBytes is the bytes of one packed block (or super-block) of
@@ -141,6 +147,8 @@ func packBlockBytes(kind kernelKind) int {
 		return q3KPackBytes
 	case kindQ2_K:
 		return q2KPackBytes
+	case kindIQ4_XS:
+		return iq4XSPackBytes
 	case kindQ5_0:
 		return q5_0PackBytes
 	case kindQ5_K:
@@ -241,6 +249,8 @@ func (t *repackTask) run(_ *worker, lo, hi int) {
 				packQ3KRow(out, src, r, t.dst.blocks)
 			case kindQ2_K:
 				packQ2KRow(out, src, r, t.dst.blocks)
+			case kindIQ4_XS:
+				packIQ4XSRow(out, src, r, t.dst.blocks)
 			case kindQ5_0:
 				packQ5_0Row(out, src, r, t.dst.blocks)
 			case kindQ8_0:
@@ -419,5 +429,20 @@ func packQ2KRow(out, src []byte, r, blocks int) {
 		}
 		le.PutUint32(dst[1280+4*r:], math.Float32bits(gguf.F16ToF32(le.Uint16(blk[80:]))))
 		le.PutUint32(dst[1344+4*r:], math.Float32bits(gguf.F16ToF32(le.Uint16(blk[82:]))))
+	}
+}
+
+// packIQ4XSRow places one IQ4_XS row (136-byte super-blocks: the half d,
+// the 6-bit scales, eight sub-blocks' 16 bytes of codes) at lane r as
+// blocks blocks of 32 (eight a super-block).
+func packIQ4XSRow(out, src []byte, r, blocks int) {
+	for b := range blocks {
+		blk, ib := src[136*(b/8):136*(b/8)+136], b%8
+		qs := out[256*b:]
+		for j := range 4 {
+			copy(qs[64*j+4*r:], blk[8+16*ib+4*j:12+16*ib+4*j])
+		}
+		d := gguf.F16ToF32(binary.LittleEndian.Uint16(blk)) * float32(gguf.IQ4XSScale(blk, ib)-32)
+		binary.LittleEndian.PutUint32(out[256*blocks+64*b+4*r:], math.Float32bits(d))
 	}
 }

@@ -20,15 +20,18 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 	out := make([]float32, k)
 	for e := range out {
 		switch p.kind {
-		case kindQ4_0, kindIQ4_NL:
+		case kindQ4_0, kindIQ4_NL, kindIQ4_XS:
 			b, j := e/32, e%32
 			d := h(g[256*p.blocks+32*b+2*lane:])
+			if p.kind == kindIQ4_XS {
+				d = math.Float32frombits(le.Uint32(g[256*p.blocks+64*b+4*lane:]))
+			}
 			byteAt := 256*b + 64*(j%16/4) + 4*lane + j%4
 			q := g[byteAt] & 0x0f
 			if j >= 16 {
 				q = g[byteAt] >> 4
 			}
-			if p.kind == kindIQ4_NL {
+			if p.kind != kindQ4_0 {
 				out[e] = d * float32(gguf.IQ4NLValues[q])
 			} else {
 				out[e] = d * float32(int(q)-8)
@@ -109,7 +112,7 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 // packedTypes are the weight types this machine repacks.
 func packedTypes() []gguf.TensorType {
 	var ts []gguf.TensorType
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeQ3_K, gguf.TypeQ2_K, gguf.TypeIQ4_NL, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeBF16} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeQ3_K, gguf.TypeQ2_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeBF16} {
 		if _, ok := packedKind(typ, bestLevel); ok {
 			ts = append(ts, typ)
 		}

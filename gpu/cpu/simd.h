@@ -247,9 +247,7 @@ void folio_mm_mxfp4_avx512(MM_ARGS);
 void folio_mm_iq4_nl_avx2(MM_ARGS);
 void folio_mm_iq4_nl_vnni(MM_ARGS);
 void folio_mm_iq4_nl_avx512(MM_ARGS);
-void folio_mm_iq4_xs_avx2(MM_ARGS);
-void folio_mm_iq4_xs_vnni(MM_ARGS);
-void folio_mm_iq4_xs_avx512(MM_ARGS);
+
 void folio_mm_q6_k_vnni(MM_ARGS);
 void folio_mm_mxfp4_vnni(MM_ARGS);
 
@@ -335,6 +333,7 @@ INLINE void quantize_rows(int kind, const float *x, int64_t xstride, int n, int 
 		case KIND_Q8_0:
 		case KIND_MXFP4:
 		case KIND_IQ4_NL:
+		case KIND_IQ4_XS:
 			x8p(x, k, out);
 			break;
 		case KIND_Q4_0:
@@ -346,7 +345,6 @@ INLINE void quantize_rows(int kind, const float *x, int64_t xstride, int n, int 
 		case KIND_Q6_K:
 		case KIND_Q3_K:
 		case KIND_Q2_K:
-		case KIND_IQ4_XS:
 			xk(x, k, out);
 			break;
 		case KIND_F16:

@@ -221,38 +221,25 @@ INLINE DOT void iq4_nl_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs
 }
 MM_DRIVER(folio_mm_iq4_nl_neon, iq4_nl_row, DOT, 8)
 
-// IQ4_XS weights, XK activations: a sub-block's 32 codes looked up as
-// IQ4_NL's, its dot times its scale (less 32) summed over the super-block,
-// which d·dx scales.
+// IQ4_XS weights, X8P activations: each sub-block of 32 as an IQ4_NL block
+// whose scale is d·(its 6-bit scale less 32), exact in float32.
 INLINE DOT void iq4_xs_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
 	static const int8_t values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 	const int8x16_t table = vld1q_s8(values);
-	float acc[XT] = {0};
+	float32x4_t acc[XT];
+	for (int i = 0; i < nx; i++)
+		acc[i] = vdupq_n_f32(0);
 	for (int s = 0; s < k / 256; s++) {
 		const uint8_t *wb = w + (int64_t)s * IQ4_XS_BYTES;
-		int8x16_t q[16];
-		int sc[8];
+		float d = h2f(wb);
 		for (int ib = 0; ib < 8; ib++) {
 			uint8x16_t v = vld1q_u8(wb + 8 + 16 * ib);
-			q[2 * ib] = vqtbl1q_s8(table, vandq_u8(v, vdupq_n_u8(0x0f)));
-			q[2 * ib + 1] = vqtbl1q_s8(table, vshrq_n_u8(v, 4));
-			sc[ib] = iq4_xs_scale(wb, ib);
-		}
-		float d = h2f(wb);
-		for (int i = 0; i < nx; i++) {
-			const uint8_t *xb = x + i * xs + (int64_t)s * XK_BYTES;
-			const int8_t *xq = (const int8_t *)xb;
-			int32x4_t sum = vdupq_n_s32(0);
-			for (int ib = 0; ib < 8; ib++) {
-				int32x4_t p = vdotq_s32(vdotq_s32(vdupq_n_s32(0), q[2 * ib], vld1q_s8(xq + 32 * ib)), q[2 * ib + 1],
-				                        vld1q_s8(xq + 32 * ib + 16));
-				sum = vmlaq_n_s32(sum, p, sc[ib]);
-			}
-			acc[i] += load_f32(xb + XK_D) * d * (float)vaddvq_s32(sum);
+			int8x16_t w0 = vqtbl1q_s8(table, vandq_u8(v, vdupq_n_u8(0x0f))), w1 = vqtbl1q_s8(table, vshrq_n_u8(v, 4));
+			x8p_dot(w0, w1, d * (float)iq4_xs_scale(wb, ib), x, xs, 8 * s + ib, nx, acc);
 		}
 	}
 	for (int i = 0; i < nx; i++)
-		out[i * os] = acc[i];
+		out[i * os] = vaddvq_f32(acc[i]);
 }
 MM_DRIVER(folio_mm_iq4_xs_neon, iq4_xs_row, DOT, 8)
 

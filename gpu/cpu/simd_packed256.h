@@ -381,8 +381,10 @@ INLINE LVL void pq2_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *
 
 // q80_vec is step u's vector of a packed Q8_0 block's weights at wb (its
 // half's bytes), or with nl of a packed IQ4_NL block's (Q4_0's layout):
-// its codes' low nibbles (u < 4) or high ones looked up in IQ4NL_TABLE.
-// q80_bytes is a block's bytes before the scales.
+// its codes' low nibbles (u < 4) or high ones looked up in IQ4NL_TABLE
+// (nl 2: IQ4_XS's, the same). q80_bytes is a block's bytes before the
+// scales; q80_dw the scales of half h of block b, halves or (IQ4_XS)
+// float32s after the nb blocks at w.
 INLINE LVL __m256i q80_vec(const uint8_t *wb, int u, int nl) {
 	if (!nl)
 		return _mm256_load_si256((const __m256i *)(wb + 64 * u));
@@ -391,6 +393,11 @@ INLINE LVL __m256i q80_vec(const uint8_t *wb, int u, int nl) {
 	return _mm256_shuffle_epi8(table, _mm256_and_si256(u < 4 ? v : _mm256_srli_epi16(v, 4), m4));
 }
 INLINE int q80_bytes(int nl) { return nl ? 256 : 512; }
+INLINE LVL __m256 q80_dw(const uint8_t *w, int nb, int b, int h, int nl) {
+	const uint8_t *ds = w + (int64_t)q80_bytes(nl) * nb;
+	return nl == 2 ? _mm256_load_ps((const float *)(ds + 64 * b + 32 * h))
+	               : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * b + 16 * h)));
+}
 
 #if HI_SHUFFLE
 // pq8_0_256 is pq8_0_512 (one group) for half h, at AVX-VNNI (where q8_w
@@ -410,7 +417,7 @@ INLINE LVL void pq80_256(const uint8_t *w, int nb, int h, const uint8_t *x, int6
 			q[u] = q80_vec(wb, u, nl);
 			bias = q8_bias(bias, u, q[u]);
 		}
-		__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + bb * nb + 32 * b + 16 * h)));
+		__m256 dw = q80_dw(w, nb, b, h, nl);
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = xb + i * xs;
 			__m256i xh = x_last16(xp, 16);
@@ -441,7 +448,7 @@ INLINE LVL void pq80_256(const uint8_t *w, int nb, int h, const uint8_t *x, int6
 				keep(s[i]);
 			}
 		}
-		__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + bb * nb + 32 * b + 16 * h)));
+		__m256 dw = q80_dw(w, nb, b, h, nl);
 		for (int i = 0; i < nx; i++)
 			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_end(s[i], bias)), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xb + i * xs + 64))),
 			                         acc[i]);
@@ -453,6 +460,9 @@ INLINE LVL void pq8_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 }
 INLINE LVL void pq_iq4_nl_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
 	pq80_256(w, nb, h, x, xs, nx, acc, 1);
+}
+INLINE LVL void pq_iq4_xs_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	pq80_256(w, nb, h, x, xs, nx, acc, 2);
 }
 
 // A decode step (one activation row) is bound by the weights' bandwidth:
@@ -556,13 +566,14 @@ INLINE LVL void pq80_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *a
 		}
 		__m256 dx = _mm256_set1_ps(ldf(xb + 64));
 		for (int h = 0; h < 2; h++) {
-			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + bb * nb + 32 * b + 16 * h)));
+			__m256 dw = q80_dw(w, nb, b, h, nl);
 			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_end(s[h], bias[h])), _mm256_mul_ps(dw, dx), acc[h]);
 		}
 	}
 }
 INLINE LVL void pq8_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq80_256_1(w, nb, x, acc, 0); }
 INLINE LVL void pq_iq4_nl_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq80_256_1(w, nb, x, acc, 1); }
+INLINE LVL void pq_iq4_xs_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq80_256_1(w, nb, x, acc, 2); }
 
 // pq5_0_256_1 is pq5_0_256 for one activation row and both halves of a
 // group.
@@ -671,6 +682,7 @@ PACKED256(pm_q4_0_256, pq4_0_256, XT4)
 PACKED256(pm_q4_k_256, pq4_k_256, XT4)
 PACKED256(pm_q8_0_256, pq8_0_256, Q8_TILE)
 PACKED256(pm_iq4_nl_256, pq_iq4_nl_256, Q8_TILE)
+PACKED256(pm_iq4_xs_256, pq_iq4_xs_256, Q8_TILE)
 PACKED256(pm_q6_k_256, pq6_k_256, XT4)
 PACKED256(pm_q3_k_256, pq3_k_256, XT4)
 PACKED256(pm_q2_k_256, pq2_k_256, XT4)
@@ -683,6 +695,7 @@ void PM256(int kind, PM_ARGS) {
 		[KIND_Q8_0] = pm_q8_0_256, [KIND_Q4_0] = pm_q4_0_256, [KIND_Q4_K] = pm_q4_k_256,
 		[KIND_Q6_K] = pm_q6_k_256, [KIND_Q5_0] = pm_q5_0_256, [KIND_Q5_K] = pm_q5_k_256, [KIND_Q3_K] = pm_q3_k_256,
 		[KIND_Q2_K] = pm_q2_k_256, [KIND_IQ4_NL] = pm_iq4_nl_256,
+		[KIND_IQ4_XS] = pm_iq4_xs_256,
 	};
 	pm[kind](w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 }

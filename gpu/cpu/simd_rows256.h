@@ -4,15 +4,12 @@
 // same integers (exactly) into the same lanes and scale them by the same
 // float32 ops in the same order, so their results are the same bits. The
 // includer defines LVL, its level's target attribute, the names of its
-// entries MM_Q6_K, MM_MXFP4, MM_IQ4_NL and MM_IQ4_XS (MM_ARGS), and these
-// steps:
+// entries MM_Q6_K, MM_MXFP4 and MM_IQ4_NL (MM_ARGS), and these steps:
 //
 //	madd_acc(acc, a, b)  acc + the int32 lane sums of the int16 pairs a·b
 //	s8_pre(wq)           what s8_dot takes of a block's signed bytes wq
 //	s8_dot(c, wq, xv)    the int32 lane sums of wq·x, four bytes a lane,
 //	                     xv X8P's activations (x biased by 128), c = s8_pre(wq)
-//	ss_dot(aw, wq, xv)   the int32 lane sums of wq·xv, both signed (xv XK's
-//	                     activations), four bytes a lane, aw = |wq|
 //
 // Only amd64 files with cgo include it.
 
@@ -94,35 +91,4 @@ INLINE LVL void iq4_nl_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs
 	mx4_row(w, k, x, xs, nx, out, os, 1);
 }
 MM_DRIVER(MM_IQ4_NL, iq4_nl_row, LVL, 4)
-
-// IQ4_XS weights, XK activations: a sub-block's 32 codes as IQ4_NL's
-// against its 32 activations (ss_dot), times its scale (less 32), summed
-// in int32 over the super-block, which d·dx scales.
-INLINE LVL void iq4_xs_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
-	__m256 acc[XT];
-	for (int i = 0; i < nx; i++)
-		acc[i] = _mm256_setzero_ps();
-	for (int s = 0; s < k / 256; s++) {
-		const uint8_t *wb = w + (int64_t)s * IQ4_XS_BYTES;
-		__m256i isum[XT];
-		for (int i = 0; i < nx; i++)
-			isum[i] = _mm256_setzero_si256();
-		for (int ib = 0; ib < 8; ib++) {
-			__m256i wq = mxfp4_codes(wb + 8 + 16 * ib, 1), aw = _mm256_sign_epi8(wq, wq);
-			__m256i scv = _mm256_set1_epi32(iq4_xs_scale(wb, ib));
-			for (int i = 0; i < nx; i++) {
-				const uint8_t *xp = x + i * xs + (int64_t)s * XK_BYTES + 32 * ib;
-				__m256i p = ss_dot(aw, wq, _mm256_load_si256((const __m256i *)xp));
-				isum[i] = _mm256_add_epi32(isum[i], _mm256_mullo_epi32(p, scv));
-			}
-		}
-		float d = h2f(wb);
-		for (int i = 0; i < nx; i++)
-			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_set1_ps(d * ldf(x + i * xs + (int64_t)s * XK_BYTES + XK_D)),
-			                         acc[i]);
-	}
-	for (int i = 0; i < nx; i++)
-		out[i * os] = hsum8(acc[i]);
-}
-MM_DRIVER(MM_IQ4_XS, iq4_xs_row, LVL, 4)
 MM_DRIVER(MM_MXFP4, mxfp4_row, LVL, 4)

@@ -14,14 +14,10 @@
 #define MM_Q6_K folio_mm_q6_k_vnni
 #define MM_MXFP4 folio_mm_mxfp4_vnni
 #define MM_IQ4_NL folio_mm_iq4_nl_vnni
-#define MM_IQ4_XS folio_mm_iq4_xs_vnni
 INLINE AVXVNNI __m256i madd_acc(__m256i acc, __m256i a, __m256i b) { return _mm256_dpwssd_avx_epi32(acc, a, b); }
 INLINE AVXVNNI __m256i s8_pre(__m256i wq) {
 	const __m256i z = _mm256_setzero_si256();
 	return _mm256_sub_epi32(z, _mm256_dpbusd_avx_epi32(z, _mm256_set1_epi8((char)0x80), wq));
 }
 INLINE AVXVNNI __m256i s8_dot(__m256i bias, __m256i wq, __m256i xv) { return _mm256_dpbusd_avx_epi32(bias, xv, wq); }
-INLINE AVXVNNI __m256i ss_dot(__m256i aw, __m256i wq, __m256i xv) {
-	return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), aw, _mm256_sign_epi8(xv, wq));
-}
 #include "simd_rows256.h"

@@ -21,15 +21,16 @@ package cpu
 //	kindQ5_K,
 //	kindQ6_K,
 //	kindQ3_K,
-//	kindQ2_K,
-//	kindIQ4_XS float32 d at 256, int16 bsums[16] at 288 (sums of 16 quants),
+//	kindQ2_K  float32 d at 256, int16 bsums[16] at 288 (sums of 16 quants),
 //	          as ggml's block_q8_K, and int16[8] at 260: the sums of 32
 //	          (Q4_K's sub-blocks, for the packed kernel's mins).
 //	kindF16   halves, the row padded to 64 bytes.
 //	kindBF16  bfloat16s (rounded to nearest even, as ggml's
 //	          GGML_FP32_TO_BF16), the row padded to 64 bytes.
-//	kindMXFP4 X8P, as kindQ8_0 (ggml dots MXFP4 with Q8_0 blocks too),
-//	kindIQ4_NL and so IQ4_NL.
+//	kindMXFP4 X8P, as kindQ8_0 (ggml dots MXFP4 with Q8_0 blocks too).
+//	kindIQ4_NL X8P, as ggml does.
+//	kindIQ4_XS X8P: its sub-blocks of 32 are IQ4_NL blocks with a
+//	          float32 scale (ggml takes Q8_K's activations for it).
 //
 // The 8-bit blocks round as ggml's x86 quantizers do: Q8_0's d = amax/127
 // is stored as a half, quants x·127/amax rounded to nearest even; Q8_K maps
@@ -47,11 +48,11 @@ const (
 func xRowBytes(kind kernelKind, k int) int {
 	nb := k / 32
 	switch kind {
-	case kindQ8_0, kindMXFP4, kindIQ4_NL:
+	case kindQ8_0, kindMXFP4, kindIQ4_NL, kindIQ4_XS:
 		return (nb + 1) / 2 * x8pBytes
 	case kindQ4_0, kindQ5_0:
 		return (nb + 3) / 4 * x4gBytes
-	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K, kindIQ4_XS:
+	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K:
 		return k / 256 * xkBytes
 	}
 	return (2*k + 63) &^ 63

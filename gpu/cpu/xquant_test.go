@@ -38,7 +38,7 @@ func quantizeXRef(kind kernelKind, x []float32) []byte {
 	out := make([]byte, xRowBytes(kind, k))
 	le := binary.LittleEndian
 	switch kind {
-	case kindQ8_0, kindMXFP4, kindIQ4_NL:
+	case kindQ8_0, kindMXFP4, kindIQ4_NL, kindIQ4_XS:
 		for b := range k / 32 {
 			p := out[b/2*x8pBytes:]
 			h := b % 2
@@ -69,7 +69,7 @@ func quantizeXRef(kind kernelKind, x []float32) []byte {
 			}
 			le.PutUint32(g[192+16*j:], uint32(int32(-8*sum)))
 		}
-	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K, kindIQ4_XS:
+	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K:
 		for s := range k / 256 {
 			xs, blk := x[256*s:256*s+256], out[s*xkBytes:]
 			var amax, vmax float32
@@ -117,7 +117,7 @@ func dequantizeXRef(kind kernelKind, row []byte, k int) []float32 {
 	for e := range x {
 		b, j := e/32, e%32
 		switch kind {
-		case kindQ8_0, kindMXFP4, kindIQ4_NL:
+		case kindQ8_0, kindMXFP4, kindIQ4_NL, kindIQ4_XS:
 			p := row[b/2*x8pBytes:]
 			x[e] = float32(int8(p[32*(b%2)+j]^0x80)) * f32(p[64+32*(b%2):])
 		case kindQ4_0, kindQ5_0:
@@ -127,7 +127,7 @@ func dequantizeXRef(kind kernelKind, row []byte, k int) []float32 {
 				at = 64 + 16*(b%4) + j - 16
 			}
 			x[e] = float32(int8(g[at])) * f32(g[128+16*(b%4):])
-		case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K, kindIQ4_XS:
+		case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K:
 			blk := row[e/256*xkBytes:]
 			x[e] = float32(int8(blk[e%256])) * f32(blk[256:])
 		case kindF16:
@@ -141,11 +141,12 @@ func dequantizeXRef(kind kernelKind, row []byte, k int) []float32 {
 
 var kernelTypes = map[kernelKind]gguf.TensorType{
 	kindQ8_0: gguf.TypeQ8_0, kindQ4_0: gguf.TypeQ4_0, kindQ4_K: gguf.TypeQ4_K, kindQ6_K: gguf.TypeQ6_K, kindF16: gguf.TypeF16,
-	kindMXFP4: gguf.TypeMXFP4, kindBF16: gguf.TypeBF16, kindIQ4_NL: gguf.TypeIQ4_NL, kindIQ4_XS: gguf.TypeIQ4_XS,
+	kindMXFP4: gguf.TypeMXFP4, kindBF16: gguf.TypeBF16, kindIQ4_NL: gguf.TypeIQ4_NL,
 }
 
 // packedOnlyTypes are the kinds with packed kernels and no others.
-var packedOnlyTypes = map[kernelKind]gguf.TensorType{kindQ5_0: gguf.TypeQ5_0, kindQ5_K: gguf.TypeQ5_K, kindQ3_K: gguf.TypeQ3_K, kindQ2_K: gguf.TypeQ2_K}
+var packedOnlyTypes = map[kernelKind]gguf.TensorType{kindQ5_0: gguf.TypeQ5_0, kindQ5_K: gguf.TypeQ5_K, kindQ3_K: gguf.TypeQ3_K, kindQ2_K: gguf.TypeQ2_K,
+	kindIQ4_XS: gguf.TypeIQ4_XS}
 
 // awkwardKs are row lengths for kind: one block, odd block counts, tails
 // of the kernels' steps of 2 and 4 blocks (or 8, 16, 32 elements for F16).
