@@ -7,7 +7,7 @@ import (
 	"folio/models/gguf"
 )
 
-// Q4_0, IQ4_NL, IQ4_XS, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_0, F16 and BF16 weights are repacked once, in Weight, into
+// Q4_0, Q4_1, IQ4_NL, IQ4_XS, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_0, F16 and BF16 weights are repacked once, in Weight, into
 // groups of packRows rows whose blocks are interleaved, so that the kernels
 // (simd_packed.c, simd_packed_f16.c) hold one weight row per 32-bit lane
 // and broadcast the activations: a block's scales then cost one vector op
@@ -56,6 +56,10 @@ import (
 //	                 bits: bit j of byte i is sub-block j's element 4t+i's
 //	                 (sub-block j's elements 4t … 4t+3 are Q4_K's vector
 //	                 (j/2, t), in its low or high nibbles).
+//
+// Q4_1 and Q5_1, as Q4_0 and Q5_0, then each block's min (halves,
+// m[blocks][16]) after the scales: q4_1PackBytes = 16 · 20, q5_1PackBytes =
+// 16 · 24 bytes a block.
 //
 // IQ4_NL, as Q4_0 (its blocks are a half d and 16 bytes of codes too); the
 // kernels are Q8_0's, on the codes looked up in the IQ4_NL table. IQ4_XS
@@ -121,6 +125,8 @@ const (
 	q3KPackBytes   = packRows * 116
 	q2KPackBytes   = packRows * 88
 	iq4XSPackBytes = packRows * 20
+	q4_1PackBytes  = packRows * 20
+	q5_1PackBytes  = packRows * 24
 	q5_0PackBytes  = packRows * 22
 	q5KPackBytes   = packRows * 180
 	q8_0PackBytes  = packRows * 34
@@ -149,6 +155,10 @@ func packBlockBytes(kind kernelKind) int {
 		return q2KPackBytes
 	case kindIQ4_XS:
 		return iq4XSPackBytes
+	case kindQ4_1:
+		return q4_1PackBytes
+	case kindQ5_1:
+		return q5_1PackBytes
 	case kindQ5_0:
 		return q5_0PackBytes
 	case kindQ5_K:
@@ -252,7 +262,11 @@ func (t *repackTask) run(_ *worker, lo, hi int) {
 			case kindIQ4_XS:
 				packIQ4XSRow(out, src, r, t.dst.blocks)
 			case kindQ5_0:
-				packQ5_0Row(out, src, r, t.dst.blocks)
+				packQ5_0Row(out, src, r, t.dst.blocks, false)
+			case kindQ5_1:
+				packQ5_0Row(out, src, r, t.dst.blocks, true)
+			case kindQ4_1:
+				packQ4_1Row(out, src, r, t.dst.blocks)
 			case kindQ8_0:
 				packRow(out, src, r, t.dst.blocks, 32)
 			case kindF16, kindBF16:
@@ -368,20 +382,41 @@ func q6KQuant(blk []byte, e int) byte {
 }
 
 // packQ5_0Row places one Q5_0 row (22-byte blocks: a half d, the uint32 of
-// fifth bits qh, 16 bytes of nibbles) at lane r.
-func packQ5_0Row(out, src []byte, r, blocks int) {
+// fifth bits qh, 16 bytes of nibbles) at lane r, or with one a Q5_1 row
+// (24-byte blocks: a half min m after d).
+func packQ5_0Row(out, src []byte, r, blocks int, one bool) {
+	bb, o := 22, 0
+	if one { // Q5_1: the half min after d, its copy after every block's scales
+		bb, o = 24, 2
+	}
 	for b := range blocks {
-		blk, dst := src[22*b:22*b+22], out[320*b:]
+		blk, dst := src[bb*b:bb*b+bb], out[320*b:]
 		copy(out[320*blocks+32*b+2*r:], blk[:2])
-		qh := binary.LittleEndian.Uint32(blk[2:6])
+		if one {
+			copy(out[320*blocks+32*(blocks+b)+2*r:], blk[2:4])
+		}
+		qh := binary.LittleEndian.Uint32(blk[o+2 : o+6])
 		var h uint32
 		for j := range 4 {
-			copy(dst[64*j+4*r:], blk[6+4*j:10+4*j])
+			copy(dst[64*j+4*r:], blk[o+6+4*j:o+10+4*j])
 			for i := range 4 {
 				h |= (qh>>(4*j+i)&1)<<(8*i+2*j) | (qh>>(16+4*j+i)&1)<<(8*i+2*j+1)
 			}
 		}
 		binary.LittleEndian.PutUint32(dst[256+4*r:], h)
+	}
+}
+
+// packQ4_1Row places one Q4_1 row (20-byte blocks: halves d and m, 16
+// quant bytes) at lane r as Q4_0's, the mins after the scales.
+func packQ4_1Row(out, src []byte, r, blocks int) {
+	for b := range blocks {
+		blk, qs := src[20*b:20*b+20], out[256*b:]
+		copy(out[256*blocks+32*b+2*r:], blk[:2])
+		copy(out[256*blocks+32*(blocks+b)+2*r:], blk[2:4])
+		for j := range 4 {
+			copy(qs[64*j+4*r:], blk[4+4*j:8+4*j])
+		}
 	}
 }
 

@@ -20,7 +20,7 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 	out := make([]float32, k)
 	for e := range out {
 		switch p.kind {
-		case kindQ4_0, kindIQ4_NL, kindIQ4_XS:
+		case kindQ4_0, kindIQ4_NL, kindIQ4_XS, kindQ4_1:
 			b, j := e/32, e%32
 			d := h(g[256*p.blocks+32*b+2*lane:])
 			if p.kind == kindIQ4_XS {
@@ -31,10 +31,13 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 			if j >= 16 {
 				q = g[byteAt] >> 4
 			}
-			if p.kind != kindQ4_0 {
-				out[e] = d * float32(gguf.IQ4NLValues[q])
-			} else {
+			switch p.kind {
+			case kindQ4_0:
 				out[e] = d * float32(int(q)-8)
+			case kindQ4_1:
+				out[e] = d*float32(q) + h(g[256*p.blocks+32*(p.blocks+b)+2*lane:])
+			default:
+				out[e] = d * float32(gguf.IQ4NLValues[q])
 			}
 		case kindQ8_0:
 			b, j := e/32, e%32
@@ -60,7 +63,7 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 				q |= blk[q4KPackBytes+64*(t/4)+4*lane+t%4] >> sb & 1 << 4
 			}
 			out[e] = d*float32(sc)*float32(q) - dmin*float32(m)
-		case kindQ5_0:
+		case kindQ5_0, kindQ5_1:
 			b, j := e/32, e%32
 			d := h(g[320*p.blocks+32*b+2*lane:])
 			at := 320*b + 64*(j%16/4) + 4*lane + j%4
@@ -70,7 +73,11 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 				q = g[at] >> 4
 				hbit = g[320*b+256+4*lane+j%4] >> (2*(j%16/4) + 1) & 1
 			}
-			out[e] = d * float32(int(q|hbit<<4)-16)
+			if p.kind == kindQ5_1 {
+				out[e] = d*float32(q|hbit<<4) + h(g[320*p.blocks+32*(p.blocks+b)+2*lane:])
+			} else {
+				out[e] = d * float32(int(q|hbit<<4)-16)
+			}
 		case kindQ6_K:
 			s, j := e/256, e%256
 			sb, t := j/16, j%16
@@ -112,7 +119,7 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 // packedTypes are the weight types this machine repacks.
 func packedTypes() []gguf.TensorType {
 	var ts []gguf.TensorType
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeQ3_K, gguf.TypeQ2_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeBF16} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeQ3_K, gguf.TypeQ2_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeQ4_1, gguf.TypeQ5_1, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeBF16} {
 		if _, ok := packedKind(typ, bestLevel); ok {
 			ts = append(ts, typ)
 		}

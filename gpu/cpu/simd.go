@@ -131,6 +131,8 @@ const (
 	kindQ2_K
 	kindIQ4_NL
 	kindIQ4_XS
+	kindQ4_1
+	kindQ5_1
 )
 
 // kernelFor returns the SIMD kernel of weight type typ at level l, if any.
@@ -171,6 +173,12 @@ func kernelFor(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 		return kindIQ4_NL, true
 	case gguf.TypeIQ4_XS:
 		return kindIQ4_XS, true
+	case gguf.TypeQ4_1:
+		// Q4_1 and Q5_1: as Q4_0 and Q5_0 with a min a block, packed
+		// only at x86 levels
+		return kindQ4_1, true
+	case gguf.TypeQ5_1:
+		return kindQ5_1, true
 	}
 	return 0, false
 }

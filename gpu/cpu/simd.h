@@ -56,7 +56,7 @@ static inline void quant_bf16_tail(const float *x, int j, int k, uint8_t *out) {
 // Kernel kinds: the weight type, which also fixes the activation format.
 enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4, KIND_MXFP4 = 5, KIND_Q5_0 = 6, KIND_Q5_K = 7,
        KIND_BF16 = 8, KIND_Q3_K = 9, KIND_Q2_K = 10,
-       KIND_IQ4_NL = 11, KIND_IQ4_XS = 12 };
+       KIND_IQ4_NL = 11, KIND_IQ4_XS = 12, KIND_Q4_1 = 13, KIND_Q5_1 = 14 };
 // Dispatch levels (Go's simdLevel). Go passes LEVEL_AMX to the packed
 // matmul and attention only, LEVEL_AVX512BF16 to attention only: their
 // other kernels are AVX-512's.
@@ -82,6 +82,8 @@ enum { KV_F32 = 0, KV_F16 = 1, KV_Q8 = 2 };
 #define Q3_K_BYTES 110
 #define Q2_K_BYTES 84
 #define Q5_0_BYTES 22
+#define Q4_1_BYTES 20 // half d, half m, qs[16]
+#define Q5_1_BYTES 24 // half d, half m, qh[4], qs[16]
 #define Q5_K_BYTES 176
 #define MXFP4_BYTES 17
 #define IQ4_NL_BYTES 18 // ggml's block_iq4_nl: half d, 16 code bytes
@@ -338,6 +340,8 @@ INLINE void quantize_rows(int kind, const float *x, int64_t xstride, int n, int 
 			break;
 		case KIND_Q4_0:
 		case KIND_Q5_0:
+		case KIND_Q4_1:
+		case KIND_Q5_1:
 			x4g(x, k, out);
 			break;
 		case KIND_Q4_K:

@@ -259,18 +259,21 @@ INLINE uint8x16_t fifth16(uint32_t b) {
 // sum to the block's dot product. With five, Q5_0 weights (d, 32 fifth
 // bits, 16 bytes of nibbles): the same steps on the 5-bit quants (0-31),
 // from the bias doubled (-16·Σx).
-INLINE DOT void q40_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os, int five) {
+// With one, Q4_1's or Q5_1's blocks (a half min m after d): no offset, and
+// m·dx·Σq added, Σq = -bias/8.
+INLINE DOT void q40_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os, int five,
+                        int one) {
 	const uint8x16_t m4 = vdupq_n_u8(0x0f);
-	const int bb = five ? Q5_0_BYTES : Q4_0_BYTES;
+	const int bb = five ? (one ? Q5_1_BYTES : Q5_0_BYTES) : (one ? Q4_1_BYTES : Q4_0_BYTES), o = one ? 2 : 0;
 	float32x4_t acc[XT];
 	for (int i = 0; i < nx; i++)
 		acc[i] = vdupq_n_f32(0);
 	for (int b = 0; b < k / 32; b++) {
 		const uint8_t *wb = w + (int64_t)b * bb;
-		uint8x16_t q = vld1q_u8(wb + (five ? 6 : 2)), l = vandq_u8(q, m4), h = vshrq_n_u8(q, 4);
+		uint8x16_t q = vld1q_u8(wb + o + (five ? 6 : 2)), l = vandq_u8(q, m4), h = vshrq_n_u8(q, 4);
 		if (five) {
 			uint32_t qh;
-			memcpy(&qh, wb + 2, 4);
+			memcpy(&qh, wb + o + 2, 4);
 			l = vorrq_u8(l, fifth16(qh));
 			h = vorrq_u8(h, fifth16(qh >> 16));
 		}
@@ -280,25 +283,39 @@ INLINE DOT void q40_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, i
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *g = x + i * xs + (int64_t)(b / 4) * X4G_BYTES;
 			int32x4_t p = vld1q_s32((const int32_t *)(g + 192) + 4 * j);
-			if (five)
+			int bias = vgetq_lane_s32(p, 0);
+			if (one)
+				p = vdupq_n_s32(0);
+			else if (five)
 				p = vshlq_n_s32(p, 1);
 			p = vdotq_s32(p, lo, vld1q_s8((const int8_t *)g + 16 * j));
 			p = vdotq_s32(p, hi, vld1q_s8((const int8_t *)g + 64 + 16 * j));
 			float32x4_t dx = vld1q_f32((const float *)(g + 128) + 4 * j);
 			acc[i] = vfmaq_f32(acc[i], vcvtq_f32_s32(p), vmulq_n_f32(dx, dw));
+			if (one) // in lane 0, as the bias was
+				acc[i] = vsetq_lane_f32(vgetq_lane_f32(acc[i], 0) + h2f(wb + 2) * (float)(-bias / 8) * vgetq_lane_f32(dx, 0),
+				                        acc[i], 0);
 		}
 	}
 	for (int i = 0; i < nx; i++)
 		out[i * os] = vaddvq_f32(acc[i]);
 }
 INLINE DOT void q4_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
-	q40_row(w, k, x, xs, nx, out, os, 0);
+	q40_row(w, k, x, xs, nx, out, os, 0, 0);
 }
 MM_DRIVER(folio_mm_q4_0_neon, q4_0_row, DOT, 8)
 INLINE DOT void q5_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
-	q40_row(w, k, x, xs, nx, out, os, 1);
+	q40_row(w, k, x, xs, nx, out, os, 1, 0);
 }
 MM_DRIVER(folio_mm_q5_0_neon, q5_0_row, DOT, 8)
+INLINE DOT void q4_1_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	q40_row(w, k, x, xs, nx, out, os, 0, 1);
+}
+MM_DRIVER(folio_mm_q4_1_neon, q4_1_row, DOT, 8)
+INLINE DOT void q5_1_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	q40_row(w, k, x, xs, nx, out, os, 1, 1);
+}
+MM_DRIVER(folio_mm_q5_1_neon, q5_1_row, DOT, 8)
 
 // mlal8 adds the products of a's and b's eight int16 lanes, widened, to
 // acc's four int32 lanes (lane j: pairs j and j+4).
@@ -541,10 +558,10 @@ MM_DRIVER(folio_mm_bf16_neon, bf16_row, , 8)
 // folio_matmul: dst[i*dstride + r] = w row r · x row i for r < rows, i < nx,
 // at the NEON level (the only arm64 one).
 void folio_matmul(int kind, int level, MM_ARGS) {
-	static void (*const fns[13])(MM_ARGS) = {
-	    folio_mm_q8_0_neon, folio_mm_q4_0_neon,  folio_mm_q4_k_neon,   folio_mm_q6_k_neon,  folio_mm_f16_neon,
-	    folio_mm_mxfp4_neon, folio_mm_q5_0_neon, folio_mm_q5_k_neon,   folio_mm_bf16_neon, folio_mm_q3_k_neon,
-	    folio_mm_q2_k_neon, folio_mm_iq4_nl_neon, folio_mm_iq4_xs_neon};
+	static void (*const fns[15])(MM_ARGS) = {
+	    folio_mm_q8_0_neon,  folio_mm_q4_0_neon, folio_mm_q4_k_neon, folio_mm_q6_k_neon,   folio_mm_f16_neon,
+	    folio_mm_mxfp4_neon, folio_mm_q5_0_neon, folio_mm_q5_k_neon, folio_mm_bf16_neon,   folio_mm_q3_k_neon,
+	    folio_mm_q2_k_neon,  folio_mm_iq4_nl_neon, folio_mm_iq4_xs_neon, folio_mm_q4_1_neon, folio_mm_q5_1_neon};
 	(void)level;
 	fns[kind](w, wstride, rows, x, xstride, nx, k, dst, dstride);
 }

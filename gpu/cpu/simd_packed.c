@@ -36,8 +36,10 @@ INLINE AVX512 __m512i bit4_512(__m512i h, int n) { return bitto_512(h, n, 4); }
 // of a packed Q5_0 group (blocks of 320 bytes, scales after them): the
 // same steps on 5-bit quants (0-31), each a nibble and its fifth bit
 // joined by vpternlogd, and the activations' bias -8·Σq doubled.
+// With one, the groups are Q4_1's or Q5_1's: no offset, and each block's
+// min m (halves after the scales) adds m·dx·Σq, Σq = -bias/8.
 INLINE AVX512 void pq40_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf,
-                            int five) {
+                            int five, int one) {
 	const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
 	const int64_t bb = five ? 320 : 256; // a block's bytes before the scales
 	const uint8_t *ds = w + bb * nb;
@@ -57,25 +59,36 @@ INLINE AVX512 void pq40_512(const uint8_t *w, int nb, const uint8_t *x, int64_t 
 			}
 		}
 		__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ds + 32 * b)));
+		__m512 mw = one ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ds + 32 * (nb + b)))) : dw;
 		const uint8_t *xb = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
 #pragma GCC unroll 16
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = xb + i * xs;
-			__m512i s = _mm512_set1_epi32((int)((five ? 2 : 1) * ld32(xp + 192))); // -8·Σq, -16·Σq
+			int bias = (int)ld32(xp + 192); // -8·Σq
+			__m512i s = _mm512_set1_epi32(one ? 0 : (five ? 2 : 1) * bias); // -8·Σq, -16·Σq
 			for (int j = 0; j < 4; j++)
 				s = _mm512_dpbusd_epi32(s, lo[j], _mm512_set1_epi32((int)ld32(xp + 4 * j)));
 			for (int j = 0; j < 4; j++)
 				s = _mm512_dpbusd_epi32(s, hi[j], _mm512_set1_epi32((int)ld32(xp + 64 + 4 * j)));
-			acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(ldf(xp + 128))), acc[i]);
+			float dx = ldf(xp + 128);
+			acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc[i]);
+			if (one)
+				acc[i] = _mm512_fmadd_ps(mw, _mm512_set1_ps((float)(-bias / 8) * dx), acc[i]);
 		}
 	}
 }
 
 INLINE AVX512 void pq4_0_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
-	pq40_512(w, nb, x, xs, nx, acc, pf, 0);
+	pq40_512(w, nb, x, xs, nx, acc, pf, 0, 0);
 }
 INLINE AVX512 void pq5_0_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
-	pq40_512(w, nb, x, xs, nx, acc, pf, 1);
+	pq40_512(w, nb, x, xs, nx, acc, pf, 1, 0);
+}
+INLINE AVX512 void pq4_1_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
+	pq40_512(w, nb, x, xs, nx, acc, pf, 0, 1);
+}
+INLINE AVX512 void pq5_1_512(const uint8_t *w, int nb, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int pf) {
+	pq40_512(w, nb, x, xs, nx, acc, pf, 1, 1);
 }
 
 // pq40x2_512 sets acc[G·i + g] to the dot products of G (1 or 2) Q4_0
@@ -501,6 +514,8 @@ PACKED512(pm_q6_k_512, pq6_k_512, Q6_K_TILE)
 PACKED512(pm_q3_k_512, pq3_k_512, Q6_K_TILE)
 PACKED512(pm_q2_k_512, pq2_k_512, Q6_K_TILE)
 PACKED512(pm_q5_0_512_rows, pq5_0_512, Q4_0_TILE)
+PACKED512(pm_q4_1_512, pq4_1_512, Q4_0_TILE)
+PACKED512(pm_q5_1_512, pq5_1_512, Q4_0_TILE)
 
 // pm_q5_0_512 is pm_q4_0_512 for Q5_0.
 static AVX512 void pm_q5_0_512(PM_ARGS) {
@@ -529,7 +544,7 @@ void folio_matmul_packed(int kind, int level, PM_ARGS) {
 			[KIND_Q8_0] = pm_q8_0_512, [KIND_Q4_0] = pm_q4_0_512, [KIND_Q4_K] = pm_q4_k_512,
 			[KIND_Q6_K] = pm_q6_k_512, [KIND_F16] = folio_pm_f16_512, [KIND_Q5_0] = pm_q5_0_512,
 			[KIND_Q5_K] = pm_q5_k_512, [KIND_BF16] = folio_pm_bf16_512, [KIND_Q3_K] = pm_q3_k_512,
-			[KIND_Q2_K] = pm_q2_k_512, [KIND_IQ4_NL] = pm_iq4_nl_512,
+			[KIND_Q2_K] = pm_q2_k_512, [KIND_IQ4_NL] = pm_iq4_nl_512, [KIND_Q4_1] = pm_q4_1_512, [KIND_Q5_1] = pm_q5_1_512,
 			[KIND_IQ4_XS] = pm_iq4_xs_512,
 		};
 		pm[kind](w, group_bytes, nb, rows, x, xs, nx, dst, ds);

@@ -93,7 +93,16 @@ INLINE LVL dacc chain8(const __m256i *q, const uint8_t *xp, int64_t hi, __m256i 
 }
 
 // pq4_0_256 is simd_packed.c's pq4_0_512 for half h of a group.
-INLINE LVL void pq4_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+// one_min adds to acc, for a Q4_1 or Q5_1 block, its min's share: m·dx·Σq
+// (Σq = -bias/8, X4G's bias lane at xp + 192), the mins mw halves at ds +
+// 32·(nb + b) + 16h.
+INLINE LVL __m256 one_min(__m256 acc, const uint8_t *ds, int nb, int b, int h, const uint8_t *xp) {
+	__m256 mw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * ((int64_t)nb + b) + 16 * h)));
+	return _mm256_fmadd_ps(mw, _mm256_set1_ps((float)(-(int)ld32(xp + 192) / 8) * ldf(xp + 128)), acc);
+}
+
+// With one, the groups are Q4_1's: no offset, and each block's min.
+INLINE LVL void pq40_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc, int one) {
 	const __m256i m4 = _mm256_set1_epi8(0x0f);
 	const uint8_t *ds = w + 256 * (int64_t)nb;
 	for (int b = 0; b < nb; b++) {
@@ -108,11 +117,19 @@ INLINE LVL void pq4_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 		const uint8_t *xb = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = xb + i * xs;
-			__m256i bias = bcast(xp + 192); // -8·Σq
+			__m256i bias = one ? _mm256_setzero_si256() : bcast(xp + 192); // -8·Σq
 			__m256i s = dot_end(chain8(q, xp, 64, bias), bias);
 			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xp + 128))), acc[i]);
+			if (one)
+				acc[i] = one_min(acc[i], ds, nb, b, h, xp);
 		}
 	}
+}
+INLINE LVL void pq4_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	pq40_256(w, nb, h, x, xs, nx, acc, 0);
+}
+INLINE LVL void pq4_1_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	pq40_256(w, nb, h, x, xs, nx, acc, 1);
 }
 
 // bit4_256 is simd_packed.c's bit4_512 on 256 bits: bit n (0-7) of each
@@ -240,7 +257,7 @@ INLINE LVL __m256i chain4x2(const __m256i *q, const uint8_t *xp, int64_t hi, __m
 }
 
 // pq5_0_256 is simd_packed.c's pq5_0_512 for half h of a group.
-INLINE LVL void pq5_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+INLINE LVL void pq50_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc, int one) {
 	const uint8_t *ds = w + 320 * (int64_t)nb;
 	for (int b = 0; b < nb; b++) {
 		const uint8_t *wb = w + 320 * (int64_t)b;
@@ -250,10 +267,18 @@ INLINE LVL void pq5_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int
 		const uint8_t *xb = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = xb + i * xs;
-			__m256i s = chain4x2(q, xp, 64, _mm256_set1_epi32((int)(2 * ld32(xp + 192)))); // -16·Σq
+			__m256i s = chain4x2(q, xp, 64, _mm256_set1_epi32(one ? 0 : (int)(2 * ld32(xp + 192)))); // -16·Σq
 			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xp + 128))), acc[i]);
+			if (one)
+				acc[i] = one_min(acc[i], ds, nb, b, h, xp);
 		}
 	}
+}
+INLINE LVL void pq5_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	pq50_256(w, nb, h, x, xs, nx, acc, 0);
+}
+INLINE LVL void pq5_1_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	pq50_256(w, nb, h, x, xs, nx, acc, 1);
 }
 
 // bit2_256 moves bit n (0-7) of each byte of h to bit 2.
@@ -474,14 +499,14 @@ INLINE LVL void pq_iq4_xs_256(const uint8_t *w, int nb, int h, const uint8_t *x,
 
 // pq4_0_256_1 is pq4_0_256 for one activation row and both halves of a
 // group, acc[h] the sums of half h.
-INLINE LVL void pq4_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+INLINE LVL void pq40_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc, int one) {
 	const __m256i m4 = _mm256_set1_epi8(0x0f);
 	const uint8_t *ds = w + 256 * (int64_t)nb;
 	for (int b = 0; b < nb; b++) {
 		const uint8_t *wb = w + 256 * (int64_t)b;
 		mm_prefetch(wb + MM_PREFETCH, 256);
 		const uint8_t *xp = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
-		__m256i bias = bcast(xp + 192);
+		__m256i bias = one ? _mm256_setzero_si256() : bcast(xp + 192);
 		dacc s[2];
 		for (int j = 0; j < 4; j++) {
 			__m256i xl = bcast(xp + 4 * j), xh = bcast(xp + 64 + 4 * j);
@@ -496,9 +521,13 @@ INLINE LVL void pq4_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *
 		for (int h = 0; h < 2; h++) {
 			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * b + 16 * h)));
 			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_end(s[h], bias)), _mm256_mul_ps(dw, dx), acc[h]);
+			if (one)
+				acc[h] = one_min(acc[h], ds, nb, b, h, xp);
 		}
 	}
 }
+INLINE LVL void pq4_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq40_256_1(w, nb, x, acc, 0); }
+INLINE LVL void pq4_1_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq40_256_1(w, nb, x, acc, 1); }
 
 // pq4_k_256_1 is pq4_k_256 for one activation row and both halves of a
 // group: a 64-byte line of quants holds sub-blocks 2p and 2p+1 of 16 rows.
@@ -577,22 +606,26 @@ INLINE LVL void pq_iq4_xs_256_1(const uint8_t *w, int nb, const uint8_t *x, __m2
 
 // pq5_0_256_1 is pq5_0_256 for one activation row and both halves of a
 // group.
-INLINE LVL void pq5_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+INLINE LVL void pq50_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc, int one) {
 	const uint8_t *ds = w + 320 * (int64_t)nb;
 	for (int b = 0; b < nb; b++) {
 		const uint8_t *wb = w + 320 * (int64_t)b;
 		mm_prefetch(wb + MM_PREFETCH, 320);
 		const uint8_t *xp = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
 		__m256 dx = _mm256_set1_ps(ldf(xp + 128));
-		__m256i bias = _mm256_set1_epi32((int)(2 * ld32(xp + 192))); // -16·Σq
+		__m256i bias = _mm256_set1_epi32(one ? 0 : (int)(2 * ld32(xp + 192))); // -16·Σq
 		for (int h = 0; h < 2; h++) {
 			__m256i q[8];
 			q5_unpack(wb, h, q);
 			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * b + 16 * h)));
 			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(chain4x2(q, xp, 64, bias)), _mm256_mul_ps(dw, dx), acc[h]);
+			if (one)
+				acc[h] = one_min(acc[h], ds, nb, b, h, xp);
 		}
 	}
 }
+INLINE LVL void pq5_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq50_256_1(w, nb, x, acc, 0); }
+INLINE LVL void pq5_1_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq50_256_1(w, nb, x, acc, 1); }
 
 // pq6k_256_1 is pq6k_256 for one activation row and both halves of a
 // group, a pair's lines whole before the next pair's.
@@ -687,6 +720,8 @@ PACKED256(pm_q6_k_256, pq6_k_256, XT4)
 PACKED256(pm_q3_k_256, pq3_k_256, XT4)
 PACKED256(pm_q2_k_256, pq2_k_256, XT4)
 PACKED256(pm_q5_0_256, pq5_0_256, XT4)
+PACKED256(pm_q4_1_256, pq4_1_256, XT4)
+PACKED256(pm_q5_1_256, pq5_1_256, XT4)
 PACKED256(pm_q5_k_256, pq5_k_256, XT4)
 
 // PM256 is folio_matmul_packed at this level for the kinds it repacks.
@@ -694,7 +729,7 @@ void PM256(int kind, PM_ARGS) {
 	static void (*const pm[])(PM_ARGS) = {
 		[KIND_Q8_0] = pm_q8_0_256, [KIND_Q4_0] = pm_q4_0_256, [KIND_Q4_K] = pm_q4_k_256,
 		[KIND_Q6_K] = pm_q6_k_256, [KIND_Q5_0] = pm_q5_0_256, [KIND_Q5_K] = pm_q5_k_256, [KIND_Q3_K] = pm_q3_k_256,
-		[KIND_Q2_K] = pm_q2_k_256, [KIND_IQ4_NL] = pm_iq4_nl_256,
+		[KIND_Q2_K] = pm_q2_k_256, [KIND_IQ4_NL] = pm_iq4_nl_256, [KIND_Q4_1] = pm_q4_1_256, [KIND_Q5_1] = pm_q5_1_256,
 		[KIND_IQ4_XS] = pm_iq4_xs_256,
 	};
 	pm[kind](w, group_bytes, nb, rows, x, xs, nx, dst, ds);

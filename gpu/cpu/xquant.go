@@ -17,6 +17,8 @@ package cpu
 //	          float32 d[16] (each scale 4 times), int32 bias[16] (lane 4j
 //	          is -8·Σq of block j: Q4_0's offset). Missing blocks are zero.
 //	kindQ5_0  X4G, as kindQ4_0 (its kernels double the bias).
+//	kindQ4_1,
+//	kindQ5_1  X4G (their kernels take Σq = -bias/8 times the block's min).
 //	kindQ4_K  XK: per 256-element super-block, 320 bytes: int8 q[256],
 //	kindQ5_K,
 //	kindQ6_K,
@@ -50,7 +52,7 @@ func xRowBytes(kind kernelKind, k int) int {
 	switch kind {
 	case kindQ8_0, kindMXFP4, kindIQ4_NL, kindIQ4_XS:
 		return (nb + 1) / 2 * x8pBytes
-	case kindQ4_0, kindQ5_0:
+	case kindQ4_0, kindQ5_0, kindQ4_1, kindQ5_1:
 		return (nb + 3) / 4 * x4gBytes
 	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K:
 		return k / 256 * xkBytes

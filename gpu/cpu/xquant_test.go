@@ -55,7 +55,7 @@ func quantizeXRef(kind kernelKind, x []float32) []byte {
 				out[nb/2*x8pBytes+32+j] = 0x80
 			}
 		}
-	case kindQ4_0, kindQ5_0:
+	case kindQ4_0, kindQ5_0, kindQ4_1, kindQ5_1:
 		for b := range k / 32 {
 			g := out[b/4*x4gBytes:]
 			j := b % 4
@@ -120,7 +120,7 @@ func dequantizeXRef(kind kernelKind, row []byte, k int) []float32 {
 		case kindQ8_0, kindMXFP4, kindIQ4_NL, kindIQ4_XS:
 			p := row[b/2*x8pBytes:]
 			x[e] = float32(int8(p[32*(b%2)+j]^0x80)) * f32(p[64+32*(b%2):])
-		case kindQ4_0, kindQ5_0:
+		case kindQ4_0, kindQ5_0, kindQ4_1, kindQ5_1:
 			g := row[b/4*x4gBytes:]
 			at := 16*(b%4) + j
 			if j >= 16 {
@@ -146,7 +146,7 @@ var kernelTypes = map[kernelKind]gguf.TensorType{
 
 // packedOnlyTypes are the kinds with packed kernels and no others.
 var packedOnlyTypes = map[kernelKind]gguf.TensorType{kindQ5_0: gguf.TypeQ5_0, kindQ5_K: gguf.TypeQ5_K, kindQ3_K: gguf.TypeQ3_K, kindQ2_K: gguf.TypeQ2_K,
-	kindIQ4_XS: gguf.TypeIQ4_XS}
+	kindIQ4_XS: gguf.TypeIQ4_XS, kindQ4_1: gguf.TypeQ4_1, kindQ5_1: gguf.TypeQ5_1}
 
 // awkwardKs are row lengths for kind: one block, odd block counts, tails
 // of the kernels' steps of 2 and 4 blocks (or 8, 16, 32 elements for F16).
