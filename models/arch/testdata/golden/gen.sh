@@ -86,9 +86,9 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 # Families with their own list of types (default: types). The prompt seed's
 # margin rule looks at those of F32 and F16 the family has. llama also runs
-# the types whose kernels the others' files do not reach: BF16, Q2_K, Q3_K,
-# IQ4_NL and IQ4_XS.
-declare -A family_types=([gpt-oss]="f32 mxfp4" [llama]="f32 f16 q8_0 q4_0 q4_k q6_k bf16 q2_k q3_k iq4_nl iq4_xs")
+# the types whose kernels the others' files do not reach: BF16, Q4_1, Q5_0,
+# Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL and IQ4_XS.
+declare -A family_types=([gpt-oss]="f32 mxfp4" [llama]="f32 f16 q8_0 q4_0 q4_k q6_k bf16 q4_1 q5_0 q5_1 q2_k q3_k q5_k iq4_nl iq4_xs")
 families=(
 	"llama|--arch llama --preset tiny --seed 1"
 	"llama-tied|--arch llama --preset tiny --seed 4 --n-layer 3 --n-head 8 --n-head-kv 2 --rope-base 500000 --tie-embeddings"
