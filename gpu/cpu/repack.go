@@ -39,8 +39,8 @@ import (
 //	                 low nibbles, sub-block 2p+1's in the high ones.
 //
 // Q5_0, per group of blocks blocks, q5_0PackBytes = 16 · 22 bytes a block
-// (Q5_0 and Q5_K have no unpacked x86 kernels, only NEON ones; Q3_K and
-// Q2_K have neither):
+// (Q5_0, Q5_1, Q4_1, Q2_K, Q3_K, Q5_K, IQ4_NL and IQ4_XS have no unpacked
+// x86 kernels, only NEON ones):
 //
 //	blk[blocks]       320 bytes a block: its quants' low four bits as Q4_0's
 //	                  qs[4][64], then qh[64]: lane r, the fifth bits of row

@@ -168,8 +168,7 @@ func kernelFor(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	case gguf.TypeQ2_K:
 		return kindQ2_K, true
 	case gguf.TypeIQ4_NL:
-		// IQ4_NL and IQ4_XS: repacked at x86 levels as Q4_0 (IQ4_XS
-		// packed only)
+		// IQ4_NL and IQ4_XS: packed kernels only at x86 levels (as Q4_0)
 		return kindIQ4_NL, true
 	case gguf.TypeIQ4_XS:
 		return kindIQ4_XS, true

@@ -246,9 +246,6 @@ void folio_mm_bf16_avx2(MM_ARGS);
 void folio_mm_bf16_avx512(MM_ARGS);
 void folio_mm_mxfp4_avx2(MM_ARGS);
 void folio_mm_mxfp4_avx512(MM_ARGS);
-void folio_mm_iq4_nl_avx2(MM_ARGS);
-void folio_mm_iq4_nl_vnni(MM_ARGS);
-void folio_mm_iq4_nl_avx512(MM_ARGS);
 
 void folio_mm_q6_k_vnni(MM_ARGS);
 void folio_mm_mxfp4_vnni(MM_ARGS);

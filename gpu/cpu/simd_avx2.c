@@ -14,7 +14,6 @@
 #define LVL AVX2
 #define MM_Q6_K folio_mm_q6_k_avx2
 #define MM_MXFP4 folio_mm_mxfp4_avx2
-#define MM_IQ4_NL folio_mm_iq4_nl_avx2
 INLINE AVX2 __m256i madd_acc(__m256i acc, __m256i a, __m256i b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
 INLINE AVX2 __m256i s8_pre(__m256i wq) { return _mm256_sign_epi8(wq, wq); }
 INLINE AVX2 __m256i s8_dot(__m256i aw, __m256i wq, __m256i xv) {

@@ -1,8 +1,7 @@
 //go:build amd64 && cgo
 
-// The AVX-512 MXFP4 and IQ4_NL matmul kernels (simd_mxfp4.h; AVX2's and
-// AVX-VNNI's are in simd_rows256.h). IQ4_NL's run where a weight is not
-// repacked (repack.go repacks every weight that is multiplied).
+// The AVX-512 MXFP4 matmul kernel (simd_mxfp4.h; AVX2's and AVX-VNNI's
+// are in simd_rows256.h).
 
 #include "simd.h"
 
@@ -10,15 +9,13 @@
 
 // AVX-512: two blocks per step against one X8P pair, x biased by 128 and
 // the bias's share, 128·Σw, started below zero, as Q8_0's q8_0_pair.
-// With nl, IQ4_NL's blocks.
-INLINE AVX512 void mxfp4_pair(const uint8_t *wb, int two, const uint8_t *x, int64_t xs, int nx, __m512 *acc, int nl) {
+INLINE AVX512 void mxfp4_pair(const uint8_t *wb, int two, const uint8_t *x, int64_t xs, int nx, __m512 *acc) {
 	const __m512i u128 = _mm512_set1_epi8((char)0x80);
-	__m512i wq = _mm512_zextsi256_si512(mxfp4_codes(blk_qs(wb, nl), nl));
-	__m256 d0 = _mm256_set1_ps(blk_d(wb, nl)), d1 = _mm256_setzero_ps();
+	__m512i wq = _mm512_zextsi256_si512(mxfp4_codes(wb + 1));
+	__m256 d0 = _mm256_set1_ps(e8m0_half(wb[0])), d1 = _mm256_setzero_ps();
 	if (two) {
-		const uint8_t *wb1 = wb + block4(nl);
-		wq = _mm512_inserti64x4(wq, mxfp4_codes(blk_qs(wb1, nl), nl), 1);
-		d1 = _mm256_set1_ps(blk_d(wb1, nl));
+		wq = _mm512_inserti64x4(wq, mxfp4_codes(wb + MXFP4_BYTES + 1), 1);
+		d1 = _mm256_set1_ps(e8m0_half(wb[MXFP4_BYTES]));
 	}
 	__m512 dw = _mm512_insertf32x8(_mm512_castps256_ps512(d0), d1, 1);
 	__m512i bias = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), u128, wq));
@@ -29,26 +26,16 @@ INLINE AVX512 void mxfp4_pair(const uint8_t *wb, int two, const uint8_t *x, int6
 	}
 }
 
-INLINE AVX512 void mx4_row512(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os,
-                              int nl) {
+INLINE AVX512 void mxfp4_row512(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
 	__m512 acc[XT];
 	for (int i = 0; i < nx; i++)
 		acc[i] = _mm512_setzero_ps();
 	int nb = k / 32, p = 0;
-	int64_t bb = block4(nl);
 	for (; 2 * p + 2 <= nb; p++)
-		mxfp4_pair(w + p * 2 * bb, 1, x + (int64_t)p * X8P_BYTES, xs, nx, acc, nl);
+		mxfp4_pair(w + (int64_t)p * 2 * MXFP4_BYTES, 1, x + (int64_t)p * X8P_BYTES, xs, nx, acc);
 	if (nb % 2) // an odd last block, against the zero half of its pair
-		mxfp4_pair(w + p * 2 * bb, 0, x + (int64_t)p * X8P_BYTES, xs, nx, acc, nl);
+		mxfp4_pair(w + (int64_t)p * 2 * MXFP4_BYTES, 0, x + (int64_t)p * X8P_BYTES, xs, nx, acc);
 	for (int i = 0; i < nx; i++)
 		out[i * os] = _mm512_reduce_add_ps(acc[i]);
 }
-INLINE AVX512 void mxfp4_row512(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
-	mx4_row512(w, k, x, xs, nx, out, os, 0);
-}
-INLINE AVX512 void iq4_nl_row512(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
-	mx4_row512(w, k, x, xs, nx, out, os, 1);
-}
 MM_DRIVER(folio_mm_mxfp4_avx512, mxfp4_row512, AVX512, XT)
-MM_DRIVER(folio_mm_iq4_nl_avx512, iq4_nl_row512, AVX512, XT)
-

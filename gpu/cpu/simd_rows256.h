@@ -4,7 +4,7 @@
 // same integers (exactly) into the same lanes and scale them by the same
 // float32 ops in the same order, so their results are the same bits. The
 // includer defines LVL, its level's target attribute, the names of its
-// entries MM_Q6_K, MM_MXFP4 and MM_IQ4_NL (MM_ARGS), and these steps:
+// entries MM_Q6_K and MM_MXFP4 (MM_ARGS), and these steps:
 //
 //	madd_acc(acc, a, b)  acc + the int32 lane sums of the int16 pairs a·b
 //	s8_pre(wq)           what s8_dot takes of a block's signed bytes wq
@@ -65,16 +65,15 @@ INLINE LVL void q6_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 }
 MM_DRIVER(MM_Q6_K, q6_k_row, LVL, 4)
 
-// MXFP4 weights (with nl IQ4_NL's), X8P activations, one block per step
-// (s8_dot).
-INLINE LVL void mx4_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os, int nl) {
+// MXFP4 weights, X8P activations, one block per step (s8_dot).
+INLINE LVL void mxfp4_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
 	__m256 acc[XT];
 	for (int i = 0; i < nx; i++)
 		acc[i] = _mm256_setzero_ps();
 	for (int b = 0; b < k / 32; b++) {
-		const uint8_t *wb = w + (int64_t)b * block4(nl);
-		__m256i wq = mxfp4_codes(blk_qs(wb, nl), nl), c = s8_pre(wq);
-		float dw = blk_d(wb, nl);
+		const uint8_t *wb = w + (int64_t)b * MXFP4_BYTES;
+		__m256i wq = mxfp4_codes(wb + 1), c = s8_pre(wq);
+		float dw = e8m0_half(wb[0]);
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = x + i * xs + (int64_t)(b / 2) * X8P_BYTES + 32 * (b % 2);
 			__m256i p = s8_dot(c, wq, _mm256_load_si256((const __m256i *)xp));
@@ -84,11 +83,4 @@ INLINE LVL void mx4_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, i
 	for (int i = 0; i < nx; i++)
 		out[i * os] = hsum8(acc[i]);
 }
-INLINE LVL void mxfp4_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
-	mx4_row(w, k, x, xs, nx, out, os, 0);
-}
-INLINE LVL void iq4_nl_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
-	mx4_row(w, k, x, xs, nx, out, os, 1);
-}
-MM_DRIVER(MM_IQ4_NL, iq4_nl_row, LVL, 4)
 MM_DRIVER(MM_MXFP4, mxfp4_row, LVL, 4)

@@ -13,7 +13,6 @@
 #define LVL AVXVNNI
 #define MM_Q6_K folio_mm_q6_k_vnni
 #define MM_MXFP4 folio_mm_mxfp4_vnni
-#define MM_IQ4_NL folio_mm_iq4_nl_vnni
 INLINE AVXVNNI __m256i madd_acc(__m256i acc, __m256i a, __m256i b) { return _mm256_dpwssd_avx_epi32(acc, a, b); }
 INLINE AVXVNNI __m256i s8_pre(__m256i wq) {
 	const __m256i z = _mm256_setzero_si256();
