@@ -14,30 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ref.h"
+
 void quantize_row_mxfp4_ref(const float *x, void *y, int64_t k);
 void dequantize_row_mxfp4(const void *x, float *y, int64_t k);
-
-static void *slurp(const char *dir, const char *name, size_t *n) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) { perror(path); exit(1); }
-    fseek(f, 0, SEEK_END);
-    *n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *p = malloc(*n);
-    if (fread(p, 1, *n, f) != *n) { perror(path); exit(1); }
-    fclose(f);
-    return p;
-}
-
-static void digest(const char *what, const void *p, size_t n) {
-    unsigned char md[SHA256_DIGEST_LENGTH];
-    SHA256(p, n, md);
-    printf("%s: ", what);
-    for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) printf("%02x", md[i]);
-    printf("\n");
-}
 
 static void quant(const char *dir, const char *name) {
     size_t n;
