@@ -3,7 +3,7 @@
 //
 // Weights stay in their GGUF encoding, in the caller's memory (the mmap'd
 // file), Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, Q8_0, F16 and BF16 ones also in a repacked copy
-// (repack.go, F16 and BF16 at AVX-512 only). The
+// (repack.go). The
 // hot loops (MatMul for Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, F16 and BF16 weights,
 // and Attention) run as C kernels with intrinsics (simd_*.c, through cgo),
 // AVX2 or AVX-512 chosen at start-up from CPUID, so one binary runs on any

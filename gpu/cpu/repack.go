@@ -106,13 +106,13 @@ import (
 //	              in the low nibble, min in the high one, as ggml's).
 //	d[16], dmin[16] float32 (the halves, exactly).
 //
-// F16 and BF16 (AVX-512 only), per group of blocks blocks of 32 columns, the
+// F16 and BF16, per group of blocks blocks of 32 columns, the
 // columns past the last padded with zeros, f16PackBytes = 16 · 64 bytes a
 // block:
 //
 //	w[32·blocks][16] column c's halves (bfloat16s) of rows 0 … 15: 32
 //	                 bytes, which vcvtph2ps (a widening and a shift)
-//	                 turns into one vector of 16 rows.
+//	                 turns into one vector of 16 rows (at AVX2 two of 8).
 //
 // Every SIMD level reads the same layout (AVX2 a vector's first or second
 // 32 bytes: lanes 0-7 or 8-15), so the result of a row never depends on
@@ -138,7 +138,7 @@ const (
 func packedKind(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	l = l.vector()
 	kind, ok := kernelFor(typ, l)
-	return kind, ok && l != levelNEON && kind != kindMXFP4 && (kind != kindF16 && kind != kindBF16 || l == levelAVX512)
+	return kind, ok && l != levelNEON && kind != kindMXFP4
 }
 
 // packBlockBytes is the bytes of one packed block (or super-block) of
@@ -172,9 +172,10 @@ func packBlockBytes(kind kernelKind) int {
 }
 
 // RepackedBytes is the memory Weight allocates, besides the caller's bytes,
-// for a rows × cols weight of typ on this machine: the repacked copy of a
-// Q4_0, Q4_K or Q8_0 weight, and at AVX-512 of an F16 one; 0 for other
-// types or without SIMD kernels. A loader adds it to what it needs in RAM.
+// for a rows × cols weight of typ on this machine: the repacked copy of
+// every type with packed kernels (all but F32 and MXFP4) at x86 levels; 0
+// for other types, on arm64 or without SIMD kernels. A loader adds it to
+// what it needs in RAM.
 func RepackedBytes(typ gguf.TensorType, rows, cols int) int64 {
 	kind, ok := packedKind(typ, bestLevel)
 	if !ok || rows <= 0 || cols%typ.BlockSize() != 0 {

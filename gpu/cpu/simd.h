@@ -255,6 +255,8 @@ void folio_mm_mxfp4_vnni(MM_ARGS);
 void folio_matmul_packed(int kind, int level, PM_ARGS);
 void folio_pm_f16_512(PM_ARGS);
 void folio_pm_bf16_512(PM_ARGS);
+void folio_pm_f16_256(PM_ARGS);
+void folio_pm_bf16_256(PM_ARGS);
 int folio_pm_amx(int kind, PM_ARGS);
 int folio_amx_usable(void);
 void folio_pm256_avx2(int kind, PM_ARGS);

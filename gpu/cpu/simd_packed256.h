@@ -730,6 +730,7 @@ void PM256(int kind, PM_ARGS) {
 		[KIND_Q8_0] = pm_q8_0_256, [KIND_Q4_0] = pm_q4_0_256, [KIND_Q4_K] = pm_q4_k_256,
 		[KIND_Q6_K] = pm_q6_k_256, [KIND_Q5_0] = pm_q5_0_256, [KIND_Q5_K] = pm_q5_k_256, [KIND_Q3_K] = pm_q3_k_256,
 		[KIND_Q2_K] = pm_q2_k_256, [KIND_IQ4_NL] = pm_iq4_nl_256, [KIND_Q4_1] = pm_q4_1_256, [KIND_Q5_1] = pm_q5_1_256,
+		[KIND_F16] = folio_pm_f16_256, [KIND_BF16] = folio_pm_bf16_256,
 		[KIND_IQ4_XS] = pm_iq4_xs_256,
 	};
 	pm[kind](w, group_bytes, nb, rows, x, xs, nx, dst, ds);
