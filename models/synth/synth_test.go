@@ -377,7 +377,7 @@ func TestConfigErrors(t *testing.T) {
 		{"odd head size", func(c *Config) { c.HeadDim = 15 }},
 		{"vocab size", func(c *Config) { c.VocabSize = 100 }},
 		{"layers", func(c *Config) { c.Layers = 0 }},
-		{"type", func(c *Config) { c.Type = gguf.TypeIQ4_XS }},
+		{"type", func(c *Config) { c.Type = gguf.TypeIQ2_XS }},
 		{"rope scale", func(c *Config) { c.RopeScale = -2 }},
 		{"gemma untied", func(c *Config) { c.Arch = "gemma2" }},
 		{"gemma window", func(c *Config) { c.Arch, c.Tied, c.Window = "gemma3", true, -1 }},
