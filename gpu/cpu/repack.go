@@ -7,7 +7,7 @@ import (
 	"folio/models/gguf"
 )
 
-// Q4_0, Q4_1, IQ4_NL, IQ4_XS, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_0, F16 and BF16 weights are repacked once, in Weight, into
+// Q4_0, Q4_1, IQ4_NL, IQ4_XS, MXFP4, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_0, F16 and BF16 weights are repacked once, in Weight, into
 // groups of packRows rows whose blocks are interleaved, so that the kernels
 // (simd_packed.c, simd_packed_f16.c) hold one weight row per 32-bit lane
 // and broadcast the activations: a block's scales then cost one vector op
@@ -68,6 +68,9 @@ import (
 //
 //	qs[blocks][4][64] as Q4_0's.
 //	d[blocks][16]     block b's scales (float32).
+//
+// MXFP4 as IQ4_XS, each block's scale its power of two halved (the codes'
+// values are doubled: gguf.E8M0Half).
 //
 // Q8_0, per group of blocks blocks, as Q4_0's, q8_0PackBytes = 16 · 34
 // bytes a block:
@@ -138,7 +141,7 @@ const (
 func packedKind(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	l = l.vector()
 	kind, ok := kernelFor(typ, l)
-	return kind, ok && l != levelNEON && kind != kindMXFP4
+	return kind, ok && l != levelNEON
 }
 
 // packBlockBytes is the bytes of one packed block (or super-block) of
@@ -153,7 +156,7 @@ func packBlockBytes(kind kernelKind) int {
 		return q3KPackBytes
 	case kindQ2_K:
 		return q2KPackBytes
-	case kindIQ4_XS:
+	case kindIQ4_XS, kindMXFP4:
 		return iq4XSPackBytes
 	case kindQ4_1:
 		return q4_1PackBytes
@@ -262,6 +265,8 @@ func (t *repackTask) run(_ *worker, lo, hi int) {
 				packQ2KRow(out, src, r, t.dst.blocks)
 			case kindIQ4_XS:
 				packIQ4XSRow(out, src, r, t.dst.blocks)
+			case kindMXFP4:
+				packMXFP4Row(out, src, r, t.dst.blocks)
 			case kindQ5_0:
 				packQ5_0Row(out, src, r, t.dst.blocks, false)
 			case kindQ5_1:
@@ -480,5 +485,17 @@ func packIQ4XSRow(out, src []byte, r, blocks int) {
 		}
 		d := gguf.F16ToF32(binary.LittleEndian.Uint16(blk)) * float32(gguf.IQ4XSScale(blk, ib)-32)
 		binary.LittleEndian.PutUint32(out[256*blocks+64*b+4*r:], math.Float32bits(d))
+	}
+}
+
+// packMXFP4Row places one MXFP4 row (17-byte blocks: the E8M0 scale e, 16
+// bytes of codes in Q4_0's order) at lane r, as IQ4_XS's blocks.
+func packMXFP4Row(out, src []byte, r, blocks int) {
+	for b := range blocks {
+		blk, qs := src[17*b:17*b+17], out[256*b:]
+		for j := range 4 {
+			copy(qs[64*j+4*r:], blk[1+4*j:5+4*j])
+		}
+		binary.LittleEndian.PutUint32(out[256*blocks+64*b+4*r:], math.Float32bits(gguf.E8M0Half(blk[0])))
 	}
 }

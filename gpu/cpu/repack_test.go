@@ -20,10 +20,10 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 	out := make([]float32, k)
 	for e := range out {
 		switch p.kind {
-		case kindQ4_0, kindIQ4_NL, kindIQ4_XS, kindQ4_1:
+		case kindQ4_0, kindIQ4_NL, kindIQ4_XS, kindQ4_1, kindMXFP4:
 			b, j := e/32, e%32
 			d := h(g[256*p.blocks+32*b+2*lane:])
-			if p.kind == kindIQ4_XS {
+			if p.kind == kindIQ4_XS || p.kind == kindMXFP4 {
 				d = math.Float32frombits(le.Uint32(g[256*p.blocks+64*b+4*lane:]))
 			}
 			byteAt := 256*b + 64*(j%16/4) + 4*lane + j%4
@@ -36,6 +36,8 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 				out[e] = d * float32(int(q)-8)
 			case kindQ4_1:
 				out[e] = d*float32(q) + h(g[256*p.blocks+32*(p.blocks+b)+2*lane:])
+			case kindMXFP4:
+				out[e] = d * float32(gguf.MXFP4Values[q])
 			default:
 				out[e] = d * float32(gguf.IQ4NLValues[q])
 			}
@@ -119,7 +121,7 @@ func unpackRowRef(p *packedWeight, r, k int) []float32 {
 // packedTypes are the weight types this machine repacks.
 func packedTypes() []gguf.TensorType {
 	var ts []gguf.TensorType
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeQ3_K, gguf.TypeQ2_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeQ4_1, gguf.TypeQ5_1, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeBF16} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K, gguf.TypeQ3_K, gguf.TypeQ2_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeQ4_1, gguf.TypeQ5_1, gguf.TypeMXFP4, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeBF16} {
 		if _, ok := packedKind(typ, bestLevel); ok {
 			ts = append(ts, typ)
 		}
@@ -236,8 +238,8 @@ func TestRepackedBytesAndSlice(t *testing.T) {
 	}
 	b := newTestBackend(t)
 	r := rand.New(rand.NewPCG(54, 55))
-	if n := RepackedBytes(gguf.TypeMXFP4, 16, 256); n != 0 {
-		t.Errorf("RepackedBytes(MXFP4) = %d, want 0", n)
+	if n := RepackedBytes(gguf.TypeF32, 16, 256); n != 0 {
+		t.Errorf("RepackedBytes(F32) = %d, want 0", n)
 	}
 	for _, typ := range packedTypes() {
 		const rows, k = 37, 512

@@ -152,6 +152,7 @@ func kernelFor(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	case gguf.TypeF16:
 		return kindF16, true
 	case gguf.TypeMXFP4:
+		// at x86 levels packed kernels only, as IQ4_XS
 		return kindMXFP4, true
 	case gguf.TypeQ5_0:
 		// Q5_0 and Q5_K: at x86 levels packed kernels only (repack.go:

@@ -244,11 +244,8 @@ void folio_mm_q6_k_avx512(MM_ARGS);
 void folio_mm_f16_avx512(MM_ARGS);
 void folio_mm_bf16_avx2(MM_ARGS);
 void folio_mm_bf16_avx512(MM_ARGS);
-void folio_mm_mxfp4_avx2(MM_ARGS);
-void folio_mm_mxfp4_avx512(MM_ARGS);
 
 void folio_mm_q6_k_vnni(MM_ARGS);
-void folio_mm_mxfp4_vnni(MM_ARGS);
 
 #define PM_ARGS const uint8_t *w, int64_t group_bytes, int nb, int rows, const uint8_t *x, int64_t xs, int nx, \
 	float *dst, int64_t ds

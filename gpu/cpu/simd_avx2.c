@@ -9,17 +9,10 @@
 
 #include "simd.h"
 
-// The steps of simd_rows256.h's kernels at AVX2 (vpmaddwd, then an add;
-// the sign trick for signed weights).
+// The step of simd_rows256.h's kernels at AVX2 (vpmaddwd, then an add).
 #define LVL AVX2
 #define MM_Q6_K folio_mm_q6_k_avx2
-#define MM_MXFP4 folio_mm_mxfp4_avx2
 INLINE AVX2 __m256i madd_acc(__m256i acc, __m256i a, __m256i b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
-INLINE AVX2 __m256i s8_pre(__m256i wq) { return _mm256_sign_epi8(wq, wq); }
-INLINE AVX2 __m256i s8_dot(__m256i aw, __m256i wq, __m256i xv) {
-	__m256i xq = _mm256_xor_si256(xv, _mm256_set1_epi8((char)0x80));
-	return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xq, wq)), _mm256_set1_epi16(1));
-}
 #include "simd_rows256.h"
 
 // dot_u8s8 is the int32 lane sums of u·s, four bytes per lane.

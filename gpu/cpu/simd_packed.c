@@ -165,11 +165,12 @@ INLINE AVX512 void pq5_0x2_512(const uint8_t *w, int64_t gb, int G, int nb, cons
 // interleave.
 // With nl, the groups are IQ4_NL's in Q4_0's layout: a block's codes
 // become its 8 vectors of int8 values by a byte shuffle of IQ4NL_TABLE;
-// with nl 2, IQ4_XS's, the same with float32 scales (repack.go).
+// with nl 2, IQ4_XS's, the same with float32 scales (repack.go); with nl
+// 3, MXFP4's, as IQ4_XS's with MXFP4_TABLE.
 INLINE AVX512 void pq80_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
                             __m512 *acc, int pf, int nl) {
 	const __m512i m4 = _mm512_set1_epi8(0x0f);
-	const __m512i table = _mm512_broadcast_i32x4(_mm_setr_epi8(IQ4NL_TABLE));
+	const __m512i table = _mm512_broadcast_i32x4(nl == 3 ? _mm_setr_epi8(MXFP4_TABLE) : _mm_setr_epi8(IQ4NL_TABLE));
 	const int64_t bb = nl ? 256 : 512; // a block's bytes before the scales
 	for (int b = 0; b < nb; b++) {
 		__m512i q[2][8], bias[2];
@@ -192,7 +193,7 @@ INLINE AVX512 void pq80_512(const uint8_t *w, int64_t gb, int G, int nb, const u
 				q[g][4 + j] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
 			}
 			bias[g] = q8_bias512(q[g]);
-			dw[g] = nl == 2 ? _mm512_load_ps((const float *)(wg + bb * nb + 64 * b))
+			dw[g] = nl >= 2 ? _mm512_load_ps((const float *)(wg + bb * nb + 64 * b))
 			                : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wg + bb * nb + 32 * b)));
 		}
 		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
@@ -223,6 +224,10 @@ INLINE AVX512 void pq_iq4_nl_512(const uint8_t *w, int64_t gb, int G, int nb, co
 INLINE AVX512 void pq_iq4_xs_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
                                  __m512 *acc, int pf) {
 	pq80_512(w, gb, G, nb, x, xs, nx, acc, pf, 2);
+}
+INLINE AVX512 void pq_mxfp4_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
+                                __m512 *acc, int pf) {
+	pq80_512(w, gb, G, nb, x, xs, nx, acc, pf, 3);
 }
 
 // Q8_0_TILE is the activation rows of a packed Q8_0 tile. Its
@@ -276,6 +281,7 @@ INLINE AVX512 void pq_iq4_xs_512(const uint8_t *w, int64_t gb, int G, int nb, co
 PM80_512(pm_q8_0_512, pq8_0_512)
 PM80_512(pm_iq4_nl_512, pq_iq4_nl_512)
 PM80_512(pm_iq4_xs_512, pq_iq4_xs_512)
+PM80_512(pm_mxfp4_512, pq_mxfp4_512)
 
 // Q4_K_TILE is the activation rows of a packed Q4_K tile: a sub-block's 8
 // vectors of quants, its scales and one int32 sum a row fit 32 registers.
@@ -539,13 +545,13 @@ void folio_matmul_packed(int kind, int level, PM_ARGS) {
 			return;
 	}
 	if (level == LEVEL_AVX512) {
-		// by kind (MXFP4 is not repacked)
+		// by kind
 		static void (*const pm[])(PM_ARGS) = {
 			[KIND_Q8_0] = pm_q8_0_512, [KIND_Q4_0] = pm_q4_0_512, [KIND_Q4_K] = pm_q4_k_512,
 			[KIND_Q6_K] = pm_q6_k_512, [KIND_F16] = folio_pm_f16_512, [KIND_Q5_0] = pm_q5_0_512,
 			[KIND_Q5_K] = pm_q5_k_512, [KIND_BF16] = folio_pm_bf16_512, [KIND_Q3_K] = pm_q3_k_512,
 			[KIND_Q2_K] = pm_q2_k_512, [KIND_IQ4_NL] = pm_iq4_nl_512, [KIND_Q4_1] = pm_q4_1_512, [KIND_Q5_1] = pm_q5_1_512,
-			[KIND_IQ4_XS] = pm_iq4_xs_512,
+			[KIND_IQ4_XS] = pm_iq4_xs_512, [KIND_MXFP4] = pm_mxfp4_512,
 		};
 		pm[kind](w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 	} else if (level == LEVEL_AVXVNNI) {

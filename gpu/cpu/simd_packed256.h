@@ -407,20 +407,21 @@ INLINE LVL void pq2_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *
 // q80_vec is step u's vector of a packed Q8_0 block's weights at wb (its
 // half's bytes), or with nl of a packed IQ4_NL block's (Q4_0's layout):
 // its codes' low nibbles (u < 4) or high ones looked up in IQ4NL_TABLE
-// (nl 2: IQ4_XS's, the same). q80_bytes is a block's bytes before the
-// scales; q80_dw the scales of half h of block b, halves or (IQ4_XS)
-// float32s after the nb blocks at w.
+// (nl 2: IQ4_XS's, the same; nl 3: MXFP4's, in MXFP4_TABLE). q80_bytes is
+// a block's bytes before the scales; q80_dw the scales of half h of block
+// b, halves or (IQ4_XS, MXFP4) float32s after the nb blocks at w.
 INLINE LVL __m256i q80_vec(const uint8_t *wb, int u, int nl) {
 	if (!nl)
 		return _mm256_load_si256((const __m256i *)(wb + 64 * u));
-	const __m256i m4 = _mm256_set1_epi8(0x0f), table = _mm256_setr_epi8(IQ4NL_TABLE, IQ4NL_TABLE);
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const __m256i table = nl == 3 ? _mm256_setr_epi8(MXFP4_TABLE, MXFP4_TABLE) : _mm256_setr_epi8(IQ4NL_TABLE, IQ4NL_TABLE);
 	__m256i v = _mm256_load_si256((const __m256i *)(wb + 64 * (u % 4)));
 	return _mm256_shuffle_epi8(table, _mm256_and_si256(u < 4 ? v : _mm256_srli_epi16(v, 4), m4));
 }
 INLINE int q80_bytes(int nl) { return nl ? 256 : 512; }
 INLINE LVL __m256 q80_dw(const uint8_t *w, int nb, int b, int h, int nl) {
 	const uint8_t *ds = w + (int64_t)q80_bytes(nl) * nb;
-	return nl == 2 ? _mm256_load_ps((const float *)(ds + 64 * b + 32 * h))
+	return nl >= 2 ? _mm256_load_ps((const float *)(ds + 64 * b + 32 * h))
 	               : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * b + 16 * h)));
 }
 
@@ -488,6 +489,9 @@ INLINE LVL void pq_iq4_nl_256(const uint8_t *w, int nb, int h, const uint8_t *x,
 }
 INLINE LVL void pq_iq4_xs_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
 	pq80_256(w, nb, h, x, xs, nx, acc, 2);
+}
+INLINE LVL void pq_mxfp4_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	pq80_256(w, nb, h, x, xs, nx, acc, 3);
 }
 
 // A decode step (one activation row) is bound by the weights' bandwidth:
@@ -603,6 +607,7 @@ INLINE LVL void pq80_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *a
 INLINE LVL void pq8_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq80_256_1(w, nb, x, acc, 0); }
 INLINE LVL void pq_iq4_nl_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq80_256_1(w, nb, x, acc, 1); }
 INLINE LVL void pq_iq4_xs_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq80_256_1(w, nb, x, acc, 2); }
+INLINE LVL void pq_mxfp4_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq80_256_1(w, nb, x, acc, 3); }
 
 // pq5_0_256_1 is pq5_0_256 for one activation row and both halves of a
 // group.
@@ -716,6 +721,7 @@ PACKED256(pm_q4_k_256, pq4_k_256, XT4)
 PACKED256(pm_q8_0_256, pq8_0_256, Q8_TILE)
 PACKED256(pm_iq4_nl_256, pq_iq4_nl_256, Q8_TILE)
 PACKED256(pm_iq4_xs_256, pq_iq4_xs_256, Q8_TILE)
+PACKED256(pm_mxfp4_256, pq_mxfp4_256, Q8_TILE)
 PACKED256(pm_q6_k_256, pq6_k_256, XT4)
 PACKED256(pm_q3_k_256, pq3_k_256, XT4)
 PACKED256(pm_q2_k_256, pq2_k_256, XT4)
@@ -731,7 +737,7 @@ void PM256(int kind, PM_ARGS) {
 		[KIND_Q6_K] = pm_q6_k_256, [KIND_Q5_0] = pm_q5_0_256, [KIND_Q5_K] = pm_q5_k_256, [KIND_Q3_K] = pm_q3_k_256,
 		[KIND_Q2_K] = pm_q2_k_256, [KIND_IQ4_NL] = pm_iq4_nl_256, [KIND_Q4_1] = pm_q4_1_256, [KIND_Q5_1] = pm_q5_1_256,
 		[KIND_F16] = folio_pm_f16_256, [KIND_BF16] = folio_pm_bf16_256,
-		[KIND_IQ4_XS] = pm_iq4_xs_256,
+		[KIND_IQ4_XS] = pm_iq4_xs_256, [KIND_MXFP4] = pm_mxfp4_256,
 	};
 	pm[kind](w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 }

@@ -22,15 +22,15 @@ int folio_cpu_level(void) {
 // at SIMD level level (AVX2, AVX-VNNI or AVX-512). AVX-VNNI has kernels
 // of its own where vpdpbusd or vpdpwssd shortens AVX2's (simd_vnni.c).
 void folio_matmul(int kind, int level, MM_ARGS) {
-	// Q5_0, Q5_K, Q3_K, Q2_K, IQ4_NL, IQ4_XS, Q4_1 and Q5_1 have packed
-	// kernels only (repack.go)
+	// MXFP4, Q5_0, Q5_K, Q3_K, Q2_K, IQ4_NL, IQ4_XS, Q4_1 and Q5_1 have
+	// packed kernels only (repack.go)
 	static void (*const fns[3][15])(MM_ARGS) = {
 		{folio_mm_q8_0_avx2, folio_mm_q4_0_avx2, folio_mm_q4_k_avx2, folio_mm_q6_k_avx2, folio_mm_f16_avx2,
-		 folio_mm_mxfp4_avx2, 0, 0, folio_mm_bf16_avx2, 0, 0, 0, 0},
+		 0, 0, 0, folio_mm_bf16_avx2, 0, 0, 0, 0},
 		{folio_mm_q8_0_avx2, folio_mm_q4_0_avx2, folio_mm_q4_k_avx2, folio_mm_q6_k_vnni, folio_mm_f16_avx2,
-		 folio_mm_mxfp4_vnni, 0, 0, folio_mm_bf16_avx2, 0, 0, 0, 0},
+		 0, 0, 0, folio_mm_bf16_avx2, 0, 0, 0, 0},
 		{folio_mm_q8_0_avx512, folio_mm_q4_0_avx512, folio_mm_q4_k_avx512, folio_mm_q6_k_avx512, folio_mm_f16_avx512,
-		 folio_mm_mxfp4_avx512, 0, 0, folio_mm_bf16_avx512, 0, 0, 0, 0},
+		 0, 0, 0, folio_mm_bf16_avx512, 0, 0, 0, 0},
 	};
 	fns[level == LEVEL_AVX512 ? 2 : level == LEVEL_AVXVNNI][kind](w, wstride, rows, x, xstride, nx, k, dst, dstride);
 }

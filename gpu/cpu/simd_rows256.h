@@ -4,16 +4,11 @@
 // same integers (exactly) into the same lanes and scale them by the same
 // float32 ops in the same order, so their results are the same bits. The
 // includer defines LVL, its level's target attribute, the names of its
-// entries MM_Q6_K and MM_MXFP4 (MM_ARGS), and these steps:
+// entry MM_Q6_K (MM_ARGS), and this step:
 //
 //	madd_acc(acc, a, b)  acc + the int32 lane sums of the int16 pairs a·b
-//	s8_pre(wq)           what s8_dot takes of a block's signed bytes wq
-//	s8_dot(c, wq, xv)    the int32 lane sums of wq·x, four bytes a lane,
-//	                     xv X8P's activations (x biased by 128), c = s8_pre(wq)
 //
 // Only amd64 files with cgo include it.
-
-#include "simd_mxfp4.h"
 
 // Q6_K weights, XK activations: 32 quants (q+32) per step, two sub-blocks
 // of 16 whose pair sums vpmaddwd multiplies by their scales (madd_acc); the offset's
@@ -64,23 +59,3 @@ INLINE LVL void q6_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 		out[i * os] = hsum8(acc[i]);
 }
 MM_DRIVER(MM_Q6_K, q6_k_row, LVL, 4)
-
-// MXFP4 weights, X8P activations, one block per step (s8_dot).
-INLINE LVL void mxfp4_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
-	__m256 acc[XT];
-	for (int i = 0; i < nx; i++)
-		acc[i] = _mm256_setzero_ps();
-	for (int b = 0; b < k / 32; b++) {
-		const uint8_t *wb = w + (int64_t)b * MXFP4_BYTES;
-		__m256i wq = mxfp4_codes(wb + 1), c = s8_pre(wq);
-		float dw = e8m0_half(wb[0]);
-		for (int i = 0; i < nx; i++) {
-			const uint8_t *xp = x + i * xs + (int64_t)(b / 2) * X8P_BYTES + 32 * (b % 2);
-			__m256i p = s8_dot(c, wq, _mm256_load_si256((const __m256i *)xp));
-			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * ldf(xp + 64)), acc[i]);
-		}
-	}
-	for (int i = 0; i < nx; i++)
-		out[i * os] = hsum8(acc[i]);
-}
-MM_DRIVER(MM_MXFP4, mxfp4_row, LVL, 4)

@@ -141,12 +141,12 @@ func dequantizeXRef(kind kernelKind, row []byte, k int) []float32 {
 
 var kernelTypes = map[kernelKind]gguf.TensorType{
 	kindQ8_0: gguf.TypeQ8_0, kindQ4_0: gguf.TypeQ4_0, kindQ4_K: gguf.TypeQ4_K, kindQ6_K: gguf.TypeQ6_K, kindF16: gguf.TypeF16,
-	kindMXFP4: gguf.TypeMXFP4, kindBF16: gguf.TypeBF16,
+	kindBF16: gguf.TypeBF16,
 }
 
 // packedOnlyTypes are the kinds with packed kernels and no others.
 var packedOnlyTypes = map[kernelKind]gguf.TensorType{kindQ5_0: gguf.TypeQ5_0, kindQ5_K: gguf.TypeQ5_K, kindQ3_K: gguf.TypeQ3_K, kindQ2_K: gguf.TypeQ2_K,
-	kindIQ4_NL: gguf.TypeIQ4_NL, kindIQ4_XS: gguf.TypeIQ4_XS, kindQ4_1: gguf.TypeQ4_1, kindQ5_1: gguf.TypeQ5_1}
+	kindMXFP4: gguf.TypeMXFP4, kindIQ4_NL: gguf.TypeIQ4_NL, kindIQ4_XS: gguf.TypeIQ4_XS, kindQ4_1: gguf.TypeQ4_1, kindQ5_1: gguf.TypeQ5_1}
 
 // awkwardKs are row lengths for kind: one block, odd block counts, tails
 // of the kernels' steps of 2 and 4 blocks (or 8, 16, 32 elements for F16).
