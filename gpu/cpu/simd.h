@@ -57,6 +57,12 @@ static inline void quant_bf16_tail(const float *x, int j, int k, uint8_t *out) {
 enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4, KIND_MXFP4 = 5, KIND_Q5_0 = 6, KIND_Q5_K = 7,
        KIND_BF16 = 8, KIND_Q3_K = 9, KIND_Q2_K = 10,
        KIND_IQ4_NL = 11, KIND_IQ4_XS = 12, KIND_Q4_1 = 13, KIND_Q5_1 = 14 };
+
+// The kinds that run Q8_0's packed kernels on X8P activations: Q8_0 itself
+// and, in Q4_0's layout, the 4-bit codes looked up in a table (q80_lut):
+// IQ4_NL with halves for scales, IQ4_XS and MXFP4 with float32s (q80_f32).
+static inline int q80_lut(int kind) { return kind != KIND_Q8_0; }
+static inline int q80_f32(int kind) { return kind == KIND_IQ4_XS || kind == KIND_MXFP4; }
 // Dispatch levels (Go's simdLevel). Go passes LEVEL_AMX to the packed
 // matmul and attention only, LEVEL_AVX512BF16 to attention only: their
 // other kernels are AVX-512's.

@@ -1,5 +1,6 @@
 // The code tables of the 4-bit non-linear types, for the packed kernels'
-// byte shuffles (simd_packed.c, simd_packed256.h): a block's 4-bit codes
+// byte shuffles (simd_packed.c, simd_packed256.h) and NEON's table lookups
+// (simd_neon.c): a block's 4-bit codes
 // become int8 values, and from there the dot product is Q8_0's on X8P
 // activations, as ggml dots both with Q8_0 blocks. The block's scale
 // (MXFP4's power of two, IQ4_NL's half, IQ4_XS's d·(scale−32)) is exact

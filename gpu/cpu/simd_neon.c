@@ -13,6 +13,7 @@
 #include <sys/auxv.h>
 
 #include "simd.h"
+#include "simd_mxfp4.h"
 
 #ifndef HWCAP_ASIMDDP
 #define HWCAP_ASIMDDP (1 << 20)
@@ -198,8 +199,7 @@ static inline float e8m0_half(uint8_t e) {
 
 // With nl, IQ4_NL's blocks (a half d, then the codes; gguf.IQ4NLValues).
 INLINE DOT void mx4_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os, int nl) {
-	static const int8_t values[2][16] = {{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12},
-	                                     {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}};
+	static const int8_t values[2][16] = {{MXFP4_TABLE}, {IQ4NL_TABLE}};
 	const int8x16_t table = vld1q_s8(values[nl]);
 	float32x4_t acc[XT];
 	for (int i = 0; i < nx; i++)
@@ -224,7 +224,7 @@ MM_DRIVER(folio_mm_iq4_nl_neon, iq4_nl_row, DOT, 8)
 // IQ4_XS weights, X8P activations: each sub-block of 32 as an IQ4_NL block
 // whose scale is d·(its 6-bit scale less 32), exact in float32.
 INLINE DOT void iq4_xs_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
-	static const int8_t values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+	static const int8_t values[16] = {IQ4NL_TABLE};
 	const int8x16_t table = vld1q_s8(values);
 	float32x4_t acc[XT];
 	for (int i = 0; i < nx; i++)

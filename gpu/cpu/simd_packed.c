@@ -163,15 +163,17 @@ INLINE AVX512 void pq5_0x2_512(const uint8_t *w, int64_t gb, int G, int nb, cons
 // each sum starts at q8_bias512. With G = 2, one broadcast of four
 // activations feeds both groups' vpdpbusd, and a row's two chains of 8
 // interleave.
-// With nl, the groups are IQ4_NL's in Q4_0's layout: a block's codes
-// become its 8 vectors of int8 values by a byte shuffle of IQ4NL_TABLE;
-// with nl 2, IQ4_XS's, the same with float32 scales (repack.go); with nl
-// 3, MXFP4's, as IQ4_XS's with MXFP4_TABLE.
+// For kind IQ4_NL, IQ4_XS or MXFP4 (q80_lut) the groups are in Q4_0's
+// layout: a block's codes become its 8 vectors of int8 values by a byte
+// shuffle of the kind's table, its scale a half or a float32 (q80_f32;
+// repack.go).
 INLINE AVX512 void pq80_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
-                            __m512 *acc, int pf, int nl) {
+                            __m512 *acc, int pf, int kind) {
+	const int lut = q80_lut(kind);
 	const __m512i m4 = _mm512_set1_epi8(0x0f);
-	const __m512i table = _mm512_broadcast_i32x4(nl == 3 ? _mm_setr_epi8(MXFP4_TABLE) : _mm_setr_epi8(IQ4NL_TABLE));
-	const int64_t bb = nl ? 256 : 512; // a block's bytes before the scales
+	const __m512i table =
+	    _mm512_broadcast_i32x4(kind == KIND_MXFP4 ? _mm_setr_epi8(MXFP4_TABLE) : _mm_setr_epi8(IQ4NL_TABLE));
+	const int64_t bb = lut ? 256 : 512; // a block's bytes before the scales
 	for (int b = 0; b < nb; b++) {
 		__m512i q[2][8], bias[2];
 		__m512 dw[2];
@@ -183,9 +185,9 @@ INLINE AVX512 void pq80_512(const uint8_t *w, int64_t gb, int G, int nb, const u
 				const uint8_t *p = wb + MM_PREFETCH;
 				mm_prefetch(p < wg + gb ? p : p + (G - 1) * gb, bb);
 			}
-			for (int j = 0; j < (nl ? 4 : 8); j++) {
+			for (int j = 0; j < (lut ? 4 : 8); j++) {
 				__m512i v = _mm512_load_si512(wb + 64 * j);
-				if (!nl) {
+				if (!lut) {
 					q[g][j] = v;
 					continue;
 				}
@@ -193,7 +195,7 @@ INLINE AVX512 void pq80_512(const uint8_t *w, int64_t gb, int G, int nb, const u
 				q[g][4 + j] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
 			}
 			bias[g] = q8_bias512(q[g]);
-			dw[g] = nl >= 2 ? _mm512_load_ps((const float *)(wg + bb * nb + 64 * b))
+			dw[g] = q80_f32(kind) ? _mm512_load_ps((const float *)(wg + bb * nb + 64 * b))
 			                : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wg + bb * nb + 32 * b)));
 		}
 		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
@@ -215,19 +217,19 @@ INLINE AVX512 void pq80_512(const uint8_t *w, int64_t gb, int G, int nb, const u
 
 INLINE AVX512 void pq8_0_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
                              __m512 *acc, int pf) {
-	pq80_512(w, gb, G, nb, x, xs, nx, acc, pf, 0);
+	pq80_512(w, gb, G, nb, x, xs, nx, acc, pf, KIND_Q8_0);
 }
 INLINE AVX512 void pq_iq4_nl_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
                                  __m512 *acc, int pf) {
-	pq80_512(w, gb, G, nb, x, xs, nx, acc, pf, 1);
+	pq80_512(w, gb, G, nb, x, xs, nx, acc, pf, KIND_IQ4_NL);
 }
 INLINE AVX512 void pq_iq4_xs_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
                                  __m512 *acc, int pf) {
-	pq80_512(w, gb, G, nb, x, xs, nx, acc, pf, 2);
+	pq80_512(w, gb, G, nb, x, xs, nx, acc, pf, KIND_IQ4_XS);
 }
 INLINE AVX512 void pq_mxfp4_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
                                 __m512 *acc, int pf) {
-	pq80_512(w, gb, G, nb, x, xs, nx, acc, pf, 3);
+	pq80_512(w, gb, G, nb, x, xs, nx, acc, pf, KIND_MXFP4);
 }
 
 // Q8_0_TILE is the activation rows of a packed Q8_0 tile. Its
@@ -261,10 +263,10 @@ INLINE AVX512 void pq_mxfp4_512(const uint8_t *w, int64_t gb, int G, int nb, con
 		r += 16 * G;                                                                                  \
 	}
 
-// pm_q8_0_512 runs pq8_0_512 over pairs of groups; one activation row (a
-// decode step, bound by the weights' bandwidth) streams one group at a
-// time, its accumulator in a register.
-// pm_iq4_nl_512 is pm_q8_0_512 for IQ4_NL.
+// PM80_512 defines name, a packed matmul over kernel (pq8_0_512 or one of
+// the table kinds'): pairs of groups; one activation row (a decode step,
+// bound by the weights' bandwidth) streams one group at a time, its
+// accumulator in a register.
 #define PM80_512(name, kernel)                                                                                 \
 	static AVX512 void name(PM_ARGS) {                                                                    \
 		if (nx == 1) {                                                                                \

@@ -93,11 +93,14 @@ INLINE LVL dacc chain8(const __m256i *q, const uint8_t *xp, int64_t hi, __m256i 
 }
 
 // pq4_0_256 is simd_packed.c's pq4_0_512 for half h of a group.
-// one_min adds to acc, for a Q4_1 or Q5_1 block, its min's share: m·dx·Σq
-// (Σq = -bias/8, X4G's bias lane at xp + 192), the mins mw halves at ds +
-// 32·(nb + b) + 16h.
-INLINE LVL __m256 one_min(__m256 acc, const uint8_t *ds, int nb, int b, int h, const uint8_t *xp) {
-	__m256 mw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * ((int64_t)nb + b) + 16 * h)));
+// one_mins is half h of a Q4_1 or Q5_1 block b's mins (halves at ds +
+// 32·(nb + b), after the scales); one_min adds to acc that block's mins'
+// share of the row at xp: m·dx·Σq (Σq = -bias/8, X4G's bias lane at xp +
+// 192).
+INLINE LVL __m256 one_mins(const uint8_t *ds, int nb, int b, int h) {
+	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * ((int64_t)nb + b) + 16 * h)));
+}
+INLINE LVL __m256 one_min(__m256 acc, __m256 mw, const uint8_t *xp) {
 	return _mm256_fmadd_ps(mw, _mm256_set1_ps((float)(-(int)ld32(xp + 192) / 8) * ldf(xp + 128)), acc);
 }
 
@@ -114,6 +117,7 @@ INLINE LVL void pq40_256(const uint8_t *w, int nb, int h, const uint8_t *x, int6
 			q[4 + j] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
 		}
 		__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * b + 16 * h)));
+		__m256 mw = one ? one_mins(ds, nb, b, h) : dw;
 		const uint8_t *xb = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = xb + i * xs;
@@ -121,7 +125,7 @@ INLINE LVL void pq40_256(const uint8_t *w, int nb, int h, const uint8_t *x, int6
 			__m256i s = dot_end(chain8(q, xp, 64, bias), bias);
 			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xp + 128))), acc[i]);
 			if (one)
-				acc[i] = one_min(acc[i], ds, nb, b, h, xp);
+				acc[i] = one_min(acc[i], mw, xp);
 		}
 	}
 }
@@ -264,13 +268,14 @@ INLINE LVL void pq50_256(const uint8_t *w, int nb, int h, const uint8_t *x, int6
 		__m256i q[8];
 		q5_unpack(wb, h, q);
 		__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * b + 16 * h)));
+		__m256 mw = one ? one_mins(ds, nb, b, h) : dw;
 		const uint8_t *xb = x + (b / 4) * X4G_BYTES + 16 * (b % 4);
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = xb + i * xs;
 			__m256i s = chain4x2(q, xp, 64, _mm256_set1_epi32(one ? 0 : (int)(2 * ld32(xp + 192)))); // -16·Σq
 			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xp + 128))), acc[i]);
 			if (one)
-				acc[i] = one_min(acc[i], ds, nb, b, h, xp);
+				acc[i] = one_min(acc[i], mw, xp);
 		}
 	}
 }
@@ -405,24 +410,25 @@ INLINE LVL void pq2_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *
 }
 
 // q80_vec is step u's vector of a packed Q8_0 block's weights at wb (its
-// half's bytes), or with nl of a packed IQ4_NL block's (Q4_0's layout):
-// its codes' low nibbles (u < 4) or high ones looked up in IQ4NL_TABLE
-// (nl 2: IQ4_XS's, the same; nl 3: MXFP4's, in MXFP4_TABLE). q80_bytes is
-// a block's bytes before the scales; q80_dw the scales of half h of block
-// b, halves or (IQ4_XS, MXFP4) float32s after the nb blocks at w.
-INLINE LVL __m256i q80_vec(const uint8_t *wb, int u, int nl) {
-	if (!nl)
+// half's bytes), or for a table kind (q80_lut) of a packed block in
+// Q4_0's layout: its codes' low nibbles (u < 4) or high ones looked up in
+// the kind's table. q80_bytes is a block's bytes before the scales; q80_dw
+// the scales of half h of block b, halves or float32s (q80_f32) after the
+// nb blocks at w.
+INLINE LVL __m256i q80_vec(const uint8_t *wb, int u, int kind) {
+	if (!q80_lut(kind))
 		return _mm256_load_si256((const __m256i *)(wb + 64 * u));
 	const __m256i m4 = _mm256_set1_epi8(0x0f);
-	const __m256i table = nl == 3 ? _mm256_setr_epi8(MXFP4_TABLE, MXFP4_TABLE) : _mm256_setr_epi8(IQ4NL_TABLE, IQ4NL_TABLE);
+	const __m256i table =
+	    kind == KIND_MXFP4 ? _mm256_setr_epi8(MXFP4_TABLE, MXFP4_TABLE) : _mm256_setr_epi8(IQ4NL_TABLE, IQ4NL_TABLE);
 	__m256i v = _mm256_load_si256((const __m256i *)(wb + 64 * (u % 4)));
 	return _mm256_shuffle_epi8(table, _mm256_and_si256(u < 4 ? v : _mm256_srli_epi16(v, 4), m4));
 }
-INLINE int q80_bytes(int nl) { return nl ? 256 : 512; }
-INLINE LVL __m256 q80_dw(const uint8_t *w, int nb, int b, int h, int nl) {
-	const uint8_t *ds = w + (int64_t)q80_bytes(nl) * nb;
-	return nl >= 2 ? _mm256_load_ps((const float *)(ds + 64 * b + 32 * h))
-	               : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * b + 16 * h)));
+INLINE int q80_bytes(int kind) { return q80_lut(kind) ? 256 : 512; }
+INLINE LVL __m256 q80_dw(const uint8_t *w, int nb, int b, int h, int kind) {
+	const uint8_t *ds = w + (int64_t)q80_bytes(kind) * nb;
+	return q80_f32(kind) ? _mm256_load_ps((const float *)(ds + 64 * b + 32 * h))
+	                     : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * b + 16 * h)));
 }
 
 #if HI_SHUFFLE
@@ -432,18 +438,18 @@ INLINE LVL __m256 q80_dw(const uint8_t *w, int nb, int b, int h, int nl) {
 // activations broadcast by vpshufd (Zen 5, 64 rows, k 2048: 159-166 →
 // 168-179 GMAC/s).
 #define Q8_TILE XT4
-INLINE LVL void pq80_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc, int nl) {
-	const int64_t bb = q80_bytes(nl);
+INLINE LVL void pq80_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc, int kind) {
+	const int64_t bb = q80_bytes(kind);
 	for (int b = 0; b < nb; b++) {
 		const uint8_t *wb = w + bb * b + 32 * h;
 		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
 		__m256i q[8];
 		dacc bias = dot_zero();
 		for (int u = 0; u < 8; u++) {
-			q[u] = q80_vec(wb, u, nl);
+			q[u] = q80_vec(wb, u, kind);
 			bias = q8_bias(bias, u, q[u]);
 		}
-		__m256 dw = q80_dw(w, nb, b, h, nl);
+		__m256 dw = q80_dw(w, nb, b, h, kind);
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = xb + i * xs;
 			__m256i xh = x_last16(xp, 16);
@@ -459,14 +465,14 @@ INLINE LVL void pq80_256(const uint8_t *w, int nb, int h, const uint8_t *x, int6
 // pq8_0_256 is pq8_0_512 (one group) for half h: a tile of XT8 rows, the
 // weights' vector of each step loaded once for them.
 #define Q8_TILE XT8
-INLINE LVL void pq80_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc, int nl) {
-	const int64_t bb = q80_bytes(nl);
+INLINE LVL void pq80_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc, int kind) {
+	const int64_t bb = q80_bytes(kind);
 	for (int b = 0; b < nb; b++) {
 		const uint8_t *wb = w + bb * b + 32 * h;
 		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
 		dacc s[XT8], bias = dot_zero();
 		for (int u = 0; u < 8; u++) {
-			__m256i q = q80_vec(wb, u, nl), a = q8_w(q);
+			__m256i q = q80_vec(wb, u, kind), a = q8_w(q);
 			bias = q8_bias(bias, u, q);
 			for (int i = 0; i < nx; i++) {
 				__m256i xv = _mm256_set1_epi32((int)q8_x(ld32(xb + i * xs + 4 * u)));
@@ -474,7 +480,7 @@ INLINE LVL void pq80_256(const uint8_t *w, int nb, int h, const uint8_t *x, int6
 				keep(s[i]);
 			}
 		}
-		__m256 dw = q80_dw(w, nb, b, h, nl);
+		__m256 dw = q80_dw(w, nb, b, h, kind);
 		for (int i = 0; i < nx; i++)
 			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_end(s[i], bias)), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xb + i * xs + 64))),
 			                         acc[i]);
@@ -482,16 +488,16 @@ INLINE LVL void pq80_256(const uint8_t *w, int nb, int h, const uint8_t *x, int6
 }
 #endif
 INLINE LVL void pq8_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
-	pq80_256(w, nb, h, x, xs, nx, acc, 0);
+	pq80_256(w, nb, h, x, xs, nx, acc, KIND_Q8_0);
 }
 INLINE LVL void pq_iq4_nl_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
-	pq80_256(w, nb, h, x, xs, nx, acc, 1);
+	pq80_256(w, nb, h, x, xs, nx, acc, KIND_IQ4_NL);
 }
 INLINE LVL void pq_iq4_xs_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
-	pq80_256(w, nb, h, x, xs, nx, acc, 2);
+	pq80_256(w, nb, h, x, xs, nx, acc, KIND_IQ4_XS);
 }
 INLINE LVL void pq_mxfp4_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
-	pq80_256(w, nb, h, x, xs, nx, acc, 3);
+	pq80_256(w, nb, h, x, xs, nx, acc, KIND_MXFP4);
 }
 
 // A decode step (one activation row) is bound by the weights' bandwidth:
@@ -526,7 +532,7 @@ INLINE LVL void pq40_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *a
 			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * b + 16 * h)));
 			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_end(s[h], bias)), _mm256_mul_ps(dw, dx), acc[h]);
 			if (one)
-				acc[h] = one_min(acc[h], ds, nb, b, h, xp);
+				acc[h] = one_min(acc[h], one_mins(ds, nb, b, h), xp);
 		}
 	}
 }
@@ -581,8 +587,8 @@ INLINE LVL void pq4_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *
 
 // pq8_0_256_1 is pq8_0_256 for one activation row and both halves of a
 // group.
-INLINE LVL void pq80_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc, int nl) {
-	const int64_t bb = q80_bytes(nl);
+INLINE LVL void pq80_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc, int kind) {
+	const int64_t bb = q80_bytes(kind);
 	for (int b = 0; b < nb; b++) {
 		const uint8_t *wb = w + bb * b;
 		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
@@ -591,7 +597,7 @@ INLINE LVL void pq80_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *a
 		for (int u = 0; u < 8; u++) {
 			__m256i xv = _mm256_set1_epi32((int)q8_x(ld32(xb + 4 * u)));
 			for (int h = 0; h < 2; h++) {
-				__m256i q = q80_vec(wb + 32 * h, u, nl);
+				__m256i q = q80_vec(wb + 32 * h, u, kind);
 				bias[h] = q8_bias(bias[h], u, q);
 				s[h] = q8_dot(s[h], u, q8_w(q), q, xv);
 				keep(s[h]);
@@ -599,15 +605,23 @@ INLINE LVL void pq80_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *a
 		}
 		__m256 dx = _mm256_set1_ps(ldf(xb + 64));
 		for (int h = 0; h < 2; h++) {
-			__m256 dw = q80_dw(w, nb, b, h, nl);
+			__m256 dw = q80_dw(w, nb, b, h, kind);
 			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_end(s[h], bias[h])), _mm256_mul_ps(dw, dx), acc[h]);
 		}
 	}
 }
-INLINE LVL void pq8_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq80_256_1(w, nb, x, acc, 0); }
-INLINE LVL void pq_iq4_nl_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq80_256_1(w, nb, x, acc, 1); }
-INLINE LVL void pq_iq4_xs_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq80_256_1(w, nb, x, acc, 2); }
-INLINE LVL void pq_mxfp4_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) { pq80_256_1(w, nb, x, acc, 3); }
+INLINE LVL void pq8_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	pq80_256_1(w, nb, x, acc, KIND_Q8_0);
+}
+INLINE LVL void pq_iq4_nl_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	pq80_256_1(w, nb, x, acc, KIND_IQ4_NL);
+}
+INLINE LVL void pq_iq4_xs_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	pq80_256_1(w, nb, x, acc, KIND_IQ4_XS);
+}
+INLINE LVL void pq_mxfp4_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	pq80_256_1(w, nb, x, acc, KIND_MXFP4);
+}
 
 // pq5_0_256_1 is pq5_0_256 for one activation row and both halves of a
 // group.
@@ -625,7 +639,7 @@ INLINE LVL void pq50_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *a
 			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * b + 16 * h)));
 			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(chain4x2(q, xp, 64, bias)), _mm256_mul_ps(dw, dx), acc[h]);
 			if (one)
-				acc[h] = one_min(acc[h], ds, nb, b, h, xp);
+				acc[h] = one_min(acc[h], one_mins(ds, nb, b, h), xp);
 		}
 	}
 }
