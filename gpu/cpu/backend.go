@@ -28,6 +28,7 @@ package cpu
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"runtime"
 	"unsafe"
 
@@ -159,10 +160,14 @@ type Tensor struct {
 
 	data     []byte // weights: rows · rowBytes bytes, not copied
 	rowBytes int
-	// f32 holds the elements of an F32 tensor: the activations, and F32
-	// weights whose bytes can be read in place as float32s (aligned, on a
+	// f32 holds the elements of an F32 tensor: the activations, the
+	// backend's copy of an F32 weight (own), and a lookup-only F32
+	// weight's bytes read in place as float32s (aligned, on a
 	// little-endian machine). Nil for every other weight.
 	f32 []float32
+	// own is set on an F32 weight that f32 holds a copy of: as with a
+	// packed one, the backend never reads data again.
+	own bool
 
 	// packed is the weight repacked for the SIMD kernels (repack.go), nil
 	// when its type or the SIMD level has no packed kernel.
@@ -188,16 +193,19 @@ func (t *Tensor) Bytes() []byte { return t.data }
 
 var _ gpu.RepackedWeight = (*Tensor)(nil)
 
-// Repacked reports whether the kernels read a repacked copy of the weight,
-// so that its bytes are read again only to look up rows (Embed, Gather).
-func (t *Tensor) Repacked() bool { return t.packed != nil }
+// Repacked reports whether the backend reads only its own copy of the
+// weight (repacked for the kernels, whose rows Embed and Gather decode
+// too, or an F32 weight copied), never the bytes Weight was given.
+func (t *Tensor) Repacked() bool { return t.packed != nil || t.own }
 
 // littleEndian reports whether the machine stores a float32 as GGUF does.
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
-// Weight wraps data, a rows × cols tensor of typ in its GGUF encoding,
-// without copying it; Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, Q8_0, F16 and BF16 weights also get a repacked
-// copy for the SIMD kernels (repack.go).
+// Weight wraps data, a rows × cols tensor of typ in its GGUF encoding;
+// every type with packed kernels at the backend's level gets a repacked
+// copy for them (repack.go), and an F32 weight a copy, so that data is not
+// read again (gpu.RepackedWeight) and its pages can leave memory. Other
+// weights are read in place.
 func (b *Backend) Weight(name string, typ gguf.TensorType, rows, cols int, data []byte) (gpu.Tensor, error) {
 	return b.weight(name, typ, rows, cols, data, true)
 }
@@ -223,7 +231,26 @@ func (b *Backend) weight(name string, typ gguf.TensorType, rows, cols int, data 
 		return nil, fmt.Errorf("cpu: weight %s: %v [%d, %d] takes %d bytes, got %d", name, typ, rows, cols, int64(rows)*rb, len(data))
 	}
 	t := &Tensor{name: name, typ: typ, rows: rows, cols: cols, weight: true, data: data, rowBytes: int(rb)}
-	if typ == gguf.TypeF32 && littleEndian && uintptr(unsafe.Pointer(&data[0]))%4 == 0 {
+	switch {
+	case typ == gguf.TypeF32 && repack:
+		// Norms, biases, routers: read whole at every step, and on a file
+		// mapping each read also maps the page cache's neighbouring pages
+		// (fault-around, large folios), which holds the other weights'
+		// released bytes in the process's memory twice.
+		if ram := physicalMemory(); ram > 0 && int64(len(data)) > ram {
+			return nil, fmt.Errorf("%w: cpu: weight %s: its copy takes %d bytes, more than this machine's %d",
+				gpu.ErrOutOfMemory, name, len(data), ram)
+		}
+		buf := b.weights.alloc(len(data))
+		t.f32, t.own = unsafe.Slice((*float32)(unsafe.Pointer(&buf[0])), rows*cols), true
+		if littleEndian {
+			copy(buf, data)
+		} else {
+			for i := range t.f32 {
+				t.f32[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+			}
+		}
+	case typ == gguf.TypeF32 && littleEndian && uintptr(unsafe.Pointer(&data[0]))%4 == 0:
 		t.f32 = unsafe.Slice((*float32)(unsafe.Pointer(&data[0])), rows*cols)
 	}
 	if kind, ok := b.k.packedKind(typ); ok && repack {
@@ -277,7 +304,7 @@ func mulInts(xs ...int) (int, bool) {
 func (b *Backend) Slice(t gpu.Tensor, rows int) gpu.Tensor {
 	ct := b.tensor(t)
 	return gpu.View("cpu", ct, rows, &ct.views, func(rows int) *Tensor {
-		v := &Tensor{name: ct.name, typ: ct.typ, rows: rows, cols: ct.cols, weight: ct.weight, rowBytes: ct.rowBytes}
+		v := &Tensor{name: ct.name, typ: ct.typ, rows: rows, cols: ct.cols, weight: ct.weight, rowBytes: ct.rowBytes, own: ct.own}
 		if ct.data != nil {
 			v.data = ct.data[:rows*ct.rowBytes]
 		}
@@ -334,6 +361,10 @@ func (b *Backend) f32(t gpu.Tensor) []float32 {
 func (t *Tensor) rowInto(r int, out []float32) {
 	if t.f32 != nil {
 		copy(out, t.f32[r*t.cols:(r+1)*t.cols])
+		return
+	}
+	if t.packed != nil {
+		unpackRow(t.packed, r, out)
 		return
 	}
 	src := t.data[r*t.rowBytes : (r+1)*t.rowBytes]

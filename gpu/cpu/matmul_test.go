@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -165,32 +166,57 @@ func TestGather(t *testing.T) {
 	}
 }
 
-// Weight must use the caller's bytes in place: they are the mmap'd file.
+// Weight keeps the caller's bytes (the mmap'd file) as the tensor's,
+// without copying them; a weight whose kernels read a copy of the
+// backend's own (repacked, or F32) says so (Repacked), and then neither
+// MatMul nor Embed reads those bytes again: scribbled over, they change
+// no result. LookupWeight's F32 rows are the bytes themselves.
 func TestWeightDoesNotCopy(t *testing.T) {
 	b := newTestBackend(t)
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, typ := range weightTypes {
-		data, _ := quantWeight(t, r, typ, 3, max(32, typ.BlockSize()))
-		w := newWeight(t, b, typ, 3, max(32, typ.BlockSize()), data)
-		got := w.(*Tensor).Bytes()
-		if unsafe.SliceData(got) != unsafe.SliceData(data) || len(got) != len(data) {
+	for _, typ := range append(slices.Clone(weightTypes), packedTypes()...) {
+		const rows = 3
+		cols := max(64, typ.BlockSize())
+		data, _ := quantWeight(t, r, typ, rows, cols)
+		w := newWeight(t, b, typ, rows, cols, data).(*Tensor)
+		if got := w.Bytes(); unsafe.SliceData(got) != unsafe.SliceData(data) || len(got) != len(data) {
 			t.Errorf("%v: Weight copied its data", typ)
 		}
-		if f := w.(*Tensor).f32; f != nil && unsafe.Pointer(unsafe.SliceData(f)) != unsafe.Pointer(unsafe.SliceData(data)) {
-			t.Errorf("%v: Weight's float32 view does not alias its data", typ)
+		_, packs := packedKind(typ, b.k.level)
+		if w.Repacked() != (packs || typ == gguf.TypeF32) {
+			t.Errorf("%v: Repacked() = %v at %v", typ, w.Repacked(), b.k.level)
+		}
+		if !w.Repacked() {
+			continue
+		}
+		x := newAct(t, b, 2, cols, randFloats(r, 2*cols, 1))
+		mm, emb := newAct(t, b, 2, rows, nil), newAct(t, b, 2, cols, nil)
+		results := func() []float32 {
+			b.MatMul(mm, x, w)
+			b.Embed(emb, w, []int32{2, 0})
+			return append(download(b, mm), download(b, emb)...)
+		}
+		before := results()
+		for i := range data {
+			data[i] = byte(i*7 + 1)
+		}
+		if after := results(); !slices.Equal(before, after) {
+			t.Errorf("%v: a result changed with the bytes Weight was given", typ)
 		}
 	}
-	// A change to the bytes shows in the tensor: nothing was copied.
+	// LookupWeight reads an F32 weight's bytes in place.
 	data := make([]byte, 8)
-	w := newWeight(t, b, gguf.TypeF32, 1, 2, data)
-	x := newAct(t, b, 1, 2, []float32{1, 1})
-	dst := newAct(t, b, 1, 1, nil)
+	w, err := b.LookupWeight("w", gguf.TypeF32, 1, 2, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := newAct(t, b, 1, 2, nil)
 	if err := gguf.Quantize(gguf.TypeF32, []float32{2, 3}, data); err != nil {
 		t.Fatal(err)
 	}
-	b.MatMul(dst, x, w)
-	if got := download(b, dst)[0]; got != 5 {
-		t.Errorf("MatMul after writing the weight's bytes = %v, want 5", got)
+	b.Embed(dst, w, []int32{0})
+	if got := download(b, dst); got[0] != 2 || got[1] != 3 {
+		t.Errorf("Embed after writing a lookup weight's bytes = %v, want [2 3]", got)
 	}
 }
 

@@ -15,9 +15,9 @@ import (
 // per 64 bytes, and one conversion of 16 rows' halves feeds an FMA per
 // activation row. This is what llama.cpp's REPACK does (q4_0_8x8,
 // q4_K_8x8) for the same reason. The copy is as large as the weight
-// (Q4_K's 2.8% more, below; F16's rows padded to 32 columns),
-// and the mmap'd bytes stay the tensor's data for Embed and the scalar
-// kernels. A group past the last row is padded with zero rows, whose sums
+// (Q4_K's 2.8% more, below; F16's rows padded to 32 columns), and it
+// replaces the mmap'd bytes, whose pages the loader releases: Embed
+// decodes its rows too (unpack.go). A group past the last row is padded with zero rows, whose sums
 // the kernels never store.
 //
 // Q4_0, per group of blocks blocks: the quants of every block, then the

@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -9,114 +8,6 @@ import (
 
 	"folio/models/gguf"
 )
-
-// unpackRowRef decodes row r of a packed weight back to float32s, reading
-// the layout as repack.go documents it: the reference the layout is tested
-// against.
-func unpackRowRef(p *packedWeight, r, k int) []float32 {
-	le := binary.LittleEndian
-	h := func(b []byte) float32 { return gguf.F16ToF32(le.Uint16(b)) }
-	g, lane := p.data[r/packRows*p.group:], r%packRows
-	out := make([]float32, k)
-	for e := range out {
-		switch p.kind {
-		case kindQ4_0, kindIQ4_NL, kindIQ4_XS, kindQ4_1, kindMXFP4:
-			b, j := e/32, e%32
-			d := h(g[256*p.blocks+32*b+2*lane:])
-			if p.kind == kindIQ4_XS || p.kind == kindMXFP4 {
-				d = math.Float32frombits(le.Uint32(g[256*p.blocks+64*b+4*lane:]))
-			}
-			byteAt := 256*b + 64*(j%16/4) + 4*lane + j%4
-			q := g[byteAt] & 0x0f
-			if j >= 16 {
-				q = g[byteAt] >> 4
-			}
-			switch p.kind {
-			case kindQ4_0:
-				out[e] = d * float32(int(q)-8)
-			case kindQ4_1:
-				out[e] = d*float32(q) + h(g[256*p.blocks+32*(p.blocks+b)+2*lane:])
-			case kindMXFP4:
-				out[e] = d * float32(gguf.MXFP4Values[q])
-			default:
-				out[e] = d * float32(gguf.IQ4NLValues[q])
-			}
-		case kindQ8_0:
-			b, j := e/32, e%32
-			d := h(g[512*p.blocks+32*b+2*lane:])
-			out[e] = d * float32(int8(g[512*b+64*(j/4)+4*lane+j%4]))
-		case kindQ4_K, kindQ5_K:
-			s, j := e/256, e%256
-			sb, t := j/32, j%32
-			pb := q4KPackBytes
-			if p.kind == kindQ5_K {
-				pb = q5KPackBytes
-			}
-			blk := g[s*pb:]
-			d, dmin := h(blk[2*lane:]), h(blk[32+2*lane:])
-			sc := blk[64+16*sb+lane]
-			m := blk[192+32*(sb/2)+2*lane+sb%2]
-			qb := blk[320+512*(sb/2)+64*(t/4)+4*lane+t%4]
-			q := qb & 0x0f
-			if sb%2 == 1 {
-				q = qb >> 4
-			}
-			if p.kind == kindQ5_K {
-				q |= blk[q4KPackBytes+64*(t/4)+4*lane+t%4] >> sb & 1 << 4
-			}
-			out[e] = d*float32(sc)*float32(q) - dmin*float32(m)
-		case kindQ5_0, kindQ5_1:
-			b, j := e/32, e%32
-			d := h(g[320*p.blocks+32*b+2*lane:])
-			at := 320*b + 64*(j%16/4) + 4*lane + j%4
-			q := g[at] & 0x0f
-			hbit := g[320*b+256+4*lane+j%4] >> (2 * (j % 16 / 4)) & 1
-			if j >= 16 {
-				q = g[at] >> 4
-				hbit = g[320*b+256+4*lane+j%4] >> (2*(j%16/4) + 1) & 1
-			}
-			if p.kind == kindQ5_1 {
-				out[e] = d*float32(q|hbit<<4) + h(g[320*p.blocks+32*(p.blocks+b)+2*lane:])
-			} else {
-				out[e] = d * float32(int(q|hbit<<4)-16)
-			}
-		case kindQ6_K:
-			s, j := e/256, e%256
-			sb, t := j/16, j%16
-			blk := g[s*q6KPackBytes:]
-			d := math.Float32frombits(le.Uint32(blk[3328+4*lane:]))
-			sc := int8(blk[3072+32*(sb/2)+2*lane+sb%2])
-			at := 64*(t/4) + 4*lane + t%4
-			q := blk[256*(sb/2)+at] >> (4 * (sb % 2)) & 0x0f
-			q |= blk[2048+256*(sb/4)+at] >> (2 * (sb % 4)) & 3 << 4
-			out[e] = d * float32(sc) * float32(int(q)-32)
-		case kindQ3_K:
-			s, j := e/256, e%256
-			sb, t := j/16, j%16
-			blk := g[s*q3KPackBytes:]
-			d := math.Float32frombits(le.Uint32(blk[1792+4*lane:]))
-			sc := int8(blk[1536+32*(sb/2)+2*lane+sb%2])
-			at := 64*(t/4) + 4*lane + t%4
-			q := blk[256*(sb/4)+at] >> (2 * (sb % 4)) & 3
-			q |= blk[1024+256*(sb/8)+at] >> (sb % 8) & 1 << 2
-			out[e] = d * float32(sc) * float32(int(q)-4)
-		case kindQ2_K:
-			s, j := e/256, e%256
-			sb, t := j/16, j%16
-			blk := g[s*q2KPackBytes:]
-			d := math.Float32frombits(le.Uint32(blk[1280+4*lane:]))
-			dmin := math.Float32frombits(le.Uint32(blk[1344+4*lane:]))
-			sm := blk[1024+32*(sb/2)+2*lane+sb%2]
-			q := blk[256*(sb/4)+64*(t/4)+4*lane+t%4] >> (2 * (sb % 4)) & 3
-			out[e] = d*float32(sm&15)*float32(q) - dmin*float32(sm>>4)
-		case kindF16:
-			out[e] = h(g[32*e+2*lane:])
-		case kindBF16:
-			out[e] = gguf.BF16ToF32(le.Uint16(g[32*e+2*lane:]))
-		}
-	}
-	return out
-}
 
 // packedTypes are the weight types this machine repacks.
 func packedTypes() []gguf.TensorType {
@@ -129,9 +20,10 @@ func packedTypes() []gguf.TensorType {
 	return ts
 }
 
-// TestRepack: a packed weight holds the same values as the GGUF bytes
-// (within float32 rounding of the two ways of decoding), row by row, and
-// its padding rows are zero.
+// TestRepack: a packed weight holds the same values as the GGUF bytes,
+// row by row: unpackRow, which reads each layout as repack.go documents
+// it, gives gguf.Dequantize's values bit for bit; and its padding rows are
+// zero.
 func TestRepack(t *testing.T) {
 	if bestLevel == levelScalar {
 		t.Skip("no SIMD kernels on this machine")
@@ -150,13 +42,15 @@ func TestRepack(t *testing.T) {
 				t.Fatalf("%v: no packed copy", typ)
 			}
 			for row := range (rows + packRows - 1) / packRows * packRows {
-				got := unpackRowRef(p, row, k)
+				got := make([]float32, k)
+				unpackRow(p, row, got)
 				for j, v := range got {
-					want := float32(0)
+					want, same := float32(0), v == 0 // a padding row: zeros of either sign
 					if row < rows {
 						want = wf[row*k+j]
+						same = math.Float32bits(v) == math.Float32bits(want)
 					}
-					if d := math.Abs(float64(v - want)); d > 1e-6*math.Max(1, math.Abs(float64(want))) {
+					if !same {
 						t.Fatalf("%v %dx%d: packed row %d element %d = %v, want %v", typ, rows, k, row, j, v, want)
 					}
 				}

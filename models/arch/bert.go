@@ -59,6 +59,7 @@ func newBertBlock(ld *loader, c *Config, i int) block {
 		l.wq = ld.weightPart(p+"attn_qkv.weight", 0, q, all, c.Dim)
 		l.wk = ld.weightPart(p+"attn_qkv.weight", q, kv, all, c.Dim)
 		l.wv = ld.weightPart(p+"attn_qkv.weight", q+kv, kv, all, c.Dim)
+		ld.releaseRepacked(p+"attn_qkv.weight", []gpu.Tensor{l.wq, l.wk, l.wv})
 		return l
 	}
 	l.wq, l.bq = w("attn_q", c.QDim(), c.Dim), bias("attn_q", c.QDim())

@@ -443,16 +443,34 @@ func (ld *loader) loadShape(name string, want []uint64, row0, rows, totalRows, c
 		ld.err = fmt.Errorf("loading %s: %w", name, err)
 		return nil
 	}
-	// A weight the backend repacked is not read again, or (the token
-	// embeddings tied to the output) only by Embed, a row a token, which
-	// faults those rows' pages back in from the page cache: its file pages
-	// leave the process's memory, which otherwise held the weights twice. A
-	// part of a fused weight keeps them: the other parts may not be
-	// repacked.
+	// A weight the backend holds a copy of (repacked for its kernels, or
+	// an F32 weight) is not read again, Embed's rows of the token
+	// embeddings tied to the output included: its file pages leave the
+	// process's memory, which otherwise held the weights twice. A part of
+	// a fused weight keeps them until its caller has every part
+	// (releaseRepacked): the other parts may not be copied.
 	if r, ok := w.(gpu.RepackedWeight); ok && r.Repacked() && rows == totalRows {
 		ld.f.Release(t)
 	}
 	return w
+}
+
+// releaseRepacked releases the file pages of name once every part of it
+// loaded as parts (weightPart, expert) is a weight the backend holds a
+// copy of: nothing reads them again (load releases a whole weight so, and
+// keeps a part's pages for the parts that may not be copied).
+func (ld *loader) releaseRepacked(name string, parts []gpu.Tensor) {
+	if ld.err != nil {
+		return
+	}
+	for _, w := range parts {
+		if r, ok := w.(gpu.RepackedWeight); !ok || !r.Repacked() {
+			return
+		}
+	}
+	if t, ok := ld.f.Tensor(name); ok {
+		ld.f.Release(t)
+	}
 }
 
 // tokEmbdName is the token embeddings' tensor, which Embed reads by rows.

@@ -104,24 +104,9 @@ func (f *moeFFN) loadBiases(ld *loader, c *Config, i int) {
 		f.upB = append(f.upB, ld.weightPart(name("ffn_up_exps"), e, 1, c.Experts, c.ExpertFFN))
 		f.downB = append(f.downB, ld.weightPart(name("ffn_down_exps"), e, 1, c.Experts, c.Dim))
 	}
-}
-
-// releaseRepacked releases the file pages of name once every part of it
-// loaded as parts is a weight the backend repacked: no kernel reads them
-// again (load releases a whole weight so, and keeps a part's pages for
-// the parts that may not be repacked).
-func (ld *loader) releaseRepacked(name string, parts []gpu.Tensor) {
-	if ld.err != nil {
-		return
-	}
-	for _, w := range parts {
-		if r, ok := w.(gpu.RepackedWeight); !ok || !r.Repacked() {
-			return
-		}
-	}
-	if t, ok := ld.f.Tensor(name); ok {
-		ld.f.Release(t)
-	}
+	ld.releaseRepacked(name("ffn_gate_exps"), f.gateB)
+	ld.releaseRepacked(name("ffn_up_exps"), f.upB)
+	ld.releaseRepacked(name("ffn_down_exps"), f.downB)
 }
 
 // expert loads expert e's slice of name, a GGUF [cols, rows, experts]

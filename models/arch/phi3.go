@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"folio/gpu"
 	"folio/models/gguf"
 )
 
@@ -28,10 +29,12 @@ func newPhi3Block(ld *loader, c *Config, i int) block {
 		up:       ld.weightPart(name("ffn_up"), c.FFN, c.FFN, 2*c.FFN, c.Dim), // [FFN, Dim]
 		down:     ld.weight(name("ffn_down"), c.Dim, c.FFN),
 	}
+	ld.releaseRepacked(name("ffn_up"), []gpu.Tensor{b.gate, b.up})
 	if _, fused := ld.f.Tensor(name("attn_qkv")); fused {
 		b.wq = ld.weightPart(name("attn_qkv"), 0, q, q+2*kv, c.Dim)     // [QDim, Dim]
 		b.wk = ld.weightPart(name("attn_qkv"), q, kv, q+2*kv, c.Dim)    // [KVDim, Dim]
 		b.wv = ld.weightPart(name("attn_qkv"), q+kv, kv, q+2*kv, c.Dim) // [KVDim, Dim]
+		ld.releaseRepacked(name("attn_qkv"), []gpu.Tensor{b.wq, b.wk, b.wv})
 	} else {
 		b.wq = ld.weight(name("attn_q"), q, c.Dim)
 		b.wk = ld.weight(name("attn_k"), kv, c.Dim)

@@ -84,3 +84,48 @@ func TestMoEReleasesRepackedExperts(t *testing.T) {
 		t.Errorf("%d bytes of the file stay resident after its %d bytes of experts were repacked", rss, experts)
 	}
 }
+
+// TestRunLeavesFilePages: a model whose weights the CPU holds copies of
+// (the 2-D ones repacked, the F32 norms copied) reads nothing from the
+// file as it runs, Embed's rows of the token embeddings tied to the
+// output included: after a prompt and decode steps, no more of the file's
+// mapping is resident than its header (the tokenizer and metadata) and a
+// few pages. Norms read in place once mapped the page cache's neighbours
+// of them at each first read (fault-around, large folios), and Embed the
+// pages of the rows it looked up: the released weights, held twice.
+func TestRunLeavesFilePages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "llama.gguf")
+	err := synth.WriteTiny(path, "llama", gguf.TypeQ8_0, 11, func(c *synth.Config) {
+		c.Embd, c.FFN, c.Layers, c.Tied, c.VocabSize = 512, 1536, 4, true, 4096
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := cpu.New(1)
+	defer be.Close()
+	w, err := be.Weight("probe", gguf.TypeQ8_0, 16, 32, make([]byte, 16*34))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rw, ok := w.(gpu.RepackedWeight); !ok || !rw.Repacked() {
+		t.Skip("this CPU does not repack Q8_0 weights: the file's pages are its kernels' data")
+	}
+	r := openRig(t, path, 16, gguf.TypeF16)
+	ids := make([]int32, 200)
+	for i := range ids {
+		ids[i] = int32(3 + i*19%4000) // rows all over the embeddings
+	}
+	r.prompt(t, ids[:100])
+	r.greedy(t, ids[100:], 8)
+	var tensors int64
+	for _, ti := range r.f.Tensors {
+		tensors += ti.Bytes
+	}
+	// A page two tensors share stays (Release drops a tensor's whole pages).
+	rss, limit := mappedRSS(t, path), r.f.DataOffset+int64(2*os.Getpagesize()*len(r.f.Tensors))+64<<10
+	t.Logf("header %d bytes, tensors %d; the file's resident mapping after running: %d bytes", r.f.DataOffset, tensors, rss)
+	if rss > limit {
+		t.Errorf("%d bytes of the file resident after running, more than its %d-byte header, the pages its %d tensors share and 64 KiB",
+			rss, r.f.DataOffset, len(r.f.Tensors))
+	}
+}
