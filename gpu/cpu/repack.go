@@ -63,14 +63,21 @@ import (
 //
 // IQ4_NL, as Q4_0 (its blocks are a half d and 16 bytes of codes too); the
 // kernels are Q8_0's, on the codes looked up in the IQ4_NL table. IQ4_XS
-// as IQ4_NL, each sub-block of 32 a block whose scale is a float32,
-// d·(scale−32) (exact), iq4XSPackBytes = 16 · 20 bytes a block:
+// as IQ4_NL, each sub-block of 32 a block, its scale d·(scale−32) made
+// by the kernels from its super-block's half and its int8 scale (the
+// float32 product gguf.Dequantize takes), iq4XSPackBytes = 16 · 17.25
+// bytes a block (the file's 17 and the halves' alignment):
 //
 //	qs[blocks][4][64] as Q4_0's.
-//	d[blocks][16]     block b's scales (float32).
+//	d[blocks/8][16]   super-block s's halves.
+//	sc[blocks][16]    block b's scales less 32 (int8).
 //
-// MXFP4 as IQ4_XS, each block's scale its power of two halved (the codes'
-// values are doubled: gguf.E8M0Half).
+// MXFP4 as IQ4_NL, each block's scale its E8M0 byte, which the kernels
+// turn into its power of two halved (the codes' values are doubled:
+// gguf.E8M0Half), mxfp4PackBytes = 16 · 17 bytes a block, the file's:
+//
+//	qs[blocks][4][64] as Q4_0's.
+//	e[blocks][16]     block b's E8M0 scales.
 //
 // Q8_0, per group of blocks blocks, as Q4_0's, q8_0PackBytes = 16 · 34
 // bytes a block:
@@ -127,7 +134,8 @@ const (
 	q6KPackBytes   = packRows * 212
 	q3KPackBytes   = packRows * 116
 	q2KPackBytes   = packRows * 88
-	iq4XSPackBytes = packRows * 20
+	iq4XSPackBytes = packRows*17 + packRows/4 // 16 bytes of codes, a byte of scale, an eighth of a half
+	mxfp4PackBytes = packRows * 17
 	q4_1PackBytes  = packRows * 20
 	q5_1PackBytes  = packRows * 24
 	q5_0PackBytes  = packRows * 22
@@ -156,8 +164,10 @@ func packBlockBytes(kind kernelKind) int {
 		return q3KPackBytes
 	case kindQ2_K:
 		return q2KPackBytes
-	case kindIQ4_XS, kindMXFP4:
+	case kindIQ4_XS:
 		return iq4XSPackBytes
+	case kindMXFP4:
+		return mxfp4PackBytes
 	case kindQ4_1:
 		return q4_1PackBytes
 	case kindQ5_1:
@@ -176,7 +186,7 @@ func packBlockBytes(kind kernelKind) int {
 
 // RepackedBytes is the memory Weight allocates, besides the caller's bytes,
 // for a rows × cols weight of typ on this machine: the repacked copy of
-// every type with packed kernels (all but F32 and MXFP4) at x86 levels; 0
+// every type with packed kernels (all but F32) at x86 levels; 0
 // for other types, on arm64 or without SIMD kernels. A loader adds it to
 // what it needs in RAM.
 func RepackedBytes(typ gguf.TensorType, rows, cols int) int64 {
@@ -483,19 +493,21 @@ func packIQ4XSRow(out, src []byte, r, blocks int) {
 		for j := range 4 {
 			copy(qs[64*j+4*r:], blk[8+16*ib+4*j:12+16*ib+4*j])
 		}
-		d := gguf.F16ToF32(binary.LittleEndian.Uint16(blk)) * float32(gguf.IQ4XSScale(blk, ib)-32)
-		binary.LittleEndian.PutUint32(out[256*blocks+64*b+4*r:], math.Float32bits(d))
+		if ib == 0 {
+			copy(out[256*blocks+32*(b/8)+2*r:], blk[:2])
+		}
+		out[256*blocks+32*(blocks/8)+16*b+r] = byte(int8(gguf.IQ4XSScale(blk, ib) - 32))
 	}
 }
 
 // packMXFP4Row places one MXFP4 row (17-byte blocks: the E8M0 scale e, 16
-// bytes of codes in Q4_0's order) at lane r, as IQ4_XS's blocks.
+// bytes of codes in Q4_0's order) at lane r.
 func packMXFP4Row(out, src []byte, r, blocks int) {
 	for b := range blocks {
 		blk, qs := src[17*b:17*b+17], out[256*b:]
 		for j := range 4 {
 			copy(qs[64*j+4*r:], blk[1+4*j:5+4*j])
 		}
-		binary.LittleEndian.PutUint32(out[256*blocks+64*b+4*r:], math.Float32bits(gguf.E8M0Half(blk[0])))
+		out[256*blocks+16*b+r] = blk[0]
 	}
 }

@@ -167,3 +167,49 @@ func TestRepackedBytesAndSlice(t *testing.T) {
 		}
 	}
 }
+
+// TestPackedMXFP4Scales: the packed kernels turn every E8M0 scale into
+// gguf.E8M0Half's power of two, the two subnormal ones (e = 0, 1)
+// included: rows whose blocks have scales 0 … 15 (row o's results are
+// ~2^(o-128) times the activations', and checkDots' bound is relative to
+// each).
+func TestPackedMXFP4Scales(t *testing.T) {
+	kind, ok := packedKind(gguf.TypeMXFP4, bestLevel)
+	if !ok {
+		t.Skip("MXFP4 is not packed on this machine")
+	}
+	const m, k, n = 16, 64, 3
+	r := rand.New(rand.NewPCG(54, 55))
+	data := make([]byte, m*k/32*17)
+	for i := range m * k / 32 {
+		blk := data[17*i : 17*i+17]
+		blk[0] = byte(i / (k / 32)) // row i/2's scales: its row number
+		for j := 1; j < 17; j++ {
+			blk[j] = byte(r.Uint32())
+		}
+	}
+	wf := make([]float32, m*k)
+	if err := gguf.Dequantize(gguf.TypeMXFP4, data, wf); err != nil {
+		t.Fatal(err)
+	}
+	b := newTestBackend(t)
+	p := newWeight(t, b, gguf.TypeMXFP4, m, k, data).(*Tensor).packed
+	x := randFloats(r, n*k, 1e4)
+	stride := xRowBytes(kind, k)
+	xq := alignedBytes(n * stride)
+	quantizeX(kind, x, k, n, k, xq, stride)
+	var xs []float32
+	for i := range n {
+		xs = append(xs, dequantizeXRef(kind, xq[i*stride:], k)...)
+	}
+	for _, l := range supportedLevels()[1:] {
+		if _, ok := packedKind(gguf.TypeMXFP4, l); !ok {
+			continue
+		}
+		for _, rows := range []int{n, 1} { // a tile, and decode's kernel
+			dst := make([]float32, rows*m)
+			matmulPackedX(kind, l, p.data, p.group, p.blocks, m, xq, stride, rows, k, dst, m)
+			checkDots(t, dst, xs, wf, rows, k, m, matmulTol)
+		}
+	}
+}

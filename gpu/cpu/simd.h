@@ -60,9 +60,9 @@ enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4,
 
 // The kinds that run Q8_0's packed kernels on X8P activations: Q8_0 itself
 // and, in Q4_0's layout, the 4-bit codes looked up in a table (q80_lut):
-// IQ4_NL with halves for scales, IQ4_XS and MXFP4 with float32s (q80_f32).
+// IQ4_NL with halves for scales, IQ4_XS with a half a super-block and an
+// int8 a block, MXFP4 with E8M0 bytes (repack.go).
 static inline int q80_lut(int kind) { return kind != KIND_Q8_0; }
-static inline int q80_f32(int kind) { return kind == KIND_IQ4_XS || kind == KIND_MXFP4; }
 // Dispatch levels (Go's simdLevel). Go passes LEVEL_AMX to the packed
 // matmul and attention only, LEVEL_AVX512BF16 to attention only: their
 // other kernels are AVX-512's.

@@ -155,6 +155,27 @@ INLINE AVX512 void pq5_0x2_512(const uint8_t *w, int64_t gb, int G, int nb, cons
 	pq40x2_512(w, gb, G, nb, x, xs, nx, acc, pf, 1);
 }
 
+// q80_dw_512 is the 16 rows' scales of block b of a Q8_0's packed group
+// of nb blocks at w, or of a table kind's (repack.go): halves (Q8_0,
+// IQ4_NL), the super-block's half times the block's int8 (IQ4_XS: the
+// float32 product gguf.Dequantize takes) or the E8M0 byte's power of two
+// halved (MXFP4: gguf.E8M0Half, 2^-128 and 2^-127 subnormal).
+INLINE AVX512 __m512 q80_dw_512(const uint8_t *w, int nb, int b, int kind) {
+	const uint8_t *ds = w + (int64_t)(q80_lut(kind) ? 256 : 512) * nb;
+	if (kind == KIND_IQ4_XS) {
+		__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ds + 32 * (b / 8))));
+		__m128i sc = _mm_loadu_si128((const __m128i *)(ds + 32 * (nb / 8) + 16 * b));
+		return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc)));
+	}
+	if (kind == KIND_MXFP4) {
+		__m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(ds + 16 * b)));
+		__m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+		__m512i sub = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+		return _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), normal, sub));
+	}
+	return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(ds + 32 * b)));
+}
+
 // pq8_0_512 sets acc[G·i + g] to the dot products of G (1 or 2) Q8_0
 // groups, gb bytes apart (nb blocks, quants at w + g·gb, scales 512·nb
 // after them), with nx X8P activation rows: the first block's products
@@ -165,8 +186,7 @@ INLINE AVX512 void pq5_0x2_512(const uint8_t *w, int64_t gb, int G, int nb, cons
 // interleave.
 // For kind IQ4_NL, IQ4_XS or MXFP4 (q80_lut) the groups are in Q4_0's
 // layout: a block's codes become its 8 vectors of int8 values by a byte
-// shuffle of the kind's table, its scale a half or a float32 (q80_f32;
-// repack.go).
+// shuffle of the kind's table, its scales q80_dw_512's.
 INLINE AVX512 void pq80_512(const uint8_t *w, int64_t gb, int G, int nb, const uint8_t *x, int64_t xs, int nx,
                             __m512 *acc, int pf, int kind) {
 	const int lut = q80_lut(kind);
@@ -195,8 +215,7 @@ INLINE AVX512 void pq80_512(const uint8_t *w, int64_t gb, int G, int nb, const u
 				q[g][4 + j] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
 			}
 			bias[g] = q8_bias512(q[g]);
-			dw[g] = q80_f32(kind) ? _mm512_load_ps((const float *)(wg + bb * nb + 64 * b))
-			                : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wg + bb * nb + 32 * b)));
+			dw[g] = q80_dw_512(wg, nb, b, kind);
 		}
 		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
 		for (int i = 0; i < nx; i++) {

@@ -413,8 +413,8 @@ INLINE LVL void pq2_k_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *
 // half's bytes), or for a table kind (q80_lut) of a packed block in
 // Q4_0's layout: its codes' low nibbles (u < 4) or high ones looked up in
 // the kind's table. q80_bytes is a block's bytes before the scales; q80_dw
-// the scales of half h of block b, halves or float32s (q80_f32) after the
-// nb blocks at w.
+// the scales of half h of block b after the nb blocks at w, as q80_dw_512
+// makes them.
 INLINE LVL __m256i q80_vec(const uint8_t *wb, int u, int kind) {
 	if (!q80_lut(kind))
 		return _mm256_load_si256((const __m256i *)(wb + 64 * u));
@@ -427,8 +427,18 @@ INLINE LVL __m256i q80_vec(const uint8_t *wb, int u, int kind) {
 INLINE int q80_bytes(int kind) { return q80_lut(kind) ? 256 : 512; }
 INLINE LVL __m256 q80_dw(const uint8_t *w, int nb, int b, int h, int kind) {
 	const uint8_t *ds = w + (int64_t)q80_bytes(kind) * nb;
-	return q80_f32(kind) ? _mm256_load_ps((const float *)(ds + 64 * b + 32 * h))
-	                     : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * b + 16 * h)));
+	if (kind == KIND_IQ4_XS) {
+		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * (b / 8) + 16 * h)));
+		__m128i sc = _mm_loadl_epi64((const __m128i *)(ds + 32 * (nb / 8) + 16 * b + 8 * h));
+		return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)));
+	}
+	if (kind == KIND_MXFP4) {
+		__m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(ds + 16 * b + 8 * h)));
+		__m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+		__m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+		return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+	}
+	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * b + 16 * h)));
 }
 
 #if HI_SHUFFLE

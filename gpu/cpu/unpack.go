@@ -17,7 +17,6 @@ func unpackRow(p *packedWeight, r int, out []float32) {
 	le := binary.LittleEndian
 	g, lane := p.data[r/packRows*p.group:], r%packRows
 	half := func(off int) float32 { return gguf.F16ToF32(le.Uint16(g[off:])) }
-	single := func(off int) float32 { return math.Float32frombits(le.Uint32(g[off:])) }
 	switch p.kind {
 	case kindQ4_0, kindIQ4_NL, kindIQ4_XS, kindQ4_1, kindMXFP4, kindQ5_0, kindQ5_1:
 		bb := 256 // a block's bytes before the scales
@@ -28,8 +27,10 @@ func unpackRow(p *packedWeight, r int, out []float32) {
 			y := out[32*b : 32*b+32]
 			var d, m float32
 			switch p.kind {
-			case kindIQ4_XS, kindMXFP4:
-				d = single(bb*p.blocks + 64*b + 4*lane)
+			case kindIQ4_XS:
+				d = half(bb*p.blocks+32*(b/8)+2*lane) * float32(int8(g[bb*p.blocks+32*(p.blocks/8)+16*b+lane]))
+			case kindMXFP4:
+				d = gguf.E8M0Half(g[bb*p.blocks+16*b+lane])
 			default:
 				d = half(bb*p.blocks + 32*b + 2*lane)
 			}
