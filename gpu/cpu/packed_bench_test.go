@@ -34,10 +34,10 @@ func BenchmarkPackedQ8(b *testing.B) {
 func BenchmarkKernelStream(b *testing.B) {
 	const streamMiB, k = 96, 2048
 	for _, l := range supportedLevels()[1:] {
-		for _, typ := range []gguf.TensorType{gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ4_0, gguf.TypeQ8_0} {
+		for _, typ := range []gguf.TensorType{gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ4_0, gguf.TypeQ8_0, gguf.TypeIQ4_XS, gguf.TypeMXFP4} {
 			kind, _ := kernelFor(typ, l)
 			for _, packed := range []bool{false, true} {
-				if _, ok := packedKind(typ, l); packed && !ok {
+				if _, ok := packedKind(typ, l); packed && !ok || !packed && packedOnlyTypes[kind] == typ {
 					continue
 				}
 				name := fmt.Sprintf("%v/%v/packed=%v", l, typ, packed)
