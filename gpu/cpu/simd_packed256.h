@@ -10,7 +10,7 @@
 //
 // The includer defines LVL, its level's target attribute, PM256, the name
 // of its entry (void PM256(int kind, PM_ARGS)), HI_SHUFFLE (1 or 0: see
-// chain8 and pq8_0_256), dacc, the type of a chain of sums, keep(d), what a chain's step
+// chain8 and pq8_0_256), SMALL_Q8 (1 or 0: see pq_mxfp4_256), dacc, the type of a chain of sums, keep(d), what a chain's step
 // ends with, and these steps on
 // unsigned × signed bytes, four a 32-bit lane:
 //
@@ -506,9 +506,47 @@ INLINE LVL void pq_iq4_nl_256(const uint8_t *w, int nb, int h, const uint8_t *x,
 INLINE LVL void pq_iq4_xs_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
 	pq80_256(w, nb, h, x, xs, nx, acc, KIND_IQ4_XS);
 }
+#if SMALL_Q8
+// pq_mxfp4_256 at AVX2: MXFP4's doubled E2M1 values (|v| ≤ 12) are
+// vpmaddubsw's signed side against X8P's biased activations (x + 128 ≤
+// 255) as they are, without Q8_0's sign trick (a vpsignb and a vpmaddwd
+// a step and row): a pair reaches 2·255·12 = 6120, so a row's two chains
+// of four steps stay in int16, one vpmaddwd each; less 128·Σv, the bias's
+// share, from the block's weights once. The int32 sums, and so the
+// results, are the sign trick's exactly.
+#define MXFP4_TILE XT4
+INLINE LVL void pq_mxfp4_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	const __m256i ones = _mm256_set1_epi16(1), b80 = _mm256_set1_epi8((char)0x80);
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + 256 * (int64_t)b + 32 * h;
+		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
+		__m256i q[8], bias = _mm256_setzero_si256();
+		for (int u = 0; u < 8; u++) {
+			q[u] = q80_vec(wb, u, KIND_MXFP4);
+			bias = _mm256_add_epi16(bias, _mm256_maddubs_epi16(b80, q[u])); // at most 8·2·128·12
+		}
+		bias = _mm256_madd_epi16(bias, ones);
+		__m256 dw = q80_dw(w, nb, b, h, KIND_MXFP4);
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = xb + i * xs;
+			__m256i lo = _mm256_maddubs_epi16(bcast(xp), q[0]), hi = _mm256_maddubs_epi16(bcast(xp + 16), q[4]);
+			for (int u = 1; u < 4; u++) {
+				lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(bcast(xp + 4 * u), q[u]));
+				hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(bcast(xp + 16 + 4 * u), q[4 + u]));
+				keep(lo);
+				keep(hi);
+			}
+			__m256i s = _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(lo, ones), _mm256_madd_epi16(hi, ones)), bias);
+			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xp + 64))), acc[i]);
+		}
+	}
+}
+#else
+#define MXFP4_TILE Q8_TILE
 INLINE LVL void pq_mxfp4_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
 	pq80_256(w, nb, h, x, xs, nx, acc, KIND_MXFP4);
 }
+#endif
 
 // A decode step (one activation row) is bound by the weights' bandwidth:
 // its kernels take a group's two halves in one pass, each 64-byte line of
@@ -629,9 +667,38 @@ INLINE LVL void pq_iq4_nl_256_1(const uint8_t *w, int nb, const uint8_t *x, __m2
 INLINE LVL void pq_iq4_xs_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
 	pq80_256_1(w, nb, x, acc, KIND_IQ4_XS);
 }
+#if SMALL_Q8
+// pq_mxfp4_256_1 is pq_mxfp4_256 for one activation row and both halves
+// (a decode step: at AVX2 the sign trick's kernel streamed MXFP4 at 26
+// GB/s where Q4_K's ran at 42). The bias's Σv comes from the steps' codes
+// added as bytes (at most 8·12 a lane byte).
+INLINE LVL void pq_mxfp4_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	const __m256i ones = _mm256_set1_epi16(1), b80 = _mm256_set1_epi8((char)0x80);
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + 256 * (int64_t)b;
+		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
+		mm_prefetch(wb + MM_PREFETCH, 256);
+		__m256 dx = _mm256_set1_ps(ldf(xb + 64));
+		for (int h = 0; h < 2; h++) {
+			__m256i lo = _mm256_setzero_si256(), hi = lo, sum = lo;
+			for (int u = 0; u < 4; u++) {
+				__m256i ql = q80_vec(wb + 32 * h, u, KIND_MXFP4), qh = q80_vec(wb + 32 * h, 4 + u, KIND_MXFP4);
+				lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(bcast(xb + 4 * u), ql));
+				hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(bcast(xb + 16 + 4 * u), qh));
+				sum = _mm256_add_epi8(sum, _mm256_add_epi8(ql, qh));
+			}
+			__m256i bias = _mm256_madd_epi16(_mm256_maddubs_epi16(b80, sum), ones);
+			__m256i s = _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(lo, ones), _mm256_madd_epi16(hi, ones)), bias);
+			__m256 dw = q80_dw(w, nb, b, h, KIND_MXFP4);
+			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, dx), acc[h]);
+		}
+	}
+}
+#else
 INLINE LVL void pq_mxfp4_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
 	pq80_256_1(w, nb, x, acc, KIND_MXFP4);
 }
+#endif
 
 // pq5_0_256_1 is pq5_0_256 for one activation row and both halves of a
 // group.
@@ -745,7 +812,7 @@ PACKED256(pm_q4_k_256, pq4_k_256, XT4)
 PACKED256(pm_q8_0_256, pq8_0_256, Q8_TILE)
 PACKED256(pm_iq4_nl_256, pq_iq4_nl_256, Q8_TILE)
 PACKED256(pm_iq4_xs_256, pq_iq4_xs_256, Q8_TILE)
-PACKED256(pm_mxfp4_256, pq_mxfp4_256, Q8_TILE)
+PACKED256(pm_mxfp4_256, pq_mxfp4_256, MXFP4_TILE)
 PACKED256(pm_q6_k_256, pq6_k_256, XT4)
 PACKED256(pm_q3_k_256, pq3_k_256, XT4)
 PACKED256(pm_q2_k_256, pq2_k_256, XT4)

@@ -7,12 +7,13 @@
 // of the unpacked kernel (simd_avx2.c) on a lane's four quants, |w|
 // against x with w's signs, the activations' bias taken off before the
 // broadcast; a pair can reach 2·128·127, so each step's pairs go to int32
-// at once.
+// at once. MXFP4's small values need no sign trick (SMALL_Q8).
 
 #include "simd.h"
 
 #define LVL AVX2
 #define PM256 folio_pm256_avx2
+#define SMALL_Q8 1
 #define HI_SHUFFLE 0
 
 // A chain is one vector of int16 pair sums, a register at each step
