@@ -59,6 +59,18 @@ func TestRepack(t *testing.T) {
 	}
 }
 
+// quantActs quantizes n rows of k activations x into kind's format (xq,
+// stride bytes a row) and returns the values they stand for, xs.
+func quantActs(kind kernelKind, x []float32, n, k int) (xq []byte, stride int, xs []float32) {
+	stride = xRowBytes(kind, k)
+	xq = alignedBytes(n * stride)
+	quantizeX(kind, x, k, n, k, xq, stride)
+	for i := range n {
+		xs = append(xs, dequantizeXRef(kind, xq[i*stride:], k)...)
+	}
+	return xq, stride, xs
+}
+
 // TestPackedKernels checks the packed kernels at every SIMD level against
 // the float64 dot of the values their inputs stand for, over awkward
 // shapes (rows not a whole group, one activation row, odd tiles), and that
@@ -78,14 +90,7 @@ func TestPackedKernels(t *testing.T) {
 				t.Run(fmt.Sprintf("%v/n=%d,k=%d,m=%d", typ, n, k, m), func(t *testing.T) {
 					data, wf := quantWeight(t, r, typ, m, k)
 					p := newWeight(t, b, typ, m, k, data).(*Tensor).packed
-					x := randFloats(r, n*k, 1)
-					stride := xRowBytes(kind, k)
-					xq := alignedBytes(n * stride)
-					quantizeX(kind, x, k, n, k, xq, stride)
-					var xs []float32
-					for i := range n {
-						xs = append(xs, dequantizeXRef(kind, xq[i*stride:], k)...)
-					}
+					xq, stride, xs := quantActs(kind, randFloats(r, n*k, 1), n, k)
 					var first []float32
 					for _, l := range supportedLevels()[1:] {
 						if _, ok := packedKind(typ, l); !ok {
@@ -194,14 +199,7 @@ func TestPackedMXFP4Scales(t *testing.T) {
 	}
 	b := newTestBackend(t)
 	p := newWeight(t, b, gguf.TypeMXFP4, m, k, data).(*Tensor).packed
-	x := randFloats(r, n*k, 1e4)
-	stride := xRowBytes(kind, k)
-	xq := alignedBytes(n * stride)
-	quantizeX(kind, x, k, n, k, xq, stride)
-	var xs []float32
-	for i := range n {
-		xs = append(xs, dequantizeXRef(kind, xq[i*stride:], k)...)
-	}
+	xq, stride, xs := quantActs(kind, randFloats(r, n*k, 1e4), n, k)
 	for _, l := range supportedLevels()[1:] {
 		if _, ok := packedKind(gguf.TypeMXFP4, l); !ok {
 			continue
