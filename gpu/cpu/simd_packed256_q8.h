@@ -1,0 +1,211 @@
+// Q8_0's packed kernels at the 256-bit levels and the kinds that run them
+// (IQ4_NL, IQ4_XS and MXFP4: q80_lut), the tiles and a decode step's;
+// included by simd_packed256.h, whose steps and helpers they take.
+
+// q80_vec is step u's vector of a packed Q8_0 block's weights at wb (its
+// half's bytes), or for a table kind (q80_lut) of a packed block in
+// Q4_0's layout: its codes' low nibbles (u < 4) or high ones looked up in
+// the kind's table. q80_bytes is a block's bytes before the scales; q80_dw
+// the scales of half h of block b after the nb blocks at w, as q80_dw_512
+// makes them.
+INLINE LVL __m256i q80_vec(const uint8_t *wb, int u, int kind) {
+	if (!q80_lut(kind))
+		return _mm256_load_si256((const __m256i *)(wb + 64 * u));
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const __m256i table =
+	    kind == KIND_MXFP4 ? _mm256_setr_epi8(MXFP4_TABLE, MXFP4_TABLE) : _mm256_setr_epi8(IQ4NL_TABLE, IQ4NL_TABLE);
+	__m256i v = _mm256_load_si256((const __m256i *)(wb + 64 * (u % 4)));
+	return _mm256_shuffle_epi8(table, _mm256_and_si256(u < 4 ? v : _mm256_srli_epi16(v, 4), m4));
+}
+INLINE int q80_bytes(int kind) { return q80_lut(kind) ? 256 : 512; }
+INLINE LVL __m256 q80_dw(const uint8_t *w, int nb, int b, int h, int kind) {
+	const uint8_t *ds = w + (int64_t)q80_bytes(kind) * nb;
+	if (kind == KIND_IQ4_XS) {
+		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * (b / 8) + 16 * h)));
+		__m128i sc = _mm_loadl_epi64((const __m128i *)(ds + 32 * (nb / 8) + 16 * b + 8 * h));
+		return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)));
+	}
+	if (kind == KIND_MXFP4) {
+		__m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(ds + 16 * b + 8 * h)));
+		__m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+		__m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+		return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+	}
+	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(ds + 32 * b + 16 * h)));
+}
+
+#if HI_SHUFFLE
+// pq8_0_256 is pq8_0_512 (one group) for half h, at AVX-VNNI (where q8_w
+// and q8_x change nothing): as Q4_0's, a block's 8 vectors of weights
+// serve a tile of XT4 rows, each row's chain whole, its last 16
+// activations broadcast by vpshufd (Zen 5, 64 rows, k 2048: 159-166 →
+// 168-179 GMAC/s).
+#define Q8_TILE XT4
+INLINE LVL void pq80_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc, int kind) {
+	const int64_t bb = q80_bytes(kind);
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + bb * b + 32 * h;
+		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
+		__m256i q[8];
+		dacc bias = dot_zero();
+		for (int u = 0; u < 8; u++) {
+			q[u] = q80_vec(wb, u, kind);
+			bias = q8_bias(bias, u, q[u]);
+		}
+		__m256 dw = q80_dw(w, nb, b, h, kind);
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = xb + i * xs;
+			__m256i xh = x_last16(xp, 16);
+			dacc s = dot_zero();
+			for (int u = 0; u < 8; u++)
+				s = q8_dot(s, u, q[u], q[u], x_step(xp, 16, xh, u));
+			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_end(s, bias)), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xp + 64))),
+			                         acc[i]);
+		}
+	}
+}
+#else
+// pq8_0_256 is pq8_0_512 (one group) for half h: a tile of XT8 rows, the
+// weights' vector of each step loaded once for them.
+#define Q8_TILE XT8
+INLINE LVL void pq80_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc, int kind) {
+	const int64_t bb = q80_bytes(kind);
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + bb * b + 32 * h;
+		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
+		dacc s[XT8], bias = dot_zero();
+		for (int u = 0; u < 8; u++) {
+			__m256i q = q80_vec(wb, u, kind), a = q8_w(q);
+			bias = q8_bias(bias, u, q);
+			for (int i = 0; i < nx; i++) {
+				__m256i xv = _mm256_set1_epi32((int)q8_x(ld32(xb + i * xs + 4 * u)));
+				s[i] = q8_dot(s[i], u, a, q, xv);
+				keep(s[i]);
+			}
+		}
+		__m256 dw = q80_dw(w, nb, b, h, kind);
+		for (int i = 0; i < nx; i++)
+			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_end(s[i], bias)), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xb + i * xs + 64))),
+			                         acc[i]);
+	}
+}
+#endif
+INLINE LVL void pq8_0_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	pq80_256(w, nb, h, x, xs, nx, acc, KIND_Q8_0);
+}
+INLINE LVL void pq_iq4_nl_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	pq80_256(w, nb, h, x, xs, nx, acc, KIND_IQ4_NL);
+}
+INLINE LVL void pq_iq4_xs_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	pq80_256(w, nb, h, x, xs, nx, acc, KIND_IQ4_XS);
+}
+#if SMALL_Q8
+// pq_mxfp4_256 at AVX2: MXFP4's doubled E2M1 values (|v| ≤ 12) are
+// vpmaddubsw's signed side against X8P's biased activations (x + 128 ≤
+// 255) as they are, without Q8_0's sign trick (a vpsignb and a vpmaddwd
+// a step and row): a pair reaches 2·255·12 = 6120, so a row's two chains
+// of four steps stay in int16, one vpmaddwd each; less 128·Σv, the bias's
+// share, from the block's weights once. The int32 sums, and so the
+// results, are the sign trick's exactly.
+#define MXFP4_TILE XT4
+INLINE LVL void pq_mxfp4_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	const __m256i ones = _mm256_set1_epi16(1), b80 = _mm256_set1_epi8((char)0x80);
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + 256 * (int64_t)b + 32 * h;
+		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
+		__m256i q[8], bias = _mm256_setzero_si256();
+		for (int u = 0; u < 8; u++) {
+			q[u] = q80_vec(wb, u, KIND_MXFP4);
+			bias = _mm256_add_epi16(bias, _mm256_maddubs_epi16(b80, q[u])); // at most 8·2·128·12
+		}
+		bias = _mm256_madd_epi16(bias, ones);
+		__m256 dw = q80_dw(w, nb, b, h, KIND_MXFP4);
+		for (int i = 0; i < nx; i++) {
+			const uint8_t *xp = xb + i * xs;
+			__m256i lo = _mm256_maddubs_epi16(bcast(xp), q[0]), hi = _mm256_maddubs_epi16(bcast(xp + 16), q[4]);
+			for (int u = 1; u < 4; u++) {
+				lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(bcast(xp + 4 * u), q[u]));
+				hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(bcast(xp + 16 + 4 * u), q[4 + u]));
+				keep(lo);
+				keep(hi);
+			}
+			__m256i s = _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(lo, ones), _mm256_madd_epi16(hi, ones)), bias);
+			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xp + 64))), acc[i]);
+		}
+	}
+}
+#else
+#define MXFP4_TILE Q8_TILE
+INLINE LVL void pq_mxfp4_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	pq80_256(w, nb, h, x, xs, nx, acc, KIND_MXFP4);
+}
+#endif
+
+// A decode step's kernels: one activation row, both halves of a group in
+// one pass (simd_packed256.h says why, before pq4_0_256_1).
+// pq8_0_256_1 is pq8_0_256 for one activation row and both halves of a
+// group.
+INLINE LVL void pq80_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc, int kind) {
+	const int64_t bb = q80_bytes(kind);
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + bb * b;
+		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
+		mm_prefetch(wb + MM_PREFETCH, bb);
+		dacc s[2], bias[2] = {dot_zero(), dot_zero()};
+		for (int u = 0; u < 8; u++) {
+			__m256i xv = _mm256_set1_epi32((int)q8_x(ld32(xb + 4 * u)));
+			for (int h = 0; h < 2; h++) {
+				__m256i q = q80_vec(wb + 32 * h, u, kind);
+				bias[h] = q8_bias(bias[h], u, q);
+				s[h] = q8_dot(s[h], u, q8_w(q), q, xv);
+				keep(s[h]);
+			}
+		}
+		__m256 dx = _mm256_set1_ps(ldf(xb + 64));
+		for (int h = 0; h < 2; h++) {
+			__m256 dw = q80_dw(w, nb, b, h, kind);
+			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_end(s[h], bias[h])), _mm256_mul_ps(dw, dx), acc[h]);
+		}
+	}
+}
+INLINE LVL void pq8_0_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	pq80_256_1(w, nb, x, acc, KIND_Q8_0);
+}
+INLINE LVL void pq_iq4_nl_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	pq80_256_1(w, nb, x, acc, KIND_IQ4_NL);
+}
+INLINE LVL void pq_iq4_xs_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	pq80_256_1(w, nb, x, acc, KIND_IQ4_XS);
+}
+#if SMALL_Q8
+// pq_mxfp4_256_1 is pq_mxfp4_256 for one activation row and both halves
+// (a decode step: at AVX2 the sign trick's kernel streamed MXFP4 at 26
+// GB/s where Q4_K's ran at 42). The bias's Σv comes from the steps' codes
+// added as bytes (at most 8·12 a lane byte).
+INLINE LVL void pq_mxfp4_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	const __m256i ones = _mm256_set1_epi16(1), b80 = _mm256_set1_epi8((char)0x80);
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *wb = w + 256 * (int64_t)b;
+		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
+		mm_prefetch(wb + MM_PREFETCH, 256);
+		__m256 dx = _mm256_set1_ps(ldf(xb + 64));
+		for (int h = 0; h < 2; h++) {
+			__m256i lo = _mm256_setzero_si256(), hi = lo, sum = lo;
+			for (int u = 0; u < 4; u++) {
+				__m256i ql = q80_vec(wb + 32 * h, u, KIND_MXFP4), qh = q80_vec(wb + 32 * h, 4 + u, KIND_MXFP4);
+				lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(bcast(xb + 4 * u), ql));
+				hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(bcast(xb + 16 + 4 * u), qh));
+				sum = _mm256_add_epi8(sum, _mm256_add_epi8(ql, qh));
+			}
+			__m256i bias = _mm256_madd_epi16(_mm256_maddubs_epi16(b80, sum), ones);
+			__m256i s = _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(lo, ones), _mm256_madd_epi16(hi, ones)), bias);
+			__m256 dw = q80_dw(w, nb, b, h, KIND_MXFP4);
+			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, dx), acc[h]);
+		}
+	}
+}
+#else
+INLINE LVL void pq_mxfp4_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	pq80_256_1(w, nb, x, acc, KIND_MXFP4);
+}
+#endif
