@@ -143,6 +143,7 @@ INLINE LVL void pq_mxfp4_256(const uint8_t *w, int nb, int h, const uint8_t *x, 
 
 // A decode step's kernels: one activation row, both halves of a group in
 // one pass (simd_packed256.h says why, before pq4_0_256_1).
+
 // pq8_0_256_1 is pq8_0_256 for one activation row and both halves of a
 // group.
 INLINE LVL void pq80_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc, int kind) {
