@@ -27,7 +27,8 @@
 // and, for Q8_0 (X8P activations, biased by 128, against signed weights):
 //
 //	q8_w(q)                  what a step takes of a vector of weights q
-//	q8_x(v)                  what it takes of four activation bytes v
+//	q8_x(p)                  what it takes of the four activation bytes at p, in
+//	                         every lane
 //	q8_dot(s, u, a, q, x)    step u's chain (u = 0 starts it)
 //	q8_bias(b, u, q)         the chain of what the activations' bias adds
 //	q8_end(s, b)             the int32 sums less that.
@@ -606,8 +607,8 @@ INLINE LVL void store8(float *p, __m256 v, int n) {
 PACKED256(pm_q4_0_256, pq4_0_256, XT4)
 PACKED256(pm_q4_k_256, pq4_k_256, XT4)
 PACKED256(pm_q8_0_256, pq8_0_256, Q8_TILE)
-PACKED256(pm_iq4_nl_256, pq_iq4_nl_256, Q8_TILE)
-PACKED256(pm_iq4_xs_256, pq_iq4_xs_256, Q8_TILE)
+PACKED256(pm_iq4_nl_256, pq_iq4_nl_256, LUT_TILE)
+PACKED256(pm_iq4_xs_256, pq_iq4_xs_256, LUT_TILE)
 PACKED256(pm_mxfp4_256, pq_mxfp4_256, MXFP4_TILE)
 PACKED256(pm_q6_k_256, pq6_k_256, XT4)
 PACKED256(pm_q3_k_256, pq3_k_256, XT4)

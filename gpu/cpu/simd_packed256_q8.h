@@ -41,6 +41,7 @@ INLINE LVL __m256 q80_dw(const uint8_t *w, int nb, int b, int h, int kind) {
 // activations broadcast by vpshufd (Zen 5, 64 rows, k 2048: 159-166 →
 // 168-179 GMAC/s).
 #define Q8_TILE XT4
+#define LUT_TILE XT4
 INLINE LVL void pq80_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc, int kind) {
 	const int64_t bb = q80_bytes(kind);
 	for (int b = 0; b < nb; b++) {
@@ -66,19 +67,21 @@ INLINE LVL void pq80_256(const uint8_t *w, int nb, int h, const uint8_t *x, int6
 }
 #else
 // pq8_0_256 is pq8_0_512 (one group) for half h: a tile of XT8 rows, the
-// weights' vector of each step loaded once for them.
+// weights' vector of each step loaded once for them; for a table kind a
+// tile of XT4, its lookups serving twice the rows.
 #define Q8_TILE XT8
+#define LUT_TILE XT4
 INLINE LVL void pq80_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc, int kind) {
 	const int64_t bb = q80_bytes(kind);
 	for (int b = 0; b < nb; b++) {
 		const uint8_t *wb = w + bb * b + 32 * h;
 		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
-		dacc s[XT8], bias = dot_zero();
+		dacc s[XT4], bias = dot_zero();
 		for (int u = 0; u < 8; u++) {
 			__m256i q = q80_vec(wb, u, kind), a = q8_w(q);
 			bias = q8_bias(bias, u, q);
 			for (int i = 0; i < nx; i++) {
-				__m256i xv = _mm256_set1_epi32((int)q8_x(ld32(xb + i * xs + 4 * u)));
+				__m256i xv = q8_x(xb + i * xs + 4 * u);
 				s[i] = q8_dot(s[i], u, a, q, xv);
 				keep(s[i]);
 			}
@@ -154,7 +157,7 @@ INLINE LVL void pq80_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *a
 		mm_prefetch(wb + MM_PREFETCH, bb);
 		dacc s[2], bias[2] = {dot_zero(), dot_zero()};
 		for (int u = 0; u < 8; u++) {
-			__m256i xv = _mm256_set1_epi32((int)q8_x(ld32(xb + 4 * u)));
+			__m256i xv = q8_x(xb + 4 * u);
 			for (int h = 0; h < 2; h++) {
 				__m256i q = q80_vec(wb + 32 * h, u, kind);
 				bias[h] = q8_bias(bias[h], u, q);

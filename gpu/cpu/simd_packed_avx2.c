@@ -44,7 +44,12 @@ INLINE AVX2 __m256i dot_scaled(__m256i i, __m256i a, __m256i sc) {
 }
 
 INLINE AVX2 __m256i q8_w(__m256i q) { return _mm256_sign_epi8(q, q); }
-INLINE uint32_t q8_x(uint32_t v) { return v ^ 0x80808080u; }
+// q8_x broadcasts the four activation bytes at p without their bias: a
+// load's broadcast and a vpxor (the bias taken off a general register
+// first cost a vmovd and a vpbroadcastd from it besides).
+INLINE AVX2 __m256i q8_x(const uint8_t *p) {
+	return _mm256_xor_si256(_mm256_broadcastd_epi32(_mm_loadu_si32(p)), _mm256_set1_epi8((char)0x80));
+}
 INLINE AVX2 __m256i q8_dot(__m256i s, int u, __m256i a, __m256i q, __m256i x) {
 	__m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(a, _mm256_sign_epi8(x, q)), _mm256_set1_epi16(1));
 	return u ? _mm256_add_epi32(s, p) : p;

@@ -47,7 +47,7 @@ INLINE AVXVNNI __m256i dot_scaled(__m256i i, dacc d, __m256i sc) {
 }
 
 INLINE AVXVNNI __m256i q8_w(__m256i q) { return q; }
-INLINE uint32_t q8_x(uint32_t v) { return v; }
+INLINE AVXVNNI __m256i q8_x(const uint8_t *p) { return _mm256_broadcastd_epi32(_mm_loadu_si32(p)); }
 INLINE AVXVNNI dacc q8_dot(dacc s, int u, __m256i a, __m256i q, __m256i x) {
 	(void)q;
 	return u ? dot_next(s, x, a) : dot_first(_mm256_setzero_si256(), x, a);
