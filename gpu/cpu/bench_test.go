@@ -168,6 +168,41 @@ func benchKernel(b *testing.B, l simdLevel, kind kernelKind, typ gguf.TensorType
 	b.ReportMetric(float64(b.N)*float64(n*m*k)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 }
 
+// BenchmarkEmbed times Embed of 512 token ids (a prefill's) from a
+// 4096 × 2048 table on one thread: in place (F32, and the GGUF bytes of a
+// lookup-only weight) or decoded from a repacked copy (unpack.go), as
+// rows a second.
+func BenchmarkEmbed(b *testing.B) {
+	const rows, cols, n = 4096, 2048, 512
+	for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+		for _, lookup := range []bool{true, false} {
+			b.Run(fmt.Sprintf("%v/lookup=%v", typ, lookup), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(1, 2))
+				data, _ := quantWeight(b, r, typ, rows, cols)
+				be := New(1)
+				defer be.Close()
+				weight := be.Weight
+				if lookup {
+					weight = be.LookupWeight
+				}
+				w, err := weight("table", typ, rows, cols, data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ids := make([]int32, n)
+				for i := range ids {
+					ids[i] = int32(r.IntN(rows))
+				}
+				dst := newAct(b, be, n, cols, nil)
+				for b.Loop() {
+					be.Embed(dst, w, ids)
+				}
+				b.ReportMetric(float64(b.N)*n/b.Elapsed().Seconds(), "rows/s")
+			})
+		}
+	}
+}
+
 // BenchmarkRepack times Weight's repacking of an 8192 × 2048 weight on the
 // machine's threads, as weight bytes per second.
 func BenchmarkRepack(b *testing.B) {

@@ -86,34 +86,45 @@ func unpackRow(p *packedWeight, r int, out []float32) {
 				}
 			}
 		}
-	case kindQ6_K, kindQ3_K, kindQ2_K:
+	case kindQ6_K:
 		for s := range len(out) / 256 {
+			blk := g[s*q6KPackBytes:]
+			d := math.Float32frombits(le.Uint32(blk[3328+4*lane:]))
 			for sb := range 16 {
-				y := out[256*s+16*sb : 256*s+16*sb+16]
+				dl, y := d*float32(int8(blk[3072+32*(sb/2)+2*lane+sb%2])), out[256*s+16*sb:256*s+16*sb+16]
+				lo, hi := blk[256*(sb/2):], blk[2048+256*(sb/4):]
 				for t := range 16 {
 					at := 64*(t/4) + 4*lane + t%4
-					switch p.kind {
-					case kindQ6_K:
-						blk := g[s*q6KPackBytes:]
-						q := blk[256*(sb/2)+at] >> (4 * (sb % 2)) & 0x0f
-						q |= blk[2048+256*(sb/4)+at] >> (2 * (sb % 4)) & 3 << 4
-						d := math.Float32frombits(le.Uint32(blk[3328+4*lane:]))
-						y[t] = d * float32(int8(blk[3072+32*(sb/2)+2*lane+sb%2])) * float32(int(q)-32)
-					case kindQ3_K:
-						blk := g[s*q3KPackBytes:]
-						q := blk[256*(sb/4)+at] >> (2 * (sb % 4)) & 3
-						q |= blk[1024+256*(sb/8)+at] >> (sb % 8) & 1 << 2
-						d := math.Float32frombits(le.Uint32(blk[1792+4*lane:]))
-						dl := d * float32(int8(blk[1536+32*(sb/2)+2*lane+sb%2]))
-						y[t] = dl * float32(int(q)-4)
-					default:
-						blk := g[s*q2KPackBytes:]
-						sm := blk[1024+32*(sb/2)+2*lane+sb%2]
-						d := math.Float32frombits(le.Uint32(blk[1280+4*lane:]))
-						dmin := math.Float32frombits(le.Uint32(blk[1344+4*lane:]))
-						dl, ml := d*float32(sm&0x0f), dmin*float32(sm>>4)
-						y[t] = dl*float32(blk[256*(sb/4)+at]>>(2*(sb%4))&3) - ml
-					}
+					q := lo[at]>>(4*(sb%2))&0x0f | hi[at]>>(2*(sb%4))&3<<4
+					y[t] = dl * float32(int(q)-32)
+				}
+			}
+		}
+	case kindQ3_K:
+		for s := range len(out) / 256 {
+			blk := g[s*q3KPackBytes:]
+			d := math.Float32frombits(le.Uint32(blk[1792+4*lane:]))
+			for sb := range 16 {
+				dl, y := d*float32(int8(blk[1536+32*(sb/2)+2*lane+sb%2])), out[256*s+16*sb:256*s+16*sb+16]
+				lo, hi := blk[256*(sb/4):], blk[1024+256*(sb/8):]
+				for t := range 16 {
+					at := 64*(t/4) + 4*lane + t%4
+					q := lo[at]>>(2*(sb%4))&3 | hi[at]>>(sb%8)&1<<2
+					y[t] = dl * float32(int(q)-4)
+				}
+			}
+		}
+	case kindQ2_K:
+		for s := range len(out) / 256 {
+			blk := g[s*q2KPackBytes:]
+			d := math.Float32frombits(le.Uint32(blk[1280+4*lane:]))
+			dmin := math.Float32frombits(le.Uint32(blk[1344+4*lane:]))
+			for sb := range 16 {
+				sm := blk[1024+32*(sb/2)+2*lane+sb%2]
+				dl, ml, y := d*float32(sm&0x0f), dmin*float32(sm>>4), out[256*s+16*sb:256*s+16*sb+16]
+				q := blk[256*(sb/4):]
+				for t := range 16 {
+					y[t] = dl*float32(q[64*(t/4)+4*lane+t%4]>>(2*(sb%4))&3) - ml
 				}
 			}
 		}
