@@ -28,7 +28,6 @@ package cpu
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"runtime"
 	"unsafe"
 
@@ -237,31 +236,34 @@ func (b *Backend) weight(name string, typ gguf.TensorType, rows, cols int, data 
 		// mapping each read also maps the page cache's neighbouring pages
 		// (fault-around, large folios), which holds the other weights'
 		// released bytes in the process's memory twice.
-		if ram := physicalMemory(); ram > 0 && int64(len(data)) > ram {
-			return nil, fmt.Errorf("%w: cpu: weight %s: its copy takes %d bytes, more than this machine's %d",
-				gpu.ErrOutOfMemory, name, len(data), ram)
+		if err := copyFits(name, "copy", int64(len(data))); err != nil {
+			return nil, err
 		}
 		buf := b.weights.alloc(len(data))
 		t.f32, t.own = unsafe.Slice((*float32)(unsafe.Pointer(&buf[0])), rows*cols), true
-		if littleEndian {
-			copy(buf, data)
-		} else {
-			for i := range t.f32 {
-				t.f32[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
-			}
+		if err := gguf.Dequantize(typ, data, t.f32); err != nil {
+			return nil, fmt.Errorf("cpu: weight %s: %w", name, err)
 		}
 	case typ == gguf.TypeF32 && littleEndian && uintptr(unsafe.Pointer(&data[0]))%4 == 0:
 		t.f32 = unsafe.Slice((*float32)(unsafe.Pointer(&data[0])), rows*cols)
 	}
 	if kind, ok := b.k.packedKind(typ); ok && repack {
-		n := packedSize(kind, rows, cols)
-		if ram := physicalMemory(); ram > 0 && n > ram {
-			return nil, fmt.Errorf("%w: cpu: weight %s: its repacked copy takes %d bytes, more than this machine's %d",
-				gpu.ErrOutOfMemory, name, n, ram)
+		if err := copyFits(name, "repacked copy", packedSize(kind, rows, cols)); err != nil {
+			return nil, err
 		}
 		t.packed = b.repack(t, kind)
 	}
 	return t, nil
+}
+
+// copyFits refuses a copy (what) of n bytes of weight name that is larger
+// than the machine's memory.
+func copyFits(name, what string, n int64) error {
+	if ram := physicalMemory(); ram > 0 && n > ram {
+		return fmt.Errorf("%w: cpu: weight %s: its %s takes %d bytes, more than this machine's %d",
+			gpu.ErrOutOfMemory, name, what, n, ram)
+	}
+	return nil
 }
 
 // NewTensor allocates a zeroed F32 rows × cols activation.

@@ -107,33 +107,41 @@ INLINE LVL void pq_iq4_xs_256(const uint8_t *w, int nb, int h, const uint8_t *x,
 // vpmaddubsw's signed side against X8P's biased activations (x + 128 ≤
 // 255) as they are, without Q8_0's sign trick (a vpsignb and a vpmaddwd
 // a step and row): a pair reaches 2·255·12 = 6120, so a row's two chains
-// of four steps stay in int16, one vpmaddwd each; less 128·Σv, the bias's
-// share, from the block's weights once. The int32 sums, and so the
-// results, are the sign trick's exactly.
+// of four steps stay in int16, one vpmaddwd each (mxfp4_sums); less
+// 128·Σv, the bias's share, from the block's weights once (mxfp4_bias:
+// their bytes added, at most 8·12 a lane byte). The int32 sums, and so
+// the results, are the sign trick's exactly.
 #define MXFP4_TILE XT4
+INLINE LVL __m256i mxfp4_bias(const __m256i *q) {
+	__m256i sum = q[0];
+	for (int u = 1; u < 8; u++)
+		sum = _mm256_add_epi8(sum, q[u]);
+	return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8((char)0x80), sum), _mm256_set1_epi16(1));
+}
+INLINE LVL __m256i mxfp4_sums(const __m256i *q, const uint8_t *xp, __m256i bias) {
+	const __m256i ones = _mm256_set1_epi16(1);
+	__m256i lo = _mm256_maddubs_epi16(bcast(xp), q[0]), hi = _mm256_maddubs_epi16(bcast(xp + 16), q[4]);
+	for (int u = 1; u < 4; u++) {
+		lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(bcast(xp + 4 * u), q[u]));
+		hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(bcast(xp + 16 + 4 * u), q[4 + u]));
+		keep(lo);
+		keep(hi);
+	}
+	return _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(lo, ones), _mm256_madd_epi16(hi, ones)), bias);
+}
 INLINE LVL void pq_mxfp4_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
-	const __m256i ones = _mm256_set1_epi16(1), b80 = _mm256_set1_epi8((char)0x80);
 	for (int b = 0; b < nb; b++) {
 		const uint8_t *wb = w + 256 * (int64_t)b + 32 * h;
 		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
-		__m256i q[8], bias = _mm256_setzero_si256();
-		for (int u = 0; u < 8; u++) {
+		__m256i q[8];
+		for (int u = 0; u < 8; u++)
 			q[u] = q80_vec(wb, u, KIND_MXFP4);
-			bias = _mm256_add_epi16(bias, _mm256_maddubs_epi16(b80, q[u])); // at most 8·2·128·12
-		}
-		bias = _mm256_madd_epi16(bias, ones);
+		__m256i bias = mxfp4_bias(q);
 		__m256 dw = q80_dw(w, nb, b, h, KIND_MXFP4);
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = xb + i * xs;
-			__m256i lo = _mm256_maddubs_epi16(bcast(xp), q[0]), hi = _mm256_maddubs_epi16(bcast(xp + 16), q[4]);
-			for (int u = 1; u < 4; u++) {
-				lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(bcast(xp + 4 * u), q[u]));
-				hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(bcast(xp + 16 + 4 * u), q[4 + u]));
-				keep(lo);
-				keep(hi);
-			}
-			__m256i s = _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(lo, ones), _mm256_madd_epi16(hi, ones)), bias);
-			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xp + 64))), acc[i]);
+			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mxfp4_sums(q, xp, bias)), _mm256_mul_ps(dw, _mm256_set1_ps(ldf(xp + 64))),
+			                         acc[i]);
 		}
 	}
 }
@@ -184,27 +192,19 @@ INLINE LVL void pq_iq4_xs_256_1(const uint8_t *w, int nb, const uint8_t *x, __m2
 #if SMALL_Q8
 // pq_mxfp4_256_1 is pq_mxfp4_256 for one activation row and both halves
 // (a decode step: at AVX2 the sign trick's kernel streamed MXFP4 at 26
-// GB/s where Q4_K's ran at 42). The bias's Σv comes from the steps' codes
-// added as bytes (at most 8·12 a lane byte).
+// GB/s where Q4_K's ran at 42).
 INLINE LVL void pq_mxfp4_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
-	const __m256i ones = _mm256_set1_epi16(1), b80 = _mm256_set1_epi8((char)0x80);
 	for (int b = 0; b < nb; b++) {
 		const uint8_t *wb = w + 256 * (int64_t)b;
 		const uint8_t *xb = x + (b / 2) * X8P_BYTES + 32 * (b % 2);
 		mm_prefetch(wb + MM_PREFETCH, 256);
 		__m256 dx = _mm256_set1_ps(ldf(xb + 64));
 		for (int h = 0; h < 2; h++) {
-			__m256i lo = _mm256_setzero_si256(), hi = lo, sum = lo;
-			for (int u = 0; u < 4; u++) {
-				__m256i ql = q80_vec(wb + 32 * h, u, KIND_MXFP4), qh = q80_vec(wb + 32 * h, 4 + u, KIND_MXFP4);
-				lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(bcast(xb + 4 * u), ql));
-				hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(bcast(xb + 16 + 4 * u), qh));
-				sum = _mm256_add_epi8(sum, _mm256_add_epi8(ql, qh));
-			}
-			__m256i bias = _mm256_madd_epi16(_mm256_maddubs_epi16(b80, sum), ones);
-			__m256i s = _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(lo, ones), _mm256_madd_epi16(hi, ones)), bias);
-			__m256 dw = q80_dw(w, nb, b, h, KIND_MXFP4);
-			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, dx), acc[h]);
+			__m256i q[8];
+			for (int u = 0; u < 8; u++)
+				q[u] = q80_vec(wb + 32 * h, u, KIND_MXFP4);
+			__m256i s = mxfp4_sums(q, xb, mxfp4_bias(q));
+			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(q80_dw(w, nb, b, h, KIND_MXFP4), dx), acc[h]);
 		}
 	}
 }

@@ -19,8 +19,8 @@ func unpackRow(p *packedWeight, r int, out []float32) {
 	half := func(off int) float32 { return gguf.F16ToF32(le.Uint16(g[off:])) }
 	switch p.kind {
 	case kindQ4_0, kindIQ4_NL, kindIQ4_XS, kindQ4_1, kindMXFP4, kindQ5_0, kindQ5_1:
-		bb := 256 // a block's bytes before the scales
-		if p.kind == kindQ5_0 || p.kind == kindQ5_1 {
+		five, bb := p.kind == kindQ5_0 || p.kind == kindQ5_1, 256 // bb: a block's bytes before the scales
+		if five {
 			bb = 320
 		}
 		for b := range len(out) / 32 {
@@ -40,7 +40,7 @@ func unpackRow(p *packedWeight, r int, out []float32) {
 			for j := range 16 {
 				at := bb*b + 64*(j/4) + 4*lane + j%4
 				lo, hi := g[at]&0x0f, g[at]>>4
-				if p.kind == kindQ5_0 || p.kind == kindQ5_1 {
+				if five {
 					h := g[bb*b+256+4*lane+j%4] >> (2 * (j / 4))
 					lo, hi = lo|h&1<<4, hi|h>>1&1<<4
 				}
