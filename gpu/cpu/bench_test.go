@@ -124,12 +124,12 @@ func BenchmarkKernel(b *testing.B) {
 						continue
 					}
 					for _, packed := range []bool{false, true} {
-						if _, ok := packedKind(typ, l); packed && !ok || !packed && packedOnlyTypes[kind] == typ {
+						if _, ok := packedKind(typ, l); packed && !ok || !packed && packedOnlyTypes[kind] == typ || !kindAt(kind, l) {
 							continue
 						}
 						name := fmt.Sprintf("%v/%v/n=%d/k=%d", l, typ, n, k)
 						if packed {
-							name = fmt.Sprintf("%v/%v-packed/n=%d/k=%d", l, typ, n, k)
+							name = fmt.Sprintf("%v/%v-packed/n=%d/k=%d", l, kindName(kind, typ), n, k)
 						}
 						b.Run(name, func(b *testing.B) { benchKernel(b, l, kind, typ, n, k, packed) })
 					}

@@ -155,7 +155,7 @@ func packedKind(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 // packBlockBytes is the bytes of one packed block (or super-block) of
 // packRows rows of kind.
 func packBlockBytes(kind kernelKind) int {
-	switch kind {
+	switch kind.layout() {
 	case kindQ4_K:
 		return q4KPackBytes
 	case kindQ6_K:
@@ -262,7 +262,7 @@ func (t *repackTask) run(_ *worker, lo, hi int) {
 				break // the padding rows stay zero
 			}
 			src := t.src.data[row*t.src.rowBytes : (row+1)*t.src.rowBytes]
-			switch t.dst.kind {
+			switch t.dst.kind.layout() {
 			case kindQ4_K:
 				packKRow(out, src, r, t.dst.blocks, false)
 			case kindQ5_K:

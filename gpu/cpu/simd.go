@@ -133,7 +133,21 @@ const (
 	kindIQ4_XS
 	kindQ4_1
 	kindQ5_1
+	// kindIQ4_XSK is IQ4_XS at AVX2: its packed layout (layout), on XK
+	// activations, as ggml's AVX2 dot takes Q8_K's: a block's int8 scale
+	// multiplies its integer sums, one float32 step a super-block
+	// (simd_packed256_q8.h, pq_iq4_xsk_256).
+	kindIQ4_XSK
 )
+
+// layout is the kind whose packed layout kind's weights take: IQ4_XS's
+// for kindIQ4_XSK, else kind's own.
+func (k kernelKind) layout() kernelKind {
+	if k == kindIQ4_XSK {
+		return kindIQ4_XS
+	}
+	return k
+}
 
 // kernelFor returns the SIMD kernel of weight type typ at level l, if any.
 func kernelFor(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
@@ -172,6 +186,9 @@ func kernelFor(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 		// IQ4_NL and IQ4_XS: packed kernels only at x86 levels (as Q4_0)
 		return kindIQ4_NL, true
 	case gguf.TypeIQ4_XS:
+		if l == levelAVX2 {
+			return kindIQ4_XSK, true
+		}
 		return kindIQ4_XS, true
 	case gguf.TypeQ4_1:
 		// Q4_1 and Q5_1: as Q4_0 and Q5_0 with a min a block, packed

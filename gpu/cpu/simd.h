@@ -56,7 +56,8 @@ static inline void quant_bf16_tail(const float *x, int j, int k, uint8_t *out) {
 // Kernel kinds: the weight type, which also fixes the activation format.
 enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4, KIND_MXFP4 = 5, KIND_Q5_0 = 6, KIND_Q5_K = 7,
        KIND_BF16 = 8, KIND_Q3_K = 9, KIND_Q2_K = 10,
-       KIND_IQ4_NL = 11, KIND_IQ4_XS = 12, KIND_Q4_1 = 13, KIND_Q5_1 = 14 };
+       KIND_IQ4_NL = 11, KIND_IQ4_XS = 12, KIND_Q4_1 = 13, KIND_Q5_1 = 14,
+       KIND_IQ4_XSK = 15 }; // IQ4_XS on XK activations (AVX2)
 
 // The kinds that run Q8_0's packed kernels on X8P activations: Q8_0 itself
 // and, in Q4_0's layout, the 4-bit codes looked up in a table (q80_lut):
@@ -351,6 +352,7 @@ INLINE void quantize_rows(int kind, const float *x, int64_t xstride, int n, int 
 		case KIND_Q6_K:
 		case KIND_Q3_K:
 		case KIND_Q2_K:
+		case KIND_IQ4_XSK:
 			xk(x, k, out);
 			break;
 		case KIND_F16:

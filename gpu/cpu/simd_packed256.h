@@ -6,12 +6,14 @@
 // simd_packed_vnni.c (AVX-VNNI's vpdpbusd into int32). Both sum every
 // row's integers exactly and scale them by the same float32 ops in the
 // same order, so the levels' results are the same bits (and those of the
-// AVX-512 kernels, simd_packed.c).
+// AVX-512 kernels, simd_packed.c) for every kind both run: IQ4_XS at AVX2
+// is a kind of its own (kindIQ4_XSK, on other activations).
 //
 // The includer defines LVL, its level's target attribute, PM256, the name
 // of its entry (void PM256(int kind, PM_ARGS)), HI_SHUFFLE (1 or 0: see
-// chain8 and pq8_0_256), SMALL_Q8 (1 or 0: see pq_mxfp4_256), dacc, the type of a chain of sums, keep(d), what a chain's step
-// ends with, and these steps on
+// chain8 and pq8_0_256), SMALL_Q8 (1 or 0: see pq_mxfp4_256), IQ4_XK (1
+// or 0: whether it has pq_iq4_xsk_256), dacc, the type of a chain of
+// sums, keep(d), what a chain's step ends with, and these steps on
 // unsigned × signed bytes, four a 32-bit lane:
 //
 //	dot_zero()           a chain with nothing in it
@@ -609,6 +611,9 @@ PACKED256(pm_q4_k_256, pq4_k_256, XT4)
 PACKED256(pm_q8_0_256, pq8_0_256, Q8_TILE)
 PACKED256(pm_iq4_nl_256, pq_iq4_nl_256, LUT_TILE)
 PACKED256(pm_iq4_xs_256, pq_iq4_xs_256, LUT_TILE)
+#if IQ4_XK
+PACKED256(pm_iq4_xsk_256, pq_iq4_xsk_256, IQ4_XSK_TILE)
+#endif
 PACKED256(pm_mxfp4_256, pq_mxfp4_256, MXFP4_TILE)
 PACKED256(pm_q6_k_256, pq6_k_256, XT4)
 PACKED256(pm_q3_k_256, pq3_k_256, XT4)
@@ -626,6 +631,9 @@ void PM256(int kind, PM_ARGS) {
 		[KIND_Q2_K] = pm_q2_k_256, [KIND_IQ4_NL] = pm_iq4_nl_256, [KIND_Q4_1] = pm_q4_1_256, [KIND_Q5_1] = pm_q5_1_256,
 		[KIND_F16] = folio_pm_f16_256, [KIND_BF16] = folio_pm_bf16_256,
 		[KIND_IQ4_XS] = pm_iq4_xs_256, [KIND_MXFP4] = pm_mxfp4_256,
+#if IQ4_XK
+		[KIND_IQ4_XSK] = pm_iq4_xsk_256,
+#endif
 	};
 	pm[kind](w, group_bytes, nb, rows, x, xs, nx, dst, ds);
 }

@@ -152,6 +152,51 @@ INLINE LVL void pq_mxfp4_256(const uint8_t *w, int nb, int h, const uint8_t *x, 
 }
 #endif
 
+#if IQ4_XK
+// pq_iq4_xsk_256 is IQ4_XS on XK activations (kindIQ4_XSK, AVX2), as
+// ggml's AVX2 dot takes Q8_K's: the sign trick's pairs of a step (at most
+// 2·127·127) go to int32 times the block's int8 scale by one vpmaddwd
+// (iq4_sc's pairs), a row's sums stay int32 over the super-block (at most
+// 256·127·127·32 < 2^31), and one conversion and FMA a super-block and
+// row take them to float32 by its half and the activations' d. Against
+// X8P's kernel a step loses the vpxor that unbiases the activations and a
+// block its float32 steps.
+INLINE LVL __m256i iq4_sc(const uint8_t *w, int nb, int b, int h) {
+	const uint8_t *sc = w + 256 * (int64_t)nb + 32 * (nb / 8) + 16 * b + 8 * h;
+	return q6_scale(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)sc)));
+}
+INLINE LVL __m256 iq4_d(const uint8_t *w, int nb, int s, int h) {
+	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 256 * (int64_t)nb + 32 * s + 16 * h)));
+}
+INLINE LVL __m256i iq4_step(__m256i isum, __m256i a, __m256i q, __m256i xv, __m256i sc) {
+	return _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(a, _mm256_sign_epi8(xv, q)), sc));
+}
+#define IQ4_XSK_TILE XT4
+INLINE LVL void pq_iq4_xsk_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	for (int s = 0; s < nb / 8; s++) {
+		const uint8_t *xs0 = x + (int64_t)s * XK_BYTES;
+		__m256i isum[XT4];
+		for (int i = 0; i < nx; i++)
+			isum[i] = _mm256_setzero_si256();
+		for (int j = 0; j < 8; j++) {
+			const uint8_t *wb = w + 256 * (int64_t)(8 * s + j) + 32 * h;
+			__m256i sc = iq4_sc(w, nb, 8 * s + j, h);
+			for (int u = 0; u < 8; u++) {
+				__m256i q = q80_vec(wb, u, KIND_IQ4_XS), a = _mm256_sign_epi8(q, q);
+				for (int i = 0; i < nx; i++) {
+					isum[i] = iq4_step(isum[i], a, q, bcast(xs0 + i * xs + 32 * j + 4 * u), sc);
+					keep(isum[i]);
+				}
+			}
+		}
+		__m256 d = iq4_d(w, nb, s, h);
+		for (int i = 0; i < nx; i++)
+			acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_mul_ps(d, _mm256_set1_ps(ldf(xs0 + i * xs + XK_D))),
+			                         acc[i]);
+	}
+}
+#endif
+
 // A decode step's kernels: one activation row, both halves of a group in
 // one pass (simd_packed256.h says why, before pq4_0_256_1).
 
@@ -211,5 +256,32 @@ INLINE LVL void pq_mxfp4_256_1(const uint8_t *w, int nb, const uint8_t *x, __m25
 #else
 INLINE LVL void pq_mxfp4_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
 	pq80_256_1(w, nb, x, acc, KIND_MXFP4);
+}
+#endif
+
+#if IQ4_XK
+// pq_iq4_xsk_256_1 is pq_iq4_xsk_256 for one activation row and both
+// halves.
+INLINE LVL void pq_iq4_xsk_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	for (int s = 0; s < nb / 8; s++) {
+		const uint8_t *xs0 = x + (int64_t)s * XK_BYTES;
+		__m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+		for (int j = 0; j < 8; j++) {
+			const uint8_t *wb = w + 256 * (int64_t)(8 * s + j);
+			mm_prefetch(wb + MM_PREFETCH, 256);
+			__m256i sc[2] = {iq4_sc(w, nb, 8 * s + j, 0), iq4_sc(w, nb, 8 * s + j, 1)};
+			for (int u = 0; u < 8; u++) {
+				__m256i xv = bcast(xs0 + 32 * j + 4 * u);
+				for (int h = 0; h < 2; h++) {
+					__m256i q = q80_vec(wb + 32 * h, u, KIND_IQ4_XS);
+					isum[h] = iq4_step(isum[h], _mm256_sign_epi8(q, q), q, xv, sc[h]);
+					keep(isum[h]);
+				}
+			}
+		}
+		__m256 dx = _mm256_set1_ps(ldf(xs0 + XK_D));
+		for (int h = 0; h < 2; h++)
+			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h]), _mm256_mul_ps(iq4_d(w, nb, s, h), dx), acc[h]);
+	}
 }
 #endif

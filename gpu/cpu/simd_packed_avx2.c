@@ -1,6 +1,7 @@
 //go:build amd64 && cgo
 
-// The packed Q4_0, Q5_0, Q4_K, Q5_K, Q6_K and Q8_0 kernels at AVX2 (simd_packed256.h).
+// The packed Q4_0, Q5_0, Q4_K, Q5_K, Q6_K and Q8_0 kernels at AVX2 (simd_packed256.h),
+// and IQ4_XS on XK activations (IQ4_XK: pq_iq4_xsk_256).
 // Without VNNI, vpmaddubsw sums pairs of q·x into int16 (at most 2·15·127
 // = 3810 for 4-bit quants), eight steps of them add up without overflow
 // (30480), and vpmaddwd turns them into int32. Q8_0 takes the sign trick
@@ -14,6 +15,7 @@
 #define LVL AVX2
 #define PM256 folio_pm256_avx2
 #define SMALL_Q8 1
+#define IQ4_XK 1
 #define HI_SHUFFLE 0
 
 // A chain is one vector of int16 pair sums, a register at each step

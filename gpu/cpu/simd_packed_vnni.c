@@ -11,6 +11,7 @@
 #define LVL AVXVNNI
 #define PM256 folio_pm256_vnni
 #define SMALL_Q8 0
+#define IQ4_XK 0
 #define HI_SHUFFLE 1
 
 // A chain is two of int32 sums that its steps take in turn, each step

@@ -15,18 +15,19 @@ import (
 // from the file's bytes, whose pages the loader released.
 func unpackRow(p *packedWeight, r int, out []float32) {
 	le := binary.LittleEndian
+	kind := p.kind.layout()
 	g, lane := p.data[r/packRows*p.group:], r%packRows
 	half := func(off int) float32 { return gguf.F16ToF32(le.Uint16(g[off:])) }
-	switch p.kind {
+	switch kind {
 	case kindQ4_0, kindIQ4_NL, kindIQ4_XS, kindQ4_1, kindMXFP4, kindQ5_0, kindQ5_1:
-		five, bb := p.kind == kindQ5_0 || p.kind == kindQ5_1, 256 // bb: a block's bytes before the scales
+		five, bb := kind == kindQ5_0 || kind == kindQ5_1, 256 // bb: a block's bytes before the scales
 		if five {
 			bb = 320
 		}
 		for b := range len(out) / 32 {
 			y := out[32*b : 32*b+32]
 			var d, m float32
-			switch p.kind {
+			switch kind {
 			case kindIQ4_XS:
 				d = half(bb*p.blocks+32*(b/8)+2*lane) * float32(int8(g[bb*p.blocks+32*(p.blocks/8)+16*b+lane]))
 			case kindMXFP4:
@@ -34,7 +35,7 @@ func unpackRow(p *packedWeight, r int, out []float32) {
 			default:
 				d = half(bb*p.blocks + 32*b + 2*lane)
 			}
-			if p.kind == kindQ4_1 || p.kind == kindQ5_1 {
+			if kind == kindQ4_1 || kind == kindQ5_1 {
 				m = half(bb*p.blocks + 32*(p.blocks+b) + 2*lane)
 			}
 			for j := range 16 {
@@ -44,7 +45,7 @@ func unpackRow(p *packedWeight, r int, out []float32) {
 					h := g[bb*b+256+4*lane+j%4] >> (2 * (j / 4))
 					lo, hi = lo|h&1<<4, hi|h>>1&1<<4
 				}
-				switch p.kind {
+				switch kind {
 				case kindQ4_0:
 					y[j], y[j+16] = float32(int(lo)-8)*d, float32(int(hi)-8)*d
 				case kindQ5_0:
@@ -67,7 +68,7 @@ func unpackRow(p *packedWeight, r int, out []float32) {
 		}
 	case kindQ4_K, kindQ5_K:
 		pb := q4KPackBytes
-		if p.kind == kindQ5_K {
+		if kind == kindQ5_K {
 			pb = q5KPackBytes
 		}
 		for s := range len(out) / 256 {
@@ -79,7 +80,7 @@ func unpackRow(p *packedWeight, r int, out []float32) {
 				y := out[256*s+32*sb : 256*s+32*sb+32]
 				for t := range 32 {
 					q := blk[320+512*(sb/2)+64*(t/4)+4*lane+t%4] >> (4 * (sb % 2)) & 0x0f
-					if p.kind == kindQ5_K {
+					if kind == kindQ5_K {
 						q |= blk[q4KPackBytes+64*(t/4)+4*lane+t%4] >> sb & 1 << 4
 					}
 					y[t] = dl*float32(q) - ml

@@ -33,6 +33,7 @@ package cpu
 //	kindIQ4_NL X8P, as ggml does.
 //	kindIQ4_XS X8P: its sub-blocks of 32 are IQ4_NL blocks with a
 //	          float32 scale (ggml takes Q8_K's activations for it).
+//	kindIQ4_XSK XK, as ggml does (IQ4_XS at AVX2).
 //
 // The 8-bit blocks round as ggml's x86 quantizers do: Q8_0's d = amax/127
 // is stored as a half, quants x·127/amax rounded to nearest even; Q8_K maps
@@ -54,7 +55,7 @@ func xRowBytes(kind kernelKind, k int) int {
 		return (nb + 1) / 2 * x8pBytes
 	case kindQ4_0, kindQ5_0, kindQ4_1, kindQ5_1:
 		return (nb + 3) / 4 * x4gBytes
-	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K:
+	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K, kindIQ4_XSK:
 		return k / 256 * xkBytes
 	}
 	return (2*k + 63) &^ 63

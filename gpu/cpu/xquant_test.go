@@ -69,7 +69,7 @@ func quantizeXRef(kind kernelKind, x []float32) []byte {
 			}
 			le.PutUint32(g[192+16*j:], uint32(int32(-8*sum)))
 		}
-	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K:
+	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K, kindIQ4_XSK:
 		for s := range k / 256 {
 			xs, blk := x[256*s:256*s+256], out[s*xkBytes:]
 			var amax, vmax float32
@@ -127,7 +127,7 @@ func dequantizeXRef(kind kernelKind, row []byte, k int) []float32 {
 				at = 64 + 16*(b%4) + j - 16
 			}
 			x[e] = float32(int8(g[at])) * f32(g[128+16*(b%4):])
-		case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K:
+		case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K, kindIQ4_XSK:
 			blk := row[e/256*xkBytes:]
 			x[e] = float32(int8(blk[e%256])) * f32(blk[256:])
 		case kindF16:
@@ -146,13 +146,29 @@ var kernelTypes = map[kernelKind]gguf.TensorType{
 
 // packedOnlyTypes are the kinds with packed kernels and no others.
 var packedOnlyTypes = map[kernelKind]gguf.TensorType{kindQ5_0: gguf.TypeQ5_0, kindQ5_K: gguf.TypeQ5_K, kindQ3_K: gguf.TypeQ3_K, kindQ2_K: gguf.TypeQ2_K,
-	kindMXFP4: gguf.TypeMXFP4, kindIQ4_NL: gguf.TypeIQ4_NL, kindIQ4_XS: gguf.TypeIQ4_XS, kindQ4_1: gguf.TypeQ4_1, kindQ5_1: gguf.TypeQ5_1}
+	kindMXFP4: gguf.TypeMXFP4, kindIQ4_NL: gguf.TypeIQ4_NL, kindIQ4_XS: gguf.TypeIQ4_XS, kindQ4_1: gguf.TypeQ4_1, kindQ5_1: gguf.TypeQ5_1,
+	kindIQ4_XSK: gguf.TypeIQ4_XS}
+
+// kindAt reports whether level l has kernels of kind: IQ4_XS's on XK
+// activations are AVX2's alone.
+func kindAt(kind kernelKind, l simdLevel) bool {
+	return kind != kindIQ4_XSK || l == levelAVX2
+}
+
+// kindName names typ's kernels of kind in a test or benchmark: typ, and
+// "-xk" for IQ4_XS on XK activations.
+func kindName(kind kernelKind, typ gguf.TensorType) string {
+	if kind == kindIQ4_XSK {
+		return typ.String() + "-xk"
+	}
+	return typ.String()
+}
 
 // awkwardKs are row lengths for kind: one block, odd block counts, tails
 // of the kernels' steps of 2 and 4 blocks (or 8, 16, 32 elements for F16).
 func awkwardKs(kind kernelKind) []int {
 	switch kind {
-	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K, kindIQ4_XS:
+	case kindQ4_K, kindQ5_K, kindQ6_K, kindQ3_K, kindQ2_K, kindIQ4_XS, kindIQ4_XSK:
 		return []int{256, 512, 768, 1280}
 	case kindF16, kindBF16:
 		return []int{1, 3, 17, 64, 100, 575}
