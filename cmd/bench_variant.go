@@ -20,7 +20,7 @@ import (
 // AVX-VNNI, icelake AVX-512 with VNNI, zen4 that with BF16 (and VBMI,
 // which folio's avx512bf16 does not use). At folio's best level llama.cpp
 // runs its own best (zen4, icelake, sapphirerapids with AMX: whatever this
-// CPU takes), as at neon, arm64's one level.
+// CPU takes), as at neon and i8mm, arm64's levels.
 var llamaCppVariants = map[string]string{
 	"scalar":     "x64",
 	"avx2":       "haswell",
@@ -29,6 +29,7 @@ var llamaCppVariants = map[string]string{
 	"avx512bf16": "zen4",
 	"amx":        "",
 	"neon":       "",
+	"i8mm":       "",
 }
 
 // llamaCppVariant is the variant for folio's level on this machine:

@@ -94,7 +94,7 @@ func kernelsAt(l simdLevel) *kernels {
 	k.add = func(a, b, dst []float32, c, bstride int) { addX(v, a, b, dst, c, bstride) }
 	k.siluMul = func(gate, up, dst []float32) { siluMulX(v, gate, up, dst) }
 	k.softmax = func(x []float32, c int) { softmaxX(v, x, c) }
-	if v == levelNEON { // arm64 (simd_neon*.c): no packed weights; argmax, rope and the K/V store in Go
+	if v.arm() { // arm64 (simd_neon*.c): no packed weights; argmax, rope and the K/V store in Go
 		return k
 	}
 	k.matmulPacked = func(kind kernelKind, w []byte, group, nb, rows int, x []byte, xstride, nx, kk int, dst []float32, dstride int) {

@@ -149,7 +149,7 @@ const (
 func packedKind(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	l = l.vector()
 	kind, ok := kernelFor(typ, l)
-	return kind, ok && l != levelNEON
+	return kind, ok && !l.arm()
 }
 
 // packBlockBytes is the bytes of one packed block (or super-block) of

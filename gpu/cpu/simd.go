@@ -14,9 +14,10 @@ import (
 // reference the SIMD kernels are tested against.
 //
 // The x86 levels are ordered: each runs every kernel of the ones below it.
-// levelNEON is arm64's one level, above scalar only: it follows the x86
-// levels in value but runs none of their kernels, so code that picks an
-// x86 kernel names its level (l == levelAVX512), never a range of them.
+// levelNEON and levelI8MM are arm64's levels (arm), above scalar only:
+// they follow the x86 levels in value but run none of their kernels, so
+// code that picks an x86 kernel names its level (l == levelAVX512), never
+// a range of them.
 type simdLevel int
 
 const (
@@ -27,9 +28,14 @@ const (
 	levelAVX512BF16                  // AVX-512 with BF16's vdpbf16ps for attention over half and Q8_0 caches (Zen 4 and later, Cooper Lake)
 	levelAMX                         // AVX-512 with AMX tiles: INT8 for the packed matmuls of many rows, BF16 for attention over half and Q8_0 caches (Sapphire Rapids and later)
 	levelNEON                        // arm64: Advanced SIMD with the dot product (Armv8.2 dotprod)
+	levelI8MM                        // arm64: NEON with the int8 matrix multiply (Armv8.6 i8mm: Graviton 3 and later, Grace, Snapdragon X)
 )
 
-var levelNames = [...]string{"scalar", "avx2", "avxvnni", "avx512", "avx512bf16", "amx", "neon"}
+var levelNames = [...]string{"scalar", "avx2", "avxvnni", "avx512", "avx512bf16", "amx", "neon", "i8mm"}
+
+// arm reports whether l is an arm64 level: no packed weights, and argmax,
+// rope and the K/V store in Go (kernels.go).
+func (l simdLevel) arm() bool { return l == levelNEON || l == levelI8MM }
 
 // vector is the level of l's vector kernels: every kernel of levelAMX but
 // the packed matmul (simd_amx.c) and attention is AVX-512's, and every
@@ -69,7 +75,7 @@ var detectedLevel = detectLevel()
 var bestLevel = detectedLevel
 
 // SIMDLevel names the kernels new backends run: "amx", "avx512bf16", "avx512",
-// "avxvnni", "avx2", "neon" or "scalar".
+// "avxvnni", "avx2", "i8mm", "neon" or "scalar".
 func SIMDLevel() string { return bestLevel.String() }
 
 // Levels names the levels this machine can run, scalar first.
@@ -102,8 +108,11 @@ func SetLevel(name string) error {
 
 // supportedLevels are the levels this machine can run, scalar first.
 func supportedLevels() []simdLevel {
-	if detectedLevel == levelNEON {
+	switch detectedLevel {
+	case levelNEON:
 		return []simdLevel{levelScalar, levelNEON}
+	case levelI8MM:
+		return []simdLevel{levelScalar, levelNEON, levelI8MM}
 	}
 	var ls []simdLevel
 	for l := levelScalar; l <= detectedLevel; l++ {

@@ -74,7 +74,8 @@ enum {
 	LEVEL_AVX512 = 3,
 	LEVEL_AVX512BF16 = 4,
 	LEVEL_AMX = 5,
-	LEVEL_NEON = 6
+	LEVEL_NEON = 6,
+	LEVEL_I8MM = 7
 };
 
 // Kinds of K/V element (KVCache.kvKind): float32s, halves, Q8_0 blocks.

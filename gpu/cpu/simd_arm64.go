@@ -38,8 +38,9 @@ func writeKVQ8X([]float32, []float32, []int32, []byte, []byte, int, int, int) {
 	panic("cpu: no SIMD K/V store at the NEON level")
 }
 
-// The Go name of the NEON level (simd.h).
+// The Go names of the arm64 levels (simd.h).
 func _() {
 	var x [1]int
 	_ = x[levelScalar-C.LEVEL_SCALAR] + x[levelNEON-C.LEVEL_NEON] + x[C.LEVEL_SCALAR-levelScalar] + x[C.LEVEL_NEON-levelNEON]
+	_ = x[levelI8MM-C.LEVEL_I8MM] + x[C.LEVEL_I8MM-levelI8MM]
 }

@@ -3,14 +3,16 @@
 package cpu
 
 import (
+	"slices"
 	"testing"
 
 	"golang.org/x/sys/cpu"
 )
 
-// An arm64 CPU with the dot product runs the NEON level, so the kernel
-// tests that loop over supportedLevels test simd_neon.c (CI runs them
-// under qemu-aarch64 -cpu max, which has it).
+// An arm64 CPU with the dot product runs the NEON level, and with the
+// int8 matrix multiply the i8mm level above it, so the kernel tests that
+// loop over supportedLevels test simd_neon.c and simd_neon_i8mm.h (CI runs
+// them under qemu-aarch64 -cpu max, which has both).
 func TestNEONDetected(t *testing.T) {
 	if !cpu.ARM64.HasASIMDDP {
 		if detectedLevel != levelScalar {
@@ -18,10 +20,14 @@ func TestNEONDetected(t *testing.T) {
 		}
 		t.Skip("this CPU lacks the dot product (asimddp): the NEON level is off")
 	}
-	if detectedLevel != levelNEON || SIMDLevel() != "neon" {
-		t.Fatalf("detected %v, SIMDLevel %q on a CPU with the dot product, want neon", detectedLevel, SIMDLevel())
+	want := []string{"scalar", "neon"}
+	if cpu.ARM64.HasI8MM {
+		want = append(want, "i8mm")
 	}
-	if got := Levels(); len(got) != 2 || got[0] != "scalar" || got[1] != "neon" {
-		t.Fatalf("Levels() = %q, want [scalar neon]", got)
+	if got := SIMDLevel(); got != want[len(want)-1] {
+		t.Fatalf("SIMDLevel() = %q on a CPU with %v, want %q", got, want[1:], want[len(want)-1])
+	}
+	if got := Levels(); !slices.Equal(got, want) {
+		t.Fatalf("Levels() = %q, want %q", got, want)
 	}
 }

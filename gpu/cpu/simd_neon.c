@@ -7,7 +7,8 @@
 // which the level requires; the functions that use it carry its target,
 // so the rest of the binary runs on any arm64 CPU. Every weight block is
 // decoded once for a tile of up to 8 activation rows (MM_DRIVER): NEON has
-// 32 registers, as AVX-512.
+// 32 registers, as AVX-512. The i8mm level's kernels (smmla) are
+// simd_neon_i8mm.h's.
 
 #include <arm_neon.h>
 #include <sys/auxv.h>
@@ -21,7 +22,15 @@
 
 #define DOT __attribute__((target("arch=armv8.2-a+dotprod")))
 
-int folio_cpu_level(void) { return getauxval(AT_HWCAP) & HWCAP_ASIMDDP ? LEVEL_NEON : LEVEL_SCALAR; }
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1 << 13)
+#endif
+
+int folio_cpu_level(void) {
+	if (!(getauxval(AT_HWCAP) & HWCAP_ASIMDDP))
+		return LEVEL_SCALAR;
+	return getauxval(AT_HWCAP2) & HWCAP2_I8MM ? LEVEL_I8MM : LEVEL_NEON;
+}
 
 // h2f reads the little-endian half at p.
 static inline float h2f(const uint8_t *p) {
@@ -253,6 +262,21 @@ INLINE uint8x16_t fifth16(uint32_t b) {
 	return vandq_u8(vtstq_u8(v, vld1q_u8(bit)), vdupq_n_u8(0x10));
 }
 
+// q40_quants sets lo and hi to the quants of a Q4_0-like block at wb
+// (its scales o bytes past the half d: 2 for Q4_1's and Q5_1's min):
+// elements 0-15 and 16-31, with five 5-bit (Q5_0, Q5_1).
+INLINE void q40_quants(const uint8_t *wb, int o, int five, int8x16_t *lo, int8x16_t *hi) {
+	const uint8x16_t m4 = vdupq_n_u8(0x0f);
+	uint8x16_t q = vld1q_u8(wb + o + (five ? 6 : 2)), l = vandq_u8(q, m4), h = vshrq_n_u8(q, 4);
+	if (five) {
+		uint32_t qh;
+		memcpy(&qh, wb + o + 2, 4);
+		l = vorrq_u8(l, fifth16(qh));
+		h = vorrq_u8(h, fifth16(qh >> 16));
+	}
+	*lo = vreinterpretq_s8_u8(l), *hi = vreinterpretq_s8_u8(h);
+}
+
 // Q4_0 weights, X4G activations: the low nibbles (elements 0-15) and the
 // high ones (16-31) against the group's two halves of the block, starting
 // from the block's bias lane (-8·Σx: Q4_0's offset), so the int32 lanes
@@ -263,21 +287,14 @@ INLINE uint8x16_t fifth16(uint32_t b) {
 // m·dx·Σq added, Σq = -bias/8.
 INLINE DOT void q40_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os, int five,
                         int one) {
-	const uint8x16_t m4 = vdupq_n_u8(0x0f);
 	const int bb = five ? (one ? Q5_1_BYTES : Q5_0_BYTES) : (one ? Q4_1_BYTES : Q4_0_BYTES), o = one ? 2 : 0;
 	float32x4_t acc[XT];
 	for (int i = 0; i < nx; i++)
 		acc[i] = vdupq_n_f32(0);
 	for (int b = 0; b < k / 32; b++) {
 		const uint8_t *wb = w + (int64_t)b * bb;
-		uint8x16_t q = vld1q_u8(wb + o + (five ? 6 : 2)), l = vandq_u8(q, m4), h = vshrq_n_u8(q, 4);
-		if (five) {
-			uint32_t qh;
-			memcpy(&qh, wb + o + 2, 4);
-			l = vorrq_u8(l, fifth16(qh));
-			h = vorrq_u8(h, fifth16(qh >> 16));
-		}
-		int8x16_t lo = vreinterpretq_s8_u8(l), hi = vreinterpretq_s8_u8(h);
+		int8x16_t lo, hi;
+		q40_quants(wb, o, five, &lo, &hi);
 		float dw = h2f(wb);
 		int j = b % 4;
 		for (int i = 0; i < nx; i++) {
@@ -323,14 +340,29 @@ INLINE int32x4_t mlal8(int32x4_t acc, int16x8_t a, int16x8_t b) {
 	return vmlal_s16(vmlal_s16(acc, vget_low_s16(a), vget_low_s16(b)), vget_high_s16(a), vget_high_s16(b));
 }
 
+// qk_quants sets q[0] and q[1] to sub-block j's quants of the Q4_K
+// super-block at wb (elements 0-15, 16-31), with five Q5_K's: 32 bytes of
+// fifth bits (bit j of byte l: sub-block j's element l) before the quants.
+INLINE void qk_quants(const uint8_t *wb, int j, int five, int8x16_t *q) {
+	const uint8x16_t m4 = vdupq_n_u8(0x0f), m10 = vdupq_n_u8(0x10);
+	const uint8_t *qs = wb + (five ? 48 : 16) + 32 * (j / 2);
+	uint8x16_t a = vld1q_u8(qs), b = vld1q_u8(qs + 16);
+	uint8x16_t l = j % 2 ? vshrq_n_u8(a, 4) : vandq_u8(a, m4), h = j % 2 ? vshrq_n_u8(b, 4) : vandq_u8(b, m4);
+	if (five) {
+		uint8x16_t bit = vdupq_n_u8((uint8_t)(1 << j));
+		l = vorrq_u8(l, vandq_u8(vtstq_u8(vld1q_u8(wb + 16), bit), m10));
+		h = vorrq_u8(h, vandq_u8(vtstq_u8(vld1q_u8(wb + 32), bit), m10));
+	}
+	q[0] = vreinterpretq_s8_u8(l), q[1] = vreinterpretq_s8_u8(h);
+}
+
 // Q4_K weights (d, dmin, 12 scale bytes, 128 quant bytes), XK
 // activations: each 32-element sub-block's integer dot times its scale,
 // less dmin times its min times the activations' sum of 32 (XK_BS32).
 // With five, Q5_K weights: 32 bytes of fifth bits (bit j of byte l:
 // sub-block j's element l) before the quants.
 INLINE DOT void qk_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os, int five) {
-	const uint8x16_t m4 = vdupq_n_u8(0x0f), m10 = vdupq_n_u8(0x10);
-	const int bb = five ? Q5_K_BYTES : Q4_K_BYTES, qs = five ? 48 : 16;
+	const int bb = five ? Q5_K_BYTES : Q4_K_BYTES;
 	float acc[XT] = {0};
 	for (int s = 0; s < k / 256; s++) {
 		const uint8_t *wb = w + (int64_t)s * bb;
@@ -341,21 +373,8 @@ INLINE DOT void qk_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, in
 		memcpy(sm, u, 16);
 		int16x8_t mins = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(sm + 8)));
 		int8x16_t q[16]; // sub-block j's elements 0-15 in q[2j], 16-31 in q[2j+1]
-		for (int p = 0; p < 4; p++) {
-			uint8x16_t a = vld1q_u8(wb + qs + 32 * p), b = vld1q_u8(wb + qs + 16 + 32 * p);
-			q[4 * p] = vreinterpretq_s8_u8(vandq_u8(a, m4));
-			q[4 * p + 1] = vreinterpretq_s8_u8(vandq_u8(b, m4));
-			q[4 * p + 2] = vreinterpretq_s8_u8(vshrq_n_u8(a, 4));
-			q[4 * p + 3] = vreinterpretq_s8_u8(vshrq_n_u8(b, 4));
-		}
-		if (five) {
-			uint8x16_t h0 = vld1q_u8(wb + 16), h1 = vld1q_u8(wb + 32);
-			for (int j = 0; j < 8; j++) {
-				uint8x16_t bit = vdupq_n_u8((uint8_t)(1 << j));
-				q[2 * j] = vorrq_s8(q[2 * j], vreinterpretq_s8_u8(vandq_u8(vtstq_u8(h0, bit), m10)));
-				q[2 * j + 1] = vorrq_s8(q[2 * j + 1], vreinterpretq_s8_u8(vandq_u8(vtstq_u8(h1, bit), m10)));
-			}
-		}
+		for (int j = 0; j < 8; j++)
+			qk_quants(wb, j, five, q + 2 * j);
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xb = x + i * xs + (int64_t)s * XK_BYTES;
 			const int8_t *xq = (const int8_t *)xb;
@@ -385,12 +404,24 @@ MM_DRIVER(folio_mm_q5_k_neon, q5_k_row, DOT, 8)
 // q6 is a Q6_K quant (0-63) from its low four bits and its high two.
 INLINE int8x16_t q6(uint8x16_t lo, uint8x16_t hi) { return vreinterpretq_s8_u8(vorrq_u8(lo, vshlq_n_u8(hi, 4))); }
 
+// q6_quants sets o[u] to sub-block 8n + 2u + j's 16 quants (0-63) of the
+// Q6_K super-block at wb: bytes 16j … 16j+15 of ql's and qh's 32-byte runs
+// of half n.
+INLINE void q6_quants(const uint8_t *wb, int n, int j, int8x16_t *o) {
+	const uint8x16_t m4 = vdupq_n_u8(0x0f), m3 = vdupq_n_u8(0x03);
+	const uint8_t *ql = wb + 64 * n, *qh = wb + 128 + 32 * n;
+	uint8x16_t a = vld1q_u8(ql + 16 * j), b = vld1q_u8(ql + 32 + 16 * j), h = vld1q_u8(qh + 16 * j);
+	o[0] = q6(vandq_u8(a, m4), vandq_u8(h, m3));
+	o[1] = q6(vandq_u8(b, m4), vandq_u8(vshrq_n_u8(h, 2), m3));
+	o[2] = q6(vshrq_n_u8(a, 4), vandq_u8(vshrq_n_u8(h, 4), m3));
+	o[3] = q6(vshrq_n_u8(b, 4), vshrq_n_u8(h, 6));
+}
+
 // Q6_K weights (ql[128], qh[64], int8 scales[16], d), XK activations: the
 // 6-bit quants decoded once (0-63, in element order) for the tile; each
 // 16-element sub-block's dot times its scale, less 32 times its scale
 // times the activations' sum of 16 (XK_BSUMS): Q6_K's offset.
 INLINE DOT void q6_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
-	const uint8x16_t m4 = vdupq_n_u8(0x0f), m3 = vdupq_n_u8(0x03);
 	float acc[XT] = {0};
 	for (int s = 0; s < k / 256; s++) {
 		const uint8_t *wb = w + (int64_t)s * Q6_K_BYTES;
@@ -398,17 +429,13 @@ INLINE DOT void q6_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 		float d = h2f(wb + 208);
 		int16x8_t sc0 = vmovl_s8(vld1_s8(sc)), sc1 = vmovl_s8(vld1_s8(sc + 8));
 		int8x16_t q[16]; // elements 16t … 16t+15 in q[t]
-		for (int n = 0; n < 2; n++) {
-			const uint8_t *ql = wb + 64 * n, *qh = wb + 128 + 32 * n;
-			int8x16_t *o = q + 8 * n;
-			for (int j = 0; j < 2; j++) { // bytes 16j … 16j+15 of each 32-byte run of ql and qh
-				uint8x16_t a = vld1q_u8(ql + 16 * j), b = vld1q_u8(ql + 32 + 16 * j), h = vld1q_u8(qh + 16 * j);
-				o[j] = q6(vandq_u8(a, m4), vandq_u8(h, m3));
-				o[2 + j] = q6(vandq_u8(b, m4), vandq_u8(vshrq_n_u8(h, 2), m3));
-				o[4 + j] = q6(vshrq_n_u8(a, 4), vandq_u8(vshrq_n_u8(h, 4), m3));
-				o[6 + j] = q6(vshrq_n_u8(b, 4), vshrq_n_u8(h, 6));
+		for (int n = 0; n < 2; n++)
+			for (int j = 0; j < 2; j++) {
+				int8x16_t o[4];
+				q6_quants(wb, n, j, o);
+				for (int u = 0; u < 4; u++)
+					q[8 * n + 2 * u + j] = o[u];
 			}
-		}
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xb = x + i * xs + (int64_t)s * XK_BYTES;
 			const int8_t *xq = (const int8_t *)xb;
@@ -555,6 +582,8 @@ INLINE void bf16_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int 
 }
 MM_DRIVER(folio_mm_bf16_neon, bf16_row, , 8)
 
+#include "simd_neon_i8mm.h"
+
 // folio_matmul: dst[i*dstride + r] = w row r · x row i for r < rows, i < nx,
 // at the NEON level (the only arm64 one).
 void folio_matmul(int kind, int level, MM_ARGS) {
@@ -562,6 +591,17 @@ void folio_matmul(int kind, int level, MM_ARGS) {
 	    folio_mm_q8_0_neon,  folio_mm_q4_0_neon, folio_mm_q4_k_neon, folio_mm_q6_k_neon,   folio_mm_f16_neon,
 	    folio_mm_mxfp4_neon, folio_mm_q5_0_neon, folio_mm_q5_k_neon, folio_mm_bf16_neon,   folio_mm_q3_k_neon,
 	    folio_mm_q2_k_neon,  folio_mm_iq4_nl_neon, folio_mm_iq4_xs_neon, folio_mm_q4_1_neon, folio_mm_q5_1_neon};
-	(void)level;
+	// at the i8mm level, by kind: smmla's kernels where there are two
+	// activation rows or more
+	static void (*const i8mm[15])(MM_ARGS) = {
+	    [KIND_Q8_0] = mm_q8_0_i8mm,     [KIND_Q4_0] = mm_q4_0_i8mm,   [KIND_Q4_K] = mm_q4_k_i8mm,
+	    [KIND_Q6_K] = mm_q6_k_i8mm,     [KIND_MXFP4] = mm_mxfp4_i8mm, [KIND_Q5_0] = mm_q5_0_i8mm,
+	    [KIND_Q5_K] = mm_q5_k_i8mm,     [KIND_IQ4_NL] = mm_iq4_nl_i8mm, [KIND_IQ4_XS] = mm_iq4_xs_i8mm,
+	    [KIND_Q4_1] = mm_q4_1_i8mm,     [KIND_Q5_1] = mm_q5_1_i8mm,
+	};
+	if (level == LEVEL_I8MM && nx >= 2 && i8mm[kind]) {
+		i8mm[kind](w, wstride, rows, x, xstride, nx, k, dst, dstride);
+		return;
+	}
 	fns[kind](w, wstride, rows, x, xstride, nx, k, dst, dstride);
 }

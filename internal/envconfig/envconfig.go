@@ -46,7 +46,7 @@ var Settings = []Setting{
 	{"FOLIO_CUDA_SYNC", "0", "1: wait for each GPU kernel as it is launched, so that a fault names its kernel (slow)"},
 	{"FOLIO_CUDA_GRAPHS", "0", "1: replay decode steps as CUDA graphs"},
 	{"FOLIO_VULKAN_DEVICE", "", "the Vulkan device, by its index or part of its name as `folio gpu info` lists them (default: the first discrete GPU, else integrated, else the CPU's lavapipe)"},
-	{"FOLIO_CPU_LEVEL", "", "the CPU kernels' instruction set: scalar, avx2, avxvnni, avx512, avx512bf16 (AVX-512 with BF16 products for attention over f16 and q8_0 caches) or amx (AVX-512 with AMX tiles: INT8 for prefill's matmuls, BF16 for attention over f16 and q8_0 caches; neon on arm64), at most what the CPU has (default its best); bench --vs-llamacpp then runs llama.cpp's matching build"},
+	{"FOLIO_CPU_LEVEL", "", "the CPU kernels' instruction set: scalar, avx2, avxvnni, avx512, avx512bf16 (AVX-512 with BF16 products for attention over f16 and q8_0 caches) or amx (AVX-512 with AMX tiles: INT8 for prefill's matmuls, BF16 for attention over f16 and q8_0 caches; neon or i8mm (its int8 matrix multiply for prefill) on arm64), at most what the CPU has (default its best); bench --vs-llamacpp then runs llama.cpp's matching build"},
 	{"GOMAXPROCS", "", "Go's; when unset, folio runs one more than its CPU threads so that one is always idle"},
 	{"LLAMAREF", "../shared/tools/llamaref/llamaref", "the llamaref command bench --vs-llamacpp runs"},
 }
