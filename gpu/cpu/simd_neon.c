@@ -340,6 +340,14 @@ INLINE int32x4_t mlal8(int32x4_t acc, int16x8_t a, int16x8_t b) {
 	return vmlal_s16(vmlal_s16(acc, vget_low_s16(a), vget_low_s16(b)), vget_high_s16(a), vget_high_s16(b));
 }
 
+// k_step is acc + dx·(d·a − dmin·b), a K-quant super-block's share of a
+// row's sum, in explicit fused steps: left to the compiler, a tile's rows
+// (vectorized) and a single row (scalar) contracted the products into
+// FMAs differently, and a row's result depended on the rows beside it.
+INLINE float k_step(float acc, float dx, float d, float a, float dmin, float b) {
+	return __builtin_fmaf(dx, __builtin_fmaf(-dmin, b, d * a), acc);
+}
+
 // qk_quants sets q[0] and q[1] to sub-block j's quants of the Q4_K
 // super-block at wb (elements 0-15, 16-31), with five Q5_K's: 32 bytes of
 // fifth bits (bit j of byte l: sub-block j's element l) before the quants.
@@ -386,7 +394,7 @@ INLINE DOT void qk_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, in
 			}
 			int16x8_t bs = vld1q_s16((const int16_t *)(xb + XK_BS32));
 			int32x4_t mb = mlal8(vdupq_n_s32(0), mins, bs);
-			acc[i] += load_f32(xb + XK_D) * (d * (float)vaddvq_s32(sum) - dmin * (float)vaddvq_s32(mb));
+			acc[i] = k_step(acc[i], load_f32(xb + XK_D), d, (float)vaddvq_s32(sum), dmin, (float)vaddvq_s32(mb));
 		}
 	}
 	for (int i = 0; i < nx; i++)
@@ -444,7 +452,7 @@ INLINE DOT void q6_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 				sum = vmlaq_n_s32(sum, vdotq_s32(vdupq_n_s32(0), q[t], vld1q_s8(xq + 16 * t)), sc[t]);
 			int16x8_t bs0 = vld1q_s16((const int16_t *)(xb + XK_BSUMS)), bs1 = vld1q_s16((const int16_t *)(xb + XK_BSUMS) + 8);
 			int32x4_t off = mlal8(mlal8(vdupq_n_s32(0), sc0, bs0), sc1, bs1);
-			acc[i] += load_f32(xb + XK_D) * d * (float)(vaddvq_s32(sum) - 32 * vaddvq_s32(off));
+			acc[i] = k_step(acc[i], load_f32(xb + XK_D), d, (float)(vaddvq_s32(sum) - 32 * vaddvq_s32(off)), 0, 0);
 		}
 	}
 	for (int i = 0; i < nx; i++)
@@ -482,7 +490,7 @@ INLINE DOT void q3_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 			int32x4_t sum = vdupq_n_s32(0);
 			for (int t = 0; t < 16; t++)
 				sum = vmlaq_n_s32(sum, vdotq_s32(vdupq_n_s32(0), q[t], vld1q_s8(xq + 16 * t)), sc[t]);
-			acc[i] += load_f32(xb + XK_D) * d * (float)vaddvq_s32(sum);
+			acc[i] = k_step(acc[i], load_f32(xb + XK_D), d, (float)vaddvq_s32(sum), 0, 0);
 		}
 	}
 	for (int i = 0; i < nx; i++)
@@ -518,7 +526,7 @@ INLINE DOT void q2_k_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, 
 				sum = vmlaq_n_s32(sum, vdotq_s32(vdupq_n_s32(0), q[t], vld1q_s8(xq + 16 * t)), wb[t] & 15);
 			int16x8_t bs0 = vld1q_s16((const int16_t *)(xb + XK_BSUMS)), bs1 = vld1q_s16((const int16_t *)(xb + XK_BSUMS) + 8);
 			int32x4_t mb = mlal8(mlal8(vdupq_n_s32(0), mn0, bs0), mn1, bs1);
-			acc[i] += load_f32(xb + XK_D) * (d * (float)vaddvq_s32(sum) - dmin * (float)vaddvq_s32(mb));
+			acc[i] = k_step(acc[i], load_f32(xb + XK_D), d, (float)vaddvq_s32(sum), dmin, (float)vaddvq_s32(mb));
 		}
 	}
 	for (int i = 0; i < nx; i++)
@@ -591,15 +599,16 @@ void folio_matmul(int kind, int level, MM_ARGS) {
 	    folio_mm_q8_0_neon,  folio_mm_q4_0_neon, folio_mm_q4_k_neon, folio_mm_q6_k_neon,   folio_mm_f16_neon,
 	    folio_mm_mxfp4_neon, folio_mm_q5_0_neon, folio_mm_q5_k_neon, folio_mm_bf16_neon,   folio_mm_q3_k_neon,
 	    folio_mm_q2_k_neon,  folio_mm_iq4_nl_neon, folio_mm_iq4_xs_neon, folio_mm_q4_1_neon, folio_mm_q5_1_neon};
-	// at the i8mm level, by kind: smmla's kernels where there are two
-	// activation rows or more
+	// at the i8mm level, by kind: smmla's kernels for one activation row
+	// too (paired with itself), so that a row's result does not depend on
+	// the rows computed with it
 	static void (*const i8mm[15])(MM_ARGS) = {
 	    [KIND_Q8_0] = mm_q8_0_i8mm,     [KIND_Q4_0] = mm_q4_0_i8mm,   [KIND_Q4_K] = mm_q4_k_i8mm,
 	    [KIND_Q6_K] = mm_q6_k_i8mm,     [KIND_MXFP4] = mm_mxfp4_i8mm, [KIND_Q5_0] = mm_q5_0_i8mm,
 	    [KIND_Q5_K] = mm_q5_k_i8mm,     [KIND_IQ4_NL] = mm_iq4_nl_i8mm, [KIND_IQ4_XS] = mm_iq4_xs_i8mm,
 	    [KIND_Q4_1] = mm_q4_1_i8mm,     [KIND_Q5_1] = mm_q5_1_i8mm,
 	};
-	if (level == LEVEL_I8MM && nx >= 2 && i8mm[kind]) {
+	if (level == LEVEL_I8MM && i8mm[kind]) {
 		i8mm[kind](w, wstride, rows, x, xstride, nx, k, dst, dstride);
 		return;
 	}

@@ -8,8 +8,10 @@
 // row a half (zip8), and a step's int32 lanes are w0·x0, w0·x1, w1·x0 and
 // w1·x1. Each block's sums are scaled in float32 as at the NEON level, a
 // pair's four at once, so the levels' results differ in the last bits
-// only. Q3_K, Q2_K, F16 and BF16, and a decode step's single activation
-// row (half of each smmla would be wasted), run the NEON level's kernels.
+// only. A single activation row (a decode step) is paired with itself,
+// half of each smmla wasted, so that each lane's steps, and a row's
+// result, are the same whatever rows are computed with it. Q3_K, Q2_K,
+// F16 and BF16 run the NEON level's kernels.
 //
 // Included by simd_neon.c, whose helpers the kernels take.
 
@@ -198,7 +200,7 @@ INLINE I8MM void qk_row2(const uint8_t *w0, const uint8_t *w1, int two, int k, c
 			int16x8_t ba = vld1q_s16((const int16_t *)(xa + XK_BS32)), bz = vld1q_s16((const int16_t *)(xb + XK_BS32));
 			int32x4_t mb = {vaddvq_s32(mlal8(vdupq_n_s32(0), mins[0], ba)), vaddvq_s32(mlal8(vdupq_n_s32(0), mins[0], bz)),
 			                vaddvq_s32(mlal8(vdupq_n_s32(0), mins[1], ba)), vaddvq_s32(mlal8(vdupq_n_s32(0), mins[1], bz))};
-			float32x4_t v = vmlsq_f32(vmulq_f32(d, vcvtq_f32_s32(isum[i / 2])), dmin, vcvtq_f32_s32(mb));
+			float32x4_t v = vfmsq_f32(vmulq_f32(d, vcvtq_f32_s32(isum[i / 2])), dmin, vcvtq_f32_s32(mb));
 			acc[i / 2] = vfmaq_f32(acc[i / 2], cross4(load_f32(xa + XK_D), load_f32(xb + XK_D)), v);
 		}
 	}

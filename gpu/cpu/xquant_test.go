@@ -242,6 +242,18 @@ func TestKernels(t *testing.T) {
 							xs = append(xs, dequantizeXRef(kind, xq[i*stride:], k)...)
 						}
 						checkDots(t, dst[:n*m], xs, wf, n, k, m, matmulTol)
+						// A row's results are the same bits whatever rows
+						// it is computed with (a prompt in chunks or whole:
+						// models/arch's TestScheduleInvariance).
+						for i := range n {
+							one := make([]float32, m)
+							matmulX(kind, l, data, len(data)/m, m, xq[i*stride:], stride, 1, k, one, m)
+							for o, v := range one {
+								if math.Float32bits(v) != math.Float32bits(dst[i*m+o]) {
+									t.Fatalf("row %d alone: dst[%d] = %v, in a tile of %d: %v", i, o, v, n, dst[i*m+o])
+								}
+							}
+						}
 					})
 				}
 			}
