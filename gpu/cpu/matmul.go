@@ -112,43 +112,30 @@ func (t *matmulTask) run(wk *worker, lo, hi int) {
 		o0 := u % t.wTiles * wTile
 		o1 := min(o0+wTile, m)
 
-		// One activation row (decode): each weight row is decoded and used
-		// at once, while it is still in L1.
-		if i1-i0 == 1 {
-			buf := grow(&wk.rows, k)
-			for o := o0; o < o1; o++ {
-				t.w.rowInto(o, buf)
-				t.dst[i0*m+o] = dot(t.x[i0*k:(i0+1)*k], buf)
-			}
-			continue
-		}
-
-		// The tile's weight rows, decoded into the worker's scratch.
+		// The tile's weight rows, decoded into the worker's scratch; a
+		// partial tile repeats its last row. Every output then takes
+		// dot4x2's or dot4's steps, which are the same, so that a row's
+		// result does not depend on the rows computed with it (a prompt
+		// in chunks or whole, a decode step alone or batched).
 		var rows [wTile][]float32
 		buf := grow(&wk.rows, wTile*k)
 		for j := range o1 - o0 {
 			rows[j] = buf[j*k : (j+1)*k]
 			t.w.rowInto(o0+j, rows[j])
 		}
-
-		if o1-o0 == wTile {
-			i := i0
-			for ; i+2 <= i1; i += 2 {
-				s := dot4x2(t.x[i*k:(i+1)*k], t.x[(i+1)*k:(i+2)*k], rows[0], rows[1], rows[2], rows[3])
-				copy(t.dst[i*m+o0:i*m+o0+wTile], s[:4])
-				copy(t.dst[(i+1)*m+o0:(i+1)*m+o0+wTile], s[4:])
-			}
-			if i < i1 {
-				d := t.dst[i*m+o0 : i*m+o0+wTile]
-				d[0], d[1], d[2], d[3] = dot4(t.x[i*k:(i+1)*k], rows[0], rows[1], rows[2], rows[3])
-			}
-			continue
+		for j := o1 - o0; j < wTile; j++ {
+			rows[j] = rows[o1-o0-1]
 		}
-		for i := i0; i < i1; i++ {
-			xi := t.x[i*k : (i+1)*k]
-			for j := range o1 - o0 {
-				t.dst[i*m+o0+j] = dot(xi, rows[j])
-			}
+		i := i0
+		for ; i+2 <= i1; i += 2 {
+			s := dot4x2(t.x[i*k:(i+1)*k], t.x[(i+1)*k:(i+2)*k], rows[0], rows[1], rows[2], rows[3])
+			copy(t.dst[i*m+o0:i*m+o1], s[:4])
+			copy(t.dst[(i+1)*m+o0:(i+1)*m+o1], s[4:])
+		}
+		if i < i1 {
+			var s [4]float32
+			s[0], s[1], s[2], s[3] = dot4(t.x[i*k:(i+1)*k], rows[0], rows[1], rows[2], rows[3])
+			copy(t.dst[i*m+o0:i*m+o1], s[:])
 		}
 	}
 }
@@ -191,7 +178,8 @@ func matmulF32Go(w []float32, ws, rows int, x []float32, xs, nx, k int, dst []fl
 }
 
 // dot4x2 returns x0 · r0 … x0 · r3, then x1 · r0 … x1 · r3: a 2×4 tile
-// of the output from six loads per step (len(r) ≥ len(x0) = len(x1)).
+// of the output from six loads per step (len(r) ≥ len(x0) = len(x1)),
+// one float32 accumulator an output, the elements in order (as dot4).
 func dot4x2(x0, x1, r0, r1, r2, r3 []float32) (s [8]float32) {
 	n := len(x0)
 	x1, r0, r1, r2, r3 = x1[:n], r0[:n], r1[:n], r2[:n], r3[:n]
@@ -211,33 +199,20 @@ func dot4x2(x0, x1, r0, r1, r2, r3 []float32) (s [8]float32) {
 	return [8]float32{a0, a1, a2, a3, b0, b1, b2, b3}
 }
 
-// dot4 returns x · r0, x · r1, x · r2, x · r3, reading x once. Each sum
-// has two float32 accumulators.
+// dot4 returns x · r0, x · r1, x · r2, x · r3, reading x once: dot4x2's
+// steps for one row of x, one float32 accumulator an output, the
+// elements in order (the four chains run side by side).
 func dot4(x, r0, r1, r2, r3 []float32) (float32, float32, float32, float32) {
 	n := len(x)
 	r0, r1, r2, r3 = r0[:n], r1[:n], r2[:n], r3[:n]
-	var a0, a1, b0, b1, c0, c1, d0, d1 float32
-	i := 0
-	for ; i+2 <= n; i += 2 {
-		x2 := x[i : i+2 : i+2]
-		x0, x1 := x2[0], x2[1]
-		a0 += x0 * r0[i]
-		a1 += x1 * r0[i+1]
-		b0 += x0 * r1[i]
-		b1 += x1 * r1[i+1]
-		c0 += x0 * r2[i]
-		c1 += x1 * r2[i+1]
-		d0 += x0 * r3[i]
-		d1 += x1 * r3[i+1]
+	var a, b, c, d float32
+	for i, u := range x {
+		a += u * r0[i]
+		b += u * r1[i]
+		c += u * r2[i]
+		d += u * r3[i]
 	}
-	if i < n {
-		x0 := x[i]
-		a0 += x0 * r0[i]
-		b0 += x0 * r1[i]
-		c0 += x0 * r2[i]
-		d0 += x0 * r3[i]
-	}
-	return a0 + a1, b0 + b1, c0 + c1, d0 + d1
+	return a, b, c, d
 }
 
 // Embed: dst[i,:] = table[ids[i],:], dequantized. dst is [len(ids), table.Cols].

@@ -54,7 +54,23 @@ func TestMatMul(t *testing.T) {
 							xs = append(xs, dequantizeXRef(kind, quantizeXRef(kind, xf[i*k:(i+1)*k]), k)...)
 						}
 					}
-					checkDots(t, download(b, dst), xs, wf, n, k, m, matmulTol)
+					got := download(b, dst)
+					checkDots(t, got, xs, wf, n, k, m, matmulTol)
+					// A row's results are the same bits computed alone
+					// (a prompt in chunks or whole; the first rows and
+					// the last).
+					for _, i := range []int{0, 1, 2, n - 1} {
+						if i >= n {
+							continue
+						}
+						one := newAct(t, b, 1, m, nil)
+						b.MatMul(one, newAct(t, b, 1, k, xf[i*k:(i+1)*k]), w)
+						for o, v := range download(b, one) {
+							if math.Float32bits(v) != math.Float32bits(got[i*m+o]) {
+								t.Fatalf("row %d alone: [%d] = %v, among %d rows %v", i, o, v, n, got[i*m+o])
+							}
+						}
+					}
 				})
 			}
 		}
