@@ -120,6 +120,9 @@ func TestSIMDMatchesScalar(t *testing.T) {
 		b := newTestBackend(t)
 		b.k = kernelsAt(l)
 		for kind, typ := range kernelTypes {
+			if kind.layout() != kind {
+				continue // the backend picks the level's kind of typ
+			}
 			for _, k := range awkwardKs(kind) {
 				for _, n := range []int{1, 3, 17, 64} {
 					const m = 37

@@ -147,13 +147,23 @@ const (
 	// multiplies its integer sums, one float32 step a super-block
 	// (simd_packed256_q8.h, pq_iq4_xsk_256).
 	kindIQ4_XSK
+	// kindQ8_0S and kindIQ4_NLS are Q8_0 and IQ4_NL at AVX2: their
+	// layouts, on X8P activations without its bias (the sign trick wants
+	// them signed: a vpxor a step saved).
+	kindQ8_0S
+	kindIQ4_NLS
 )
 
-// layout is the kind whose packed layout kind's weights take: IQ4_XS's
-// for kindIQ4_XSK, else kind's own.
+// layout is the kind whose packed layout kind's weights take: the base
+// kind of AVX2's own (kindIQ4_XSK, kindQ8_0S, kindIQ4_NLS), else kind.
 func (k kernelKind) layout() kernelKind {
-	if k == kindIQ4_XSK {
+	switch k {
+	case kindIQ4_XSK:
 		return kindIQ4_XS
+	case kindQ8_0S:
+		return kindQ8_0
+	case kindIQ4_NLS:
+		return kindIQ4_NL
 	}
 	return k
 }
@@ -165,6 +175,9 @@ func kernelFor(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 	}
 	switch typ {
 	case gguf.TypeQ8_0:
+		if l == levelAVX2 {
+			return kindQ8_0S, true
+		}
 		return kindQ8_0, true
 	case gguf.TypeQ4_0:
 		return kindQ4_0, true
@@ -193,6 +206,9 @@ func kernelFor(typ gguf.TensorType, l simdLevel) (kernelKind, bool) {
 		return kindQ2_K, true
 	case gguf.TypeIQ4_NL:
 		// IQ4_NL and IQ4_XS: packed kernels only at x86 levels (as Q4_0)
+		if l == levelAVX2 {
+			return kindIQ4_NLS, true
+		}
 		return kindIQ4_NL, true
 	case gguf.TypeIQ4_XS:
 		if l == levelAVX2 {

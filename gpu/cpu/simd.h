@@ -57,13 +57,18 @@ static inline void quant_bf16_tail(const float *x, int j, int k, uint8_t *out) {
 enum { KIND_Q8_0 = 0, KIND_Q4_0 = 1, KIND_Q4_K = 2, KIND_Q6_K = 3, KIND_F16 = 4, KIND_MXFP4 = 5, KIND_Q5_0 = 6, KIND_Q5_K = 7,
        KIND_BF16 = 8, KIND_Q3_K = 9, KIND_Q2_K = 10,
        KIND_IQ4_NL = 11, KIND_IQ4_XS = 12, KIND_Q4_1 = 13, KIND_Q5_1 = 14,
-       KIND_IQ4_XSK = 15 }; // IQ4_XS on XK activations (AVX2)
+       KIND_IQ4_XSK = 15, // IQ4_XS on XK activations (AVX2)
+       KIND_Q8_0S = 16, KIND_IQ4_NLS = 17 }; // Q8_0 and IQ4_NL on X8P without its bias (AVX2: x8s)
 
 // The kinds that run Q8_0's packed kernels on X8P activations: Q8_0 itself
 // and, in Q4_0's layout, the 4-bit codes looked up in a table (q80_lut):
 // IQ4_NL with halves for scales, IQ4_XS with a half a super-block and an
 // int8 a block, MXFP4 with E8M0 bytes (repack.go).
-static inline int q80_lut(int kind) { return kind != KIND_Q8_0; }
+static inline int q80_lut(int kind) { return kind != KIND_Q8_0 && kind != KIND_Q8_0S; }
+// x8s reports whether kind's X8P activations are stored without their
+// bias (AVX2's Q8_0 and IQ4_NL kernels, whose sign trick wants them
+// signed: each step's vpxor saved).
+static inline int x8s(int kind) { return kind == KIND_Q8_0S || kind == KIND_IQ4_NLS; }
 // Dispatch levels (Go's simdLevel). Go passes LEVEL_AMX to the packed
 // matmul and attention only, LEVEL_AVX512BF16 to attention only: their
 // other kernels are AVX-512's.
@@ -241,6 +246,7 @@ static inline AVX2 __m128i q4k_scales16(const uint8_t *s) {
 	float *dst, int64_t dstride
 #ifdef __x86_64__
 void folio_mm_q8_0_avx2(MM_ARGS);
+void folio_mm_q8_0s_avx2(MM_ARGS);
 void folio_mm_q4_0_avx2(MM_ARGS);
 void folio_mm_q4_k_avx2(MM_ARGS);
 void folio_mm_q6_k_avx2(MM_ARGS);
@@ -328,6 +334,14 @@ INLINE void xk_close(uint8_t *out, float iscale) {
 		bs32[j] = (int16_t)(bsums[2 * j] + bsums[2 * j + 1]);
 }
 
+// x8p_unbias takes the bias of 128 off the quants of an X8P row of k
+// elements (its padding block's too).
+static inline void x8p_unbias(uint8_t *out, int k) {
+	for (int p = 0; p < (k / 32 + 1) / 2; p++)
+		for (int j = 0; j < 64; j++)
+			out[p * X8P_BYTES + j] ^= 0x80;
+}
+
 // quantize_rows is folio_quantize over an architecture's quantizers of
 // one row of k floats into each activation format: n rows of x (xstride
 // apart) in kind's format, ostride bytes apart.
@@ -341,6 +355,11 @@ INLINE void quantize_rows(int kind, const float *x, int64_t xstride, int n, int 
 		case KIND_IQ4_NL:
 		case KIND_IQ4_XS:
 			x8p(x, k, out);
+			break;
+		case KIND_Q8_0S:
+		case KIND_IQ4_NLS:
+			x8p(x, k, out);
+			x8p_unbias(out, k);
 			break;
 		case KIND_Q4_0:
 		case KIND_Q5_0:

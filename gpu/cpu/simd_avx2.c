@@ -22,8 +22,9 @@ static inline AVX2 __m256i dot_u8s8(__m256i u, __m256i s) {
 
 // Q8_0 weights, X8P activations, one block per step: |w| against x with
 // w's signs (ggml's trick), so the unsigned side is |w| ≤ 128; x's bias
-// of 128 comes off first (vpmaddubsw's int16 pairs would saturate with it).
-INLINE AVX2 void q8_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+// of 128 comes off first (vpmaddubsw's int16 pairs would saturate with
+// it), or with s the activations have none (x8s).
+INLINE AVX2 void q80_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os, int s) {
 	__m256 acc[XT];
 	for (int i = 0; i < nx; i++)
 		acc[i] = _mm256_setzero_ps();
@@ -34,7 +35,9 @@ INLINE AVX2 void q8_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs,
 		float dw = h2f(wb);
 		for (int i = 0; i < nx; i++) {
 			const uint8_t *xp = x + i * xs + (int64_t)(b / 2) * X8P_BYTES + 32 * (b % 2);
-			__m256i xq = _mm256_xor_si256(_mm256_load_si256((const __m256i *)xp), _mm256_set1_epi8((char)0x80));
+			__m256i xq = _mm256_load_si256((const __m256i *)xp);
+			if (!s)
+				xq = _mm256_xor_si256(xq, _mm256_set1_epi8((char)0x80));
 			__m256i p = dot_u8s8(aw, _mm256_sign_epi8(xq, wq));
 			float dx;
 			memcpy(&dx, xp + 64, 4);
@@ -44,7 +47,14 @@ INLINE AVX2 void q8_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs,
 	for (int i = 0; i < nx; i++)
 		out[i * os] = hsum8(acc[i]);
 }
+INLINE AVX2 void q8_0_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	q80_row(w, k, x, xs, nx, out, os, 0);
+}
+INLINE AVX2 void q8_0s_row(const uint8_t *w, int k, const uint8_t *x, int64_t xs, int nx, float *out, int64_t os) {
+	q80_row(w, k, x, xs, nx, out, os, 1);
+}
 MM_DRIVER(folio_mm_q8_0_avx2, q8_0_row, AVX2, 4)
+MM_DRIVER(folio_mm_q8_0s_avx2, q8_0s_row, AVX2, 4)
 
 // Q4_0 weights, X4G activations, two blocks per step (half a group); a
 // missing second block of an odd count counts as zero.

@@ -56,8 +56,8 @@ func newAttnTile(row, rows, pos, blocks int32) attnTile {
 // simd_amd64.go and simd_arm64.go.
 func _() {
 	var x [1]int
-	_ = x[kindQ8_0-C.KIND_Q8_0] + x[kindQ4_0-C.KIND_Q4_0] + x[kindQ4_K-C.KIND_Q4_K] + x[kindQ6_K-C.KIND_Q6_K] + x[kindF16-C.KIND_F16] + x[kindMXFP4-C.KIND_MXFP4] + x[kindQ5_0-C.KIND_Q5_0] + x[kindQ5_K-C.KIND_Q5_K] + x[kindBF16-C.KIND_BF16] + x[kindQ3_K-C.KIND_Q3_K] + x[kindQ2_K-C.KIND_Q2_K] + x[kindIQ4_NL-C.KIND_IQ4_NL] + x[kindIQ4_XS-C.KIND_IQ4_XS] + x[kindQ4_1-C.KIND_Q4_1] + x[kindQ5_1-C.KIND_Q5_1] + x[kindIQ4_XSK-C.KIND_IQ4_XSK]
-	_ = x[C.KIND_Q8_0-kindQ8_0] + x[C.KIND_Q4_0-kindQ4_0] + x[C.KIND_Q4_K-kindQ4_K] + x[C.KIND_Q6_K-kindQ6_K] + x[C.KIND_F16-kindF16] + x[C.KIND_MXFP4-kindMXFP4] + x[C.KIND_Q5_0-kindQ5_0] + x[C.KIND_Q5_K-kindQ5_K] + x[C.KIND_BF16-kindBF16] + x[C.KIND_Q3_K-kindQ3_K] + x[C.KIND_Q2_K-kindQ2_K] + x[C.KIND_IQ4_NL-kindIQ4_NL] + x[C.KIND_IQ4_XS-kindIQ4_XS] + x[C.KIND_Q4_1-kindQ4_1] + x[C.KIND_Q5_1-kindQ5_1] + x[C.KIND_IQ4_XSK-kindIQ4_XSK]
+	_ = x[kindQ8_0-C.KIND_Q8_0] + x[kindQ4_0-C.KIND_Q4_0] + x[kindQ4_K-C.KIND_Q4_K] + x[kindQ6_K-C.KIND_Q6_K] + x[kindF16-C.KIND_F16] + x[kindMXFP4-C.KIND_MXFP4] + x[kindQ5_0-C.KIND_Q5_0] + x[kindQ5_K-C.KIND_Q5_K] + x[kindBF16-C.KIND_BF16] + x[kindQ3_K-C.KIND_Q3_K] + x[kindQ2_K-C.KIND_Q2_K] + x[kindIQ4_NL-C.KIND_IQ4_NL] + x[kindIQ4_XS-C.KIND_IQ4_XS] + x[kindQ4_1-C.KIND_Q4_1] + x[kindQ5_1-C.KIND_Q5_1] + x[kindIQ4_XSK-C.KIND_IQ4_XSK] + x[kindQ8_0S-C.KIND_Q8_0S] + x[kindIQ4_NLS-C.KIND_IQ4_NLS]
+	_ = x[C.KIND_Q8_0-kindQ8_0] + x[C.KIND_Q4_0-kindQ4_0] + x[C.KIND_Q4_K-kindQ4_K] + x[C.KIND_Q6_K-kindQ6_K] + x[C.KIND_F16-kindF16] + x[C.KIND_MXFP4-kindMXFP4] + x[C.KIND_Q5_0-kindQ5_0] + x[C.KIND_Q5_K-kindQ5_K] + x[C.KIND_BF16-kindBF16] + x[C.KIND_Q3_K-kindQ3_K] + x[C.KIND_Q2_K-kindQ2_K] + x[C.KIND_IQ4_NL-kindIQ4_NL] + x[C.KIND_IQ4_XS-kindIQ4_XS] + x[C.KIND_Q4_1-kindQ4_1] + x[C.KIND_Q5_1-kindQ5_1] + x[C.KIND_IQ4_XSK-kindIQ4_XSK] + x[C.KIND_Q8_0S-kindQ8_0S] + x[C.KIND_IQ4_NLS-kindIQ4_NLS]
 	_ = x[kvF32-C.KV_F32] + x[kvF16-C.KV_F16] + x[kvQ8-C.KV_Q8] + x[C.KV_F32-kvF32] + x[C.KV_F16-kvF16] + x[C.KV_Q8-kvQ8]
 	_ = x[q8Bytes-C.Q8_0_BYTES] + x[C.Q8_0_BYTES-q8Bytes]
 }

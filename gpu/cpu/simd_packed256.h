@@ -7,13 +7,16 @@
 // row's integers exactly and scale them by the same float32 ops in the
 // same order, so the levels' results are the same bits (and those of the
 // AVX-512 kernels, simd_packed.c) for every kind both run: IQ4_XS at AVX2
-// is a kind of its own (kindIQ4_XSK, on other activations).
+// is a kind of its own (kindIQ4_XSK, on other activations), and so are
+// its Q8_0 and IQ4_NL on unbiased X8P (same sums, same bits).
 //
 // The includer defines LVL, its level's target attribute, PM256, the name
 // of its entry (void PM256(int kind, PM_ARGS)), HI_SHUFFLE (1 or 0: see
-// chain8 and pq8_0_256), SMALL_Q8 (1 or 0: see pq_mxfp4_256), IQ4_XK (1
-// or 0: whether it has pq_iq4_xsk_256), dacc, the type of a chain of
-// sums, keep(d), what a chain's step ends with, and these steps on
+// chain8 and pq8_0_256), SMALL_Q8 (1 or 0: see pq_mxfp4_256), AVX2_KINDS (1
+// or 0: whether it has the kinds of AVX2 alone: pq_iq4_xsk_256, and
+// pq8_0s_256 and pq_iq4_nls_256 on X8P without its bias), dacc, the type
+// of a chain of sums, keep(d), what a chain's step ends with, and these
+// steps on
 // unsigned × signed bytes, four a 32-bit lane:
 //
 //	dot_zero()           a chain with nothing in it
@@ -29,7 +32,7 @@
 // and, for Q8_0 (X8P activations, biased by 128, against signed weights):
 //
 //	q8_w(q)                  what a step takes of a vector of weights q
-//	q8_x(p)                  what it takes of the four activation bytes at p, in
+//	q8_x(p, kind)            what it takes of the four activation bytes at p (x8s(kind): unbiased), in
 //	                         every lane
 //	q8_dot(s, u, a, q, x)    step u's chain (u = 0 starts it)
 //	q8_bias(b, u, q)         the chain of what the activations' bias adds
@@ -611,8 +614,10 @@ PACKED256(pm_q4_k_256, pq4_k_256, XT4)
 PACKED256(pm_q8_0_256, pq8_0_256, Q8_TILE)
 PACKED256(pm_iq4_nl_256, pq_iq4_nl_256, LUT_TILE)
 PACKED256(pm_iq4_xs_256, pq_iq4_xs_256, LUT_TILE)
-#if IQ4_XK
+#if AVX2_KINDS
 PACKED256(pm_iq4_xsk_256, pq_iq4_xsk_256, IQ4_XSK_TILE)
+PACKED256(pm_q8_0s_256, pq8_0s_256, Q8_TILE)
+PACKED256(pm_iq4_nls_256, pq_iq4_nls_256, LUT_TILE)
 #endif
 PACKED256(pm_mxfp4_256, pq_mxfp4_256, MXFP4_TILE)
 PACKED256(pm_q6_k_256, pq6_k_256, XT4)
@@ -631,8 +636,8 @@ void PM256(int kind, PM_ARGS) {
 		[KIND_Q2_K] = pm_q2_k_256, [KIND_IQ4_NL] = pm_iq4_nl_256, [KIND_Q4_1] = pm_q4_1_256, [KIND_Q5_1] = pm_q5_1_256,
 		[KIND_F16] = folio_pm_f16_256, [KIND_BF16] = folio_pm_bf16_256,
 		[KIND_IQ4_XS] = pm_iq4_xs_256, [KIND_MXFP4] = pm_mxfp4_256,
-#if IQ4_XK
-		[KIND_IQ4_XSK] = pm_iq4_xsk_256,
+#if AVX2_KINDS
+		[KIND_IQ4_XSK] = pm_iq4_xsk_256, [KIND_Q8_0S] = pm_q8_0s_256, [KIND_IQ4_NLS] = pm_iq4_nls_256,
 #endif
 	};
 	pm[kind](w, group_bytes, nb, rows, x, xs, nx, dst, ds);

@@ -81,7 +81,7 @@ INLINE LVL void pq80_256(const uint8_t *w, int nb, int h, const uint8_t *x, int6
 			__m256i q = q80_vec(wb, u, kind), a = q8_w(q);
 			bias = q8_bias(bias, u, q);
 			for (int i = 0; i < nx; i++) {
-				__m256i xv = q8_x(xb + i * xs + 4 * u);
+				__m256i xv = q8_x(xb + i * xs + 4 * u, kind);
 				s[i] = q8_dot(s[i], u, a, q, xv);
 				keep(s[i]);
 			}
@@ -102,6 +102,15 @@ INLINE LVL void pq_iq4_nl_256(const uint8_t *w, int nb, int h, const uint8_t *x,
 INLINE LVL void pq_iq4_xs_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
 	pq80_256(w, nb, h, x, xs, nx, acc, KIND_IQ4_XS);
 }
+#if AVX2_KINDS
+// Q8_0 and IQ4_NL on X8P without its bias (x8s): q8_x's vpxor saved.
+INLINE LVL void pq8_0s_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	pq80_256(w, nb, h, x, xs, nx, acc, KIND_Q8_0S);
+}
+INLINE LVL void pq_iq4_nls_256(const uint8_t *w, int nb, int h, const uint8_t *x, int64_t xs, int nx, __m256 *acc) {
+	pq80_256(w, nb, h, x, xs, nx, acc, KIND_IQ4_NLS);
+}
+#endif
 #if SMALL_Q8
 // pq_mxfp4_256 at AVX2: MXFP4's doubled E2M1 values (|v| ≤ 12) are
 // vpmaddubsw's signed side against X8P's biased activations (x + 128 ≤
@@ -152,7 +161,7 @@ INLINE LVL void pq_mxfp4_256(const uint8_t *w, int nb, int h, const uint8_t *x, 
 }
 #endif
 
-#if IQ4_XK
+#if AVX2_KINDS
 // pq_iq4_xsk_256 is IQ4_XS on XK activations (kindIQ4_XSK, AVX2), as
 // ggml's AVX2 dot takes Q8_K's: the sign trick's pairs of a step (at most
 // 2·127·127) go to int32 times the block's int8 scale by one vpmaddwd
@@ -210,7 +219,7 @@ INLINE LVL void pq80_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *a
 		mm_prefetch(wb + MM_PREFETCH, bb);
 		dacc s[2], bias[2] = {dot_zero(), dot_zero()};
 		for (int u = 0; u < 8; u++) {
-			__m256i xv = q8_x(xb + 4 * u);
+			__m256i xv = q8_x(xb + 4 * u, kind);
 			for (int h = 0; h < 2; h++) {
 				__m256i q = q80_vec(wb + 32 * h, u, kind);
 				bias[h] = q8_bias(bias[h], u, q);
@@ -234,6 +243,14 @@ INLINE LVL void pq_iq4_nl_256_1(const uint8_t *w, int nb, const uint8_t *x, __m2
 INLINE LVL void pq_iq4_xs_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
 	pq80_256_1(w, nb, x, acc, KIND_IQ4_XS);
 }
+#if AVX2_KINDS
+INLINE LVL void pq8_0s_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	pq80_256_1(w, nb, x, acc, KIND_Q8_0S);
+}
+INLINE LVL void pq_iq4_nls_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {
+	pq80_256_1(w, nb, x, acc, KIND_IQ4_NLS);
+}
+#endif
 #if SMALL_Q8
 // pq_mxfp4_256_1 is pq_mxfp4_256 for one activation row and both halves
 // (a decode step: at AVX2 the sign trick's kernel streamed MXFP4 at 26
@@ -259,7 +276,7 @@ INLINE LVL void pq_mxfp4_256_1(const uint8_t *w, int nb, const uint8_t *x, __m25
 }
 #endif
 
-#if IQ4_XK
+#if AVX2_KINDS
 // pq_iq4_xsk_256_1 is pq_iq4_xsk_256 for one activation row and both
 // halves.
 INLINE LVL void pq_iq4_xsk_256_1(const uint8_t *w, int nb, const uint8_t *x, __m256 *acc) {

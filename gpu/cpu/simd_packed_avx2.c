@@ -1,7 +1,8 @@
 //go:build amd64 && cgo
 
 // The packed Q4_0, Q5_0, Q4_K, Q5_K, Q6_K and Q8_0 kernels at AVX2 (simd_packed256.h),
-// and IQ4_XS on XK activations (IQ4_XK: pq_iq4_xsk_256).
+// and the kinds of AVX2 alone (AVX2_KINDS): IQ4_XS on XK activations, Q8_0
+// and IQ4_NL on X8P without its bias.
 // Without VNNI, vpmaddubsw sums pairs of q·x into int16 (at most 2·15·127
 // = 3810 for 4-bit quants), eight steps of them add up without overflow
 // (30480), and vpmaddwd turns them into int32. Q8_0 takes the sign trick
@@ -15,7 +16,7 @@
 #define LVL AVX2
 #define PM256 folio_pm256_avx2
 #define SMALL_Q8 1
-#define IQ4_XK 1
+#define AVX2_KINDS 1
 #define HI_SHUFFLE 0
 
 // A chain is one vector of int16 pair sums, a register at each step
@@ -49,8 +50,9 @@ INLINE AVX2 __m256i q8_w(__m256i q) { return _mm256_sign_epi8(q, q); }
 // q8_x broadcasts the four activation bytes at p without their bias: a
 // load's broadcast and a vpxor (the bias taken off a general register
 // first cost a vmovd and a vpbroadcastd from it besides).
-INLINE AVX2 __m256i q8_x(const uint8_t *p) {
-	return _mm256_xor_si256(_mm256_broadcastd_epi32(_mm_loadu_si32(p)), _mm256_set1_epi8((char)0x80));
+INLINE AVX2 __m256i q8_x(const uint8_t *p, int kind) {
+	__m256i x = _mm256_broadcastd_epi32(_mm_loadu_si32(p));
+	return x8s(kind) ? x : _mm256_xor_si256(x, _mm256_set1_epi8((char)0x80));
 }
 INLINE AVX2 __m256i q8_dot(__m256i s, int u, __m256i a, __m256i q, __m256i x) {
 	__m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(a, _mm256_sign_epi8(x, q)), _mm256_set1_epi16(1));

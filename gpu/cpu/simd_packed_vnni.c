@@ -11,7 +11,7 @@
 #define LVL AVXVNNI
 #define PM256 folio_pm256_vnni
 #define SMALL_Q8 0
-#define IQ4_XK 0
+#define AVX2_KINDS 0
 #define HI_SHUFFLE 1
 
 // A chain is two of int32 sums that its steps take in turn, each step
@@ -48,7 +48,10 @@ INLINE AVXVNNI __m256i dot_scaled(__m256i i, dacc d, __m256i sc) {
 }
 
 INLINE AVXVNNI __m256i q8_w(__m256i q) { return q; }
-INLINE AVXVNNI __m256i q8_x(const uint8_t *p) { return _mm256_broadcastd_epi32(_mm_loadu_si32(p)); }
+INLINE AVXVNNI __m256i q8_x(const uint8_t *p, int kind) {
+	(void)kind;
+	return _mm256_broadcastd_epi32(_mm_loadu_si32(p));
+}
 INLINE AVXVNNI dacc q8_dot(dacc s, int u, __m256i a, __m256i q, __m256i x) {
 	(void)q;
 	return u ? dot_next(s, x, a) : dot_first(_mm256_setzero_si256(), x, a);

@@ -24,9 +24,9 @@ int folio_cpu_level(void) {
 void folio_matmul(int kind, int level, MM_ARGS) {
 	// MXFP4, Q5_0, Q5_K, Q3_K, Q2_K, IQ4_NL, IQ4_XS, Q4_1 and Q5_1 have
 	// packed kernels only (repack.go)
-	static void (*const fns[3][15])(MM_ARGS) = {
+	static void (*const fns[3][18])(MM_ARGS) = {
 		{folio_mm_q8_0_avx2, folio_mm_q4_0_avx2, folio_mm_q4_k_avx2, folio_mm_q6_k_avx2, folio_mm_f16_avx2,
-		 0, 0, 0, folio_mm_bf16_avx2, 0, 0, 0, 0},
+		 0, 0, 0, folio_mm_bf16_avx2, 0, 0, 0, 0, [KIND_Q8_0S] = folio_mm_q8_0s_avx2},
 		{folio_mm_q8_0_avx2, folio_mm_q4_0_avx2, folio_mm_q4_k_avx2, folio_mm_q6_k_vnni, folio_mm_f16_avx2,
 		 0, 0, 0, folio_mm_bf16_avx2, 0, 0, 0, 0},
 		{folio_mm_q8_0_avx512, folio_mm_q4_0_avx512, folio_mm_q4_k_avx512, folio_mm_q6_k_avx512, folio_mm_f16_avx512,

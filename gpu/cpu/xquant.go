@@ -34,6 +34,8 @@ package cpu
 //	kindIQ4_XS X8P: its sub-blocks of 32 are IQ4_NL blocks with a
 //	          float32 scale (ggml takes Q8_K's activations for it).
 //	kindIQ4_XSK XK, as ggml does (IQ4_XS at AVX2).
+//	kindQ8_0S,
+//	kindIQ4_NLS X8P with its quants as int8, unbiased (Q8_0 and IQ4_NL at AVX2).
 //
 // The 8-bit blocks round as ggml's x86 quantizers do: Q8_0's d = amax/127
 // is stored as a half, quants x·127/amax rounded to nearest even; Q8_K maps
@@ -51,7 +53,7 @@ const (
 func xRowBytes(kind kernelKind, k int) int {
 	nb := k / 32
 	switch kind {
-	case kindQ8_0, kindMXFP4, kindIQ4_NL, kindIQ4_XS:
+	case kindQ8_0, kindMXFP4, kindIQ4_NL, kindIQ4_XS, kindQ8_0S, kindIQ4_NLS:
 		return (nb + 1) / 2 * x8pBytes
 	case kindQ4_0, kindQ5_0, kindQ4_1, kindQ5_1:
 		return (nb + 3) / 4 * x4gBytes

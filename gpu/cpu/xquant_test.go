@@ -38,13 +38,13 @@ func quantizeXRef(kind kernelKind, x []float32) []byte {
 	out := make([]byte, xRowBytes(kind, k))
 	le := binary.LittleEndian
 	switch kind {
-	case kindQ8_0, kindMXFP4, kindIQ4_NL, kindIQ4_XS:
+	case kindQ8_0, kindMXFP4, kindIQ4_NL, kindIQ4_XS, kindQ8_0S, kindIQ4_NLS:
 		for b := range k / 32 {
 			p := out[b/2*x8pBytes:]
 			h := b % 2
 			d, q, _ := quant32Ref(x[32*b : 32*b+32])
 			for j, v := range q {
-				p[32*h+j] = byte(v) ^ 0x80
+				p[32*h+j] = byte(v) ^ x8pBias(kind)
 			}
 			for j := range 8 {
 				le.PutUint32(p[64+32*h+4*j:], math.Float32bits(d))
@@ -52,7 +52,7 @@ func quantizeXRef(kind kernelKind, x []float32) []byte {
 		}
 		if nb := k / 32; nb%2 == 1 { // the zero block pairing an odd last one
 			for j := range 32 {
-				out[nb/2*x8pBytes+32+j] = 0x80
+				out[nb/2*x8pBytes+32+j] = x8pBias(kind)
 			}
 		}
 	case kindQ4_0, kindQ5_0, kindQ4_1, kindQ5_1:
@@ -117,9 +117,9 @@ func dequantizeXRef(kind kernelKind, row []byte, k int) []float32 {
 	for e := range x {
 		b, j := e/32, e%32
 		switch kind {
-		case kindQ8_0, kindMXFP4, kindIQ4_NL, kindIQ4_XS:
+		case kindQ8_0, kindMXFP4, kindIQ4_NL, kindIQ4_XS, kindQ8_0S, kindIQ4_NLS:
 			p := row[b/2*x8pBytes:]
-			x[e] = float32(int8(p[32*(b%2)+j]^0x80)) * f32(p[64+32*(b%2):])
+			x[e] = float32(int8(p[32*(b%2)+j]^x8pBias(kind))) * f32(p[64+32*(b%2):])
 		case kindQ4_0, kindQ5_0, kindQ4_1, kindQ5_1:
 			g := row[b/4*x4gBytes:]
 			at := 16*(b%4) + j
@@ -140,26 +140,39 @@ func dequantizeXRef(kind kernelKind, row []byte, k int) []float32 {
 }
 
 var kernelTypes = map[kernelKind]gguf.TensorType{
-	kindQ8_0: gguf.TypeQ8_0, kindQ4_0: gguf.TypeQ4_0, kindQ4_K: gguf.TypeQ4_K, kindQ6_K: gguf.TypeQ6_K, kindF16: gguf.TypeF16,
+	kindQ8_0: gguf.TypeQ8_0, kindQ8_0S: gguf.TypeQ8_0, kindQ4_0: gguf.TypeQ4_0, kindQ4_K: gguf.TypeQ4_K, kindQ6_K: gguf.TypeQ6_K, kindF16: gguf.TypeF16,
 	kindBF16: gguf.TypeBF16,
 }
 
 // packedOnlyTypes are the kinds with packed kernels and no others.
 var packedOnlyTypes = map[kernelKind]gguf.TensorType{kindQ5_0: gguf.TypeQ5_0, kindQ5_K: gguf.TypeQ5_K, kindQ3_K: gguf.TypeQ3_K, kindQ2_K: gguf.TypeQ2_K,
 	kindMXFP4: gguf.TypeMXFP4, kindIQ4_NL: gguf.TypeIQ4_NL, kindIQ4_XS: gguf.TypeIQ4_XS, kindQ4_1: gguf.TypeQ4_1, kindQ5_1: gguf.TypeQ5_1,
-	kindIQ4_XSK: gguf.TypeIQ4_XS}
+	kindIQ4_XSK: gguf.TypeIQ4_XS, kindIQ4_NLS: gguf.TypeIQ4_NL}
 
-// kindAt reports whether level l has kernels of kind: IQ4_XS's on XK
-// activations are AVX2's alone.
+// kindAt reports whether level l has kernels of kind: those with another
+// kind's layout (IQ4_XS on XK, Q8_0 and IQ4_NL on unbiased X8P) are
+// AVX2's alone.
 func kindAt(kind kernelKind, l simdLevel) bool {
-	return kind != kindIQ4_XSK || l == levelAVX2
+	return kind.layout() == kind || l == levelAVX2
+}
+
+// x8pBias is what X8P's quants of kind are stored xor'd with: 0x80, or
+// nothing for AVX2's unbiased kinds.
+func x8pBias(kind kernelKind) byte {
+	if kind == kindQ8_0S || kind == kindIQ4_NLS {
+		return 0
+	}
+	return 0x80
 }
 
 // kindName names typ's kernels of kind in a test or benchmark: typ, and
-// "-xk" for IQ4_XS on XK activations.
+// "-xk" for IQ4_XS on XK activations, "-x8s" on unbiased X8P.
 func kindName(kind kernelKind, typ gguf.TensorType) string {
-	if kind == kindIQ4_XSK {
+	switch kind {
+	case kindIQ4_XSK:
 		return typ.String() + "-xk"
+	case kindQ8_0S, kindIQ4_NLS:
+		return typ.String() + "-x8s"
 	}
 	return typ.String()
 }
@@ -222,10 +235,13 @@ func TestKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(42, 43))
 	for _, l := range supportedLevels()[1:] {
 		for kind, typ := range kernelTypes {
+			if !kindAt(kind, l) {
+				continue
+			}
 			for _, k := range awkwardKs(kind) {
 				for _, nm := range [][2]int{{1, 1}, {1, 17}, {3, 5}, {4, 3}, {17, 33}, {64, 7}} {
 					n, m := nm[0], nm[1]
-					t.Run(fmt.Sprintf("%v/%v/n=%d,k=%d,m=%d", l, typ, n, k, m), func(t *testing.T) {
+					t.Run(fmt.Sprintf("%v/%v/n=%d,k=%d,m=%d", l, kindName(kind, typ), n, k, m), func(t *testing.T) {
 						data, wf := quantWeight(t, r, typ, m, k)
 						x := randFloats(r, n*k, 1)
 						stride := xRowBytes(kind, k)
