@@ -334,32 +334,24 @@ INLINE void xk_close(uint8_t *out, float iscale) {
 		bs32[j] = (int16_t)(bsums[2 * j] + bsums[2 * j + 1]);
 }
 
-// x8p_unbias takes the bias of 128 off the quants of an X8P row of k
-// elements (its padding block's too).
-static inline void x8p_unbias(uint8_t *out, int k) {
-	for (int p = 0; p < (k / 32 + 1) / 2; p++)
-		for (int j = 0; j < 64; j++)
-			out[p * X8P_BYTES + j] ^= 0x80;
-}
-
 // quantize_rows is folio_quantize over an architecture's quantizers of
 // one row of k floats into each activation format: n rows of x (xstride
 // apart) in kind's format, ostride bytes apart.
+// x8p also takes the byte its quants are stored xor'd with: 0x80, or 0
+// for the x8s kinds.
 typedef void quant_row(const float *x, int k, uint8_t *out);
+typedef void quant_row8(const float *x, int k, uint8_t *out, uint8_t bias);
 INLINE void quantize_rows(int kind, const float *x, int64_t xstride, int n, int k, uint8_t *out, int64_t ostride,
-                          quant_row *x8p, quant_row *x4g, quant_row *xk, quant_row *f16, quant_row *bf16) {
+                          quant_row8 *x8p, quant_row *x4g, quant_row *xk, quant_row *f16, quant_row *bf16) {
 	for (int i = 0; i < n; i++, x += xstride, out += ostride) {
 		switch (kind) {
 		case KIND_Q8_0:
 		case KIND_MXFP4:
 		case KIND_IQ4_NL:
 		case KIND_IQ4_XS:
-			x8p(x, k, out);
-			break;
 		case KIND_Q8_0S:
 		case KIND_IQ4_NLS:
-			x8p(x, k, out);
-			x8p_unbias(out, k);
+			x8p(x, k, out, x8s(kind) ? 0 : 0x80);
 			break;
 		case KIND_Q4_0:
 		case KIND_Q5_0:

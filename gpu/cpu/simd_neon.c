@@ -67,10 +67,11 @@ static inline float quant32(const float *x, int8_t q[32], int *sum) {
 	return (float)(__fp16)(amax / 127.f);
 }
 
-// quant_x8p stores the quants biased by 128 (q ^ 0x80), as the x86
-// kernels want them; the NEON ones take the bias off again.
-static void quant_x8p(const float *x, int k, uint8_t *out) {
-	const uint8x16_t bias = vdupq_n_u8(0x80);
+// quant_x8p stores the quants xor'd with bias, as the x86 kernels want
+// them (0x80, or 0 for AVX2's x8s kinds); the NEON ones take the bias of
+// 0x80 off again.
+static void quant_x8p(const float *x, int k, uint8_t *out, uint8_t b) {
+	const uint8x16_t bias = vdupq_n_u8(b);
 	int nb = k / 32;
 	for (int b = 0; b < nb; b++) {
 		uint8_t *p = out + (b / 2) * X8P_BYTES;
@@ -85,7 +86,7 @@ static void quant_x8p(const float *x, int k, uint8_t *out) {
 	}
 	if (nb % 2) {
 		uint8_t *p = out + (nb / 2) * X8P_BYTES;
-		memset(p + 32, 0x80, 32);
+		memset(p + 32, b, 32);
 		memset(p + 96, 0, 32);
 	}
 }

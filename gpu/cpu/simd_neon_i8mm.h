@@ -275,17 +275,18 @@ INLINE I8MM void q6_k_row2(const uint8_t *w0, const uint8_t *w1, int two, int k,
 				for (int r = r0; r < r1; r += 2) {                                       \
 					const uint8_t *wr = w + r * wstride;                             \
 					int two = r + 1 < r1;                                            \
+					const uint8_t *wn = two ? wr + wstride : wr;                     \
 					if (i == 0)                                                      \
 						mm_prefetch(wr + MM_PREFETCH, (1 + two) * wstride);      \
 					switch (t) {                                                     \
-					case 1: row2(wr, two ? wr + wstride : wr, two, k, xt, xstride, 1, dt + r, dstride); break; \
-					case 2: row2(wr, two ? wr + wstride : wr, two, k, xt, xstride, 2, dt + r, dstride); break; \
-					case 3: row2(wr, two ? wr + wstride : wr, two, k, xt, xstride, 3, dt + r, dstride); break; \
-					case 4: row2(wr, two ? wr + wstride : wr, two, k, xt, xstride, 4, dt + r, dstride); break; \
-					case 5: row2(wr, two ? wr + wstride : wr, two, k, xt, xstride, 5, dt + r, dstride); break; \
-					case 6: row2(wr, two ? wr + wstride : wr, two, k, xt, xstride, 6, dt + r, dstride); break; \
-					case 7: row2(wr, two ? wr + wstride : wr, two, k, xt, xstride, 7, dt + r, dstride); break; \
-					default: row2(wr, two ? wr + wstride : wr, two, k, xt, xstride, 8, dt + r, dstride); break; \
+					case 1: row2(wr, wn, two, k, xt, xstride, 1, dt + r, dstride); break; \
+					case 2: row2(wr, wn, two, k, xt, xstride, 2, dt + r, dstride); break; \
+					case 3: row2(wr, wn, two, k, xt, xstride, 3, dt + r, dstride); break; \
+					case 4: row2(wr, wn, two, k, xt, xstride, 4, dt + r, dstride); break; \
+					case 5: row2(wr, wn, two, k, xt, xstride, 5, dt + r, dstride); break; \
+					case 6: row2(wr, wn, two, k, xt, xstride, 6, dt + r, dstride); break; \
+					case 7: row2(wr, wn, two, k, xt, xstride, 7, dt + r, dstride); break; \
+					default: row2(wr, wn, two, k, xt, xstride, 8, dt + r, dstride); break; \
 					}                                                                \
 				}                                                                        \
 			}                                                                                \

@@ -74,21 +74,21 @@ static inline AVX2 float quant32(const float *x, int8_t q[32], int *sum) {
 	return _cvtsh_ss(_cvtss_sh(d, 0));
 }
 
-// quant_x8p stores the quants biased by 128 (q ^ 0x80), the unsigned side
-// vpdpbusd wants (simd.h).
-static AVX2 void quant_x8p(const float *x, int k, uint8_t *out) {
+// quant_x8p stores the quants xor'd with bias: 0x80 makes them the
+// unsigned side vpdpbusd wants (simd.h), 0 leaves them int8 (x8s kinds).
+static AVX2 void quant_x8p(const float *x, int k, uint8_t *out, uint8_t bias) {
 	int nb = k / 32;
 	for (int b = 0; b < nb; b++) {
 		uint8_t *p = out + (b / 2) * X8P_BYTES;
 		int h = b % 2, sum;
 		float d = quant32(x + 32 * b, (int8_t *)p + 32 * h, &sum);
 		__m256i *q = (__m256i *)(p + 32 * h);
-		_mm256_storeu_si256(q, _mm256_xor_si256(_mm256_loadu_si256(q), _mm256_set1_epi8((char)0x80)));
+		_mm256_storeu_si256(q, _mm256_xor_si256(_mm256_loadu_si256(q), _mm256_set1_epi8((char)bias)));
 		_mm256_storeu_ps((float *)(p + 64) + 8 * h, _mm256_set1_ps(d));
 	}
 	if (nb % 2) {
 		uint8_t *p = out + (nb / 2) * X8P_BYTES;
-		memset(p + 32, 0x80, 32);
+		memset(p + 32, bias, 32);
 		memset(p + 96, 0, 32);
 	}
 }
