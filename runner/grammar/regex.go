@@ -14,6 +14,8 @@ import (
 // the quantifiers * + ? {m,n} (lazy or not: the same strings), groups
 // (plain, non-capturing, named), alternation, and the anchors ^ and $.
 // Lookarounds, backreferences and \b cannot be enforced and are refused.
+// Escaped letters that ECMA-262 gives no meaning are refused, saying what
+// to write: \A and \z (anchors elsewhere), \p{...}, \e.
 //
 // A pattern is searched for, as JSON Schema says: "^a" matches any string
 // that starts with a. llama.cpp's converter takes only patterns written
@@ -80,8 +82,21 @@ func ecmaToRE2(p string) (string, error) {
 			case strings.IndexByte("dDwWnrtfvx", e) >= 0:
 				b.WriteByte('\\')
 				b.WriteByte(e)
-			case e >= 'a' && e <= 'z' || e >= 'A' && e <= 'Z' || e >= 0x80:
-				b.WriteByte(e) // an identity escape: ECMA's \p, \z, \A... are the letter
+			case e == 'A' || e == 'z' || e == 'Z' || e == 'G':
+				// the letter in ECMA-262's old dialect, an anchor in Perl's,
+				// Python's and RE2's, a syntax error with the u flag: a
+				// schema that has one means an anchor, so say how to write it
+				return "", fmt.Errorf(`\%c is not an anchor in JSON Schema's regular expressions (ECMA-262): write ^ for the start, $ for the end`, e)
+			case e == 'p' || e == 'P':
+				return "", fmt.Errorf(`Unicode property escapes (\%c{...}) are not supported: write the characters as a class, such as [a-zA-Z\u00c0-\u024f]`, e)
+			case e == 'k':
+				return "", errors.New("backreferences cannot be enforced")
+			case e >= 'a' && e <= 'z' || e >= 'A' && e <= 'Z':
+				// ECMA-262 with the u flag, as JSON Schema validators run
+				// patterns, refuses escaped letters it gives no meaning
+				return "", fmt.Errorf(`\%c is not an escape of ECMA-262: write the letter %c without the backslash`, e, e)
+			case e >= 0x80:
+				b.WriteByte(e) // an identity escape of a non-ASCII character: the character
 			default:
 				b.WriteByte('\\')
 				b.WriteByte(e)
