@@ -2,6 +2,9 @@ package vulkan
 
 import (
 	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
 
 	"folio/gpu"
 	"folio/gpu/place"
@@ -41,18 +44,43 @@ func checkKV(spec gpu.KVSpec) error {
 	return nil
 }
 
+// nodeGlobs are the device nodes a Vulkan driver for a GPU opens on Linux:
+// Mesa's and the DRM drivers' render nodes, NVIDIA's, WSL's paravirtual
+// GPU, Qualcomm's and Arm's kernel drivers.
+var nodeGlobs = []string{"/dev/dri/*", "/dev/nvidia*", "/dev/dxg", "/dev/kgsl*", "/dev/mali*"}
+
+// gpuNodes says whether a GPU's device node exists, or whether that cannot
+// be told (not Linux). Without one the only Vulkan devices are the CPU
+// itself (lavapipe, SwiftShader), which FOLIO_GPU=auto declines, and
+// probing for them loads their compiler (~0.15 s a model load).
+var gpuNodes = func() bool {
+	if runtime.GOOS != "linux" {
+		return true
+	}
+	for _, g := range nodeGlobs {
+		if m, _ := filepath.Glob(g); len(m) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // maxHead is the largest attention head the attention kernel takes.
 const maxHead = 512
 
 // Kind is Vulkan for place.Choose: the device opt names, for the model in
 // f with a K/V pool of spec and scratch bytes of activations. Under
 // FOLIO_GPU=auto a device that is the CPU (Mesa's lavapipe) is declined
-// unless FOLIO_VULKAN_DEVICE names it: folio's CPU kernels outrun it.
+// unless FOLIO_VULKAN_DEVICE names it: folio's CPU kernels outrun it; on a
+// Linux system with no GPU device node Vulkan is not even asked.
 func Kind(opt Options, f *gguf.File, spec gpu.KVSpec, scratch int64) place.Kind {
 	return place.Kind{
 		Name: "vulkan",
 		Open: func(auto bool) (place.Device, error) {
 			if auto && opt.Device == "" { // the device Open would take, looked at before it is made
+				if !gpuNodes() {
+					return nil, fmt.Errorf("%w: this system has no GPU device node (%s)", ErrNoDevice, strings.Join(nodeGlobs, ", "))
+				}
 				info, err := Probe()
 				if err != nil {
 					return nil, err

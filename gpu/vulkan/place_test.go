@@ -35,16 +35,26 @@ func kindFor(t *testing.T, opt Options) place.Kind {
 func host() gpu.Backend { return cpu.New(1) }
 
 // FOLIO_GPU=auto declines a Vulkan device that is the CPU (lavapipe here)
-// unless FOLIO_VULKAN_DEVICE names it; FOLIO_GPU=vulkan takes it. The
+// unless FOLIO_VULKAN_DEVICE names it, and does not look for one on a
+// system without GPU device nodes; FOLIO_GPU=vulkan takes it. The
 // model's need counts no BLAS scratch and the device's memory as free.
 func TestKindOnTheCPUDevice(t *testing.T) {
 	k := kindFor(t, Options{})
 	if b := open(t, Options{}); b.dev.typ != typeCPU {
 		t.Skipf("%s is not a CPU device", b.dev.Name)
 	}
-	be, notice, err := place.Choose("auto", []place.Kind{k}, host, nil)
-	if be != nil || err != nil || !strings.Contains(notice, "the CPU itself") || !strings.Contains(notice, "FOLIO_GPU=vulkan") {
-		t.Errorf("auto: %v, %v, notice %q; want the CPU, saying why", be, err, notice)
+	for _, nodes := range []bool{false, true} {
+		was := gpuNodes
+		gpuNodes = func() bool { return nodes }
+		be, notice, err := place.Choose("auto", []place.Kind{k}, host, nil)
+		gpuNodes = was
+		want := "the CPU itself"
+		if !nodes {
+			want = "no GPU device node (/dev/dri/*, /dev/nvidia*"
+		}
+		if be != nil || err != nil || !strings.Contains(notice, want) || nodes && !strings.Contains(notice, "FOLIO_GPU=vulkan") {
+			t.Errorf("auto, device nodes %v: %v, %v, notice %q; want the CPU, saying why (%q)", nodes, be, err, notice, want)
+		}
 	}
 	for _, c := range []struct {
 		mode string
