@@ -65,6 +65,8 @@ func TestPattern(t *testing.T) {
 			`"a\\\"\n\t\u0001"`: "ok", `"a\\\"\n\t\u0002"`: "reject", `"a\\\"\n\u0009\u0001"`: "ok", `"a\\\"\n\t\u0001x"`: "reject"}},
 		{"with length bounds, in code points", `{"type":"string","pattern":"^[a-zé]+$","minLength":2,"maxLength":3}`, map[string]string{
 			`"ab"`: "ok", `"éé"`: "ok", `"éaé"`: "ok", `"a"`: "reject", `"abcd"`: "reject"}},
+		{"\\x, and [ in a class a literal", `{"type":"string","pattern":"^\\x41[[:a]+$"}`, map[string]string{
+			`"A:["`: "ok", `"Aa"`: "ok", `"A[[:"`: "ok", `"Ab"`: "reject", `"A"`: "reject"}},
 		{"named group, escaped punctuation", `{"type":"string","pattern":"^(?<y>\\d{4})\\/\\.\\-$"}`, map[string]string{
 			`"2024/.-"`: "ok", `"2024x.-"`: "reject"}},
 	})
@@ -78,6 +80,10 @@ func TestPatternErrors(t *testing.T) {
 		{big(`^a\\b$`), `word boundaries`},
 		{big(`\\Aab\\z`), `\A is not an anchor in JSON Schema's regular expressions (ECMA-262): write ^`},
 		{big(`^a\\Z$`), `\Z is not an anchor`},
+		{big(`^\\x{41}$`), `\x must be followed by two hex digits`},
+		{big(`^[[:alpha:]]+$`), `POSIX classes such as [:alpha:] are not ECMA-262's`},
+		{big(`^(?i)a$`), `inline flags such as (?i) are not ECMA-262's`},
+		{big(`^(?P<n>a)$`), `(? must begin a group`},
 		{big(`^\\p{L}+$`), `Unicode property escapes (\p{...}) are not supported`},
 		{big(`^(?<x>a)\\k<x>$`), `backreferences cannot be enforced`},
 		{big(`^[\\e]$`), `\e is not an escape of ECMA-262: write the letter e without the backslash`},

@@ -14,8 +14,10 @@ import (
 // the quantifiers * + ? {m,n} (lazy or not: the same strings), groups
 // (plain, non-capturing, named), alternation, and the anchors ^ and $.
 // Lookarounds, backreferences and \b cannot be enforced and are refused.
-// Escaped letters that ECMA-262 gives no meaning are refused, saying what
-// to write: \A and \z (anchors elsewhere), \p{...}, \e.
+// So are the constructs of other dialects that ECMA-262 reads otherwise or
+// not at all, saying what to write: escaped letters it gives no meaning
+// (\A and \z, anchors elsewhere; \p{...}; \e), \x{41}, inline flags
+// such as (?i), and POSIX classes ([:alpha:]); a [ in a class is a literal.
 //
 // A pattern is searched for, as JSON Schema says: "^a" matches any string
 // that starts with a. llama.cpp's converter takes only patterns written
@@ -79,7 +81,13 @@ func ecmaToRE2(p string) (string, error) {
 				b.WriteString(`\x{8}`) // a backspace, in a class
 			case e == 'b' || e == 'B':
 				return "", errors.New(`word boundaries (\b, \B) cannot be enforced`)
-			case strings.IndexByte("dDwWnrtfvx", e) >= 0:
+			case e == 'x':
+				if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
+					return "", errors.New(`\x must be followed by two hex digits (\u and four for more)`)
+				}
+				fmt.Fprintf(&b, `\x{%s}`, p[i+1:i+3])
+				i += 2
+			case strings.IndexByte("dDwWnrtfv", e) >= 0:
 				b.WriteByte('\\')
 				b.WriteByte(e)
 			case e == 'A' || e == 'z' || e == 'Z' || e == 'G':
@@ -114,6 +122,13 @@ func ecmaToRE2(p string) (string, error) {
 			}
 			inClass = true
 			b.WriteByte(c)
+		case c == '[' && inClass:
+			if posixClass(p[i:]) {
+				return "", errors.New("POSIX classes such as [:alpha:] are not ECMA-262's: write the ranges, such as a-zA-Z")
+			}
+			b.WriteString(`\[`) // a literal in ECMA; RE2 would read [:alpha:] as a class
+		case c == '(' && !inClass && strings.HasPrefix(p[i:], "(?") && (i+2 == len(p) || strings.IndexByte(":<=!", p[i+2]) < 0):
+			return "", errors.New("(? must begin a group (?:...), (?<name>...) or a lookaround: inline flags such as (?i) are not ECMA-262's")
 		case c == ']' && inClass:
 			inClass = false
 			b.WriteByte(c)
@@ -124,6 +139,15 @@ func ecmaToRE2(p string) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// posixClass says whether s starts with a POSIX class, "[:name:]".
+func posixClass(s string) bool {
+	if !strings.HasPrefix(s, "[:") {
+		return false
+	}
+	n := strings.IndexFunc(s[2:], func(r rune) bool { return r < 'a' || r > 'z' })
+	return n > 0 && strings.HasPrefix(s[2+n:], ":]")
 }
 
 // parsePattern checks a pattern's size and parses it.
