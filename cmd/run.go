@@ -23,7 +23,7 @@ func (m *modelFlags) register(cmd *cobra.Command) {
 	f.IntVar(&m.opt.NumBatch, "num-batch", 0, "tokens per forward pass (default 512)")
 	f.IntVar(&m.opt.BlockSize, "block-size", 0, "tokens per K/V cache block (default 16)")
 	f.StringVar(&m.opt.KVType, "kv-type", "f16", "K/V cache type: f16, q8_0 (half the memory) or f32")
-	f.Int64Var(&m.opt.KVMemory, "kv-memory", 0, "bytes of K/V cache (default room for 4 × num_ctx tokens; FOLIO_KV_MEMORY for serve)")
+	f.Int64Var(&m.opt.KVMemory, "kv-memory", 0, "bytes of K/V cache (default: sized by num_ctx and memory, grown as needed; FOLIO_KV_MEMORY for serve)")
 	f.IntVar(&m.opt.Threads, "threads", 0, "CPU threads (default all)")
 }
 

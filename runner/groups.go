@@ -172,7 +172,7 @@ func (m *Model) Forward(b *gpu.Batch, tables [][]int32, tokens, out []int32) (gp
 	return m.forwardGroups(&m.bufs, b, func(g, _ int) []int32 { return tables[g] }, tokens, out, false)
 }
 
-// growGroup grows sliding group g's pool, short of need blocks with
+// growGroup grows sliding group g's pool (group 0's: growPool), short of need blocks with
 // nothing left to evict, to at least twice its size, up to what its
 // sequences can hold at once (slidingBlocks of MaxSeqs, and never more
 // than group 0's pool), when the backend grows pools, FOLIO_KV_MEMORY did
@@ -180,6 +180,9 @@ func (m *Model) Forward(b *gpu.Batch, tables [][]int32, tokens, out []int32) (gp
 // it, as growing the first pool's must). It reports whether it grew; if
 // not, the caller preempts.
 func (e *Engine) growGroup(g, need int) bool {
+	if g == 0 {
+		return e.growPool(need)
+	}
 	kv, w := e.m.Caches[g], e.m.Groups.Windows[g]
 	spec := kv.Spec()
 	gr, ok := e.m.Arch.Backend().(gpu.KVGrower)

@@ -16,6 +16,36 @@ func DefaultKVBudget(available, modelBytes, floor int64) int64 {
 	return max(floor, (available-modelBytes)/2)
 }
 
+// poolStart is the tokens a model's K/V pool loads with: room for four
+// sequences of num_ctx up to four of the default context (16,384 tokens),
+// for one of num_ctx past that. Paged, a sequence holds only the blocks
+// its tokens fill, so requests of a few thousand tokens share a pool sized
+// for one long num_ctx, as Ollama's one sequence of it; sequences that do
+// not fit grow it back towards 4 × num_ctx (Engine.growPool), and a
+// longer num_ctx grows it too (Engine.reserve).
+func poolStart(numCtx int) int { return max(numCtx, min(4*numCtx, 4*DefaultNumCtx)) }
+
+// fitPool shrinks the pool a model loads with (specs[0], room for
+// poolStart tokens) to what fits in budget beside the other groups' pools,
+// but never below num_ctx tokens: on a machine with little memory free a
+// long num_ctx loads with room for one sequence of it, as Ollama's would,
+// and the pool grows for more while memory allows.
+func fitPool(specs []gpu.KVSpec, budget int64, numCtx int) {
+	var total int64
+	for _, sp := range specs {
+		total += sp.Bytes()
+	}
+	if total <= budget {
+		return
+	}
+	sp := &specs[0]
+	fit := int(max(budget-(total-sp.Bytes()), 0) / sp.BlockBytes())
+	sp.Blocks = min(sp.Blocks, max(fit, ceilDiv(numCtx, sp.BlockSize)))
+}
+
+// hostMemory is gpu.HostMemory, which tests replace.
+var hostMemory = gpu.HostMemory
+
 // memoryOf reads the memory where be's K/V pools live, for sizing their
 // growth: a device's (gpu.FreeMemory: a GPU's free bytes), else the
 // host's (total 0 for a device: unused).
@@ -26,7 +56,37 @@ func memoryOf(be gpu.Backend) func() (available, total int64, ok bool) {
 			return free, 0, err == nil
 		}
 	}
-	return gpu.HostMemory
+	return hostMemory
+}
+
+// growPool grows the first group's pool, short of need blocks with
+// nothing left to evict, to at least twice its size, up to room for 4 ×
+// num_ctx tokens (the pool a model loads with where num_ctx is short and
+// memory to spare: a longer num_ctx loads with less, poolStart), within
+// the budget and half the memory free now (the new pool is allocated
+// before the old one goes). It reports whether it grew; if not, the caller
+// waits or preempts.
+func (e *Engine) growPool(need int) bool {
+	gr, ok := e.m.Arch.Backend().(gpu.KVGrower)
+	if !ok || e.m.Opt.KVMemory > 0 {
+		return false
+	}
+	spec := e.m.KV.Spec()
+	per := spec.BlockBytes()
+	limit := int(min(int64(ceilDiv(4*e.m.Opt.NumCtx, spec.BlockSize)), e.m.KVBudget/per))
+	if avail, _, ok := e.poolMemory(); ok {
+		limit = int(min(int64(limit), avail/2/per))
+	}
+	target := min(max(2*spec.Blocks, spec.Blocks+need), limit)
+	if target <= spec.Blocks || gr.GrowKVCache(e.m.KV, target) != nil {
+		return false
+	}
+	if err := e.pm.Grow(target); err != nil {
+		panic(err) // the backend grew to target blocks, which Check allowed
+	}
+	e.grows.Add(1)
+	e.noteBlocks()
+	return true
 }
 
 // poolTokens is the number of tokens the K/V pool holds now. Any

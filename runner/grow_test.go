@@ -3,12 +3,15 @@ package runner
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"folio/gpu"
+	"folio/models/gguf"
+	"folio/models/synth"
 )
 
 // tinyBlockBytes is one block of tiny's F16 K/V: 2 layers × 2 heads × 64,
@@ -172,5 +175,97 @@ func TestDefaultKVBudget(t *testing.T) {
 	spec := m.KV.Spec()
 	if avail, _, ok := gpu.HostMemory(); ok && m.KVBudget <= spec.Bytes() && avail > 4*spec.Bytes()+m.Bytes.Total() {
 		t.Errorf("budget %d with %d bytes available: no more than the pool of %d", m.KVBudget, avail, spec.Bytes())
+	}
+}
+
+// TestPoolFitsMemory: a model loads with room for 4 × num_ctx tokens where
+// half the memory free after its weights and scratch holds them, else with
+// as many as that half holds but never fewer than num_ctx; past what even
+// num_ctx needs the load is refused, naming num_ctx. Each model serves a
+// request of num_ctx, or of twice that where its budget lets it grow.
+func TestPoolFitsMemory(t *testing.T) {
+	const numCtx = 128 // 8 blocks of tinyBlockBytes
+	was := hostMemory
+	t.Cleanup(func() { hostMemory = was })
+	ref := tinyModel(t, LoadOptions{NumCtx: numCtx})
+	model := ref.Bytes.Weights + ref.Bytes.Scratch
+	block := int64(tinyBlockBytes)
+	for _, c := range []struct {
+		name   string
+		avail  int64 // bytes available
+		blocks int   // the pool it loads with
+	}{
+		{"plenty", model + 2*40*block, 32},
+		{"half holds 20 blocks", model + 2*20*block, 20},
+		{"half holds fewer than num_ctx's", model + 12*block + max(0, ref.Bytes.Repacked-ref.Bytes.RepackedFrom), 8},
+	} {
+		hostMemory = func() (int64, int64, bool) { return c.avail, 1 << 40, true }
+		m := tinyModel(t, LoadOptions{NumCtx: numCtx})
+		if got := m.KV.Spec().Blocks; got != c.blocks {
+			t.Errorf("%s: loaded with %d blocks, want %d", c.name, got, c.blocks)
+		}
+		hostMemory = was
+		ctx := 2 * numCtx // a budget of 16 blocks or more grows to it
+		if c.blocks == 8 {
+			ctx = numCtx
+		}
+		r := run(t, newEngine(t, m, EngineOptions{}), Request{Prompt: promptOf(ctx-8, 3), Sample: SampleOptions{RepeatPenalty: 1}, NumPredict: 4, NumCtx: ctx})
+		if len(r.tokens[0]) != 4 || m.KV.Spec().Tokens() < ctx {
+			t.Errorf("%s: %d tokens, a pool of %d tokens after a request of num_ctx %d", c.name, len(r.tokens[0]), m.KV.Spec().Tokens(), ctx)
+		}
+	}
+	hostMemory = func() (int64, int64, bool) { return 4*block + ref.Bytes.Scratch + ref.Bytes.Repacked, 1 << 40, true }
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := synth.WriteTiny(path, "llama", gguf.TypeQ8_0, 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path, LoadOptions{NumCtx: numCtx}); !errors.Is(err, ErrNoMemory) || !strings.Contains(err.Error(), "num_ctx 128") {
+		t.Errorf("less memory than num_ctx's K/V: %v; want ErrNoMemory naming num_ctx", err)
+	}
+}
+
+// TestPoolGrowsUnderLoad: a pool that loaded with room for one num_ctx
+// (memory was short) grows as sequences that do not fit arrive, back up to
+// room for 4 × num_ctx and no further, and every request gets the tokens
+// it gets alone.
+func TestPoolGrowsUnderLoad(t *testing.T) {
+	const numCtx = 128
+	was := hostMemory
+	t.Cleanup(func() { hostMemory = was })
+	ref := tinyModel(t, LoadOptions{NumCtx: numCtx})
+	hostMemory = func() (int64, int64, bool) {
+		return ref.Bytes.Weights + ref.Bytes.Scratch + 12*tinyBlockBytes + max(0, ref.Bytes.Repacked-ref.Bytes.RepackedFrom), 1 << 40, true
+	}
+	m := tinyModel(t, LoadOptions{NumCtx: numCtx})
+	hostMemory = was
+	if got := m.KV.Spec().Blocks; got != numCtx/16 {
+		t.Fatalf("loaded with %d blocks, want %d", got, numCtx/16)
+	}
+	m.KVBudget = 1000 * tinyBlockBytes
+	reqs := make([]Request, 8)
+	alone := make([]result, len(reqs))
+	solo := newEngine(t, m, EngineOptions{})
+	for i := range reqs {
+		reqs[i] = Request{Prompt: promptOf(90+i, uint64(i)), Sample: SampleOptions{RepeatPenalty: 1}, NumPredict: 12}
+		alone[i] = run(t, solo, reqs[i])
+	}
+	solo.Close()
+	e := newEngine(t, m, EngineOptions{})
+	e.poolMemory = func() (int64, int64, bool) { return 1 << 40, 1 << 41, true }
+	var streams []*Stream
+	for _, r := range reqs {
+		st, err := e.Submit(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, st)
+	}
+	for i, st := range streams {
+		if got := collect(t, st, 1); got.err != nil || !slices.Equal(got.tokens[0], alone[i].tokens[0]) {
+			t.Errorf("request %d: %v, %v; alone %v", i, got.tokens, got.err, alone[i].tokens)
+		}
+	}
+	if st := e.Stats(); st.Blocks != 4*numCtx/16 || st.Growths == 0 {
+		t.Errorf("after 8 requests of ~7 blocks each at once: %+v; want the pool grown to %d blocks", st, 4*numCtx/16)
 	}
 }

@@ -31,8 +31,9 @@ type LoadOptions struct {
 	KVType    string // "f16" (default), "q8_0" (half the memory) or "f32"
 	MaxSeqs   int    // sequences computed at once; default 64 (at most num_batch)
 	// KVMemory is the bytes of the K/V cache, allocated at load and never
-	// grown past (FOLIO_KV_MEMORY). 0: room for 4 × num_ctx tokens at
-	// load, grown for a request's larger num_ctx up to Model.KVBudget.
+	// grown past (FOLIO_KV_MEMORY). 0: room for poolStart(num_ctx) tokens
+	// at load (fewer where memory is short: fitPool), grown for a
+	// request's larger num_ctx or for more sequences up to Model.KVBudget.
 	KVMemory int64
 	Threads  int // CPU threads; default all
 	// Device is where the model computes (FOLIO_GPU): "cpu", "cuda",
@@ -154,18 +155,26 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 		return nil, err
 	}
 	if opt.KVMemory < 0 {
-		return nil, fmt.Errorf("runner: a K/V cache of %d bytes: give a positive size, or 0 for room for 4 × num_ctx tokens", opt.KVMemory)
+		return nil, fmt.Errorf("runner: a K/V cache of %d bytes: give a positive size, or 0 for a pool sized by num_ctx and grown as needed", opt.KVMemory)
 	}
 	tok, err := tokenizer.New(f)
 	if err != nil {
 		return nil, err
 	}
-	avail, _, memKnown := gpu.HostMemory() // before the model takes any
+	avail, _, memKnown := hostMemory() // before the model takes any
 	groups := arch.LayerGroups(cfg.Windows, cfg.Layers)
 	base := gpu.KVSpec{Layers: cfg.Layers, BlockSize: opt.BlockSize,
 		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Type: kvType,
-		Blocks: ceilDiv(4*opt.NumCtx, opt.BlockSize)}
+		Blocks: ceilDiv(poolStart(opt.NumCtx), opt.BlockSize)}
 	specs := groupSpecs(groups, base, opt.MaxSeqs, opt.NumBatch, opt.NumCtx, opt.KVMemory)
+	aopt := arch.Options{MaxRows: opt.NumBatch, MaxOut: opt.MaxSeqs, Context: opt.NumCtx}
+	need := MemoryNeed{Scratch: arch.ScratchBytes(cfg, aopt)}
+	for _, t := range f.Tensors {
+		need.Weights += t.Bytes
+	}
+	if opt.KVMemory == 0 && memKnown {
+		fitPool(specs, DefaultKVBudget(avail, need.Weights+need.Scratch, 0), opt.NumCtx)
+	}
 	spec := specs[0]
 	if opt.KVMemory > 0 {
 		if spec.Tokens() < opt.NumCtx {
@@ -182,13 +191,8 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 	if err := spec.Check(); errors.Is(err, gpu.ErrUnsupported) {
 		return nil, kvTypeErr(err, spec)
 	}
-	aopt := arch.Options{MaxRows: opt.NumBatch, MaxOut: opt.MaxSeqs, Context: opt.NumCtx}
-	need := MemoryNeed{Scratch: arch.ScratchBytes(cfg, aopt)}
 	for _, sp := range specs {
 		need.KV += sp.Bytes()
-	}
-	for _, t := range f.Tensors {
-		need.Weights += t.Bytes
 	}
 	be, notice, err := newBackend(f, spec, &need, opt)
 	if err != nil {
@@ -263,7 +267,7 @@ func newBackend(f *gguf.File, spec gpu.KVSpec, need *MemoryNeed, opt LoadOptions
 // the available RAM, or whose weights (mapped from the file, read through
 // the page cache) exceed the machine's RAM.
 func checkHostMemory(need MemoryNeed, opt LoadOptions) error {
-	avail, total, ok := gpu.HostMemory()
+	avail, total, ok := hostMemory()
 	if !ok {
 		return nil
 	}

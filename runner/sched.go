@@ -268,6 +268,9 @@ func (e *Engine) admit() {
 		if short := need + mark - e.pm.FreeBlocks(); short > 0 { // not the prefix it counted on
 			e.pm.Radix().EvictSparing(short, s.req.extra, s.tokens[:len(s.tokens)-1])
 		}
+		if short := need + mark - e.pm.FreeBlocks(); short > 0 && len(e.running) > 0 {
+			e.growPool(short)
+		}
 		if need+mark > e.pm.FreeBlocks() {
 			if len(e.running) == 0 {
 				e.finish(s, "", fmt.Errorf("%w: the prompt needs %d K/V blocks and the cache has %d: lower num_ctx or raise FOLIO_KV_MEMORY",
