@@ -17,7 +17,7 @@ func newSynthCmd() *cobra.Command {
 		arch, preset, typeName, vocabPath, out, name, pooling string
 		seed                                                  uint64
 		tie, noTie                                            bool
-		ropeBase, eps                                         float32
+		ropeBase, eps, attnTemp                               float32
 		rope                                                  synth.RopeScaling
 		shape                                                 = map[string]*int{}
 	)
@@ -82,6 +82,7 @@ func newSynthCmd() *cobra.Command {
 			if rope != (synth.RopeScaling{}) {
 				cfg.Rope = rope
 			}
+			cfg.AttnTemp = attnTemp
 			return runSynth(cmd, cfg, out)
 		},
 	}
@@ -119,6 +120,7 @@ func newSynthCmd() *cobra.Command {
 	f.Float32Var(&rope.BetaFast, "yarn-beta-fast", 0, "rope.scaling.yarn_beta_fast (mistral3 reads it; default 32)")
 	f.Float32Var(&rope.BetaSlow, "yarn-beta-slow", 0, "rope.scaling.yarn_beta_slow (mistral3 reads it; default 1)")
 	f.Float32Var(&rope.LogMul, "yarn-log-mul", 0, "rope.scaling.yarn_log_multiplier (mistral3 reads it; default 0)")
+	f.Float32Var(&attnTemp, "attn-temp-scale", 0, "mistral3's attention.temperature_scale (Ministral 3): queries scaled by 1 + t·ln(⌊pos/original context⌋ + 1); default none")
 	return cmd
 }
 

@@ -49,6 +49,11 @@ type Config struct {
 	// (rope_factors_long); see RopeAt.
 	OrigContext int
 	LongFactors []float32
+	// Llama 4's attention temperature (mistral3: Ministral 3): each query
+	// is scaled by 1 + AttnTemp·ln(⌊pos / AttnTempFloor⌋ + 1) after its
+	// rope; 0: none.
+	AttnTemp      float32
+	AttnTempFloor int
 	// Granite's multipliers besides EmbedScale and QueryScale, 0 meaning
 	// none: each block's attention and feed-forward outputs × ResidualScale
 	// before their residual adds, logits ÷ LogitScale.
@@ -136,7 +141,7 @@ var architectures = map[string]architecture{
 	"gemma3":   {neox: true, config: readGemma, newBlock: newGemmaBlock},
 	"smollm3":  {neox: false, newBlock: newSmollm3Block},
 	"olmo2":    {neox: true, config: readOlmo2, newBlock: newOlmo2Block},
-	"mistral3": {neox: false, newBlock: newMistral3Block},
+	"mistral3": {neox: false, config: readMistral3, newBlock: newMistral3Block},
 	"phi3":     {neox: true, config: readPhi3, newBlock: newPhi3Block},
 	"granite":  {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},
 	"qwen3moe": {neox: true, config: readMoE, newBlock: newQwen3moeBlock},

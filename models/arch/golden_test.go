@@ -119,10 +119,11 @@ func synthConfig(flags map[string]any) (synth.Config, error) {
 			cfg.RopeBase = float32(f)
 		case "rope-scaling":
 			cfg.Rope.Type = v.(string)
-		case "rope-factor", "rope-attn-factor", "yarn-beta-fast", "yarn-beta-slow", "yarn-log-mul":
+		case "rope-factor", "rope-attn-factor", "yarn-beta-fast", "yarn-beta-slow", "yarn-log-mul", "attn-temp-scale":
 			f, _ := num(k)
 			*map[string]*float32{"rope-factor": &cfg.Rope.Factor, "rope-attn-factor": &cfg.Rope.AttnFactor,
-				"yarn-beta-fast": &cfg.Rope.BetaFast, "yarn-beta-slow": &cfg.Rope.BetaSlow, "yarn-log-mul": &cfg.Rope.LogMul}[k] = float32(f)
+				"yarn-beta-fast": &cfg.Rope.BetaFast, "yarn-beta-slow": &cfg.Rope.BetaSlow, "yarn-log-mul": &cfg.Rope.LogMul,
+				"attn-temp-scale": &cfg.AttnTemp}[k] = float32(f)
 		default:
 			dst := map[string]*int{"n-embd": &cfg.Embd, "n-layer": &cfg.Layers, "n-head": &cfg.Heads,
 				"n-head-kv": &cfg.HeadsKV, "head-dim": &cfg.HeadDim, "n-ff": &cfg.FFN, "vocab-size": &cfg.VocabSize,

@@ -22,6 +22,7 @@ type Model struct {
 	dense   *dense      // projections of the pooled embedding (gemma-embedding); nil when none
 	blocks  []block     // one per layer
 	moe     *moeScratch // the experts' activations; nil for a dense model
+	temper  temperScratch
 
 	maxRows, maxOut int
 	buf             scratch   // activations for maxRows rows

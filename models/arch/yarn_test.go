@@ -95,17 +95,19 @@ func TestYarnConfig(t *testing.T) {
 	}
 }
 
-// A mistral3 file that asks for what folio does not compute (Ministral 3's
-// attention temperature, biases) is refused with what to do, not run
-// without it.
+// A mistral3 file that asks for what folio does not compute (biases,
+// experts) is refused with what to do, not run without it; an attention
+// temperature that is no number of the range, saying which.
 func TestMistral3Refuses(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		edit func(w *gguf.Writer)
 		want string
 	}{
-		{"temperature", func(w *gguf.Writer) { w.Set("mistral3.attention.temperature_scale", float32(0.1)) },
-			"mistral3 attention temperature scaling (mistral3.attention.temperature_scale = 0.1, Ministral 3) is not supported yet"},
+		{"negative temperature", func(w *gguf.Writer) { w.Set("mistral3.attention.temperature_scale", float32(-0.1)) },
+			"mistral3.attention.temperature_scale = -0.1; it must be a number from 0 to 10"},
+		{"temperature not a number", func(w *gguf.Writer) { w.Set("mistral3.attention.temperature_scale", "0.1") },
+			"mistral3.attention.temperature_scale holds a string, not a number"},
 		{"output bias", func(w *gguf.Writer) {
 			w.AddTensor("blk.1.attn_output.bias", gguf.TypeF32, []uint64{4}, make([]byte, 16))
 		}, "mistral3 bias blk.1.attn_output.bias is not supported yet"},

@@ -52,6 +52,7 @@ type Config struct {
 	// 0: no scaling. Gemma 3 applies it on its global layers only.
 	RopeScale float32
 	Rope      RopeScaling     // yarn's rope.scaling.*; zero: none (RopeScale is linear's)
+	AttnTemp  float32         // mistral3's attention.temperature_scale (Ministral 3); 0: not written
 	NormEps   float32         // RMS norm epsilon; 0: 1e-5 for llama and mistral3, 1e-6 for the others
 	Type      gguf.TensorType // type of the 2-D weights; norms and biases stay F32
 	Seed      uint64
@@ -259,6 +260,9 @@ func (c Config) withDefaults() (Config, error) {
 	if !slices.Contains(Archs, c.Arch) {
 		return bad("unknown architecture %q (known: %v)", c.Arch, Archs)
 	}
+	if c.AttnTemp < 0 || c.AttnTemp != 0 && c.Arch != "mistral3" {
+		return bad("an attention temperature of %v on %s: it is mistral3's, and not negative", c.AttnTemp, c.Arch)
+	}
 	if c.Embd <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.HeadsKV <= 0 || c.FFN <= 0 || c.Ctx <= 0 {
 		return bad("embd %d, layers %d, heads %d, kv heads %d, ffn %d and ctx %d must all be positive",
 			c.Embd, c.Layers, c.Heads, c.HeadsKV, c.FFN, c.Ctx)
@@ -393,6 +397,10 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			graniteMetadata(c, set)
 		case "gpt-oss":
 			set(a+"attention.sliding_window", uint32(c.Window))
+		case "mistral3":
+			if c.AttnTemp != 0 {
+				set(a+"attention.temperature_scale", c.AttnTemp)
+			}
 		}
 		if c.hasMoE() {
 			moeMetadata(c, set)

@@ -61,6 +61,8 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #   olmo2:      no pre-norms; whole-row Q/K norms, post-attention and post-FFN norms; NEOX RoPE
 #   mistral3:   Mistral Small 3's head dim 128 != n_embd/n_head, RoPE base 1e9
 #   mistral3-yarn: YaRN by 8 from 32 with the file's beta_fast 16, beta_slow 2, log multiplier 0.5
+#   mistral3-temp: Ministral 3's attention temperature 0.1 over YaRN by 8 from 16: the queries of
+#               positions 16 and on scaled by 1 + 0.1·ln(⌊pos/16⌋ + 1), up to ln 6 at the last step
 #   llama-hd128: a Mistral-Small-shaped llama file: 8 heads of 128 over n_embd 256 (key_length)
 #   olmo3:      an OLMo-3-shaped olmo2 file: 4 layers, the first three with a 16-token window and
 #               unscaled rope, the fourth global with YaRN by 4 from 32
@@ -102,6 +104,7 @@ families=(
 	"olmo2|--arch olmo2 --preset tiny --seed 6 --rope-base 500000"
 	"mistral3|--arch mistral3 --preset tiny --seed 7 --head-dim 128 --rope-base 1000000000"
 	"mistral3-yarn|--arch mistral3 --preset tiny --seed 11 --n-layer 3 --ctx 256 --rope-scaling yarn --rope-factor 8 --rope-orig-ctx 32 --yarn-beta-fast 16 --yarn-beta-slow 2 --yarn-log-mul 0.5"
+	"mistral3-temp|--arch mistral3 --preset tiny --seed 13 --n-layer 3 --ctx 256 --rope-scaling yarn --rope-factor 8 --rope-orig-ctx 16 --attn-temp-scale 0.1"
 	"llama-hd128|--arch llama --preset tiny --seed 8 --n-head 8 --n-head-kv 2 --head-dim 128"
 	"olmo3|--arch olmo2 --preset tiny --seed 12 --n-layer 4 --window 16 --ctx 128 --rope-scaling yarn --rope-factor 4 --rope-orig-ctx 32"
 	"phi3|--arch phi3 --preset tiny --seed 21"
