@@ -84,7 +84,7 @@ func TestPatternErrors(t *testing.T) {
 		{big(`^[[:alpha:]]+$`), `POSIX classes such as [:alpha:] are not ECMA-262's`},
 		{big(`^(?i)a$`), `inline flags such as (?i) are not ECMA-262's`},
 		{big(`^(?P<n>a)$`), `(? must begin a group`},
-		{big(`^\\p{L}+$`), `Unicode property escapes (\p{...}) are not supported`},
+		{big(`^\\p{L}+$`), `property escapes such as \p{L} (Unicode classes) are not supported`},
 		{big(`^(?<x>a)\\k<x>$`), `backreferences cannot be enforced`},
 		{big(`^[\\e]$`), `\e is not an escape of ECMA-262: write the letter e without the backslash`},
 		{big(`^[\\S]$`), `\S inside a character class`},

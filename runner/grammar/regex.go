@@ -96,7 +96,7 @@ func ecmaToRE2(p string) (string, error) {
 				// schema that has one means an anchor, so say how to write it
 				return "", fmt.Errorf(`\%c is not an anchor in JSON Schema's regular expressions (ECMA-262): write ^ for the start, $ for the end`, e)
 			case e == 'p' || e == 'P':
-				return "", fmt.Errorf(`Unicode property escapes (\%c{...}) are not supported: write the characters as a class, such as [a-zA-Z\u00c0-\u024f]`, e)
+				return "", fmt.Errorf(`property escapes such as \%c{L} (Unicode classes) are not supported: write the characters as a class, such as [a-zA-Z\u00c0-\u024f]`, e)
 			case e == 'k':
 				return "", errors.New("backreferences cannot be enforced")
 			case e >= 'a' && e <= 'z' || e >= 'A' && e <= 'Z':
