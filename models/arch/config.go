@@ -137,6 +137,7 @@ var architectures = map[string]architecture{
 	"llama":    {neox: false, config: readLlama, newBlock: newLlamaOrMoEBlock},
 	"qwen2":    {neox: true, newBlock: newQwen2Block},
 	"qwen3":    {neox: true, newBlock: newQwen3Block},
+	"gemma":    {neox: true, config: readGemma1, newBlock: newGemmaBlock},
 	"gemma2":   {neox: true, config: readGemma, newBlock: newGemmaBlock},
 	"gemma3":   {neox: true, config: readGemma, newBlock: newGemmaBlock},
 	"smollm3":  {neox: false, newBlock: newSmollm3Block},

@@ -8,6 +8,11 @@ import (
 	"folio/models/gguf"
 )
 
+// gemma: Google's first Gemma (and CodeGemma): llama's layer with a GeGLU
+// feed-forward (tanh GELU), token embeddings scaled by √Dim, rope over
+// split halves (neox) and the output tied to the token embeddings; no
+// post-norms, windows or soft-caps (readGemma1).
+//
 // gemma2 and gemma3: Google's Gemma 2 and Gemma 3 (text). llama's layer
 // with a second RMS norm after attention and after the feed-forward, each
 // before its residual add (sandwich norms), a GeGLU feed-forward (tanh
@@ -30,12 +35,12 @@ type gemmaBlock struct {
 	qNorm        gpu.Tensor // [1, HeadDim]; gemma3 and gemma-embedding only
 	kNorm        gpu.Tensor // [1, HeadDim]; gemma3 and gemma-embedding only
 	wo           gpu.Tensor // [Dim, QDim]
-	postAttnNorm gpu.Tensor // [1, Dim]
+	postAttnNorm gpu.Tensor // [1, Dim]; nil for gemma
 	ffnNorm      gpu.Tensor // [1, Dim]
 	gate         gpu.Tensor // [FFN, Dim]
 	up           gpu.Tensor // [FFN, Dim]
 	down         gpu.Tensor // [Dim, FFN]
-	postFFNNorm  gpu.Tensor // [1, Dim]
+	postFFNNorm  gpu.Tensor // [1, Dim]; nil for gemma
 
 	rope     *gpu.Rope    // the local rope on a windowed layer, else the global one
 	opts     gpu.AttnOpts // window and soft-cap of this layer
@@ -47,21 +52,22 @@ func newGemmaBlock(ld *loader, c *Config, i int) block {
 		return ld.weight(fmt.Sprintf("blk.%d.%s.weight", i, name), rows, cols)
 	}
 	l := &gemmaBlock{
-		attnNorm:     w("attn_norm", 1, c.Dim),
-		wq:           w("attn_q", c.QDim(), c.Dim),
-		wk:           w("attn_k", c.KVDim(), c.Dim),
-		wv:           w("attn_v", c.KVDim(), c.Dim),
-		wo:           w("attn_output", c.Dim, c.QDim()),
-		postAttnNorm: w("post_attention_norm", 1, c.Dim),
-		ffnNorm:      w("ffn_norm", 1, c.Dim),
-		gate:         w("ffn_gate", c.FFN, c.Dim),
-		up:           w("ffn_up", c.FFN, c.Dim),
-		down:         w("ffn_down", c.Dim, c.FFN),
-		postFFNNorm:  w("post_ffw_norm", 1, c.Dim),
-		rope:         &c.Rope,
-		opts:         gpu.AttnOpts{Scale: c.QueryScale, Window: c.Window(i), Bidirectional: c.Encoder},
+		attnNorm: w("attn_norm", 1, c.Dim),
+		wq:       w("attn_q", c.QDim(), c.Dim),
+		wk:       w("attn_k", c.KVDim(), c.Dim),
+		wv:       w("attn_v", c.KVDim(), c.Dim),
+		wo:       w("attn_output", c.Dim, c.QDim()),
+		ffnNorm:  w("ffn_norm", 1, c.Dim),
+		gate:     w("ffn_gate", c.FFN, c.Dim),
+		up:       w("ffn_up", c.FFN, c.Dim),
+		down:     w("ffn_down", c.Dim, c.FFN),
+		rope:     &c.Rope,
+		opts:     gpu.AttnOpts{Scale: c.QueryScale, Window: c.Window(i), Bidirectional: c.Encoder},
 	}
-	if c.Arch != "gemma2" {
+	if c.Arch != "gemma" {
+		l.postAttnNorm, l.postFFNNorm = w("post_attention_norm", 1, c.Dim), w("post_ffw_norm", 1, c.Dim)
+	}
+	if c.Arch != "gemma" && c.Arch != "gemma2" {
 		l.qNorm, l.kNorm = w("attn_q_norm", 1, c.HeadDim), w("attn_k_norm", 1, c.HeadDim)
 	}
 	if l.opts.Window > 0 {
@@ -85,15 +91,28 @@ func (l *gemmaBlock) forward(m *Model, s *step) {
 	if l.preScale != 0 {
 		be.Scale(s.q, s.q, l.preScale) // before rope here, after it in llama.cpp: rope is linear
 	}
-	m.attention(s, l.rope, l.opts, l.wo)          // xb = wo · attention(q, K, V)
-	be.RMSNorm(s.xb, s.xb, l.postAttnNorm, m.Eps) //   normed
+	m.attention(s, l.rope, l.opts, l.wo) // xb = wo · attention(q, K, V)
+	if l.postAttnNorm != nil {
+		be.RMSNorm(s.xb, s.xb, l.postAttnNorm, m.Eps) //   normed
+	}
 	be.Add(s.x, s.x, s.xb)                        // residual
 	be.RMSNorm(s.xb, s.x, l.ffnNorm, m.Eps)       // xb [n, Dim]
 	m.matMuls(s, s.xb, s.hb, l.gate, s.hb2, l.up) // hb, hb2 [n, FFN]
 	be.GELUMul(s.hb, s.hb, s.hb2)                 // hb = gelu(hb) · hb2
 	be.MatMul(s.xb, s.hb, l.down)                 // xb [n, Dim]
-	be.RMSNorm(s.xb, s.xb, l.postFFNNorm, m.Eps)  //   normed
-	be.Add(s.x, s.x, s.xb)                        // residual
+	if l.postFFNNorm != nil {
+		be.RMSNorm(s.xb, s.xb, l.postFFNNorm, m.Eps) //   normed
+	}
+	be.Add(s.x, s.x, s.xb) // residual
+}
+
+// readGemma1 sets the first Gemma's scales: token embeddings × √Dim, and
+// queries × 1/√HeadDim (llama.cpp scales the rotated queries and then the
+// scores by 1: the same product, rounded once more).
+func readGemma1(f *gguf.File, p string, c *Config) error {
+	c.EmbedScale = float32(math.Sqrt(float64(c.Dim)))
+	c.QueryScale = float32(1 / math.Sqrt(float64(c.HeadDim)))
+	return nil
 }
 
 // readGemma reads what Gemma adds to llama's hyperparameters, with

@@ -2,6 +2,10 @@ package synth
 
 import "fmt"
 
+// The first Gemma (and CodeGemma) is llama's layer with GeGLU, its output
+// tied to the token embeddings: none of the later ones' post-norms,
+// windows, soft-caps or Q/K norms.
+//
 // Gemma 2 and 3 are llama's layer with a post-norm after attention and
 // after the feed-forward (post_attention_norm, post_ffw_norm), GeGLU in
 // place of SwiGLU, and sliding-window attention on some layers; Gemma 2
@@ -43,6 +47,14 @@ func gemma3Tiny(c *Config) {
 	c.RopeBase, c.RopeScale, c.Window = 1000000, 8, 16
 }
 
+// gemmaTiny: heads of 128 (not n_embd/n_head) and one KV head, as in
+// Gemma 2B (Gemma 7B's 16 heads of 256 are wider than its n_embd too).
+func gemmaTiny(c *Config) {
+	c.HeadsKV, c.HeadDim, c.Tied = 1, 128, true
+}
+
+// isGemma: Gemma 2, Gemma 3 and EmbeddingGemma, with post-norms and
+// windows; the first Gemma is "gemma" alone.
 func isGemma(arch string) bool {
 	return arch == "gemma2" || arch == "gemma3" || arch == "gemma-embedding"
 }

@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -131,6 +131,7 @@ var presets = map[string]Config{
 // test prompt, a global layer after the sliding ones; phi3's partial
 // rotary and longrope; granite's multipliers).
 var tinyFamilies = map[string]func(*Config){
+	"gemma":           gemmaTiny,
 	"gemma2":          gemma2Tiny,
 	"gemma3":          gemma3Tiny,
 	"gemma-embedding": gemmaEmbeddingTiny,
@@ -295,6 +296,9 @@ func (c Config) withDefaults() (Config, error) {
 		if err := c.gemmaDefaults(); err != nil {
 			return bad("%v", err)
 		}
+	}
+	if c.Arch == "gemma" && !c.Tied {
+		return bad("gemma ties its output to the token embeddings (llama.cpp loads no output.weight); drop --no-tie-embeddings")
 	}
 	if c.RopeDims == 0 {
 		c.RopeDims = c.HeadDim

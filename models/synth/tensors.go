@@ -61,6 +61,13 @@ func (m *Model) planTensors() {
 		return
 	}
 
+	// resid scales what each layer adds to the residual stream: the first
+	// Gemma's √Embd-scaled tied embeddings (no post-norms) would otherwise
+	// drown every layer, and a random model would only echo its input.
+	resid := float32(1)
+	if c.Arch == "gemma" {
+		resid = float32(math.Sqrt(float64(c.Embd)))
+	}
 	embdStd := float32(1)
 	if c.Tied {
 		embdStd = outStd // token_embd doubles as the output matrix
@@ -96,7 +103,7 @@ func (m *Model) planTensors() {
 			norm(p+"attn_q_norm.weight", qDim) // over the whole projection
 			norm(p+"attn_k_norm.weight", kvDim)
 		}
-		weight(p+"attn_output.weight", qDim, c.Embd, invSqrt(qDim)/2) // [heads*head_dim, embd]
+		weight(p+"attn_output.weight", qDim, c.Embd, resid*invSqrt(qDim)/2) // [heads*head_dim, embd]
 		if isGemma(c.Arch) {
 			norm(p+"post_attention_norm.weight", c.Embd) // of the attention output, before the residual add
 		}
@@ -122,7 +129,7 @@ func (m *Model) planTensors() {
 			weight(p+"ffn_gate.weight", c.Embd, c.FFN, invSqrt(c.Embd)) // [embd, ffn]
 			weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
 		}
-		weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN)/2) // [ffn, embd]
+		weight(p+"ffn_down.weight", c.FFN, c.Embd, resid*invSqrt(c.FFN)/2) // [ffn, embd]
 		if isGemma(c.Arch) {
 			norm(p+"post_ffw_norm.weight", c.Embd) // of the feed-forward output
 		}

@@ -51,6 +51,8 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #   llama-tied: 3 layers, 8 heads / 2 KV (head dim 32, 4 queries per KV head), RoPE base 500000, tied output
 #   qwen2:      tiny shape with QKV biases, NEOX RoPE base 1e6, vocab padded to 1001 (odd output rows)
 #   qwen3:      Q/K norms, head dim 128 != n_embd/n_head (q dim 512), NEOX RoPE base 1e6
+#   gemma:      the first Gemma (CodeGemma): GeGLU, embeddings scaled by 16, tied, NEOX RoPE, one KV
+#               head of 128 (q dim 512 != n_embd); no post-norms, windows or soft-caps
 #   gemma2:     tiny shape, tied; a 16-token window on layer 0 (the prompt is 64), full layer 1,
 #               attention and logit soft-caps 5 and 4, GeGLU, post-norms, embeddings scaled by 16
 #   gemma3:     6 layers: 5 with a 16-token window and rope base 10000, then a global one with
@@ -96,6 +98,7 @@ families=(
 	"llama-tied|--arch llama --preset tiny --seed 4 --n-layer 3 --n-head 8 --n-head-kv 2 --rope-base 500000 --tie-embeddings"
 	"qwen2|--arch qwen2 --preset tiny --seed 2 --rope-base 1000000 --vocab-size 1001"
 	"qwen3|--arch qwen3 --preset tiny --seed 3 --head-dim 128 --rope-base 1000000"
+	"gemma|--arch gemma --preset tiny --seed 14"
 	"gemma2|--arch gemma2 --preset tiny --seed 5"
 	"gemma3|--arch gemma3 --preset tiny --seed 6"
 	"qwen3-yarn|--arch qwen3 --preset tiny --seed 9 --head-dim 128 --ctx 128 --rope-scaling yarn --rope-factor 4 --rope-orig-ctx 32"
