@@ -17,6 +17,7 @@ type Model struct {
 
 	tokEmbd gpu.Tensor  // [Vocab, Dim]
 	outNorm gpu.Tensor  // [1, Dim]; nil for an encoder without a final norm (bert)
+	outBias gpu.Tensor  // [1, Dim]: the final norm's shift where it is a LayerNorm (starcoder2); else nil
 	output  gpu.Tensor  // [Vocab, Dim]; token_embd itself when the embeddings are tied; nil for an encoder
 	stem    stem        // the input embeddings when they are more than token_embd's rows; nil: llama's
 	dense   *dense      // projections of the pooled embedding (gemma-embedding); nil when none
@@ -106,6 +107,9 @@ func Load(f *gguf.File, be gpu.Backend, opt Options) (*Model, error) {
 	m.tokEmbd = ld.weight(tokEmbdName, cfg.Vocab, cfg.Dim)
 	if !cfg.Encoder {
 		m.outNorm = ld.weight("output_norm.weight", 1, cfg.Dim)
+		if a.layerNorm {
+			m.outBias = ld.weight("output_norm.bias", 1, cfg.Dim)
+		}
 		m.output = m.tokEmbd
 		if _, ok := f.Tensor("output.weight"); ok {
 			m.output = ld.weight("output.weight", cfg.Vocab, cfg.Dim)
@@ -204,9 +208,9 @@ func (m *Model) ForwardGroups(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, tok
 		return nil, err
 	}
 	be := m.be
-	be.Gather(s.sel, s.x, out)                 // sel [len(out), Dim]
-	be.RMSNorm(s.sel, s.sel, m.outNorm, m.Eps) // final norm
-	be.MatMul(s.logits, s.sel, m.output)       // logits [len(out), Vocab]
+	be.Gather(s.sel, s.x, out)           // sel [len(out), Dim]
+	m.finalNorm(s.sel, s.sel)            // final norm
+	be.MatMul(s.logits, s.sel, m.output) // logits [len(out), Vocab]
 	if m.LogitScale != 0 {
 		be.Scale(s.logits, s.logits, 1/m.LogitScale)
 	}
@@ -237,8 +241,17 @@ func (m *Model) HiddenGroups(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, toke
 	if m.outNorm == nil {
 		return s.x, nil
 	}
-	m.be.RMSNorm(s.xb, s.x, m.outNorm, m.Eps) // xb [n, Dim]
+	m.finalNorm(s.xb, s.x) // xb [n, Dim]
 	return s.xb, nil
+}
+
+// finalNorm is the output norm: an RMS norm, or a LayerNorm with its shift.
+func (m *Model) finalNorm(dst, x gpu.Tensor) {
+	if m.outBias != nil {
+		m.be.LayerNorm(dst, x, m.outNorm, m.outBias, m.Eps)
+		return
+	}
+	m.be.RMSNorm(dst, x, m.outNorm, m.Eps)
 }
 
 // layers checks a batch and runs the embedding and every layer, leaving

@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -145,6 +145,7 @@ var tinyFamilies = map[string]func(*Config){
 	"olmoe":    olmoeTiny,
 
 	"granitemoe": granitemoeTiny,
+	"starcoder2": starcoder2Tiny,
 }
 
 // PresetNames returns the preset names, sorted.
@@ -317,7 +318,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.NormEps == 0 {
 		c.NormEps = 1e-5
-		if c.Arch != "llama" && c.Arch != "mistral3" {
+		if c.Arch != "llama" && c.Arch != "mistral3" && c.Arch != "starcoder2" { // StarCoder 2's LayerNorms: 1e-5
 			c.NormEps = 1e-6
 		}
 		if c.Arch == "bert" || c.Arch == "nomic-bert" {
@@ -390,7 +391,11 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			set(a+"rope.scaling.type", "linear")
 			set(a+"rope.scaling.factor", c.RopeScale)
 		}
-		set(a+"attention.layer_norm_rms_epsilon", c.NormEps)
+		if c.Arch == "starcoder2" {
+			set(a+"attention.layer_norm_epsilon", c.NormEps)
+		} else {
+			set(a+"attention.layer_norm_rms_epsilon", c.NormEps)
+		}
 		c.Rope.metadata(a, set)
 		switch c.Arch {
 		case "olmo2":

@@ -82,6 +82,10 @@ func (m *Model) planTensors() {
 			olmo2Block(p, c, weight, norm)
 			continue
 		}
+		if c.Arch == "starcoder2" {
+			starcoder2Block(p, c, weight, norm, bias)
+			continue
+		}
 		norm(p+"attn_norm.weight", c.Embd)
 		if c.Arch == "phi3" {
 			weight(p+"attn_qkv.weight", c.Embd, qDim+2*kvDim, invSqrt(c.Embd)) // [embd, q | k | v]
@@ -135,6 +139,9 @@ func (m *Model) planTensors() {
 		}
 	}
 	norm("output_norm.weight", c.Embd)
+	if c.Arch == "starcoder2" {
+		bias("output_norm.bias", c.Embd)
+	}
 	if !c.Tied {
 		weight("output.weight", c.Embd, c.VocabSize, outStd) // [embd, vocab]
 	}

@@ -86,6 +86,8 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #   olmoe:      3 layers, 4 heads and 4 KV heads, whole-projection Q/K norms, 8 experts of 512,
 #               top-2, not renormalized, NEOX RoPE
 #   granitemoe: granite's multipliers around 8 experts of 512, top-2, renormalized
+#   starcoder2: LayerNorms with shifts (the output's too), a bias on every projection, an
+#               ungated GELU feed-forward, NEOX RoPE, GQA, tied output
 # A family may add llamaref run flags after a second |.
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 # Families with their own list of types (default: types). The prompt seed's
@@ -119,6 +121,7 @@ families=(
 	"mixtral|--arch llama --preset tiny --seed 26 --n-expert 8 --n-expert-used 2"
 	"olmoe|--arch olmoe --preset tiny --seed 27"
 	"granitemoe|--arch granitemoe --preset tiny --seed 28"
+	"starcoder2|--arch starcoder2 --preset tiny --seed 15"
 )
 
 want=("$@")

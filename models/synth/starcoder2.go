@@ -1,0 +1,32 @@
+package synth
+
+import "math"
+
+// StarCoder 2 is a pre-LayerNorm transformer with a bias on every
+// projection and LayerNorm: Q, K and V (GQA) and the output projection,
+// then a feed-forward of one up projection, GELU and a down projection
+// (no gate); its output norm is a LayerNorm too, and the output tied to
+// the token embeddings in the released models.
+func starcoder2Tiny(c *Config) { c.Tied = true }
+
+// starcoder2Block plans layer p of StarCoder 2.
+func starcoder2Block(p string, c Config, weight func(string, int, int, float32), norm, bias func(string, int)) {
+	invSqrt := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
+	qDim, kvDim := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
+	norm(p+"attn_norm.weight", c.Embd)
+	bias(p+"attn_norm.bias", c.Embd)
+	weight(p+"attn_q.weight", c.Embd, qDim, invSqrt(c.Embd))
+	bias(p+"attn_q.bias", qDim)
+	weight(p+"attn_k.weight", c.Embd, kvDim, invSqrt(c.Embd))
+	bias(p+"attn_k.bias", kvDim)
+	weight(p+"attn_v.weight", c.Embd, kvDim, invSqrt(c.Embd))
+	bias(p+"attn_v.bias", kvDim)
+	weight(p+"attn_output.weight", qDim, c.Embd, invSqrt(qDim))
+	bias(p+"attn_output.bias", c.Embd)
+	norm(p+"ffn_norm.weight", c.Embd)
+	bias(p+"ffn_norm.bias", c.Embd)
+	weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
+	bias(p+"ffn_up.bias", c.FFN)
+	weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN))
+	bias(p+"ffn_down.bias", c.Embd)
+}
