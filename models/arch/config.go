@@ -144,6 +144,7 @@ var architectures = map[string]architecture{
 	"olmo2":      {neox: true, config: readOlmo2, newBlock: newOlmo2Block},
 	"mistral3":   {neox: false, config: readMistral3, newBlock: newMistral3Block},
 	"starcoder2": {neox: true, newBlock: newStarcoder2Block, layerNorm: true},
+	"exaone":     {neox: true, newBlock: newLlamaBlock}, // EXAONE 3.0 and 3.5: llama's layer, rope over split halves
 	"phi3":       {neox: true, config: readPhi3, newBlock: newPhi3Block},
 	"granite":    {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},
 	"qwen3moe":   {neox: true, config: readMoE, newBlock: newQwen3moeBlock},
