@@ -34,8 +34,10 @@ func TestNoLoader(t *testing.T) {
 // error saying so.
 func TestKindWithoutLoader(t *testing.T) {
 	saved := loaderNames
+	savedNodes := gpuNodes
 	loaderNames, libOnce = []string{"libvulkan-folio-missing.so.1"}, sync.Once{}
-	t.Cleanup(func() { loaderNames, libOnce = saved, sync.Once{} })
+	gpuNodes = func() bool { return true } // a GPU's node, so that auto looks for the loader
+	t.Cleanup(func() { loaderNames, libOnce, gpuNodes = saved, sync.Once{}, savedNodes })
 	k := Kind(Options{}, nil, gpu.KVSpec{}, 0)
 	be, notice, err := place.Choose("auto", []place.Kind{k}, host, nil)
 	if be != nil || err != nil || !strings.Contains(notice, "no Vulkan loader") || !strings.Contains(notice, "mesa-vulkan-drivers") ||
