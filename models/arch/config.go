@@ -58,6 +58,8 @@ type Config struct {
 	// none: each block's attention and feed-forward outputs × ResidualScale
 	// before their residual adds, logits ÷ LogitScale.
 	ResidualScale, LogitScale float32
+	// LogitMul multiplies the logits (command-r's logit_scale); 0: none.
+	LogitMul float32
 
 	// Mixture of experts (moe.go; 0 experts: a dense feed-forward):
 	// Experts feed-forwards of ExpertFFN, ExpertsUsed of them run per
@@ -145,6 +147,7 @@ var architectures = map[string]architecture{
 	"mistral3":   {neox: false, config: readMistral3, newBlock: newMistral3Block},
 	"starcoder2": {neox: true, newBlock: newStarcoder2Block, layerNorm: true},
 	"exaone":     {neox: true, newBlock: newLlamaBlock}, // EXAONE 3.0 and 3.5: llama's layer, rope over split halves
+	"command-r":  {neox: false, config: readCommandR, newBlock: newCommandRBlock, layerNorm: true},
 	"phi3":       {neox: true, config: readPhi3, newBlock: newPhi3Block},
 	"granite":    {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},
 	"qwen3moe":   {neox: true, config: readMoE, newBlock: newQwen3moeBlock},

@@ -17,7 +17,8 @@ type Model struct {
 
 	tokEmbd gpu.Tensor  // [Vocab, Dim]
 	outNorm gpu.Tensor  // [1, Dim]; nil for an encoder without a final norm (bert)
-	outBias gpu.Tensor  // [1, Dim]: the final norm's shift where it is a LayerNorm (starcoder2); else nil
+	outLN   bool        // the final norm is a LayerNorm (starcoder2, command-r), not an RMS norm
+	outBias gpu.Tensor  // [1, Dim]: that LayerNorm's shift (starcoder2); nil: none
 	output  gpu.Tensor  // [Vocab, Dim]; token_embd itself when the embeddings are tied; nil for an encoder
 	stem    stem        // the input embeddings when they are more than token_embd's rows; nil: llama's
 	dense   *dense      // projections of the pooled embedding (gemma-embedding); nil when none
@@ -108,7 +109,7 @@ func Load(f *gguf.File, be gpu.Backend, opt Options) (*Model, error) {
 	if !cfg.Encoder {
 		m.outNorm = ld.weight("output_norm.weight", 1, cfg.Dim)
 		if a.layerNorm {
-			m.outBias = ld.weight("output_norm.bias", 1, cfg.Dim)
+			m.outLN, m.outBias = true, ld.optional("output_norm.bias", 1, cfg.Dim)
 		}
 		m.output = m.tokEmbd
 		if _, ok := f.Tensor("output.weight"); ok {
@@ -214,6 +215,9 @@ func (m *Model) ForwardGroups(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, tok
 	if m.LogitScale != 0 {
 		be.Scale(s.logits, s.logits, 1/m.LogitScale)
 	}
+	if m.LogitMul != 0 {
+		be.Scale(s.logits, s.logits, m.LogitMul)
+	}
 	if m.LogitCap > 0 {
 		be.Softcap(s.logits, m.LogitCap) // soft-capped (Gemma 2)
 	}
@@ -247,7 +251,7 @@ func (m *Model) HiddenGroups(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, toke
 
 // finalNorm is the output norm: an RMS norm, or a LayerNorm with its shift.
 func (m *Model) finalNorm(dst, x gpu.Tensor) {
-	if m.outBias != nil {
+	if m.outLN {
 		m.be.LayerNorm(dst, x, m.outNorm, m.outBias, m.Eps)
 		return
 	}

@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -81,7 +81,7 @@ type Config struct {
 	// granite's multipliers (0 leaves the key out): token embeddings ×
 	// EmbedScale, attention scores × AttnScale (instead of 1/√head size),
 	// each block's attention and feed-forward outputs × ResidualScale,
-	// logits ÷ LogitScale.
+	// logits ÷ LogitScale (command-r: logits × LogitScale, its logit_scale).
 	EmbedScale, AttnScale, ResidualScale, LogitScale float32
 }
 
@@ -146,6 +146,7 @@ var tinyFamilies = map[string]func(*Config){
 
 	"granitemoe": granitemoeTiny,
 	"starcoder2": starcoder2Tiny,
+	"command-r":  commandRTiny,
 }
 
 // PresetNames returns the preset names, sorted.
@@ -318,7 +319,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.NormEps == 0 {
 		c.NormEps = 1e-5
-		if c.Arch != "llama" && c.Arch != "mistral3" && c.Arch != "starcoder2" { // StarCoder 2's LayerNorms: 1e-5
+		if c.Arch != "llama" && c.Arch != "mistral3" && c.Arch != "starcoder2" && c.Arch != "command-r" { // their LayerNorms: 1e-5
 			c.NormEps = 1e-6
 		}
 		if c.Arch == "bert" || c.Arch == "nomic-bert" {
@@ -391,7 +392,7 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			set(a+"rope.scaling.type", "linear")
 			set(a+"rope.scaling.factor", c.RopeScale)
 		}
-		if c.Arch == "starcoder2" {
+		if c.Arch == "starcoder2" || c.Arch == "command-r" {
 			set(a+"attention.layer_norm_epsilon", c.NormEps)
 		} else {
 			set(a+"attention.layer_norm_rms_epsilon", c.NormEps)
@@ -406,6 +407,10 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			graniteMetadata(c, set)
 		case "gpt-oss":
 			set(a+"attention.sliding_window", uint32(c.Window))
+		case "command-r":
+			if c.LogitScale != 0 {
+				set(a+"logit_scale", c.LogitScale) // a multiplier, unlike granite's
+			}
 		case "mistral3":
 			if c.AttnTemp != 0 {
 				set(a+"attention.temperature_scale", c.AttnTemp)

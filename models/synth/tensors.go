@@ -86,6 +86,10 @@ func (m *Model) planTensors() {
 			starcoder2Block(p, c, weight, norm, bias)
 			continue
 		}
+		if c.Arch == "command-r" {
+			commandRBlock(p, c, weight, norm)
+			continue
+		}
 		norm(p+"attn_norm.weight", c.Embd)
 		if c.Arch == "phi3" {
 			weight(p+"attn_qkv.weight", c.Embd, qDim+2*kvDim, invSqrt(c.Embd)) // [embd, q | k | v]

@@ -1,5 +1,7 @@
 package synth
 
+// StarCoder 2 and Command R: their tiny presets and their layers.
+
 import "math"
 
 // StarCoder 2 is a pre-LayerNorm transformer with a bias on every
@@ -29,4 +31,24 @@ func starcoder2Block(p string, c Config, weight func(string, int, int, float32),
 	bias(p+"ffn_up.bias", c.FFN)
 	weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN))
 	bias(p+"ffn_down.bias", c.Embd)
+}
+
+// Command R runs attention and a SwiGLU feed-forward side by side on one
+// LayerNorm without a shift (attn_norm; no ffn_norm), its output tied to
+// the token embeddings and its logits multiplied by logit_scale
+// (LogitScale here; Command R's own is 0.0625, the tiny preset's 0.5).
+func commandRTiny(c *Config) { c.Tied, c.LogitScale = true, 0.5 }
+
+// commandRBlock plans layer p of Command R.
+func commandRBlock(p string, c Config, weight func(string, int, int, float32), norm func(string, int)) {
+	invSqrt := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
+	qDim, kvDim := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
+	norm(p+"attn_norm.weight", c.Embd)
+	weight(p+"attn_q.weight", c.Embd, qDim, invSqrt(c.Embd))
+	weight(p+"attn_k.weight", c.Embd, kvDim, invSqrt(c.Embd))
+	weight(p+"attn_v.weight", c.Embd, kvDim, invSqrt(c.Embd))
+	weight(p+"attn_output.weight", qDim, c.Embd, invSqrt(qDim)/2)
+	weight(p+"ffn_gate.weight", c.Embd, c.FFN, invSqrt(c.Embd))
+	weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
+	weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN)/2)
 }
