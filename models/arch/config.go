@@ -148,6 +148,7 @@ var architectures = map[string]architecture{
 	"starcoder2": {neox: true, newBlock: newStarcoder2Block, layerNorm: true},
 	"exaone":     {neox: true, newBlock: newLlamaBlock}, // EXAONE 3.0 and 3.5: llama's layer, rope over split halves
 	"command-r":  {neox: false, config: readCommandR, newBlock: newCommandRBlock, layerNorm: true},
+	"cohere2":    {neox: false, config: readCohere2, newBlock: newCommandRBlock, layerNorm: true},
 	"phi3":       {neox: true, config: readPhi3, newBlock: newPhi3Block},
 	"granite":    {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},
 	"qwen3moe":   {neox: true, config: readMoE, newBlock: newQwen3moeBlock},

@@ -1,6 +1,6 @@
 package synth
 
-// StarCoder 2 and Command R: their tiny presets and their layers.
+// StarCoder 2, Command R and Command R7B: their tiny presets and their layers.
 
 import "math"
 
@@ -38,6 +38,11 @@ func starcoder2Block(p string, c Config, weight func(string, int, int, float32),
 // the token embeddings and its logits multiplied by logit_scale
 // (LogitScale here; Command R's own is 0.0625, the tiny preset's 0.5).
 func commandRTiny(c *Config) { c.Tied, c.LogitScale = true, 0.5 }
+
+// Command R7B (cohere2) is Command R's layer with a sliding window on
+// three layers of four, rope on those alone: the tiny preset has four
+// layers and a 16-token window (shorter than a test prompt).
+func cohere2Tiny(c *Config) { c.Tied, c.LogitScale, c.Layers, c.Window = true, 0.5, 4, 16 }
 
 // commandRBlock plans layer p of Command R.
 func commandRBlock(p string, c Config, weight func(string, int, int, float32), norm func(string, int)) {

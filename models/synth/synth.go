@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -147,6 +147,7 @@ var tinyFamilies = map[string]func(*Config){
 	"granitemoe": granitemoeTiny,
 	"starcoder2": starcoder2Tiny,
 	"command-r":  commandRTiny,
+	"cohere2":    cohere2Tiny,
 }
 
 // PresetNames returns the preset names, sorted.
@@ -311,7 +312,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.OrigCtx < 0 || c.OrigCtx > c.Ctx || (c.OrigCtx > 0 && c.Arch != "phi3") {
 		return bad("original context %d: longrope is phi3's, from a context of 1 to ctx %d", c.OrigCtx, c.Ctx)
 	}
-	if c.Window < 0 || (c.Window > 0 && !isGemma(c.Arch) && c.Arch != "phi3" && c.Arch != "olmo2" && c.Arch != "gpt-oss") {
+	if c.Window < 0 || (c.Window > 0 && !isGemma(c.Arch) && c.Arch != "phi3" && c.Arch != "olmo2" && c.Arch != "gpt-oss" && c.Arch != "cohere2") {
 		return bad("sliding window %d: only gemma, olmo2, phi3 and gpt-oss files carry one, never negative", c.Window)
 	}
 	if c.Arch == "gpt-oss" && c.Window <= 0 {
@@ -319,7 +320,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.NormEps == 0 {
 		c.NormEps = 1e-5
-		if c.Arch != "llama" && c.Arch != "mistral3" && c.Arch != "starcoder2" && c.Arch != "command-r" { // their LayerNorms: 1e-5
+		if c.Arch != "llama" && c.Arch != "mistral3" && c.Arch != "starcoder2" && c.Arch != "command-r" && c.Arch != "cohere2" { // their LayerNorms: 1e-5
 			c.NormEps = 1e-6
 		}
 		if c.Arch == "bert" || c.Arch == "nomic-bert" {
@@ -392,7 +393,7 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			set(a+"rope.scaling.type", "linear")
 			set(a+"rope.scaling.factor", c.RopeScale)
 		}
-		if c.Arch == "starcoder2" || c.Arch == "command-r" {
+		if c.Arch == "starcoder2" || c.Arch == "command-r" || c.Arch == "cohere2" {
 			set(a+"attention.layer_norm_epsilon", c.NormEps)
 		} else {
 			set(a+"attention.layer_norm_rms_epsilon", c.NormEps)
@@ -407,9 +408,12 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			graniteMetadata(c, set)
 		case "gpt-oss":
 			set(a+"attention.sliding_window", uint32(c.Window))
-		case "command-r":
+		case "command-r", "cohere2":
 			if c.LogitScale != 0 {
 				set(a+"logit_scale", c.LogitScale) // a multiplier, unlike granite's
+			}
+			if c.Window > 0 {
+				set(a+"attention.sliding_window", uint32(c.Window))
 			}
 		case "mistral3":
 			if c.AttnTemp != 0 {

@@ -86,7 +86,7 @@ func (m *Model) planTensors() {
 			starcoder2Block(p, c, weight, norm, bias)
 			continue
 		}
-		if c.Arch == "command-r" {
+		if c.Arch == "command-r" || c.Arch == "cohere2" {
 			commandRBlock(p, c, weight, norm)
 			continue
 		}

@@ -91,6 +91,8 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #   exaone:     EXAONE 3.x: llama's layer with NEOX RoPE; 8 heads / 2 KV heads of 32
 #   command-r:  attention and a SwiGLU feed-forward side by side on one LayerNorm without a
 #               shift, NORM RoPE, tied output, logits × logit_scale 0.5
+#   cohere2:    Command R7B: command-r's layer on 4 layers, a 16-token window on the first three
+#               (with rope), the fourth global without rope
 # A family may add llamaref run flags after a second |.
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 # Families with their own list of types (default: types). The prompt seed's
@@ -127,6 +129,7 @@ families=(
 	"starcoder2|--arch starcoder2 --preset tiny --seed 15"
 	"exaone|--arch exaone --preset tiny --seed 16 --n-head 8 --n-head-kv 2"
 	"command-r|--arch command-r --preset tiny --seed 17 --n-head-kv 2"
+	"cohere2|--arch cohere2 --preset tiny --seed 18 --n-head-kv 2"
 )
 
 want=("$@")
