@@ -139,6 +139,14 @@ var architectures = map[string]architecture{
 	"llama":      {neox: false, config: readLlama, newBlock: newLlamaOrMoEBlock},
 	"qwen2":      {neox: true, newBlock: newQwen2Block},
 	"qwen3":      {neox: true, newBlock: newQwen3Block},
+	// The text models of Qwen2-VL and Qwen2.5-VL, Qwen3-VL and Qwen3-VL's
+	// MoE: M-RoPE turns a text position's pairs as neox rope does (each
+	// section reads the same position) and deepstack adds nothing to a
+	// token's embedding, so text runs through qwen2's, qwen3's and
+	// qwen3moe's layers; images are refused where requests arrive.
+	"qwen2vl":    {neox: true, config: readMRope, newBlock: newQwen2Block},
+	"qwen3vl":    {neox: true, config: readMRope, newBlock: newQwen3Block},
+	"qwen3vlmoe": {neox: true, config: readMRopeMoE, newBlock: newQwen3moeBlock},
 	"gemma":      {neox: true, config: readGemma1, newBlock: newGemmaBlock},
 	"gemma2":     {neox: true, config: readGemma, newBlock: newGemmaBlock},
 	"gemma3":     {neox: true, config: readGemma, newBlock: newGemmaBlock},

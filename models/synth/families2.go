@@ -2,7 +2,11 @@ package synth
 
 // StarCoder 2, Command R and Command R7B: their tiny presets and their layers.
 
-import "math"
+import (
+	"math"
+
+	"folio/models/gguf"
+)
 
 // StarCoder 2 is a pre-LayerNorm transformer with a bias on every
 // projection and LayerNorm: Q, K and V (GQA) and the output projection,
@@ -56,4 +60,15 @@ func commandRBlock(p string, c Config, weight func(string, int, int, float32), n
 	weight(p+"ffn_gate.weight", c.Embd, c.FFN, invSqrt(c.Embd))
 	weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
 	weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN)/2)
+}
+
+// mropeSections are a Qwen-VL file's M-RoPE sections for heads that rotate
+// dims elements: time, height and width share the pairs about 3:2.5:2.5,
+// as Qwen2-VL's 16, 24, 24 of 64 and Qwen3-VL's 24, 20, 20 do, and the
+// fourth section is empty.
+func mropeSections(dims int) gguf.Array {
+	pairs := int32(dims / 2)
+	t := pairs * 3 / 8
+	h := (pairs - t) / 2
+	return gguf.Array{Elem: gguf.ValueInt32, Values: []int32{t, h, pairs - t - h, 0}}
 }

@@ -41,7 +41,7 @@ var qwen3moeMini = Config{Arch: "qwen3moe", Embd: 1024, Layers: 24, Heads: 16, H
 // experts; llama and granite have experts when Config.Experts > 0
 // (Mixtral; Granite's MoE layers).
 func isMoE(arch string) bool {
-	return arch == "qwen3moe" || arch == "gpt-oss" || arch == "qwen2moe" || arch == "olmoe" || arch == "granitemoe"
+	return arch == "qwen3moe" || arch == "qwen3vlmoe" || arch == "gpt-oss" || arch == "qwen2moe" || arch == "olmoe" || arch == "granitemoe"
 }
 
 // hasMoE reports whether c's feed-forward is a mixture of experts.

@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -136,13 +136,14 @@ var tinyFamilies = map[string]func(*Config){
 	"gemma3":          gemma3Tiny,
 	"gemma-embedding": gemmaEmbeddingTiny,
 	// Four layers, so that the fourth attends without rope.
-	"smollm3":  func(c *Config) { c.Layers = 4 },
-	"phi3":     phi3Tiny,
-	"granite":  graniteTiny,
-	"qwen3moe": qwen3moeTiny,
-	"gpt-oss":  gptossTiny,
-	"qwen2moe": qwen2moeTiny,
-	"olmoe":    olmoeTiny,
+	"smollm3":    func(c *Config) { c.Layers = 4 },
+	"phi3":       phi3Tiny,
+	"granite":    graniteTiny,
+	"qwen3moe":   qwen3moeTiny,
+	"gpt-oss":    gptossTiny,
+	"qwen2moe":   qwen2moeTiny,
+	"qwen3vlmoe": qwen3moeTiny,
+	"olmoe":      olmoeTiny,
 
 	"granitemoe": granitemoeTiny,
 	"starcoder2": starcoder2Tiny,
@@ -408,6 +409,8 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			graniteMetadata(c, set)
 		case "gpt-oss":
 			set(a+"attention.sliding_window", uint32(c.Window))
+		case "qwen2vl", "qwen3vl", "qwen3vlmoe":
+			set(a+"rope.dimension_sections", mropeSections(c.RopeDims))
 		case "command-r", "cohere2":
 			if c.LogitScale != 0 {
 				set(a+"logit_scale", c.LogitScale) // a multiplier, unlike granite's

@@ -98,12 +98,12 @@ func (m *Model) planTensors() {
 			weight(p+"attn_k.weight", c.Embd, kvDim, invSqrt(c.Embd))
 			weight(p+"attn_v.weight", c.Embd, kvDim, invSqrt(c.Embd))
 		}
-		if c.Arch == "qwen2" || c.Arch == "qwen2moe" {
+		if c.Arch == "qwen2" || c.Arch == "qwen2moe" || c.Arch == "qwen2vl" {
 			bias(p+"attn_q.bias", qDim)
 			bias(p+"attn_k.bias", kvDim)
 			bias(p+"attn_v.bias", kvDim)
 		}
-		if c.Arch == "qwen3" || c.Arch == "qwen3moe" || c.Arch == "gemma3" || c.Arch == "gemma-embedding" {
+		if c.Arch == "qwen3" || c.Arch == "qwen3moe" || c.Arch == "qwen3vl" || c.Arch == "qwen3vlmoe" || c.Arch == "gemma3" || c.Arch == "gemma-embedding" {
 			norm(p+"attn_q_norm.weight", c.HeadDim) // per head, shared by all heads
 			norm(p+"attn_k_norm.weight", c.HeadDim)
 		}

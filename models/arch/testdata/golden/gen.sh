@@ -93,6 +93,8 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #               shift, NORM RoPE, tied output, logits × logit_scale 0.5
 #   cohere2:    Command R7B: command-r's layer on 4 layers, a 16-token window on the first three
 #               (with rope), the fourth global without rope
+#   qwen2vl, qwen3vl, qwen3vlmoe: the text models of Qwen2(.5)-VL and Qwen3-VL (dense and MoE):
+#               M-RoPE sections in the file; text positions turn as NEOX rope
 # A family may add llamaref run flags after a second |.
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 # Families with their own list of types (default: types). The prompt seed's
@@ -130,6 +132,9 @@ families=(
 	"exaone|--arch exaone --preset tiny --seed 16 --n-head 8 --n-head-kv 2"
 	"command-r|--arch command-r --preset tiny --seed 17 --n-head-kv 2"
 	"cohere2|--arch cohere2 --preset tiny --seed 18 --n-head-kv 2"
+	"qwen2vl|--arch qwen2vl --preset tiny --seed 19 --rope-base 1000000"
+	"qwen3vl|--arch qwen3vl --preset tiny --seed 20 --head-dim 128 --rope-base 5000000"
+	"qwen3vlmoe|--arch qwen3vlmoe --preset tiny --seed 29 --head-dim 128 --rope-base 5000000"
 )
 
 want=("$@")
