@@ -136,9 +136,9 @@ type architecture struct {
 // architectures are the values of general.architecture folio runs. A new
 // family is one entry here and one file with its block.
 var architectures = map[string]architecture{
-	"llama":      {neox: false, config: readLlama, newBlock: newLlamaOrMoEBlock},
-	"qwen2":      {neox: true, newBlock: newQwen2Block},
-	"qwen3":      {neox: true, newBlock: newQwen3Block},
+	"llama": {neox: false, config: readLlama, newBlock: newLlamaOrMoEBlock},
+	"qwen2": {neox: true, newBlock: newQwen2Block},
+	"qwen3": {neox: true, newBlock: newQwen3Block},
 	// The text models of Qwen2-VL and Qwen2.5-VL, Qwen3-VL and Qwen3-VL's
 	// MoE: M-RoPE turns a text position's pairs as neox rope does (each
 	// section reads the same position) and deepstack adds nothing to a
