@@ -89,15 +89,5 @@ func readCohere2(f *gguf.File, p string, c *Config) error {
 	if !ok || window <= 0 || window > 1<<24 {
 		return fmt.Errorf("%sattention.sliding_window is %d (present: %v); a cohere2 file needs a positive one (Command R7B uses 4096)", p, window, ok)
 	}
-	windowed, err := slidingLayers(f, p, c.Layers, 4)
-	if err != nil {
-		return err
-	}
-	c.Windows = make([]int, c.Layers)
-	for i, w := range windowed {
-		if w {
-			c.Windows[i] = int(window)
-		}
-	}
-	return nil
+	return setWindows(f, p, c, window, 4)
 }

@@ -29,27 +29,35 @@ func TestCommandRRefuses(t *testing.T) {
 		{"no logit scale", "cohere2", func(w *gguf.Writer) { w.Delete("cohere2.logit_scale") }, "no cohere2.logit_scale"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			sm, err := synth.New(synth.Config{Arch: c.arch, Embd: 64, Layers: 4, Heads: 2, HeadsKV: 1, FFN: 128, Ctx: 256,
-				Tied: true, LogitScale: 0.5, Window: 16 * map[string]int{"cohere2": 1}[c.arch]})
-			if err != nil {
-				t.Fatal(err)
-			}
-			w := sm.Writer()
-			c.edit(w)
-			var buf bytes.Buffer
-			if _, err := w.WriteTo(&buf); err != nil {
-				t.Fatal(err)
-			}
-			f, err := gguf.Parse("cr.gguf", buf.Bytes())
-			if err != nil {
-				t.Fatal(err)
-			}
-			be := cpu.New(1)
-			defer be.Close()
-			_, err = arch.Load(f, be, arch.Options{MaxRows: 8})
-			if !errors.Is(err, arch.ErrModel) || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("error %v; want arch.ErrModel containing %q", err, c.want)
-			}
+			cfg := synth.Config{Arch: c.arch, Embd: 64, Layers: 4, Heads: 2, HeadsKV: 1, FFN: 128, Ctx: 256,
+				Tied: true, LogitScale: 0.5, Window: 16 * map[string]int{"cohere2": 1}[c.arch]}
+			refused(t, cfg, c.edit, c.want)
 		})
+	}
+}
+
+// refused writes the synthetic model of cfg with edit's changes and fails
+// t unless arch.Load refuses it with an arch.ErrModel containing want.
+func refused(t *testing.T, cfg synth.Config, edit func(w *gguf.Writer), want string) {
+	t.Helper()
+	sm, err := synth.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sm.Writer()
+	edit(w)
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse("m.gguf", buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := cpu.New(1)
+	defer be.Close()
+	_, err = arch.Load(f, be, arch.Options{MaxRows: 8})
+	if !errors.Is(err, arch.ErrModel) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v; want arch.ErrModel containing %q", err, want)
 	}
 }

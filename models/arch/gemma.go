@@ -147,15 +147,8 @@ func readGemma(f *gguf.File, p string, c *Config) error {
 		if gemma2 {
 			period = 2
 		}
-		windowed, err := slidingLayers(f, p, c.Layers, period)
-		if err != nil {
+		if err := setWindows(f, p, c, window, period); err != nil {
 			return err
-		}
-		c.Windows = make([]int, c.Layers)
-		for i, w := range windowed {
-			if w {
-				c.Windows[i] = int(window)
-			}
 		}
 	}
 	c.LocalRope = c.Rope
@@ -191,6 +184,23 @@ func readGemma(f *gguf.File, p string, c *Config) error {
 		perHead = c.Dim / c.Heads
 	}
 	c.QueryScale = float32(1 / math.Sqrt(float64(perHead)))
+	return nil
+}
+
+// setWindows gives the layers attention.sliding_window_pattern marks
+// (period when the file has no pattern; see slidingLayers) a window of
+// window tokens, the others full attention.
+func setWindows(f *gguf.File, p string, c *Config, window int64, period int) error {
+	windowed, err := slidingLayers(f, p, c.Layers, period)
+	if err != nil {
+		return err
+	}
+	c.Windows = make([]int, c.Layers)
+	for i, w := range windowed {
+		if w {
+			c.Windows[i] = int(window)
+		}
+	}
 	return nil
 }
 

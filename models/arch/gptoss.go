@@ -46,15 +46,8 @@ func readGptoss(f *gguf.File, p string, c *Config) error {
 	case window < 0 || window > 1<<24:
 		return fmt.Errorf("%sattention.sliding_window = %d is out of range", p, window)
 	}
-	windowed, err := slidingLayers(f, p, c.Layers, 2)
-	if err != nil {
+	if err := setWindows(f, p, c, window, 2); err != nil {
 		return err
-	}
-	c.Windows = make([]int, c.Layers)
-	for i, w := range windowed {
-		if w {
-			c.Windows[i] = int(window)
-		}
 	}
 	c.LocalRope = c.Rope
 	base, err := hyper(f, p+"rope.freq_base_swa", float64(c.Rope.Base), "a number above 1 (gpt-oss uses 150000)", func(v float64) bool { return v > 1 })

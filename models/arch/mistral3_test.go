@@ -6,7 +6,6 @@ import (
 
 	"folio/gpu"
 	"folio/gpu/cpu"
-	"folio/models/arch"
 	"folio/models/gguf"
 	"folio/models/synth"
 )
@@ -43,36 +42,13 @@ func TestAttnTempHostPath(t *testing.T) {
 		if i == 1 {
 			be = struct{ gpu.Backend }{inner} // no gpu.Experts
 		}
-		am, err := arch.Load(f, be, arch.Options{MaxRows: 256, MaxOut: 8})
-		if err != nil {
-			t.Fatal(err)
+		r := rigOn(t, f, be)
+		if r.m.AttnTemp != 0.1 || r.m.AttnTempFloor != 16 {
+			t.Fatalf("attention temperature %v from %d, want 0.1 from 16", r.m.AttnTemp, r.m.AttnTempFloor)
 		}
-		if am.AttnTemp != 0.1 || am.AttnTempFloor != 16 {
-			t.Fatalf("attention temperature %v from %d, want 0.1 from 16", am.AttnTemp, am.AttnTempFloor)
-		}
-		kv, err := be.NewKVCache(am.KVSpec(64, 16, gguf.TypeF32))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := &rig{f: f, m: am, kv: kv, bs: 16}
-		prompts := [][]int32{moePrompt(41, 1), moePrompt(23, 2), moePrompt(75, 3)}
-		var seqs []seqRun
-		for j, p := range prompts {
-			seqs = append(seqs, seqRun{ids: p, table: r.table(j)})
-		}
-		got[i] = r.run(t, seqs)
-		for j := range seqs {
-			seqs[j] = seqRun{ids: []int32{int32(40 + j)}, pos: len(prompts[j]), table: seqs[j].table}
-		}
-		got[i] = append(got[i], r.run(t, seqs)...)
+		got[i] = r.promptsThenStep(t, [][]int32{moePrompt(41, 1), moePrompt(23, 2), moePrompt(75, 3)})
 		inner.Close()
 		f.Close()
 	}
-	for j := range got[0] {
-		for v := range got[0][j] {
-			if got[0][j][v] != got[1][j][v] {
-				t.Fatalf("logits %d: element %d is %v through ExpertSum, %v on the host", j, v, got[0][j][v], got[1][j][v])
-			}
-		}
-	}
+	sameLogits(t, got[0], got[1], "through ExpertSum", "on the host")
 }

@@ -234,25 +234,8 @@ func TestMoEExpertsOpsExact(t *testing.T) {
 				if i == 1 {
 					be = struct{ gpu.Backend }{inner} // the capability hidden
 				}
-				m, err := arch.Load(f, be, arch.Options{MaxRows: 256, MaxOut: 8})
-				if err != nil {
-					t.Fatal(err)
-				}
-				kv, err := be.NewKVCache(m.KVSpec(64, 16, gguf.TypeF32))
-				if err != nil {
-					t.Fatal(err)
-				}
-				r := &rig{f: f, m: m, kv: kv, bs: 16}
-				prompts := [][]int32{moePrompt(41, 1), moePrompt(23, 2), moePrompt(57, 3)}
-				var seqs []seqRun
-				for j, p := range prompts {
-					seqs = append(seqs, seqRun{ids: p, table: r.table(j)})
-				}
-				got[i] = r.run(t, seqs)
-				for j := range seqs {
-					seqs[j] = seqRun{ids: []int32{int32(40 + j)}, pos: len(prompts[j]), table: seqs[j].table}
-				}
-				got[i] = append(got[i], r.run(t, seqs)...)
+				r := rigOn(t, f, be)
+				got[i] = r.promptsThenStep(t, [][]int32{moePrompt(41, 1), moePrompt(23, 2), moePrompt(57, 3)})
 				if i == 0 {
 					calls = ex.calls
 				}
@@ -262,14 +245,50 @@ func TestMoEExpertsOpsExact(t *testing.T) {
 			if want := 2 * 2 * 3; calls != want { // gate and up, down; each layer; two steps
 				t.Errorf("%d ExpertMatMuls, want %d", calls, want)
 			}
-			for j := range got[0] {
-				for v := range got[0][j] {
-					if got[0][j][v] != got[1][j][v] {
-						t.Fatalf("logits %d: element %d is %v with the Experts ops, %v without", j, v, got[0][j][v], got[1][j][v])
-					}
-				}
-			}
+			sameLogits(t, got[0], got[1], "with the Experts ops", "without")
 		})
+	}
+}
+
+// rigOn loads the model in f onto be with a pool of 64 F32 blocks of 16.
+func rigOn(t testing.TB, f *gguf.File, be gpu.Backend) *rig {
+	t.Helper()
+	m, err := arch.Load(f, be, arch.Options{MaxRows: 256, MaxOut: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := be.NewKVCache(m.KVSpec(64, 16, gguf.TypeF32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rig{f: f, m: m, kv: kv, bs: 16}
+}
+
+// promptsThenStep runs prompts in one batch, then a batched decode step
+// of each (token 40 + its index), and returns both passes' logits.
+func (r *rig) promptsThenStep(t testing.TB, prompts [][]int32) [][]float32 {
+	t.Helper()
+	var seqs []seqRun
+	for j, p := range prompts {
+		seqs = append(seqs, seqRun{ids: p, table: r.table(j)})
+	}
+	got := r.run(t, seqs)
+	for j := range seqs {
+		seqs[j] = seqRun{ids: []int32{int32(40 + j)}, pos: len(prompts[j]), table: seqs[j].table}
+	}
+	return append(got, r.run(t, seqs)...)
+}
+
+// sameLogits fails t unless a and b, the logits of two ways (named by wa
+// and wb), are equal bit for bit.
+func sameLogits(t testing.TB, a, b [][]float32, wa, wb string) {
+	t.Helper()
+	for j := range a {
+		for v := range a[j] {
+			if a[j][v] != b[j][v] {
+				t.Fatalf("logits %d: element %d is %v %s, %v %s", j, v, a[j][v], wa, b[j][v], wb)
+			}
+		}
 	}
 }
 

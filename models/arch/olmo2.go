@@ -37,15 +37,8 @@ func readOlmo2(f *gguf.File, p string, c *Config) error {
 	case window < 0 || window > 1<<24:
 		return fmt.Errorf("%sattention.sliding_window = %d is out of range", p, window)
 	}
-	windowed, err := slidingLayers(f, p, c.Layers, 4)
-	if err != nil {
+	if err := setWindows(f, p, c, window, 4); err != nil {
 		return err
-	}
-	c.Windows = make([]int, c.Layers)
-	for i, w := range windowed {
-		if w {
-			c.Windows[i] = int(window)
-		}
 	}
 	c.LocalRope = gpu.Rope{HeadDim: c.Rope.HeadDim, Dims: c.Rope.Dims, Base: c.Rope.Base, Scale: 1, Neox: c.Rope.Neox}
 	return nil
