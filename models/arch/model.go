@@ -20,6 +20,7 @@ type Model struct {
 	outLN   bool        // the final norm is a LayerNorm (starcoder2, command-r), not an RMS norm
 	outBias gpu.Tensor  // [1, Dim]: that LayerNorm's shift (starcoder2); nil: none
 	output  gpu.Tensor  // [Vocab, Dim]; token_embd itself when the embeddings are tied; nil for an encoder
+	outB    gpu.Tensor  // [1, Vocab]: the output matrix's bias (phi2); nil: none
 	stem    stem        // the input embeddings when they are more than token_embd's rows; nil: llama's
 	dense   *dense      // projections of the pooled embedding (gemma-embedding); nil when none
 	blocks  []block     // one per layer
@@ -114,6 +115,9 @@ func Load(f *gguf.File, be gpu.Backend, opt Options) (*Model, error) {
 		m.output = m.tokEmbd
 		if _, ok := f.Tensor("output.weight"); ok {
 			m.output = ld.weight("output.weight", cfg.Vocab, cfg.Dim)
+		}
+		if cfg.Arch == "phi2" { // the one family here whose output has a bias, required as llama.cpp requires it
+			m.outB = ld.weight("output.bias", 1, cfg.Vocab)
 		}
 	} else {
 		m.outNorm = ld.optional("output_norm.weight", 1, cfg.Dim)
@@ -212,6 +216,9 @@ func (m *Model) ForwardGroups(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, tok
 	be.Gather(s.sel, s.x, out)           // sel [len(out), Dim]
 	m.finalNorm(s.sel, s.sel)            // final norm
 	be.MatMul(s.logits, s.sel, m.output) // logits [len(out), Vocab]
+	if m.outB != nil {
+		be.Add(s.logits, s.logits, m.outB)
+	}
 	if m.LogitScale != 0 {
 		be.Scale(s.logits, s.logits, 1/m.LogitScale)
 	}

@@ -1,6 +1,6 @@
 package synth
 
-// StarCoder 2, Command R and Command R7B: their tiny presets and their layers.
+// StarCoder 2, Command R, Command R7B and Phi-2: their tiny presets and their layers.
 
 import (
 	"math"
@@ -71,4 +71,27 @@ func mropeSections(dims int) gguf.Array {
 	t := pairs * 3 / 8
 	h := (pairs - t) / 2
 	return gguf.Array{Elem: gguf.ValueInt32, Values: []int32{t, h, pairs - t - h, 0}}
+}
+
+// Phi-2 runs attention and an ungated GELU feed-forward side by side on
+// one LayerNorm with a shift, with a bias on every projection (Q, K and V
+// fused in attn_qkv, as its files have them); rope turns the first 32 of
+// its heads' 80 elements; the output matrix is its own, with a bias. The
+// tiny preset turns half of each head.
+func phi2Tiny(c *Config) { c.RopeDims = c.HeadDim / 2 }
+
+// phi2Block plans layer p of Phi-2.
+func phi2Block(p string, c Config, weight func(string, int, int, float32), norm, bias func(string, int)) {
+	invSqrt := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
+	qDim, kvDim := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
+	norm(p+"attn_norm.weight", c.Embd)
+	bias(p+"attn_norm.bias", c.Embd)
+	weight(p+"attn_qkv.weight", c.Embd, qDim+2*kvDim, invSqrt(c.Embd)) // [embd, q | k | v]
+	bias(p+"attn_qkv.bias", qDim+2*kvDim)
+	weight(p+"attn_output.weight", qDim, c.Embd, invSqrt(qDim)/2)
+	bias(p+"attn_output.bias", c.Embd)
+	weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
+	bias(p+"ffn_up.bias", c.FFN)
+	weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN)/2)
+	bias(p+"ffn_down.bias", c.Embd)
 }

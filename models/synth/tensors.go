@@ -86,6 +86,10 @@ func (m *Model) planTensors() {
 			starcoder2Block(p, c, weight, norm, bias)
 			continue
 		}
+		if c.Arch == "phi2" {
+			phi2Block(p, c, weight, norm, bias)
+			continue
+		}
 		if c.Arch == "command-r" || c.Arch == "cohere2" {
 			commandRBlock(p, c, weight, norm)
 			continue
@@ -143,11 +147,14 @@ func (m *Model) planTensors() {
 		}
 	}
 	norm("output_norm.weight", c.Embd)
-	if c.Arch == "starcoder2" {
+	if c.Arch == "starcoder2" || c.Arch == "phi2" {
 		bias("output_norm.bias", c.Embd)
 	}
 	if !c.Tied {
 		weight("output.weight", c.Embd, c.VocabSize, outStd) // [embd, vocab]
+		if c.Arch == "phi2" {
+			bias("output.bias", c.VocabSize)
+		}
 	}
 	if c.Dense > 0 { // of the pooled embedding: [embd, dense] then [dense, embd]
 		weight("dense_2.weight", c.Embd, c.Dense, invSqrt(c.Embd))

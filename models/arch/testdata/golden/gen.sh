@@ -95,6 +95,9 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #               (with rope), the fourth global without rope
 #   qwen2vl, qwen3vl, qwen3vlmoe: the text models of Qwen2(.5)-VL and Qwen3-VL (dense and MoE):
 #               M-RoPE sections in the file; text positions turn as NEOX rope
+#   phi2:       attention and an ungated GELU feed-forward side by side on one LayerNorm with a
+#               shift, fused QKV with a bias, biases everywhere, NEOX RoPE over half of each head,
+#               an output matrix with a bias
 # A family may add llamaref run flags after a second |.
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 # Families with their own list of types (default: types). The prompt seed's
@@ -135,6 +138,7 @@ families=(
 	"qwen2vl|--arch qwen2vl --preset tiny --seed 19 --rope-base 1000000"
 	"qwen3vl|--arch qwen3vl --preset tiny --seed 20 --head-dim 128 --rope-base 5000000"
 	"qwen3vlmoe|--arch qwen3vlmoe --preset tiny --seed 29 --head-dim 128 --rope-base 5000000"
+	"phi2|--arch phi2 --preset tiny --seed 21"
 )
 
 want=("$@")
