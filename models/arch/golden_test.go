@@ -114,6 +114,8 @@ func synthConfig(flags map[string]any) (synth.Config, error) {
 			}
 		case "tie-embeddings":
 			cfg.Tied = v.(bool)
+		case "biases":
+			cfg.Biases = v.(bool)
 		case "rope-base":
 			f, _ := num(k)
 			cfg.RopeBase = float32(f)

@@ -45,3 +45,51 @@ func (l *llamaBlock) forward(m *Model, s *step) {
 	m.attend(s, l.wo)                                   // x += wo · attention(q, K, V)
 	m.ffn(s, l.ffnNorm, l.gate, l.up, l.down)
 }
+
+// llamaBiased is llama's layer with the biases llama.cpp's loader takes
+// where a file has them (on Q, K, V, the output projection and the
+// feed-forward's three: llama-arch conversions of models trained with
+// biases); newLlamaBiased gives the plain layer to a file without.
+type llamaBiased struct {
+	*llamaBlock
+	bq, bk, bv, bo    gpu.Tensor
+	bGate, bUp, bDown gpu.Tensor
+}
+
+// newLlamaBiased is block i of llama, exaone and internlm2. A fused
+// attn_qkv, which llama.cpp also takes, is refused rather than ignored.
+func newLlamaBiased(ld *loader, c *Config, i int) block {
+	p := fmt.Sprintf("blk.%d.", i)
+	if _, fused := ld.f.Tensor(p + "attn_qkv.weight"); fused && ld.err == nil {
+		ld.err = fmt.Errorf("%w %s: %s with Q, K and V fused in %sattn_qkv.weight is not supported yet; run this model with llama.cpp", ErrModel, ld.f.Path, c.Arch, p)
+	}
+	l := newLlamaBlock(ld, c, i).(*llamaBlock)
+	opt := func(name string, cols int) gpu.Tensor { return ld.optional(p+name+".bias", 1, cols) }
+	b := &llamaBiased{llamaBlock: l,
+		bq: opt("attn_q", c.QDim()), bk: opt("attn_k", c.KVDim()), bv: opt("attn_v", c.KVDim()), bo: opt("attn_output", c.Dim),
+		bGate: opt("ffn_gate", c.FFN), bUp: opt("ffn_up", c.FFN), bDown: opt("ffn_down", c.Dim)}
+	if b.bq == nil && b.bk == nil && b.bv == nil && b.bo == nil && b.bGate == nil && b.bUp == nil && b.bDown == nil {
+		return l
+	}
+	return b
+}
+
+func (l *llamaBiased) forward(m *Model, s *step) {
+	be := m.be
+	be.RMSNorm(s.xb, s.x, l.attnNorm, m.Eps)
+	m.matMuls(s, s.xb, s.q, l.wq, s.k, l.wk, s.v, l.wv)
+	m.addBias(s.q, l.bq)
+	m.addBias(s.k, l.bk)
+	m.addBias(s.v, l.bv)
+	m.attention(s, &m.Rope, gpu.AttnOpts{Scale: m.attnScale(), Window: m.Window(s.layer)}, l.wo)
+	m.addBias(s.xb, l.bo)
+	be.Add(s.x, s.x, s.xb)
+	be.RMSNorm(s.xb, s.x, l.ffnNorm, m.Eps)
+	m.matMuls(s, s.xb, s.hb, l.gate, s.hb2, l.up)
+	m.addBias(s.hb, l.bGate)
+	m.addBias(s.hb2, l.bUp)
+	be.SiLUMul(s.hb, s.hb, s.hb2)
+	be.MatMul(s.xb, s.hb, l.down)
+	m.addBias(s.xb, l.bDown)
+	be.Add(s.x, s.x, s.xb)
+}

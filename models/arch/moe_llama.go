@@ -153,5 +153,5 @@ func newLlamaOrMoEBlock(ld *loader, c *Config, i int) block {
 	if c.Arch == "granite" || c.Arch == "granitemoe" {
 		return newGraniteBlock(ld, c, i)
 	}
-	return newLlamaBlock(ld, c, i)
+	return newLlamaBiased(ld, c, i)
 }

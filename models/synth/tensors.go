@@ -102,7 +102,7 @@ func (m *Model) planTensors() {
 			weight(p+"attn_k.weight", c.Embd, kvDim, invSqrt(c.Embd))
 			weight(p+"attn_v.weight", c.Embd, kvDim, invSqrt(c.Embd))
 		}
-		if c.Arch == "qwen2" || c.Arch == "qwen2moe" || c.Arch == "qwen2vl" {
+		if c.Arch == "qwen2" || c.Arch == "qwen2moe" || c.Arch == "qwen2vl" || c.Biases {
 			bias(p+"attn_q.bias", qDim)
 			bias(p+"attn_k.bias", kvDim)
 			bias(p+"attn_v.bias", kvDim)
@@ -116,6 +116,9 @@ func (m *Model) planTensors() {
 			norm(p+"attn_k_norm.weight", kvDim)
 		}
 		weight(p+"attn_output.weight", qDim, c.Embd, resid*invSqrt(qDim)/2) // [heads*head_dim, embd]
+		if c.Biases {
+			bias(p+"attn_output.bias", c.Embd)
+		}
 		if isGemma(c.Arch) {
 			norm(p+"post_attention_norm.weight", c.Embd) // of the attention output, before the residual add
 		}
@@ -142,6 +145,11 @@ func (m *Model) planTensors() {
 			weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
 		}
 		weight(p+"ffn_down.weight", c.FFN, c.Embd, resid*invSqrt(c.FFN)/2) // [ffn, embd]
+		if c.Biases {
+			bias(p+"ffn_gate.bias", c.FFN)
+			bias(p+"ffn_up.bias", c.FFN)
+			bias(p+"ffn_down.bias", c.Embd)
+		}
 		if isGemma(c.Arch) {
 			norm(p+"post_ffw_norm.weight", c.Embd) // of the feed-forward output
 		}

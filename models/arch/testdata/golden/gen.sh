@@ -98,6 +98,9 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #   phi2:       attention and an ungated GELU feed-forward side by side on one LayerNorm with a
 #               shift, fused QKV with a bias, biases everywhere, NEOX RoPE over half of each head,
 #               an output matrix with a bias
+#   llama-bias: llama with a bias on Q, K, V, the output projection and the feed-forward's three
+#               (llama.cpp takes them where a file has them)
+#   internlm2:  InternLM 2 as llama.cpp's converter writes it: llama's layer
 # A family may add llamaref run flags after a second |.
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 # Families with their own list of types (default: types). The prompt seed's
@@ -139,6 +142,8 @@ families=(
 	"qwen3vl|--arch qwen3vl --preset tiny --seed 20 --head-dim 128 --rope-base 5000000"
 	"qwen3vlmoe|--arch qwen3vlmoe --preset tiny --seed 29 --head-dim 128 --rope-base 5000000"
 	"phi2|--arch phi2 --preset tiny --seed 21"
+	"llama-bias|--arch llama --preset tiny --seed 30 --biases"
+	"internlm2|--arch internlm2 --preset tiny --seed 31"
 )
 
 want=("$@")
