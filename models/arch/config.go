@@ -159,6 +159,7 @@ var architectures = map[string]architecture{
 	"command-r":  {neox: false, config: readCommandR, newBlock: newCommandRBlock, layerNorm: true},
 	"cohere2":    {neox: false, config: readCohere2, newBlock: newCommandRBlock, layerNorm: true},
 	"phi2":       {neox: true, newBlock: newPhi2Block, layerNorm: true},
+	"stablelm":   {neox: true, newBlock: newStablelmBlock, layerNorm: true},
 	"phi3":       {neox: true, config: readPhi3, newBlock: newPhi3Block},
 	"granite":    {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},
 	"qwen3moe":   {neox: true, config: readMoE, newBlock: newQwen3moeBlock},

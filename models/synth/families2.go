@@ -1,6 +1,6 @@
 package synth
 
-// StarCoder 2, Command R, Command R7B and Phi-2: their tiny presets and their layers.
+// StarCoder 2, Command R, Command R7B, Phi-2 and StableLM: their tiny presets and their layers.
 
 import (
 	"math"
@@ -94,4 +94,29 @@ func phi2Block(p string, c Config, weight func(string, int, int, float32), norm,
 	bias(p+"ffn_up.bias", c.FFN)
 	weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN)/2)
 	bias(p+"ffn_down.bias", c.Embd)
+}
+
+// StableLM is llama's layer with LayerNorms that have a shift (the
+// output's too), biases on Q, K and V (StableLM 2's), and rope over a
+// quarter of each head: the tiny preset's too.
+func stablelmTiny(c *Config) { c.RopeDims = c.HeadDim / 4 }
+
+// stablelmBlock plans layer p of StableLM 2.
+func stablelmBlock(p string, c Config, weight func(string, int, int, float32), norm, bias func(string, int)) {
+	invSqrt := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
+	qDim, kvDim := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
+	norm(p+"attn_norm.weight", c.Embd)
+	bias(p+"attn_norm.bias", c.Embd)
+	weight(p+"attn_q.weight", c.Embd, qDim, invSqrt(c.Embd))
+	bias(p+"attn_q.bias", qDim)
+	weight(p+"attn_k.weight", c.Embd, kvDim, invSqrt(c.Embd))
+	bias(p+"attn_k.bias", kvDim)
+	weight(p+"attn_v.weight", c.Embd, kvDim, invSqrt(c.Embd))
+	bias(p+"attn_v.bias", kvDim)
+	weight(p+"attn_output.weight", qDim, c.Embd, invSqrt(qDim)/2)
+	norm(p+"ffn_norm.weight", c.Embd)
+	bias(p+"ffn_norm.bias", c.Embd)
+	weight(p+"ffn_gate.weight", c.Embd, c.FFN, invSqrt(c.Embd))
+	weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
+	weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN)/2)
 }

@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -154,6 +154,7 @@ var tinyFamilies = map[string]func(*Config){
 	"command-r":  commandRTiny,
 	"cohere2":    cohere2Tiny,
 	"phi2":       phi2Tiny,
+	"stablelm":   stablelmTiny,
 }
 
 // PresetNames returns the preset names, sorted.
@@ -329,7 +330,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.NormEps == 0 {
 		c.NormEps = 1e-5
-		if c.Arch != "llama" && c.Arch != "mistral3" && c.Arch != "starcoder2" && c.Arch != "command-r" && c.Arch != "cohere2" && c.Arch != "phi2" { // their LayerNorms: 1e-5
+		if c.Arch != "llama" && c.Arch != "mistral3" && c.Arch != "starcoder2" && c.Arch != "command-r" && c.Arch != "cohere2" && c.Arch != "phi2" && c.Arch != "stablelm" { // their LayerNorms: 1e-5
 			c.NormEps = 1e-6
 		}
 		if c.Arch == "bert" || c.Arch == "nomic-bert" {
@@ -402,7 +403,7 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			set(a+"rope.scaling.type", "linear")
 			set(a+"rope.scaling.factor", c.RopeScale)
 		}
-		if c.Arch == "starcoder2" || c.Arch == "command-r" || c.Arch == "cohere2" || c.Arch == "phi2" {
+		if c.Arch == "starcoder2" || c.Arch == "command-r" || c.Arch == "cohere2" || c.Arch == "phi2" || c.Arch == "stablelm" {
 			set(a+"attention.layer_norm_epsilon", c.NormEps)
 		} else {
 			set(a+"attention.layer_norm_rms_epsilon", c.NormEps)

@@ -90,6 +90,10 @@ func (m *Model) planTensors() {
 			phi2Block(p, c, weight, norm, bias)
 			continue
 		}
+		if c.Arch == "stablelm" {
+			stablelmBlock(p, c, weight, norm, bias)
+			continue
+		}
 		if c.Arch == "command-r" || c.Arch == "cohere2" {
 			commandRBlock(p, c, weight, norm)
 			continue
@@ -155,7 +159,7 @@ func (m *Model) planTensors() {
 		}
 	}
 	norm("output_norm.weight", c.Embd)
-	if c.Arch == "starcoder2" || c.Arch == "phi2" {
+	if c.Arch == "starcoder2" || c.Arch == "phi2" || c.Arch == "stablelm" {
 		bias("output_norm.bias", c.Embd)
 	}
 	if !c.Tied {

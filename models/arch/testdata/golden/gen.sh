@@ -101,6 +101,7 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #   llama-bias: llama with a bias on Q, K, V, the output projection and the feed-forward's three
 #               (llama.cpp takes them where a file has them)
 #   internlm2:  InternLM 2 as llama.cpp's converter writes it: llama's layer
+#   stablelm:   StableLM 2: LayerNorms with shifts, Q/K/V biases, NEOX RoPE over a quarter of each head
 # A family may add llamaref run flags after a second |.
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 # Families with their own list of types (default: types). The prompt seed's
@@ -144,6 +145,7 @@ families=(
 	"phi2|--arch phi2 --preset tiny --seed 21"
 	"llama-bias|--arch llama --preset tiny --seed 30 --biases"
 	"internlm2|--arch internlm2 --preset tiny --seed 31"
+	"stablelm|--arch stablelm --preset tiny --seed 32"
 )
 
 want=("$@")
