@@ -1,6 +1,6 @@
 package synth
 
-// StarCoder 2, Command R, Command R7B, Phi-2 and StableLM: their tiny presets and their layers.
+// StarCoder 2, Command R, Command R7B, Phi-2, StableLM and EXAONE 4: their tiny presets and their layers.
 
 import (
 	"math"
@@ -119,4 +119,22 @@ func stablelmBlock(p string, c Config, weight func(string, int, int, float32), n
 	weight(p+"ffn_gate.weight", c.Embd, c.FFN, invSqrt(c.Embd))
 	weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
 	weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN)/2)
+}
+
+// exaone4Block plans layer p of EXAONE 4.0: no norms before attention or
+// the feed-forward, norms of their outputs, Q and K normed per head.
+func exaone4Block(p string, c Config, weight func(string, int, int, float32), norm func(string, int)) {
+	invSqrt := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
+	qDim, kvDim := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
+	weight(p+"attn_q.weight", c.Embd, qDim, invSqrt(c.Embd))
+	weight(p+"attn_k.weight", c.Embd, kvDim, invSqrt(c.Embd))
+	weight(p+"attn_v.weight", c.Embd, kvDim, invSqrt(c.Embd))
+	weight(p+"attn_output.weight", qDim, c.Embd, invSqrt(qDim))
+	norm(p+"attn_q_norm.weight", c.HeadDim)
+	norm(p+"attn_k_norm.weight", c.HeadDim)
+	norm(p+"post_attention_norm.weight", c.Embd)
+	weight(p+"ffn_gate.weight", c.Embd, c.FFN, invSqrt(c.Embd))
+	weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
+	weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN))
+	norm(p+"post_ffw_norm.weight", c.Embd)
 }

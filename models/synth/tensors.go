@@ -90,6 +90,10 @@ func (m *Model) planTensors() {
 			phi2Block(p, c, weight, norm, bias)
 			continue
 		}
+		if c.Arch == "exaone4" {
+			exaone4Block(p, c, weight, norm)
+			continue
+		}
 		if c.Arch == "stablelm" {
 			stablelmBlock(p, c, weight, norm, bias)
 			continue

@@ -102,6 +102,8 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #               (llama.cpp takes them where a file has them)
 #   internlm2:  InternLM 2 as llama.cpp's converter writes it: llama's layer
 #   stablelm:   StableLM 2: LayerNorms with shifts, Q/K/V biases, NEOX RoPE over a quarter of each head
+#   exaone4:    EXAONE 4.0 1.2B's layer: no pre-norms, post-attention and post-FFN norms, Q/K normed
+#               per head, NEOX RoPE
 # A family may add llamaref run flags after a second |.
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 # Families with their own list of types (default: types). The prompt seed's
@@ -146,6 +148,7 @@ families=(
 	"llama-bias|--arch llama --preset tiny --seed 30 --biases"
 	"internlm2|--arch internlm2 --preset tiny --seed 31"
 	"stablelm|--arch stablelm --preset tiny --seed 32"
+	"exaone4|--arch exaone4 --preset tiny --seed 33 --n-head-kv 2"
 )
 
 want=("$@")

@@ -1,0 +1,56 @@
+package arch_test
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"folio/gpu/cpu"
+	"folio/models/arch"
+	"folio/models/gguf"
+	"folio/models/synth"
+)
+
+// EXAONE 4's windows are llama.cpp's: on three layers of four of the
+// 64-layer model (4096 tokens without the key), none on the others
+// whatever the file says; multi-token-prediction layers are refused.
+func TestExaone4Windows(t *testing.T) {
+	for _, c := range []struct {
+		layers int
+		window uint32
+		want   []int // the first four layers' windows
+	}{{64, 0, []int{4096, 4096, 4096, 0}}, {64, 512, []int{512, 512, 512, 0}}, {30, 512, nil}} {
+		sm, err := synth.New(synth.Config{Arch: "exaone4", Embd: 64, Layers: c.layers, Heads: 2, HeadsKV: 1, FFN: 128, Ctx: 256})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := sm.Writer()
+		if c.window > 0 {
+			w.Set("exaone4.attention.sliding_window", c.window)
+		}
+		path := filepath.Join(t.TempDir(), "e4.gguf")
+		if err := w.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		f, err := gguf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		be := cpu.New(1)
+		m, err := arch.Load(f, be, arch.Options{MaxRows: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := m.Windows
+		if got != nil {
+			got = got[:4]
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%d layers, window key %d: windows %v…, want %v…", c.layers, c.window, got, c.want)
+		}
+		be.Close()
+		f.Close()
+	}
+	refused(t, synth.Config{Arch: "exaone4", Embd: 64, Layers: 2, Heads: 2, HeadsKV: 1, FFN: 128, Ctx: 256},
+		func(w *gguf.Writer) { w.Set("exaone4.nextn_predict_layers", uint32(1)) }, "multi-token-prediction layers are not supported")
+}
