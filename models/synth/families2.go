@@ -8,6 +8,29 @@ import (
 	"folio/models/gguf"
 )
 
+// plan wraps planTensors' adders for the families below: a linear
+// projection with or without its bias, a norm with or without its shift.
+type plan struct {
+	weight     func(string, int, int, float32)
+	norm, bias func(string, int)
+}
+
+func (pl plan) lin(name string, in, out int, std float32, withBias bool) {
+	pl.weight(name+".weight", in, out, std)
+	if withBias {
+		pl.bias(name+".bias", out)
+	}
+}
+
+func (pl plan) ln(name string, n int, withBias bool) {
+	pl.norm(name+".weight", n)
+	if withBias {
+		pl.bias(name+".bias", n)
+	}
+}
+
+func invSqrt(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
+
 // StarCoder 2 is a pre-LayerNorm transformer with a bias on every
 // projection and LayerNorm: Q, K and V (GQA) and the output projection,
 // then a feed-forward of one up projection, GELU and a down projection
@@ -16,25 +39,16 @@ import (
 func starcoder2Tiny(c *Config) { c.Tied = true }
 
 // starcoder2Block plans layer p of StarCoder 2.
-func starcoder2Block(p string, c Config, weight func(string, int, int, float32), norm, bias func(string, int)) {
-	invSqrt := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
+func starcoder2Block(p string, c Config, pl plan) {
 	qDim, kvDim := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
-	norm(p+"attn_norm.weight", c.Embd)
-	bias(p+"attn_norm.bias", c.Embd)
-	weight(p+"attn_q.weight", c.Embd, qDim, invSqrt(c.Embd))
-	bias(p+"attn_q.bias", qDim)
-	weight(p+"attn_k.weight", c.Embd, kvDim, invSqrt(c.Embd))
-	bias(p+"attn_k.bias", kvDim)
-	weight(p+"attn_v.weight", c.Embd, kvDim, invSqrt(c.Embd))
-	bias(p+"attn_v.bias", kvDim)
-	weight(p+"attn_output.weight", qDim, c.Embd, invSqrt(qDim))
-	bias(p+"attn_output.bias", c.Embd)
-	norm(p+"ffn_norm.weight", c.Embd)
-	bias(p+"ffn_norm.bias", c.Embd)
-	weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
-	bias(p+"ffn_up.bias", c.FFN)
-	weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN))
-	bias(p+"ffn_down.bias", c.Embd)
+	pl.ln(p+"attn_norm", c.Embd, true)
+	pl.lin(p+"attn_q", c.Embd, qDim, invSqrt(c.Embd), true)
+	pl.lin(p+"attn_k", c.Embd, kvDim, invSqrt(c.Embd), true)
+	pl.lin(p+"attn_v", c.Embd, kvDim, invSqrt(c.Embd), true)
+	pl.lin(p+"attn_output", qDim, c.Embd, invSqrt(qDim), true)
+	pl.ln(p+"ffn_norm", c.Embd, true)
+	pl.lin(p+"ffn_up", c.Embd, c.FFN, invSqrt(c.Embd), true)
+	pl.lin(p+"ffn_down", c.FFN, c.Embd, invSqrt(c.FFN), true)
 }
 
 // Command R runs attention and a SwiGLU feed-forward side by side on one
@@ -49,17 +63,16 @@ func commandRTiny(c *Config) { c.Tied, c.LogitScale = true, 0.5 }
 func cohere2Tiny(c *Config) { c.Tied, c.LogitScale, c.Layers, c.Window = true, 0.5, 4, 16 }
 
 // commandRBlock plans layer p of Command R.
-func commandRBlock(p string, c Config, weight func(string, int, int, float32), norm func(string, int)) {
-	invSqrt := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
+func commandRBlock(p string, c Config, pl plan) {
 	qDim, kvDim := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
-	norm(p+"attn_norm.weight", c.Embd)
-	weight(p+"attn_q.weight", c.Embd, qDim, invSqrt(c.Embd))
-	weight(p+"attn_k.weight", c.Embd, kvDim, invSqrt(c.Embd))
-	weight(p+"attn_v.weight", c.Embd, kvDim, invSqrt(c.Embd))
-	weight(p+"attn_output.weight", qDim, c.Embd, invSqrt(qDim)/2)
-	weight(p+"ffn_gate.weight", c.Embd, c.FFN, invSqrt(c.Embd))
-	weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
-	weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN)/2)
+	pl.ln(p+"attn_norm", c.Embd, false)
+	pl.lin(p+"attn_q", c.Embd, qDim, invSqrt(c.Embd), false)
+	pl.lin(p+"attn_k", c.Embd, kvDim, invSqrt(c.Embd), false)
+	pl.lin(p+"attn_v", c.Embd, kvDim, invSqrt(c.Embd), false)
+	pl.lin(p+"attn_output", qDim, c.Embd, invSqrt(qDim)/2, false)
+	pl.lin(p+"ffn_gate", c.Embd, c.FFN, invSqrt(c.Embd), false)
+	pl.lin(p+"ffn_up", c.Embd, c.FFN, invSqrt(c.Embd), false)
+	pl.lin(p+"ffn_down", c.FFN, c.Embd, invSqrt(c.FFN)/2, false)
 }
 
 // mropeSections are a Qwen-VL file's M-RoPE sections for heads that rotate
@@ -81,19 +94,13 @@ func mropeSections(dims int) gguf.Array {
 func phi2Tiny(c *Config) { c.RopeDims = c.HeadDim / 2 }
 
 // phi2Block plans layer p of Phi-2.
-func phi2Block(p string, c Config, weight func(string, int, int, float32), norm, bias func(string, int)) {
-	invSqrt := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
+func phi2Block(p string, c Config, pl plan) {
 	qDim, kvDim := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
-	norm(p+"attn_norm.weight", c.Embd)
-	bias(p+"attn_norm.bias", c.Embd)
-	weight(p+"attn_qkv.weight", c.Embd, qDim+2*kvDim, invSqrt(c.Embd)) // [embd, q | k | v]
-	bias(p+"attn_qkv.bias", qDim+2*kvDim)
-	weight(p+"attn_output.weight", qDim, c.Embd, invSqrt(qDim)/2)
-	bias(p+"attn_output.bias", c.Embd)
-	weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
-	bias(p+"ffn_up.bias", c.FFN)
-	weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN)/2)
-	bias(p+"ffn_down.bias", c.Embd)
+	pl.ln(p+"attn_norm", c.Embd, true)
+	pl.lin(p+"attn_qkv", c.Embd, qDim+2*kvDim, invSqrt(c.Embd), true) // [embd, q | k | v]
+	pl.lin(p+"attn_output", qDim, c.Embd, invSqrt(qDim)/2, true)
+	pl.lin(p+"ffn_up", c.Embd, c.FFN, invSqrt(c.Embd), true)
+	pl.lin(p+"ffn_down", c.FFN, c.Embd, invSqrt(c.FFN)/2, true)
 }
 
 // StableLM is llama's layer with LayerNorms that have a shift (the
@@ -102,39 +109,32 @@ func phi2Block(p string, c Config, weight func(string, int, int, float32), norm,
 func stablelmTiny(c *Config) { c.RopeDims = c.HeadDim / 4 }
 
 // stablelmBlock plans layer p of StableLM 2.
-func stablelmBlock(p string, c Config, weight func(string, int, int, float32), norm, bias func(string, int)) {
-	invSqrt := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
+func stablelmBlock(p string, c Config, pl plan) {
 	qDim, kvDim := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
-	norm(p+"attn_norm.weight", c.Embd)
-	bias(p+"attn_norm.bias", c.Embd)
-	weight(p+"attn_q.weight", c.Embd, qDim, invSqrt(c.Embd))
-	bias(p+"attn_q.bias", qDim)
-	weight(p+"attn_k.weight", c.Embd, kvDim, invSqrt(c.Embd))
-	bias(p+"attn_k.bias", kvDim)
-	weight(p+"attn_v.weight", c.Embd, kvDim, invSqrt(c.Embd))
-	bias(p+"attn_v.bias", kvDim)
-	weight(p+"attn_output.weight", qDim, c.Embd, invSqrt(qDim)/2)
-	norm(p+"ffn_norm.weight", c.Embd)
-	bias(p+"ffn_norm.bias", c.Embd)
-	weight(p+"ffn_gate.weight", c.Embd, c.FFN, invSqrt(c.Embd))
-	weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
-	weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN)/2)
+	pl.ln(p+"attn_norm", c.Embd, true)
+	pl.lin(p+"attn_q", c.Embd, qDim, invSqrt(c.Embd), true)
+	pl.lin(p+"attn_k", c.Embd, kvDim, invSqrt(c.Embd), true)
+	pl.lin(p+"attn_v", c.Embd, kvDim, invSqrt(c.Embd), true)
+	pl.lin(p+"attn_output", qDim, c.Embd, invSqrt(qDim)/2, false)
+	pl.ln(p+"ffn_norm", c.Embd, true)
+	pl.lin(p+"ffn_gate", c.Embd, c.FFN, invSqrt(c.Embd), false)
+	pl.lin(p+"ffn_up", c.Embd, c.FFN, invSqrt(c.Embd), false)
+	pl.lin(p+"ffn_down", c.FFN, c.Embd, invSqrt(c.FFN)/2, false)
 }
 
 // exaone4Block plans layer p of EXAONE 4.0: no norms before attention or
 // the feed-forward, norms of their outputs, Q and K normed per head.
-func exaone4Block(p string, c Config, weight func(string, int, int, float32), norm func(string, int)) {
-	invSqrt := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
+func exaone4Block(p string, c Config, pl plan) {
 	qDim, kvDim := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
-	weight(p+"attn_q.weight", c.Embd, qDim, invSqrt(c.Embd))
-	weight(p+"attn_k.weight", c.Embd, kvDim, invSqrt(c.Embd))
-	weight(p+"attn_v.weight", c.Embd, kvDim, invSqrt(c.Embd))
-	weight(p+"attn_output.weight", qDim, c.Embd, invSqrt(qDim))
-	norm(p+"attn_q_norm.weight", c.HeadDim)
-	norm(p+"attn_k_norm.weight", c.HeadDim)
-	norm(p+"post_attention_norm.weight", c.Embd)
-	weight(p+"ffn_gate.weight", c.Embd, c.FFN, invSqrt(c.Embd))
-	weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
-	weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN))
-	norm(p+"post_ffw_norm.weight", c.Embd)
+	pl.lin(p+"attn_q", c.Embd, qDim, invSqrt(c.Embd), false)
+	pl.lin(p+"attn_k", c.Embd, kvDim, invSqrt(c.Embd), false)
+	pl.lin(p+"attn_v", c.Embd, kvDim, invSqrt(c.Embd), false)
+	pl.lin(p+"attn_output", qDim, c.Embd, invSqrt(qDim), false)
+	pl.ln(p+"attn_q_norm", c.HeadDim, false)
+	pl.ln(p+"attn_k_norm", c.HeadDim, false)
+	pl.ln(p+"post_attention_norm", c.Embd, false)
+	pl.lin(p+"ffn_gate", c.Embd, c.FFN, invSqrt(c.Embd), false)
+	pl.lin(p+"ffn_up", c.Embd, c.FFN, invSqrt(c.Embd), false)
+	pl.lin(p+"ffn_down", c.FFN, c.Embd, invSqrt(c.FFN), false)
+	pl.ln(p+"post_ffw_norm", c.Embd, false)
 }

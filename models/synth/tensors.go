@@ -83,23 +83,23 @@ func (m *Model) planTensors() {
 			continue
 		}
 		if c.Arch == "starcoder2" {
-			starcoder2Block(p, c, weight, norm, bias)
+			starcoder2Block(p, c, plan{weight, norm, bias})
 			continue
 		}
 		if c.Arch == "phi2" {
-			phi2Block(p, c, weight, norm, bias)
+			phi2Block(p, c, plan{weight, norm, bias})
 			continue
 		}
 		if c.Arch == "exaone4" {
-			exaone4Block(p, c, weight, norm)
+			exaone4Block(p, c, plan{weight, norm, bias})
 			continue
 		}
 		if c.Arch == "stablelm" {
-			stablelmBlock(p, c, weight, norm, bias)
+			stablelmBlock(p, c, plan{weight, norm, bias})
 			continue
 		}
 		if c.Arch == "command-r" || c.Arch == "cohere2" {
-			commandRBlock(p, c, weight, norm)
+			commandRBlock(p, c, plan{weight, norm, bias})
 			continue
 		}
 		norm(p+"attn_norm.weight", c.Embd)
