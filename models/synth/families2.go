@@ -1,6 +1,6 @@
 package synth
 
-// StarCoder 2, Command R, Command R7B, Phi-2, StableLM and EXAONE 4: their tiny presets and their layers.
+// StarCoder 2, Command R, Command R7B, Phi-2, StableLM, EXAONE 4 and GLM-4: their tiny presets and their layers.
 
 import (
 	"math"
@@ -135,6 +135,26 @@ func exaone4Block(p string, c Config, pl plan) {
 	pl.ln(p+"post_attention_norm", c.Embd, false)
 	pl.lin(p+"ffn_gate", c.Embd, c.FFN, invSqrt(c.Embd), false)
 	pl.lin(p+"ffn_up", c.Embd, c.FFN, invSqrt(c.Embd), false)
+	pl.lin(p+"ffn_down", c.FFN, c.Embd, invSqrt(c.FFN), false)
+	pl.ln(p+"post_ffw_norm", c.Embd, false)
+}
+
+// GLM-4 is llama's layer with norms after attention and the feed-forward
+// too, biases on Q, K and V, gate and up fused in ffn_up, and rope over
+// half of each head: the tiny preset's too.
+func glm4Tiny(c *Config) { c.RopeDims = c.HeadDim / 2 }
+
+// glm4Block plans layer p of GLM-4.
+func glm4Block(p string, c Config, pl plan) {
+	qDim, kvDim := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
+	pl.ln(p+"attn_norm", c.Embd, false)
+	pl.lin(p+"attn_q", c.Embd, qDim, invSqrt(c.Embd), true)
+	pl.lin(p+"attn_k", c.Embd, kvDim, invSqrt(c.Embd), true)
+	pl.lin(p+"attn_v", c.Embd, kvDim, invSqrt(c.Embd), true)
+	pl.lin(p+"attn_output", qDim, c.Embd, invSqrt(qDim), false)
+	pl.ln(p+"post_attention_norm", c.Embd, false)
+	pl.ln(p+"ffn_norm", c.Embd, false)
+	pl.lin(p+"ffn_up", c.Embd, 2*c.FFN, invSqrt(c.Embd), false) // [embd, gate | up]
 	pl.lin(p+"ffn_down", c.FFN, c.Embd, invSqrt(c.FFN), false)
 	pl.ln(p+"post_ffw_norm", c.Embd, false)
 }

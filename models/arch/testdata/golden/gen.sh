@@ -104,6 +104,8 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #   stablelm:   StableLM 2: LayerNorms with shifts, Q/K/V biases, NEOX RoPE over a quarter of each head
 #   exaone4:    EXAONE 4.0 1.2B's layer: no pre-norms, post-attention and post-FFN norms, Q/K normed
 #               per head, NEOX RoPE
+#   glm4:       GLM-4: sandwich norms, Q/K/V biases, gate and up fused in ffn_up, NORM RoPE over half
+#               of each head
 # A family may add llamaref run flags after a second |.
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 # Families with their own list of types (default: types). The prompt seed's
@@ -149,6 +151,7 @@ families=(
 	"internlm2|--arch internlm2 --preset tiny --seed 31"
 	"stablelm|--arch stablelm --preset tiny --seed 32"
 	"exaone4|--arch exaone4 --preset tiny --seed 33 --n-head-kv 2"
+	"glm4|--arch glm4 --preset tiny --seed 34 --n-head-kv 2"
 )
 
 want=("$@")

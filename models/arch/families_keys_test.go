@@ -54,3 +54,39 @@ func TestExaone4Windows(t *testing.T) {
 	refused(t, synth.Config{Arch: "exaone4", Embd: 64, Layers: 2, Heads: 2, HeadsKV: 1, FFN: 128, Ctx: 256},
 		func(w *gguf.Writer) { w.Set("exaone4.nextn_predict_layers", uint32(1)) }, "multi-token-prediction layers are not supported")
 }
+
+// GLM-4's rope pairs adjacent elements, or split halves where the file has
+// M-RoPE sections (GLM-4.1V's text model); multi-token-prediction layers
+// are refused.
+func TestGlm4RopePairing(t *testing.T) {
+	for _, sections := range []bool{false, true} {
+		sm, err := synth.New(synth.Config{Arch: "glm4", Embd: 64, Layers: 2, Heads: 2, HeadsKV: 1, FFN: 128, Ctx: 256, RopeDims: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := sm.Writer()
+		if sections {
+			w.Set("glm4.rope.dimension_sections", gguf.Array{Elem: gguf.ValueInt32, Values: []int32{2, 3, 3, 0}})
+		}
+		path := filepath.Join(t.TempDir(), "g4.gguf")
+		if err := w.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		f, err := gguf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		be := cpu.New(1)
+		m, err := arch.Load(f, be, arch.Options{MaxRows: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Rope.Neox != sections || m.Rope.Dims != 16 {
+			t.Errorf("sections %v: rope neox %v over %d elements, want %v over 16", sections, m.Rope.Neox, m.Rope.Dims, sections)
+		}
+		be.Close()
+		f.Close()
+	}
+	refused(t, synth.Config{Arch: "glm4", Embd: 64, Layers: 2, Heads: 2, HeadsKV: 1, FFN: 128, Ctx: 256, RopeDims: 16},
+		func(w *gguf.Writer) { w.Set("glm4.nextn_predict_layers", uint32(1)) }, "multi-token-prediction layers are not supported")
+}
