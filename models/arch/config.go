@@ -158,6 +158,7 @@ var architectures = map[string]architecture{
 	"internlm2":  {neox: false, newBlock: newLlamaBiased}, // InternLM 2 and 2.5 as llama.cpp's converter writes them: llama's layer
 	"exaone4":    {neox: true, config: readExaone4, newBlock: newExaone4Block},
 	"glm4":       {neox: false, config: readGlm4, newBlock: newGlm4Block},
+	"seed_oss":   {neox: true, newBlock: newSeedOSSBlock},
 	"command-r":  {neox: false, config: readCommandR, newBlock: newCommandRBlock, layerNorm: true},
 	"cohere2":    {neox: false, config: readCohere2, newBlock: newCommandRBlock, layerNorm: true},
 	"phi2":       {neox: true, newBlock: newPhi2Block, layerNorm: true},

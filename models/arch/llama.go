@@ -93,3 +93,23 @@ func (l *llamaBiased) forward(m *Model, s *step) {
 	m.addBias(s.xb, l.bDown)
 	be.Add(s.x, s.x, s.xb)
 }
+
+// newSeedOSSBlock is block i of seed_oss (Seed-OSS-36B): llama's layer
+// whose feed-forward norm is named post_attention_norm, with the Q, K, V
+// and output projection biases llama.cpp takes where a file has them
+// (rope over split halves: config.go).
+func newSeedOSSBlock(ld *loader, c *Config, i int) block {
+	p := fmt.Sprintf("blk.%d.", i)
+	w := func(name string, rows, cols int) gpu.Tensor { return ld.weight(p+name+".weight", rows, cols) }
+	opt := func(name string, cols int) gpu.Tensor { return ld.optional(p+name+".bias", 1, cols) }
+	return &llamaBiased{
+		llamaBlock: &llamaBlock{
+			attnNorm: w("attn_norm", 1, c.Dim),
+			wq:       w("attn_q", c.QDim(), c.Dim), wk: w("attn_k", c.KVDim(), c.Dim), wv: w("attn_v", c.KVDim(), c.Dim),
+			wo:      w("attn_output", c.Dim, c.QDim()),
+			ffnNorm: w("post_attention_norm", 1, c.Dim),
+			gate:    w("ffn_gate", c.FFN, c.Dim), up: w("ffn_up", c.FFN, c.Dim), down: w("ffn_down", c.Dim, c.FFN),
+		},
+		bq: opt("attn_q", c.QDim()), bk: opt("attn_k", c.KVDim()), bv: opt("attn_v", c.KVDim()), bo: opt("attn_output", c.Dim),
+	}
+}

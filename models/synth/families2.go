@@ -1,6 +1,6 @@
 package synth
 
-// StarCoder 2, Command R, Command R7B, Phi-2, StableLM, EXAONE 4 and GLM-4: their tiny presets and their layers.
+// StarCoder 2, Command R, Command R7B, Phi-2, StableLM, EXAONE 4, GLM-4 and Seed-OSS: their tiny presets and their layers.
 
 import (
 	"math"
@@ -157,4 +157,19 @@ func glm4Block(p string, c Config, pl plan) {
 	pl.lin(p+"ffn_up", c.Embd, 2*c.FFN, invSqrt(c.Embd), false) // [embd, gate | up]
 	pl.lin(p+"ffn_down", c.FFN, c.Embd, invSqrt(c.FFN), false)
 	pl.ln(p+"post_ffw_norm", c.Embd, false)
+}
+
+// seedOSSBlock plans layer p of Seed-OSS: llama's layer with biases on
+// Q, K and V, its feed-forward norm named post_attention_norm.
+func seedOSSBlock(p string, c Config, pl plan) {
+	qDim, kvDim := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
+	pl.ln(p+"attn_norm", c.Embd, false)
+	pl.lin(p+"attn_q", c.Embd, qDim, invSqrt(c.Embd), true)
+	pl.lin(p+"attn_k", c.Embd, kvDim, invSqrt(c.Embd), true)
+	pl.lin(p+"attn_v", c.Embd, kvDim, invSqrt(c.Embd), true)
+	pl.lin(p+"attn_output", qDim, c.Embd, invSqrt(qDim)/2, false)
+	pl.ln(p+"post_attention_norm", c.Embd, false)
+	pl.lin(p+"ffn_gate", c.Embd, c.FFN, invSqrt(c.Embd), false)
+	pl.lin(p+"ffn_up", c.Embd, c.FFN, invSqrt(c.Embd), false)
+	pl.lin(p+"ffn_down", c.FFN, c.Embd, invSqrt(c.FFN)/2, false)
 }

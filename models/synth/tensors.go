@@ -90,6 +90,10 @@ func (m *Model) planTensors() {
 			phi2Block(p, c, plan{weight, norm, bias})
 			continue
 		}
+		if c.Arch == "seed_oss" {
+			seedOSSBlock(p, c, plan{weight, norm, bias})
+			continue
+		}
 		if c.Arch == "glm4" {
 			glm4Block(p, c, plan{weight, norm, bias})
 			continue

@@ -106,6 +106,8 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #               per head, NEOX RoPE
 #   glm4:       GLM-4: sandwich norms, Q/K/V biases, gate and up fused in ffn_up, NORM RoPE over half
 #               of each head
+#   seed_oss:   Seed-OSS: llama's layer with Q/K/V biases, the FFN norm named post_attention_norm,
+#               NEOX RoPE, heads of 128 (q dim 512 != n_embd)
 # A family may add llamaref run flags after a second |.
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 # Families with their own list of types (default: types). The prompt seed's
@@ -152,6 +154,7 @@ families=(
 	"stablelm|--arch stablelm --preset tiny --seed 32"
 	"exaone4|--arch exaone4 --preset tiny --seed 33 --n-head-kv 2"
 	"glm4|--arch glm4 --preset tiny --seed 34 --n-head-kv 2"
+	"seed_oss|--arch seed_oss --preset tiny --seed 35 --n-head-kv 2 --head-dim 128"
 )
 
 want=("$@")
