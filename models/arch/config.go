@@ -159,6 +159,7 @@ var architectures = map[string]architecture{
 	"exaone4":    {neox: true, config: readExaone4, newBlock: newExaone4Block},
 	"glm4":       {neox: false, config: readGlm4, newBlock: newGlm4Block},
 	"seed_oss":   {neox: true, newBlock: newSeedOSSBlock},
+	"ernie4_5":   {neox: false, newBlock: newErnieBlock},
 	"command-r":  {neox: false, config: readCommandR, newBlock: newCommandRBlock, layerNorm: true},
 	"cohere2":    {neox: false, config: readCohere2, newBlock: newCommandRBlock, layerNorm: true},
 	"phi2":       {neox: true, newBlock: newPhi2Block, layerNorm: true},

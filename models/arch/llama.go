@@ -113,3 +113,18 @@ func newSeedOSSBlock(ld *loader, c *Config, i int) block {
 		bq: opt("attn_q", c.QDim()), bk: opt("attn_k", c.KVDim()), bv: opt("attn_v", c.KVDim()), bo: opt("attn_output", c.Dim),
 	}
 }
+
+// newErnieBlock is block i of ernie4_5 (ERNIE 4.5's dense models):
+// llama's layer with the Q, K and V biases llama.cpp takes where a file
+// has them; llama.cpp loads an output-projection bias but leaves it out of
+// its graph, and so does folio.
+func newErnieBlock(ld *loader, c *Config, i int) block {
+	p := fmt.Sprintf("blk.%d.", i)
+	opt := func(name string, cols int) gpu.Tensor { return ld.optional(p+name+".bias", 1, cols) }
+	l := newLlamaBlock(ld, c, i).(*llamaBlock)
+	b := &llamaBiased{llamaBlock: l, bq: opt("attn_q", c.QDim()), bk: opt("attn_k", c.KVDim()), bv: opt("attn_v", c.KVDim())}
+	if b.bq == nil && b.bk == nil && b.bv == nil {
+		return l
+	}
+	return b
+}

@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -55,7 +55,9 @@ type Config struct {
 	AttnTemp  float32     // mistral3's attention.temperature_scale (Ministral 3); 0: not written
 	// Biases writes a bias on Q, K, V, the output projection and the
 	// feed-forward's three, which llama.cpp's llama, exaone and internlm2
-	// take where a file has them (llama-arch conversions of such models).
+	// take where a file has them (llama-arch conversions of such models);
+	// on ernie4_5, Q, K, V and the output projection's, whose last
+	// llama.cpp loads and does not apply.
 	Biases  bool
 	NormEps float32         // RMS norm epsilon; 0: 1e-5 for llama and mistral3, 1e-6 for the others
 	Type    gguf.TensorType // type of the 2-D weights; norms and biases stay F32
@@ -272,8 +274,8 @@ func (c Config) withDefaults() (Config, error) {
 	if !slices.Contains(Archs, c.Arch) {
 		return bad("unknown architecture %q (known: %v)", c.Arch, Archs)
 	}
-	if c.Biases && c.Arch != "llama" && c.Arch != "exaone" && c.Arch != "internlm2" || c.Biases && c.hasMoE() {
-		return bad("biases on every projection (--biases) are dense llama's, exaone's and internlm2's, not %s's", c.Arch)
+	if c.Biases && c.Arch != "llama" && c.Arch != "exaone" && c.Arch != "internlm2" && c.Arch != "ernie4_5" || c.Biases && c.hasMoE() {
+		return bad("biases on every projection (--biases) are dense llama's, exaone's, internlm2's and ernie4_5's, not %s's", c.Arch)
 	}
 	if c.AttnTemp < 0 || c.AttnTemp != 0 && c.Arch != "mistral3" {
 		return bad("an attention temperature of %v on %s: it is mistral3's, and not negative", c.AttnTemp, c.Arch)

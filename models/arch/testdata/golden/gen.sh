@@ -108,6 +108,8 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #               of each head
 #   seed_oss:   Seed-OSS: llama's layer with Q/K/V biases, the FFN norm named post_attention_norm,
 #               NEOX RoPE, heads of 128 (q dim 512 != n_embd)
+#   ernie4_5:   ERNIE 4.5 (dense): llama's layer, Q/K/V biases applied, an output-projection bias in
+#               the file that llama.cpp loads and does not apply; tied
 # A family may add llamaref run flags after a second |.
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 # Families with their own list of types (default: types). The prompt seed's
@@ -155,6 +157,7 @@ families=(
 	"exaone4|--arch exaone4 --preset tiny --seed 33 --n-head-kv 2"
 	"glm4|--arch glm4 --preset tiny --seed 34 --n-head-kv 2"
 	"seed_oss|--arch seed_oss --preset tiny --seed 35 --n-head-kv 2 --head-dim 128"
+	"ernie4_5|--arch ernie4_5 --preset tiny --seed 36 --biases --tie-embeddings"
 )
 
 want=("$@")
