@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -53,6 +53,7 @@ type Config struct {
 	RopeScale float32
 	Rope      RopeScaling // yarn's rope.scaling.*; zero: none (RopeScale is linear's)
 	AttnTemp  float32     // mistral3's attention.temperature_scale (Ministral 3); 0: not written
+	RopeAlpha float32     // hunyuan-dense's rope.scaling.alpha (the NTK alpha); 0: not written
 	// Biases writes a bias on Q, K, V, the output projection and the
 	// feed-forward's three, which llama.cpp's llama, exaone and internlm2
 	// take where a file has them (llama-arch conversions of such models);
@@ -158,6 +159,8 @@ var tinyFamilies = map[string]func(*Config){
 	"phi2":       phi2Tiny,
 	"stablelm":   stablelmTiny,
 	"glm4":       glm4Tiny,
+	// Hunyuan's NTK alpha raises the rope base (1000 in its releases).
+	"hunyuan-dense": func(c *Config) { c.RopeAlpha = 1000 },
 }
 
 // PresetNames returns the preset names, sorted.
@@ -421,6 +424,10 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			graniteMetadata(c, set)
 		case "gpt-oss":
 			set(a+"attention.sliding_window", uint32(c.Window))
+		case "hunyuan-dense":
+			if c.RopeAlpha != 0 {
+				set(a+"rope.scaling.alpha", c.RopeAlpha)
+			}
 		case "qwen2vl", "qwen3vl", "qwen3vlmoe":
 			set(a+"rope.dimension_sections", mropeSections(c.RopeDims))
 		case "command-r", "cohere2":

@@ -110,6 +110,7 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #               NEOX RoPE, heads of 128 (q dim 512 != n_embd)
 #   ernie4_5:   ERNIE 4.5 (dense): llama's layer, Q/K/V biases applied, an output-projection bias in
 #               the file that llama.cpp loads and does not apply; tied
+#   hunyuan-dense: Q and K normed per head after NEOX RoPE, whose base the NTK alpha 1000 raises
 # A family may add llamaref run flags after a second |.
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 # Families with their own list of types (default: types). The prompt seed's
@@ -158,6 +159,7 @@ families=(
 	"glm4|--arch glm4 --preset tiny --seed 34 --n-head-kv 2"
 	"seed_oss|--arch seed_oss --preset tiny --seed 35 --n-head-kv 2 --head-dim 128"
 	"ernie4_5|--arch ernie4_5 --preset tiny --seed 36 --biases --tie-embeddings"
+	"hunyuan-dense|--arch hunyuan-dense --preset tiny --seed 37 --n-head-kv 2"
 )
 
 want=("$@")

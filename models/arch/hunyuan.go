@@ -1,0 +1,61 @@
+package arch
+
+import (
+	"fmt"
+	"math"
+
+	"folio/gpu"
+	"folio/models/gguf"
+)
+
+// hunyuan-dense: Tencent's Hunyuan dense models (0.5B to 7B). llama's
+// layer with rope over split halves, Q and K RMS-normed per head after
+// their rope (qwen3 norms before it), biases on Q, K, V and the output
+// projection where a file has them, and the rope base raised by the NTK
+// alpha (rope.scaling.alpha: base·alpha^(d/(d-2)), d the head size).
+type hunyuanBlock struct {
+	llamaBiased
+	qNorm, kNorm gpu.Tensor // [1, HeadDim]
+}
+
+func newHunyuanBlock(ld *loader, c *Config, i int) block {
+	p := fmt.Sprintf("blk.%d.", i)
+	opt := func(name string, cols int) gpu.Tensor { return ld.optional(p+name+".bias", 1, cols) }
+	n := func(name string) gpu.Tensor { return ld.weight(p+name+".weight", 1, c.HeadDim) }
+	return &hunyuanBlock{
+		llamaBiased: llamaBiased{llamaBlock: newLlamaBlock(ld, c, i).(*llamaBlock),
+			bq: opt("attn_q", c.QDim()), bk: opt("attn_k", c.KVDim()), bv: opt("attn_v", c.KVDim()), bo: opt("attn_output", c.Dim)},
+		qNorm: n("attn_q_norm"), kNorm: n("attn_k_norm"),
+	}
+}
+
+// forward turns Q and K first and norms them after, so attention takes
+// them as they are (no rope of its own).
+func (l *hunyuanBlock) forward(m *Model, s *step) {
+	be := m.be
+	be.RMSNorm(s.xb, s.x, l.attnNorm, m.Eps)
+	m.matMuls(s, s.xb, s.q, l.wq, s.k, l.wk, s.v, l.wv)
+	m.addBias(s.q, l.bq)
+	m.addBias(s.k, l.bk)
+	m.addBias(s.v, l.bv)
+	be.Rope(s.q, s.pos, &m.Rope)
+	be.Rope(s.k, s.pos, &m.Rope)
+	be.RMSNorm(s.q, s.q, l.qNorm, m.Eps) // each head normed
+	be.RMSNorm(s.k, s.k, l.kNorm, m.Eps)
+	m.attention(s, nil, gpu.AttnOpts{Scale: m.attnScale()}, l.wo)
+	m.addBias(s.xb, l.bo)
+	be.Add(s.x, s.x, s.xb)
+	m.ffn(s, l.ffnNorm, l.gate, l.up, l.down)
+}
+
+// readHunyuan raises the rope base by rope.scaling.alpha, in float32 as
+// llama.cpp computes it.
+func readHunyuan(f *gguf.File, p string, c *Config) error {
+	alpha, err := hyper(f, p+"rope.scaling.alpha", 0, "a positive number (Hunyuan uses 1000)", func(v float64) bool { return v >= 0 && v < 1e9 })
+	if err != nil || alpha == 0 {
+		return err
+	}
+	d := float32(c.HeadDim)
+	c.Rope.Base *= float32(math.Pow(float64(float32(alpha)), float64(d/(d-2))))
+	return nil
+}
