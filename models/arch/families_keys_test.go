@@ -20,27 +20,12 @@ func TestExaone4Windows(t *testing.T) {
 		window uint32
 		want   []int // the first four layers' windows
 	}{{64, 0, []int{4096, 4096, 4096, 0}}, {64, 512, []int{512, 512, 512, 0}}, {30, 512, nil}} {
-		sm, err := synth.New(synth.Config{Arch: "exaone4", Embd: 64, Layers: c.layers, Heads: 2, HeadsKV: 1, FFN: 128, Ctx: 256})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := sm.Writer()
-		if c.window > 0 {
-			w.Set("exaone4.attention.sliding_window", c.window)
-		}
-		path := filepath.Join(t.TempDir(), "e4.gguf")
-		if err := w.WriteFile(path); err != nil {
-			t.Fatal(err)
-		}
-		f, err := gguf.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		be := cpu.New(1)
-		m, err := arch.Load(f, be, arch.Options{MaxRows: 8})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := loadEdited(t, synth.Config{Arch: "exaone4", Embd: 64, Layers: c.layers, Heads: 2, HeadsKV: 1, FFN: 128, Ctx: 256},
+			func(w *gguf.Writer) {
+				if c.window > 0 {
+					w.Set("exaone4.attention.sliding_window", c.window)
+				}
+			})
 		got := m.Windows
 		if got != nil {
 			got = got[:4]
@@ -48,8 +33,6 @@ func TestExaone4Windows(t *testing.T) {
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%d layers, window key %d: windows %v…, want %v…", c.layers, c.window, got, c.want)
 		}
-		be.Close()
-		f.Close()
 	}
 	refused(t, synth.Config{Arch: "exaone4", Embd: 64, Layers: 2, Heads: 2, HeadsKV: 1, FFN: 128, Ctx: 256},
 		func(w *gguf.Writer) { w.Set("exaone4.nextn_predict_layers", uint32(1)) }, "multi-token-prediction layers are not supported")
@@ -60,33 +43,43 @@ func TestExaone4Windows(t *testing.T) {
 // are refused.
 func TestGlm4RopePairing(t *testing.T) {
 	for _, sections := range []bool{false, true} {
-		sm, err := synth.New(synth.Config{Arch: "glm4", Embd: 64, Layers: 2, Heads: 2, HeadsKV: 1, FFN: 128, Ctx: 256, RopeDims: 16})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := sm.Writer()
-		if sections {
-			w.Set("glm4.rope.dimension_sections", gguf.Array{Elem: gguf.ValueInt32, Values: []int32{2, 3, 3, 0}})
-		}
-		path := filepath.Join(t.TempDir(), "g4.gguf")
-		if err := w.WriteFile(path); err != nil {
-			t.Fatal(err)
-		}
-		f, err := gguf.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		be := cpu.New(1)
-		m, err := arch.Load(f, be, arch.Options{MaxRows: 8})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := loadEdited(t, synth.Config{Arch: "glm4", Embd: 64, Layers: 2, Heads: 2, HeadsKV: 1, FFN: 128, Ctx: 256, RopeDims: 16},
+			func(w *gguf.Writer) {
+				if sections {
+					w.Set("glm4.rope.dimension_sections", gguf.Array{Elem: gguf.ValueInt32, Values: []int32{2, 3, 3, 0}})
+				}
+			})
 		if m.Rope.Neox != sections || m.Rope.Dims != 16 {
 			t.Errorf("sections %v: rope neox %v over %d elements, want %v over 16", sections, m.Rope.Neox, m.Rope.Dims, sections)
 		}
-		be.Close()
-		f.Close()
 	}
 	refused(t, synth.Config{Arch: "glm4", Embd: 64, Layers: 2, Heads: 2, HeadsKV: 1, FFN: 128, Ctx: 256, RopeDims: 16},
 		func(w *gguf.Writer) { w.Set("glm4.nextn_predict_layers", uint32(1)) }, "multi-token-prediction layers are not supported")
+}
+
+// loadEdited loads onto the CPU the synthetic model of cfg with edit's
+// changes to its file.
+func loadEdited(t *testing.T, cfg synth.Config, edit func(w *gguf.Writer)) *arch.Model {
+	t.Helper()
+	sm, err := synth.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sm.Writer()
+	edit(w)
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := cpu.New(1)
+	t.Cleanup(func() { be.Close(); f.Close() })
+	m, err := arch.Load(f, be, arch.Options{MaxRows: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

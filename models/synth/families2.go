@@ -31,6 +31,12 @@ func (pl plan) ln(name string, n int, withBias bool) {
 
 func invSqrt(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
 
+// layerPlans are the families whose layers plan apart from llama's.
+var layerPlans = map[string]func(p string, c Config, pl plan){
+	"starcoder2": starcoder2Block, "phi2": phi2Block, "seed_oss": seedOSSBlock, "glm4": glm4Block,
+	"exaone4": exaone4Block, "stablelm": stablelmBlock, "command-r": commandRBlock, "cohere2": commandRBlock,
+}
+
 // StarCoder 2 is a pre-LayerNorm transformer with a bias on every
 // projection and LayerNorm: Q, K and V (GQA) and the output projection,
 // then a feed-forward of one up projection, GELU and a down projection

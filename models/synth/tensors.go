@@ -82,32 +82,8 @@ func (m *Model) planTensors() {
 			olmo2Block(p, c, weight, norm)
 			continue
 		}
-		if c.Arch == "starcoder2" {
-			starcoder2Block(p, c, plan{weight, norm, bias})
-			continue
-		}
-		if c.Arch == "phi2" {
-			phi2Block(p, c, plan{weight, norm, bias})
-			continue
-		}
-		if c.Arch == "seed_oss" {
-			seedOSSBlock(p, c, plan{weight, norm, bias})
-			continue
-		}
-		if c.Arch == "glm4" {
-			glm4Block(p, c, plan{weight, norm, bias})
-			continue
-		}
-		if c.Arch == "exaone4" {
-			exaone4Block(p, c, plan{weight, norm, bias})
-			continue
-		}
-		if c.Arch == "stablelm" {
-			stablelmBlock(p, c, plan{weight, norm, bias})
-			continue
-		}
-		if c.Arch == "command-r" || c.Arch == "cohere2" {
-			commandRBlock(p, c, plan{weight, norm, bias})
+		if planLayer, ok := layerPlans[c.Arch]; ok {
+			planLayer(p, c, plan{weight, norm, bias})
 			continue
 		}
 		norm(p+"attn_norm.weight", c.Embd)
