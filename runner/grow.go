@@ -78,15 +78,21 @@ func (e *Engine) growPool(need int) bool {
 		limit = int(min(int64(limit), avail/2/per))
 	}
 	target := min(max(2*spec.Blocks, spec.Blocks+need), limit)
-	if target <= spec.Blocks || gr.GrowKVCache(e.m.KV, target) != nil {
-		return false
+	return target > spec.Blocks && e.growTo(gr, target) == nil
+}
+
+// growTo grows the first group's pool to target blocks: the backend's in
+// place, then the paged manager's count.
+func (e *Engine) growTo(gr gpu.KVGrower, target int) error {
+	if err := gr.GrowKVCache(e.m.KV, target); err != nil {
+		return err
 	}
 	if err := e.pm.Grow(target); err != nil {
 		panic(err) // the backend grew to target blocks, which Check allowed
 	}
 	e.grows.Add(1)
 	e.noteBlocks()
-	return true
+	return nil
 }
 
 // poolTokens is the number of tokens the K/V pool holds now. Any
@@ -149,15 +155,10 @@ func (e *Engine) grow(numCtx int) error {
 		}
 		target = min(target, fit)
 	}
-	if err := g.GrowKVCache(e.m.KV, target); err != nil {
+	if err := e.growTo(g, target); err != nil {
 		return fmt.Errorf("%w: growing the K/V cache to %d tokens for num_ctx %d: %w; lower num_ctx or set FOLIO_KV_MEMORY",
 			ErrNoMemory, target*spec.BlockSize, numCtx, err)
 	}
-	if err := e.pm.Grow(target); err != nil {
-		panic(err) // the backend grew to target blocks, which Check allowed
-	}
-	e.grows.Add(1)
-	e.noteBlocks()
 	return nil
 }
 

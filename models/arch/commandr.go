@@ -2,7 +2,6 @@ package arch
 
 import (
 	"fmt"
-	"math"
 
 	"folio/gpu"
 	"folio/models/gguf"
@@ -37,7 +36,7 @@ func newCommandRBlock(ld *loader, c *Config, i int) block {
 	}
 	l := &commandRBlock{
 		rope: &c.Rope,
-		opts: gpu.AttnOpts{Scale: c.QueryScale, Window: c.Window(i)},
+		opts: gpu.AttnOpts{Scale: c.attnScale(), Window: c.Window(i)},
 		norm: w("attn_norm", 1, c.Dim),
 		wq:   w("attn_q", c.QDim(), c.Dim), wk: w("attn_k", c.KVDim(), c.Dim), wv: w("attn_v", c.KVDim(), c.Dim),
 		wo:   w("attn_output", c.Dim, c.QDim()),
@@ -65,11 +64,10 @@ func (l *commandRBlock) forward(m *Model, s *step) {
 	be.Add(s.x, s.x, s.xb)
 }
 
-// readCommandR reads logit_scale (default 1: none); the queries are
-// scaled by 1/√HeadDim.
+// readCommandR reads logit_scale (default 1: none).
 func readCommandR(f *gguf.File, p string, c *Config) error {
 	v, err := hyper(f, p+"logit_scale", 0, "a positive number (Command R uses 0.0625)", func(v float64) bool { return v > 0 && v < 1e6 })
-	c.LogitMul, c.QueryScale = float32(v), float32(1/math.Sqrt(float64(c.HeadDim)))
+	c.LogitMul = float32(v)
 	return err
 }
 

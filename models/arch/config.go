@@ -131,6 +131,9 @@ type architecture struct {
 	// layerNorm: the norms are LayerNorms, whose epsilon is
 	// attention.layer_norm_epsilon (not layer_norm_rms_epsilon)
 	layerNorm bool
+	// outputBias: the output matrix has a bias (output.bias, required as
+	// llama.cpp requires it)
+	outputBias bool
 }
 
 // architectures are the values of general.architecture folio runs. A new
@@ -163,7 +166,7 @@ var architectures = map[string]architecture{
 	"hunyuan-dense": {neox: true, config: readHunyuan, newBlock: newHunyuanBlock},
 	"command-r":     {neox: false, config: readCommandR, newBlock: newCommandRBlock, layerNorm: true},
 	"cohere2":       {neox: false, config: readCohere2, newBlock: newCommandRBlock, layerNorm: true},
-	"phi2":          {neox: true, newBlock: newPhi2Block, layerNorm: true},
+	"phi2":          {neox: true, newBlock: newPhi2Block, layerNorm: true, outputBias: true},
 	"stablelm":      {neox: true, newBlock: newStablelmBlock, layerNorm: true},
 	"phi3":          {neox: true, config: readPhi3, newBlock: newPhi3Block},
 	"granite":       {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},

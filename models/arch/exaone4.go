@@ -2,7 +2,6 @@ package arch
 
 import (
 	"fmt"
-	"math"
 
 	"folio/gpu"
 	"folio/models/gguf"
@@ -34,7 +33,7 @@ func newExaone4Block(ld *loader, c *Config, i int) block {
 		postAttnNorm: w("post_attention_norm", 1, c.Dim), postFFNorm: w("post_ffw_norm", 1, c.Dim),
 		gate: w("ffn_gate", c.FFN, c.Dim), up: w("ffn_up", c.FFN, c.Dim), down: w("ffn_down", c.Dim, c.FFN),
 		rope: &c.Rope,
-		opts: gpu.AttnOpts{Scale: c.QueryScale, Window: c.Window(i)},
+		opts: gpu.AttnOpts{Scale: c.attnScale(), Window: c.Window(i)},
 	}
 	if c.Windows != nil && l.opts.Window == 0 {
 		l.rope = nil
@@ -57,14 +56,13 @@ func (l *exaone4Block) forward(m *Model, s *step) {
 	be.Add(s.x, s.x, s.xb)
 }
 
-// readExaone4 sets the queries' scale (1/√HeadDim) and the 32B's windows; a file with
-// multi-token-prediction layers (nextn_predict_layers), which llama.cpp
-// keeps but does not run, is refused.
+// readExaone4 sets the 32B's windows; a file with multi-token-prediction
+// layers (nextn_predict_layers), which llama.cpp keeps but does not run,
+// is refused.
 func readExaone4(f *gguf.File, p string, c *Config) error {
 	if n, ok := f.Int(p + "nextn_predict_layers"); ok && n > 0 {
 		return fmt.Errorf("%snextn_predict_layers = %d: exaone4 files with multi-token-prediction layers are not supported yet", p, n)
 	}
-	c.QueryScale = float32(1 / math.Sqrt(float64(c.HeadDim)))
 	if c.Layers != 64 {
 		return nil
 	}

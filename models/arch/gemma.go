@@ -62,7 +62,7 @@ func newGemmaBlock(ld *loader, c *Config, i int) block {
 		up:       w("ffn_up", c.FFN, c.Dim),
 		down:     w("ffn_down", c.Dim, c.FFN),
 		rope:     &c.Rope,
-		opts:     gpu.AttnOpts{Scale: c.QueryScale, Window: c.Window(i), Bidirectional: c.Encoder},
+		opts:     gpu.AttnOpts{Scale: c.attnScale(), Window: c.Window(i), Bidirectional: c.Encoder},
 	}
 	if c.Arch != "gemma" {
 		l.postAttnNorm, l.postFFNNorm = w("post_attention_norm", 1, c.Dim), w("post_ffw_norm", 1, c.Dim)
@@ -106,12 +106,11 @@ func (l *gemmaBlock) forward(m *Model, s *step) {
 	be.Add(s.x, s.x, s.xb) // residual
 }
 
-// readGemma1 sets the first Gemma's scales: token embeddings × √Dim, and
-// queries × 1/√HeadDim (llama.cpp scales the rotated queries and then the
-// scores by 1: the same product, rounded once more).
+// readGemma1 sets the first Gemma's embedding scale, √Dim. Its queries
+// take the default scale, 1/√HeadDim (llama.cpp scales the rotated queries
+// and then the scores by 1: the same product, rounded once more).
 func readGemma1(f *gguf.File, p string, c *Config) error {
 	c.EmbedScale = float32(math.Sqrt(float64(c.Dim)))
-	c.QueryScale = float32(1 / math.Sqrt(float64(c.HeadDim)))
 	return nil
 }
 

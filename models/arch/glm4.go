@@ -16,14 +16,13 @@ import (
 // a text position's sections all read it).
 type glm4Block struct {
 	llamaBlock
-	bq, bk, bv               gpu.Tensor // nil where the file has none
+	qkvBias                             // where the file has them
 	postAttnNorm, postFFNorm gpu.Tensor // [1, Dim]
 }
 
 func newGlm4Block(ld *loader, c *Config, i int) block {
 	p := fmt.Sprintf("blk.%d.", i)
 	w := func(name string, rows, cols int) gpu.Tensor { return ld.weight(p+name+".weight", rows, cols) }
-	opt := func(name string, cols int) gpu.Tensor { return ld.optional(p+name+".bias", 1, cols) }
 	l := &glm4Block{
 		llamaBlock: llamaBlock{
 			attnNorm: w("attn_norm", 1, c.Dim),
@@ -34,7 +33,7 @@ func newGlm4Block(ld *loader, c *Config, i int) block {
 			up:      ld.weightPart(p+"ffn_up.weight", c.FFN, c.FFN, 2*c.FFN, c.Dim),
 			down:    w("ffn_down", c.Dim, c.FFN),
 		},
-		bq: opt("attn_q", c.QDim()), bk: opt("attn_k", c.KVDim()), bv: opt("attn_v", c.KVDim()),
+		qkvBias:      loadQKVBias(c, p, ld.optional),
 		postAttnNorm: w("post_attention_norm", 1, c.Dim), postFFNorm: w("post_ffw_norm", 1, c.Dim),
 	}
 	ld.releaseRepacked(p+"ffn_up.weight", []gpu.Tensor{l.gate, l.up})
@@ -45,9 +44,7 @@ func (l *glm4Block) forward(m *Model, s *step) {
 	be := m.be
 	be.RMSNorm(s.xb, s.x, l.attnNorm, m.Eps)
 	m.matMuls(s, s.xb, s.q, l.wq, s.k, l.wk, s.v, l.wv)
-	m.addBias(s.q, l.bq)
-	m.addBias(s.k, l.bk)
-	m.addBias(s.v, l.bv)
+	l.qkvBias.add(m, s)
 	m.attention(s, &m.Rope, gpu.AttnOpts{Scale: m.attnScale()}, l.wo) // xb = wo · attention(q, K, V)
 	be.RMSNorm(s.xb, s.xb, l.postAttnNorm, m.Eps)
 	be.Add(s.x, s.x, s.xb)

@@ -20,11 +20,10 @@ type hunyuanBlock struct {
 
 func newHunyuanBlock(ld *loader, c *Config, i int) block {
 	p := fmt.Sprintf("blk.%d.", i)
-	opt := func(name string, cols int) gpu.Tensor { return ld.optional(p+name+".bias", 1, cols) }
 	n := func(name string) gpu.Tensor { return ld.weight(p+name+".weight", 1, c.HeadDim) }
 	return &hunyuanBlock{
-		llamaBiased: llamaBiased{llamaBlock: newLlamaBlock(ld, c, i).(*llamaBlock),
-			bq: opt("attn_q", c.QDim()), bk: opt("attn_k", c.KVDim()), bv: opt("attn_v", c.KVDim()), bo: opt("attn_output", c.Dim)},
+		llamaBiased: llamaBiased{llamaBlock: loadLlamaLayer(ld, c, i, "ffn_norm"),
+			qkvBias: loadQKVBias(c, p, ld.optional), bo: ld.optional(p+"attn_output.bias", 1, c.Dim)},
 		qNorm: n("attn_q_norm"), kNorm: n("attn_k_norm"),
 	}
 }
@@ -35,9 +34,7 @@ func (l *hunyuanBlock) forward(m *Model, s *step) {
 	be := m.be
 	be.RMSNorm(s.xb, s.x, l.attnNorm, m.Eps)
 	m.matMuls(s, s.xb, s.q, l.wq, s.k, l.wk, s.v, l.wv)
-	m.addBias(s.q, l.bq)
-	m.addBias(s.k, l.bk)
-	m.addBias(s.v, l.bv)
+	l.qkvBias.add(m, s)
 	be.Rope(s.q, s.pos, &m.Rope)
 	be.Rope(s.k, s.pos, &m.Rope)
 	be.RMSNorm(s.q, s.q, l.qNorm, m.Eps) // each head normed

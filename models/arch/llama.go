@@ -21,7 +21,11 @@ type llamaBlock struct {
 	down     gpu.Tensor // [Dim, FFN]
 }
 
-func newLlamaBlock(ld *loader, c *Config, i int) block {
+func newLlamaBlock(ld *loader, c *Config, i int) block { return loadLlamaLayer(ld, c, i, "ffn_norm") }
+
+// loadLlamaLayer loads block i of llama's layer, its feed-forward norm
+// named ffnNorm (seed_oss names it post_attention_norm).
+func loadLlamaLayer(ld *loader, c *Config, i int, ffnNorm string) *llamaBlock {
 	w := func(name string, rows, cols int) gpu.Tensor {
 		return ld.weight(fmt.Sprintf("blk.%d.%s.weight", i, name), rows, cols)
 	}
@@ -31,11 +35,29 @@ func newLlamaBlock(ld *loader, c *Config, i int) block {
 		wk:       w("attn_k", c.KVDim(), c.Dim),
 		wv:       w("attn_v", c.KVDim(), c.Dim),
 		wo:       w("attn_output", c.Dim, c.QDim()),
-		ffnNorm:  w("ffn_norm", 1, c.Dim),
+		ffnNorm:  w(ffnNorm, 1, c.Dim),
 		gate:     w("ffn_gate", c.FFN, c.Dim),
 		up:       w("ffn_up", c.FFN, c.Dim),
 		down:     w("ffn_down", c.Dim, c.FFN),
 	}
+}
+
+// qkvBias is a layer's Q, K and V biases, each [1, its width]; nil where
+// a file has none.
+type qkvBias struct{ q, k, v gpu.Tensor }
+
+// loadQKVBias loads the Q, K and V biases of the block whose tensors
+// start with p through load: ld.weight where the family requires them,
+// ld.optional where a file may have them.
+func loadQKVBias(c *Config, p string, load func(name string, rows, cols int) gpu.Tensor) qkvBias {
+	return qkvBias{load(p+"attn_q.bias", 1, c.QDim()), load(p+"attn_k.bias", 1, c.KVDim()), load(p+"attn_v.bias", 1, c.KVDim())}
+}
+
+// add adds the biases to the step's q, k and v.
+func (b qkvBias) add(m *Model, s *step) {
+	m.addBias(s.q, b.q)
+	m.addBias(s.k, b.k)
+	m.addBias(s.v, b.v)
 }
 
 func (l *llamaBlock) forward(m *Model, s *step) {
@@ -52,8 +74,8 @@ func (l *llamaBlock) forward(m *Model, s *step) {
 // biases); newLlamaBiased gives the plain layer to a file without.
 type llamaBiased struct {
 	*llamaBlock
-	bq, bk, bv, bo    gpu.Tensor
-	bGate, bUp, bDown gpu.Tensor
+	qkvBias
+	bo, bGate, bUp, bDown gpu.Tensor
 }
 
 // newLlamaBiased is block i of llama, exaone and internlm2. A fused
@@ -63,12 +85,11 @@ func newLlamaBiased(ld *loader, c *Config, i int) block {
 	if _, fused := ld.f.Tensor(p + "attn_qkv.weight"); fused && ld.err == nil {
 		ld.err = fmt.Errorf("%w %s: %s with Q, K and V fused in %sattn_qkv.weight is not supported yet; run this model with llama.cpp", ErrModel, ld.f.Path, c.Arch, p)
 	}
-	l := newLlamaBlock(ld, c, i).(*llamaBlock)
+	l := loadLlamaLayer(ld, c, i, "ffn_norm")
 	opt := func(name string, cols int) gpu.Tensor { return ld.optional(p+name+".bias", 1, cols) }
-	b := &llamaBiased{llamaBlock: l,
-		bq: opt("attn_q", c.QDim()), bk: opt("attn_k", c.KVDim()), bv: opt("attn_v", c.KVDim()), bo: opt("attn_output", c.Dim),
-		bGate: opt("ffn_gate", c.FFN), bUp: opt("ffn_up", c.FFN), bDown: opt("ffn_down", c.Dim)}
-	if b.bq == nil && b.bk == nil && b.bv == nil && b.bo == nil && b.bGate == nil && b.bUp == nil && b.bDown == nil {
+	b := &llamaBiased{llamaBlock: l, qkvBias: loadQKVBias(c, p, ld.optional),
+		bo: opt("attn_output", c.Dim), bGate: opt("ffn_gate", c.FFN), bUp: opt("ffn_up", c.FFN), bDown: opt("ffn_down", c.Dim)}
+	if *b == (llamaBiased{llamaBlock: l}) {
 		return l
 	}
 	return b
@@ -78,9 +99,7 @@ func (l *llamaBiased) forward(m *Model, s *step) {
 	be := m.be
 	be.RMSNorm(s.xb, s.x, l.attnNorm, m.Eps)
 	m.matMuls(s, s.xb, s.q, l.wq, s.k, l.wk, s.v, l.wv)
-	m.addBias(s.q, l.bq)
-	m.addBias(s.k, l.bk)
-	m.addBias(s.v, l.bv)
+	l.qkvBias.add(m, s)
 	m.attention(s, &m.Rope, gpu.AttnOpts{Scale: m.attnScale(), Window: m.Window(s.layer)}, l.wo)
 	m.addBias(s.xb, l.bo)
 	be.Add(s.x, s.x, s.xb)
@@ -100,18 +119,8 @@ func (l *llamaBiased) forward(m *Model, s *step) {
 // (rope over split halves: config.go).
 func newSeedOSSBlock(ld *loader, c *Config, i int) block {
 	p := fmt.Sprintf("blk.%d.", i)
-	w := func(name string, rows, cols int) gpu.Tensor { return ld.weight(p+name+".weight", rows, cols) }
-	opt := func(name string, cols int) gpu.Tensor { return ld.optional(p+name+".bias", 1, cols) }
-	return &llamaBiased{
-		llamaBlock: &llamaBlock{
-			attnNorm: w("attn_norm", 1, c.Dim),
-			wq:       w("attn_q", c.QDim(), c.Dim), wk: w("attn_k", c.KVDim(), c.Dim), wv: w("attn_v", c.KVDim(), c.Dim),
-			wo:      w("attn_output", c.Dim, c.QDim()),
-			ffnNorm: w("post_attention_norm", 1, c.Dim),
-			gate:    w("ffn_gate", c.FFN, c.Dim), up: w("ffn_up", c.FFN, c.Dim), down: w("ffn_down", c.Dim, c.FFN),
-		},
-		bq: opt("attn_q", c.QDim()), bk: opt("attn_k", c.KVDim()), bv: opt("attn_v", c.KVDim()), bo: opt("attn_output", c.Dim),
-	}
+	return &llamaBiased{llamaBlock: loadLlamaLayer(ld, c, i, "post_attention_norm"),
+		qkvBias: loadQKVBias(c, p, ld.optional), bo: ld.optional(p+"attn_output.bias", 1, c.Dim)}
 }
 
 // newErnieBlock is block i of ernie4_5 (ERNIE 4.5's dense models):
@@ -119,12 +128,10 @@ func newSeedOSSBlock(ld *loader, c *Config, i int) block {
 // has them; llama.cpp loads an output-projection bias but leaves it out of
 // its graph, and so does folio.
 func newErnieBlock(ld *loader, c *Config, i int) block {
-	p := fmt.Sprintf("blk.%d.", i)
-	opt := func(name string, cols int) gpu.Tensor { return ld.optional(p+name+".bias", 1, cols) }
-	l := newLlamaBlock(ld, c, i).(*llamaBlock)
-	b := &llamaBiased{llamaBlock: l, bq: opt("attn_q", c.QDim()), bk: opt("attn_k", c.KVDim()), bv: opt("attn_v", c.KVDim())}
-	if b.bq == nil && b.bk == nil && b.bv == nil {
+	l := loadLlamaLayer(ld, c, i, "ffn_norm")
+	b := loadQKVBias(c, fmt.Sprintf("blk.%d.", i), ld.optional)
+	if b == (qkvBias{}) {
 		return l
 	}
-	return b
+	return &llamaBiased{llamaBlock: l, qkvBias: b}
 }

@@ -15,17 +15,17 @@ type Model struct {
 	Config
 	be gpu.Backend
 
-	tokEmbd gpu.Tensor  // [Vocab, Dim]
-	outNorm gpu.Tensor  // [1, Dim]; nil for an encoder without a final norm (bert)
-	outLN   bool        // the final norm is a LayerNorm (starcoder2, command-r), not an RMS norm
-	outBias gpu.Tensor  // [1, Dim]: that LayerNorm's shift (starcoder2); nil: none
-	output  gpu.Tensor  // [Vocab, Dim]; token_embd itself when the embeddings are tied; nil for an encoder
-	outB    gpu.Tensor  // [1, Vocab]: the output matrix's bias (phi2); nil: none
-	stem    stem        // the input embeddings when they are more than token_embd's rows; nil: llama's
-	dense   *dense      // projections of the pooled embedding (gemma-embedding); nil when none
-	blocks  []block     // one per layer
-	moe     *moeScratch // the experts' activations; nil for a dense model
-	temper  temperScratch
+	tokEmbd  gpu.Tensor  // [Vocab, Dim]
+	outNorm  gpu.Tensor  // [1, Dim]; nil for an encoder without a final norm (bert)
+	outLN    bool        // the final norm is a LayerNorm (starcoder2, command-r), not an RMS norm
+	outNormB gpu.Tensor  // [1, Dim]: that LayerNorm's shift (starcoder2); nil: none
+	output   gpu.Tensor  // [Vocab, Dim]; token_embd itself when the embeddings are tied; nil for an encoder
+	outputB  gpu.Tensor  // [1, Vocab]: the output matrix's bias (phi2); nil: none
+	stem     stem        // the input embeddings when they are more than token_embd's rows; nil: llama's
+	dense    *dense      // projections of the pooled embedding (gemma-embedding); nil when none
+	blocks   []block     // one per layer
+	moe      *moeScratch // the experts' activations; nil for a dense model
+	temper   temperScratch
 
 	maxRows, maxOut int
 	buf             scratch   // activations for maxRows rows
@@ -110,14 +110,14 @@ func Load(f *gguf.File, be gpu.Backend, opt Options) (*Model, error) {
 	if !cfg.Encoder {
 		m.outNorm = ld.weight("output_norm.weight", 1, cfg.Dim)
 		if a.layerNorm {
-			m.outLN, m.outBias = true, ld.optional("output_norm.bias", 1, cfg.Dim)
+			m.outLN, m.outNormB = true, ld.optional("output_norm.bias", 1, cfg.Dim)
 		}
 		m.output = m.tokEmbd
 		if _, ok := f.Tensor("output.weight"); ok {
 			m.output = ld.weight("output.weight", cfg.Vocab, cfg.Dim)
 		}
-		if cfg.Arch == "phi2" { // the one family here whose output has a bias, required as llama.cpp requires it
-			m.outB = ld.weight("output.bias", 1, cfg.Vocab)
+		if a.outputBias {
+			m.outputB = ld.weight("output.bias", 1, cfg.Vocab)
 		}
 	} else {
 		m.outNorm = ld.optional("output_norm.weight", 1, cfg.Dim)
@@ -216,8 +216,8 @@ func (m *Model) ForwardGroups(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, tok
 	be.Gather(s.sel, s.x, out)           // sel [len(out), Dim]
 	m.finalNorm(s.sel, s.sel)            // final norm
 	be.MatMul(s.logits, s.sel, m.output) // logits [len(out), Vocab]
-	if m.outB != nil {
-		be.Add(s.logits, s.logits, m.outB)
+	if m.outputB != nil {
+		be.Add(s.logits, s.logits, m.outputB)
 	}
 	if m.LogitScale != 0 {
 		be.Scale(s.logits, s.logits, 1/m.LogitScale)
@@ -259,7 +259,7 @@ func (m *Model) HiddenGroups(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, toke
 // finalNorm is the output norm: an RMS norm, or a LayerNorm with its shift.
 func (m *Model) finalNorm(dst, x gpu.Tensor) {
 	if m.outLN {
-		m.be.LayerNorm(dst, x, m.outNorm, m.outBias, m.Eps)
+		m.be.LayerNorm(dst, x, m.outNorm, m.outNormB, m.Eps)
 		return
 	}
 	m.be.RMSNorm(dst, x, m.outNorm, m.Eps)
@@ -355,11 +355,11 @@ func (m *Model) matMuls(s *step, x gpu.Tensor, dw ...gpu.Tensor) {
 
 // attnScale is the scale of attention scores: QueryScale when the model
 // has one, else 1/sqrt(head size).
-func (m *Model) attnScale() float32 {
-	if m.QueryScale != 0 {
-		return m.QueryScale
+func (c *Config) attnScale() float32 {
+	if c.QueryScale != 0 {
+		return c.QueryScale
 	}
-	return float32(1 / math.Sqrt(float64(m.HeadDim)))
+	return float32(1 / math.Sqrt(float64(c.HeadDim)))
 }
 
 // ffn is the SwiGLU feed-forward every supported architecture shares:

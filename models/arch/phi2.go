@@ -16,9 +16,10 @@ import (
 type phi2Block struct {
 	norm           layerNorm
 	wq, wk, wv, wo gpu.Tensor
-	bq, bk, bv, bo gpu.Tensor
-	up, down       gpu.Tensor
-	bUp, bDown     gpu.Tensor
+	qkvBias
+	bo         gpu.Tensor
+	up, down   gpu.Tensor
+	bUp, bDown gpu.Tensor
 }
 
 func newPhi2Block(ld *loader, c *Config, i int) block {
@@ -37,14 +38,12 @@ func newPhi2Block(ld *loader, c *Config, i int) block {
 		l.wk = ld.weightPart(p+"attn_qkv.weight", q, kv, all, c.Dim)
 		l.wv = ld.weightPart(p+"attn_qkv.weight", q+kv, kv, all, c.Dim)
 		ld.releaseRepacked(p+"attn_qkv.weight", []gpu.Tensor{l.wq, l.wk, l.wv})
-		l.bq = ld.biasPart(p+"attn_qkv.bias", 0, q, all)
-		l.bk = ld.biasPart(p+"attn_qkv.bias", q, kv, all)
-		l.bv = ld.biasPart(p+"attn_qkv.bias", q+kv, kv, all)
+		l.qkvBias = qkvBias{ld.biasPart(p+"attn_qkv.bias", 0, q, all), ld.biasPart(p+"attn_qkv.bias", q, kv, all),
+			ld.biasPart(p+"attn_qkv.bias", q+kv, kv, all)}
 		return l
 	}
-	l.wq, l.bq = w("attn_q", c.QDim(), c.Dim), b("attn_q", c.QDim())
-	l.wk, l.bk = w("attn_k", c.KVDim(), c.Dim), b("attn_k", c.KVDim())
-	l.wv, l.bv = w("attn_v", c.KVDim(), c.Dim), b("attn_v", c.KVDim())
+	l.wq, l.wk, l.wv = w("attn_q", c.QDim(), c.Dim), w("attn_k", c.KVDim(), c.Dim), w("attn_v", c.KVDim(), c.Dim)
+	l.qkvBias = loadQKVBias(c, p, ld.weight)
 	return l
 }
 
@@ -57,9 +56,7 @@ func (l *phi2Block) forward(m *Model, s *step) {
 	be := m.be
 	be.LayerNorm(s.xb, s.x, l.norm.w, l.norm.b, m.Eps)  // xb [n, Dim]
 	m.matMuls(s, s.xb, s.q, l.wq, s.k, l.wk, s.v, l.wv) // q [n, QDim], k and v [n, KVDim]
-	be.Add(s.q, s.q, l.bq)
-	be.Add(s.k, s.k, l.bk)
-	be.Add(s.v, s.v, l.bv)
+	l.qkvBias.add(m, s)
 	be.MatMul(s.hb, s.xb, l.up) // hb [n, FFN]
 	be.Add(s.hb, s.hb, l.bUp)
 	be.GELUMul(s.hb, s.hb, nil)

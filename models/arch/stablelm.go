@@ -14,7 +14,7 @@ import (
 type stablelmBlock struct {
 	attnNorm, ffnNorm layerNorm
 	wq, wk, wv, wo    gpu.Tensor
-	bq, bk, bv        gpu.Tensor // nil where the file has none
+	qkvBias           // where the file has them
 	gate, up, down    gpu.Tensor
 }
 
@@ -24,15 +24,13 @@ func newStablelmBlock(ld *loader, c *Config, i int) block {
 		ld.err = fmt.Errorf("%w %s: stablelm's per-head Q and K norms and parallel residual (StableLM 2 12B) are not supported yet; run this model with llama.cpp", ErrModel, ld.f.Path)
 	}
 	w := func(name string, rows, cols int) gpu.Tensor { return ld.weight(p+name+".weight", rows, cols) }
-	opt := func(name string, cols int) gpu.Tensor { return ld.optional(p+name+".bias", 1, cols) }
 	return &stablelmBlock{
 		attnNorm: loadLayerNorm(ld, p+"attn_norm", c.Dim),
 		ffnNorm:  loadLayerNorm(ld, p+"ffn_norm", c.Dim),
-		wq:       w("attn_q", c.QDim(), c.Dim), bq: opt("attn_q", c.QDim()),
-		wk: w("attn_k", c.KVDim(), c.Dim), bk: opt("attn_k", c.KVDim()),
-		wv: w("attn_v", c.KVDim(), c.Dim), bv: opt("attn_v", c.KVDim()),
-		wo:   w("attn_output", c.Dim, c.QDim()),
-		gate: w("ffn_gate", c.FFN, c.Dim), up: w("ffn_up", c.FFN, c.Dim), down: w("ffn_down", c.Dim, c.FFN),
+		wq:       w("attn_q", c.QDim(), c.Dim), wk: w("attn_k", c.KVDim(), c.Dim), wv: w("attn_v", c.KVDim(), c.Dim),
+		qkvBias: loadQKVBias(c, p, ld.optional),
+		wo:      w("attn_output", c.Dim, c.QDim()),
+		gate:    w("ffn_gate", c.FFN, c.Dim), up: w("ffn_up", c.FFN, c.Dim), down: w("ffn_down", c.Dim, c.FFN),
 	}
 }
 
@@ -40,9 +38,7 @@ func (l *stablelmBlock) forward(m *Model, s *step) {
 	be := m.be
 	be.LayerNorm(s.xb, s.x, l.attnNorm.w, l.attnNorm.b, m.Eps)
 	m.matMuls(s, s.xb, s.q, l.wq, s.k, l.wk, s.v, l.wv)
-	m.addBias(s.q, l.bq)
-	m.addBias(s.k, l.bk)
-	m.addBias(s.v, l.bv)
+	l.qkvBias.add(m, s)
 	m.attend(s, l.wo) // x += wo · attention(q, K, V)
 	be.LayerNorm(s.xb, s.x, l.ffnNorm.w, l.ffnNorm.b, m.Eps)
 	m.matMuls(s, s.xb, s.hb, l.gate, s.hb2, l.up)

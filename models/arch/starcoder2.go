@@ -13,9 +13,10 @@ import (
 type starcoder2Block struct {
 	attnNorm, ffnNorm layerNorm
 	wq, wk, wv, wo    gpu.Tensor
-	bq, bk, bv, bo    gpu.Tensor
-	up, down          gpu.Tensor
-	bUp, bDown        gpu.Tensor
+	qkvBias
+	bo         gpu.Tensor
+	up, down   gpu.Tensor
+	bUp, bDown gpu.Tensor
 }
 
 func newStarcoder2Block(ld *loader, c *Config, i int) block {
@@ -25,10 +26,9 @@ func newStarcoder2Block(ld *loader, c *Config, i int) block {
 	return &starcoder2Block{
 		attnNorm: loadLayerNorm(ld, p+"attn_norm", c.Dim),
 		ffnNorm:  loadLayerNorm(ld, p+"ffn_norm", c.Dim),
-		wq:       w("attn_q", c.QDim(), c.Dim), bq: b("attn_q", c.QDim()),
-		wk: w("attn_k", c.KVDim(), c.Dim), bk: b("attn_k", c.KVDim()),
-		wv: w("attn_v", c.KVDim(), c.Dim), bv: b("attn_v", c.KVDim()),
-		wo: w("attn_output", c.Dim, c.QDim()), bo: b("attn_output", c.Dim),
+		wq:       w("attn_q", c.QDim(), c.Dim), wk: w("attn_k", c.KVDim(), c.Dim), wv: w("attn_v", c.KVDim(), c.Dim),
+		qkvBias: loadQKVBias(c, p, ld.weight),
+		wo:      w("attn_output", c.Dim, c.QDim()), bo: b("attn_output", c.Dim),
 		up: w("ffn_up", c.FFN, c.Dim), bUp: b("ffn_up", c.FFN),
 		down: w("ffn_down", c.Dim, c.FFN), bDown: b("ffn_down", c.Dim),
 	}
@@ -36,11 +36,9 @@ func newStarcoder2Block(ld *loader, c *Config, i int) block {
 
 func (l *starcoder2Block) forward(m *Model, s *step) {
 	be := m.be
-	be.LayerNorm(s.xb, s.x, l.attnNorm.w, l.attnNorm.b, m.Eps) // xb [n, Dim]
-	m.matMuls(s, s.xb, s.q, l.wq, s.k, l.wk, s.v, l.wv)        // q [n, QDim], k and v [n, KVDim]
-	be.Add(s.q, s.q, l.bq)                                     //   + biases
-	be.Add(s.k, s.k, l.bk)
-	be.Add(s.v, s.v, l.bv)
+	be.LayerNorm(s.xb, s.x, l.attnNorm.w, l.attnNorm.b, m.Eps)        // xb [n, Dim]
+	m.matMuls(s, s.xb, s.q, l.wq, s.k, l.wk, s.v, l.wv)               // q [n, QDim], k and v [n, KVDim]
+	l.qkvBias.add(m, s)                                               //   + biases
 	m.attention(s, &m.Rope, gpu.AttnOpts{Scale: m.attnScale()}, l.wo) // xb = wo · attention(q, K, V)
 	be.Add(s.xb, s.xb, l.bo)
 	be.Add(s.x, s.x, s.xb) // residual
