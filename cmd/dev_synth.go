@@ -63,7 +63,7 @@ func newSynthCmd() *cobra.Command {
 				"n-head": &cfg.Heads, "n-head-kv": &cfg.HeadsKV, "head-dim": &cfg.HeadDim,
 				"n-ff": &cfg.FFN, "ctx": &cfg.Ctx, "vocab-size": &cfg.VocabSize, "window": &cfg.Window,
 				"rope-dims": &cfg.RopeDims, "n-expert": &cfg.Experts, "n-expert-used": &cfg.ExpertsUsed,
-				"n-ff-exp": &cfg.ExpertFFN, "n-ff-shexp": &cfg.SharedFFN} {
+				"n-ff-exp": &cfg.ExpertFFN, "n-ff-shexp": &cfg.SharedFFN, "n-nextn": &cfg.NextN} {
 				if flags.Changed(flag) {
 					*dst = *shape[flag]
 				}
@@ -107,7 +107,8 @@ func newSynthCmd() *cobra.Command {
 		{"n-expert", "experts of a mixture of experts (llama with experts is Mixtral; granite, and the MoE families)"},
 		{"n-expert-used", "experts chosen per token"},
 		{"n-ff-exp", "an expert's feed-forward size (qwen3moe, qwen2moe, gpt-oss; the others' experts are n-ff wide)"},
-		{"n-ff-shexp", "the shared expert's feed-forward size (qwen2moe, granitemoe; 0: none)"},
+		{"n-ff-shexp", "the shared expert's feed-forward size (qwen2moe, granitemoe, glm4moe: a multiple of n-ff-exp; 0: none)"},
+		{"n-nextn", "multi-token-prediction layers after the others, as GLM-4.5's files have one (glm4moe)"},
 	} {
 		shape[s.flag] = f.Int(s.flag, 0, s.usage+" (overrides the preset)")
 	}

@@ -66,10 +66,14 @@ type Config struct {
 	// token, weighted as Gating says, the weights divided by their sum
 	// when ExpertWeightsNorm; SharedFFN > 0 is the width of a shared
 	// expert every token runs besides them (qwen2moe, granitemoe).
+	// ExpertWeightsScale multiplies the weights (0 or 1: not at all).
+	// The first DenseLead layers have a dense feed-forward (glm4moe).
 	Experts, ExpertsUsed, ExpertFFN int
 	Gating                          Gating
 	ExpertWeightsNorm               bool
+	ExpertWeightsScale              float32
 	SharedFFN                       int
+	DenseLead                       int
 }
 
 // Window is layer's sliding window, 0 for full attention.
@@ -174,6 +178,7 @@ var architectures = map[string]architecture{
 	"gpt-oss":       {neox: true, config: readGptoss, newBlock: newGptossBlock},
 	"qwen2moe":      {neox: true, config: readQwen2moe, newBlock: newMoELlamaBlock},
 	"olmoe":         {neox: true, config: readOlmoe, newBlock: newOlmoeBlock},
+	"glm4moe":       {neox: true, config: readGlm4moe, newBlock: newGlm4moeBlock},
 
 	"granitemoe": {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},
 

@@ -83,3 +83,35 @@ func loadEdited(t *testing.T, cfg synth.Config, edit func(w *gguf.Writer)) *arch
 	}
 	return m
 }
+
+// GLM-4.5's keys: its experts weighted by sigmoid unless
+// expert_gating_func says softmax, normalized and scaled as the file says,
+// a dense first layer, shared experts counted in experts, and the
+// multi-token-prediction layers left out of the layers run; values
+// llama.cpp would not load are refused, naming the key.
+func TestGlm4moeKeys(t *testing.T) {
+	cfg, err := synth.ArchPreset("glm4moe", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.NextN = 1
+	m := loadEdited(t, cfg, func(w *gguf.Writer) {})
+	if m.Layers != 3 || m.Gating != arch.GatingSigmoid || m.DenseLead != 1 || m.SharedFFN != 256 ||
+		m.ExpertWeightsScale != 2.5 || !m.ExpertWeightsNorm {
+		t.Errorf("read %d layers, gating %v, %d dense, shared %d, scale %v, norm %v; want 3, sigmoid, 1, 256, 2.5, true",
+			m.Layers, m.Gating, m.DenseLead, m.SharedFFN, m.ExpertWeightsScale, m.ExpertWeightsNorm)
+	}
+	m = loadEdited(t, cfg, func(w *gguf.Writer) { w.Set("glm4moe.expert_gating_func", uint32(1)) })
+	if m.Gating != arch.GatingSoftmax {
+		t.Errorf("expert_gating_func 1: gating %v, want softmax", m.Gating)
+	}
+	for key, v := range map[string]any{
+		"glm4moe.expert_gating_func":        uint32(4),
+		"glm4moe.nextn_predict_layers":      uint32(4),
+		"glm4moe.leading_dense_block_count": uint32(4),
+		"glm4moe.expert_weights_norm":       "yes",
+		"glm4moe.expert_weights_scale":      float32(-1),
+	} {
+		refused(t, cfg, func(w *gguf.Writer) { w.Set(key, v) }, key)
+	}
+}

@@ -130,7 +130,7 @@ func synthConfig(flags map[string]any) (synth.Config, error) {
 			dst := map[string]*int{"n-embd": &cfg.Embd, "n-layer": &cfg.Layers, "n-head": &cfg.Heads,
 				"n-head-kv": &cfg.HeadsKV, "head-dim": &cfg.HeadDim, "n-ff": &cfg.FFN, "vocab-size": &cfg.VocabSize,
 				"ctx": &cfg.Ctx, "rope-orig-ctx": &cfg.Rope.OrigCtx, "window": &cfg.Window,
-				"n-expert": &cfg.Experts, "n-expert-used": &cfg.ExpertsUsed, "n-ff-exp": &cfg.ExpertFFN, "n-ff-shexp": &cfg.SharedFFN}[k]
+				"n-expert": &cfg.Experts, "n-expert-used": &cfg.ExpertsUsed, "n-ff-exp": &cfg.ExpertFFN, "n-ff-shexp": &cfg.SharedFFN, "n-nextn": &cfg.NextN}[k]
 			f, ok := num(k)
 			switch {
 			case k == "seed" && ok:

@@ -34,7 +34,22 @@ const (
 	// GatingSoftmaxChosen: the top ExpertsUsed logits, then softmax over
 	// those (gpt-oss; llama.cpp's SOFTMAX_WEIGHT).
 	GatingSoftmaxChosen
+	// GatingSigmoid: the sigmoid of each logit, the top ExpertsUsed of
+	// those plus the layer's selection bias where it has one (glm4moe's
+	// exp_probs_b), weighted by the sigmoids alone.
+	GatingSigmoid
 )
+
+// routing is how route chooses and weights a layer's experts: Gating,
+// the weights divided by their sum when norm, times scale when it is
+// neither 0 nor 1 (llama.cpp's expert_weights_scale), and bias (one per
+// expert; nil: none) added to the gated values for the choice alone.
+type routing struct {
+	gating Gating
+	norm   bool
+	scale  float32
+	bias   []float32
+}
 
 // readMoE reads the expert keys of a mixture-of-experts family: expert_count,
 // expert_used_count and expert_feed_forward_length (llama.cpp's default
@@ -75,8 +90,12 @@ type moeFFN struct {
 	// outputs.
 	routerB           gpu.Tensor
 	gateB, upB, downB []gpu.Tensor
-	oai               bool          // SwiGLUOAI between the matrices (gpt-oss), else SiLUMul
-	shared            *sharedExpert // run by every token besides the chosen (qwen2moe, granitemoe); nil: none
+	// probsB is the choice's bias, [1, Experts] (glm4moe's exp_probs_b;
+	// nil: none), and probsBHost its values, read at the first step.
+	probsB     gpu.Tensor
+	probsBHost []float32
+	oai        bool          // SwiGLUOAI between the matrices (gpt-oss), else SiLUMul
+	shared     *sharedExpert // run by every token besides the chosen (qwen2moe, granitemoe); nil: none
 }
 
 func newMoEFFN(ld *loader, c *Config, i int) moeFFN {
@@ -188,10 +207,14 @@ func (f *moeFFN) forward(m *Model, s *step, norm gpu.Tensor) {
 	for e := range ms.rows {
 		ms.rows[e], ms.choice[e] = ms.rows[e][:0], ms.choice[e][:0]
 	}
+	if f.probsB != nil && f.probsBHost == nil {
+		f.probsBHost = make([]float32, c.Experts)
+		be.Download(f.probsBHost, f.probsB)
+	}
+	how := routing{gating: c.Gating, norm: c.ExpertWeightsNorm, scale: c.ExpertWeightsScale, bias: f.probsBHost}
 	for r := range n {
 		at := r * k
-		route(ms.hostLogits[r*c.Experts:(r+1)*c.Experts], c.Gating, c.ExpertWeightsNorm,
-			ms.chosen[at:at+k], ms.weights[at:at+k], ms.probs, ms.scratch)
+		route(ms.hostLogits[r*c.Experts:(r+1)*c.Experts], how, ms.chosen[at:at+k], ms.weights[at:at+k], ms.probs, ms.scratch)
 		for j, e := range ms.chosen[at : at+k] {
 			ms.rows[e] = append(ms.rows[e], int32(r))
 			ms.choice[e] = append(ms.choice[e], int32(at+j))
@@ -313,17 +336,31 @@ func equalRows(a, b []int32) bool {
 // their weights, as llama.cpp's build_moe_ffn does in float32: with
 // GatingSoftmax, softmax over all (exp of the difference to the max,
 // summed in double, times the float reciprocal), the top probabilities
-// (the first index among equals) and, when norm, each divided by their
-// sum (at least 2⁻¹⁴, as llama.cpp clamps it); with GatingSoftmaxChosen,
-// the top logits and softmax over them. probs and scratch hold
-// len(logits) values each.
-func route(logits []float32, g Gating, norm bool, chosen []int32, weights, probs, scratch []float32) {
+// (the first index among equals) and, when how.norm, each divided by
+// their sum (at least 2⁻¹⁴, as llama.cpp clamps it); with
+// GatingSoftmaxChosen, the top logits and softmax over them; with
+// GatingSigmoid, the top sigmoids (plus how.bias for the choice). Then
+// the weights times how.scale. probs and scratch hold len(logits) values
+// each.
+func route(logits []float32, how routing, chosen []int32, weights, probs, scratch []float32) {
+	g, norm := how.gating, how.norm
 	sel := logits
-	if g == GatingSoftmax {
+	switch g {
+	case GatingSoftmax:
 		softmax(probs, logits)
+		sel = probs
+	case GatingSigmoid:
+		for e, v := range logits {
+			probs[e] = float32(1 / (1 + math.Exp(-float64(v))))
+		}
 		sel = probs
 	}
 	copy(scratch, sel)
+	if how.bias != nil {
+		for e, b := range how.bias {
+			scratch[e] += b
+		}
+	}
 	for j := range chosen {
 		best := -1
 		for e, v := range scratch {
@@ -345,6 +382,11 @@ func route(logits []float32, g Gating, norm bool, chosen []int32, weights, probs
 		sum := max(float32(s), 6.103515625e-5)
 		for j := range weights {
 			weights[j] /= sum
+		}
+	}
+	if how.scale != 0 && how.scale != 1 {
+		for j := range weights {
+			weights[j] *= how.scale
 		}
 	}
 }

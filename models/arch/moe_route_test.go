@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestRoute: both gatings choose the largest logits, best first, the
+// TestRoute: the gatings choose the largest logits, best first, the
 // first index among equals; normalized softmax weights of the chosen
 // equal softmax over the chosen logits (e / (1 + e) for logits 3 and 2).
 func TestRoute(t *testing.T) {
@@ -22,7 +22,7 @@ func TestRoute(t *testing.T) {
 	} {
 		logits := []float32{1, 3, 2, 0, 2}
 		chosen, w := make([]int32, 2), make([]float32, 2)
-		route(logits, c.g, c.norm, chosen, w, make([]float32, 5), make([]float32, 5))
+		route(logits, routing{gating: c.g, norm: c.norm}, chosen, w, make([]float32, 5), make([]float32, 5))
 		if !slices.Equal(chosen, []int32{1, 2}) {
 			t.Errorf("%s: chose %v, want [1 2]", c.name, chosen)
 		}
@@ -32,9 +32,20 @@ func TestRoute(t *testing.T) {
 			}
 		}
 	}
+	// Sigmoid gating: the bias moves the choice (expert 4 over 2, their
+	// logits equal) and not the weights, which are normalized, then
+	// scaled.
+	chosen, w := make([]int32, 2), make([]float32, 2)
+	sig := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+	how := routing{gating: GatingSigmoid, norm: true, scale: 2.5, bias: []float32{0, 0, 0, 0, 0.01}}
+	route([]float32{1, 3, 2, 0, 2}, how, chosen, w, make([]float32, 5), make([]float32, 5))
+	want := []float64{2.5 * sig(3) / (sig(3) + sig(2)), 2.5 * sig(2) / (sig(3) + sig(2))}
+	if !slices.Equal(chosen, []int32{1, 4}) || math.Abs(float64(w[0])-want[0]) > 1e-6 || math.Abs(float64(w[1])-want[1]) > 1e-6 {
+		t.Errorf("sigmoid with a bias: chose %v weighted %v, want [1 4] weighted %v", chosen, w, want)
+	}
 	// Unnormalized softmax weights are the chosen probabilities.
-	chosen, w := make([]int32, 1), make([]float32, 1)
-	route([]float32{0, 0}, GatingSoftmax, false, chosen, w, make([]float32, 2), make([]float32, 2))
+	chosen, w = make([]int32, 1), make([]float32, 1)
+	route([]float32{0, 0}, routing{gating: GatingSoftmax}, chosen, w, make([]float32, 2), make([]float32, 2))
 	if chosen[0] != 0 || w[0] != 0.5 {
 		t.Errorf("two equal logits: chose %d with weight %v, want 0 with 0.5", chosen[0], w[0])
 	}

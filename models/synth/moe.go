@@ -41,7 +41,8 @@ var qwen3moeMini = Config{Arch: "qwen3moe", Embd: 1024, Layers: 24, Heads: 16, H
 // experts; llama and granite have experts when Config.Experts > 0
 // (Mixtral; Granite's MoE layers).
 func isMoE(arch string) bool {
-	return arch == "qwen3moe" || arch == "qwen3vlmoe" || arch == "gpt-oss" || arch == "qwen2moe" || arch == "olmoe" || arch == "granitemoe"
+	return arch == "qwen3moe" || arch == "qwen3vlmoe" || arch == "gpt-oss" || arch == "qwen2moe" || arch == "olmoe" || arch == "granitemoe" ||
+		arch == "glm4moe"
 }
 
 // hasMoE reports whether c's feed-forward is a mixture of experts.
@@ -60,6 +61,9 @@ func ffnWideExperts(arch string) bool {
 // layout llama.cpp's loader refuses, and sizes the experts of the
 // families whose experts are feed_forward_length wide.
 func (c *Config) checkMoE() error {
+	if c.NextN < 0 || c.NextN > 0 && c.Arch != "glm4moe" {
+		return badConfig("%d multi-token-prediction layers: glm4moe's, never negative", c.NextN)
+	}
 	if !c.hasMoE() {
 		if c.Experts != 0 || c.ExpertsUsed != 0 || c.ExpertFFN != 0 || c.SharedFFN != 0 {
 			return badConfig("experts (%d, %d used, ffn %d, shared %d) are for llama, granite and the MoE families; %s is dense",
@@ -80,8 +84,14 @@ func (c *Config) checkMoE() error {
 		return badConfig("%s chooses 1 to %d experts a token, not %d", c.Arch, c.Experts, c.ExpertsUsed)
 	case c.ExpertFFN <= 0:
 		return badConfig("%s needs an expert feed-forward size > 0, not %d", c.Arch, c.ExpertFFN)
-	case c.SharedFFN < 0 || c.SharedFFN > 0 && c.Arch != "qwen2moe" && c.Arch != "granitemoe":
-		return badConfig("a shared expert (%d wide) is qwen2moe's or granitemoe's, never negative", c.SharedFFN)
+	case c.SharedFFN < 0 || c.SharedFFN > 0 && c.Arch != "qwen2moe" && c.Arch != "granitemoe" && c.Arch != "glm4moe":
+		return badConfig("a shared expert (%d wide) is qwen2moe's, granitemoe's or glm4moe's, never negative", c.SharedFFN)
+	case c.Arch == "glm4moe" && c.SharedFFN%c.ExpertFFN != 0:
+		return badConfig("glm4moe's shared experts are a whole number of experts (%d wide), not %d", c.ExpertFFN, c.SharedFFN)
+	case c.DenseLead < 0 || c.DenseLead > 0 && c.Arch != "glm4moe" || c.DenseLead > c.Layers:
+		return badConfig("%d leading dense layers: glm4moe's, at most its %d layers", c.DenseLead, c.Layers)
+	case c.ExpertScale < 0 || c.ExpertScale > 0 && c.Arch != "glm4moe":
+		return badConfig("an expert weight scale of %v is glm4moe's, never negative", c.ExpertScale)
 	case c.Arch == "qwen2moe" && c.SharedFFN == 0:
 		return badConfig("qwen2moe needs a shared expert's feed-forward size > 0")
 	case c.Arch == "olmoe" && c.Heads != c.HeadsKV:
@@ -100,9 +110,34 @@ func moeMetadata(c Config, set func(string, any)) {
 	if !ffnWideExperts(c.Arch) {
 		set(a+"expert_feed_forward_length", uint32(c.ExpertFFN))
 	}
-	if c.SharedFFN > 0 {
+	if c.SharedFFN > 0 && c.Arch != "glm4moe" {
 		set(a+"expert_shared_feed_forward_length", uint32(c.SharedFFN))
 	}
+}
+
+// GLM-4.5 (glm4moe): llama's layer with biases on Q, K and V and rope over
+// half of each head (split halves), its feed-forward norm named
+// post_attention_norm; a dense first layer, then experts chosen by the
+// sigmoid of the router's logits plus a selection bias per expert
+// (exp_probs_b), normalized and scaled (GLM-4.5's 2.5), beside one
+// shared expert. glm4moeTiny: three layers, the first dense; 8 experts
+// of 256, two chosen.
+func glm4moeTiny(c *Config) {
+	c.Layers, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 3, 8, 2, 256, 256
+	c.DenseLead, c.ExpertScale, c.RopeDims = 1, 2.5, c.HeadDim/2
+}
+
+// glm4moeMetadata writes GLM-4.5's keys as llama.cpp's converter does.
+func glm4moeMetadata(c Config, set func(string, any)) {
+	a := c.Arch + "."
+	set(a+"leading_dense_block_count", uint32(c.DenseLead))
+	set(a+"expert_shared_count", uint32(c.SharedFFN/c.ExpertFFN))
+	if c.ExpertScale != 0 {
+		set(a+"expert_weights_scale", c.ExpertScale)
+	}
+	set(a+"expert_weights_norm", true)
+	set(a+"expert_gating_func", uint32(2)) // sigmoid
+	set(a+"nextn_predict_layers", uint32(c.NextN))
 }
 
 // moeTensors plans one layer's router and experts (p is "blk.N."). The
@@ -114,6 +149,9 @@ func (m *Model) moeTensors(p string, add func(name string, typ addType, mean, st
 	add(p+"ffn_gate_exps.weight", addWeight, 0, invSqrt(c.Embd), c.Embd, c.ExpertFFN, c.Experts)
 	add(p+"ffn_down_exps.weight", addWeight, 0, invSqrt(c.ExpertFFN)/2, c.ExpertFFN, c.Embd, c.Experts)
 	add(p+"ffn_up_exps.weight", addWeight, 0, invSqrt(c.Embd), c.Embd, c.ExpertFFN, c.Experts)
+	if c.Arch == "glm4moe" { // the choice's bias: about the sigmoids' own spread
+		add(p+"exp_probs_b.bias", addF32, 0, 0.2, c.Experts)
+	}
 	if c.SharedFFN == 0 {
 		return
 	}

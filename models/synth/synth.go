@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense", "glm4moe"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -85,6 +85,14 @@ type Config struct {
 	// granitemoe; 0: none). llama and granite with Experts > 0 are
 	// Mixtral and Granite's MoE.
 	Experts, ExpertsUsed, ExpertFFN, SharedFFN int
+	// glm4moe (moe.go): the first DenseLead layers dense, the experts'
+	// weights times ExpertScale (0: not written).
+	DenseLead   int
+	ExpertScale float32
+	// NextN multi-token-prediction layers follow the Layers others (a
+	// whole layer each, its nextn.* tensors besides), as GLM-4.5's files
+	// have one; block_count counts them. glm4moe's alone.
+	NextN int
 	// granite's multipliers (0 leaves the key out): token embeddings ×
 	// EmbedScale, attention scores × AttnScale (instead of 1/√head size),
 	// each block's attention and feed-forward outputs × ResidualScale,
@@ -151,6 +159,7 @@ var tinyFamilies = map[string]func(*Config){
 	"qwen2moe":   qwen2moeTiny,
 	"qwen3vlmoe": qwen3moeTiny,
 	"olmoe":      olmoeTiny,
+	"glm4moe":    glm4moeTiny,
 
 	"granitemoe": granitemoeTiny,
 	"starcoder2": starcoder2Tiny,
@@ -392,7 +401,7 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 	set(a+"vocab_size", uint32(c.VocabSize))
 	set(a+"context_length", uint32(c.Ctx))
 	set(a+"embedding_length", uint32(c.Embd))
-	set(a+"block_count", uint32(c.Layers))
+	set(a+"block_count", uint32(c.Layers+c.NextN))
 	set(a+"feed_forward_length", uint32(c.FFN))
 	set(a+"attention.head_count", uint32(c.Heads))
 	set(a+"attention.head_count_kv", uint32(c.HeadsKV))
@@ -424,6 +433,8 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			graniteMetadata(c, set)
 		case "gpt-oss":
 			set(a+"attention.sliding_window", uint32(c.Window))
+		case "glm4moe":
+			glm4moeMetadata(c, set)
 		case "hunyuan-dense":
 			if c.RopeAlpha != 0 {
 				set(a+"rope.scaling.alpha", c.RopeAlpha)

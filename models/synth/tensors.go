@@ -76,8 +76,14 @@ func (m *Model) planTensors() {
 	if c.Arch == "phi3" {
 		m.phi3Tensors(func(name string, mean, std float32, n int) { add(name, gguf.TypeF32, mean, std, n) })
 	}
-	for l := range c.Layers {
+	for l := range c.Layers + c.NextN {
 		p := fmt.Sprintf("blk.%d.", l)
+		if l >= c.Layers { // a multi-token-prediction layer's own tensors, before its layer's
+			weight(p+"nextn.eh_proj.weight", 2*c.Embd, c.Embd, invSqrt(2*c.Embd))
+			norm(p+"nextn.enorm.weight", c.Embd)
+			norm(p+"nextn.hnorm.weight", c.Embd)
+			norm(p+"nextn.shared_head_norm.weight", c.Embd)
+		}
 		if c.Arch == "olmo2" {
 			olmo2Block(p, c, weight, norm)
 			continue
@@ -94,7 +100,7 @@ func (m *Model) planTensors() {
 			weight(p+"attn_k.weight", c.Embd, kvDim, invSqrt(c.Embd))
 			weight(p+"attn_v.weight", c.Embd, kvDim, invSqrt(c.Embd))
 		}
-		if c.Arch == "qwen2" || c.Arch == "qwen2moe" || c.Arch == "qwen2vl" || c.Biases {
+		if c.Arch == "qwen2" || c.Arch == "qwen2moe" || c.Arch == "qwen2vl" || c.Arch == "glm4moe" || c.Biases {
 			bias(p+"attn_q.bias", qDim)
 			bias(p+"attn_k.bias", kvDim)
 			bias(p+"attn_v.bias", kvDim)
@@ -117,10 +123,12 @@ func (m *Model) planTensors() {
 		if c.Arch == "gpt-oss" {
 			norm(p+"post_attention_norm.weight", c.Embd) // gpt-oss's ffn_norm, by its name
 			m.gptossTensors(p, qDim, func(name string, mean, std float32, shape ...int) { add(name, gguf.TypeF32, mean, std, shape...) })
+		} else if c.Arch == "glm4moe" {
+			norm(p+"post_attention_norm.weight", c.Embd) // glm4moe's ffn_norm, by its name
 		} else {
 			norm(p+"ffn_norm.weight", c.Embd)
 		}
-		if c.hasMoE() {
+		if c.hasMoE() && l >= c.DenseLead {
 			m.moeTensors(p, func(name string, typ addType, mean, std float32, shape ...int) {
 				t := gguf.TypeF32
 				if typ == addWeight {

@@ -1,0 +1,130 @@
+package arch
+
+import (
+	"fmt"
+
+	"folio/gpu"
+	"folio/models/gguf"
+)
+
+// glm4moe: GLM-4.5, GLM-4.5-Air and GLM-4.6. llama's layer with biases on
+// Q, K and V, Q and K normed per head where a file has the norms (the
+// 355B's), rope over split halves of the first rope.dimension_count
+// elements of each head, and the feed-forward's norm named
+// post_attention_norm. The first leading_dense_block_count layers have a
+// dense feed-forward; the others route each token to experts by the
+// sigmoid of the router's logits, chosen with a per-expert bias
+// (exp_probs_b) that does not weight them (GatingSigmoid), plus an
+// ungated shared expert expert_shared_count experts wide. The files end
+// with nextn_predict_layers multi-token-prediction layers, which
+// llama.cpp keeps for speculative decoding and does not run to produce
+// the next token's logits: folio leaves them unread.
+type glm4moeBlock struct {
+	*llamaBlock             // gate, up and down nil in the layers with experts
+	qkvBias                 // where the file has them
+	qNorm, kNorm gpu.Tensor // [1, HeadDim] each; nil: none
+	moe          *moeFFN    // nil in the dense layers
+}
+
+func newGlm4moeBlock(ld *loader, c *Config, i int) block {
+	p := fmt.Sprintf("blk.%d.", i)
+	l := &glm4moeBlock{
+		qkvBias: loadQKVBias(c, p, ld.optional),
+		qNorm:   ld.optional(p+"attn_q_norm.weight", 1, c.HeadDim),
+		kNorm:   ld.optional(p+"attn_k_norm.weight", 1, c.HeadDim),
+	}
+	if i < c.DenseLead {
+		l.llamaBlock = loadLlamaLayer(ld, c, i, "post_attention_norm")
+		return l
+	}
+	w := func(name string, rows, cols int) gpu.Tensor { return ld.weight(p+name+".weight", rows, cols) }
+	l.llamaBlock = &llamaBlock{
+		attnNorm: w("attn_norm", 1, c.Dim),
+		wq:       w("attn_q", c.QDim(), c.Dim), wk: w("attn_k", c.KVDim(), c.Dim), wv: w("attn_v", c.KVDim(), c.Dim),
+		wo:      w("attn_output", c.Dim, c.QDim()),
+		ffnNorm: w("post_attention_norm", 1, c.Dim),
+	}
+	f := newMoEFFN(ld, c, i)
+	f.probsB = ld.weight(p+"exp_probs_b.bias", 1, c.Experts)
+	if c.SharedFFN > 0 {
+		f.shared = loadShared(ld, c, i, false)
+	}
+	l.moe = &f
+	return l
+}
+
+func (l *glm4moeBlock) forward(m *Model, s *step) {
+	be := m.be
+	be.RMSNorm(s.xb, s.x, l.attnNorm, m.Eps)
+	m.matMuls(s, s.xb, s.q, l.wq, s.k, l.wk, s.v, l.wv)
+	l.qkvBias.add(m, s)
+	if l.qNorm != nil {
+		be.RMSNorm(s.q, s.q, l.qNorm, m.Eps) // each head normed
+	}
+	if l.kNorm != nil {
+		be.RMSNorm(s.k, s.k, l.kNorm, m.Eps)
+	}
+	m.attend(s, l.wo) // x += wo · attention(q, K, V)
+	if l.moe != nil {
+		l.moe.forward(m, s, l.ffnNorm)
+		return
+	}
+	m.ffn(s, l.ffnNorm, l.gate, l.up, l.down)
+}
+
+// readGlm4moe reads the experts (expert_feed_forward_length wide, weighted
+// as expert_gating_func says, sigmoid when it is absent or 0, divided by
+// their sum when expert_weights_norm, times expert_weights_scale), the
+// shared experts (expert_shared_count), the dense layers before the
+// first with experts (leading_dense_block_count) and the
+// multi-token-prediction layers after the last (nextn_predict_layers),
+// which block_count counts and folio does not run. M-RoPE sections, where
+// a file has them, turn a text position's pairs as the split halves do.
+func readGlm4moe(f *gguf.File, p string, c *Config) error {
+	if err := readMoE(f, p, c); err != nil {
+		return err
+	}
+	count := func(key string, max int) (int, error) {
+		v, ok := f.Int(p + key)
+		if ok && (v < 0 || v > int64(max)) {
+			return 0, fmt.Errorf("%s%s = %d is out of range (0 to %d)", p, key, v, max)
+		}
+		return int(v), nil
+	}
+	nextn, err := count("nextn_predict_layers", c.Layers-1)
+	if err != nil {
+		return err
+	}
+	c.Layers -= nextn
+	if c.DenseLead, err = count("leading_dense_block_count", c.Layers); err != nil {
+		return err
+	}
+	shared, err := count("expert_shared_count", 64)
+	if err != nil {
+		return err
+	}
+	c.SharedFFN = shared * c.ExpertFFN
+	c.ExpertWeightsNorm = false // llama.cpp's default without the key
+	if v, ok := f.Get(p + "expert_weights_norm"); ok {
+		b, isBool := v.(bool)
+		if !isBool {
+			return fmt.Errorf("%sexpert_weights_norm holds a %T, not true or false", p, v)
+		}
+		c.ExpertWeightsNorm = b
+	}
+	scale, err := hyper(f, p+"expert_weights_scale", 0, "a number of 0 or more (GLM-4.5's is 2.5, Air's 1)",
+		func(v float64) bool { return v >= 0 })
+	if err != nil {
+		return err
+	}
+	c.ExpertWeightsScale = float32(scale)
+	c.Gating = GatingSigmoid
+	switch g, _ := f.Int(p + "expert_gating_func"); g {
+	case 0, 2:
+	case 1:
+		c.Gating = GatingSoftmax
+	default:
+		return fmt.Errorf("%sexpert_gating_func = %d: glm4moe's experts are weighted by sigmoid (2) or softmax (1)", p, g)
+	}
+	return nil
+}
