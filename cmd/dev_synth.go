@@ -18,7 +18,7 @@ func newSynthCmd() *cobra.Command {
 		seed                                                  uint64
 		tie, noTie                                            bool
 		ropeBase, eps, attnTemp                               float32
-		biases                                                bool
+		biases, qkNorm                                        bool
 		rope                                                  synth.RopeScaling
 		shape                                                 = map[string]*int{}
 	)
@@ -85,6 +85,7 @@ func newSynthCmd() *cobra.Command {
 			}
 			cfg.AttnTemp = attnTemp
 			cfg.Biases = biases
+			cfg.QKNorm = qkNorm
 			return runSynth(cmd, cfg, out)
 		},
 	}
@@ -114,6 +115,7 @@ func newSynthCmd() *cobra.Command {
 	}
 	f.BoolVar(&tie, "tie-embeddings", false, "no output.weight: token_embd is the output matrix")
 	f.BoolVar(&noTie, "no-tie-embeddings", false, "write a separate output.weight")
+	f.BoolVar(&qkNorm, "qk-norm", false, "Q and K normed per head, as GLM-4.5's and GLM-4.6's files have them (glm4moe)")
 	f.BoolVar(&biases, "biases", false, "a bias on Q, K, V, the output projection and the feed-forward (llama, exaone, internlm2)")
 	f.Float32Var(&ropeBase, "rope-base", 0, "RoPE frequency base (overrides the preset)")
 	f.Float32Var(&eps, "eps", 0, "RMS norm epsilon (default 1e-5 llama and mistral3, 1e-6 the others)")

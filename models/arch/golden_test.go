@@ -116,6 +116,8 @@ func synthConfig(flags map[string]any) (synth.Config, error) {
 			cfg.Tied = v.(bool)
 		case "biases":
 			cfg.Biases = v.(bool)
+		case "qk-norm":
+			cfg.QKNorm = v.(bool)
 		case "rope-base":
 			f, _ := num(k)
 			cfg.RopeBase = float32(f)

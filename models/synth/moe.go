@@ -64,6 +64,9 @@ func (c *Config) checkMoE() error {
 	if c.NextN < 0 || c.NextN > 0 && c.Arch != "glm4moe" {
 		return badConfig("%d multi-token-prediction layers: glm4moe's, never negative", c.NextN)
 	}
+	if c.QKNorm && c.Arch != "glm4moe" {
+		return badConfig("optional Q/K norms are glm4moe's; %s has its own or none", c.Arch)
+	}
 	if !c.hasMoE() {
 		if c.Experts != 0 || c.ExpertsUsed != 0 || c.ExpertFFN != 0 || c.SharedFFN != 0 {
 			return badConfig("experts (%d, %d used, ffn %d, shared %d) are for llama, granite and the MoE families; %s is dense",

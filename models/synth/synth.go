@@ -93,6 +93,9 @@ type Config struct {
 	// whole layer each, its nextn.* tensors besides), as GLM-4.5's files
 	// have one; block_count counts them. glm4moe's alone.
 	NextN int
+	// QKNorm: Q and K normed per head, as GLM-4.5's and GLM-4.6's files
+	// have them and GLM-4.5-Air's do not (glm4moe's alone).
+	QKNorm bool
 	// granite's multipliers (0 leaves the key out): token embeddings ×
 	// EmbedScale, attention scores × AttnScale (instead of 1/√head size),
 	// each block's attention and feed-forward outputs × ResidualScale,

@@ -116,13 +116,14 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #               shared expert
 #   glm4moe-mtp: glm4moe with a multi-token-prediction layer after the others, as GLM-4.5's files
 #               have one (block_count 4, nextn_predict_layers 1), which neither engine runs
+#   glm4moe-qknorm: glm4moe with Q and K normed per head, as GLM-4.5's and GLM-4.6's files have them
 # A family may add llamaref run flags after a second |.
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 # Families with their own list of types (default: types). The prompt seed's
 # margin rule looks at those of F32 and F16 the family has. llama also runs
 # the types whose kernels the others' files do not reach: BF16, Q4_1, Q5_0,
 # Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL and IQ4_XS.
-declare -A family_types=([gpt-oss]="f32 mxfp4" [glm4moe-mtp]="f32 q8_0" [llama]="f32 f16 q8_0 q4_0 q4_k q6_k bf16 q4_1 q5_0 q5_1 q2_k q3_k q5_k iq4_nl iq4_xs")
+declare -A family_types=([gpt-oss]="f32 mxfp4" [glm4moe-mtp]="f32 q8_0" [glm4moe-qknorm]="f32 q8_0" [llama]="f32 f16 q8_0 q4_0 q4_k q6_k bf16 q4_1 q5_0 q5_1 q2_k q3_k q5_k iq4_nl iq4_xs")
 families=(
 	"llama|--arch llama --preset tiny --seed 1"
 	"llama-tied|--arch llama --preset tiny --seed 4 --n-layer 3 --n-head 8 --n-head-kv 2 --rope-base 500000 --tie-embeddings"
@@ -167,6 +168,7 @@ families=(
 	"hunyuan-dense|--arch hunyuan-dense --preset tiny --seed 37 --n-head-kv 2"
 	"glm4moe|--arch glm4moe --preset tiny --seed 38 --n-head-kv 2"
 	"glm4moe-mtp|--arch glm4moe --preset tiny --seed 39 --n-head-kv 2 --n-nextn 1"
+	"glm4moe-qknorm|--arch glm4moe --preset tiny --seed 40 --n-head-kv 2 --qk-norm"
 )
 
 want=("$@")
