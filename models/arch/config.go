@@ -179,6 +179,7 @@ var architectures = map[string]architecture{
 	"qwen2moe":      {neox: true, config: readQwen2moe, newBlock: newMoELlamaBlock},
 	"olmoe":         {neox: true, config: readOlmoe, newBlock: newOlmoeBlock},
 	"glm4moe":       {neox: true, config: readGlm4moe, newBlock: newGlm4moeBlock},
+	"ernie4_5-moe":  {neox: false, config: readErnieMoE, newBlock: newErnieMoEBlock},
 
 	"granitemoe": {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},
 

@@ -115,3 +115,20 @@ func TestGlm4moeKeys(t *testing.T) {
 		refused(t, cfg, func(w *gguf.Writer) { w.Set(key, v) }, key)
 	}
 }
+
+// ERNIE 4.5's MoE keys: the dense first layer and the shared expert's
+// width as the file says, softmax weights renormalized; experts every
+// other layer, which llama.cpp cannot run either, are refused.
+func TestErnieMoEKeys(t *testing.T) {
+	cfg, err := synth.ArchPreset("ernie4_5-moe", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := loadEdited(t, cfg, func(w *gguf.Writer) {})
+	if m.DenseLead != 1 || m.SharedFFN != 512 || m.Gating != arch.GatingSoftmax || !m.ExpertWeightsNorm || m.ExpertWeightsScale != 0 {
+		t.Errorf("read %d dense, shared %d, gating %v, norm %v, scale %v; want 1, 512, softmax, true, 0",
+			m.DenseLead, m.SharedFFN, m.Gating, m.ExpertWeightsNorm, m.ExpertWeightsScale)
+	}
+	refused(t, cfg, func(w *gguf.Writer) { w.Set("ernie4_5-moe.interleave_moe_layer_step", uint32(2)) }, "interleave_moe_layer_step is 2")
+	refused(t, cfg, func(w *gguf.Writer) { w.Set("ernie4_5-moe.leading_dense_block_count", uint32(9)) }, "leading_dense_block_count = 9")
+}

@@ -18,8 +18,9 @@ import (
 // ungated shared expert expert_shared_count experts wide. The files end
 // with nextn_predict_layers multi-token-prediction layers, which
 // llama.cpp keeps for speculative decoding and does not run to produce
-// the next token's logits: folio leaves them unread.
-type glm4moeBlock struct {
+// the next token's logits: folio leaves them unread. ERNIE 4.5's MoE
+// models (newErnieMoEBlock) run the same layer.
+type denseLeadBlock struct {
 	*llamaBlock             // gate, up and down nil in the layers with experts
 	qkvBias                 // where the file has them
 	qNorm, kNorm gpu.Tensor // [1, HeadDim] each; nil: none
@@ -27,14 +28,31 @@ type glm4moeBlock struct {
 }
 
 func newGlm4moeBlock(ld *loader, c *Config, i int) block {
+	return newDenseLeadBlock(ld, c, i, "post_attention_norm", ld.weight)
+}
+
+// newErnieMoEBlock is block i of ernie4_5-moe (ERNIE-4.5-21B-A3B,
+// ERNIE-4.5-300B-A47B): glm4moe's layer without the Q/K norms, its
+// feed-forward norm named ffn_norm, the experts weighted by softmax, the
+// selection bias where the file has it, the shared expert where
+// expert_shared_feed_forward_length says; llama.cpp loads an
+// output-projection bias and leaves it out of its graph, as folio does.
+func newErnieMoEBlock(ld *loader, c *Config, i int) block {
+	return newDenseLeadBlock(ld, c, i, "ffn_norm", ld.optional)
+}
+
+// newDenseLeadBlock loads block i of glm4moe or ernie4_5-moe: its
+// feed-forward norm named ffnNorm, the selection bias loaded by
+// loadBias (ld.weight: required, ld.optional: where the file has it).
+func newDenseLeadBlock(ld *loader, c *Config, i int, ffnNorm string, loadBias func(name string, rows, cols int) gpu.Tensor) block {
 	p := fmt.Sprintf("blk.%d.", i)
-	l := &glm4moeBlock{
+	l := &denseLeadBlock{
 		qkvBias: loadQKVBias(c, p, ld.optional),
 		qNorm:   ld.optional(p+"attn_q_norm.weight", 1, c.HeadDim),
 		kNorm:   ld.optional(p+"attn_k_norm.weight", 1, c.HeadDim),
 	}
 	if i < c.DenseLead {
-		l.llamaBlock = loadLlamaLayer(ld, c, i, "post_attention_norm")
+		l.llamaBlock = loadLlamaLayer(ld, c, i, ffnNorm)
 		return l
 	}
 	w := func(name string, rows, cols int) gpu.Tensor { return ld.weight(p+name+".weight", rows, cols) }
@@ -42,10 +60,10 @@ func newGlm4moeBlock(ld *loader, c *Config, i int) block {
 		attnNorm: w("attn_norm", 1, c.Dim),
 		wq:       w("attn_q", c.QDim(), c.Dim), wk: w("attn_k", c.KVDim(), c.Dim), wv: w("attn_v", c.KVDim(), c.Dim),
 		wo:      w("attn_output", c.Dim, c.QDim()),
-		ffnNorm: w("post_attention_norm", 1, c.Dim),
+		ffnNorm: w(ffnNorm, 1, c.Dim),
 	}
 	f := newMoEFFN(ld, c, i)
-	f.probsB = ld.weight(p+"exp_probs_b.bias", 1, c.Experts)
+	f.probsB = loadBias(p+"exp_probs_b.bias", 1, c.Experts)
 	if c.SharedFFN > 0 {
 		f.shared = loadShared(ld, c, i, false)
 	}
@@ -53,7 +71,7 @@ func newGlm4moeBlock(ld *loader, c *Config, i int) block {
 	return l
 }
 
-func (l *glm4moeBlock) forward(m *Model, s *step) {
+func (l *denseLeadBlock) forward(m *Model, s *step) {
 	be := m.be
 	be.RMSNorm(s.xb, s.x, l.attnNorm, m.Eps)
 	m.matMuls(s, s.xb, s.q, l.wq, s.k, l.wk, s.v, l.wv)
@@ -127,4 +145,34 @@ func readGlm4moe(f *gguf.File, p string, c *Config) error {
 		return fmt.Errorf("%sexpert_gating_func = %d: glm4moe's experts are weighted by sigmoid (2) or softmax (1)", p, g)
 	}
 	return nil
+}
+
+// readErnieMoE reads ERNIE 4.5's experts (expert_feed_forward_length wide,
+// softmax weights renormalized, as llama.cpp's graph passes norm_w, times
+// expert_weights_scale where the file has it), its shared expert's width
+// (expert_shared_feed_forward_length; absent: none) and the dense layers
+// before the first with experts. interleave_moe_layer_step must be 1: for
+// the layers between the steps llama.cpp loads no dense feed-forward and
+// cannot run them either.
+func readErnieMoE(f *gguf.File, p string, c *Config) error {
+	if err := readMoE(f, p, c); err != nil {
+		return err
+	}
+	if step, ok := f.Int(p + "interleave_moe_layer_step"); !ok || step != 1 {
+		return fmt.Errorf("%sinterleave_moe_layer_step is %d (present: %v): folio runs ERNIE 4.5 files with experts in every layer after the dense ones (1), as llama.cpp does", p, step, ok)
+	}
+	for _, k := range []struct {
+		key string
+		max int
+		dst *int
+	}{{"leading_dense_block_count", c.Layers, &c.DenseLead}, {"expert_shared_feed_forward_length", 1 << 24, &c.SharedFFN}} {
+		v, ok := f.Int(p + k.key)
+		if ok && (v < 0 || v > int64(k.max)) {
+			return fmt.Errorf("%s%s = %d is out of range (0 to %d)", p, k.key, v, k.max)
+		}
+		*k.dst = int(v)
+	}
+	scale, err := hyper(f, p+"expert_weights_scale", 0, "a number of 0 or more", func(v float64) bool { return v >= 0 })
+	c.ExpertWeightsScale = float32(scale)
+	return err
 }

@@ -42,7 +42,7 @@ var qwen3moeMini = Config{Arch: "qwen3moe", Embd: 1024, Layers: 24, Heads: 16, H
 // (Mixtral; Granite's MoE layers).
 func isMoE(arch string) bool {
 	return arch == "qwen3moe" || arch == "qwen3vlmoe" || arch == "gpt-oss" || arch == "qwen2moe" || arch == "olmoe" || arch == "granitemoe" ||
-		arch == "glm4moe"
+		arch == "glm4moe" || arch == "ernie4_5-moe"
 }
 
 // hasMoE reports whether c's feed-forward is a mixture of experts.
@@ -87,12 +87,12 @@ func (c *Config) checkMoE() error {
 		return badConfig("%s chooses 1 to %d experts a token, not %d", c.Arch, c.Experts, c.ExpertsUsed)
 	case c.ExpertFFN <= 0:
 		return badConfig("%s needs an expert feed-forward size > 0, not %d", c.Arch, c.ExpertFFN)
-	case c.SharedFFN < 0 || c.SharedFFN > 0 && c.Arch != "qwen2moe" && c.Arch != "granitemoe" && c.Arch != "glm4moe":
-		return badConfig("a shared expert (%d wide) is qwen2moe's, granitemoe's or glm4moe's, never negative", c.SharedFFN)
+	case c.SharedFFN < 0 || c.SharedFFN > 0 && c.Arch != "qwen2moe" && c.Arch != "granitemoe" && c.Arch != "glm4moe" && c.Arch != "ernie4_5-moe":
+		return badConfig("a shared expert (%d wide) is qwen2moe's, granitemoe's, glm4moe's or ernie4_5-moe's, never negative", c.SharedFFN)
 	case c.Arch == "glm4moe" && c.SharedFFN%c.ExpertFFN != 0:
 		return badConfig("glm4moe's shared experts are a whole number of experts (%d wide), not %d", c.ExpertFFN, c.SharedFFN)
-	case c.DenseLead < 0 || c.DenseLead > 0 && c.Arch != "glm4moe" || c.DenseLead > c.Layers:
-		return badConfig("%d leading dense layers: glm4moe's, at most its %d layers", c.DenseLead, c.Layers)
+	case c.DenseLead < 0 || c.DenseLead > 0 && c.Arch != "glm4moe" && c.Arch != "ernie4_5-moe" || c.DenseLead > c.Layers:
+		return badConfig("%d leading dense layers: glm4moe's or ernie4_5-moe's, at most its %d layers", c.DenseLead, c.Layers)
 	case c.ExpertScale < 0 || c.ExpertScale > 0 && c.Arch != "glm4moe":
 		return badConfig("an expert weight scale of %v is glm4moe's, never negative", c.ExpertScale)
 	case c.Arch == "qwen2moe" && c.SharedFFN == 0:
@@ -130,6 +130,16 @@ func glm4moeTiny(c *Config) {
 	c.DenseLead, c.ExpertScale, c.RopeDims = 1, 2.5, c.HeadDim/2
 }
 
+// ERNIE 4.5's MoE models (ernie4_5-moe): ERNIE 4.5's dense layer (Q/K/V
+// biases, an output-projection bias llama.cpp does not apply, with
+// Config.Biases), a dense first layer, then experts weighted by softmax,
+// chosen with a selection bias (exp_probs_b) and renormalized, beside a
+// shared expert. ernieMoETiny: three layers, the first dense; 8 experts
+// of 256, two chosen; a shared expert of 512.
+func ernieMoETiny(c *Config) {
+	c.Layers, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN, c.DenseLead = 3, 8, 2, 256, 512, 1
+}
+
 // glm4moeMetadata writes GLM-4.5's keys as llama.cpp's converter does.
 func glm4moeMetadata(c Config, set func(string, any)) {
 	a := c.Arch + "."
@@ -152,8 +162,11 @@ func (m *Model) moeTensors(p string, add func(name string, typ addType, mean, st
 	add(p+"ffn_gate_exps.weight", addWeight, 0, invSqrt(c.Embd), c.Embd, c.ExpertFFN, c.Experts)
 	add(p+"ffn_down_exps.weight", addWeight, 0, invSqrt(c.ExpertFFN)/2, c.ExpertFFN, c.Embd, c.Experts)
 	add(p+"ffn_up_exps.weight", addWeight, 0, invSqrt(c.Embd), c.Embd, c.ExpertFFN, c.Experts)
-	if c.Arch == "glm4moe" { // the choice's bias: about the sigmoids' own spread
+	switch c.Arch { // the choice's bias: about the gated values' own spread
+	case "glm4moe":
 		add(p+"exp_probs_b.bias", addF32, 0, 0.2, c.Experts)
+	case "ernie4_5-moe":
+		add(p+"exp_probs_b.bias", addF32, 0, 0.05, c.Experts)
 	}
 	if c.SharedFFN == 0 {
 		return

@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense", "glm4moe"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense", "glm4moe", "ernie4_5-moe"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -154,15 +154,16 @@ var tinyFamilies = map[string]func(*Config){
 	"gemma3":          gemma3Tiny,
 	"gemma-embedding": gemmaEmbeddingTiny,
 	// Four layers, so that the fourth attends without rope.
-	"smollm3":    func(c *Config) { c.Layers = 4 },
-	"phi3":       phi3Tiny,
-	"granite":    graniteTiny,
-	"qwen3moe":   qwen3moeTiny,
-	"gpt-oss":    gptossTiny,
-	"qwen2moe":   qwen2moeTiny,
-	"qwen3vlmoe": qwen3moeTiny,
-	"olmoe":      olmoeTiny,
-	"glm4moe":    glm4moeTiny,
+	"smollm3":      func(c *Config) { c.Layers = 4 },
+	"phi3":         phi3Tiny,
+	"granite":      graniteTiny,
+	"qwen3moe":     qwen3moeTiny,
+	"gpt-oss":      gptossTiny,
+	"qwen2moe":     qwen2moeTiny,
+	"qwen3vlmoe":   qwen3moeTiny,
+	"olmoe":        olmoeTiny,
+	"glm4moe":      glm4moeTiny,
+	"ernie4_5-moe": ernieMoETiny,
 
 	"granitemoe": granitemoeTiny,
 	"starcoder2": starcoder2Tiny,
@@ -289,8 +290,9 @@ func (c Config) withDefaults() (Config, error) {
 	if !slices.Contains(Archs, c.Arch) {
 		return bad("unknown architecture %q (known: %v)", c.Arch, Archs)
 	}
-	if c.Biases && c.Arch != "llama" && c.Arch != "exaone" && c.Arch != "internlm2" && c.Arch != "ernie4_5" || c.Biases && c.hasMoE() {
-		return bad("biases on every projection (--biases) are dense llama's, exaone's, internlm2's and ernie4_5's, not %s's", c.Arch)
+	if c.Biases && c.Arch != "llama" && c.Arch != "exaone" && c.Arch != "internlm2" && c.Arch != "ernie4_5" && c.Arch != "ernie4_5-moe" ||
+		c.Biases && c.hasMoE() && c.Arch != "ernie4_5-moe" {
+		return bad("biases on every projection (--biases) are dense llama's, exaone's, internlm2's and ernie4_5's (and on ernie4_5-moe's attention), not %s's", c.Arch)
 	}
 	if c.AttnTemp < 0 || c.AttnTemp != 0 && c.Arch != "mistral3" {
 		return bad("an attention temperature of %v on %s: it is mistral3's, and not negative", c.AttnTemp, c.Arch)
@@ -438,6 +440,9 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			set(a+"attention.sliding_window", uint32(c.Window))
 		case "glm4moe":
 			glm4moeMetadata(c, set)
+		case "ernie4_5-moe":
+			set(a+"interleave_moe_layer_step", uint32(1))
+			set(a+"leading_dense_block_count", uint32(c.DenseLead))
 		case "hunyuan-dense":
 			if c.RopeAlpha != 0 {
 				set(a+"rope.scaling.alpha", c.RopeAlpha)

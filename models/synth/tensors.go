@@ -145,7 +145,7 @@ func (m *Model) planTensors() {
 			weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
 		}
 		weight(p+"ffn_down.weight", c.FFN, c.Embd, resid*invSqrt(c.FFN)/2) // [ffn, embd]
-		if c.Biases && c.Arch != "ernie4_5" {                              // ernie4_5's loader takes none there
+		if c.Biases && c.Arch != "ernie4_5" && c.Arch != "ernie4_5-moe" {  // ernie4_5's loader takes none there
 			bias(p+"ffn_gate.bias", c.FFN)
 			bias(p+"ffn_up.bias", c.FFN)
 			bias(p+"ffn_down.bias", c.Embd)

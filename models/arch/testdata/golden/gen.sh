@@ -117,6 +117,9 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #   glm4moe-mtp: glm4moe with a multi-token-prediction layer after the others, as GLM-4.5's files
 #               have one (block_count 4, nextn_predict_layers 1), which neither engine runs
 #   glm4moe-qknorm: glm4moe with Q and K normed per head, as GLM-4.5's and GLM-4.6's files have them
+#   ernie4_5-moe: ERNIE 4.5's MoE: its dense layer's attention (Q/K/V biases, an output bias not
+#               applied), a dense first layer, then 8 experts (2 chosen) by softmax plus a selection
+#               bias, renormalized, beside a shared expert of 512; tied
 # A family may add llamaref run flags after a second |.
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 # Families with their own list of types (default: types). The prompt seed's
@@ -169,6 +172,7 @@ families=(
 	"glm4moe|--arch glm4moe --preset tiny --seed 38 --n-head-kv 2"
 	"glm4moe-mtp|--arch glm4moe --preset tiny --seed 39 --n-head-kv 2 --n-nextn 1"
 	"glm4moe-qknorm|--arch glm4moe --preset tiny --seed 40 --n-head-kv 2 --qk-norm"
+	"ernie4_5-moe|--arch ernie4_5-moe --preset tiny --seed 41 --biases --tie-embeddings"
 )
 
 want=("$@")
