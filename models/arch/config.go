@@ -168,6 +168,7 @@ var architectures = map[string]architecture{
 	"seed_oss":      {neox: true, newBlock: newSeedOSSBlock},
 	"ernie4_5":      {neox: false, newBlock: newErnieBlock},
 	"hunyuan-dense": {neox: true, config: readHunyuan, newBlock: newHunyuanBlock},
+	"hunyuan-moe":   {neox: true, config: readHunyuanMoE, newBlock: newHunyuanBlock},
 	"command-r":     {neox: false, config: readCommandR, newBlock: newCommandRBlock, layerNorm: true},
 	"cohere2":       {neox: false, config: readCohere2, newBlock: newCommandRBlock, layerNorm: true},
 	"phi2":          {neox: true, newBlock: newPhi2Block, layerNorm: true, outputBias: true},

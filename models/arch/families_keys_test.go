@@ -132,3 +132,23 @@ func TestErnieMoEKeys(t *testing.T) {
 	refused(t, cfg, func(w *gguf.Writer) { w.Set("ernie4_5-moe.interleave_moe_layer_step", uint32(2)) }, "interleave_moe_layer_step is 2")
 	refused(t, cfg, func(w *gguf.Writer) { w.Set("ernie4_5-moe.leading_dense_block_count", uint32(9)) }, "leading_dense_block_count = 9")
 }
+
+// Hunyuan-A13B's shared expert is as wide as
+// expert_shared_feed_forward_length says, feed_forward_length without
+// the key; a width of 0 is refused.
+func TestHunyuanMoEKeys(t *testing.T) {
+	cfg, err := synth.ArchPreset("hunyuan-moe", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.FFN, cfg.SharedFFN = 256, 512
+	if m := loadEdited(t, cfg, func(w *gguf.Writer) {}); m.SharedFFN != 512 || m.ExpertFFN != 256 {
+		t.Errorf("shared %d, experts %d wide; want 512 and 256", m.SharedFFN, m.ExpertFFN)
+	}
+	cfg.SharedFFN = 256
+	m := loadEdited(t, cfg, func(w *gguf.Writer) { w.Delete("hunyuan-moe.expert_shared_feed_forward_length") })
+	if m.SharedFFN != 256 {
+		t.Errorf("without the key: shared %d wide, want feed_forward_length's 256", m.SharedFFN)
+	}
+	refused(t, cfg, func(w *gguf.Writer) { w.Set("hunyuan-moe.expert_shared_feed_forward_length", uint32(0)) }, "expert_shared_feed_forward_length = 0")
+}

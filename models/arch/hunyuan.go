@@ -13,19 +13,39 @@ import (
 // their rope (qwen3 norms before it), biases on Q, K, V and the output
 // projection where a file has them, and the rope base raised by the NTK
 // alpha (rope.scaling.alpha: base·alpha^(d/(d-2)), d the head size).
+//
+// hunyuan-moe (Hunyuan-A13B) has the same attention, without the output
+// projection's bias and without the alpha (llama.cpp reads neither for
+// it), and a feed-forward of experts feed_forward_length wide, softmax
+// weights renormalized, beside an ungated shared expert
+// (expert_shared_feed_forward_length, feed_forward_length when absent).
 type hunyuanBlock struct {
 	llamaBiased
 	qNorm, kNorm gpu.Tensor // [1, HeadDim]
+	moe          *moeFFN    // hunyuan-moe's; nil: the dense feed-forward
 }
 
 func newHunyuanBlock(ld *loader, c *Config, i int) block {
 	p := fmt.Sprintf("blk.%d.", i)
 	n := func(name string) gpu.Tensor { return ld.weight(p+name+".weight", 1, c.HeadDim) }
-	return &hunyuanBlock{
-		llamaBiased: llamaBiased{llamaBlock: loadLlamaLayer(ld, c, i, "ffn_norm"),
-			qkvBias: loadQKVBias(c, p, ld.optional), bo: ld.optional(p+"attn_output.bias", 1, c.Dim)},
-		qNorm: n("attn_q_norm"), kNorm: n("attn_k_norm"),
+	l := &hunyuanBlock{qNorm: n("attn_q_norm"), kNorm: n("attn_k_norm")}
+	l.qkvBias = loadQKVBias(c, p, ld.optional)
+	if c.Experts == 0 {
+		l.llamaBlock = loadLlamaLayer(ld, c, i, "ffn_norm")
+		l.bo = ld.optional(p+"attn_output.bias", 1, c.Dim)
+		return l
 	}
+	w := func(name string, rows, cols int) gpu.Tensor { return ld.weight(p+name+".weight", rows, cols) }
+	l.llamaBlock = &llamaBlock{
+		attnNorm: w("attn_norm", 1, c.Dim),
+		wq:       w("attn_q", c.QDim(), c.Dim), wk: w("attn_k", c.KVDim(), c.Dim), wv: w("attn_v", c.KVDim(), c.Dim),
+		wo:      w("attn_output", c.Dim, c.QDim()),
+		ffnNorm: w("ffn_norm", 1, c.Dim),
+	}
+	f := newMoEFFN(ld, c, i)
+	f.shared = loadShared(ld, c, i, false)
+	l.moe = &f
+	return l
 }
 
 // forward turns Q and K first and norms them after, so attention takes
@@ -42,7 +62,30 @@ func (l *hunyuanBlock) forward(m *Model, s *step) {
 	m.attention(s, nil, gpu.AttnOpts{Scale: m.attnScale()}, l.wo)
 	m.addBias(s.xb, l.bo)
 	be.Add(s.x, s.x, s.xb)
+	if l.moe != nil {
+		l.moe.forward(m, s, l.ffnNorm)
+		return
+	}
 	m.ffn(s, l.ffnNorm, l.gate, l.up, l.down)
+}
+
+// readHunyuanMoE reads Hunyuan-A13B's experts (feed_forward_length wide,
+// renormalized, times expert_weights_scale where the file has it) and its
+// shared expert's width.
+func readHunyuanMoE(f *gguf.File, p string, c *Config) error {
+	if err := readFFNExperts(f, p, c); err != nil {
+		return err
+	}
+	c.SharedFFN = c.FFN
+	if v, ok := f.Int(p + "expert_shared_feed_forward_length"); ok {
+		if v <= 0 || v > 1<<24 {
+			return fmt.Errorf("%sexpert_shared_feed_forward_length = %d is out of range", p, v)
+		}
+		c.SharedFFN = int(v)
+	}
+	scale, err := hyper(f, p+"expert_weights_scale", 0, "a number of 0 or more", func(v float64) bool { return v >= 0 })
+	c.ExpertWeightsScale = float32(scale)
+	return err
 }
 
 // readHunyuan raises the rope base by rope.scaling.alpha, in float32 as

@@ -42,7 +42,7 @@ var qwen3moeMini = Config{Arch: "qwen3moe", Embd: 1024, Layers: 24, Heads: 16, H
 // (Mixtral; Granite's MoE layers).
 func isMoE(arch string) bool {
 	return arch == "qwen3moe" || arch == "qwen3vlmoe" || arch == "gpt-oss" || arch == "qwen2moe" || arch == "olmoe" || arch == "granitemoe" ||
-		arch == "glm4moe" || arch == "ernie4_5-moe"
+		arch == "glm4moe" || arch == "ernie4_5-moe" || arch == "hunyuan-moe"
 }
 
 // hasMoE reports whether c's feed-forward is a mixture of experts.
@@ -54,7 +54,7 @@ func (c Config) hasMoE() bool {
 // feed_forward_length (llama, olmoe, granite and granitemoe), not by
 // expert_feed_forward_length (qwen3moe, qwen2moe, gpt-oss).
 func ffnWideExperts(arch string) bool {
-	return arch == "llama" || arch == "olmoe" || arch == "granite" || arch == "granitemoe"
+	return arch == "llama" || arch == "olmoe" || arch == "granite" || arch == "granitemoe" || arch == "hunyuan-moe"
 }
 
 // checkMoE refuses expert settings on a dense architecture and an expert
@@ -87,14 +87,16 @@ func (c *Config) checkMoE() error {
 		return badConfig("%s chooses 1 to %d experts a token, not %d", c.Arch, c.Experts, c.ExpertsUsed)
 	case c.ExpertFFN <= 0:
 		return badConfig("%s needs an expert feed-forward size > 0, not %d", c.Arch, c.ExpertFFN)
-	case c.SharedFFN < 0 || c.SharedFFN > 0 && c.Arch != "qwen2moe" && c.Arch != "granitemoe" && c.Arch != "glm4moe" && c.Arch != "ernie4_5-moe":
-		return badConfig("a shared expert (%d wide) is qwen2moe's, granitemoe's, glm4moe's or ernie4_5-moe's, never negative", c.SharedFFN)
+	case c.SharedFFN < 0 || c.SharedFFN > 0 && c.Arch != "qwen2moe" && c.Arch != "granitemoe" && c.Arch != "glm4moe" && c.Arch != "ernie4_5-moe" && c.Arch != "hunyuan-moe":
+		return badConfig("a shared expert (%d wide) is qwen2moe's, granitemoe's, glm4moe's, ernie4_5-moe's or hunyuan-moe's, never negative", c.SharedFFN)
 	case c.Arch == "glm4moe" && c.SharedFFN%c.ExpertFFN != 0:
 		return badConfig("glm4moe's shared experts are a whole number of experts (%d wide), not %d", c.ExpertFFN, c.SharedFFN)
 	case c.DenseLead < 0 || c.DenseLead > 0 && c.Arch != "glm4moe" && c.Arch != "ernie4_5-moe" || c.DenseLead > c.Layers:
 		return badConfig("%d leading dense layers: glm4moe's or ernie4_5-moe's, at most its %d layers", c.DenseLead, c.Layers)
 	case c.ExpertScale < 0 || c.ExpertScale > 0 && c.Arch != "glm4moe":
 		return badConfig("an expert weight scale of %v is glm4moe's, never negative", c.ExpertScale)
+	case c.Arch == "hunyuan-moe" && c.SharedFFN == 0:
+		return badConfig("hunyuan-moe needs a shared expert's feed-forward size > 0")
 	case c.Arch == "qwen2moe" && c.SharedFFN == 0:
 		return badConfig("qwen2moe needs a shared expert's feed-forward size > 0")
 	case c.Arch == "olmoe" && c.Heads != c.HeadsKV:
@@ -110,7 +112,7 @@ func moeMetadata(c Config, set func(string, any)) {
 	a := c.Arch + "."
 	set(a+"expert_count", uint32(c.Experts))
 	set(a+"expert_used_count", uint32(c.ExpertsUsed))
-	if !ffnWideExperts(c.Arch) {
+	if !ffnWideExperts(c.Arch) || c.Arch == "hunyuan-moe" { // llama.cpp requires hunyuan-moe's, and sizes its experts by n_ff
 		set(a+"expert_feed_forward_length", uint32(c.ExpertFFN))
 	}
 	if c.SharedFFN > 0 && c.Arch != "glm4moe" {
@@ -139,6 +141,13 @@ func glm4moeTiny(c *Config) {
 func ernieMoETiny(c *Config) {
 	c.Layers, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN, c.DenseLead = 3, 8, 2, 256, 512, 1
 }
+
+// Hunyuan-A13B (hunyuan-moe): hunyuan-dense's attention (Q and K normed
+// per head after rope) without its alpha, experts of feed_forward_length
+// by softmax, renormalized, beside a shared expert.
+// hunyuanMoETiny: three layers, 8 experts, two chosen, a shared expert of
+// 512.
+func hunyuanMoETiny(c *Config) { c.Layers, c.Experts, c.ExpertsUsed, c.SharedFFN = 3, 8, 2, 512 }
 
 // glm4moeMetadata writes GLM-4.5's keys as llama.cpp's converter does.
 func glm4moeMetadata(c Config, set func(string, any)) {

@@ -120,6 +120,8 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #   ernie4_5-moe: ERNIE 4.5's MoE: its dense layer's attention (Q/K/V biases, an output bias not
 #               applied), a dense first layer, then 8 experts (2 chosen) by softmax plus a selection
 #               bias, renormalized, beside a shared expert of 512; tied
+#   hunyuan-moe: Hunyuan-A13B: hunyuan-dense's attention without the alpha, 8 experts of n_ff (2
+#               chosen) by softmax, renormalized, beside a shared expert of 512
 # A family may add llamaref run flags after a second |.
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 # Families with their own list of types (default: types). The prompt seed's
@@ -173,6 +175,7 @@ families=(
 	"glm4moe-mtp|--arch glm4moe --preset tiny --seed 39 --n-head-kv 2 --n-nextn 1"
 	"glm4moe-qknorm|--arch glm4moe --preset tiny --seed 40 --n-head-kv 2 --qk-norm"
 	"ernie4_5-moe|--arch ernie4_5-moe --preset tiny --seed 41 --biases --tie-embeddings"
+	"hunyuan-moe|--arch hunyuan-moe --preset tiny --seed 42 --n-head-kv 2"
 )
 
 want=("$@")
