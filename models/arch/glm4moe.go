@@ -55,13 +55,7 @@ func newDenseLeadBlock(ld *loader, c *Config, i int, ffnNorm string, loadBias fu
 		l.llamaBlock = loadLlamaLayer(ld, c, i, ffnNorm)
 		return l
 	}
-	w := func(name string, rows, cols int) gpu.Tensor { return ld.weight(p+name+".weight", rows, cols) }
-	l.llamaBlock = &llamaBlock{
-		attnNorm: w("attn_norm", 1, c.Dim),
-		wq:       w("attn_q", c.QDim(), c.Dim), wk: w("attn_k", c.KVDim(), c.Dim), wv: w("attn_v", c.KVDim(), c.Dim),
-		wo:      w("attn_output", c.Dim, c.QDim()),
-		ffnNorm: w(ffnNorm, 1, c.Dim),
-	}
+	l.llamaBlock = loadLlamaAttention(ld, c, i, ffnNorm)
 	f := newMoEFFN(ld, c, i)
 	f.probsB = loadBias(p+"exp_probs_b.bias", 1, c.Experts)
 	if c.SharedFFN > 0 {
@@ -130,12 +124,9 @@ func readGlm4moe(f *gguf.File, p string, c *Config) error {
 		}
 		c.ExpertWeightsNorm = b
 	}
-	scale, err := hyper(f, p+"expert_weights_scale", 0, "a number of 0 or more (GLM-4.5's is 2.5, Air's 1)",
-		func(v float64) bool { return v >= 0 })
-	if err != nil {
+	if err := readExpertScale(f, p, c); err != nil {
 		return err
 	}
-	c.ExpertWeightsScale = float32(scale)
 	c.Gating = GatingSigmoid
 	switch g, _ := f.Int(p + "expert_gating_func"); g {
 	case 0, 2:
@@ -172,7 +163,13 @@ func readErnieMoE(f *gguf.File, p string, c *Config) error {
 		}
 		*k.dst = int(v)
 	}
-	scale, err := hyper(f, p+"expert_weights_scale", 0, "a number of 0 or more", func(v float64) bool { return v >= 0 })
+	return readExpertScale(f, p, c)
+}
+
+// readExpertScale reads expert_weights_scale, the factor on the chosen
+// experts' weights (absent: none).
+func readExpertScale(f *gguf.File, p string, c *Config) error {
+	scale, err := hyper(f, p+"expert_weights_scale", 0, "a number of 0 or more (GLM-4.5's is 2.5)", func(v float64) bool { return v >= 0 })
 	c.ExpertWeightsScale = float32(scale)
 	return err
 }

@@ -35,13 +35,7 @@ func newHunyuanBlock(ld *loader, c *Config, i int) block {
 		l.bo = ld.optional(p+"attn_output.bias", 1, c.Dim)
 		return l
 	}
-	w := func(name string, rows, cols int) gpu.Tensor { return ld.weight(p+name+".weight", rows, cols) }
-	l.llamaBlock = &llamaBlock{
-		attnNorm: w("attn_norm", 1, c.Dim),
-		wq:       w("attn_q", c.QDim(), c.Dim), wk: w("attn_k", c.KVDim(), c.Dim), wv: w("attn_v", c.KVDim(), c.Dim),
-		wo:      w("attn_output", c.Dim, c.QDim()),
-		ffnNorm: w("ffn_norm", 1, c.Dim),
-	}
+	l.llamaBlock = loadLlamaAttention(ld, c, i, "ffn_norm")
 	f := newMoEFFN(ld, c, i)
 	f.shared = loadShared(ld, c, i, false)
 	l.moe = &f
@@ -76,16 +70,10 @@ func readHunyuanMoE(f *gguf.File, p string, c *Config) error {
 	if err := readFFNExperts(f, p, c); err != nil {
 		return err
 	}
-	c.SharedFFN = c.FFN
-	if v, ok := f.Int(p + "expert_shared_feed_forward_length"); ok {
-		if v <= 0 || v > 1<<24 {
-			return fmt.Errorf("%sexpert_shared_feed_forward_length = %d is out of range", p, v)
-		}
-		c.SharedFFN = int(v)
+	if err := readSharedFFN(f, p, c); err != nil {
+		return err
 	}
-	scale, err := hyper(f, p+"expert_weights_scale", 0, "a number of 0 or more", func(v float64) bool { return v >= 0 })
-	c.ExpertWeightsScale = float32(scale)
-	return err
+	return readExpertScale(f, p, c)
 }
 
 // readHunyuan raises the rope base by rope.scaling.alpha, in float32 as

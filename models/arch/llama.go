@@ -26,6 +26,18 @@ func newLlamaBlock(ld *loader, c *Config, i int) block { return loadLlamaLayer(l
 // loadLlamaLayer loads block i of llama's layer, its feed-forward norm
 // named ffnNorm (seed_oss names it post_attention_norm).
 func loadLlamaLayer(ld *loader, c *Config, i int, ffnNorm string) *llamaBlock {
+	l := loadLlamaAttention(ld, c, i, ffnNorm)
+	w := func(name string, rows, cols int) gpu.Tensor {
+		return ld.weight(fmt.Sprintf("blk.%d.%s.weight", i, name), rows, cols)
+	}
+	l.gate, l.up, l.down = w("ffn_gate", c.FFN, c.Dim), w("ffn_up", c.FFN, c.Dim), w("ffn_down", c.Dim, c.FFN)
+	return l
+}
+
+// loadLlamaAttention loads block i of llama's layer without its
+// feed-forward (gate, up and down nil): a layer whose feed-forward is
+// experts (moeFFN) around llama's attention.
+func loadLlamaAttention(ld *loader, c *Config, i int, ffnNorm string) *llamaBlock {
 	w := func(name string, rows, cols int) gpu.Tensor {
 		return ld.weight(fmt.Sprintf("blk.%d.%s.weight", i, name), rows, cols)
 	}
@@ -36,9 +48,6 @@ func loadLlamaLayer(ld *loader, c *Config, i int, ffnNorm string) *llamaBlock {
 		wv:       w("attn_v", c.KVDim(), c.Dim),
 		wo:       w("attn_output", c.Dim, c.QDim()),
 		ffnNorm:  w(ffnNorm, 1, c.Dim),
-		gate:     w("ffn_gate", c.FFN, c.Dim),
-		up:       w("ffn_up", c.FFN, c.Dim),
-		down:     w("ffn_down", c.Dim, c.FFN),
 	}
 }
 

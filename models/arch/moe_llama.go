@@ -115,6 +115,13 @@ func readQwen2moe(f *gguf.File, p string, c *Config) error {
 		return err
 	}
 	c.ExpertWeightsNorm = false
+	return readSharedFFN(f, p, c)
+}
+
+// readSharedFFN reads the shared expert's width,
+// expert_shared_feed_forward_length, feed_forward_length when absent
+// (qwen2moe, hunyuan-moe).
+func readSharedFFN(f *gguf.File, p string, c *Config) error {
 	c.SharedFFN = c.FFN
 	v, ok := f.Int(p + "expert_shared_feed_forward_length")
 	switch {
