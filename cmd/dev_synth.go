@@ -14,13 +14,13 @@ import (
 
 func newSynthCmd() *cobra.Command {
 	var (
-		arch, preset, typeName, vocabPath, out, name, pooling string
-		seed                                                  uint64
-		tie, noTie                                            bool
-		ropeBase, eps, attnTemp                               float32
-		biases, qkNorm                                        bool
-		rope                                                  synth.RopeScaling
-		shape                                                 = map[string]*int{}
+		arch, preset, typeName, vocabPath, out, name, pooling, gating string
+		seed                                                          uint64
+		tie, noTie                                                    bool
+		ropeBase, eps, attnTemp                                       float32
+		biases, qkNorm                                                bool
+		rope                                                          synth.RopeScaling
+		shape                                                         = map[string]*int{}
 	)
 	cmd := &cobra.Command{
 		Use:   "synth -o OUT.gguf",
@@ -63,7 +63,8 @@ func newSynthCmd() *cobra.Command {
 				"n-head": &cfg.Heads, "n-head-kv": &cfg.HeadsKV, "head-dim": &cfg.HeadDim,
 				"n-ff": &cfg.FFN, "ctx": &cfg.Ctx, "vocab-size": &cfg.VocabSize, "window": &cfg.Window,
 				"rope-dims": &cfg.RopeDims, "n-expert": &cfg.Experts, "n-expert-used": &cfg.ExpertsUsed,
-				"n-ff-exp": &cfg.ExpertFFN, "n-ff-shexp": &cfg.SharedFFN, "n-nextn": &cfg.NextN} {
+				"n-ff-exp": &cfg.ExpertFFN, "n-ff-shexp": &cfg.SharedFFN, "n-nextn": &cfg.NextN,
+				"n-lora-q": &cfg.QLora, "n-expert-groups": &cfg.ExpertGroups, "n-group-used": &cfg.GroupsUsed} {
 				if flags.Changed(flag) {
 					*dst = *shape[flag]
 				}
@@ -86,6 +87,9 @@ func newSynthCmd() *cobra.Command {
 			cfg.AttnTemp = attnTemp
 			cfg.Biases = biases
 			cfg.QKNorm = qkNorm
+			if gating != "" {
+				cfg.Gating = gating
+			}
 			return runSynth(cmd, cfg, out)
 		},
 	}
@@ -110,11 +114,15 @@ func newSynthCmd() *cobra.Command {
 		{"n-ff-exp", "an expert's feed-forward size (qwen3moe, qwen2moe, gpt-oss; the others' experts are n-ff wide)"},
 		{"n-ff-shexp", "the shared expert's feed-forward size (qwen2moe, granitemoe, glm4moe: a multiple of n-ff-exp; 0: none)"},
 		{"n-nextn", "multi-token-prediction layers after the others, as GLM-4.5's files have one (glm4moe)"},
+		{"n-lora-q", "the queries' LoRA rank (deepseek2; 0: one attn_q, as DeepSeek-V2-Lite's)"},
+		{"n-expert-groups", "groups of experts of which n-group-used are searched (deepseek2; 0 or 1: none)"},
+		{"n-group-used", "expert groups searched for a token's experts (deepseek2)"},
 	} {
 		shape[s.flag] = f.Int(s.flag, 0, s.usage+" (overrides the preset)")
 	}
 	f.BoolVar(&tie, "tie-embeddings", false, "no output.weight: token_embd is the output matrix")
 	f.BoolVar(&noTie, "no-tie-embeddings", false, "write a separate output.weight")
+	f.StringVar(&gating, "gating", "", "how deepseek2's experts are weighted: softmax (V2's) or sigmoid with a selection bias (V3's, the tiny preset's)")
 	f.BoolVar(&qkNorm, "qk-norm", false, "Q and K normed per head, as GLM-4.5's and GLM-4.6's files have them (glm4moe)")
 	f.BoolVar(&biases, "biases", false, "a bias on Q, K, V, the output projection and the feed-forward (llama, exaone, internlm2)")
 	f.Float32Var(&ropeBase, "rope-base", 0, "RoPE frequency base (overrides the preset)")

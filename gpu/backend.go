@@ -487,3 +487,78 @@ func SumExperts(dst, y []float32, d int, at []int32, weights []float32) {
 		}
 	}
 }
+
+// Rearrangement is a strided copy between two F32 tensors, each seen as
+// its elements in row-major order: for i < Rows, j < Heads and e < Len,
+// dst[Dst.At(i, j) + e] = src[Src.At(i, j) + e]. It moves the columns of
+// heads where 2-D tensors cannot view them: a projection split into its
+// parts, each head's rows gathered for a matmul of its own, parts joined
+// into one head. The runs must not overlap within dst.
+type Rearrangement struct {
+	Rows, Heads, Len int
+	Dst, Src         Layout
+}
+
+// Layout places run (i, j) of a Rearrangement at element Off + i·Row +
+// j·Head.
+type Layout struct{ Off, Row, Head int }
+
+// At is where run (i, j) starts.
+func (l Layout) At(i, j int) int { return l.Off + i*l.Row + j*l.Head }
+
+// Check panics, naming backend, unless every run of r lies within dst
+// and src.
+func (r Rearrangement) Check(backend string, dst, src Tensor) {
+	in := func(l Layout, t Tensor) bool {
+		n := t.Rows() * t.Cols()
+		if r.Rows == 0 || r.Heads == 0 || r.Len == 0 {
+			return true
+		}
+		lo, hi := l.At(0, 0), l.At(0, 0)
+		for _, at := range []int{l.At(r.Rows-1, 0), l.At(0, r.Heads-1), l.At(r.Rows-1, r.Heads-1)} {
+			lo, hi = min(lo, at), max(hi, at)
+		}
+		return lo >= 0 && hi+r.Len <= n
+	}
+	switch {
+	case r.Rows < 0 || r.Heads < 0 || r.Len < 0:
+		panic(fmt.Sprintf("%s: Rearrange: %d × %d runs of %d", backend, r.Rows, r.Heads, r.Len))
+	case dst.Type() != gguf.TypeF32 || src.Type() != gguf.TypeF32:
+		panic(fmt.Sprintf("%s: Rearrange: %v from %v (want F32 activations)", backend, dst, src))
+	case !in(r.Dst, dst) || !in(r.Src, src):
+		panic(fmt.Sprintf("%s: Rearrange: %+v outside dst %v or src %v", backend, r, dst, src))
+	}
+}
+
+// Rearranger is an optional capability: Rearrange as one op of the
+// backend.
+type Rearranger interface {
+	Rearrange(dst, src Tensor, r Rearrangement)
+}
+
+// Rearrange copies r's runs from src to dst through be's Rearranger, or
+// on the host (src and dst downloaded, dst uploaded) when be has none.
+func Rearrange(be Backend, dst, src Tensor, r Rearrangement) {
+	if rr, ok := be.(Rearranger); ok {
+		rr.Rearrange(dst, src, r)
+		return
+	}
+	r.Check(be.Name(), dst, src)
+	s := make([]float32, src.Rows()*src.Cols())
+	d := make([]float32, dst.Rows()*dst.Cols())
+	be.Download(s, src)
+	be.Download(d, dst)
+	r.Apply(d, s)
+	be.Upload(dst, d)
+}
+
+// Apply is r on host slices: the reference every backend's Rearrange
+// matches.
+func (r Rearrangement) Apply(dst, src []float32) {
+	for i := range r.Rows {
+		for j := range r.Heads {
+			d, s := r.Dst.At(i, j), r.Src.At(i, j)
+			copy(dst[d:d+r.Len], src[s:s+r.Len])
+		}
+	}
+}

@@ -189,3 +189,17 @@ func swigluOAIGo(gate, up, y []float32, alpha, limit float32) {
 		y[i] = g / (1 + exp32(alpha*-g)) * (u + 1)
 	}
 }
+
+var _ gpu.Rearranger = (*Backend)(nil)
+
+// Rearrange copies r's runs from src to dst (deepseek2's latent attention
+// splits and joins heads with it), the rows split over the pool.
+func (b *Backend) Rearrange(dst, src gpu.Tensor, r gpu.Rearrangement) {
+	r.Check("cpu", dst, src)
+	d, s := b.act(dst), b.f32(src)
+	b.elementwise(func(lo, hi int) {
+		part := r
+		part.Rows, part.Dst.Off, part.Src.Off = hi-lo, r.Dst.At(lo, 0), r.Src.At(lo, 0)
+		part.Apply(d, s)
+	}, r.Rows, max(1, r.Heads*r.Len/4))
+}

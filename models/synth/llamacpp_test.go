@@ -3,8 +3,10 @@ package synth
 import (
 	"encoding/json"
 	"math"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"folio/internal/fixtures"
@@ -66,6 +68,10 @@ func TestLlamaCppLoads(t *testing.T) {
 		}
 		for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeQ8_0} {
 			t.Run(arch+"/"+typ.String(), func(t *testing.T) {
+				if arch == "deepseek2" && typ != gguf.TypeF32 && hostHasAMX() {
+					t.Skip("llama.cpp's AMX build (libggml-cpu-sapphirerapids) aborts on deepseek2's latent attention with quantized weights " +
+						"(GGML_ASSERT(*cur_backend_id != -1) in ggml-backend.cpp); its other x86 builds run it")
+				}
 				r := llamaRun(t, writeTiny(t, arch, typ, 1, nil), "[1,5,6,7]", 4)
 				if r.Model.Architecture != arch {
 					t.Errorf("llama.cpp sees architecture %q, want %q", r.Model.Architecture, arch)
@@ -159,4 +165,11 @@ func TestQuantizedLogits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hostHasAMX reports whether this machine's CPUs list amx_int8, where
+// llama.cpp loads its AMX build.
+func hostHasAMX() bool {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	return err == nil && strings.Contains(string(b), " amx_int8")
 }

@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense", "glm4moe", "ernie4_5-moe", "hunyuan-moe"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense", "glm4moe", "ernie4_5-moe", "hunyuan-moe", "deepseek2"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -96,6 +96,13 @@ type Config struct {
 	// QKNorm: Q and K normed per head, as GLM-4.5's and GLM-4.6's files
 	// have them and GLM-4.5-Air's do not (glm4moe's alone).
 	QKNorm bool
+	// deepseek2 (deepseek2.go): the queries' LoRA rank (0: attn_q), the
+	// K/V latent's rank, the values' width a head, the experts' groups
+	// (0: none) and how many are searched, and the experts' gating,
+	// "softmax" or "sigmoid" (the latter with a selection bias).
+	QLora, KVLora, VHeadDim  int
+	ExpertGroups, GroupsUsed int
+	Gating                   string
 	// granite's multipliers (0 leaves the key out): token embeddings ×
 	// EmbedScale, attention scores × AttnScale (instead of 1/√head size),
 	// each block's attention and feed-forward outputs × ResidualScale,
@@ -165,6 +172,7 @@ var tinyFamilies = map[string]func(*Config){
 	"glm4moe":      glm4moeTiny,
 	"ernie4_5-moe": ernieMoETiny,
 	"hunyuan-moe":  hunyuanMoETiny,
+	"deepseek2":    deepseek2Tiny,
 
 	"granitemoe": granitemoeTiny,
 	"starcoder2": starcoder2Tiny,
@@ -340,6 +348,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.RopeDims < 0 || c.RopeDims > c.HeadDim || c.RopeDims%2 != 0 {
 		return bad("rope dims %d must be even and at most the head size %d", c.RopeDims, c.HeadDim)
 	}
+	if err := c.checkMLA(); err != nil {
+		return Config{}, err
+	}
 	if c.OrigCtx < 0 || c.OrigCtx > c.Ctx || (c.OrigCtx > 0 && c.Arch != "phi3") {
 		return bad("original context %d: longrope is phi3's, from a context of 1 to ctx %d", c.OrigCtx, c.Ctx)
 	}
@@ -411,7 +422,9 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 	set(a+"feed_forward_length", uint32(c.FFN))
 	set(a+"attention.head_count", uint32(c.Heads))
 	set(a+"attention.head_count_kv", uint32(c.HeadsKV))
-	if c.HeadDim*c.Heads != c.Embd || isGemma(c.Arch) {
+	if c.Arch == "deepseek2" {
+		deepseek2Metadata(c, set)
+	} else if c.HeadDim*c.Heads != c.Embd || isGemma(c.Arch) {
 		set(a+"attention.key_length", uint32(c.HeadDim))
 		set(a+"attention.value_length", uint32(c.HeadDim))
 	}

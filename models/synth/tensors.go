@@ -38,7 +38,7 @@ func (t *tensorSpec) elements() int64 {
 // std about 2. Norm weights are 1 with a little noise.
 func (m *Model) planTensors() {
 	c := m.Config
-	qDim, kvDim := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
+	qDim := c.Heads * c.HeadDim
 	invSqrt := func(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
 	outStd := 2 * invSqrt(c.Embd)
 
@@ -92,33 +92,12 @@ func (m *Model) planTensors() {
 			planLayer(p, c, plan{weight, norm, bias})
 			continue
 		}
-		norm(p+"attn_norm.weight", c.Embd)
-		if c.Arch == "phi3" {
-			weight(p+"attn_qkv.weight", c.Embd, qDim+2*kvDim, invSqrt(c.Embd)) // [embd, q | k | v]
+		if c.Arch == "deepseek2" {
+			deepseek2Attention(p, c, plan{weight, norm, bias}, func(name string, mean, std float32, shape ...int) {
+				add(name, m.weightType(name, shape[0]), mean, std, shape...)
+			})
 		} else {
-			weight(p+"attn_q.weight", c.Embd, qDim, invSqrt(c.Embd)) // [embd, heads*head_dim]
-			weight(p+"attn_k.weight", c.Embd, kvDim, invSqrt(c.Embd))
-			weight(p+"attn_v.weight", c.Embd, kvDim, invSqrt(c.Embd))
-		}
-		if c.Arch == "qwen2" || c.Arch == "qwen2moe" || c.Arch == "qwen2vl" || c.Arch == "glm4moe" || c.Biases {
-			bias(p+"attn_q.bias", qDim)
-			bias(p+"attn_k.bias", kvDim)
-			bias(p+"attn_v.bias", kvDim)
-		}
-		if c.Arch == "qwen3" || c.Arch == "qwen3moe" || c.Arch == "qwen3vl" || c.Arch == "qwen3vlmoe" || c.Arch == "gemma3" || c.Arch == "gemma-embedding" || c.Arch == "hunyuan-dense" || c.Arch == "hunyuan-moe" || c.QKNorm {
-			norm(p+"attn_q_norm.weight", c.HeadDim) // per head, shared by all heads
-			norm(p+"attn_k_norm.weight", c.HeadDim)
-		}
-		if c.Arch == "olmoe" {
-			norm(p+"attn_q_norm.weight", qDim) // over the whole projection
-			norm(p+"attn_k_norm.weight", kvDim)
-		}
-		weight(p+"attn_output.weight", qDim, c.Embd, resid*invSqrt(qDim)/2) // [heads*head_dim, embd]
-		if c.Biases {
-			bias(p+"attn_output.bias", c.Embd)
-		}
-		if isGemma(c.Arch) {
-			norm(p+"post_attention_norm.weight", c.Embd) // of the attention output, before the residual add
+			m.attentionTensors(p, resid, plan{weight, norm, bias})
 		}
 		if c.Arch == "gpt-oss" {
 			norm(p+"post_attention_norm.weight", c.Embd) // gpt-oss's ffn_norm, by its name
@@ -291,4 +270,40 @@ func (m *Model) Row(name string, r int) ([]float32, error) {
 		return dst, nil
 	}
 	return nil, fmt.Errorf("synth: no tensor %s", name)
+}
+
+// attentionTensors plans layer p's attention as llama's and the families
+// like it have it (its norm first; Gemma's post-norm last), resid scaling
+// what it adds to the residual stream.
+func (m *Model) attentionTensors(p string, resid float32, pl plan) {
+	c := m.Config
+	qDim, kvDim := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
+	pl.norm(p+"attn_norm.weight", c.Embd)
+	if c.Arch == "phi3" {
+		pl.weight(p+"attn_qkv.weight", c.Embd, qDim+2*kvDim, invSqrt(c.Embd)) // [embd, q | k | v]
+	} else {
+		pl.weight(p+"attn_q.weight", c.Embd, qDim, invSqrt(c.Embd)) // [embd, heads*head_dim]
+		pl.weight(p+"attn_k.weight", c.Embd, kvDim, invSqrt(c.Embd))
+		pl.weight(p+"attn_v.weight", c.Embd, kvDim, invSqrt(c.Embd))
+	}
+	if c.Arch == "qwen2" || c.Arch == "qwen2moe" || c.Arch == "qwen2vl" || c.Arch == "glm4moe" || c.Biases {
+		pl.bias(p+"attn_q.bias", qDim)
+		pl.bias(p+"attn_k.bias", kvDim)
+		pl.bias(p+"attn_v.bias", kvDim)
+	}
+	if c.Arch == "qwen3" || c.Arch == "qwen3moe" || c.Arch == "qwen3vl" || c.Arch == "qwen3vlmoe" || c.Arch == "gemma3" || c.Arch == "gemma-embedding" || c.Arch == "hunyuan-dense" || c.Arch == "hunyuan-moe" || c.QKNorm {
+		pl.norm(p+"attn_q_norm.weight", c.HeadDim) // per head, shared by all heads
+		pl.norm(p+"attn_k_norm.weight", c.HeadDim)
+	}
+	if c.Arch == "olmoe" {
+		pl.norm(p+"attn_q_norm.weight", qDim) // over the whole projection
+		pl.norm(p+"attn_k_norm.weight", kvDim)
+	}
+	pl.weight(p+"attn_output.weight", qDim, c.Embd, resid*invSqrt(qDim)/2) // [heads*head_dim, embd]
+	if c.Biases {
+		pl.bias(p+"attn_output.bias", c.Embd)
+	}
+	if isGemma(c.Arch) {
+		pl.norm(p+"post_attention_norm.weight", c.Embd) // of the attention output, before the residual add
+	}
 }
