@@ -74,6 +74,17 @@ type Config struct {
 	ExpertWeightsScale              float32
 	SharedFFN                       int
 	DenseLead                       int
+	// ExpertGroups > 1 splits the experts into groups, of which each token
+	// searches the GroupsUsed whose best two experts score highest
+	// (DeepSeek-V3's group-limited routing); 0: no groups.
+	ExpertGroups, GroupsUsed int
+
+	// Multi-head latent attention (deepseek2.go): the cache holds a
+	// latent of KVLora elements and Rope.Dims rotated ones (HeadDim, one
+	// K/V head), the queries' heads are QKHeadDim wide before they are
+	// taken into the latent's space, each head's values VHeadDim after.
+	// QLora > 0: the queries come through a LoRA of that rank.
+	QLora, KVLora, QKHeadDim, VHeadDim int
 }
 
 // Window is layer's sliding window, 0 for full attention.
@@ -181,6 +192,7 @@ var architectures = map[string]architecture{
 	"olmoe":         {neox: true, config: readOlmoe, newBlock: newOlmoeBlock},
 	"glm4moe":       {neox: true, config: readGlm4moe, newBlock: newGlm4moeBlock},
 	"ernie4_5-moe":  {neox: false, config: readErnieMoE, newBlock: newErnieMoEBlock},
+	"deepseek2":     {neox: false, config: readDeepseek2, newBlock: newDeepseek2Block},
 
 	"granitemoe": {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},
 
@@ -253,7 +265,9 @@ func ReadConfig(f *gguf.File) (*Config, error) {
 	if c.Rope.Dims == 0 {
 		c.Rope.Dims = c.HeadDim
 	}
-	if v, ok := f.Int(p + "attention.value_length"); ok && int(v) != c.HeadDim {
+	// deepseek2's values are the latent, the keys' first KVLora elements
+	// (readDeepseek2 checks them).
+	if v, ok := f.Int(p + "attention.value_length"); ok && int(v) != c.HeadDim && c.Arch != "deepseek2" {
 		return nil, fail("value length %d differs from key length %d", v, c.HeadDim)
 	}
 	switch {

@@ -93,6 +93,12 @@ func (l *denseLeadBlock) forward(m *Model, s *step) {
 // which block_count counts and folio does not run. M-RoPE sections, where
 // a file has them, turn a text position's pairs as the split halves do.
 func readGlm4moe(f *gguf.File, p string, c *Config) error {
+	return readLeadMoE(f, p, c, GatingSigmoid)
+}
+
+// readLeadMoE is readGlm4moe with gating the experts' weighting when
+// expert_gating_func is absent or 0 (deepseek2's is softmax).
+func readLeadMoE(f *gguf.File, p string, c *Config, gating Gating) error {
 	if err := readMoE(f, p, c); err != nil {
 		return err
 	}
@@ -127,13 +133,15 @@ func readGlm4moe(f *gguf.File, p string, c *Config) error {
 	if err := readExpertScale(f, p, c); err != nil {
 		return err
 	}
-	c.Gating = GatingSigmoid
+	c.Gating = gating
 	switch g, _ := f.Int(p + "expert_gating_func"); g {
-	case 0, 2:
+	case 0:
 	case 1:
 		c.Gating = GatingSoftmax
+	case 2:
+		c.Gating = GatingSigmoid
 	default:
-		return fmt.Errorf("%sexpert_gating_func = %d: glm4moe's experts are weighted by sigmoid (2) or softmax (1)", p, g)
+		return fmt.Errorf("%sexpert_gating_func = %d: %s's experts are weighted by sigmoid (2) or softmax (1)", p, g, c.Arch)
 	}
 	return nil
 }

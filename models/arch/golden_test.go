@@ -123,6 +123,8 @@ func synthConfig(flags map[string]any) (synth.Config, error) {
 			cfg.RopeBase = float32(f)
 		case "rope-scaling":
 			cfg.Rope.Type = v.(string)
+		case "gating":
+			cfg.Gating = v.(string)
 		case "rope-factor", "rope-attn-factor", "yarn-beta-fast", "yarn-beta-slow", "yarn-log-mul", "attn-temp-scale":
 			f, _ := num(k)
 			*map[string]*float32{"rope-factor": &cfg.Rope.Factor, "rope-attn-factor": &cfg.Rope.AttnFactor,
@@ -132,7 +134,8 @@ func synthConfig(flags map[string]any) (synth.Config, error) {
 			dst := map[string]*int{"n-embd": &cfg.Embd, "n-layer": &cfg.Layers, "n-head": &cfg.Heads,
 				"n-head-kv": &cfg.HeadsKV, "head-dim": &cfg.HeadDim, "n-ff": &cfg.FFN, "vocab-size": &cfg.VocabSize,
 				"ctx": &cfg.Ctx, "rope-orig-ctx": &cfg.Rope.OrigCtx, "window": &cfg.Window,
-				"n-expert": &cfg.Experts, "n-expert-used": &cfg.ExpertsUsed, "n-ff-exp": &cfg.ExpertFFN, "n-ff-shexp": &cfg.SharedFFN, "n-nextn": &cfg.NextN}[k]
+				"n-expert": &cfg.Experts, "n-expert-used": &cfg.ExpertsUsed, "n-ff-exp": &cfg.ExpertFFN, "n-ff-shexp": &cfg.SharedFFN, "n-nextn": &cfg.NextN,
+				"n-lora-q": &cfg.QLora, "n-expert-groups": &cfg.ExpertGroups, "n-group-used": &cfg.GroupsUsed}[k]
 			f, ok := num(k)
 			switch {
 			case k == "seed" && ok:

@@ -25,6 +25,7 @@ type Model struct {
 	dense    *dense      // projections of the pooled embedding (gemma-embedding); nil when none
 	blocks   []block     // one per layer
 	moe      *moeScratch // the experts' activations; nil for a dense model
+	mla      *mlaScratch // latent attention's (deepseek2); nil for the others
 	temper   temperScratch
 
 	maxRows, maxOut int
@@ -162,6 +163,10 @@ func (m *Model) allocScratch() error {
 	if c.Experts > 0 {
 		m.allocMoE(alloc)
 	}
+	if c.KVLora > 0 {
+		m.allocMLA(alloc)
+		m.setMLARope()
+	}
 	m.pos, m.slots = make([]int32, r), [][]int32{make([]int32, r)}
 	return err
 }
@@ -172,7 +177,8 @@ func ScratchBytes(cfg *Config, opt Options) int64 {
 		opt.MaxOut = 1
 	}
 	perRow := 2*cfg.Dim + 2*cfg.QDim() + 2*cfg.KVDim() + 2*cfg.FFN
-	return 4*(int64(opt.MaxRows)*int64(perRow)+int64(opt.MaxOut)*int64(cfg.Dim+cfg.Vocab)) + moeScratchBytes(cfg, opt.MaxRows)
+	return 4*(int64(opt.MaxRows)*int64(perRow)+int64(opt.MaxOut)*int64(cfg.Dim+cfg.Vocab)) + moeScratchBytes(cfg, opt.MaxRows) +
+		mlaScratchBytes(cfg, opt.MaxRows)
 }
 
 // KVSpec is the K/V pool of blocks blocks of blockSize tokens for m.

@@ -49,6 +49,9 @@ type routing struct {
 	norm   bool
 	scale  float32
 	bias   []float32
+	// groups > 1: the choice is among the experts of the used groups
+	// whose two best biased values sum highest (Config.ExpertGroups).
+	groups, used int
 }
 
 // readMoE reads the expert keys of a mixture-of-experts family: expert_count,
@@ -211,7 +214,8 @@ func (f *moeFFN) forward(m *Model, s *step, norm gpu.Tensor) {
 		f.probsBHost = make([]float32, c.Experts)
 		be.Download(f.probsBHost, f.probsB)
 	}
-	how := routing{gating: c.Gating, norm: c.ExpertWeightsNorm, scale: c.ExpertWeightsScale, bias: f.probsBHost}
+	how := routing{gating: c.Gating, norm: c.ExpertWeightsNorm, scale: c.ExpertWeightsScale, bias: f.probsBHost,
+		groups: c.ExpertGroups, used: c.GroupsUsed}
 	for r := range n {
 		at := r * k
 		route(ms.hostLogits[r*c.Experts:(r+1)*c.Experts], how, ms.chosen[at:at+k], ms.weights[at:at+k], ms.probs, ms.scratch)
@@ -361,6 +365,9 @@ func route(logits []float32, how routing, chosen []int32, weights, probs, scratc
 			scratch[e] += b
 		}
 	}
+	if how.groups > 1 {
+		maskGroups(scratch, how.groups, how.used)
+	}
 	for j := range chosen {
 		best := -1
 		for e, v := range scratch {
@@ -387,6 +394,45 @@ func route(logits []float32, how routing, chosen []int32, weights, probs, scratc
 	if how.scale != 0 && how.scale != 1 {
 		for j := range weights {
 			weights[j] *= how.scale
+		}
+	}
+}
+
+// maskGroups leaves the values of the used groups of sel (groups equal
+// runs of experts) whose two largest values sum highest, the first group
+// among equals, and sets the others' to -Inf: llama.cpp's group-limited
+// routing (argsort_top_k of 2 in each group, their sum, argsort_top_k of
+// the sums).
+func maskGroups(sel []float32, groups, used int) {
+	per := len(sel) / groups
+	var best [2]float32
+	score := make([]float32, groups) // a few dozen at most
+	for g := range groups {
+		best[0], best[1] = float32(math.Inf(-1)), float32(math.Inf(-1))
+		for _, v := range sel[g*per : (g+1)*per] {
+			if v > best[0] {
+				best[0], best[1] = v, best[0]
+			} else if v > best[1] {
+				best[1] = v
+			}
+		}
+		score[g] = best[0] + best[1]
+	}
+	keep := make([]bool, groups)
+	for range used {
+		top := -1
+		for g, v := range score {
+			if !keep[g] && (top < 0 || v > score[top]) {
+				top = g
+			}
+		}
+		keep[top] = true
+	}
+	for g := range groups {
+		if !keep[g] {
+			for e := g * per; e < (g+1)*per; e++ {
+				sel[e] = float32(math.Inf(-1))
+			}
 		}
 	}
 }

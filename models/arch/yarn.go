@@ -10,7 +10,7 @@ import (
 // yarnKeyArchs read YaRN's ramp parameters from the file
 // (rope.scaling.yarn_beta_fast and _slow, yarn_log_multiplier); the others
 // take llama.cpp's defaults, whatever the file says.
-var yarnKeyArchs = map[string]bool{"mistral3": true}
+var yarnKeyArchs = map[string]bool{"mistral3": true, "deepseek2": true}
 
 // yarnRope sets r for YaRN scaling by factor, as llama.cpp computes it
 // (llama_context's yarn_attn_factor, ggml's rope_yarn and
@@ -71,7 +71,15 @@ func yarnRope(f *gguf.File, c *Config, factor float64, attn float32, freqs []flo
 		mix := yarnRamp(low, high, i)
 		r.Factors[i] = ff / (freqScale*(1-mix) + mix)
 	}
-	r.MScale = yarnMScale(freqScale, float32(logMul)) * attn
+	lm, num := float32(logMul), float32(1)
+	if c.Arch == "deepseek2" && lm != 0 {
+		// llama.cpp divides DeepSeek's by the 0.1 its converter multiplied
+		// in, and takes it for mscale too, so that mscale over the log
+		// multiplier's is 1 (its TAG_DEEPSEEK2_YARN_LOG_MUL_FIX).
+		lm /= 0.1
+		num = lm
+	}
+	r.MScale = yarnMScale(freqScale, num, lm) * attn
 	return nil
 }
 
@@ -97,7 +105,14 @@ func yarnRamp(low, high float32, pair int) float32 {
 // yarnMScale is the magnitude scale of the rotated values: llama_context's
 // yarn_attn_factor (mscale over the log multiplier's, cancelled by
 // 1/(1+0.1·ln factor)) times what rope_yarn multiplies it by again.
-func yarnMScale(freqScale, logMul float32) float32 {
+func yarnMScale(freqScale, num, logMul float32) float32 {
+	return yarnAttnFactor(freqScale, num, logMul) * (1 + 0.1*logf(1/freqScale))
+}
+
+// yarnAttnFactor is llama_context's yarn_attn_factor before
+// rope.scaling.attn_factor: get_mscale(factor, num) over the log
+// multiplier's (num's alone without one), times 1/(1+0.1·ln factor).
+func yarnAttnFactor(freqScale, num, logMul float32) float32 {
 	factor := 1 / freqScale
 	mscale := func(m float32) float32 {
 		if factor <= 1 {
@@ -105,12 +120,11 @@ func yarnMScale(freqScale, logMul float32) float32 {
 		}
 		return 0.1*m*logf(factor) + 1
 	}
-	attn := mscale(1)
+	attn := mscale(num)
 	if logMul != 0 {
-		attn = mscale(1) / mscale(logMul)
+		attn = mscale(num) / mscale(logMul)
 	}
-	attn *= 1 / (1 + 0.1*logf(factor))
-	return attn * (1 + 0.1*logf(1/freqScale))
+	return attn * (1 / (1 + 0.1*logf(factor)))
 }
 
 // logf is C's logf: ln x rounded to float32.
