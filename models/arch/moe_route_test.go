@@ -50,3 +50,23 @@ func TestRoute(t *testing.T) {
 		t.Errorf("two equal logits: chose %d with weight %v, want 0 with 0.5", chosen[0], w[0])
 	}
 }
+
+// TestRouteGroups: with groups, a token's experts come from the groups
+// whose two best gated values sum highest, even when a better single
+// expert sits in another group.
+func TestRouteGroups(t *testing.T) {
+	// groups of two; their sigmoid sums: σ5+σ0 = 1.493, 2σ3 = 1.905,
+	// σ4+σ1 = 1.713, σ0+σ5.5 = 1.496 (group 0 holds the second-best
+	// expert, and is searched last)
+	logits := []float32{5, 0, 3, 3, 4, 1, 0, 5.5}
+	for _, c := range []struct {
+		used int
+		want []int32
+	}{{1, []int32{2, 3}}, {2, []int32{4, 2}}, {3, []int32{7, 4}}, {4, []int32{7, 0}}} {
+		chosen, w := make([]int32, 2), make([]float32, 2)
+		route(logits, routing{gating: GatingSigmoid, groups: 4, used: c.used}, chosen, w, make([]float32, 8), make([]float32, 8))
+		if !slices.Equal(chosen, c.want) {
+			t.Errorf("%d groups searched: chose %v, want %v", c.used, chosen, c.want)
+		}
+	}
+}
