@@ -22,8 +22,9 @@ import (
 // and Phi-4-mini's <|tool_call|> (a JSON array of calls). A template with
 // none (Llama 3.1 writes bare {"name": …} objects) gets "{": the reply is a
 // call only if it starts with one. Mistral's [TOOL_CALLS] has its own
-// parser (toolcalls_mistral.go). Tags whose calls are not JSON objects
-// (DeepSeek's, pythonic ones) are left out: their text stays text.
+// parser (toolcalls_mistral.go), and so have DeepSeek's tokens
+// (toolcalls_deepseek.go). Pythonic calls are left out: their text stays
+// text.
 var toolTags = []string{"<tool_call>", "<|tool_call|>"}
 
 // callParser reads tool calls out of a reply as it streams.
@@ -82,7 +83,10 @@ func newToolStream(l *loaded, conf modelConf, ts api.Tools) *toolStream {
 		tmpl = l.template
 	}
 	if strings.Contains(tmpl, mistralMark) {
-		return &toolStream{tools: ts, p: &mistralCalls{tools: ts}}
+		return &toolStream{tools: ts, p: &mistralCalls{callMaker: callMaker{tools: ts}}}
+	}
+	if strings.Contains(tmpl, dsCallsBegin) {
+		return &toolStream{tools: ts, p: &deepseekCalls{callMaker: callMaker{tools: ts}}}
 	}
 	if gt, ok, err := goTemplate(tmpl, false); ok && err == nil && tmpl != l.template {
 		return &toolStream{tools: ts, p: &ollamaCalls{p: tools.NewParser(gt.Text(), ts)}}

@@ -40,11 +40,10 @@ const (
 // something that is not a call of one of the request's tools makes the
 // rest of the reply, mark included, content again.
 type mistralCalls struct {
-	tools   api.Tools
+	callMaker
 	buf     string // text from the first mark on, not yet read
 	calling bool   // a mark has been seen
 	failed  bool   // what followed a mark was not a call: the rest is content
-	n       int    // calls read so far
 }
 
 // parse results of one call.
@@ -180,9 +179,15 @@ func (p *mistralCalls) jsonCalls(raw []byte) ([]api.ToolCall, bool) {
 	return calls, true
 }
 
+// callMaker makes the calls of a request's tools, numbered in order.
+type callMaker struct {
+	tools api.Tools
+	n     int // calls made so far
+}
+
 // call is a call of the request's tool name with arguments raw (a JSON
 // object, a JSON string holding one, or nothing), numbered in order.
-func (p *mistralCalls) call(name string, raw []byte) (api.ToolCall, bool) {
+func (p *callMaker) call(name string, raw []byte) (api.ToolCall, bool) {
 	if !slices.ContainsFunc(p.tools, func(t api.Tool) bool { return t.Function.Name == name }) {
 		return api.ToolCall{}, false
 	}

@@ -27,6 +27,10 @@ func TestToolStream(t *testing.T) {
 	granite := &loaded{template: `respond only with <|tool_call|> followed by a JSON list of tools used.`}
 	var phiConf modelConf // Phi-4-mini's calls, as an Ollama Modelfile TEMPLATE writes them back
 	phiConf.Template = `{{ range .Messages }}{{ .Content }}{{ if .ToolCalls }}<|tool_call|>[{{ range .ToolCalls }}{"name": "{{ .Function.Name }}", "arguments": {{ .Function.Arguments }}}{{ end }}]<|/tool_call|>{{ end }}{{ end }}`
+	// DeepSeek's template, cut to its calls mark; its V3/R1 call and V3.1's.
+	deepseek := &loaded{template: `{{'<｜Assistant｜><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>' + tool['type'] + '<｜tool▁sep｜>'}}`}
+	dsV3 := "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜>"
+	dsV31 := "<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Rome\"}<｜tool▁call▁end｜>"
 	for _, tc := range []struct {
 		name    string
 		l       *loaded
@@ -50,6 +54,14 @@ func TestToolStream(t *testing.T) {
 		{"mistral bad JSON", nemo, modelConf{}, "[TOOL_CALLS][{\"name\": get_weather}] and more", "[TOOL_CALLS][{\"name\": get_weather}] and more", 0, ""},
 		{"mistral prose after the mark", devstral, modelConf{}, "[TOOL_CALLS] is a token {x}", "[TOOL_CALLS] is a token {x}", 0, ""},
 		{"granite", granite, modelConf{}, "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]", "", 1, `{"city":"Paris"}`},
+		{"deepseek V3", deepseek, modelConf{}, "Checking." + dsV3 + "<｜tool▁calls▁end｜>", "Checking.", 1, `{"city":"Paris"}`},
+		{"deepseek two calls", deepseek, modelConf{}, dsV3 + "\n" + dsV31 + "<｜tool▁calls▁end｜>", "", 2, `{"city":"Paris"}`},
+		{"deepseek V3.1", deepseek, modelConf{}, "<｜tool▁calls▁begin｜>" + dsV31 + "<｜tool▁calls▁end｜>", "", 1, `{"city":"Rome"}`},
+		{"deepseek unknown tool", deepseek, modelConf{}, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>nope<｜tool▁sep｜>{}<｜tool▁call▁end｜>",
+			"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>nope<｜tool▁sep｜>{}<｜tool▁call▁end｜>", 0, ""},
+		{"deepseek unfinished", deepseek, modelConf{}, "ok <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{",
+			"ok <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{", 0, ""},
+		{"deepseek prose after the mark", deepseek, modelConf{}, "<｜tool▁calls▁begin｜> is a token", "<｜tool▁calls▁begin｜> is a token", 0, ""},
 		{"phi-4-mini", llama, phiConf, "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}]<|/tool_call|>", "", 1, `{"city":"Rome"}`},
 	} {
 		for _, step := range []int{1, 3, 1000} {

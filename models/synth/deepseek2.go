@@ -30,6 +30,18 @@ func deepseek2Tiny(c *Config) {
 	c.ExpertGroups, c.GroupsUsed, c.Gating = 4, 2, "sigmoid"
 }
 
+// deepseek2Mini is DeepSeek-V2-Lite's layout at a size the benchmarks
+// load in a minute: its attention's shapes (16 heads of 128 + 64 rotated
+// elements, a latent of 512 + 64, values of 128, attn_q without the LoRA),
+// its YaRN (here 8 times an original 4,096), its vocabulary's size and a
+// dense first layer, then 64 experts of 512, 6 chosen by softmax, beside
+// two shared experts, over 12 layers of 1,024: about 1.4B parameters, 0.8
+// GB at Q4_K.
+var deepseek2Mini = Config{Arch: "deepseek2", Embd: 1024, Layers: 12, Heads: 16, HeadsKV: 1, HeadDim: 192, RopeDims: 64,
+	VHeadDim: 128, KVLora: 512, FFN: 4096, Ctx: 32768, VocabSize: 102400, RopeBase: 10000, Gating: "softmax",
+	Rope:    RopeScaling{Type: "yarn", Factor: 8, OrigCtx: 4096, LogMul: 0.0707},
+	Experts: 64, ExpertsUsed: 6, ExpertFFN: 512, SharedFFN: 1024, DenseLead: 1}
+
 // checkMLA refuses latent-attention settings on another family, and a
 // deepseek2 shape llama.cpp cannot load.
 func (c Config) checkMLA() error {

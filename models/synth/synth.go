@@ -147,6 +147,7 @@ var presets = map[string]Config{
 
 	"embeddinggemma-300m": embeddingGemma300M,
 	"qwen3moe-mini":       qwen3moeMini,
+	"deepseek2-mini":      deepseek2Mini,
 	"gpt-oss-20b":         gptoss20B,
 	"gpt-oss-mini":        gptossMini,
 }
