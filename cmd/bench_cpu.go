@@ -319,7 +319,7 @@ func kvBytesPerToken(model, kvType string) (perToken int64, windowed bool, err e
 	if err != nil {
 		return 0, false, err
 	}
-	spec := gpu.KVSpec{Layers: c.Layers, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Type: typ}
+	spec := gpu.KVSpec{Layers: c.Layers, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Type: typ, SharedKV: c.SharedKV()}
 	return spec.BytesPerToken(), c.Windows != nil, nil
 }
 

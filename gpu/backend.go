@@ -109,6 +109,11 @@ type Backend interface {
 type KVSpec struct {
 	Layers, Blocks, BlockSize, KVHeads, HeadDim int
 	Type                                        gguf.TensorType // F16 (default), Q8_0 or F32
+	// SharedKV: a layer's V is its K, one array holding both (multi-head
+	// latent attention, whose values are the latent part of its keys, as
+	// llama.cpp's V is a view of its K): the pool is half the size, and
+	// WriteKV's v must be its k. The CPU's pools have it; the others refuse it.
+	SharedKV bool
 }
 
 // RowBytes is the memory one token's K (or V) takes in one layer:
@@ -117,8 +122,14 @@ type KVSpec struct {
 // the backends lay out their pools in runs of it.
 func (s KVSpec) RowBytes() int64 { return s.Type.RowBytes(int64(s.KVHeads * s.HeadDim)) }
 
-// BytesPerToken is the memory one token's K and V take over all layers.
-func (s KVSpec) BytesPerToken() int64 { return 2 * int64(s.Layers) * s.RowBytes() }
+// BytesPerToken is the memory one token's K and V take over all layers
+// (its K alone with SharedKV).
+func (s KVSpec) BytesPerToken() int64 {
+	if s.SharedKV {
+		return int64(s.Layers) * s.RowBytes()
+	}
+	return 2 * int64(s.Layers) * s.RowBytes()
+}
 
 // BlockBytes is the memory one block takes over all layers: the size of
 // the buffers BlockIO reads and writes.
@@ -312,7 +323,7 @@ func AttendOps(be Backend, a *Attend) {
 // BlockIO is an optional capability: copying one block's K and V, for
 // every layer, between the pool and host memory, so that blocks can be
 // persisted and restored. The bytes are in the canonical layout, the same
-// on every backend: for each layer, K then V, each KVHeads × BlockSize ×
+// on every backend: for each layer, K then V (K alone with SharedKV), each KVHeads × BlockSize ×
 // HeadDim elements of the cache type (little-endian F16 or F32), head by
 // head, slot by slot within a head. len(buf) is Spec().BlockBytes().
 type BlockIO interface {

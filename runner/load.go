@@ -164,7 +164,7 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 	avail, _, memKnown := hostMemory() // before the model takes any
 	groups := arch.LayerGroups(cfg.Windows, cfg.Layers)
 	base := gpu.KVSpec{Layers: cfg.Layers, BlockSize: opt.BlockSize,
-		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Type: kvType,
+		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Type: kvType, SharedKV: cfg.SharedKV(),
 		Blocks: ceilDiv(poolStart(opt.NumCtx), opt.BlockSize)}
 	specs := groupSpecs(groups, base, opt.MaxSeqs, opt.NumBatch, opt.NumCtx, opt.KVMemory)
 	aopt := arch.Options{MaxRows: opt.NumBatch, MaxOut: opt.MaxSeqs, Context: opt.NumCtx}

@@ -23,11 +23,13 @@ func (b *Backend) ReadBlock(c gpu.KVCache, block int32, dst []byte) {
 			k, v := cc.layerBytes(l)
 			bn := cc.blockBytes()
 			at += copy(dst[at:], k[int(block)*bn:][:bn])
-			at += copy(dst[at:], v[int(block)*bn:][:bn])
+			if !cc.spec.SharedKV {
+				at += copy(dst[at:], v[int(block)*bn:][:bn])
+			}
 			continue
 		}
 		if cc.k16 != nil {
-			for _, run := range [][]uint16{cc.k16[l][lo : lo+n], cc.v16[l][lo : lo+n]} {
+			for _, run := range cc.runs16(l, lo, n) {
 				for _, h := range run {
 					binary.LittleEndian.PutUint16(dst[at:], h)
 					at += 2
@@ -35,7 +37,7 @@ func (b *Backend) ReadBlock(c gpu.KVCache, block int32, dst []byte) {
 			}
 			continue
 		}
-		for _, run := range [][]float32{cc.k32[l][lo : lo+n], cc.v32[l][lo : lo+n]} {
+		for _, run := range cc.runs32(l, lo, n) {
 			for _, f := range run {
 				binary.LittleEndian.PutUint32(dst[at:], math.Float32bits(f))
 				at += 4
@@ -54,11 +56,13 @@ func (b *Backend) WriteBlock(c gpu.KVCache, block int32, src []byte) {
 			k, v := cc.layerBytes(l)
 			bn := cc.blockBytes()
 			at += copy(k[int(block)*bn:][:bn], src[at:])
-			at += copy(v[int(block)*bn:][:bn], src[at:])
+			if !cc.spec.SharedKV {
+				at += copy(v[int(block)*bn:][:bn], src[at:])
+			}
 			continue
 		}
 		if cc.k16 != nil {
-			for _, run := range [][]uint16{cc.k16[l][lo : lo+n], cc.v16[l][lo : lo+n]} {
+			for _, run := range cc.runs16(l, lo, n) {
 				for i := range run {
 					run[i] = binary.LittleEndian.Uint16(src[at:])
 					at += 2
@@ -66,7 +70,7 @@ func (b *Backend) WriteBlock(c gpu.KVCache, block int32, src []byte) {
 			}
 			continue
 		}
-		for _, run := range [][]float32{cc.k32[l][lo : lo+n], cc.v32[l][lo : lo+n]} {
+		for _, run := range cc.runs32(l, lo, n) {
 			for i := range run {
 				run[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[at:]))
 				at += 4
@@ -86,4 +90,20 @@ func (c *KVCache) blockRun(op string, block int32, bufLen int) (lo, n int) {
 	}
 	n = c.spec.BlockSize * c.width
 	return int(block) * n, n
+}
+
+// runs16 and runs32 are a block's K and V runs of layer l (its K alone
+// when V is K).
+func (c *KVCache) runs16(l, lo, n int) [][]uint16 {
+	if c.spec.SharedKV {
+		return [][]uint16{c.k16[l][lo : lo+n]}
+	}
+	return [][]uint16{c.k16[l][lo : lo+n], c.v16[l][lo : lo+n]}
+}
+
+func (c *KVCache) runs32(l, lo, n int) [][]float32 {
+	if c.spec.SharedKV {
+		return [][]float32{c.k32[l][lo : lo+n]}
+	}
+	return [][]float32{c.k32[l][lo : lo+n], c.v32[l][lo : lo+n]}
 }

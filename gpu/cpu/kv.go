@@ -141,17 +141,29 @@ func allocKV(spec gpu.KVSpec) (kv *KVCache, err error) {
 	case gguf.TypeF16:
 		c.k16, c.v16 = make([][]uint16, spec.Layers), make([][]uint16, spec.Layers)
 		for l := range spec.Layers {
-			c.k16[l], c.v16[l] = alignedU16(perLayer), alignedU16(perLayer)
+			c.k16[l] = alignedU16(perLayer)
+			c.v16[l] = c.k16[l]
+			if !spec.SharedKV {
+				c.v16[l] = alignedU16(perLayer)
+			}
 		}
 	case gguf.TypeQ8_0:
 		c.k8, c.v8 = make([][]byte, spec.Layers), make([][]byte, spec.Layers)
 		for l := range spec.Layers {
-			c.k8[l], c.v8[l] = alignedAlloc(q8Byte(perLayer)), alignedAlloc(q8Byte(perLayer))
+			c.k8[l] = alignedAlloc(q8Byte(perLayer))
+			c.v8[l] = c.k8[l]
+			if !spec.SharedKV {
+				c.v8[l] = alignedAlloc(q8Byte(perLayer))
+			}
 		}
 	default:
 		c.k32, c.v32 = make([][]float32, spec.Layers), make([][]float32, spec.Layers)
 		for l := range spec.Layers {
-			c.k32[l], c.v32[l] = alignedF32(perLayer), alignedF32(perLayer)
+			c.k32[l] = alignedF32(perLayer)
+			c.v32[l] = c.k32[l]
+			if !spec.SharedKV {
+				c.v32[l] = alignedF32(perLayer)
+			}
 		}
 	}
 	return c, nil
@@ -186,7 +198,9 @@ func (b *Backend) fill(c, from *KVCache) {
 			fk, fv = from.layerBytes(l)
 		}
 		add(k, fk)
-		add(v, fv)
+		if !c.spec.SharedKV {
+			add(v, fv)
+		}
 	}
 	b.pool.run(t, len(t.spans), hugePage)
 }
@@ -263,6 +277,9 @@ func (b *Backend) WriteKV(c gpu.KVCache, layer int, k, v gpu.Tensor, slots []int
 // each slot of layer's cache.
 func (b *Backend) checkWriteKV(cc *KVCache, layer int, k, v gpu.Tensor, slots []int32) {
 	cc.checkLayer("WriteKV", layer)
+	if cc.spec.SharedKV && k != v {
+		panic("cpu: WriteKV: a pool whose V is its K takes v = k")
+	}
 	checkShape("WriteKV", "k", b.tensor(k), len(slots), cc.width)
 	checkShape("WriteKV", "v", b.tensor(v), len(slots), cc.width)
 	cc.spec.CheckSlots("cpu: WriteKV", slots)
@@ -350,7 +367,9 @@ func (t *copyBlocksTask) run(_ *worker, lo, hi int) {
 		for _, cp := range t.copies {
 			s, d := int(cp.Src)*n, int(cp.Dst)*n
 			copy(k[d:d+n], k[s:s+n])
-			copy(v[d:d+n], v[s:s+n])
+			if !t.c.spec.SharedKV {
+				copy(v[d:d+n], v[s:s+n])
+			}
 		}
 	}
 }

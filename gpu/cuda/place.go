@@ -30,6 +30,9 @@ func checkKV(spec gpu.KVSpec) error {
 	if spec.Type == gguf.TypeQ8_0 {
 		return fmt.Errorf("%w: cuda: a q8_0 K/V cache runs on the CPU only for now: use f16, or FOLIO_GPU=cpu", gpu.ErrUnsupported)
 	}
+	if spec.SharedKV {
+		return fmt.Errorf("%w: cuda: a K/V pool whose V is its K (multi-head latent attention) runs on the CPU only for now", gpu.ErrUnsupported)
+	}
 	if spec.HeadDim > attMaxHead {
 		return fmt.Errorf("%w: cuda: attention heads of %d elements (at most %d)", gpu.ErrUnsupported, spec.HeadDim, attMaxHead)
 	}

@@ -40,6 +40,8 @@ func checkKV(spec gpu.KVSpec) error {
 		return fmt.Errorf("%w: vulkan: an f16 K/V cache needs heads of an even number of elements, and this model's have %d", gpu.ErrUnsupported, spec.HeadDim)
 	case spec.HeadDim > maxHead:
 		return fmt.Errorf("%w: vulkan: attention heads of %d elements (at most %d)", gpu.ErrUnsupported, spec.HeadDim, maxHead)
+	case spec.SharedKV:
+		return fmt.Errorf("%w: vulkan: a K/V pool whose V is its K (multi-head latent attention) runs on the CPU only for now", gpu.ErrUnsupported)
 	}
 	return nil
 }

@@ -131,6 +131,10 @@ func (c *Config) RopeAt(ctx int) gpu.Rope {
 	return r
 }
 
+// SharedKV reports whether a layer's V is its K (gpu.KVSpec.SharedKV):
+// latent attention's values are the latent part of its keys.
+func (c *Config) SharedKV() bool { return c.KVLora > 0 }
+
 // QDim is the width of the queries, KVDim that of the keys and values.
 func (c *Config) QDim() int  { return c.Heads * c.HeadDim }
 func (c *Config) KVDim() int { return c.KVHeads * c.HeadDim }

@@ -184,7 +184,7 @@ func ScratchBytes(cfg *Config, opt Options) int64 {
 // KVSpec is the K/V pool of blocks blocks of blockSize tokens for m.
 func (m *Model) KVSpec(blocks, blockSize int, typ gguf.TensorType) gpu.KVSpec {
 	return gpu.KVSpec{Layers: m.Layers, Blocks: blocks, BlockSize: blockSize,
-		KVHeads: m.KVHeads, HeadDim: m.HeadDim, Type: typ}
+		KVHeads: m.KVHeads, HeadDim: m.HeadDim, Type: typ, SharedKV: m.SharedKV()}
 }
 
 // Backend is the backend the model's weights live on.
