@@ -64,7 +64,7 @@ func newSynthCmd() *cobra.Command {
 				"n-ff": &cfg.FFN, "ctx": &cfg.Ctx, "vocab-size": &cfg.VocabSize, "window": &cfg.Window,
 				"rope-dims": &cfg.RopeDims, "n-expert": &cfg.Experts, "n-expert-used": &cfg.ExpertsUsed,
 				"n-ff-exp": &cfg.ExpertFFN, "n-ff-shexp": &cfg.SharedFFN, "n-nextn": &cfg.NextN,
-				"n-lora-q": &cfg.QLora, "n-expert-groups": &cfg.ExpertGroups, "n-group-used": &cfg.GroupsUsed} {
+				"n-lora-q": &cfg.QLora, "attn-temp-len": &cfg.AttnTempLen, "n-expert-groups": &cfg.ExpertGroups, "n-group-used": &cfg.GroupsUsed} {
 				if flags.Changed(flag) {
 					*dst = *shape[flag]
 				}
@@ -117,6 +117,7 @@ func newSynthCmd() *cobra.Command {
 		{"n-lora-q", "the queries' LoRA rank (deepseek2; 0: one attn_q, as DeepSeek-V2-Lite's)"},
 		{"n-expert-groups", "groups of experts of which n-group-used are searched (deepseek2; 0 or 1: none)"},
 		{"n-group-used", "expert groups searched for a token's experts (deepseek2)"},
+		{"attn-temp-len", "deepseek2's attention.temperature_length, the positions a step of --attn-temp-scale spans (default the context length)"},
 	} {
 		shape[s.flag] = f.Int(s.flag, 0, s.usage+" (overrides the preset)")
 	}
@@ -134,7 +135,7 @@ func newSynthCmd() *cobra.Command {
 	f.Float32Var(&rope.BetaFast, "yarn-beta-fast", 0, "rope.scaling.yarn_beta_fast (mistral3 reads it; default 32)")
 	f.Float32Var(&rope.BetaSlow, "yarn-beta-slow", 0, "rope.scaling.yarn_beta_slow (mistral3 reads it; default 1)")
 	f.Float32Var(&rope.LogMul, "yarn-log-mul", 0, "rope.scaling.yarn_log_multiplier (mistral3 reads it; default 0)")
-	f.Float32Var(&attnTemp, "attn-temp-scale", 0, "mistral3's attention.temperature_scale (Ministral 3): queries scaled by 1 + t·ln(⌊pos/original context⌋ + 1); default none")
+	f.Float32Var(&attnTemp, "attn-temp-scale", 0, "mistral3's and deepseek2's attention.temperature_scale (Ministral 3, Mistral Large 3): queries scaled by 1 + t·ln(⌊pos/original context⌋ + 1); default none")
 	return cmd
 }
 

@@ -108,6 +108,7 @@ func (l *deepseek2Block) forward(m *Model, s *step) {
 	m.headMatMuls(ql, qn, n, l.wkB) // [Heads·n, KVLora], head by head
 	move(s.q, ql, h, lat, gpu.Layout{Row: h * kd, Head: kd}, gpu.Layout{Row: lat, Head: n * lat})
 	move(s.q, qpe, h, rd, gpu.Layout{Off: lat, Row: h * kd, Head: kd}, gpu.Layout{Row: h * rd, Head: rd})
+	m.temperQueries(s) // Mistral Large 3's temperature, on the joined queries as llama.cpp scales Qcur
 
 	be.WriteKV(s.kv, s.kvLayer, s.k, s.k, s.slots)
 	be.Attention(s.att, s.q, s.kv, s.kvLayer, s.batch, gpu.AttnOpts{Scale: c.attnScale()})
@@ -250,12 +251,30 @@ func readDeepseek2(f *gguf.File, p string, c *Config) error {
 		return fmt.Errorf("%d experts in %d groups with %d searched: the groups must divide the experts, two or more each, and fewer than all be searched",
 			c.Experts, c.ExpertGroups, c.GroupsUsed)
 	}
-	if t, _ := hyper(f, p+"attention.temperature_scale", 0, "a number", func(float64) bool { return true }); t != 0 {
-		return fmt.Errorf("%sattention.temperature_scale (Mistral Large 3's attention temperature) is not supported yet", p)
+	if err := readAttnTemp(f, p, c); err != nil {
+		return err
 	}
 	scale, err := mlaQueryScale(f, p, c)
 	c.QueryScale = scale
 	return err
+}
+
+// readAttnTemp reads Mistral Large 3's attention temperature
+// (attention.temperature_scale, over positions of
+// attention.temperature_length, which llama.cpp requires with it): the
+// queries are scaled as mistral3's are (Config.AttnTemp).
+func readAttnTemp(f *gguf.File, p string, c *Config) error {
+	t, err := hyper(f, p+"attention.temperature_scale", 0, "a number from 0 to 10", func(v float64) bool { return v >= 0 && v <= 10 })
+	if err != nil || t == 0 {
+		return err
+	}
+	n, ok := f.Int(p + "attention.temperature_length")
+	if !ok || n <= 0 || n > 1<<24 {
+		return fmt.Errorf("%sattention.temperature_scale = %v needs %sattention.temperature_length, the positions a step of the temperature spans (this file's: %d, present: %v)",
+			p, t, p, n, ok)
+	}
+	c.AttnTemp, c.AttnTempFloor = float32(t), int(n)
+	return nil
 }
 
 // mlaQueryScale is llama.cpp's kq_scale for deepseek2: mscale²/√QKHeadDim,

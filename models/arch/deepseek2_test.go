@@ -100,5 +100,9 @@ func TestDeepseek2Keys(t *testing.T) {
 	refused(t, cfg, func(w *gguf.Writer) { w.Set("deepseek2.expert_group_count", uint32(3)) }, "the groups must divide the experts")
 	refused(t, cfg, func(w *gguf.Writer) { w.Set("deepseek2.expert_group_used_count", uint32(4)) }, "fewer than all be searched")
 	refused(t, cfg, func(w *gguf.Writer) { w.Set("deepseek2.expert_gating_func", uint32(3)) }, "expert_gating_func = 3")
-	refused(t, cfg, func(w *gguf.Writer) { w.Set("deepseek2.attention.temperature_scale", float32(0.1)) }, "not supported yet")
+	refused(t, cfg, func(w *gguf.Writer) { w.Set("deepseek2.attention.temperature_scale", float32(0.1)) }, "needs deepseek2.attention.temperature_length")
+	cfg.AttnTemp, cfg.AttnTempLen = 0.1, 16
+	if m := loadEdited(t, cfg, func(w *gguf.Writer) {}); m.AttnTemp != 0.1 || m.AttnTempFloor != 16 {
+		t.Errorf("attention temperature %v over %d positions, want 0.1 over 16", m.AttnTemp, m.AttnTempFloor)
+	}
 }

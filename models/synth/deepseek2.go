@@ -94,6 +94,14 @@ func deepseek2Metadata(c Config, set func(string, any)) {
 	}
 	set(a+"expert_weights_norm", gating == 2) // V3's norm_topk_prob; V2's files are false
 	set(a+"expert_gating_func", gating)
+	if c.AttnTemp != 0 { // Mistral Large 3's
+		n := c.AttnTempLen
+		if n == 0 {
+			n = c.Ctx
+		}
+		set(a+"attention.temperature_scale", c.AttnTemp)
+		set(a+"attention.temperature_length", uint32(n))
+	}
 	if c.ExpertGroups > 1 {
 		set(a+"expert_group_count", uint32(c.ExpertGroups))
 		set(a+"expert_group_used_count", uint32(c.GroupsUsed))

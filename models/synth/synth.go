@@ -52,8 +52,11 @@ type Config struct {
 	// 0: no scaling. Gemma 3 applies it on its global layers only.
 	RopeScale float32
 	Rope      RopeScaling // yarn's rope.scaling.*; zero: none (RopeScale is linear's)
-	AttnTemp  float32     // mistral3's attention.temperature_scale (Ministral 3); 0: not written
-	RopeAlpha float32     // hunyuan-dense's rope.scaling.alpha (the NTK alpha); 0: not written
+	AttnTemp  float32     // mistral3's and deepseek2's attention.temperature_scale (Ministral 3, Mistral Large 3); 0: not written
+	// AttnTempLen is deepseek2's attention.temperature_length, written
+	// with AttnTemp (0: Ctx).
+	AttnTempLen int
+	RopeAlpha   float32 // hunyuan-dense's rope.scaling.alpha (the NTK alpha); 0: not written
 	// Biases writes a bias on Q, K, V, the output projection and the
 	// feed-forward's three, which llama.cpp's llama, exaone and internlm2
 	// take where a file has them (llama-arch conversions of such models);
@@ -304,8 +307,11 @@ func (c Config) withDefaults() (Config, error) {
 		c.Biases && c.hasMoE() && c.Arch != "ernie4_5-moe" {
 		return bad("biases on every projection (--biases) are dense llama's, exaone's, internlm2's and ernie4_5's (and on ernie4_5-moe's attention), not %s's", c.Arch)
 	}
-	if c.AttnTemp < 0 || c.AttnTemp != 0 && c.Arch != "mistral3" {
-		return bad("an attention temperature of %v on %s: it is mistral3's, and not negative", c.AttnTemp, c.Arch)
+	if c.AttnTemp < 0 || c.AttnTemp != 0 && c.Arch != "mistral3" && c.Arch != "deepseek2" {
+		return bad("an attention temperature of %v on %s: it is mistral3's and deepseek2's, and not negative", c.AttnTemp, c.Arch)
+	}
+	if c.AttnTempLen < 0 || c.AttnTempLen != 0 && (c.Arch != "deepseek2" || c.AttnTemp == 0) {
+		return bad("an attention temperature length of %d: deepseek2's, with a temperature, not negative", c.AttnTempLen)
 	}
 	if c.Embd <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.HeadsKV <= 0 || c.FFN <= 0 || c.Ctx <= 0 {
 		return bad("embd %d, layers %d, heads %d, kv heads %d, ffn %d and ctx %d must all be positive",

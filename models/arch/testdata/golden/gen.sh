@@ -128,6 +128,8 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #               normalized, times 2.5, beside a shared expert
 #   deepseek2-lite: DeepSeek-V2-Lite's layout: attn_q without the LoRA, experts by softmax without
 #               groups or bias, YaRN (factor 4 over 2048, the log multiplier 0.0707 that sets mscale)
+#   deepseek2-temp: deepseek2 with Mistral Large 3's attention temperature (0.3 over steps of 16
+#               positions: the prompt's queries scaled by 1 to 1 + 0.3·ln 4)
 # deepseek2's quantized cases were made with llama.cpp's other x86 builds: its AMX build
 # (libggml-cpu-sapphirerapids) aborts on them (LLAMAREF_HOME pointing at an install without it).
 # A family may add llamaref run flags after a second |.
@@ -136,7 +138,7 @@ types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 # margin rule looks at those of F32 and F16 the family has. llama also runs
 # the types whose kernels the others' files do not reach: BF16, Q4_1, Q5_0,
 # Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL and IQ4_XS.
-declare -A family_types=([gpt-oss]="f32 mxfp4" [glm4moe-mtp]="f32 q8_0" [glm4moe-qknorm]="f32 q8_0" [deepseek2-lite]="f32 q8_0" [llama]="f32 f16 q8_0 q4_0 q4_k q6_k bf16 q4_1 q5_0 q5_1 q2_k q3_k q5_k iq4_nl iq4_xs")
+declare -A family_types=([gpt-oss]="f32 mxfp4" [glm4moe-mtp]="f32 q8_0" [glm4moe-qknorm]="f32 q8_0" [deepseek2-lite]="f32 q8_0" [deepseek2-temp]="f32 q8_0" [llama]="f32 f16 q8_0 q4_0 q4_k q6_k bf16 q4_1 q5_0 q5_1 q2_k q3_k q5_k iq4_nl iq4_xs")
 families=(
 	"llama|--arch llama --preset tiny --seed 1"
 	"llama-tied|--arch llama --preset tiny --seed 4 --n-layer 3 --n-head 8 --n-head-kv 2 --rope-base 500000 --tie-embeddings"
@@ -186,6 +188,7 @@ families=(
 	"hunyuan-moe|--arch hunyuan-moe --preset tiny --seed 42 --n-head-kv 2"
 	"deepseek2|--arch deepseek2 --preset tiny --seed 43"
 	"deepseek2-lite|--arch deepseek2 --preset tiny --seed 44 --n-lora-q 0 --gating softmax --n-expert-groups 0 --ctx 8192 --rope-scaling yarn --rope-factor 4 --rope-orig-ctx 2048 --yarn-log-mul 0.0707"
+	"deepseek2-temp|--arch deepseek2 --preset tiny --seed 45 --attn-temp-scale 0.3 --attn-temp-len 16"
 )
 
 want=("$@")
