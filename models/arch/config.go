@@ -197,6 +197,7 @@ var architectures = map[string]architecture{
 	"glm4moe":       {neox: true, config: readGlm4moe, newBlock: newGlm4moeBlock},
 	"ernie4_5-moe":  {neox: false, config: readErnieMoE, newBlock: newErnieMoEBlock},
 	"deepseek2":     {neox: false, config: readDeepseek2, newBlock: newDeepseek2Block},
+	"bailingmoe2":   {neox: true, config: readBailingMoE2, newBlock: newBailingMoE2Block},
 
 	"granitemoe": {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},
 

@@ -215,7 +215,7 @@ func mlaScratchBytes(c *Config, maxRows int) int64 {
 // key_length and value_length and one K/V head checked against them), its
 // score scale, and the experts as glm4moe's with softmax the gating
 // without expert_gating_func (sigmoid for GLM-4.7-Flash's layout, as
-// llama.cpp decides), in expert_group_count groups.
+// llama.cpp decides).
 func readDeepseek2(f *gguf.File, p string, c *Config) error {
 	blocks := c.Layers
 	gating := GatingSoftmax
@@ -229,7 +229,7 @@ func readDeepseek2(f *gguf.File, p string, c *Config) error {
 		key string
 		dst *int
 	}{{"attention.q_lora_rank", &c.QLora}, {"attention.kv_lora_rank", &c.KVLora}, {"attention.key_length_mla", &c.QKHeadDim},
-		{"attention.value_length_mla", &c.VHeadDim}, {"expert_group_count", &c.ExpertGroups}, {"expert_group_used_count", &c.GroupsUsed}} {
+		{"attention.value_length_mla", &c.VHeadDim}} {
 		v, ok := f.Int(p + k.key)
 		if ok && (v < 0 || v > 1<<16) {
 			return fmt.Errorf("%s%s = %d is out of range", p, k.key, v)
@@ -247,9 +247,6 @@ func readDeepseek2(f *gguf.File, p string, c *Config) error {
 			"not %d heads of %d and %d", c.KVLora, rd, c.KVLora+rd, c.KVLora, c.KVHeads, c.HeadDim, vlen)
 	case rd >= c.QKHeadDim || rd == c.HeadDim:
 		return fmt.Errorf("%d rotated elements of query heads of %d leave none to take into the latent", rd, c.QKHeadDim)
-	case c.ExpertGroups > 1 && (c.Experts%c.ExpertGroups != 0 || c.Experts/c.ExpertGroups < 2 || c.GroupsUsed <= 0 || c.GroupsUsed >= c.ExpertGroups):
-		return fmt.Errorf("%d experts in %d groups with %d searched: the groups must divide the experts, two or more each, and fewer than all be searched",
-			c.Experts, c.ExpertGroups, c.GroupsUsed)
 	}
 	if err := readAttnTemp(f, p, c); err != nil {
 		return err

@@ -106,3 +106,25 @@ func TestDeepseek2Keys(t *testing.T) {
 		t.Errorf("attention temperature %v over %d positions, want 0.1 over 16", m.AttnTemp, m.AttnTempFloor)
 	}
 }
+
+// TestBailingMoE2Keys: Ling 2.0's shared experts are expert_shared_count
+// of expert_shared_feed_forward_length (else of the experts' width), its
+// groups and gating as the keys say; a file without expert_gating_func or
+// a shared expert is refused, as llama.cpp refuses it.
+func TestBailingMoE2Keys(t *testing.T) {
+	cfg, err := synth.ArchPreset("bailingmoe2", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := loadEdited(t, cfg, func(w *gguf.Writer) {})
+	if m.SharedFFN != 128 || m.ExpertGroups != 4 || m.GroupsUsed != 2 || m.Gating != arch.GatingSigmoid || !m.ExpertWeightsNorm || m.Rope.Dims != 32 {
+		t.Errorf("shared %d, groups %d/%d, gating %v, norm %v, rope dims %d; want 128, 4/2, sigmoid, true, 32",
+			m.SharedFFN, m.ExpertGroups, m.GroupsUsed, m.Gating, m.ExpertWeightsNorm, m.Rope.Dims)
+	}
+	if m := loadEdited(t, cfg, func(w *gguf.Writer) { w.Delete("bailingmoe2.expert_shared_feed_forward_length") }); m.SharedFFN != 128 {
+		t.Errorf("without expert_shared_feed_forward_length: shared %d wide, want the experts' 128", m.SharedFFN)
+	}
+	refused(t, cfg, func(w *gguf.Writer) { w.Delete("bailingmoe2.expert_gating_func") }, "llama.cpp requires it")
+	refused(t, cfg, func(w *gguf.Writer) { w.Set("bailingmoe2.expert_shared_count", uint32(0)) }, "expert_shared_count is 0")
+	refused(t, cfg, func(w *gguf.Writer) { w.Set("bailingmoe2.expert_group_used_count", uint32(4)) }, "fewer than all be searched")
+}

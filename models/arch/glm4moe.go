@@ -97,7 +97,8 @@ func readGlm4moe(f *gguf.File, p string, c *Config) error {
 }
 
 // readLeadMoE is readGlm4moe with gating the experts' weighting when
-// expert_gating_func is absent or 0 (deepseek2's is softmax).
+// expert_gating_func is absent or 0 (deepseek2's is softmax), and the
+// experts' groups where the file has them.
 func readLeadMoE(f *gguf.File, p string, c *Config, gating Gating) error {
 	if err := readMoE(f, p, c); err != nil {
 		return err
@@ -131,6 +132,9 @@ func readLeadMoE(f *gguf.File, p string, c *Config, gating Gating) error {
 		c.ExpertWeightsNorm = b
 	}
 	if err := readExpertScale(f, p, c); err != nil {
+		return err
+	}
+	if err := readExpertGroups(f, p, c); err != nil {
 		return err
 	}
 	c.Gating = gating
@@ -180,4 +184,25 @@ func readExpertScale(f *gguf.File, p string, c *Config) error {
 	scale, err := hyper(f, p+"expert_weights_scale", 0, "a number of 0 or more (GLM-4.5's is 2.5)", func(v float64) bool { return v >= 0 })
 	c.ExpertWeightsScale = float32(scale)
 	return err
+}
+
+// readExpertGroups reads expert_group_count and expert_group_used_count
+// (DeepSeek-V3's and Ling 2.0's group-limited routing), which llama.cpp
+// reads for every family: absent, 0 or 1, no groups.
+func readExpertGroups(f *gguf.File, p string, c *Config) error {
+	for _, k := range []struct {
+		key string
+		dst *int
+	}{{"expert_group_count", &c.ExpertGroups}, {"expert_group_used_count", &c.GroupsUsed}} {
+		v, ok := f.Int(p + k.key)
+		if ok && (v < 0 || v > 1<<16) {
+			return fmt.Errorf("%s%s = %d is out of range", p, k.key, v)
+		}
+		*k.dst = int(v)
+	}
+	if c.ExpertGroups > 1 && (c.Experts%c.ExpertGroups != 0 || c.Experts/c.ExpertGroups < 2 || c.GroupsUsed <= 0 || c.GroupsUsed >= c.ExpertGroups) {
+		return fmt.Errorf("%d experts in %d groups with %d searched: the groups must divide the experts, two or more each, and fewer than all be searched",
+			c.Experts, c.ExpertGroups, c.GroupsUsed)
+	}
+	return nil
 }

@@ -46,8 +46,9 @@ var deepseek2Mini = Config{Arch: "deepseek2", Embd: 1024, Layers: 12, Heads: 16,
 // deepseek2 shape llama.cpp cannot load.
 func (c Config) checkMLA() error {
 	if c.Arch != "deepseek2" {
-		if c.QLora != 0 || c.KVLora != 0 || c.VHeadDim != 0 || c.ExpertGroups != 0 || c.GroupsUsed != 0 || c.Gating != "" {
-			return badConfig("latent attention, expert groups and --gating are deepseek2's, not %s's", c.Arch)
+		if c.QLora != 0 || c.KVLora != 0 || c.VHeadDim != 0 || c.Gating != "" ||
+			(c.ExpertGroups != 0 || c.GroupsUsed != 0) && c.Arch != "bailingmoe2" {
+			return badConfig("latent attention, expert groups and --gating are deepseek2's (expert groups bailingmoe2's too), not %s's", c.Arch)
 		}
 		return nil
 	}

@@ -29,6 +29,15 @@ func (pl plan) ln(name string, n int, withBias bool) {
 	}
 }
 
+// headSize is c's head size, Embd/Heads where HeadDim is not set yet (the
+// tiny preset's, when a family's edit runs).
+func (c *Config) headSize() int {
+	if c.HeadDim > 0 {
+		return c.HeadDim
+	}
+	return c.Embd / c.Heads
+}
+
 func invSqrt(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }
 
 // layerPlans are the families whose layers plan apart from llama's.
@@ -97,7 +106,7 @@ func mropeSections(dims int) gguf.Array {
 // fused in attn_qkv, as its files have them); rope turns the first 32 of
 // its heads' 80 elements; the output matrix is its own, with a bias. The
 // tiny preset turns half of each head.
-func phi2Tiny(c *Config) { c.RopeDims = c.HeadDim / 2 }
+func phi2Tiny(c *Config) { c.RopeDims = c.headSize() / 2 }
 
 // phi2Block plans layer p of Phi-2.
 func phi2Block(p string, c Config, pl plan) {
@@ -112,7 +121,7 @@ func phi2Block(p string, c Config, pl plan) {
 // StableLM is llama's layer with LayerNorms that have a shift (the
 // output's too), biases on Q, K and V (StableLM 2's), and rope over a
 // quarter of each head: the tiny preset's too.
-func stablelmTiny(c *Config) { c.RopeDims = c.HeadDim / 4 }
+func stablelmTiny(c *Config) { c.RopeDims = c.headSize() / 4 }
 
 // stablelmBlock plans layer p of StableLM 2.
 func stablelmBlock(p string, c Config, pl plan) {
@@ -148,7 +157,7 @@ func exaone4Block(p string, c Config, pl plan) {
 // GLM-4 is llama's layer with norms after attention and the feed-forward
 // too, biases on Q, K and V, gate and up fused in ffn_up, and rope over
 // half of each head: the tiny preset's too.
-func glm4Tiny(c *Config) { c.RopeDims = c.HeadDim / 2 }
+func glm4Tiny(c *Config) { c.RopeDims = c.headSize() / 2 }
 
 // glm4Block plans layer p of GLM-4.
 func glm4Block(p string, c Config, pl plan) {

@@ -42,7 +42,7 @@ var qwen3moeMini = Config{Arch: "qwen3moe", Embd: 1024, Layers: 24, Heads: 16, H
 // (Mixtral; Granite's MoE layers).
 func isMoE(arch string) bool {
 	return arch == "qwen3moe" || arch == "qwen3vlmoe" || arch == "gpt-oss" || arch == "qwen2moe" || arch == "olmoe" || arch == "granitemoe" ||
-		arch == "glm4moe" || arch == "ernie4_5-moe" || arch == "hunyuan-moe" || arch == "deepseek2"
+		arch == "glm4moe" || arch == "ernie4_5-moe" || arch == "hunyuan-moe" || arch == "deepseek2" || arch == "bailingmoe2"
 }
 
 // hasMoE reports whether c's feed-forward is a mixture of experts.
@@ -87,14 +87,16 @@ func (c *Config) checkMoE() error {
 		return badConfig("%s chooses 1 to %d experts a token, not %d", c.Arch, c.Experts, c.ExpertsUsed)
 	case c.ExpertFFN <= 0:
 		return badConfig("%s needs an expert feed-forward size > 0, not %d", c.Arch, c.ExpertFFN)
-	case c.SharedFFN < 0 || c.SharedFFN > 0 && c.Arch != "qwen2moe" && c.Arch != "granitemoe" && c.Arch != "glm4moe" && c.Arch != "ernie4_5-moe" && c.Arch != "hunyuan-moe" && c.Arch != "deepseek2":
-		return badConfig("a shared expert (%d wide) is qwen2moe's, granitemoe's, glm4moe's, ernie4_5-moe's, hunyuan-moe's or deepseek2's, never negative", c.SharedFFN)
+	case c.SharedFFN < 0 || c.SharedFFN > 0 && c.Arch != "qwen2moe" && c.Arch != "granitemoe" && c.Arch != "glm4moe" && c.Arch != "ernie4_5-moe" && c.Arch != "hunyuan-moe" && c.Arch != "deepseek2" && c.Arch != "bailingmoe2":
+		return badConfig("a shared expert (%d wide) is qwen2moe's, granitemoe's, glm4moe's, ernie4_5-moe's, hunyuan-moe's, deepseek2's or bailingmoe2's, never negative", c.SharedFFN)
 	case c.Arch == "glm4moe" && c.SharedFFN%c.ExpertFFN != 0:
 		return badConfig("glm4moe's shared experts are a whole number of experts (%d wide), not %d", c.ExpertFFN, c.SharedFFN)
-	case c.DenseLead < 0 || c.DenseLead > 0 && c.Arch != "glm4moe" && c.Arch != "ernie4_5-moe" && c.Arch != "deepseek2" || c.DenseLead > c.Layers:
-		return badConfig("%d leading dense layers: glm4moe's, ernie4_5-moe's or deepseek2's, at most its %d layers", c.DenseLead, c.Layers)
-	case c.ExpertScale < 0 || c.ExpertScale > 0 && c.Arch != "glm4moe" && c.Arch != "deepseek2":
-		return badConfig("an expert weight scale of %v is glm4moe's or deepseek2's, never negative", c.ExpertScale)
+	case c.DenseLead < 0 || c.DenseLead > 0 && c.Arch != "glm4moe" && c.Arch != "ernie4_5-moe" && c.Arch != "deepseek2" && c.Arch != "bailingmoe2" || c.DenseLead > c.Layers:
+		return badConfig("%d leading dense layers: glm4moe's, ernie4_5-moe's, deepseek2's or bailingmoe2's, at most its %d layers", c.DenseLead, c.Layers)
+	case c.ExpertScale < 0 || c.ExpertScale > 0 && c.Arch != "glm4moe" && c.Arch != "deepseek2" && c.Arch != "bailingmoe2":
+		return badConfig("an expert weight scale of %v is glm4moe's, deepseek2's or bailingmoe2's, never negative", c.ExpertScale)
+	case c.Arch == "bailingmoe2" && (c.SharedFFN == 0 || c.Tied):
+		return badConfig("bailingmoe2 has a shared expert (a feed-forward size > 0) and its own output matrix (no --tie-embeddings), as llama.cpp requires")
 	case c.Arch == "hunyuan-moe" && c.SharedFFN == 0:
 		return badConfig("hunyuan-moe needs a shared expert's feed-forward size > 0")
 	case c.Arch == "qwen2moe" && c.SharedFFN == 0:
@@ -129,7 +131,7 @@ func moeMetadata(c Config, set func(string, any)) {
 // of 256, two chosen.
 func glm4moeTiny(c *Config) {
 	c.Layers, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 3, 8, 2, 256, 256
-	c.DenseLead, c.ExpertScale, c.RopeDims = 1, 2.5, c.HeadDim/2
+	c.DenseLead, c.ExpertScale, c.RopeDims = 1, 2.5, c.headSize()/2
 }
 
 // ERNIE 4.5's MoE models (ernie4_5-moe): ERNIE 4.5's dense layer (Q/K/V
@@ -176,6 +178,8 @@ func (m *Model) moeTensors(p string, add func(name string, typ addType, mean, st
 		add(p+"exp_probs_b.bias", addF32, 0, 0.2, c.Experts)
 	case "ernie4_5-moe":
 		add(p+"exp_probs_b.bias", addF32, 0, 0.05, c.Experts)
+	case "bailingmoe2":
+		add(p+"exp_probs_b.bias", addF32, 0, 0.2, c.Experts)
 	case "deepseek2":
 		if c.Gating == "sigmoid" { // DeepSeek-V3's; V2's files have none
 			add(p+"exp_probs_b.bias", addF32, 0, 0.2, c.Experts)

@@ -7,10 +7,7 @@ import "math"
 // and the sliding window the converter writes (which llama.cpp ignores
 // for phi3) is shorter than the test prompts.
 func phi3Tiny(c *Config) {
-	c.RopeDims = c.HeadDim / 2
-	if c.HeadDim == 0 {
-		c.RopeDims = c.Embd / c.Heads / 2
-	}
+	c.RopeDims = c.headSize() / 2
 	c.Ctx, c.OrigCtx, c.Window = 4096, 512, 32
 }
 

@@ -96,6 +96,8 @@ func (m *Model) planTensors() {
 			deepseek2Attention(p, c, plan{weight, norm, bias}, func(name string, mean, std float32, shape ...int) {
 				add(name, m.weightType(name, shape[0]), mean, std, shape...)
 			})
+		} else if c.Arch == "bailingmoe2" {
+			bailingMoE2Attention(p, c, plan{weight, norm, bias})
 		} else {
 			m.attentionTensors(p, resid, plan{weight, norm, bias})
 		}
