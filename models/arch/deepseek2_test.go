@@ -45,21 +45,7 @@ func TestDeepseek2WithoutCapabilities(t *testing.T) {
 	if err := synth.WriteTiny(path, "deepseek2", gguf.TypeQ8_0, 7); err != nil {
 		t.Fatal(err)
 	}
-	var got [2][][]float32
-	for i := range got {
-		f, err := gguf.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		inner := cpu.New(2)
-		var be gpu.Backend = inner
-		if i == 1 {
-			be = struct{ gpu.Backend }{inner}
-		}
-		got[i] = rigOn(t, f, be).promptsThenStep(t, [][]int32{moePrompt(41, 1), moePrompt(23, 2), moePrompt(57, 3)})
-		inner.Close()
-		f.Close()
-	}
+	got := withAndWithoutCapabilities(t, path, [][]int32{moePrompt(41, 1), moePrompt(23, 2), moePrompt(57, 3)}, nil)
 	sameLogits(t, got[0], got[1], "with the capabilities", "without")
 }
 
@@ -127,4 +113,32 @@ func TestBailingMoE2Keys(t *testing.T) {
 	refused(t, cfg, func(w *gguf.Writer) { w.Delete("bailingmoe2.expert_gating_func") }, "llama.cpp requires it")
 	refused(t, cfg, func(w *gguf.Writer) { w.Set("bailingmoe2.expert_shared_count", uint32(0)) }, "expert_shared_count is 0")
 	refused(t, cfg, func(w *gguf.Writer) { w.Set("bailingmoe2.expert_group_used_count", uint32(4)) }, "fewer than all be searched")
+}
+
+// withAndWithoutCapabilities runs prompts then a batched decode step
+// (promptsThenStep) of the model at path on the CPU, and on the CPU with
+// its optional capabilities hidden (gpu.Experts, gpu.Rearranger and the
+// others: the plain ops and the host), check looking at each rig first.
+func withAndWithoutCapabilities(t *testing.T, path string, prompts [][]int32, check func(*rig)) [2][][]float32 {
+	t.Helper()
+	var got [2][][]float32
+	for i := range got {
+		f, err := gguf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inner := cpu.New(2)
+		var be gpu.Backend = inner
+		if i == 1 {
+			be = struct{ gpu.Backend }{inner}
+		}
+		r := rigOn(t, f, be)
+		if check != nil {
+			check(r)
+		}
+		got[i] = r.promptsThenStep(t, prompts)
+		inner.Close()
+		f.Close()
+	}
+	return got
 }

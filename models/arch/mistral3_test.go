@@ -4,8 +4,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"folio/gpu"
-	"folio/gpu/cpu"
 	"folio/models/gguf"
 	"folio/models/synth"
 )
@@ -31,24 +29,10 @@ func TestAttnTempHostPath(t *testing.T) {
 	if err := m.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	var got [2][][]float32
-	for i := range got {
-		f, err := gguf.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		inner := cpu.New(2)
-		var be gpu.Backend = inner
-		if i == 1 {
-			be = struct{ gpu.Backend }{inner} // no gpu.Experts
-		}
-		r := rigOn(t, f, be)
+	got := withAndWithoutCapabilities(t, path, [][]int32{moePrompt(41, 1), moePrompt(23, 2), moePrompt(75, 3)}, func(r *rig) {
 		if r.m.AttnTemp != 0.1 || r.m.AttnTempFloor != 16 {
 			t.Fatalf("attention temperature %v from %d, want 0.1 from 16", r.m.AttnTemp, r.m.AttnTempFloor)
 		}
-		got[i] = r.promptsThenStep(t, [][]int32{moePrompt(41, 1), moePrompt(23, 2), moePrompt(75, 3)})
-		inner.Close()
-		f.Close()
-	}
+	})
 	sameLogits(t, got[0], got[1], "through ExpertSum", "on the host")
 }
