@@ -23,7 +23,9 @@ import (
 // none (Llama 3.1 writes bare {"name": …} objects) gets "{": the reply is a
 // call only if it starts with one. Mistral's [TOOL_CALLS] has its own
 // parser (toolcalls_mistral.go), and so have DeepSeek's tokens
-// (toolcalls_deepseek.go). Pythonic calls are left out: their text stays
+// (toolcalls_deepseek.go), GLM's keys and values under <tool_call>
+// (toolcalls_glm.go, for templates that write <arg_key>) and
+// Qwen3-Coder's <function=…> and <parameter=…> (toolcalls_qwenxml.go). Pythonic calls are left out: their text stays
 // text.
 var toolTags = []string{"<tool_call>", "<|tool_call|>"}
 
@@ -87,6 +89,12 @@ func newToolStream(l *loaded, conf modelConf, ts api.Tools) *toolStream {
 	}
 	if strings.Contains(tmpl, dsCallsBegin) {
 		return &toolStream{tools: ts, p: &deepseekCalls{callMaker: callMaker{tools: ts}}}
+	}
+	if strings.Contains(tmpl, qxFunction) && strings.Contains(tmpl, qxParam) {
+		return &toolStream{tools: ts, p: &taggedCalls{callMaker: callMaker{tools: ts}, read: qwenXMLRead}}
+	}
+	if strings.Contains(tmpl, glmKey) {
+		return &toolStream{tools: ts, p: &taggedCalls{callMaker: callMaker{tools: ts}, read: glmRead}}
 	}
 	if gt, ok, err := goTemplate(tmpl, false); ok && err == nil && tmpl != l.template {
 		return &toolStream{tools: ts, p: &ollamaCalls{p: tools.NewParser(gt.Text(), ts)}}

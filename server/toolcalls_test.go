@@ -31,6 +31,12 @@ func TestToolStream(t *testing.T) {
 	deepseek := &loaded{template: `{{'<｜Assistant｜><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>' + tool['type'] + '<｜tool▁sep｜>'}}`}
 	dsV3 := "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜>"
 	dsV31 := "<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Rome\"}<｜tool▁call▁end｜>"
+	// GLM-4.5's template, cut to its arguments' tags.
+	glm := &loaded{template: `{{ '<tool_call>' + tc.name }}{% for k, v in tc.arguments.items() %}<arg_key>{{ k }}</arg_key><arg_value>{{ v }}</arg_value>{% endfor %}`}
+	glmCall := "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call>"
+	// Qwen3-Coder's template, cut to its call's tags.
+	coder := &loaded{template: `{{- '<tool_call>\n<function=' + tool_call.name + '>\n' }}{{- '<parameter=' + args_name + '>\n' }}`}
+	coderCall := "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>"
 	for _, tc := range []struct {
 		name    string
 		l       *loaded
@@ -62,6 +68,20 @@ func TestToolStream(t *testing.T) {
 		{"deepseek unfinished", deepseek, modelConf{}, "ok <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{",
 			"ok <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{", 0, ""},
 		{"deepseek prose after the mark", deepseek, modelConf{}, "<｜tool▁calls▁begin｜> is a token", "<｜tool▁calls▁begin｜> is a token", 0, ""},
+		{"glm", glm, modelConf{}, "Checking.\n" + glmCall, "Checking.", 1, `{"city":"Paris","days":2}`},
+		{"glm two calls", glm, modelConf{}, glmCall + "\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Rome</arg_value>\n</tool_call>", "", 2, `{"city":"Paris","days":2}`},
+		{"glm no arguments", glm, modelConf{}, "<tool_call>get_weather\n</tool_call>", "", 1, `{}`},
+		{"glm unknown tool", glm, modelConf{}, "<tool_call>nope\n<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>",
+			"<tool_call>nope\n<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>", 0, ""},
+		{"glm JSON in the tag", glm, modelConf{}, "<tool_call>{\"name\": \"get_weather\"}</tool_call>", "<tool_call>{\"name\": \"get_weather\"}</tool_call>", 0, ""},
+		{"glm unfinished", glm, modelConf{}, "ok <tool_call>get_weather\n<arg_key>ci", "ok <tool_call>get_weather\n<arg_key>ci", 0, ""},
+		{"qwen3-coder", coder, modelConf{}, "Checking.\n\n" + coderCall, "Checking.", 1, `{"city":"Paris","days":2}`},
+		{"qwen3-coder two calls", coder, modelConf{}, coderCall + "\n" + coderCall, "", 2, `{"city":"Paris","days":2}`},
+		{"qwen3-coder no parameters", coder, modelConf{}, "<tool_call>\n<function=get_weather>\n</function>\n</tool_call>", "", 1, `{}`},
+		{"qwen3-coder unknown tool", coder, modelConf{}, "<tool_call>\n<function=nope>\n</function>\n</tool_call>",
+			"<tool_call>\n<function=nope>\n</function>\n</tool_call>", 0, ""},
+		{"qwen3-coder JSON in the tag", coder, modelConf{}, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>",
+			"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>", 0, ""},
 		{"phi-4-mini", llama, phiConf, "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}]<|/tool_call|>", "", 1, `{"city":"Rome"}`},
 	} {
 		for _, step := range []int{1, 3, 1000} {
@@ -91,5 +111,56 @@ func TestToolStream(t *testing.T) {
 	}
 	if newToolStream(llama, modelConf{}, nil) != nil {
 		t.Error("a request without tools got a tool parser")
+	}
+}
+
+// TestGLMCallValues: a value is a string where the tool's parameter is
+// one, whatever it looks like; elsewhere JSON where it parses (numbers,
+// booleans, arrays, objects), else a string; keys keep their order.
+func TestGLMCallValues(t *testing.T) {
+	var tool api.Tool
+	tool.Type, tool.Function.Name = "function", "search"
+	tool.Function.Parameters.Properties = api.NewToolPropertiesMap()
+	tool.Function.Parameters.Properties.Set("query", api.ToolProperty{Type: api.PropertyType{"string"}})
+	tool.Function.Parameters.Properties.Set("limit", api.ToolProperty{Type: api.PropertyType{"integer"}})
+	p := &taggedCalls{callMaker: callMaker{tools: api.Tools{tool}}, read: glmRead}
+	text := "<tool_call>search\n<arg_key>query</arg_key>\n<arg_value>42</arg_value>\n<arg_key>limit</arg_key>\n<arg_value>5</arg_value>\n" +
+		"<arg_key>filters</arg_key>\n<arg_value>{\"lang\": [\"en\", \"fr\"]}</arg_value>\n<arg_key>note</arg_key>\n<arg_value>not JSON: {x}</arg_value>\n</tool_call>"
+	calls, content := p.Add(text)
+	if content != "" || len(calls) != 1 {
+		t.Fatalf("content %q, %d calls", content, len(calls))
+	}
+	got, _ := json.Marshal(calls[0].Function.Arguments)
+	if want := `{"query":"42","limit":5,"filters":{"lang":["en","fr"]},"note":"not JSON: {x}"}`; string(got) != want {
+		t.Errorf("arguments %s, want %s", got, want)
+	}
+}
+
+// TestQwenXMLCallValues: Qwen3-Coder's values by the tool's types: a
+// string kept whole (its inner newlines too, the template's own around it
+// dropped), Python's True a boolean, a number, a JSON object.
+func TestQwenXMLCallValues(t *testing.T) {
+	var tool api.Tool
+	tool.Type, tool.Function.Name = "function", "write_file"
+	tool.Function.Parameters.Properties = api.NewToolPropertiesMap()
+	tool.Function.Parameters.Properties.Set("content", api.ToolProperty{Type: api.PropertyType{"string"}})
+	tool.Function.Parameters.Properties.Set("append", api.ToolProperty{Type: api.PropertyType{"boolean"}})
+	tool.Function.Parameters.Properties.Set("mode", api.ToolProperty{Type: api.PropertyType{"integer"}})
+	p := &taggedCalls{callMaker: callMaker{tools: api.Tools{tool}}, read: qwenXMLRead}
+	text := "<tool_call>\n<function=write_file>\n<parameter=content>\nline 1\n  line 2\n</parameter>\n<parameter=append>\nTrue\n</parameter>\n" +
+		"<parameter=mode>\n420\n</parameter>\n<parameter=meta>\n{\"a\": [1, 2]}\n</parameter>\n</function>\n</tool_call>"
+	var calls []api.ToolCall
+	var content strings.Builder
+	for i := 0; i < len(text); i += 5 {
+		c, s := p.Add(text[i:min(i+5, len(text))])
+		calls = append(calls, c...)
+		content.WriteString(s)
+	}
+	if content.String() != "" || len(calls) != 1 || calls[0].Function.Name != "write_file" {
+		t.Fatalf("content %q, calls %+v", content.String(), calls)
+	}
+	got, _ := json.Marshal(calls[0].Function.Arguments)
+	if want := `{"content":"line 1\n  line 2","append":true,"mode":420,"meta":{"a":[1,2]}}`; string(got) != want {
+		t.Errorf("arguments %s, want %s", got, want)
 	}
 }
