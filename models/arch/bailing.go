@@ -30,13 +30,10 @@ func newBailingMoE2Block(ld *loader, c *Config, i int) block {
 		kNorm: w("attn_k_norm", 1, c.HeadDim),
 	}
 	if i < c.DenseLead {
-		l.gate, l.up, l.down = w("ffn_gate", c.FFN, c.Dim), w("ffn_up", c.FFN, c.Dim), w("ffn_down", c.Dim, c.FFN)
+		l.gate, l.up, l.down = loadFFN(ld, c, i)
 		return l
 	}
-	f := newMoEFFN(ld, c, i)
-	f.probsB = ld.optional(p+"exp_probs_b.bias", 1, c.Experts)
-	f.shared = loadShared(ld, c, i, false)
-	l.moe = &f
+	l.moe = loadLeadMoE(ld, c, i, ld.optional) // readBailingMoE2 refused a file without the shared expert
 	return l
 }
 

@@ -61,15 +61,10 @@ func newDeepseek2Block(ld *loader, c *Config, i int) block {
 	ld.releaseRepacked(p+"attn_k_b.weight", l.wkB)
 	ld.releaseRepacked(p+"attn_v_b.weight", l.wvB)
 	if i < c.DenseLead {
-		l.gate, l.up, l.dwn = w("ffn_gate", c.FFN, c.Dim), w("ffn_up", c.FFN, c.Dim), w("ffn_down", c.Dim, c.FFN)
+		l.gate, l.up, l.dwn = loadFFN(ld, c, i)
 		return l
 	}
-	f := newMoEFFN(ld, c, i)
-	f.probsB = ld.optional(p+"exp_probs_b.bias", 1, c.Experts)
-	if c.SharedFFN > 0 {
-		f.shared = loadShared(ld, c, i, false)
-	}
-	l.moe = &f
+	l.moe = loadLeadMoE(ld, c, i, ld.optional)
 	return l
 }
 
@@ -136,11 +131,14 @@ func (l *deepseek2Block) forward(m *Model, s *step) {
 func (m *Model) headMatMuls(dst, x gpu.Tensor, n int, ws []gpu.Tensor) {
 	ms, h := m.mla, len(ws)
 	rows, spans := ms.rows[:n*h], ms.spans[:h]
-	for j := range h {
-		for i := range n {
-			rows[j*n+i] = int32(i*h + j)
+	if ms.rowsFor != n { // a layer's two calls, and the next layers', share them
+		for j := range h {
+			for i := range n {
+				rows[j*n+i] = int32(i*h + j)
+			}
+			spans[j] = gpu.ExpertSpan{Expert: j, Start: j * n, Len: n}
 		}
-		spans[j] = gpu.ExpertSpan{Expert: j, Start: j * n, Len: n}
+		ms.rowsFor = n
 	}
 	if ex, ok := m.be.(gpu.Experts); ok {
 		ms.dsts[0], ms.ws[0] = dst, ws
@@ -160,12 +158,13 @@ func (m *Model) headMatMuls(dst, x gpu.Tensor, n int, ws []gpu.Tensor) {
 
 // mlaScratch is latent attention's activations for maxRows rows.
 type mlaScratch struct {
-	q, qa, kv, kpe gpu.Tensor // [r, Heads·QKHeadDim], [r, QLora], [r, KVLora], [r, Rope.Dims]
-	qn, qpe        gpu.Tensor // [r·Heads, QKHeadDim−Rope.Dims], [r, Heads·Rope.Dims]
-	lat, vo, vc    gpu.Tensor // [r·Heads, KVLora], [r·Heads, VHeadDim], [r, Heads·VHeadDim]
-	rope           gpu.Rope   // the model's, over heads of Rope.Dims
-	rows           []int32
-	spans          []gpu.ExpertSpan
+	q, qa, kv, kpe gpu.Tensor       // [r, Heads·QKHeadDim], [r, QLora], [r, KVLora], [r, Rope.Dims]
+	qn, qpe        gpu.Tensor       // [r·Heads, QKHeadDim−Rope.Dims], [r, Heads·Rope.Dims]
+	lat, vo, vc    gpu.Tensor       // [r·Heads, KVLora], [r·Heads, VHeadDim], [r, Heads·VHeadDim]
+	rope           gpu.Rope         // the model's, over heads of Rope.Dims
+	rows           []int32          // head j's rows of an [n·Heads, ·] input, head by head
+	spans          []gpu.ExpertSpan // head j's rows of the output
+	rowsFor        int              // the n rows and spans hold; 0: none yet
 	dsts           [1]gpu.Tensor
 	ws             [1][]gpu.Tensor
 	// A head's rows in and out by width, for backends without
@@ -225,16 +224,9 @@ func readDeepseek2(f *gguf.File, p string, c *Config) error {
 	if err := readLeadMoE(f, p, c, gating); err != nil {
 		return err
 	}
-	for _, k := range []struct {
-		key string
-		dst *int
-	}{{"attention.q_lora_rank", &c.QLora}, {"attention.kv_lora_rank", &c.KVLora}, {"attention.key_length_mla", &c.QKHeadDim},
-		{"attention.value_length_mla", &c.VHeadDim}} {
-		v, ok := f.Int(p + k.key)
-		if ok && (v < 0 || v > 1<<16) {
-			return fmt.Errorf("%s%s = %d is out of range", p, k.key, v)
-		}
-		*k.dst = int(v)
+	if err := readCounts(f, p, countKey{"attention.q_lora_rank", 1 << 16, &c.QLora}, countKey{"attention.kv_lora_rank", 1 << 16, &c.KVLora},
+		countKey{"attention.key_length_mla", 1 << 16, &c.QKHeadDim}, countKey{"attention.value_length_mla", 1 << 16, &c.VHeadDim}); err != nil {
+		return err
 	}
 	vlen, _ := f.Int(p + "attention.value_length")
 	rd := c.Rope.Dims

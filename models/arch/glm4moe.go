@@ -56,13 +56,41 @@ func newDenseLeadBlock(ld *loader, c *Config, i int, ffnNorm string, loadBias fu
 		return l
 	}
 	l.llamaBlock = loadLlamaAttention(ld, c, i, ffnNorm)
+	l.moe = loadLeadMoE(ld, c, i, loadBias)
+	return l
+}
+
+// loadLeadMoE loads block i's experts with their selection bias
+// (exp_probs_b, through loadBias) and, where c has one, the shared
+// expert: the feed-forward of glm4moe's layers with experts, and of
+// deepseek2's and bailingmoe2's.
+func loadLeadMoE(ld *loader, c *Config, i int, loadBias func(name string, rows, cols int) gpu.Tensor) *moeFFN {
 	f := newMoEFFN(ld, c, i)
-	f.probsB = loadBias(p+"exp_probs_b.bias", 1, c.Experts)
+	f.probsB = loadBias(fmt.Sprintf("blk.%d.exp_probs_b.bias", i), 1, c.Experts)
 	if c.SharedFFN > 0 {
 		f.shared = loadShared(ld, c, i, false)
 	}
-	l.moe = &f
-	return l
+	return &f
+}
+
+// countKey is a count readCounts reads into dst: absent, 0; else 0 to max.
+type countKey struct {
+	key string
+	max int
+	dst *int
+}
+
+// readCounts reads each count key (p its prefix), refusing one out of
+// range.
+func readCounts(f *gguf.File, p string, keys ...countKey) error {
+	for _, k := range keys {
+		v, ok := f.Int(p + k.key)
+		if ok && (v < 0 || v > int64(k.max)) {
+			return fmt.Errorf("%s%s = %d is out of range (0 to %d)", p, k.key, v, k.max)
+		}
+		*k.dst = int(v)
+	}
+	return nil
 }
 
 func (l *denseLeadBlock) forward(m *Model, s *step) {
@@ -164,16 +192,9 @@ func readErnieMoE(f *gguf.File, p string, c *Config) error {
 	if step, ok := f.Int(p + "interleave_moe_layer_step"); !ok || step != 1 {
 		return fmt.Errorf("%sinterleave_moe_layer_step is %d (present: %v): folio runs ERNIE 4.5 files with experts in every layer after the dense ones (1), as llama.cpp does", p, step, ok)
 	}
-	for _, k := range []struct {
-		key string
-		max int
-		dst *int
-	}{{"leading_dense_block_count", c.Layers, &c.DenseLead}, {"expert_shared_feed_forward_length", 1 << 24, &c.SharedFFN}} {
-		v, ok := f.Int(p + k.key)
-		if ok && (v < 0 || v > int64(k.max)) {
-			return fmt.Errorf("%s%s = %d is out of range (0 to %d)", p, k.key, v, k.max)
-		}
-		*k.dst = int(v)
+	if err := readCounts(f, p, countKey{"leading_dense_block_count", c.Layers, &c.DenseLead},
+		countKey{"expert_shared_feed_forward_length", 1 << 24, &c.SharedFFN}); err != nil {
+		return err
 	}
 	return readExpertScale(f, p, c)
 }
@@ -190,15 +211,9 @@ func readExpertScale(f *gguf.File, p string, c *Config) error {
 // (DeepSeek-V3's and Ling 2.0's group-limited routing), which llama.cpp
 // reads for every family: absent, 0 or 1, no groups.
 func readExpertGroups(f *gguf.File, p string, c *Config) error {
-	for _, k := range []struct {
-		key string
-		dst *int
-	}{{"expert_group_count", &c.ExpertGroups}, {"expert_group_used_count", &c.GroupsUsed}} {
-		v, ok := f.Int(p + k.key)
-		if ok && (v < 0 || v > 1<<16) {
-			return fmt.Errorf("%s%s = %d is out of range", p, k.key, v)
-		}
-		*k.dst = int(v)
+	if err := readCounts(f, p, countKey{"expert_group_count", 1 << 16, &c.ExpertGroups},
+		countKey{"expert_group_used_count", 1 << 16, &c.GroupsUsed}); err != nil {
+		return err
 	}
 	if c.ExpertGroups > 1 && (c.Experts%c.ExpertGroups != 0 || c.Experts/c.ExpertGroups < 2 || c.GroupsUsed <= 0 || c.GroupsUsed >= c.ExpertGroups) {
 		return fmt.Errorf("%d experts in %d groups with %d searched: the groups must divide the experts, two or more each, and fewer than all be searched",

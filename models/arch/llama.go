@@ -27,11 +27,16 @@ func newLlamaBlock(ld *loader, c *Config, i int) block { return loadLlamaLayer(l
 // named ffnNorm (seed_oss names it post_attention_norm).
 func loadLlamaLayer(ld *loader, c *Config, i int, ffnNorm string) *llamaBlock {
 	l := loadLlamaAttention(ld, c, i, ffnNorm)
+	l.gate, l.up, l.down = loadFFN(ld, c, i)
+	return l
+}
+
+// loadFFN loads block i's SwiGLU feed-forward: gate, up and down.
+func loadFFN(ld *loader, c *Config, i int) (gate, up, down gpu.Tensor) {
 	w := func(name string, rows, cols int) gpu.Tensor {
 		return ld.weight(fmt.Sprintf("blk.%d.%s.weight", i, name), rows, cols)
 	}
-	l.gate, l.up, l.down = w("ffn_gate", c.FFN, c.Dim), w("ffn_up", c.FFN, c.Dim), w("ffn_down", c.Dim, c.FFN)
-	return l
+	return w("ffn_gate", c.FFN, c.Dim), w("ffn_up", c.FFN, c.Dim), w("ffn_down", c.Dim, c.FFN)
 }
 
 // loadLlamaAttention loads block i of llama's layer without its
