@@ -93,6 +93,9 @@ func newToolStream(l *loaded, conf modelConf, ts api.Tools) *toolStream {
 	if strings.Contains(tmpl, qxFunction) && strings.Contains(tmpl, qxParam) {
 		return &toolStream{tools: ts, p: &taggedCalls{callMaker: callMaker{tools: ts}, read: qwenXMLRead}}
 	}
+	if strings.Contains(tmpl, mmCall) && strings.Contains(tmpl, "<invoke name=") {
+		return &toolStream{tools: ts, p: &taggedCalls{callMaker: callMaker{tools: ts}, open: mmCall, close: mmCallEnd, read: minimaxRead}}
+	}
 	if strings.Contains(tmpl, glmKey) {
 		return &toolStream{tools: ts, p: &taggedCalls{callMaker: callMaker{tools: ts}, read: glmRead}}
 	}

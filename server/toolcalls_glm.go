@@ -38,7 +38,10 @@ const (
 // included, content again.
 type taggedCalls struct {
 	callMaker
-	read   func(m *callMaker, text string) (api.ToolCall, bool)
+	open, close string // the tags around calls: glmCall and glmCallEnd when ""
+	// read makes the calls of the text between a pair of tags (one, or
+	// MiniMax's several); false when it is not in read's form.
+	read   func(m *callMaker, text string) ([]api.ToolCall, bool)
 	buf    string // from the first unfinished call's tag on
 	failed bool
 }
@@ -48,32 +51,43 @@ func (p *taggedCalls) Add(s string) (calls []api.ToolCall, content string) {
 	if p.failed {
 		return nil, s
 	}
+	if p.open == "" {
+		p.open, p.close = glmCall, glmCallEnd
+	}
 	p.buf += s
 	for {
-		i := strings.Index(p.buf, glmCall)
+		i := strings.Index(p.buf, p.open)
 		if i < 0 {
-			keep := partialSuffix(p.buf, glmCall)
+			keep := partialSuffix(p.buf, p.open)
 			content += p.buf[:len(p.buf)-keep]
 			p.buf = p.buf[len(p.buf)-keep:]
 			return calls, content
 		}
 		content += p.buf[:i]
 		p.buf = p.buf[i:]
-		body := p.buf[len(glmCall):]
-		end := strings.Index(body, glmCallEnd)
+		body := p.buf[len(p.open):]
+		end := strings.Index(body, p.close)
 		if end < 0 {
 			return calls, content
 		}
-		call, ok := p.read(&p.callMaker, body[:end])
+		made, ok := p.read(&p.callMaker, body[:end])
 		if !ok {
 			p.failed = true
 			rest := p.buf
 			p.buf = ""
 			return calls, content + rest
 		}
-		calls = append(calls, call)
-		p.buf = body[end+len(glmCallEnd):]
+		calls = append(calls, made...)
+		p.buf = body[end+len(p.close):]
 	}
+}
+
+// oneCall is a read's result of a single call.
+func oneCall(c api.ToolCall, ok bool) ([]api.ToolCall, bool) {
+	if !ok {
+		return nil, false
+	}
+	return []api.ToolCall{c}, true
 }
 
 // held is the unfinished call's text, from its tag on.
@@ -81,38 +95,38 @@ func (p *taggedCalls) held() string { return p.buf }
 
 // glmRead reads one of GLM's calls between its tags: the name, then key
 // and value pairs, each value as argValueJSON makes it.
-func glmRead(p *callMaker, text string) (api.ToolCall, bool) {
+func glmRead(p *callMaker, text string) ([]api.ToolCall, bool) {
 	name, rest, _ := strings.Cut(text, glmKey)
 	name = strings.TrimSpace(name)
 	args, ok := p.args(name)
 	if !ok {
-		return api.ToolCall{}, false
+		return nil, false
 	}
 	for n := 0; strings.TrimSpace(rest) != ""; n++ {
 		if n > 0 {
 			rest = strings.TrimLeftFunc(rest, unicode.IsSpace)
 			r, ok := strings.CutPrefix(rest, glmKey)
 			if !ok {
-				return api.ToolCall{}, false
+				return nil, false
 			}
 			rest = r
 		}
 		key, after, ok := strings.Cut(rest, glmKeyEnd)
 		if !ok {
-			return api.ToolCall{}, false
+			return nil, false
 		}
 		after, ok = strings.CutPrefix(strings.TrimLeftFunc(after, unicode.IsSpace), glmValue)
 		if !ok {
-			return api.ToolCall{}, false
+			return nil, false
 		}
 		value, next, ok := strings.Cut(after, glmValueEnd)
 		if !ok {
-			return api.ToolCall{}, false
+			return nil, false
 		}
 		args.add(key, value)
 		rest = next
 	}
-	return p.call(name, args.json())
+	return oneCall(p.call(name, args.json()))
 }
 
 // callArgs builds a call's arguments, a JSON object, key by key, each

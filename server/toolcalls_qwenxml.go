@@ -30,42 +30,42 @@ const (
 
 // qwenXMLRead reads one of Qwen3-Coder's calls between the <tool_call>
 // tags (taggedCalls), each value as argValueJSON makes it.
-func qwenXMLRead(p *callMaker, text string) (api.ToolCall, bool) {
+func qwenXMLRead(p *callMaker, text string) ([]api.ToolCall, bool) {
 	rest, ok := strings.CutPrefix(strings.TrimSpace(text), qxFunction)
 	if !ok {
-		return api.ToolCall{}, false
+		return nil, false
 	}
 	name, rest, ok := strings.Cut(rest, ">")
 	if !ok {
-		return api.ToolCall{}, false
+		return nil, false
 	}
 	args, ok := p.args(strings.TrimSpace(name))
 	if !ok {
-		return api.ToolCall{}, false
+		return nil, false
 	}
 	for {
 		rest = strings.TrimLeftFunc(rest, unicode.IsSpace)
 		if r, ok := strings.CutPrefix(rest, qxFunctionEnd); ok {
 			if strings.TrimSpace(r) != "" {
-				return api.ToolCall{}, false
+				return nil, false
 			}
 			break
 		}
 		r, ok := strings.CutPrefix(rest, qxParam)
 		if !ok {
-			return api.ToolCall{}, false
+			return nil, false
 		}
 		key, r, ok := strings.Cut(r, ">")
 		if !ok {
-			return api.ToolCall{}, false
+			return nil, false
 		}
 		value, next, ok := strings.Cut(r, qxParamEnd)
 		if !ok {
-			return api.ToolCall{}, false
+			return nil, false
 		}
 		// the template puts the value between newlines of its own
 		args.add(key, strings.TrimSuffix(strings.TrimPrefix(value, "\n"), "\n"))
 		rest = next
 	}
-	return p.call(strings.TrimSpace(name), args.json())
+	return oneCall(p.call(strings.TrimSpace(name), args.json()))
 }

@@ -37,6 +37,11 @@ func TestToolStream(t *testing.T) {
 	// Qwen3-Coder's template, cut to its call's tags.
 	coder := &loaded{template: `{{- '<tool_call>\n<function=' + tool_call.name + '>\n' }}{{- '<parameter=' + args_name + '>\n' }}`}
 	coderCall := "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>"
+	// MiniMax-M2's template, cut to its block's tags; one block of two calls.
+	minimax := &loaded{template: `{%- set toolcall_begin_token = '<minimax:tool_call>' -%}{{- '<invoke name="' + tool_call.name + '">' }}`}
+	mmCall := "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Paris</parameter>\n<parameter name=\"days\">2</parameter>\n</invoke>\n</minimax:tool_call>"
+	mmTwo := "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Paris</parameter>\n</invoke>\n" +
+		"<invoke name=\"get_weather\">\n<parameter name=\"city\">Rome</parameter>\n</invoke>\n</minimax:tool_call>"
 	for _, tc := range []struct {
 		name    string
 		l       *loaded
@@ -82,6 +87,14 @@ func TestToolStream(t *testing.T) {
 			"<tool_call>\n<function=nope>\n</function>\n</tool_call>", 0, ""},
 		{"qwen3-coder JSON in the tag", coder, modelConf{}, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>",
 			"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>", 0, ""},
+		{"minimax-m2", minimax, modelConf{}, "I will look it up.\n" + mmCall, "I will look it up.", 1, `{"city":"Paris","days":2}`},
+		{"minimax-m2 two calls in a block", minimax, modelConf{}, mmTwo, "", 2, `{"city":"Paris"}`},
+		{"minimax-m2 blocks then text", minimax, modelConf{}, mmCall + "\n" + mmTwo + "\nDone.", "Done.", 3, `{"city":"Paris","days":2}`},
+		{"minimax-m2 no parameters", minimax, modelConf{}, "<minimax:tool_call>\n<invoke name=\"get_weather\">\n</invoke>\n</minimax:tool_call>", "", 1, `{}`},
+		{"minimax-m2 unknown tool", minimax, modelConf{}, "<minimax:tool_call>\n<invoke name=\"nope\">\n</invoke>\n</minimax:tool_call>",
+			"<minimax:tool_call>\n<invoke name=\"nope\">\n</invoke>\n</minimax:tool_call>", 0, ""},
+		{"minimax-m2 empty block", minimax, modelConf{}, "<minimax:tool_call>\n</minimax:tool_call>", "<minimax:tool_call>\n</minimax:tool_call>", 0, ""},
+		{"minimax-m2 unfinished", minimax, modelConf{}, "ok <minimax:tool_call>\n<invoke name=\"get_we", "ok <minimax:tool_call>\n<invoke name=\"get_we", 0, ""},
 		{"phi-4-mini", llama, phiConf, "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}]<|/tool_call|>", "", 1, `{"city":"Rome"}`},
 	} {
 		for _, step := range []int{1, 3, 1000} {
@@ -161,6 +174,37 @@ func TestQwenXMLCallValues(t *testing.T) {
 	}
 	got, _ := json.Marshal(calls[0].Function.Arguments)
 	if want := `{"content":"line 1\n  line 2","append":true,"mode":420,"meta":{"a":[1,2]}}`; string(got) != want {
+		t.Errorf("arguments %s, want %s", got, want)
+	}
+}
+
+// TestMinimaxCallValues: MiniMax-M2's values by the tool's types, as its
+// template writes them (a string as it is, anything else as JSON): a
+// string kept whole, newlines and all, though it looks like a number; a
+// boolean, a number and an object as JSON.
+func TestMinimaxCallValues(t *testing.T) {
+	var tool api.Tool
+	tool.Type, tool.Function.Name = "function", "write_file"
+	tool.Function.Parameters.Properties = api.NewToolPropertiesMap()
+	tool.Function.Parameters.Properties.Set("path", api.ToolProperty{Type: api.PropertyType{"string"}})
+	tool.Function.Parameters.Properties.Set("content", api.ToolProperty{Type: api.PropertyType{"string"}})
+	tool.Function.Parameters.Properties.Set("append", api.ToolProperty{Type: api.PropertyType{"boolean"}})
+	p := &taggedCalls{callMaker: callMaker{tools: api.Tools{tool}}, open: mmCall, close: mmCallEnd, read: minimaxRead}
+	text := "<think>\nThe user wants a file.\n</think>\n\n<minimax:tool_call>\n<invoke name=\"write_file\">\n<parameter name=\"path\">42</parameter>\n" +
+		"<parameter name=\"content\">line 1\n  line 2\n</parameter>\n<parameter name=\"append\">false</parameter>\n" +
+		"<parameter name=\"meta\">{\"mode\": 420}</parameter>\n</invoke>\n</minimax:tool_call>"
+	var calls []api.ToolCall
+	var content strings.Builder
+	for i := 0; i < len(text); i += 7 {
+		c, s := p.Add(text[i:min(i+7, len(text))])
+		calls = append(calls, c...)
+		content.WriteString(s)
+	}
+	if content.String() != "<think>\nThe user wants a file.\n</think>\n\n" || len(calls) != 1 || calls[0].Function.Name != "write_file" {
+		t.Fatalf("content %q, calls %+v", content.String(), calls)
+	}
+	got, _ := json.Marshal(calls[0].Function.Arguments)
+	if want := `{"path":"42","content":"line 1\n  line 2\n","append":false,"meta":{"mode":420}}`; string(got) != want {
 		t.Errorf("arguments %s, want %s", got, want)
 	}
 }

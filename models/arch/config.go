@@ -198,6 +198,7 @@ var architectures = map[string]architecture{
 	"ernie4_5-moe":  {neox: false, config: readErnieMoE, newBlock: newErnieMoEBlock},
 	"deepseek2":     {neox: false, config: readDeepseek2, newBlock: newDeepseek2Block},
 	"bailingmoe2":   {neox: true, config: readBailingMoE2, newBlock: newBailingMoE2Block},
+	"minimax-m2":    {neox: true, config: readMinimaxM2, newBlock: newMinimaxM2Block},
 
 	"granitemoe": {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},
 

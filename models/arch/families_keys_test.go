@@ -152,3 +152,31 @@ func TestHunyuanMoEKeys(t *testing.T) {
 	}
 	refused(t, cfg, func(w *gguf.Writer) { w.Set("hunyuan-moe.expert_shared_feed_forward_length", uint32(0)) }, "expert_shared_feed_forward_length = 0")
 }
+
+// MiniMax-M2's keys: experts by sigmoid (softmax where
+// expert_gating_func says 1), always normalized, feed_forward_length wide
+// whatever expert_feed_forward_length says, and the keys llama.cpp does
+// not read for this family (a weight scale, shared experts, dense layers)
+// left unread; a file without expert_gating_func, which llama.cpp cannot
+// run, is refused.
+func TestMinimaxM2Keys(t *testing.T) {
+	cfg, err := synth.ArchPreset("minimax-m2", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := loadEdited(t, cfg, func(w *gguf.Writer) {
+		w.Set("minimax-m2.expert_weights_scale", float32(2.5))
+		w.Set("minimax-m2.expert_shared_count", uint32(1))
+		w.Set("minimax-m2.leading_dense_block_count", uint32(1))
+	})
+	if m.Gating != arch.GatingSigmoid || !m.ExpertWeightsNorm || m.ExpertWeightsScale != 0 || m.SharedFFN != 0 || m.DenseLead != 0 ||
+		m.ExpertFFN != m.FFN || m.Rope.Dims != m.HeadDim/2 {
+		t.Errorf("gating %v, norm %v, scale %v, shared %d, dense %d, experts %d wide of ffn %d, rope %d of %d; want sigmoid, true, 0, 0, 0, ffn, half",
+			m.Gating, m.ExpertWeightsNorm, m.ExpertWeightsScale, m.SharedFFN, m.DenseLead, m.ExpertFFN, m.FFN, m.Rope.Dims, m.HeadDim)
+	}
+	if m := loadEdited(t, cfg, func(w *gguf.Writer) { w.Set("minimax-m2.expert_gating_func", uint32(1)) }); m.Gating != arch.GatingSoftmax {
+		t.Errorf("expert_gating_func 1: gating %v, want softmax", m.Gating)
+	}
+	refused(t, cfg, func(w *gguf.Writer) { w.Delete("minimax-m2.expert_gating_func") }, "llama.cpp requires it")
+	refused(t, cfg, func(w *gguf.Writer) { w.Set("minimax-m2.expert_gating_func", uint32(3)) }, "expert_gating_func = 3")
+}

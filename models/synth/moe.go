@@ -42,7 +42,7 @@ var qwen3moeMini = Config{Arch: "qwen3moe", Embd: 1024, Layers: 24, Heads: 16, H
 // (Mixtral; Granite's MoE layers).
 func isMoE(arch string) bool {
 	return arch == "qwen3moe" || arch == "qwen3vlmoe" || arch == "gpt-oss" || arch == "qwen2moe" || arch == "olmoe" || arch == "granitemoe" ||
-		arch == "glm4moe" || arch == "ernie4_5-moe" || arch == "hunyuan-moe" || arch == "deepseek2" || arch == "bailingmoe2"
+		arch == "glm4moe" || arch == "ernie4_5-moe" || arch == "hunyuan-moe" || arch == "deepseek2" || arch == "bailingmoe2" || arch == "minimax-m2"
 }
 
 // hasMoE reports whether c's feed-forward is a mixture of experts.
@@ -54,7 +54,7 @@ func (c Config) hasMoE() bool {
 // feed_forward_length (llama, olmoe, granite and granitemoe), not by
 // expert_feed_forward_length (qwen3moe, qwen2moe, gpt-oss).
 func ffnWideExperts(arch string) bool {
-	return arch == "llama" || arch == "olmoe" || arch == "granite" || arch == "granitemoe" || arch == "hunyuan-moe"
+	return arch == "llama" || arch == "olmoe" || arch == "granite" || arch == "granitemoe" || arch == "hunyuan-moe" || arch == "minimax-m2"
 }
 
 // checkMoE refuses expert settings on a dense architecture and an expert
@@ -95,6 +95,8 @@ func (c *Config) checkMoE() error {
 		return badConfig("%d leading dense layers: glm4moe's, ernie4_5-moe's, deepseek2's or bailingmoe2's, at most its %d layers", c.DenseLead, c.Layers)
 	case c.ExpertScale < 0 || c.ExpertScale > 0 && c.Arch != "glm4moe" && c.Arch != "deepseek2" && c.Arch != "bailingmoe2":
 		return badConfig("an expert weight scale of %v is glm4moe's, deepseek2's or bailingmoe2's, never negative", c.ExpertScale)
+	case c.Arch == "minimax-m2" && c.Tied:
+		return badConfig("minimax-m2 has its own output matrix (no --tie-embeddings), as llama.cpp requires")
 	case c.Arch == "bailingmoe2" && (c.SharedFFN == 0 || c.Tied):
 		return badConfig("bailingmoe2 has a shared expert (a feed-forward size > 0) and its own output matrix (no --tie-embeddings), as llama.cpp requires")
 	case c.Arch == "hunyuan-moe" && c.SharedFFN == 0:
@@ -114,7 +116,7 @@ func moeMetadata(c Config, set func(string, any)) {
 	a := c.Arch + "."
 	set(a+"expert_count", uint32(c.Experts))
 	set(a+"expert_used_count", uint32(c.ExpertsUsed))
-	if !ffnWideExperts(c.Arch) || c.Arch == "hunyuan-moe" { // llama.cpp requires hunyuan-moe's, and sizes its experts by n_ff
+	if !ffnWideExperts(c.Arch) || c.Arch == "hunyuan-moe" || c.Arch == "minimax-m2" { // llama.cpp requires hunyuan-moe's, and sizes its experts by n_ff; minimax-m2's converter writes it
 		set(a+"expert_feed_forward_length", uint32(c.ExpertFFN))
 	}
 	if c.SharedFFN > 0 && c.Arch != "glm4moe" && c.Arch != "deepseek2" {
@@ -178,7 +180,7 @@ func (m *Model) moeTensors(p string, add func(name string, typ addType, mean, st
 		add(p+"exp_probs_b.bias", addF32, 0, 0.2, c.Experts)
 	case "ernie4_5-moe":
 		add(p+"exp_probs_b.bias", addF32, 0, 0.05, c.Experts)
-	case "bailingmoe2":
+	case "bailingmoe2", "minimax-m2":
 		add(p+"exp_probs_b.bias", addF32, 0, 0.2, c.Experts)
 	case "deepseek2":
 		if c.Gating == "sigmoid" { // DeepSeek-V3's; V2's files have none

@@ -297,7 +297,7 @@ func (m *Model) attentionTensors(p string, resid float32, pl plan) {
 		pl.norm(p+"attn_q_norm.weight", c.HeadDim) // per head, shared by all heads
 		pl.norm(p+"attn_k_norm.weight", c.HeadDim)
 	}
-	if c.Arch == "olmoe" {
+	if c.Arch == "olmoe" || c.Arch == "minimax-m2" {
 		pl.norm(p+"attn_q_norm.weight", qDim) // over the whole projection
 		pl.norm(p+"attn_k_norm.weight", kvDim)
 	}

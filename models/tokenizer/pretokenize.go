@@ -123,7 +123,7 @@ var (
 
 		"tekken": &preTekken,
 
-		"gpt-4o": &preGPT4o, "llama4": &preGPT4o, "kanana2": &preGPT4o, "talkie": &preGPT4o,
+		"gpt-4o": &preGPT4o, "llama4": &preGPT4o, "kanana2": &preGPT4o, "talkie": &preGPT4o, "minimax-m2": &preGPT4o,
 	}
 	ignoreMerges = map[string]bool{
 		"llama3": true, "llama-v3": true, "llama-bpe": true, "falcon3": true,

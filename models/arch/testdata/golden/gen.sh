@@ -131,6 +131,8 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #   bailingmoe2: Ling 2.0: Q, K and V fused in attn_qkv, Q and K normed per head before NEOX RoPE over
 #               half of each head, a dense first layer, then 8 experts in 4 groups (2 searched, 2
 #               chosen) by sigmoid plus a selection bias, normalized, times 2.5, beside a shared expert
+#   minimax-m2: MiniMax-M2: Q and K each normed over the whole projection, NEOX RoPE over half of each
+#               head, 8 experts in every layer by sigmoid plus a selection bias, normalized, top-2
 #   deepseek2-temp: deepseek2 with Mistral Large 3's attention temperature (0.3 over steps of 16
 #               positions: the prompt's queries scaled by 1 to 1 + 0.3·ln 4)
 # deepseek2's quantized cases were made with llama.cpp's other x86 builds: its AMX build
@@ -193,6 +195,7 @@ families=(
 	"deepseek2-lite|--arch deepseek2 --preset tiny --seed 44 --n-lora-q 0 --gating softmax --n-expert-groups 0 --ctx 8192 --rope-scaling yarn --rope-factor 4 --rope-orig-ctx 2048 --yarn-log-mul 0.0707"
 	"bailingmoe2|--arch bailingmoe2 --preset tiny --seed 46 --n-head-kv 2"
 	"deepseek2-temp|--arch deepseek2 --preset tiny --seed 45 --attn-temp-scale 0.3 --attn-temp-len 16"
+	"minimax-m2|--arch minimax-m2 --preset tiny --seed 47 --n-head-kv 2"
 )
 
 want=("$@")
