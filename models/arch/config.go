@@ -199,6 +199,7 @@ var architectures = map[string]architecture{
 	"deepseek2":     {neox: false, config: readDeepseek2, newBlock: newDeepseek2Block},
 	"bailingmoe2":   {neox: true, config: readBailingMoE2, newBlock: newBailingMoE2Block},
 	"minimax-m2":    {neox: true, config: readMinimaxM2, newBlock: newMinimaxM2Block},
+	"dots1":         {neox: true, config: readDots1, newBlock: newDots1Block},
 
 	"granitemoe": {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},
 

@@ -180,3 +180,21 @@ func TestMinimaxM2Keys(t *testing.T) {
 	refused(t, cfg, func(w *gguf.Writer) { w.Delete("minimax-m2.expert_gating_func") }, "llama.cpp requires it")
 	refused(t, cfg, func(w *gguf.Writer) { w.Set("minimax-m2.expert_gating_func", uint32(3)) }, "expert_gating_func = 3")
 }
+
+// dots.llm1's keys: glm4moe's, read as the file says; the gating and the
+// shared experts' count, which llama.cpp requires, and fewer KV heads
+// than heads, which its loader cannot size, are refused.
+func TestDots1Keys(t *testing.T) {
+	cfg, err := synth.ArchPreset("dots1", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := loadEdited(t, cfg, func(w *gguf.Writer) {})
+	if m.Gating != arch.GatingSigmoid || !m.ExpertWeightsNorm || m.ExpertWeightsScale != 2.5 || m.SharedFFN != 512 || m.DenseLead != 1 {
+		t.Errorf("gating %v, norm %v, scale %v, shared %d, dense %d; want sigmoid, true, 2.5, 512, 1",
+			m.Gating, m.ExpertWeightsNorm, m.ExpertWeightsScale, m.SharedFFN, m.DenseLead)
+	}
+	refused(t, cfg, func(w *gguf.Writer) { w.Delete("dots1.expert_gating_func") }, "llama.cpp requires it")
+	refused(t, cfg, func(w *gguf.Writer) { w.Delete("dots1.expert_shared_count") }, "llama.cpp requires it")
+	refused(t, cfg, func(w *gguf.Writer) { w.Set("dots1.attention.head_count_kv", uint32(2)) }, "2 KV heads of 4")
+}

@@ -18,3 +18,27 @@ func minimaxM2Tiny(c *Config) {
 func minimaxM2Metadata(c Config, set func(string, any)) {
 	set(c.Arch+".expert_gating_func", uint32(2)) // sigmoid
 }
+
+// dots.llm1 (dots1): glm4moe's layer without biases, Q and K normed per
+// head (required), as many KV heads as heads (llama.cpp's loader sizes K
+// and V by the query heads), NEOX rope over whole heads; a dense first
+// layer, then experts by sigmoid with a selection bias, normalized and
+// scaled, beside shared experts. dots1Tiny: three layers, 8 experts of
+// 256, two chosen, two shared experts, scaled by 2.5, an output matrix
+// of its own (llama.cpp requires one).
+func dots1Tiny(c *Config) {
+	c.Layers, c.HeadsKV, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 3, c.Heads, 8, 2, 256, 512
+	c.DenseLead, c.ExpertScale, c.Tied = 1, 2.5, false
+}
+
+// dots1Metadata writes dots.llm1's keys as llama.cpp's converter does:
+// qwen2moe's, then the dense layers, the shared experts' count, the
+// scale, the normalization, and the gating from scoring_func.
+func dots1Metadata(c Config, set func(string, any)) {
+	a := c.Arch + "."
+	set(a+"expert_gating_func", uint32(2)) // sigmoid
+	set(a+"leading_dense_block_count", uint32(c.DenseLead))
+	set(a+"expert_shared_count", uint32(c.SharedFFN/c.ExpertFFN))
+	set(a+"expert_weights_scale", c.ExpertScale)
+	set(a+"expert_weights_norm", true)
+}

@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense", "glm4moe", "ernie4_5-moe", "hunyuan-moe", "deepseek2", "bailingmoe2", "minimax-m2"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense", "glm4moe", "ernie4_5-moe", "hunyuan-moe", "deepseek2", "bailingmoe2", "minimax-m2", "dots1"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -179,6 +179,7 @@ var tinyFamilies = map[string]func(*Config){
 	"deepseek2":    deepseek2Tiny,
 	"bailingmoe2":  bailingMoE2Tiny,
 	"minimax-m2":   minimaxM2Tiny,
+	"dots1":        dots1Tiny,
 
 	"granitemoe": granitemoeTiny,
 	"starcoder2": starcoder2Tiny,
@@ -467,6 +468,8 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			bailingMoE2Metadata(c, set)
 		case "minimax-m2":
 			minimaxM2Metadata(c, set)
+		case "dots1":
+			dots1Metadata(c, set)
 		case "ernie4_5-moe":
 			set(a+"interleave_moe_layer_step", uint32(1))
 			set(a+"leading_dense_block_count", uint32(c.DenseLead))

@@ -133,6 +133,8 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #               chosen) by sigmoid plus a selection bias, normalized, times 2.5, beside a shared expert
 #   minimax-m2: MiniMax-M2: Q and K each normed over the whole projection, NEOX RoPE over half of each
 #               head, 8 experts in every layer by sigmoid plus a selection bias, normalized, top-2
+#   dots1:      dots.llm1: Q and K normed per head, as many KV heads as heads, a dense first layer, then
+#               8 experts by sigmoid plus a selection bias, normalized, times 2.5, beside 2 shared experts
 #   deepseek2-temp: deepseek2 with Mistral Large 3's attention temperature (0.3 over steps of 16
 #               positions: the prompt's queries scaled by 1 to 1 + 0.3·ln 4)
 # deepseek2's quantized cases were made with llama.cpp's other x86 builds: its AMX build
@@ -196,6 +198,7 @@ families=(
 	"bailingmoe2|--arch bailingmoe2 --preset tiny --seed 46 --n-head-kv 2"
 	"deepseek2-temp|--arch deepseek2 --preset tiny --seed 45 --attn-temp-scale 0.3 --attn-temp-len 16"
 	"minimax-m2|--arch minimax-m2 --preset tiny --seed 47 --n-head-kv 2"
+	"dots1|--arch dots1 --preset tiny --seed 48"
 )
 
 want=("$@")
