@@ -22,15 +22,39 @@ func (b *Backend) attentionSIMD(dst, q []float32, qcols int, c *KVCache, layer i
 	tr, scratch := b.attnUnits(c, group, maxCtx)
 	t := &b.attentionX
 	blocks := b.attnPlan(batch, tr, o)
+	parts := headParts(group, len(b.attnTiles)*spec.KVHeads, b.Threads())
 	*t = simdAttentionTask{kern: b.k, dst: dst, q: q, qcols: qcols, c: c, layer: layer,
-		tiles: b.attnTiles, blocks: blocks, group: group, opts: o, sinks: b.sinkLogits(o, qcols/spec.HeadDim),
+		tiles: b.attnTiles, blocks: blocks, group: group, parts: parts, opts: o, sinks: b.sinkLogits(o, qcols/spec.HeadDim),
 		scratch: scratch}
 	// The pool counts cost in the Go kernels' multiply-adds, about a
 	// nanosecond each; these kernels do some 25 in a nanosecond, so that a
 	// chunk holds a few short units (a decode step of one short sequence
 	// runs on one thread, and a unit's kernel prefetches the next's K/V).
-	b.pool.runEach(t, len(b.attnTiles)*spec.KVHeads, max(1, 2*spec.HeadDim*maxCtx*tr*group/24))
+	b.pool.runEach(t, len(b.attnTiles)*spec.KVHeads*parts, max(1, 2*spec.HeadDim*maxCtx*tr*group/parts/24))
 	*t = simdAttentionTask{blocks: blocks[:0]} // kept, so that the steady state allocates nothing
+}
+
+// headParts is the runs a K/V head's group query heads are split into
+// when the units (tiles × K/V heads) are fewer than the threads: the
+// fewest that give every thread a unit, a divisor of group (1: no split).
+// A decode step of one sequence over one K/V head (DeepSeek's latent,
+// Gemma 3 1B) was one unit, one thread attending while the others waited;
+// split, each run reads the K/V again for its own queries, whose sums do
+// not change.
+func headParts(group, units, threads int) int {
+	if units >= threads {
+		return 1
+	}
+	parts := 1
+	for p := 2; p <= group; p++ {
+		if group%p == 0 {
+			parts = p
+			if units*p >= threads {
+				break
+			}
+		}
+	}
+	return parts
 }
 
 // windowCtx bounds the positions one tile of at most 16 rows reads under
@@ -145,6 +169,7 @@ type simdAttentionTask struct {
 	tiles   []attnTile
 	blocks  []int32 // the block tables of the batch's sequences, one after another
 	group   int     // query heads per K/V head
+	parts   int     // runs of query heads a K/V head's units split its group into (0: 1)
 	opts    gpu.AttnOpts
 	sinks   []float32 // opts.Sinks' logits, one per query head; nil: none
 	scratch int       // floats of scratch per unit, at most
@@ -154,6 +179,6 @@ func (t *simdAttentionTask) run(w *worker, lo, hi int) {
 	spec := t.c.spec
 	scratch := grow(&w.scores, t.scratch)
 	kl, vl := t.c.layerPtrs(t.layer)
-	t.kern.attention(t.tiles, lo, hi, t.q, t.qcols, t.group, spec.HeadDim, kl, vl, t.c.kvKind(),
+	t.kern.attention(t.tiles, lo, hi, t.q, t.qcols, t.group, max(t.parts, 1), spec.HeadDim, kl, vl, t.c.kvKind(),
 		t.blocks, spec.BlockSize, spec.KVHeads, t.opts, t.sinks, t.dst, scratch)
 }

@@ -32,7 +32,9 @@ type kernels struct {
 	// matmulF32 is the float32 matmul, MatMul of F32 weights (matmulF32Go
 	// at the scalar and NEON levels).
 	matmulF32 func(w []float32, wstride, rows int, x []float32, xstride, nx, k int, dst []float32, dstride int)
-	attention func(tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind kvKind,
+	// attention runs units lo … hi-1 of attention: a unit is a run of
+	// g/parts of the g query heads of one K/V head of one tile.
+	attention func(tiles []attnTile, lo, hi int, q []float32, qstride, g, parts, d int, kl, vl unsafe.Pointer, kind kvKind,
 		blocks []int32, bs, kvheads int, o gpu.AttnOpts, sinks, out, scratch []float32)
 
 	argmax  func(x []float32) int
@@ -85,9 +87,9 @@ func kernelsAt(l simdLevel) *kernels {
 		_ []int32, maxCtx int) {
 		b.attentionSIMD(b.act(dst), b.f32(q), cq.cols, cc, layer, batch, o, maxCtx)
 	}
-	k.attention = func(tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind kvKind,
+	k.attention = func(tiles []attnTile, lo, hi int, q []float32, qstride, g, parts, d int, kl, vl unsafe.Pointer, kind kvKind,
 		blocks []int32, bs, kvheads int, o gpu.AttnOpts, sinks, out, scratch []float32) {
-		attentionX(l, tiles, lo, hi, q, qstride, g, d, kl, vl, kind, blocks, bs, kvheads, o, sinks, out, scratch)
+		attentionX(l, tiles, lo, hi, q, qstride, g, parts, d, kl, vl, kind, blocks, bs, kvheads, o, sinks, out, scratch)
 	}
 	k.elemCost = simdCost
 	k.rmsNorm = func(x, w, dst []float32, g int, eps float32) { rmsNormX(v, x, w, dst, g, eps) }
@@ -123,7 +125,7 @@ func noMatmulPacked(kernelKind, []byte, int, int, int, []byte, int, int, int, []
 	panic("cpu: no SIMD matmul at the scalar level")
 }
 
-func noAttention([]attnTile, int, int, []float32, int, int, int, unsafe.Pointer, unsafe.Pointer, kvKind,
+func noAttention([]attnTile, int, int, []float32, int, int, int, int, unsafe.Pointer, unsafe.Pointer, kvKind,
 	[]int32, int, int, gpu.AttnOpts, []float32, []float32, []float32) {
 	panic("cpu: no SIMD attention at the scalar level")
 }

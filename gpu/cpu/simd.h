@@ -391,7 +391,8 @@ _Static_assert(sizeof(folio_tile) == 16, "folio_tile is four int32s");
 
 // folio_attn is what every unit of one folio_attention call shares: the
 // tiles, q and out (rows qstride floats apart; g query heads of d elements
-// per K/V head), the layer's K and V (kt: KV_*), the block tables, the
+// per K/V head, in parts runs of g/parts, a unit each), the layer's K and
+// V (kt: KV_*), the block tables, the
 // block size, the K/V heads, the scores' scale, the sliding window (0:
 // none) and soft-cap (0: none), the sinks (a logit per query head, NULL:
 // none; llama.cpp's soft_max with sinks), and a unit's scratch.
@@ -403,7 +404,7 @@ typedef struct {
 	const int32_t *blocks;
 	const float *sinks;
 	int64_t qstride;
-	int g, d, kt, bs, kvheads, window;
+	int g, parts, d, kt, bs, kvheads, window;
 	float scale, cap;
 } folio_attn;
 void folio_attention(int level, folio_attn a, int lo, int hi);

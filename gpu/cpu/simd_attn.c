@@ -401,10 +401,13 @@ static inline int first_read(int pos, int window) {
 	return window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
 }
 
-// folio_attention runs units lo … hi-1 of a: unit u is K/V head u %
-// a.kvheads of tile u / a.kvheads. One call for many units spares a cgo
-// call per unit, which is not small beside a decode unit's microsecond or
-// less.
+// folio_attention runs units lo … hi-1 of a: unit u is run u % a.parts of
+// the query heads of K/V head u / a.parts % a.kvheads of tile u /
+// (a.kvheads·a.parts). Each query's sums are the same in any run of
+// heads (the kernels' order is per query), so parts only spreads a tile
+// of few K/V heads over more threads, each reading its K/V. One call for
+// many units spares a cgo call per unit, which is not small beside a
+// decode unit's microsecond or less.
 void folio_attention(int level, folio_attn a, int lo, int hi) {
 	// The kernel: the bfloat16 ones over half and Q8_0 caches at amx and
 	// avx512bf16 (simd_attn_bf16.h), else float32 at the level's width.
@@ -412,21 +415,22 @@ void folio_attention(int level, folio_attn a, int lo, int hi) {
 	                          : level == LEVEL_AVX512BF16 && a.kt != KV_F32 ? folio_attn_bf16
 	                          : level >= LEVEL_AVX512                       ? attn_avx512
 	                                                                        : folio_attn_avx2;
+	int per = a.kvheads * a.parts, g = a.g / a.parts;
 	for (int u = lo; u < hi; u++) {
-		const folio_tile *t = a.tiles + u / a.kvheads;
-		int h = u % a.kvheads;
+		const folio_tile *t = a.tiles + u / per;
+		int h = u % per / a.parts, j0 = h * a.g + u % a.parts * g; // the run's first query head
 		// The first rows of a decode unit's K and V (the kernel asks for the
 		// others on the way), for the next unit while this one computes.
 		int first = first_read(t->pos, a.window);
 		if (u == lo && t->rows == 1)
 			prefetch_first(a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs, a.kvheads, h, a.d, first, t->pos + 1);
-		const folio_tile *tn = a.tiles + (u + 1) / a.kvheads;
-		if (u + 1 < hi && tn->rows == 1)
-			prefetch_first(a.kl, a.vl, a.kt, a.blocks + tn->blocks, a.bs, a.kvheads, (u + 1) % a.kvheads, a.d,
+		const folio_tile *tn = a.tiles + (u + 1) / per;
+		if (u + 1 < hi && tn->rows == 1 && (u + 1) % a.parts == 0)
+			prefetch_first(a.kl, a.vl, a.kt, a.blocks + tn->blocks, a.bs, a.kvheads, (u + 1) % per / a.parts, a.d,
 			               first_read(tn->pos, a.window), tn->pos + 1);
-		int64_t at = t->row * a.qstride + (int64_t)h * a.g * a.d;
-		const float *sinks = a.sinks ? a.sinks + h * a.g : NULL; // this K/V head's query heads'
-		kern(a.q + at, a.qstride, t->rows, a.g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs, a.kvheads, h, t->pos,
+		int64_t at = t->row * a.qstride + (int64_t)j0 * a.d;
+		const float *sinks = a.sinks ? a.sinks + j0 : NULL; // the run's query heads'
+		kern(a.q + at, a.qstride, t->rows, g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs, a.kvheads, h, t->pos,
 		     first, a.window, a.scale, a.cap, sinks, a.out + at, a.scratch);
 	}
 }

@@ -13,6 +13,7 @@ package cpu
 import "C"
 
 import (
+	"fmt"
 	"unsafe"
 
 	"folio/gpu"
@@ -70,13 +71,16 @@ func _() {
 // attnScratch of the largest tile. o is causal (not Bidirectional): its
 // scale, window and soft-cap; sinks, if not nil, has a logit per query
 // head (kvheads·g).
-func attentionX(l simdLevel, tiles []attnTile, lo, hi int, q []float32, qstride, g, d int, kl, vl unsafe.Pointer, kind kvKind,
+func attentionX(l simdLevel, tiles []attnTile, lo, hi int, q []float32, qstride, g, parts, d int, kl, vl unsafe.Pointer, kind kvKind,
 	blocks []int32, bs, kvheads int, o gpu.AttnOpts, sinks, out, scratch []float32) {
-	_ = tiles[(hi-1)/kvheads]
+	if parts < 1 || g%parts != 0 {
+		panic(fmt.Sprintf("cpu: attention: %d query heads a K/V head in %d parts", g, parts))
+	}
+	_ = tiles[(hi-1)/(kvheads*parts)]
 	if l.attnBF16(kind) { // the kernel's scratch grows with the rows, which it trusts
 		rows := 0
 		for u := lo; u < hi; u++ {
-			rows = max(rows, int(tiles[u/kvheads].rows))
+			rows = max(rows, int(tiles[u/(kvheads*parts)].rows))
 		}
 		_ = scratch[attnScratchBF16(rows*g, d)-1]
 	}
@@ -88,7 +92,7 @@ func attentionX(l simdLevel, tiles []attnTile, lo, hi int, q []float32, qstride,
 	C.folio_attention(C.int(l), C.folio_attn{
 		tiles: &tiles[0], q: (*C.float)(unsafe.Pointer(&q[0])), out: (*C.float)(unsafe.Pointer(&out[0])),
 		scratch: (*C.float)(unsafe.Pointer(&scratch[0])), kl: kl, vl: vl, blocks: (*C.int32_t)(unsafe.Pointer(&blocks[0])), sinks: ps,
-		qstride: C.int64_t(qstride), g: C.int(g), d: C.int(d), kt: C.int(kind), bs: C.int(bs), kvheads: C.int(kvheads),
+		qstride: C.int64_t(qstride), g: C.int(g), parts: C.int(parts), d: C.int(d), kt: C.int(kind), bs: C.int(bs), kvheads: C.int(kvheads),
 		window: C.int(o.Window), scale: C.float(o.Scale), cap: C.float(o.SoftCap),
 	}, C.int(lo), C.int(hi))
 }

@@ -105,18 +105,20 @@ static void attn_row(const float *q, float *out, int g, int d, const void *kl, c
 			out[j * d + t] *= inv[j];
 }
 
-// folio_attention runs units lo … hi-1 of a: unit u is K/V head u %
-// a.kvheads of tile u / a.kvheads.
+// folio_attention runs units lo … hi-1 of a: unit u is run u % a.parts of
+// the query heads of K/V head u / a.parts % a.kvheads of tile u /
+// (a.kvheads·a.parts).
 void folio_attention(int level, folio_attn a, int lo, int hi) {
 	(void)level;
+	int per = a.kvheads * a.parts, g = a.g / a.parts;
 	for (int u = lo; u < hi; u++) {
-		const folio_tile *t = a.tiles + u / a.kvheads;
-		int h = u % a.kvheads;
-		const float *sinks = a.sinks ? a.sinks + h * a.g : NULL; // this K/V head's query heads'
+		const folio_tile *t = a.tiles + u / per;
+		int h = u % per / a.parts, j0 = h * a.g + u % a.parts * g; // the run's first query head
+		const float *sinks = a.sinks ? a.sinks + j0 : NULL;          // the run's query heads'
 		for (int r = 0; r < t->rows; r++) {
 			int pos = t->pos + r, low = a.window > 0 && pos - a.window + 1 > 0 ? pos - a.window + 1 : 0;
-			int64_t at = (t->row + r) * a.qstride + (int64_t)h * a.g * a.d;
-			attn_row(a.q + at, a.out + at, a.g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs, a.kvheads, h,
+			int64_t at = (t->row + r) * a.qstride + (int64_t)j0 * a.d;
+			attn_row(a.q + at, a.out + at, g, a.d, a.kl, a.vl, a.kt, a.blocks + t->blocks, a.bs, a.kvheads, h,
 			         low, pos, a.scale, a.cap, sinks, a.scratch);
 		}
 	}

@@ -39,7 +39,7 @@ type attnTile struct{ row, rows, pos, blocks int32 }
 
 func newAttnTile(row, rows, pos, blocks int32) attnTile { return attnTile{row, rows, pos, blocks} }
 
-func attentionX(simdLevel, []attnTile, int, int, []float32, int, int, int, unsafe.Pointer, unsafe.Pointer, kvKind,
+func attentionX(simdLevel, []attnTile, int, int, []float32, int, int, int, int, unsafe.Pointer, unsafe.Pointer, kvKind,
 	[]int32, int, int, gpu.AttnOpts, []float32, []float32, []float32) {
 	panic("cpu: SIMD kernels are not built in")
 }
