@@ -197,6 +197,7 @@ var architectures = map[string]architecture{
 	"glm4moe":       {neox: true, config: readGlm4moe, newBlock: newGlm4moeBlock},
 	"ernie4_5-moe":  {neox: false, config: readErnieMoE, newBlock: newErnieMoEBlock},
 	"deepseek2":     {neox: false, config: readDeepseek2, newBlock: newDeepseek2Block},
+	"mistral4":      {neox: false, config: readDeepseek2, newBlock: newDeepseek2Block},
 	"bailingmoe2":   {neox: true, config: readBailingMoE2, newBlock: newBailingMoE2Block},
 	"minimax-m2":    {neox: true, config: readMinimaxM2, newBlock: newMinimaxM2Block},
 	"dots1":         {neox: true, config: readDots1, newBlock: newDots1Block},
@@ -274,7 +275,7 @@ func ReadConfig(f *gguf.File) (*Config, error) {
 	}
 	// deepseek2's values are the latent, the keys' first KVLora elements
 	// (readDeepseek2 checks them).
-	if v, ok := f.Int(p + "attention.value_length"); ok && int(v) != c.HeadDim && c.Arch != "deepseek2" {
+	if v, ok := f.Int(p + "attention.value_length"); ok && int(v) != c.HeadDim && !latentArchs[c.Arch] {
 		return nil, fail("value length %d differs from key length %d", v, c.HeadDim)
 	}
 	switch {

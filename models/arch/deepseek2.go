@@ -9,7 +9,9 @@ import (
 )
 
 // deepseek2: DeepSeek-V2, V2-Lite, V2.5, V3, R1, Kimi K2 and the other
-// files llama.cpp runs as deepseek2. Multi-head latent attention as
+// files llama.cpp runs as deepseek2, and Mistral 4 (mistral4: the same
+// model and keys under its own name, its experts' gate and up fused in
+// ffn_gate_up_exps as every conversion of it writes them). Multi-head latent attention as
 // llama.cpp computes it when a file has attn_k_b and attn_v_b (every
 // conversion since it split attn_kv_b): a token's keys and values are one
 // latent of KVLora elements (attn_kv_a_mqa's first rows, normed) and
@@ -208,6 +210,10 @@ func mlaScratchBytes(c *Config, maxRows int) int64 {
 		h*c.KVLora + 2*h*c.VHeadDim
 	return 4 * int64(maxRows) * int64(perRow)
 }
+
+// latentArchs are the families of deepseek2's model (multi-head latent
+// attention), whose keys and quirks llama.cpp reads alike.
+var latentArchs = map[string]bool{"deepseek2": true, "mistral4": true}
 
 // readDeepseek2 reads the latent attention's shape (attention.q_lora_rank,
 // kv_lora_rank, key_length_mla and value_length_mla, the cache's

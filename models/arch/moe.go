@@ -3,6 +3,7 @@ package arch
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"folio/gpu"
 	"folio/models/gguf"
@@ -104,13 +105,24 @@ type moeFFN struct {
 func newMoEFFN(ld *loader, c *Config, i int) moeFFN {
 	name := func(s string) string { return fmt.Sprintf("blk.%d.%s.weight", i, s) }
 	f := moeFFN{router: ld.weight(name("ffn_gate_inp"), c.Experts, c.Dim)}
+	_, fused := ld.f.Tensor(name("ffn_gate_up_exps"))
+	fused = fused && latentArchs[c.Arch]
 	for e := range c.Experts {
-		f.gate = append(f.gate, ld.expert(name("ffn_gate_exps"), e, c.Experts, c.ExpertFFN, c.Dim))
-		f.up = append(f.up, ld.expert(name("ffn_up_exps"), e, c.Experts, c.ExpertFFN, c.Dim))
+		if fused { // expert e's gate rows, then its up rows
+			f.gate = append(f.gate, ld.expertRows(name("ffn_gate_up_exps"), e, c.Experts, 0, c.ExpertFFN, 2*c.ExpertFFN, c.Dim))
+			f.up = append(f.up, ld.expertRows(name("ffn_gate_up_exps"), e, c.Experts, c.ExpertFFN, c.ExpertFFN, 2*c.ExpertFFN, c.Dim))
+		} else {
+			f.gate = append(f.gate, ld.expert(name("ffn_gate_exps"), e, c.Experts, c.ExpertFFN, c.Dim))
+			f.up = append(f.up, ld.expert(name("ffn_up_exps"), e, c.Experts, c.ExpertFFN, c.Dim))
+		}
 		f.down = append(f.down, ld.expert(name("ffn_down_exps"), e, c.Experts, c.Dim, c.ExpertFFN))
 	}
-	ld.releaseRepacked(name("ffn_gate_exps"), f.gate)
-	ld.releaseRepacked(name("ffn_up_exps"), f.up)
+	if fused {
+		ld.releaseRepacked(name("ffn_gate_up_exps"), append(slices.Clone(f.gate), f.up...))
+	} else {
+		ld.releaseRepacked(name("ffn_gate_exps"), f.gate)
+		ld.releaseRepacked(name("ffn_up_exps"), f.up)
+	}
 	ld.releaseRepacked(name("ffn_down_exps"), f.down)
 	return f
 }
@@ -134,7 +146,14 @@ func (f *moeFFN) loadBiases(ld *loader, c *Config, i int) {
 // expert loads expert e's slice of name, a GGUF [cols, rows, experts]
 // tensor, as a rows × cols weight.
 func (ld *loader) expert(name string, e, experts, rows, cols int) gpu.Tensor {
-	return ld.loadShape(name, []uint64{uint64(cols), uint64(rows), uint64(experts)}, e*rows, rows, experts*rows, cols)
+	return ld.expertRows(name, e, experts, 0, rows, rows, cols)
+}
+
+// expertRows loads rows row0 … row0+rows-1 of expert e's slice of name, a
+// GGUF [cols, slice, experts] tensor (a part of fused experts), as a rows
+// × cols weight.
+func (ld *loader) expertRows(name string, e, experts, row0, rows, slice, cols int) gpu.Tensor {
+	return ld.loadShape(name, []uint64{uint64(cols), uint64(slice), uint64(experts)}, e*slice+row0, rows, experts*slice, cols)
 }
 
 // moeScratch is the activations of the experts' feed-forwards, device and

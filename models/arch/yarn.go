@@ -10,7 +10,7 @@ import (
 // yarnKeyArchs read YaRN's ramp parameters from the file
 // (rope.scaling.yarn_beta_fast and _slow, yarn_log_multiplier); the others
 // take llama.cpp's defaults, whatever the file says.
-var yarnKeyArchs = map[string]bool{"mistral3": true, "deepseek2": true}
+var yarnKeyArchs = map[string]bool{"mistral3": true, "deepseek2": true, "mistral4": true}
 
 // yarnRope sets r for YaRN scaling by factor, as llama.cpp computes it
 // (llama_context's yarn_attn_factor, ggml's rope_yarn and
@@ -72,7 +72,7 @@ func yarnRope(f *gguf.File, c *Config, factor float64, attn float32, freqs []flo
 		r.Factors[i] = ff / (freqScale*(1-mix) + mix)
 	}
 	lm, num := float32(logMul), float32(1)
-	if c.Arch == "deepseek2" && lm != 0 {
+	if latentArchs[c.Arch] && lm != 0 {
 		// llama.cpp divides DeepSeek's by the 0.1 its converter multiplied
 		// in, and takes it for mscale too, so that mscale over the log
 		// multiplier's is 1 (its TAG_DEEPSEEK2_YARN_LOG_MUL_FIX).

@@ -42,10 +42,15 @@ var deepseek2Mini = Config{Arch: "deepseek2", Embd: 1024, Layers: 12, Heads: 16,
 	Rope:    RopeScaling{Type: "yarn", Factor: 8, OrigCtx: 4096, LogMul: 0.0707},
 	Experts: 64, ExpertsUsed: 6, ExpertFFN: 512, SharedFFN: 1024, DenseLead: 1}
 
+// latent reports whether c's family is deepseek2's model: deepseek2, or
+// Mistral 4 (mistral4: the same keys under its name, the experts' gate
+// and up fused in ffn_gate_up_exps, as its converter writes them).
+func (c Config) latent() bool { return c.Arch == "deepseek2" || c.Arch == "mistral4" }
+
 // checkMLA refuses latent-attention settings on another family, and a
 // deepseek2 shape llama.cpp cannot load.
 func (c Config) checkMLA() error {
-	if c.Arch != "deepseek2" {
+	if !c.latent() {
 		if c.QLora != 0 || c.KVLora != 0 || c.VHeadDim != 0 || c.Gating != "" ||
 			(c.ExpertGroups != 0 || c.GroupsUsed != 0) && c.Arch != "bailingmoe2" {
 			return badConfig("latent attention, expert groups and --gating are deepseek2's (expert groups bailingmoe2's too), not %s's", c.Arch)

@@ -68,7 +68,7 @@ func TestLlamaCppLoads(t *testing.T) {
 		}
 		for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeQ8_0} {
 			t.Run(arch+"/"+typ.String(), func(t *testing.T) {
-				if arch == "deepseek2" && typ != gguf.TypeF32 && hostHasAMX() {
+				if (arch == "deepseek2" || arch == "mistral4") && typ != gguf.TypeF32 && hostHasAMX() {
 					t.Skip("llama.cpp's AMX build (libggml-cpu-sapphirerapids) aborts on deepseek2's latent attention with quantized weights " +
 						"(GGML_ASSERT(*cur_backend_id != -1) in ggml-backend.cpp); its other x86 builds run it")
 				}

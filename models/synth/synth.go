@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense", "glm4moe", "ernie4_5-moe", "hunyuan-moe", "deepseek2", "bailingmoe2", "minimax-m2", "dots1"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense", "glm4moe", "ernie4_5-moe", "hunyuan-moe", "deepseek2", "bailingmoe2", "minimax-m2", "dots1", "mistral4"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -177,6 +177,7 @@ var tinyFamilies = map[string]func(*Config){
 	"ernie4_5-moe": ernieMoETiny,
 	"hunyuan-moe":  hunyuanMoETiny,
 	"deepseek2":    deepseek2Tiny,
+	"mistral4":     deepseek2Tiny,
 	"bailingmoe2":  bailingMoE2Tiny,
 	"minimax-m2":   minimaxM2Tiny,
 	"dots1":        dots1Tiny,
@@ -310,10 +311,10 @@ func (c Config) withDefaults() (Config, error) {
 		c.Biases && c.hasMoE() && c.Arch != "ernie4_5-moe" {
 		return bad("biases on every projection (--biases) are dense llama's, exaone's, internlm2's and ernie4_5's (and on ernie4_5-moe's attention), not %s's", c.Arch)
 	}
-	if c.AttnTemp < 0 || c.AttnTemp != 0 && c.Arch != "mistral3" && c.Arch != "deepseek2" {
+	if c.AttnTemp < 0 || c.AttnTemp != 0 && c.Arch != "mistral3" && !c.latent() {
 		return bad("an attention temperature of %v on %s: it is mistral3's and deepseek2's, and not negative", c.AttnTemp, c.Arch)
 	}
-	if c.AttnTempLen < 0 || c.AttnTempLen != 0 && (c.Arch != "deepseek2" || c.AttnTemp == 0) {
+	if c.AttnTempLen < 0 || c.AttnTempLen != 0 && (!c.latent() || c.AttnTemp == 0) {
 		return bad("an attention temperature length of %d: deepseek2's, with a temperature, not negative", c.AttnTempLen)
 	}
 	if c.Embd <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.HeadsKV <= 0 || c.FFN <= 0 || c.Ctx <= 0 {
@@ -432,7 +433,7 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 	set(a+"feed_forward_length", uint32(c.FFN))
 	set(a+"attention.head_count", uint32(c.Heads))
 	set(a+"attention.head_count_kv", uint32(c.HeadsKV))
-	if c.Arch == "deepseek2" {
+	if c.latent() {
 		deepseek2Metadata(c, set)
 	} else if c.HeadDim*c.Heads != c.Embd || isGemma(c.Arch) {
 		set(a+"attention.key_length", uint32(c.HeadDim))

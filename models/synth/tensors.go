@@ -92,7 +92,7 @@ func (m *Model) planTensors() {
 			planLayer(p, c, plan{weight, norm, bias})
 			continue
 		}
-		if c.Arch == "deepseek2" {
+		if c.latent() {
 			deepseek2Attention(p, c, plan{weight, norm, bias}, func(name string, mean, std float32, shape ...int) {
 				add(name, m.weightType(name, shape[0]), mean, std, shape...)
 			})

@@ -135,9 +135,11 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #               head, 8 experts in every layer by sigmoid plus a selection bias, normalized, top-2
 #   dots1:      dots.llm1: Q and K normed per head, as many KV heads as heads, a dense first layer, then
 #               8 experts by sigmoid plus a selection bias, normalized, times 2.5, beside 2 shared experts
+#   mistral4:   Mistral 4: deepseek2's tiny model under the mistral4 name, its experts' gate and up
+#               fused in ffn_gate_up_exps as Mistral 4's files have them
 #   deepseek2-temp: deepseek2 with Mistral Large 3's attention temperature (0.3 over steps of 16
 #               positions: the prompt's queries scaled by 1 to 1 + 0.3·ln 4)
-# deepseek2's quantized cases were made with llama.cpp's other x86 builds: its AMX build
+# deepseek2's and mistral4's quantized cases were made with llama.cpp's other x86 builds: its AMX build
 # (libggml-cpu-sapphirerapids) aborts on them (LLAMAREF_HOME pointing at an install without it).
 # A family may add llamaref run flags after a second |.
 types=(f32 f16 q8_0 q4_0 q4_k q6_k)
@@ -199,6 +201,7 @@ families=(
 	"deepseek2-temp|--arch deepseek2 --preset tiny --seed 45 --attn-temp-scale 0.3 --attn-temp-len 16"
 	"minimax-m2|--arch minimax-m2 --preset tiny --seed 47 --n-head-kv 2"
 	"dots1|--arch dots1 --preset tiny --seed 48"
+	"mistral4|--arch mistral4 --preset tiny --seed 49"
 )
 
 want=("$@")
