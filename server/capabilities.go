@@ -36,10 +36,18 @@ var capsCache sync.Map // string → templateCaps
 // not as an attribute of something else (message.tools).
 var jinjaTools = regexp.MustCompile(`\{[{%][^}]*?(^|[^.\w])tools\b`)
 
+// Mistral's reasoning models (Magistral, Ministral 3 Reasoning) think
+// between these, which their templates write back for a thinking block.
+const (
+	mistralThink    = "[THINK]"
+	mistralThinkEnd = "[/THINK]"
+)
+
 // capsOf reads a model's chat template: Ollama's Go syntax the way
 // Ollama does (the variables it names; the text around {{ .Thinking }}
 // inside the range over messages), Jinja by its tags naming tools and by
-// the <think> … </think> that Qwen3, QwQ and DeepSeek-R1 templates write.
+// the <think> … </think> that Qwen3, QwQ and DeepSeek-R1 templates write
+// (or Mistral's [THINK] … [/THINK]).
 // A model without a template has neither.
 func capsOf(tmpl string) templateCaps {
 	if tmpl == "" {
@@ -60,8 +68,11 @@ func capsOf(tmpl string) templateCaps {
 		}
 	case !isGo:
 		c.tools = jinjaTools.MatchString(tmpl)
-		if strings.Contains(tmpl, "<think>") && strings.Contains(tmpl, "</think>") {
+		switch {
+		case strings.Contains(tmpl, "<think>") && strings.Contains(tmpl, "</think>"):
 			c.thinkOpen, c.thinkClose = "<think>", "</think>"
+		case strings.Contains(tmpl, mistralThink) && strings.Contains(tmpl, mistralThinkEnd):
+			c.thinkOpen, c.thinkClose = mistralThink, mistralThinkEnd
 		}
 	}
 	c.harmony = isHarmony(tmpl)

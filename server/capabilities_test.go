@@ -52,6 +52,10 @@ func TestTemplateCaps(t *testing.T) {
 		{"Go, neither", `{{ range .Messages }}<think>{{ .Content }}</think>{{ end }}`, false, "", ""},
 		{"Jinja, tools as an attribute", `{% for m in messages %}{{ m.tools }}{% endfor %}`, false, "", ""},
 		{"Jinja, tools in text only", `You have tools. {% for m in messages %}{{ m.content }}{% endfor %}`, false, "", ""},
+		// Ministral 3 Reasoning's, cut to its thinking blocks and calls
+		{"Jinja, Mistral's thinking", `{%- if tools %}[AVAILABLE_TOOLS]{{ tools|tojson }}[/AVAILABLE_TOOLS]{%- endif %}` +
+			`{%- for block in message['content'] %}{%- if block['type'] == 'thinking' %}{{- '[THINK]' + block['thinking'] + '[/THINK]' }}{%- endif %}{%- endfor %}`,
+			true, "[THINK]", "[/THINK]"},
 		{"none", "", false, "", ""},
 	} {
 		c := capsOf(tc.tmpl)
@@ -113,6 +117,7 @@ func TestThinkSplitter(t *testing.T) {
 		content, thinking string
 	}{
 		{"opened by the reply", open, "\n<think>\nhmm, json\n</think>\n\n{\"ok\":true}", `{"ok":true}`, "hmm, json\n"},
+		{"Mistral's tags", thinkMode{open: "[THINK]", close: "[/THINK]"}, "[THINK]The user greets me.[/THINK]Hello!", "Hello!", "The user greets me."},
 		{"opened by the prompt", inside, "\nhmm</think>answer", "answer", "hmm"},
 		{"no thought", open, "  plain answer <think>", "  plain answer <think>", ""},
 		{"a later tag is the answer's", open, "<think>a</think>b<think>c</think>", "b<think>c</think>", "a"},
