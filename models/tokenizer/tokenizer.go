@@ -37,16 +37,21 @@ type Tokenizer struct {
 }
 
 // toolCallMarks are the texts of the control tokens with which models
-// mark their tool calls: Mistral's ([TOOL_CALLS], then a JSON array, or
-// the name, [CALL_ID] and [ARGS] of Mistral Small 3.2 and Devstral),
-// Granite's and Phi-4-mini's <|tool_call|> (with Phi-4-mini's closing
-// <|/tool_call|>) and Hermes' <tool_call>. A reply keeps them as text, as
-// llama.cpp keeps the tool-call tokens of a chat format ("preserved
-// tokens") and Ollama keeps every special token: the tool-call parser reads
-// the calls by them, and a reply that turns out not to be a call keeps
-// what the model wrote.
+// mark their tool calls and their thinking: Mistral's ([TOOL_CALLS], then
+// a JSON array, or the name, [CALL_ID] and [ARGS] of Mistral Small 3.2
+// and Devstral; [THINK] and [/THINK] of Magistral and Ministral 3
+// Reasoning), Granite's and Phi-4-mini's <|tool_call|> (with Phi-4-mini's
+// closing <|/tool_call|>), Hermes' <tool_call>, GLM-4.5's keys and
+// values, MiniMax-M2's block, and <think> … </think> where a vocabulary
+// makes them control tokens. A reply keeps them as text, as llama.cpp
+// keeps the tokens of a chat format ("preserved tokens") and Ollama keeps
+// every special token: the parsers read the calls and the thought by
+// them, and a reply that turns out not to be a call keeps what the model
+// wrote.
 var toolCallMarks = []string{
 	"[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "<|tool_call|>", "<|/tool_call|>", "<tool_call>", "</tool_call>",
+	"[THINK]", "[/THINK]", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>",
+	"<minimax:tool_call>", "</minimax:tool_call>", "<think>", "</think>",
 }
 
 // EncodeOptions say how Encode treats special tokens.

@@ -100,7 +100,7 @@ func TestEOG(t *testing.T) {
 func TestToolCallMarksDecoded(t *testing.T) {
 	v := spmVocab(nil, 'g', 'e', 't', 'x')
 	v.AddSpacePrefix = false
-	for _, mark := range []string{"[TOOL_CALLS]", "[ARGS]", "<|tool_call|>", "<|/tool_call|>", "[INST]"} {
+	for _, mark := range []string{"[TOOL_CALLS]", "[ARGS]", "<|tool_call|>", "<|/tool_call|>", "[INST]", "[THINK]", "[/THINK]"} {
 		v.Tokens = append(v.Tokens, mark)
 		v.Scores = append(v.Scores, 0)
 		v.Types = append(v.Types, TypeControl)
@@ -110,11 +110,11 @@ func TestToolCallMarksDecoded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := tok.Encode("[INST][TOOL_CALLS]get[ARGS]<|tool_call|>x<|/tool_call|>", EncodeOptions{ParseSpecial: true})
-	if got, want := tok.Decode(ids, DecodeOptions{}), "[TOOL_CALLS]get[ARGS]<|tool_call|>x<|/tool_call|>"; got != want {
+	ids := tok.Encode("[INST][THINK]x[/THINK][TOOL_CALLS]get[ARGS]<|tool_call|>x<|/tool_call|>", EncodeOptions{ParseSpecial: true})
+	if got, want := tok.Decode(ids, DecodeOptions{}), "[THINK]x[/THINK][TOOL_CALLS]get[ARGS]<|tool_call|>x<|/tool_call|>"; got != want {
 		t.Errorf("Decode = %q, want %q (marks kept, [INST] dropped)", got, want)
 	}
-	if got := tok.Decode(ids, DecodeOptions{Special: true}); got != "[INST][TOOL_CALLS]get[ARGS]<|tool_call|>x<|/tool_call|>" {
+	if got := tok.Decode(ids, DecodeOptions{Special: true}); got != "[INST][THINK]x[/THINK][TOOL_CALLS]get[ARGS]<|tool_call|>x<|/tool_call|>" {
 		t.Errorf("Decode with Special = %q", got)
 	}
 	plain := tok.Encode("[TOOL_CALLS]", EncodeOptions{})
