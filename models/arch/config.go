@@ -201,6 +201,7 @@ var architectures = map[string]architecture{
 	"bailingmoe2":   {neox: true, config: readBailingMoE2, newBlock: newBailingMoE2Block},
 	"minimax-m2":    {neox: true, config: readMinimaxM2, newBlock: newMinimaxM2Block},
 	"dots1":         {neox: true, config: readDots1, newBlock: newDots1Block},
+	"exaone-moe":    {neox: true, config: readExaoneMoE, newBlock: newExaoneMoEBlock},
 
 	"granitemoe": {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},
 

@@ -1,6 +1,7 @@
 package arch_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -197,4 +198,32 @@ func TestDots1Keys(t *testing.T) {
 	refused(t, cfg, func(w *gguf.Writer) { w.Delete("dots1.expert_gating_func") }, "llama.cpp requires it")
 	refused(t, cfg, func(w *gguf.Writer) { w.Delete("dots1.expert_shared_count") }, "llama.cpp requires it")
 	refused(t, cfg, func(w *gguf.Writer) { w.Set("dots1.attention.head_count_kv", uint32(2)) }, "2 KV heads of 4")
+}
+
+// K-EXAONE's keys: glm4moe's experts as the file says, the shared
+// expert as wide as expert_shared_feed_forward_length (else the
+// experts), three layers of four windowed (128 tokens without
+// attention.sliding_window); a file without expert_gating_func, which
+// llama.cpp requires, is refused.
+func TestExaoneMoEKeys(t *testing.T) {
+	cfg, err := synth.ArchPreset("exaone-moe", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := loadEdited(t, cfg, func(w *gguf.Writer) {})
+	if m.Gating != arch.GatingSigmoid || !m.ExpertWeightsNorm || m.ExpertWeightsScale != 2.5 || m.SharedFFN != 256 || m.DenseLead != 1 ||
+		fmt.Sprint(m.Windows) != "[16 16 16 0]" {
+		t.Errorf("gating %v, norm %v, scale %v, shared %d, dense %d, windows %v; want sigmoid, true, 2.5, 256, 1, [16 16 16 0]",
+			m.Gating, m.ExpertWeightsNorm, m.ExpertWeightsScale, m.SharedFFN, m.DenseLead, m.Windows)
+	}
+	m = loadEdited(t, cfg, func(w *gguf.Writer) {
+		w.Delete("exaone-moe.expert_shared_feed_forward_length")
+		w.Delete("exaone-moe.attention.sliding_window")
+		w.Delete("exaone-moe.attention.sliding_window_pattern")
+	})
+	if m.SharedFFN != m.ExpertFFN || fmt.Sprint(m.Windows) != "[128 128 128 0]" {
+		t.Errorf("without the keys: shared %d (experts %d), windows %v; want the experts' width, [128 128 128 0]", m.SharedFFN, m.ExpertFFN, m.Windows)
+	}
+	refused(t, cfg, func(w *gguf.Writer) { w.Delete("exaone-moe.expert_gating_func") }, "llama.cpp requires it")
+	refused(t, cfg, func(w *gguf.Writer) { w.Set("exaone-moe.attention.sliding_window", uint32(0)) }, "out of range")
 }

@@ -1,5 +1,7 @@
 package synth
 
+import "folio/models/gguf"
+
 // MiniMax-M2 (minimax-m2): llama's attention without biases, Q and K each
 // normed over the whole projection, NEOX rope over part of each head;
 // every layer's feed-forward experts chosen by sigmoid with a selection
@@ -41,4 +43,37 @@ func dots1Metadata(c Config, set func(string, any)) {
 	set(a+"expert_shared_count", uint32(c.SharedFFN/c.ExpertFFN))
 	set(a+"expert_weights_scale", c.ExpertScale)
 	set(a+"expert_weights_norm", true)
+}
+
+// K-EXAONE (exaone-moe): llama's pre-norm layer with per-head Q/K norms,
+// three layers of four windowed (rope on those alone), a dense first
+// layer, then experts by sigmoid with a selection bias, normalized and
+// scaled, beside a shared expert. exaoneMoETiny: four layers (the last
+// global), a 16-token window, 8 experts of 256, two chosen, a shared
+// expert of 256, scaled by 2.5, an output matrix of its own (llama.cpp
+// requires one).
+func exaoneMoETiny(c *Config) {
+	c.Layers, c.Window, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 4, 16, 8, 2, 256, 256
+	c.DenseLead, c.ExpertScale, c.Tied = 1, 2.5, false
+}
+
+// exaoneMoEMetadata writes K-EXAONE's keys as llama.cpp's converter
+// does: the window and its pattern a bool per layer, the shared expert
+// (one, of the experts' width), the scale, the normalization, the dense
+// layers, no multi-token-prediction layers, and the gating from
+// scoring_func.
+func exaoneMoEMetadata(c Config, set func(string, any)) {
+	a := c.Arch + "."
+	pattern := make([]bool, c.Layers)
+	for i := range pattern {
+		pattern[i] = (i+1)%4 != 0
+	}
+	set(a+"attention.sliding_window", uint32(c.Window))
+	set(a+"attention.sliding_window_pattern", gguf.Array{Elem: gguf.ValueBool, Values: pattern})
+	set(a+"expert_gating_func", uint32(2)) // sigmoid
+	set(a+"expert_shared_count", uint32(1))
+	set(a+"expert_weights_scale", c.ExpertScale)
+	set(a+"expert_weights_norm", true)
+	set(a+"leading_dense_block_count", uint32(c.DenseLead))
+	set(a+"nextn_predict_layers", uint32(0))
 }

@@ -293,7 +293,7 @@ func (m *Model) attentionTensors(p string, resid float32, pl plan) {
 		pl.bias(p+"attn_k.bias", kvDim)
 		pl.bias(p+"attn_v.bias", kvDim)
 	}
-	if c.Arch == "qwen3" || c.Arch == "qwen3moe" || c.Arch == "qwen3vl" || c.Arch == "qwen3vlmoe" || c.Arch == "gemma3" || c.Arch == "gemma-embedding" || c.Arch == "hunyuan-dense" || c.Arch == "hunyuan-moe" || c.Arch == "dots1" || c.QKNorm {
+	if c.Arch == "qwen3" || c.Arch == "qwen3moe" || c.Arch == "qwen3vl" || c.Arch == "qwen3vlmoe" || c.Arch == "gemma3" || c.Arch == "gemma-embedding" || c.Arch == "hunyuan-dense" || c.Arch == "hunyuan-moe" || c.Arch == "dots1" || c.Arch == "exaone-moe" || c.QKNorm {
 		pl.norm(p+"attn_q_norm.weight", c.HeadDim) // per head, shared by all heads
 		pl.norm(p+"attn_k_norm.weight", c.HeadDim)
 	}

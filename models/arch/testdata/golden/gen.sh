@@ -137,6 +137,9 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #               8 experts by sigmoid plus a selection bias, normalized, times 2.5, beside 2 shared experts
 #   mistral4:   Mistral 4: deepseek2's tiny model under the mistral4 name, its experts' gate and up
 #               fused in ffn_gate_up_exps as Mistral 4's files have them
+#   exaone-moe: K-EXAONE: Q and K normed per head, a 16-token window with NEOX RoPE on layers 0-2, the
+#               fourth global without rope; a dense first layer, then 8 experts by sigmoid plus a
+#               selection bias, normalized, times 2.5, beside a shared expert
 #   deepseek2-temp: deepseek2 with Mistral Large 3's attention temperature (0.3 over steps of 16
 #               positions: the prompt's queries scaled by 1 to 1 + 0.3·ln 4)
 # deepseek2's and mistral4's quantized cases were made with llama.cpp's other x86 builds: its AMX build
@@ -202,6 +205,7 @@ families=(
 	"minimax-m2|--arch minimax-m2 --preset tiny --seed 47 --n-head-kv 2"
 	"dots1|--arch dots1 --preset tiny --seed 48"
 	"mistral4|--arch mistral4 --preset tiny --seed 49"
+	"exaone-moe|--arch exaone-moe --preset tiny --seed 52 --n-head-kv 2"
 )
 
 want=("$@")
