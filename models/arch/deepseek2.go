@@ -118,12 +118,7 @@ func (l *deepseek2Block) forward(m *Model, s *step) {
 	move(vc, vo, h, dv, gpu.Layout{Row: h * dv, Head: dv}, gpu.Layout{Row: dv, Head: n * dv})
 	be.MatMul(s.xb, vc, l.wo)
 	be.Add(s.x, s.x, s.xb)
-
-	if l.moe != nil {
-		l.moe.forward(m, s, l.ffnNorm)
-		return
-	}
-	m.ffn(s, l.ffnNorm, l.gate, l.up, l.dwn)
+	m.ffnOrExperts(s, l.moe, l.ffnNorm, l.gate, l.up, l.dwn)
 }
 
 // headMatMuls sets dst's rows j·n … j·n+n-1 ([Heads·n, ws[j].Rows], head

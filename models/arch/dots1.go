@@ -21,12 +21,7 @@ func newDots1Block(ld *loader, c *Config, i int) block {
 		qNorm: ld.weight(p+"attn_q_norm.weight", 1, c.HeadDim),
 		kNorm: ld.weight(p+"attn_k_norm.weight", 1, c.HeadDim),
 	}
-	if i < c.DenseLead {
-		l.llamaBlock = loadLlamaLayer(ld, c, i, "ffn_norm")
-		return l
-	}
-	l.llamaBlock = loadLlamaAttention(ld, c, i, "ffn_norm")
-	l.moe = loadLeadMoE(ld, c, i, ld.optional)
+	l.loadLayer(ld, c, i, "ffn_norm", ld.optional)
 	return l
 }
 

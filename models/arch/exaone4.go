@@ -66,9 +66,16 @@ func readExaone4(f *gguf.File, p string, c *Config) error {
 	if c.Layers != 64 {
 		return nil
 	}
+	return readWindows(f, p, c, 4096)
+}
+
+// readWindows windows three layers of four (EXAONE's; the file's
+// attention.sliding_window_pattern where it has one) by
+// attention.sliding_window tokens, def where the file has none.
+func readWindows(f *gguf.File, p string, c *Config, def int64) error {
 	window, ok := f.Int(p + "attention.sliding_window")
 	if !ok {
-		window = 4096
+		window = def
 	}
 	if window <= 0 || window > 1<<24 {
 		return fmt.Errorf("%sattention.sliding_window = %d is out of range", p, window)

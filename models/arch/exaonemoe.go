@@ -36,12 +36,7 @@ func newExaoneMoEBlock(ld *loader, c *Config, i int) block {
 	if l.opts.Window == 0 {
 		l.rope = nil
 	}
-	if i < c.DenseLead {
-		l.llamaBlock = loadLlamaLayer(ld, c, i, "ffn_norm")
-		return l
-	}
-	l.llamaBlock = loadLlamaAttention(ld, c, i, "ffn_norm")
-	l.moe = loadLeadMoE(ld, c, i, ld.optional)
+	l.loadLayer(ld, c, i, "ffn_norm", ld.optional)
 	return l
 }
 
@@ -53,11 +48,7 @@ func (l *exaoneMoEBlock) forward(m *Model, s *step) {
 	be.RMSNorm(s.k, s.k, l.kNorm, m.Eps)
 	m.attention(s, l.rope, l.opts, l.wo) // xb = wo · attention(q, K, V)
 	be.Add(s.x, s.x, s.xb)
-	if l.moe != nil {
-		l.moe.forward(m, s, l.ffnNorm)
-		return
-	}
-	m.ffn(s, l.ffnNorm, l.gate, l.up, l.down)
+	m.ffnOrExperts(s, l.moe, l.ffnNorm, l.gate, l.up, l.down)
 }
 
 // readExaoneMoE reads glm4moe's expert keys with expert_gating_func
@@ -76,12 +67,5 @@ func readExaoneMoE(f *gguf.File, p string, c *Config) error {
 	if c.SharedFFN == 0 {
 		c.SharedFFN = c.ExpertFFN
 	}
-	window, ok := f.Int(p + "attention.sliding_window")
-	if !ok {
-		window = 128
-	}
-	if window <= 0 || window > 1<<24 {
-		return fmt.Errorf("%sattention.sliding_window = %d is out of range", p, window)
-	}
-	return setWindows(f, p, c, window, 4)
+	return readWindows(f, p, c, 128)
 }

@@ -51,13 +51,21 @@ func newDenseLeadBlock(ld *loader, c *Config, i int, ffnNorm string, loadBias fu
 		qNorm:   ld.optional(p+"attn_q_norm.weight", 1, c.HeadDim),
 		kNorm:   ld.optional(p+"attn_k_norm.weight", 1, c.HeadDim),
 	}
+	l.loadLayer(ld, c, i, ffnNorm, loadBias)
+	return l
+}
+
+// loadLayer loads block i's attention and feed-forward into l: llama's
+// layer in the first DenseLead layers, else llama's attention and the
+// experts with their selection bias through loadBias (loadLeadMoE); its
+// feed-forward norm named ffnNorm.
+func (l *denseLeadBlock) loadLayer(ld *loader, c *Config, i int, ffnNorm string, loadBias func(name string, rows, cols int) gpu.Tensor) {
 	if i < c.DenseLead {
 		l.llamaBlock = loadLlamaLayer(ld, c, i, ffnNorm)
-		return l
+		return
 	}
 	l.llamaBlock = loadLlamaAttention(ld, c, i, ffnNorm)
 	l.moe = loadLeadMoE(ld, c, i, loadBias)
-	return l
 }
 
 // loadLeadMoE loads block i's experts with their selection bias
@@ -105,11 +113,17 @@ func (l *denseLeadBlock) forward(m *Model, s *step) {
 		be.RMSNorm(s.k, s.k, l.kNorm, m.Eps)
 	}
 	m.attend(s, l.wo) // x += wo · attention(q, K, V)
-	if l.moe != nil {
-		l.moe.forward(m, s, l.ffnNorm)
+	m.ffnOrExperts(s, l.moe, l.ffnNorm, l.gate, l.up, l.down)
+}
+
+// ffnOrExperts adds a layer's feed-forward of norm(x) to x: its experts
+// where it has them (moe not nil), else the dense gate, up and down.
+func (m *Model) ffnOrExperts(s *step, moe *moeFFN, norm, gate, up, down gpu.Tensor) {
+	if moe != nil {
+		moe.forward(m, s, norm)
 		return
 	}
-	m.ffn(s, l.ffnNorm, l.gate, l.up, l.down)
+	m.ffn(s, norm, gate, up, down)
 }
 
 // readGlm4moe reads the experts (expert_feed_forward_length wide, weighted

@@ -56,11 +56,7 @@ func (l *hunyuanBlock) forward(m *Model, s *step) {
 	m.attention(s, nil, gpu.AttnOpts{Scale: m.attnScale()}, l.wo)
 	m.addBias(s.xb, l.bo)
 	be.Add(s.x, s.x, s.xb)
-	if l.moe != nil {
-		l.moe.forward(m, s, l.ffnNorm)
-		return
-	}
-	m.ffn(s, l.ffnNorm, l.gate, l.up, l.down)
+	m.ffnOrExperts(s, l.moe, l.ffnNorm, l.gate, l.up, l.down)
 }
 
 // readHunyuanMoE reads Hunyuan-A13B's experts (feed_forward_length wide,
