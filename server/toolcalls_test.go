@@ -153,28 +153,40 @@ func TestGLMCallValues(t *testing.T) {
 // string kept whole (its inner newlines too, the template's own around it
 // dropped), Python's True a boolean, a number, a JSON object.
 func TestQwenXMLCallValues(t *testing.T) {
+	p := &taggedCalls{callMaker: callMaker{tools: api.Tools{writeFileTool("content", "string", "append", "boolean", "mode", "integer")}}, read: qwenXMLRead}
+	text := "<tool_call>\n<function=write_file>\n<parameter=content>\nline 1\n  line 2\n</parameter>\n<parameter=append>\nTrue\n</parameter>\n" +
+		"<parameter=mode>\n420\n</parameter>\n<parameter=meta>\n{\"a\": [1, 2]}\n</parameter>\n</function>\n</tool_call>"
+	oneWriteFile(t, p, text, 5, "", `{"content":"line 1\n  line 2","append":true,"mode":420,"meta":{"a":[1,2]}}`)
+}
+
+// writeFileTool is a tool write_file whose parameters are the pairs of
+// names and types in kv.
+func writeFileTool(kv ...string) api.Tool {
 	var tool api.Tool
 	tool.Type, tool.Function.Name = "function", "write_file"
 	tool.Function.Parameters.Properties = api.NewToolPropertiesMap()
-	tool.Function.Parameters.Properties.Set("content", api.ToolProperty{Type: api.PropertyType{"string"}})
-	tool.Function.Parameters.Properties.Set("append", api.ToolProperty{Type: api.PropertyType{"boolean"}})
-	tool.Function.Parameters.Properties.Set("mode", api.ToolProperty{Type: api.PropertyType{"integer"}})
-	p := &taggedCalls{callMaker: callMaker{tools: api.Tools{tool}}, read: qwenXMLRead}
-	text := "<tool_call>\n<function=write_file>\n<parameter=content>\nline 1\n  line 2\n</parameter>\n<parameter=append>\nTrue\n</parameter>\n" +
-		"<parameter=mode>\n420\n</parameter>\n<parameter=meta>\n{\"a\": [1, 2]}\n</parameter>\n</function>\n</tool_call>"
+	for i := 0; i+1 < len(kv); i += 2 {
+		tool.Function.Parameters.Properties.Set(kv[i], api.ToolProperty{Type: api.PropertyType{kv[i+1]}})
+	}
+	return tool
+}
+
+// oneWriteFile feeds text to p in pieces of step bytes and checks that
+// it made content and one call of write_file with arguments args (JSON).
+func oneWriteFile(t *testing.T, p *taggedCalls, text string, step int, content, args string) {
+	t.Helper()
 	var calls []api.ToolCall
-	var content strings.Builder
-	for i := 0; i < len(text); i += 5 {
-		c, s := p.Add(text[i:min(i+5, len(text))])
+	var got strings.Builder
+	for i := 0; i < len(text); i += step {
+		c, s := p.Add(text[i:min(i+step, len(text))])
 		calls = append(calls, c...)
-		content.WriteString(s)
+		got.WriteString(s)
 	}
-	if content.String() != "" || len(calls) != 1 || calls[0].Function.Name != "write_file" {
-		t.Fatalf("content %q, calls %+v", content.String(), calls)
+	if got.String() != content || len(calls) != 1 || calls[0].Function.Name != "write_file" {
+		t.Fatalf("content %q, calls %+v", got.String(), calls)
 	}
-	got, _ := json.Marshal(calls[0].Function.Arguments)
-	if want := `{"content":"line 1\n  line 2","append":true,"mode":420,"meta":{"a":[1,2]}}`; string(got) != want {
-		t.Errorf("arguments %s, want %s", got, want)
+	if a, _ := json.Marshal(calls[0].Function.Arguments); string(a) != args {
+		t.Errorf("arguments %s, want %s", a, args)
 	}
 }
 
@@ -183,28 +195,10 @@ func TestQwenXMLCallValues(t *testing.T) {
 // string kept whole, newlines and all, though it looks like a number; a
 // boolean, a number and an object as JSON.
 func TestMinimaxCallValues(t *testing.T) {
-	var tool api.Tool
-	tool.Type, tool.Function.Name = "function", "write_file"
-	tool.Function.Parameters.Properties = api.NewToolPropertiesMap()
-	tool.Function.Parameters.Properties.Set("path", api.ToolProperty{Type: api.PropertyType{"string"}})
-	tool.Function.Parameters.Properties.Set("content", api.ToolProperty{Type: api.PropertyType{"string"}})
-	tool.Function.Parameters.Properties.Set("append", api.ToolProperty{Type: api.PropertyType{"boolean"}})
+	tool := writeFileTool("path", "string", "content", "string", "append", "boolean")
 	p := &taggedCalls{callMaker: callMaker{tools: api.Tools{tool}}, open: mmCall, close: mmCallEnd, read: minimaxRead}
 	text := "<think>\nThe user wants a file.\n</think>\n\n<minimax:tool_call>\n<invoke name=\"write_file\">\n<parameter name=\"path\">42</parameter>\n" +
 		"<parameter name=\"content\">line 1\n  line 2\n</parameter>\n<parameter name=\"append\">false</parameter>\n" +
 		"<parameter name=\"meta\">{\"mode\": 420}</parameter>\n</invoke>\n</minimax:tool_call>"
-	var calls []api.ToolCall
-	var content strings.Builder
-	for i := 0; i < len(text); i += 7 {
-		c, s := p.Add(text[i:min(i+7, len(text))])
-		calls = append(calls, c...)
-		content.WriteString(s)
-	}
-	if content.String() != "<think>\nThe user wants a file.\n</think>\n\n" || len(calls) != 1 || calls[0].Function.Name != "write_file" {
-		t.Fatalf("content %q, calls %+v", content.String(), calls)
-	}
-	got, _ := json.Marshal(calls[0].Function.Arguments)
-	if want := `{"path":"42","content":"line 1\n  line 2\n","append":false,"meta":{"mode":420}}`; string(got) != want {
-		t.Errorf("arguments %s, want %s", got, want)
-	}
+	oneWriteFile(t, p, text, 7, "<think>\nThe user wants a file.\n</think>\n\n", `{"path":"42","content":"line 1\n  line 2\n","append":false,"meta":{"mode":420}}`)
 }
