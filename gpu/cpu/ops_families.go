@@ -203,3 +203,15 @@ func (b *Backend) Rearrange(dst, src gpu.Tensor, r gpu.Rearrangement) {
 		part.Apply(d, s)
 	}, r.Rows, max(1, r.Heads*r.Len/4))
 }
+
+var _ gpu.SigmoidMuler = (*Backend)(nil)
+
+// SigmoidMul: dst = x · σ(gate), elementwise (gpu.SigmoidMulHost's
+// arithmetic).
+func (b *Backend) SigmoidMul(dst, x, gate gpu.Tensor) {
+	gpu.CheckSigmoidMul("cpu", dst, x, gate)
+	n := x.Rows() * x.Cols()
+	b.elementwise(func(lo, hi int) {
+		gpu.SigmoidMulHost(b.act(dst)[lo:hi], b.f32(x)[lo:hi], b.f32(gate)[lo:hi])
+	}, n, 16)
+}

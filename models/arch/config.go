@@ -40,6 +40,7 @@ type Config struct {
 
 	// Set by some families (gemma.go); the zero values change nothing.
 	LocalRope   gpu.Rope // the windowed layers' rope, where a family gives them their own
+	AttnGate    bool     // the attention output is gated by the sigmoid of attn_gate (afmoe)
 	EmbedScale  float32  // token embeddings are multiplied by it; 0: 1
 	QueryScale  float32  // attention scores are scaled by it (Gemma; granite's attention.scale); 0: 1/√HeadDim
 	AttnSoftCap float32  // attention scores s become AttnSoftCap·tanh(s/AttnSoftCap); 0: none
@@ -202,6 +203,7 @@ var architectures = map[string]architecture{
 	"minimax-m2":    {neox: true, config: readMinimaxM2, newBlock: newMinimaxM2Block},
 	"dots1":         {neox: true, config: readDots1, newBlock: newDots1Block},
 	"exaone-moe":    {neox: true, config: readExaoneMoE, newBlock: newExaoneMoEBlock},
+	"afmoe":         {neox: true, config: readAfmoe, newBlock: newAfmoeBlock},
 
 	"granitemoe": {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},
 

@@ -142,3 +142,15 @@ func withAndWithoutCapabilities(t *testing.T, path string, prompts [][]int32, ch
 	}
 	return got
 }
+
+// TestAfmoeWithoutCapabilities: Trinity's gated attention through the
+// host's SigmoidMul (a backend without gpu.SigmoidMuler, the experts
+// without gpu.Experts) gives the CPU's logits bit for bit.
+func TestAfmoeWithoutCapabilities(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "afmoe.gguf")
+	if err := synth.WriteTiny(path, "afmoe", gguf.TypeQ8_0, 7); err != nil {
+		t.Fatal(err)
+	}
+	got := withAndWithoutCapabilities(t, path, [][]int32{moePrompt(41, 1), moePrompt(23, 2), moePrompt(57, 3)}, nil)
+	sameLogits(t, got[0], got[1], "with the capabilities", "without")
+}

@@ -227,3 +227,23 @@ func TestExaoneMoEKeys(t *testing.T) {
 	refused(t, cfg, func(w *gguf.Writer) { w.Delete("exaone-moe.expert_gating_func") }, "llama.cpp requires it")
 	refused(t, cfg, func(w *gguf.Writer) { w.Set("exaone-moe.attention.sliding_window", uint32(0)) }, "out of range")
 }
+
+// Trinity's keys: experts by sigmoid without expert_gating_func, the µP
+// embedding scale, windows on three layers of four where the file has
+// attention.sliding_window (none without it); a file without
+// expert_shared_count, which llama.cpp requires, is refused.
+func TestAfmoeKeys(t *testing.T) {
+	cfg, err := synth.ArchPreset("afmoe", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := loadEdited(t, cfg, func(w *gguf.Writer) { w.Delete("afmoe.expert_gating_func") })
+	if m.Gating != arch.GatingSigmoid || !m.AttnGate || m.EmbedScale != 16 || m.SharedFFN != 256 || fmt.Sprint(m.Windows) != "[16 16 16 0]" {
+		t.Errorf("gating %v, gate %v, embedding scale %v, shared %d, windows %v; want sigmoid, true, 16, 256, [16 16 16 0]",
+			m.Gating, m.AttnGate, m.EmbedScale, m.SharedFFN, m.Windows)
+	}
+	if m := loadEdited(t, cfg, func(w *gguf.Writer) { w.Delete("afmoe.attention.sliding_window") }); m.Windows != nil {
+		t.Errorf("without a window: windows %v, want none", m.Windows)
+	}
+	refused(t, cfg, func(w *gguf.Writer) { w.Delete("afmoe.expert_shared_count") }, "llama.cpp requires it")
+}

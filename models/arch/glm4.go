@@ -48,12 +48,7 @@ func (l *glm4Block) forward(m *Model, s *step) {
 	m.attention(s, &m.Rope, gpu.AttnOpts{Scale: m.attnScale()}, l.wo) // xb = wo · attention(q, K, V)
 	be.RMSNorm(s.xb, s.xb, l.postAttnNorm, m.Eps)
 	be.Add(s.x, s.x, s.xb)
-	be.RMSNorm(s.xb, s.x, l.ffnNorm, m.Eps)
-	m.matMuls(s, s.xb, s.hb, l.gate, s.hb2, l.up)
-	be.SiLUMul(s.hb, s.hb, s.hb2)
-	be.MatMul(s.xb, s.hb, l.down)
-	be.RMSNorm(s.xb, s.xb, l.postFFNorm, m.Eps)
-	be.Add(s.x, s.x, s.xb)
+	m.ffnPost(s, l.ffnNorm, l.gate, l.up, l.down, l.postFFNorm)
 }
 
 // readGlm4 pairs rope's elements as the file's M-RoPE sections say

@@ -54,6 +54,7 @@ type stem interface {
 type scratch struct {
 	x, xb   gpu.Tensor // [rows, Dim] residual stream; normed input / projection output
 	q, att  gpu.Tensor // [rows, QDim] queries; attention output
+	gate    gpu.Tensor // [rows, QDim] the attention output's gate (Config.AttnGate); nil without
 	k, v    gpu.Tensor // [rows, KVDim]
 	hb, hb2 gpu.Tensor // [rows, FFN] gate and up projections
 	sel     gpu.Tensor // [maxOut, Dim] rows whose logits are asked for
@@ -160,6 +161,9 @@ func (m *Model) allocScratch() error {
 		hb: alloc(r, c.FFN), hb2: alloc(r, c.FFN),
 		sel: alloc(m.maxOut, c.Dim), logits: alloc(m.maxOut, c.Vocab),
 	}
+	if c.AttnGate {
+		m.buf.gate = alloc(r, c.QDim())
+	}
 	if c.Experts > 0 {
 		m.allocMoE(alloc)
 	}
@@ -177,6 +181,9 @@ func ScratchBytes(cfg *Config, opt Options) int64 {
 		opt.MaxOut = 1
 	}
 	perRow := 2*cfg.Dim + 2*cfg.QDim() + 2*cfg.KVDim() + 2*cfg.FFN
+	if cfg.AttnGate {
+		perRow += cfg.QDim()
+	}
 	return 4*(int64(opt.MaxRows)*int64(perRow)+int64(opt.MaxOut)*int64(cfg.Dim+cfg.Vocab)) + moeScratchBytes(cfg, opt.MaxRows) +
 		mlaScratchBytes(cfg, opt.MaxRows)
 }
@@ -324,6 +331,9 @@ func (m *Model) layers(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, tokens, ou
 		k: be.Slice(m.buf.k, n), v: be.Slice(m.buf.v, n),
 		hb: be.Slice(m.buf.hb, n), hb2: be.Slice(m.buf.hb2, n),
 	}
+	if m.buf.gate != nil {
+		s.gate = be.Slice(m.buf.gate, n)
+	}
 	if len(out) > 0 {
 		s.sel, s.logits = be.Slice(m.buf.sel, len(out)), be.Slice(m.buf.logits, len(out))
 	}
@@ -371,12 +381,21 @@ func (c *Config) attnScale() float32 {
 // ffn is the SwiGLU feed-forward every supported architecture shares:
 // x += down(silu(gate(norm(x))) · up(norm(x))).
 func (m *Model) ffn(s *step, norm, gate, up, down gpu.Tensor) {
+	m.ffnPost(s, norm, gate, up, down, nil)
+}
+
+// ffnPost is ffn with its output normed by post (nil: not) before the
+// residual add: GLM-4's sandwich, Trinity's post_ffw_norm.
+func (m *Model) ffnPost(s *step, norm, gate, up, down, post gpu.Tensor) {
 	be := m.be
 	be.RMSNorm(s.xb, s.x, norm, m.Eps)        // xb [n, Dim]
 	m.matMuls(s, s.xb, s.hb, gate, s.hb2, up) // hb, hb2 [n, FFN]
 	be.SiLUMul(s.hb, s.hb, s.hb2)             // hb = silu(hb) · hb2
 	be.MatMul(s.xb, s.hb, down)               // xb [n, Dim]
-	be.Add(s.x, s.x, s.xb)                    // residual
+	if post != nil {
+		be.RMSNorm(s.xb, s.xb, post, m.Eps)
+	}
+	be.Add(s.x, s.x, s.xb) // residual
 }
 
 // attend finishes attention once q, k, v hold the step's projections: rope,

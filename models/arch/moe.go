@@ -99,6 +99,7 @@ type moeFFN struct {
 	probsB     gpu.Tensor
 	probsBHost []float32
 	oai        bool          // SwiGLUOAI between the matrices (gpt-oss), else SiLUMul
+	postNorm   gpu.Tensor    // [1, Dim]: the output normed before the residual add (afmoe); nil: not
 	shared     *sharedExpert // run by every token besides the chosen (qwen2moe, granitemoe); nil: none
 }
 
@@ -254,6 +255,9 @@ func (f *moeFFN) forward(m *Model, s *step, norm gpu.Tensor) {
 	}
 	if shared != nil {
 		be.Add(s.xb, s.xb, shared) // llama.cpp's moe_out + shexp_out
+	}
+	if f.postNorm != nil {
+		be.RMSNorm(s.xb, s.xb, f.postNorm, m.Eps)
 	}
 	m.residual(s) // x += xb (· ResidualScale)
 }

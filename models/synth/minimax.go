@@ -77,3 +77,30 @@ func exaoneMoEMetadata(c Config, set func(string, any)) {
 	set(a+"leading_dense_block_count", uint32(c.DenseLead))
 	set(a+"nextn_predict_layers", uint32(0))
 }
+
+// Arcee's Trinity (afmoe): embeddings times √embd, llama's attention with
+// per-head Q/K norms and its output gated by the sigmoid of attn_gate's
+// projection, norms after attention and after the feed-forward, rope on
+// three layers of four, windows on the layers the pattern marks; a dense
+// first layer, then experts by sigmoid with a selection bias, normalized
+// and scaled, beside shared experts. afmoeTiny: four layers (the last
+// global, without rope), a 16-token window, 8 experts of 256, two
+// chosen, one shared, scaled by 2.5.
+func afmoeTiny(c *Config) {
+	c.Layers, c.Window, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 4, 16, 8, 2, 256, 256
+	c.DenseLead, c.ExpertScale = 1, 2.5
+}
+
+// afmoeMetadata writes Trinity's keys as llama.cpp's converter does (no
+// window pattern: llama.cpp windows three layers of four).
+func afmoeMetadata(c Config, set func(string, any)) {
+	a := c.Arch + "."
+	set(a+"expert_gating_func", uint32(2)) // sigmoid
+	set(a+"expert_shared_count", uint32(c.SharedFFN/c.ExpertFFN))
+	set(a+"leading_dense_block_count", uint32(c.DenseLead))
+	set(a+"expert_weights_norm", true)
+	set(a+"expert_weights_scale", c.ExpertScale)
+	if c.Window > 0 {
+		set(a+"attention.sliding_window", uint32(c.Window))
+	}
+}

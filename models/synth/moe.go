@@ -42,7 +42,7 @@ var qwen3moeMini = Config{Arch: "qwen3moe", Embd: 1024, Layers: 24, Heads: 16, H
 // (Mixtral; Granite's MoE layers).
 func isMoE(arch string) bool {
 	return arch == "qwen3moe" || arch == "qwen3vlmoe" || arch == "gpt-oss" || arch == "qwen2moe" || arch == "olmoe" || arch == "granitemoe" ||
-		arch == "glm4moe" || arch == "ernie4_5-moe" || arch == "hunyuan-moe" || arch == "deepseek2" || arch == "bailingmoe2" || arch == "minimax-m2" || arch == "dots1" || arch == "mistral4" || arch == "exaone-moe"
+		arch == "glm4moe" || arch == "ernie4_5-moe" || arch == "hunyuan-moe" || arch == "deepseek2" || arch == "bailingmoe2" || arch == "minimax-m2" || arch == "dots1" || arch == "mistral4" || arch == "exaone-moe" || arch == "afmoe"
 }
 
 // hasMoE reports whether c's feed-forward is a mixture of experts.
@@ -87,16 +87,18 @@ func (c *Config) checkMoE() error {
 		return badConfig("%s chooses 1 to %d experts a token, not %d", c.Arch, c.Experts, c.ExpertsUsed)
 	case c.ExpertFFN <= 0:
 		return badConfig("%s needs an expert feed-forward size > 0, not %d", c.Arch, c.ExpertFFN)
-	case c.SharedFFN < 0 || c.SharedFFN > 0 && c.Arch != "qwen2moe" && c.Arch != "granitemoe" && c.Arch != "glm4moe" && c.Arch != "ernie4_5-moe" && c.Arch != "hunyuan-moe" && !c.latent() && c.Arch != "bailingmoe2" && c.Arch != "dots1" && c.Arch != "exaone-moe":
+	case c.SharedFFN < 0 || c.SharedFFN > 0 && c.Arch != "qwen2moe" && c.Arch != "granitemoe" && c.Arch != "glm4moe" && c.Arch != "ernie4_5-moe" && c.Arch != "hunyuan-moe" && !c.latent() && c.Arch != "bailingmoe2" && c.Arch != "dots1" && c.Arch != "exaone-moe" && c.Arch != "afmoe":
 		return badConfig("a shared expert (%d wide) is qwen2moe's, granitemoe's, glm4moe's, ernie4_5-moe's, hunyuan-moe's, deepseek2's, bailingmoe2's or dots1's, never negative", c.SharedFFN)
 	case c.Arch == "dots1" && (c.SharedFFN == 0 || c.SharedFFN%c.ExpertFFN != 0 || c.Tied || c.HeadsKV != c.Heads):
 		return badConfig("dots1 has shared experts (a whole number of experts, %d wide, not %d), its own output matrix (no --tie-embeddings) and as many KV heads as heads, as llama.cpp requires", c.ExpertFFN, c.SharedFFN)
 	case c.Arch == "glm4moe" && c.SharedFFN%c.ExpertFFN != 0:
 		return badConfig("glm4moe's shared experts are a whole number of experts (%d wide), not %d", c.ExpertFFN, c.SharedFFN)
-	case c.DenseLead < 0 || c.DenseLead > 0 && c.Arch != "glm4moe" && c.Arch != "ernie4_5-moe" && !c.latent() && c.Arch != "bailingmoe2" && c.Arch != "dots1" && c.Arch != "exaone-moe" || c.DenseLead > c.Layers:
+	case c.DenseLead < 0 || c.DenseLead > 0 && c.Arch != "glm4moe" && c.Arch != "ernie4_5-moe" && !c.latent() && c.Arch != "bailingmoe2" && c.Arch != "dots1" && c.Arch != "exaone-moe" && c.Arch != "afmoe" || c.DenseLead > c.Layers:
 		return badConfig("%d leading dense layers: glm4moe's, ernie4_5-moe's, deepseek2's, bailingmoe2's or dots1's, at most its %d layers", c.DenseLead, c.Layers)
-	case c.ExpertScale < 0 || c.ExpertScale > 0 && c.Arch != "glm4moe" && !c.latent() && c.Arch != "bailingmoe2" && c.Arch != "dots1" && c.Arch != "exaone-moe":
+	case c.ExpertScale < 0 || c.ExpertScale > 0 && c.Arch != "glm4moe" && !c.latent() && c.Arch != "bailingmoe2" && c.Arch != "dots1" && c.Arch != "exaone-moe" && c.Arch != "afmoe":
 		return badConfig("an expert weight scale of %v is glm4moe's, deepseek2's, bailingmoe2's or dots1's, never negative", c.ExpertScale)
+	case c.Arch == "afmoe" && c.SharedFFN%c.ExpertFFN != 0:
+		return badConfig("afmoe's shared experts are a whole number of experts (%d wide), not %d", c.ExpertFFN, c.SharedFFN)
 	case c.Arch == "exaone-moe" && (c.SharedFFN == 0 || c.Tied):
 		return badConfig("exaone-moe has a shared expert (a feed-forward size > 0) and its own output matrix (no --tie-embeddings), as llama.cpp requires")
 	case c.Arch == "minimax-m2" && c.Tied:
@@ -123,7 +125,7 @@ func moeMetadata(c Config, set func(string, any)) {
 	if !ffnWideExperts(c.Arch) || c.Arch == "hunyuan-moe" || c.Arch == "minimax-m2" { // llama.cpp requires hunyuan-moe's, and sizes its experts by n_ff; minimax-m2's converter writes it
 		set(a+"expert_feed_forward_length", uint32(c.ExpertFFN))
 	}
-	if c.SharedFFN > 0 && c.Arch != "glm4moe" && !c.latent() && c.Arch != "dots1" {
+	if c.SharedFFN > 0 && c.Arch != "glm4moe" && !c.latent() && c.Arch != "dots1" && c.Arch != "afmoe" {
 		set(a+"expert_shared_feed_forward_length", uint32(c.SharedFFN))
 	}
 }
@@ -189,7 +191,7 @@ func (m *Model) moeTensors(p string, add func(name string, typ addType, mean, st
 		add(p+"exp_probs_b.bias", addF32, 0, 0.2, c.Experts)
 	case "ernie4_5-moe":
 		add(p+"exp_probs_b.bias", addF32, 0, 0.05, c.Experts)
-	case "bailingmoe2", "minimax-m2", "dots1", "exaone-moe":
+	case "bailingmoe2", "minimax-m2", "dots1", "exaone-moe", "afmoe":
 		add(p+"exp_probs_b.bias", addF32, 0, 0.2, c.Experts)
 	case "deepseek2", "mistral4":
 		if c.Gating == "sigmoid" { // DeepSeek-V3's; V2's files have none

@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense", "glm4moe", "ernie4_5-moe", "hunyuan-moe", "deepseek2", "bailingmoe2", "minimax-m2", "dots1", "mistral4", "exaone-moe"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense", "glm4moe", "ernie4_5-moe", "hunyuan-moe", "deepseek2", "bailingmoe2", "minimax-m2", "dots1", "mistral4", "exaone-moe", "afmoe"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -182,6 +182,7 @@ var tinyFamilies = map[string]func(*Config){
 	"minimax-m2":   minimaxM2Tiny,
 	"dots1":        dots1Tiny,
 	"exaone-moe":   exaoneMoETiny,
+	"afmoe":        afmoeTiny,
 
 	"granitemoe": granitemoeTiny,
 	"starcoder2": starcoder2Tiny,
@@ -366,8 +367,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.OrigCtx < 0 || c.OrigCtx > c.Ctx || (c.OrigCtx > 0 && c.Arch != "phi3") {
 		return bad("original context %d: longrope is phi3's, from a context of 1 to ctx %d", c.OrigCtx, c.Ctx)
 	}
-	if c.Window < 0 || (c.Window > 0 && !isGemma(c.Arch) && c.Arch != "phi3" && c.Arch != "olmo2" && c.Arch != "gpt-oss" && c.Arch != "cohere2" && c.Arch != "exaone-moe") {
-		return bad("sliding window %d: only gemma, olmo2, phi3, gpt-oss, cohere2 and exaone-moe files carry one, never negative", c.Window)
+	if c.Window < 0 || (c.Window > 0 && !isGemma(c.Arch) && c.Arch != "phi3" && c.Arch != "olmo2" && c.Arch != "gpt-oss" && c.Arch != "cohere2" && c.Arch != "exaone-moe" && c.Arch != "afmoe") {
+		return bad("sliding window %d: only gemma, olmo2, phi3, gpt-oss, cohere2, exaone-moe and afmoe files carry one, never negative", c.Window)
 	}
 	if c.Arch == "gpt-oss" && c.Window <= 0 {
 		return bad("gpt-oss needs a sliding window (--window; gpt-oss uses 128)")
@@ -474,6 +475,8 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			dots1Metadata(c, set)
 		case "exaone-moe":
 			exaoneMoEMetadata(c, set)
+		case "afmoe":
+			afmoeMetadata(c, set)
 		case "ernie4_5-moe":
 			set(a+"interleave_moe_layer_step", uint32(1))
 			set(a+"leading_dense_block_count", uint32(c.DenseLead))

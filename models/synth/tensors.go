@@ -109,6 +109,9 @@ func (m *Model) planTensors() {
 		} else {
 			norm(p+"ffn_norm.weight", c.Embd)
 		}
+		if c.Arch == "afmoe" {
+			norm(p+"post_ffw_norm.weight", c.Embd) // of the feed-forward output, experts or not
+		}
 		if c.hasMoE() && l >= c.DenseLead {
 			m.moeTensors(p, func(name string, typ addType, mean, std float32, shape ...int) {
 				t := gguf.TypeF32
@@ -293,7 +296,7 @@ func (m *Model) attentionTensors(p string, resid float32, pl plan) {
 		pl.bias(p+"attn_k.bias", kvDim)
 		pl.bias(p+"attn_v.bias", kvDim)
 	}
-	if c.Arch == "qwen3" || c.Arch == "qwen3moe" || c.Arch == "qwen3vl" || c.Arch == "qwen3vlmoe" || c.Arch == "gemma3" || c.Arch == "gemma-embedding" || c.Arch == "hunyuan-dense" || c.Arch == "hunyuan-moe" || c.Arch == "dots1" || c.Arch == "exaone-moe" || c.QKNorm {
+	if c.Arch == "qwen3" || c.Arch == "qwen3moe" || c.Arch == "qwen3vl" || c.Arch == "qwen3vlmoe" || c.Arch == "gemma3" || c.Arch == "gemma-embedding" || c.Arch == "hunyuan-dense" || c.Arch == "hunyuan-moe" || c.Arch == "dots1" || c.Arch == "exaone-moe" || c.Arch == "afmoe" || c.QKNorm {
 		pl.norm(p+"attn_q_norm.weight", c.HeadDim) // per head, shared by all heads
 		pl.norm(p+"attn_k_norm.weight", c.HeadDim)
 	}
@@ -305,7 +308,10 @@ func (m *Model) attentionTensors(p string, resid float32, pl plan) {
 	if c.Biases {
 		pl.bias(p+"attn_output.bias", c.Embd)
 	}
-	if isGemma(c.Arch) {
+	if c.Arch == "afmoe" {
+		pl.weight(p+"attn_gate.weight", c.Embd, qDim, invSqrt(c.Embd)) // the output's gate, from the normed input
+	}
+	if isGemma(c.Arch) || c.Arch == "afmoe" {
 		pl.norm(p+"post_attention_norm.weight", c.Embd) // of the attention output, before the residual add
 	}
 }

@@ -140,6 +140,10 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #   exaone-moe: K-EXAONE: Q and K normed per head, a 16-token window with NEOX RoPE on layers 0-2, the
 #               fourth global without rope; a dense first layer, then 8 experts by sigmoid plus a
 #               selection bias, normalized, times 2.5, beside a shared expert
+#   afmoe:      Arcee's Trinity: embeddings times 16, per-head Q/K norms, the attention output gated by
+#               the sigmoid of attn_gate, post-attention and post-FFN norms, a 16-token window with
+#               rope on layers 0-2, the fourth global without rope; a dense first layer, then 8
+#               experts by sigmoid plus a selection bias, normalized, times 2.5, beside a shared expert
 #   deepseek2-temp: deepseek2 with Mistral Large 3's attention temperature (0.3 over steps of 16
 #               positions: the prompt's queries scaled by 1 to 1 + 0.3·ln 4)
 # deepseek2's and mistral4's quantized cases were made with llama.cpp's other x86 builds: its AMX build
@@ -206,6 +210,7 @@ families=(
 	"dots1|--arch dots1 --preset tiny --seed 48"
 	"mistral4|--arch mistral4 --preset tiny --seed 49"
 	"exaone-moe|--arch exaone-moe --preset tiny --seed 52 --n-head-kv 2"
+	"afmoe|--arch afmoe --preset tiny --seed 53 --n-head-kv 2"
 )
 
 want=("$@")
