@@ -311,13 +311,20 @@ func RunAttend(be Backend, a *Attend) {
 // AttendOps computes a as five ops of be: Rope(Q), Rope(K) (none without
 // a Rope), WriteKV, Attention and MatMul(Out, Att, Wo).
 func AttendOps(be Backend, a *Attend) {
+	AttentionOps(be, a)
+	be.MatMul(a.Out, a.Att, a.Wo)
+}
+
+// AttentionOps is AttendOps without the output projection: Att holds the
+// attention, for a family that works on it before Wo (Trinity's gate);
+// a.Wo and a.Out are not read.
+func AttentionOps(be Backend, a *Attend) {
 	if a.Rope != nil {
 		be.Rope(a.Q, a.Pos, a.Rope)
 		be.Rope(a.K, a.Pos, a.Rope)
 	}
 	be.WriteKV(a.KV, a.Layer, a.K, a.V, a.Slots)
 	be.Attention(a.Att, a.Q, a.KV, a.Layer, a.Batch, a.Opts)
-	be.MatMul(a.Out, a.Att, a.Wo)
 }
 
 // BlockIO is an optional capability: copying one block's K and V, for

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ollama/ollama/api"
-
 	"folio/internal/fixtures"
 	"folio/models/template"
 )
@@ -37,16 +35,10 @@ func TestDeepseekCallsRoundTrip(t *testing.T) {
 	turn = turn[:end+len(dsCallsEnd)] // the end of the turn follows
 	for _, step := range []int{1, 7, len(turn)} {
 		p := &deepseekCalls{callMaker: callMaker{tools: weatherTools()}}
-		var calls []api.ToolCall
-		var content strings.Builder
-		for i := 0; i < len(turn); i += step {
-			c, text := p.Add(turn[i:min(i+step, len(turn))])
-			calls = append(calls, c...)
-			content.WriteString(text)
-		}
-		content.WriteString(p.held())
-		if content.String() != "" || len(calls) != 2 {
-			t.Fatalf("pieces of %d: content %q, %d calls from %q", step, content.String(), len(calls), turn)
+		calls, content := feedCalls(p, turn, step)
+		content += p.held()
+		if content != "" || len(calls) != 2 {
+			t.Fatalf("pieces of %d: content %q, %d calls from %q", step, content, len(calls), turn)
 		}
 		for i, c := range calls {
 			got, _ := json.Marshal(c.Function.Arguments)

@@ -171,19 +171,26 @@ func writeFileTool(kv ...string) api.Tool {
 	return tool
 }
 
+// feedCalls feeds text to p in pieces of step bytes and returns the
+// calls it made and the content it released.
+func feedCalls(p callParser, text string, step int) ([]api.ToolCall, string) {
+	var calls []api.ToolCall
+	var content strings.Builder
+	for i := 0; i < len(text); i += step {
+		c, s := p.Add(text[i:min(i+step, len(text))])
+		calls = append(calls, c...)
+		content.WriteString(s)
+	}
+	return calls, content.String()
+}
+
 // oneWriteFile feeds text to p in pieces of step bytes and checks that
 // it made content and one call of write_file with arguments args (JSON).
 func oneWriteFile(t *testing.T, p *taggedCalls, text string, step int, content, args string) {
 	t.Helper()
-	var calls []api.ToolCall
-	var got strings.Builder
-	for i := 0; i < len(text); i += step {
-		c, s := p.Add(text[i:min(i+step, len(text))])
-		calls = append(calls, c...)
-		got.WriteString(s)
-	}
-	if got.String() != content || len(calls) != 1 || calls[0].Function.Name != "write_file" {
-		t.Fatalf("content %q, calls %+v", got.String(), calls)
+	calls, got := feedCalls(p, text, step)
+	if got != content || len(calls) != 1 || calls[0].Function.Name != "write_file" {
+		t.Fatalf("content %q, calls %+v", got, calls)
 	}
 	if a, _ := json.Marshal(calls[0].Function.Arguments); string(a) != args {
 		t.Errorf("arguments %s, want %s", a, args)

@@ -72,7 +72,7 @@ func (b *Backend) attendFused(a *gpu.Attend) bool {
 		ropeQ:   ropeTask{x: b.act(a.Q), c: cq.cols, r: a.Rope, cs: b.ropeAngles.cs, kern: b.k},
 		ropeK:   ropeTask{x: b.act(a.K), c: ck.cols, r: a.Rope, cs: b.ropeAngles.cs, kern: b.k},
 		writeKV: writeKVTask{c: cc, layer: a.Layer, k: b.f32(a.K), v: b.f32(a.V), slots: a.Slots, kern: b.k},
-		attn: simdAttentionTask{kern: b.k, dst: b.act(a.Att), q: cq.f32, qcols: cq.cols, c: cc, layer: a.Layer,
+		attn: simdAttentionTask{kern: b.k, dst: b.act(a.Att), q: cq.f32, qcols: cq.cols, c: cc, layer: a.Layer, parts: 1,
 			tiles: b.attnTiles, blocks: blocks, group: group, opts: a.Opts, sinks: b.sinkLogits(a.Opts, cq.cols/spec.HeadDim),
 			scratch: scratch},
 		quant:   quantTask{kind: kind, x: catt.f32, k: k, out: xq, stride: stride},

@@ -169,7 +169,7 @@ type simdAttentionTask struct {
 	tiles   []attnTile
 	blocks  []int32 // the block tables of the batch's sequences, one after another
 	group   int     // query heads per K/V head
-	parts   int     // runs of query heads a K/V head's units split its group into (0: 1)
+	parts   int     // runs of query heads a K/V head's units split its group into (headParts)
 	opts    gpu.AttnOpts
 	sinks   []float32 // opts.Sinks' logits, one per query head; nil: none
 	scratch int       // floats of scratch per unit, at most
@@ -179,6 +179,6 @@ func (t *simdAttentionTask) run(w *worker, lo, hi int) {
 	spec := t.c.spec
 	scratch := grow(&w.scores, t.scratch)
 	kl, vl := t.c.layerPtrs(t.layer)
-	t.kern.attention(t.tiles, lo, hi, t.q, t.qcols, t.group, max(t.parts, 1), spec.HeadDim, kl, vl, t.c.kvKind(),
+	t.kern.attention(t.tiles, lo, hi, t.q, t.qcols, t.group, t.parts, spec.HeadDim, kl, vl, t.c.kvKind(),
 		t.blocks, spec.BlockSize, spec.KVHeads, t.opts, t.sinks, t.dst, scratch)
 }

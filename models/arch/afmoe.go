@@ -62,12 +62,7 @@ func (l *afmoeBlock) forward(m *Model, s *step) {
 	be.MatMul(s.gate, s.xb, l.wGate)
 	be.RMSNorm(s.q, s.q, l.qNorm, m.Eps) // each head normed
 	be.RMSNorm(s.k, s.k, l.kNorm, m.Eps)
-	if l.rope != nil {
-		be.Rope(s.q, s.pos, l.rope)
-		be.Rope(s.k, s.pos, l.rope)
-	}
-	be.WriteKV(s.kv, s.kvLayer, s.k, s.v, s.slots)
-	be.Attention(s.att, s.q, s.kv, s.kvLayer, s.batch, l.opts)
+	m.attention(s, l.rope, l.opts, nil) // att = attention(q, K, V)
 	gpu.SigmoidMul(be, s.att, s.att, s.gate)
 	be.MatMul(s.xb, s.att, l.wo)
 	be.RMSNorm(s.xb, s.xb, l.postAttn, m.Eps)
@@ -99,11 +94,8 @@ func readAfmoe(f *gguf.File, p string, c *Config) error {
 	if window == 0 {
 		return nil
 	}
-	c.LocalRope = c.Rope
-	base, err := hyper(f, p+"rope.freq_base_swa", float64(c.Rope.Base), "a number above 1", func(v float64) bool { return v > 1 })
-	if err != nil {
+	if err := readLocalRopeBase(f, p, c, "a number above 1"); err != nil {
 		return err
 	}
-	c.LocalRope.Base = float32(base)
 	return setWindows(f, p, c, window, 4)
 }

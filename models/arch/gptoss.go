@@ -49,13 +49,17 @@ func readGptoss(f *gguf.File, p string, c *Config) error {
 	if err := setWindows(f, p, c, window, 2); err != nil {
 		return err
 	}
+	return readLocalRopeBase(f, p, c, "a number above 1 (gpt-oss uses 150000)")
+}
+
+// readLocalRopeBase sets the windowed layers' rope (LocalRope) to the
+// global one turning at rope.freq_base_swa (the global base without it;
+// must says what the key should hold).
+func readLocalRopeBase(f *gguf.File, p string, c *Config, must string) error {
 	c.LocalRope = c.Rope
-	base, err := hyper(f, p+"rope.freq_base_swa", float64(c.Rope.Base), "a number above 1 (gpt-oss uses 150000)", func(v float64) bool { return v > 1 })
-	if err != nil {
-		return err
-	}
+	base, err := hyper(f, p+"rope.freq_base_swa", float64(c.Rope.Base), must, func(v float64) bool { return v > 1 })
 	c.LocalRope.Base = float32(base)
-	return nil
+	return err
 }
 
 func newGptossBlock(ld *loader, c *Config, i int) block {

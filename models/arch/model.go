@@ -407,12 +407,17 @@ func (m *Model) attend(s *step, wo gpu.Tensor) {
 
 // attention is attend without the residual: rope (none when rope is nil),
 // K/V into the cache, paged attention as o says, output projection into
-// s.xb [n, Dim].
+// s.xb [n, Dim]; with wo nil, no projection: s.att [n, QDim] holds the
+// attention.
 func (m *Model) attention(s *step, rope *gpu.Rope, o gpu.AttnOpts, wo gpu.Tensor) {
 	a := &s.attend
 	*a = gpu.Attend{Q: s.q, K: s.k, V: s.v, Att: s.att, Out: s.xb, Wo: wo, KV: s.kv, Layer: s.kvLayer,
 		Batch: s.batch, Pos: s.pos, Slots: s.slots, Rope: rope, Opts: o}
-	gpu.RunAttend(m.be, a) // att [n, QDim], xb [n, Dim]
+	if wo == nil {
+		gpu.AttentionOps(m.be, a) // att [n, QDim]
+	} else {
+		gpu.RunAttend(m.be, a) // att [n, QDim], xb [n, Dim]
+	}
 	*a = gpu.Attend{}
 }
 
