@@ -65,13 +65,7 @@ func caseWordEnd(s string, i, maxDigits int, contractions bool) int {
 		return end
 	}
 	//  ?[^\s\p{L}\p{N}]+[\r\n/]*
-	k, ck, nk := i, c, n
-	if s[i] == ' ' && i+1 < len(s) {
-		k = i + 1
-		ck, nk = classAt(s, k)
-	}
-	if ck&(isSpace|isLetter|isNumber) == 0 {
-		end := runEndNot(s, k+nk, isSpace|isLetter|isNumber)
+	if end := otherRunEnd(s, i, c, n); end > i {
 		for end < len(s) && (s[end] == '\r' || s[end] == '\n' || s[end] == '/') {
 			end++
 		}

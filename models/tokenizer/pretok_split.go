@@ -127,19 +127,90 @@ func llama3WordEnd(s string, i, maxDigits int) int {
 		return end
 	}
 	//  ?[^\s\p{L}\p{N}]+[\r\n]*
-	j, cj, nj := i, c, n
-	if b == ' ' && i+1 < len(s) {
-		j = i + 1
-		cj, nj = classAt(s, j)
-	}
-	if cj&(isSpace|isLetter|isNumber) == 0 {
-		end := runEndNot(s, j+nj, isSpace|isLetter|isNumber)
+	if end := otherRunEnd(s, i, c, n); end > i {
 		for end < len(s) && (s[end] == '\r' || s[end] == '\n') {
 			end++
 		}
 		return end
 	}
 	return whitespaceEnd(s, i)
+}
+
+// otherRunEnd is  ?[^\s\p{L}\p{N}]+ at byte i, whose rune has class bits c
+// and length n: the end of the match, or i when none starts there.
+func otherRunEnd(s string, i int, c uint16, n int) int {
+	j := i
+	if s[i] == ' ' && i+1 < len(s) {
+		j = i + 1
+		c, n = classAt(s, j)
+	}
+	if c&(isSpace|isLetter|isNumber) != 0 {
+		return i
+	}
+	return runEndNot(s, j+n, isSpace|isLetter|isNumber)
+}
+
+// splitExaoneMoE is (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|
+// [^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]?|
+// \s*[\r\n]|\s+(?!\S)|\s+: llama3's alternatives with one digit a word, marks
+// after letters, and words joined by single spaces ("hello world" is one).
+func splitExaoneMoE(s string, yield func(string)) {
+	for i := 0; i < len(s); {
+		end := exaoneMoEWordEnd(s, i)
+		yield(s[i:end])
+		i = end
+	}
+}
+
+// exaoneMoEWordEnd returns the end of the exaone-moe word that starts at byte i.
+func exaoneMoEWordEnd(s string, i int) int {
+	if end := contractionEnd(s, i); end > i {
+		return end
+	}
+	c, n := classAt(s, i)
+	// [^\r\n\p{L}\p{N}]? then letters, each with its marks, one space
+	// allowed between two
+	if c&isLetter != 0 {
+		return spacedLettersEnd(s, i+n)
+	}
+	if c&(isNewline|isNumber) == 0 && i+n < len(s) {
+		if c2, n2 := classAt(s, i+n); c2&isLetter != 0 {
+			return spacedLettersEnd(s, i+n+n2)
+		}
+	}
+	if c&isNumber != 0 {
+		return i + n
+	}
+	//  ?[^\s\p{L}\p{N}]+[\r\n/]?
+	if end := otherRunEnd(s, i, c, n); end > i {
+		if end < len(s) && (s[end] == '\r' || s[end] == '\n' || s[end] == '/') {
+			end++
+		}
+		return end
+	}
+	// \s*[\r\n] ends at the run's last newline as \s*[\r\n]+ does
+	return whitespaceEnd(s, i)
+}
+
+// spacedLettersEnd returns the end of the letters after a letter that ends
+// at byte i: marks, letters, and a space where a letter follows it.
+func spacedLettersEnd(s string, i int) int {
+	for i < len(s) {
+		c, n := classAt(s, i)
+		if c&(isLetter|isMark) != 0 {
+			i += n
+			continue
+		}
+		if s[i] != ' ' || i+1 == len(s) {
+			break
+		}
+		if c2, n2 := classAt(s, i+1); c2&isLetter != 0 {
+			i += 1 + n2
+			continue
+		}
+		break
+	}
+	return i
 }
 
 // runEndNot returns the end of the run of runes with none of the bits of

@@ -11,7 +11,9 @@ import (
 // regexes a vocabulary uses is named by tokenizer.ggml.pre; the lists below
 // are llama.cpp's (llm_tokenizer_bpe in llama-vocab.cpp), and each regex is
 // implemented here as a hand-written scanner (pretok_*.go) that
-// pretokenize_test.go checks against regexp2 running the original regex.
+// pretokenize_test.go checks against regexp2 running the original regex
+// (afmoe's digit stage, which llama.cpp writes by hand, against a reference
+// written there).
 //
 // The regexes of a list apply in sequence, as llama.cpp's unicode_regex_split
 // and Hugging Face's Sequence of Split(behavior=Isolated) do: each one
@@ -25,6 +27,12 @@ import (
 //     [　-。] or [ࠀ-一] never matches whitespace;
 //   - llama3's (?i:'s|...) is llama.cpp's ASCII '[sS]|..., without Unicode
 //     case folding ('ſ is no contraction).
+//
+// afmoe's first stage is no regex but llama.cpp's hand-written
+// \p{AFMoE_digits} (pretok_afmoe.go), which leaves the text before a number
+// in one piece with the number's first group of digits, and afmoe's class
+// holds the code points that llama.cpp's source spells (afmoeCJKRanges);
+// folio follows both.
 //
 // Invalid UTF-8, which llama.cpp replaces with U+FFFD before splitting,
 // splits as U+FFFD would but keeps its raw bytes in the word, so the
@@ -87,6 +95,14 @@ var (
 	preDeepseekLLM = preTokenizer{name: "deepseek-llm", stages: []splitter{
 		classSingles(isNewline), optSpaceRuns(isDSLetter), optSpaceRuns(isDSPunct),
 		trailingSpace, classRuns(isCJK), classRuns(isNumber)}}
+	// llama.cpp's \p{AFMoE_digits} (digits in threes from the right), [一-鿿㐀-䶿...]+,
+	// [!-/:-@[-`{-~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|
+	// \s*[\r\n]+|\s+(?!\S)|\s+ (pretok_afmoe.go)
+	preAfmoe = preTokenizer{name: "afmoe", stages: []splitter{
+		splitAfmoeDigits, classRuns(isAfmoeCJK), splitAfmoe}}
+	// llama3 with \p{N} and letters joined across single spaces:
+	// [^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+, ?[^\s\p{L}\p{N}]+[\r\n/]?, \s*[\r\n]
+	preExaoneMoE = preTokenizer{name: "exaone-moe", stages: []splitter{splitExaoneMoE}}
 )
 
 // preTokenizers maps tokenizer.ggml.pre to its regex list, as llama.cpp's
@@ -123,6 +139,9 @@ var (
 
 		"tekken": &preTekken,
 
+		"afmoe":      &preAfmoe,
+		"exaone-moe": &preExaoneMoE,
+
 		"gpt-4o": &preGPT4o, "llama4": &preGPT4o, "kanana2": &preGPT4o, "talkie": &preGPT4o, "minimax-m2": &preGPT4o,
 	}
 	ignoreMerges = map[string]bool{
@@ -158,6 +177,9 @@ const (
 	isDSLetter                    // deepseek-llm's letters [A-Za-zµÀ-ÖØ-öø-ƺ...], not whitespace
 	isDSPunct                     // deepseek-llm's [!-/:-~！-／：-～‘-‟　-。], not whitespace
 	isCJK                         // deepseek's [一-龥ࠀ-一가-퟿], not whitespace
+	isMark                        // \p{M}
+	isSymbol                      // \p{S}
+	isAfmoeCJK                    // afmoe's CJK and Southeast Asian scripts (afmoeCJKRanges)
 )
 
 // runeRange is an inclusive range of code points.
@@ -188,6 +210,17 @@ var (
 		{0x0021, 0x002F}, {0x003A, 0x007E}, {0xFF01, 0xFF0F}, {0xFF1A, 0xFF5E}, {0x2018, 0x201F}, {0x3000, 0x3002},
 	}
 	cjkRanges = []runeRange{{0x4E00, 0x9FA5}, {0x0800, 0x4E00}, {0xAC00, 0xD7FF}}
+	// afmoe's class, [一-鿿㐀-䶿豈-﫿぀-ゟ゠-ヿ･-ﾟ⼀-⿟เ-๿຀-໿ក-៿က-႟ꩠ-ꩿꧠ-꧿가-힯ᄀ-ᇿ], by the code
+	// points of llama.cpp's source: CJK ideographs, kana (halfwidth too),
+	// Kangxi radicals, Thai, Lao, Khmer, Myanmar, Hangul. Its 豈 is U+8C48
+	// (NFC's form of U+F900), so that range runs from U+8C48 over Yi,
+	// Latin Extended-D, Hangul and private use to U+FAFF; its Thai range
+	// starts at เ U+0E40, after the consonants.
+	afmoeCJKRanges = []runeRange{
+		{0x4E00, 0x9FFF}, {0x3400, 0x4DBF}, {0x8C48, 0xFAFF}, {0x3040, 0x309F}, {0x30A0, 0x30FF},
+		{0xFF65, 0xFF9F}, {0x2F00, 0x2FDF}, {0x0E40, 0x0E7F}, {0x0E80, 0x0EFF}, {0x1780, 0x17FF},
+		{0x1000, 0x109F}, {0xAA60, 0xAA7F}, {0xA9E0, 0xA9FF}, {0xAC00, 0xD7AF}, {0x1100, 0x11FF},
+	}
 )
 
 // bmpClass holds the class bits of every code point below U+10000 (128 KiB,
@@ -207,6 +240,8 @@ func buildBMPClass() *[0x10000]uint16 {
 	set(isNumber, unicode.N)
 	set(isPunct, unicode.P)
 	set(isSpace, unicode.White_Space)
+	set(isMark, unicode.M)
+	set(isSymbol, unicode.S)
 	t['\r'] |= isNewline
 	t['\n'] |= isNewline
 	for _, c := range "$+<=>^~|" {
@@ -216,7 +251,7 @@ func buildBMPClass() *[0x10000]uint16 {
 	for _, x := range []struct {
 		bit    uint16
 		ranges []runeRange
-	}{{isDSLetter, dsLetterRanges}, {isDSPunct, dsPunctRanges}, {isCJK, cjkRanges}} {
+	}{{isDSLetter, dsLetterRanges}, {isDSPunct, dsPunctRanges}, {isCJK, cjkRanges}, {isAfmoeCJK, afmoeCJKRanges}} {
 		for _, r := range x.ranges {
 			for c := r.lo; c <= r.hi && c < 0x10000; c++ {
 				if t[c]&isSpace == 0 {
@@ -229,7 +264,7 @@ func buildBMPClass() *[0x10000]uint16 {
 }
 
 // classOf returns the class bits of r. utf8.RuneError, which stands for an
-// invalid byte too, is a symbol: no bit.
+// invalid byte too, is a symbol (\p{S}), as llama.cpp's U+FFFD for one.
 func classOf(r rune) uint16 {
 	if r < 0x10000 {
 		return bmpClass[r]
@@ -242,6 +277,10 @@ func classOf(r rune) uint16 {
 		c = isNumber
 	case unicode.IsPunct(r):
 		c = isPunct
+	case unicode.IsMark(r):
+		c = isMark
+	case unicode.IsSymbol(r):
+		c = isSymbol
 	}
 	for _, rr := range dsLetterRanges {
 		if rr.lo <= r && r <= rr.hi {

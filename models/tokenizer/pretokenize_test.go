@@ -24,6 +24,13 @@ const (
 	dsLetterClass = `A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃`
 	dsPunctClass  = `!-/:-~！-／：-～‘-‟　-。`
 	cjkClass      = `一-龥ࠀ-一가-퟿`
+	// afmoe's first stage, which llama.cpp splits by hand (afmoeDigitsReference)
+	afmoeDigitsRegex = `\p{AFMoE_digits}`
+	// the class by the code points of llama.cpp's source (its 豈 is U+8C48, its เ U+0E40)
+	afmoeCJKClass = "\u4e00-\u9fff\u3400-\u4dbf\u8c48-\ufaff\u3040-\u309f\u30a0-\u30ff\uff65-\uff9f\u2f00-\u2fdf" +
+		"\u0e40-\u0e7f\u0e80-\u0eff\u1780-\u17ff\u1000-\u109f\uaa60-\uaa7f\ua9e0-\ua9ff\uac00-\ud7af\u1100-\u11ff"
+	afmoeRegex     = `[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_` + "`" + `{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	exaoneMoERegex = `(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]?|\s*[\r\n]|\s+(?!\S)|\s+`
 )
 
 var preOracleRegexes = map[string][]string{
@@ -38,23 +45,29 @@ var preOracleRegexes = map[string][]string{
 	"deepseek-coder": {`[\r\n]`, `\s?\p{L}+`, `\s?\p{P}+`, `[` + cjkClass + `]+`, `\p{N}`},
 	"deepseek-llm": {`[\r\n]`, `\s?[` + dsLetterClass + `]+`, `\s?[` + dsPunctClass + `]+`, `\s+$`,
 		`[` + cjkClass + `]+`, `\p{N}+`},
+	"afmoe":      {afmoeDigitsRegex, `[` + afmoeCJKClass + `]+`, afmoeRegex},
+	"exaone-moe": {exaoneMoERegex},
 }
+
+// preOracleCustom holds the stages llama.cpp splits by hand, by the regex
+// text that names them there.
+var preOracleCustom = map[string]func(string) []string{afmoeDigitsRegex: afmoeDigitsReference}
 
 // allPreTokenizers lists each family once.
 var allPreTokenizers = []*preTokenizer{
 	&preGPT2, &preLlama3, &preQwen2, &preDefault, &preFalcon, &preStarcoder, &preDeepseekCoder, &preDeepseekLLM,
-	&preTekken, &preGPT4o,
+	&preTekken, &preGPT4o, &preAfmoe, &preExaoneMoE,
 }
 
 // preOracle splits text as llama.cpp's unicode_regex_split does with regexes
-// run by a backtracking engine.
-type preOracle []*regexp2.Regexp
+// run by a backtracking engine: one function a stage, each splitting one piece.
+type preOracle []func(piece string) []string
 
 func newPreOracle(t testing.TB, name string) preOracle {
 	t.Helper()
 	var o preOracle
 	for _, expr := range preOracleRegexes[name] {
-		o = append(o, regexp2.MustCompile(expr, regexp2.None))
+		o = append(o, preOracleStage(expr))
 	}
 	if len(o) == 0 {
 		t.Fatalf("no preOracle regexes for %s", name)
@@ -62,15 +75,24 @@ func newPreOracle(t testing.TB, name string) preOracle {
 	return o
 }
 
+// preOracleStage returns the splitter of one regex of a list.
+func preOracleStage(expr string) func(string) []string {
+	if f, ok := preOracleCustom[expr]; ok {
+		return f
+	}
+	re := regexp2.MustCompile(expr, regexp2.None)
+	return func(p string) []string { return preRegexSplit(re, p) }
+}
+
 func (o preOracle) split(text string) []string {
 	if text == "" {
 		return nil
 	}
 	pieces := []string{text}
-	for _, re := range o {
+	for _, stage := range o {
 		var out []string
 		for _, p := range pieces {
-			out = append(out, preRegexSplit(re, p)...)
+			out = append(out, stage(p)...)
 		}
 		pieces = out
 	}
@@ -115,9 +137,10 @@ func preSplitAll(p *preTokenizer, text string) []string {
 
 // preAlphabet mixes the runes the regexes tell apart: ASCII of every kind,
 // contraction letters, letters and marks of several scripts, numbers that are
-// not digits, Unicode whitespace and near-whitespace, CJK and the edges of
-// the deepseek classes, emoji and their modifiers, unassigned and private-use
-// code points.
+// not digits, symbols, Unicode whitespace and near-whitespace, CJK, the
+// scripts of afmoe's class (Thai, Lao, Khmer, Myanmar, Hangul, halfwidth
+// kana) and the edges of the deepseek and afmoe classes, emoji and their
+// modifiers, unassigned and private-use code points.
 func preAlphabet() []rune {
 	var a []rune
 	for r := rune(0); r < 0x80; r++ {
@@ -128,7 +151,9 @@ func preAlphabet() []rune {
 	a = append(a, []rune("一龥\u9fa6가\ud7a3あアー。、「」\u3000\u3001\u3003！Ａａ０～")...)
 	a = append(a, []rune("‘’“”—…\u1680\u2000\u200a\u2028\u2029\u202f\u205f\u200b\u200d\ufeff\ufe0f")...)
 	a = append(a, []rune("٣Ⅻ①\U0001F600🦙\U0001F3FD𐐀𝐀𞤀𠀀\u0378\ue000\U0010FFFF\ufffd")...)
-	for _, ranges := range [][]runeRange{dsLetterRanges, dsPunctRanges, cjkRanges} {
+	a = append(a, []rune("\u20dd\u0e48\u17b6\u102b\u0f71\u302a©°€¨˚∑⌘✓₩\u02c2゛")...)
+	a = append(a, []rune("ทยລາວខ្មែរមြន៣๓໒၃ꩠꧠ⼀豈㐀ｱｶﾟ･ｰ한가")...)
+	for _, ranges := range [][]runeRange{dsLetterRanges, dsPunctRanges, cjkRanges, afmoeCJKRanges} {
 		for _, r := range ranges {
 			a = append(a, r.lo-1, r.lo, r.hi, r.hi+1)
 		}
@@ -136,13 +161,38 @@ func preAlphabet() []rune {
 	return a
 }
 
-// preRandomText returns up to 40 runes of the alphabet, in runs now and then.
+// The runs preRandomText writes now and then besides single runes: numbers
+// of up to ten digits of any \p{N} (afmoe cuts them in threes), and words of
+// letters and marks apart by single spaces (exaone-moe joins them).
+var (
+	preDigitRunes = []rune("0123456789٣๓၃²½①Ⅻ𝟘")
+	preWordRunes  = []rune("abzXYéжΩ가あไ豈ｱ\u0301\u0e31\u17b6")
+)
+
+// preRandomText returns up to 40 runes of the alphabet, numbers or words,
+// in runs now and then.
 func preRandomText(r *rand.Rand, alphabet []rune) string {
 	var b strings.Builder
 	for n := r.IntN(40); n > 0; n-- {
-		c := alphabet[r.IntN(len(alphabet))]
-		for k := 1 + r.IntN(4)*r.IntN(2); k > 0; k-- {
-			b.WriteRune(c)
+		switch r.IntN(10) {
+		case 0:
+			for k := 1 + r.IntN(10); k > 0; k-- {
+				b.WriteRune(preDigitRunes[r.IntN(len(preDigitRunes))])
+			}
+		case 1:
+			for w := range 1 + r.IntN(4) {
+				if w > 0 {
+					b.WriteByte(' ')
+				}
+				for k := 1 + r.IntN(3); k > 0; k-- {
+					b.WriteRune(preWordRunes[r.IntN(len(preWordRunes))])
+				}
+			}
+		default:
+			c := alphabet[r.IntN(len(alphabet))]
+			for k := 1 + r.IntN(4)*r.IntN(2); k > 0; k-- {
+				b.WriteRune(c)
+			}
 		}
 	}
 	return b.String()
@@ -151,7 +201,6 @@ func preRandomText(r *rand.Rand, alphabet []rune) string {
 // TestPreTokenizersMatchRegexes: every scanner list splits random text as
 // regexp2 running llama.cpp's regexes does.
 func TestPreTokenizersMatchRegexes(t *testing.T) {
-	alphabet := preAlphabet()
 	n := 20000
 	if testing.Short() {
 		n = 2000
@@ -160,13 +209,21 @@ func TestPreTokenizersMatchRegexes(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			o := newPreOracle(t, p.name)
 			r := rand.New(rand.NewPCG(1, uint64(len(p.name))))
-			for range n {
-				text := preRandomText(r, alphabet)
-				if got, want := preSplitAll(p, text), o.split(text); !slices.Equal(got, want) {
-					t.Fatalf("split(%+q)\n got %+q\nwant %+q", text, got, want)
-				}
-			}
+			checkRandomSplits(t, r, n, func(text string) []string { return preSplitAll(p, text) }, o.split)
 		})
+	}
+}
+
+// checkRandomSplits fails t at the first of n random texts that split
+// cuts otherwise than oracle.
+func checkRandomSplits(t *testing.T, r *rand.Rand, n int, split, oracle func(string) []string) {
+	t.Helper()
+	alphabet := preAlphabet()
+	for range n {
+		text := preRandomText(r, alphabet)
+		if got, want := split(text), oracle(text); !slices.Equal(got, want) {
+			t.Fatalf("split(%+q)\n got %+q\nwant %+q", text, got, want)
+		}
 	}
 }
 
@@ -217,10 +274,11 @@ func TestPreTokenizeInvalidUTF8(t *testing.T) {
 	}
 }
 
-// TestDeepseekLetterRanges: the table is the class of deepseek-llm's regex.
-func TestDeepseekLetterRanges(t *testing.T) {
+// classRanges returns the ranges of a regex class's text, written as
+// single runes and lo-hi ranges, in order.
+func classRanges(class string) []runeRange {
 	var got []runeRange
-	cls := []rune(dsLetterClass)
+	cls := []rune(class)
 	for i := 0; i < len(cls); i++ {
 		if i+2 < len(cls) && cls[i+1] == '-' {
 			got = append(got, runeRange{cls[i], cls[i+2]})
@@ -229,9 +287,14 @@ func TestDeepseekLetterRanges(t *testing.T) {
 			got = append(got, runeRange{cls[i], cls[i]})
 		}
 	}
+	return got
+}
+
+// TestDeepseekLetterRanges: the table is the class of deepseek-llm's regex.
+func TestDeepseekLetterRanges(t *testing.T) {
 	// the table joins adjacent singles (Ͷ Ͷ, Ↄↄ, ⳲⳳI) into ranges
 	var merged []runeRange
-	for _, r := range got {
+	for _, r := range classRanges(dsLetterClass) {
 		if n := len(merged); n > 0 && merged[n-1].hi+1 == r.lo {
 			merged[n-1].hi = r.hi
 			continue
@@ -261,6 +324,21 @@ func TestPreTokenizeExamples(t *testing.T) {
 		{&preTekken, "HTTPServer camelCase ÉCOLE 123 I'm !\n/x", []string{"HTTPServer", " camel", "Case", " É", "COLE",
 			" ", "1", "2", "3", " I", "'m", " !\n/", "x"}},
 		{&preGPT4o, "I'M 12345 don't", []string{"I'M", " ", "123", "45", " don't"}},
+		{&preAfmoe, "1234567", []string{"1", "234", "567"}},
+		{&preAfmoe, "x 12345 y", []string{"x", " ", "12", "345", " y"}},
+		// the spaces stay in the piece of "12", so \s+(?!\S) leaves the last alone
+		{&preAfmoe, "a  12", []string{"a", " ", " ", "12"}},
+		{&preAfmoe, "你好world!abc 東京", []string{"你好", "world", "!abc", " ", "東京"}},
+		// the class runs, then the last regex cuts them further (･ is punctuation)
+		{&preAfmoe, "ｱｲ･ｳ", []string{"ｱｲ", "･", "ｳ"}},
+		// the class's Thai starts at U+0E40: ไ is in it, the consonants ท and ย are not
+		{&preAfmoe, "ｱｲｳ ไทย", []string{"ｱｲｳ", " ", "ไ", "ทย"}},
+		{&preAfmoe, " +=\n\nx \u0301é", []string{" +=\n\n", "x", " \u0301é"}},
+		{&preAfmoe, "\x01a\x01", []string{"\x01a", "\x01"}},
+		{&preExaoneMoE, "hello world 123 don't", []string{"hello world", " ", "1", "2", "3", " don", "'t"}},
+		{&preExaoneMoE, "Hello  World\n\n x/y", []string{"Hello", " ", " World", "\n\n", " x", "/y"}},
+		{&preExaoneMoE, "a, b!?\n\nc", []string{"a", ",", " b", "!?\n", "\n", "c"}},
+		{&preExaoneMoE, "e\u0301 \u0301a", []string{"e\u0301", " \u0301", "a"}},
 	}
 	for _, tc := range tests {
 		if got := preSplitAll(tc.pre, tc.text); !slices.Equal(got, tc.want) {
