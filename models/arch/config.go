@@ -53,8 +53,17 @@ type Config struct {
 	// Llama 4's attention temperature (mistral3: Ministral 3): each query
 	// is scaled by 1 + AttnTemp·ln(⌊pos / AttnTempFloor⌋ + 1) after its
 	// rope; 0: none.
-	AttnTemp      float32
-	AttnTempFloor int
+	// Llama 4's own adds AttnTempOffset to the position first (1).
+	AttnTemp       float32
+	AttnTempFloor  int
+	AttnTempOffset float32
+	// Llama 4's chunked attention: on the layers Chunked marks, a row at
+	// position p reads positions ⌊p/AttnChunk⌋·AttnChunk … p only; 0:
+	// none. MoEEvery > 0: every MoEEvery-th layer's feed-forward is
+	// experts, the others' dense (interleave_moe_layer_step).
+	AttnChunk int
+	Chunked   []bool
+	MoEEvery  int
 	// Granite's multipliers besides EmbedScale and QueryScale, 0 meaning
 	// none: each block's attention and feed-forward outputs × ResidualScale
 	// before their residual adds, logits ÷ LogitScale.
@@ -73,8 +82,11 @@ type Config struct {
 	Gating                          Gating
 	ExpertWeightsNorm               bool
 	ExpertWeightsScale              float32
-	SharedFFN                       int
-	DenseLead                       int
+	// ExpertWeightsIn: each chosen expert's weight multiplies its input,
+	// not its output (llama4; llama.cpp's weight_before_ffn).
+	ExpertWeightsIn bool
+	SharedFFN       int
+	DenseLead       int
 	// ExpertGroups > 1 splits the experts into groups, of which each token
 	// searches the GroupsUsed whose best two experts score highest
 	// (DeepSeek-V3's group-limited routing); 0: no groups.
@@ -204,6 +216,7 @@ var architectures = map[string]architecture{
 	"dots1":         {neox: true, config: readDots1, newBlock: newDots1Block},
 	"exaone-moe":    {neox: true, config: readExaoneMoE, newBlock: newExaoneMoEBlock},
 	"afmoe":         {neox: true, config: readAfmoe, newBlock: newAfmoeBlock},
+	"llama4":        {neox: false, config: readLlama4, newBlock: newLlama4Block},
 
 	"granitemoe": {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},
 

@@ -154,3 +154,15 @@ func TestAfmoeWithoutCapabilities(t *testing.T) {
 	got := withAndWithoutCapabilities(t, path, [][]int32{moePrompt(41, 1), moePrompt(23, 2), moePrompt(57, 3)}, nil)
 	sameLogits(t, got[0], got[1], "with the capabilities", "without")
 }
+
+// TestLlama4WithoutCapabilities: llama4's weighted expert inputs made on
+// the host equal those made by the CPU's ExpertSum, and its experts run
+// one at a time equal the Experts ops.
+func TestLlama4WithoutCapabilities(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "llama4.gguf")
+	if err := synth.WriteTiny(path, "llama4", gguf.TypeQ8_0, 7); err != nil {
+		t.Fatal(err)
+	}
+	got := withAndWithoutCapabilities(t, path, [][]int32{moePrompt(41, 1), moePrompt(23, 2), moePrompt(57, 3)}, nil)
+	sameLogits(t, got[0], got[1], "with the capabilities", "without")
+}

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"folio/gpu"
 	"folio/gpu/cpu"
 	"folio/models/arch"
 	"folio/models/gguf"
@@ -246,4 +248,40 @@ func TestAfmoeKeys(t *testing.T) {
 		t.Errorf("without a window: windows %v, want none", m.Windows)
 	}
 	refused(t, cfg, func(w *gguf.Writer) { w.Delete("afmoe.expert_shared_count") }, "llama.cpp requires it")
+}
+
+func TestLlama4Keys(t *testing.T) {
+	cfg, err := synth.ArchPreset("llama4", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := loadEdited(t, cfg, func(*gguf.Writer) {})
+	if m.Gating != arch.GatingLogitsSigmoid || !m.ExpertWeightsIn || m.ExpertWeightsNorm || m.SharedFFN != 256 || m.MoEEvery != 2 ||
+		m.AttnChunk != 8192 || fmt.Sprint(m.Chunked) != "[true true true false]" || m.AttnTemp != 0.1 || m.AttnTempOffset != 1 ||
+		m.LocalRope.Base != m.Rope.Base {
+		t.Errorf("gating %v, weights in %v, normalized %v, shared %d, experts every %d, chunk %d on %v, temperature %v+%v, local base %v; "+
+			"want logits-sigmoid, true, false, 256, 2, 8192 on [true true true false], 0.1+1, %v",
+			m.Gating, m.ExpertWeightsIn, m.ExpertWeightsNorm, m.SharedFFN, m.MoEEvery, m.AttnChunk, m.Chunked, m.AttnTemp, m.AttnTempOffset,
+			m.LocalRope.Base, m.Rope.Base)
+	}
+	m = loadEdited(t, cfg, func(w *gguf.Writer) {
+		w.Set("llama4.rope.freq_base_swa", float32(5000))
+		w.Set("llama4.attention.sliding_window_pattern", uint32(2))
+	})
+	if m.LocalRope.Base != 5000 || fmt.Sprint(m.Chunked) != "[true false true false]" {
+		t.Errorf("chunked layers' rope base %v, chunked %v; want 5000, [true false true false]", m.LocalRope.Base, m.Chunked)
+	}
+	refused(t, cfg, func(w *gguf.Writer) { w.Delete("llama4.expert_feed_forward_length") }, "llama.cpp requires it")
+	refused(t, cfg, func(w *gguf.Writer) { w.Delete("llama4.interleave_moe_layer_step") }, "which layers have experts")
+	refused(t, cfg, func(w *gguf.Writer) { w.Set("llama4.attention.sliding_window", uint32(0)) }, "MobileLLM")
+}
+
+// TestLlama4BlockSize: a K/V block size that does not divide Llama 4's
+// chunk is refused before anything is computed, saying what to change.
+func TestLlama4BlockSize(t *testing.T) {
+	r := openRig(t, synthModel(t, "llama4", gguf.TypeF32), 48, gguf.TypeF32)
+	b := &gpu.Batch{BlockSize: 48, Seqs: []gpu.Seq{{Len: 2, Blocks: r.table(0)}}}
+	if _, err := r.m.Forward(r.kv, b, []int32{1, 2}, []int32{1}); err == nil || !strings.Contains(err.Error(), "power of 2") {
+		t.Errorf("block size 48: err %v, want a refusal naming a power of 2", err)
+	}
 }

@@ -234,7 +234,8 @@ func openRigCtx(t testing.TB, path string, blockSize int, kvType gguf.TensorType
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := be.NewKVCache(m.KVSpec(4096/blockSize, blockSize, kvType))
+	// four sequences' tables (table) of 1024 positions, or of ctx's
+	kv, err := be.NewKVCache(m.KVSpec(4*max(1024, ctx+blockSize)/blockSize, blockSize, kvType))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,17 +254,27 @@ func (r *rig) table(seq int) []int32 {
 	return out
 }
 
-// prompt runs ids as sequence 0 in one pass and returns the last logits.
+// prompt runs ids as sequence 0 and returns the last logits: in one pass,
+// or a longer prompt in passes of promptPiece rows.
 func (r *rig) prompt(t testing.TB, ids []int32) []float32 {
 	t.Helper()
-	return r.run(t, []seqRun{{ids: ids, table: r.table(0)}})[0]
+	table, n := r.table(0), 0
+	for ; len(ids)-n > promptPiece; n += promptPiece {
+		r.run(t, []seqRun{{ids: ids[n : n+promptPiece], pos: n, table: table}})
+	}
+	return r.run(t, []seqRun{{ids: ids[n:], pos: n, table: table}})[0]
 }
+
+// promptPiece is the rows of a pass over a prompt longer than one: a
+// number that divides no power of 2, so that passes cross the boundaries
+// of Llama 4's attention chunks.
+const promptPiece = 120
 
 // greedy continues ids for n tokens, one decode step each.
 func (r *rig) greedy(t testing.TB, ids []int32, n int) []int32 {
 	t.Helper()
 	table := r.table(0)
-	logits := r.run(t, []seqRun{{ids: ids, table: table}})[0]
+	logits := r.prompt(t, ids)
 	var out []int32
 	for len(out) < n {
 		next := int32(0)

@@ -69,10 +69,7 @@ func (m *Model) temperQueries(s *step) {
 	t.factors = t.factors[:0]
 	one := true
 	for _, p := range s.pos {
-		// llama.cpp: the floor of a float32 quotient, the log and the
-		// product in double, stored as float32
-		q := math.Floor(float64(float32(p) / float32(m.AttnTempFloor)))
-		f := float32(math.Log(q+1)*float64(m.AttnTemp) + 1)
+		f := m.attnTempAt(p)
 		t.factors = append(t.factors, f)
 		one = one && f == 1
 	}
@@ -99,6 +96,14 @@ func (m *Model) temperQueries(s *step) {
 		}
 	}
 	be.Upload(s.q, h)
+}
+
+// attnTempAt is the attention temperature of a query at position p: as
+// llama.cpp computes it, the floor of a float32 quotient, the log and the
+// product in double, stored as float32.
+func (c *Config) attnTempAt(p int32) float32 {
+	q := math.Floor(float64((float32(p) + c.AttnTempOffset) / float32(c.AttnTempFloor)))
+	return float32(math.Log(q+1)*float64(c.AttnTemp) + 1)
 }
 
 // temperScratch is temperQueries' host buffers.

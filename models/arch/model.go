@@ -1,6 +1,7 @@
 package arch
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -27,6 +28,7 @@ type Model struct {
 	moe      *moeScratch // the experts' activations; nil for a dense model
 	mla      *mlaScratch // latent attention's (deepseek2); nil for the others
 	temper   temperScratch
+	chunked  gpu.Batch // chunkBatch's (llama4)
 
 	maxRows, maxOut int
 	buf             scratch   // activations for maxRows rows
@@ -292,6 +294,9 @@ func (m *Model) layers(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, tokens, ou
 		return nil, err
 	}
 	b := bs[0]
+	if m.AttnChunk > 0 && (b.BlockSize <= 0 || m.AttnChunk%b.BlockSize != 0) {
+		return nil, fmt.Errorf("arch: %s attends within chunks of %d positions, which K/V blocks of %d do not divide: use a block size that is a power of 2 up to %d", m.Arch, m.AttnChunk, b.BlockSize, m.AttnChunk)
+	}
 	for i, tok := range tokens {
 		if tok < 0 || int(tok) >= m.Vocab {
 			return nil, fmt.Errorf("arch: token %d at row %d is outside the vocabulary of %d", tok, i, m.Vocab)
@@ -424,9 +429,29 @@ func (m *Model) attention(s *step, rope *gpu.Rope, o gpu.AttnOpts, wo gpu.Tensor
 // loader makes backend tensors of a file's weights, checking each one's
 // shape; the first error sticks and later calls return nil.
 type loader struct {
-	f   *gguf.File
-	be  gpu.Backend
-	err error
+	f    *gguf.File
+	be   gpu.Backend
+	err  error
+	unit gpu.Tensor // ones's weight, made at its first call
+}
+
+// ones is a [1, n] F32 weight of ones, the same for every call with one
+// n: the weight of an RMS norm that has none (x·1 is x exactly).
+func (ld *loader) ones(n int) gpu.Tensor {
+	if ld.err != nil || ld.unit != nil && ld.unit.Cols() == n {
+		return ld.unit
+	}
+	b := make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(1))
+	}
+	w, err := ld.be.Weight("ones", gguf.TypeF32, 1, n, b)
+	if err != nil {
+		ld.err = fmt.Errorf("%w %s: a norm's weight of ones: %v", ErrModel, ld.f.Path, err)
+		return nil
+	}
+	ld.unit = w
+	return w
 }
 
 // optional is weight, or nil when the file has no tensor name (an

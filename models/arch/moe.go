@@ -39,6 +39,10 @@ const (
 	// those plus the layer's selection bias where it has one (glm4moe's
 	// exp_probs_b), weighted by the sigmoids alone.
 	GatingSigmoid
+	// GatingLogitsSigmoid: the top ExpertsUsed logits, each weighted by
+	// its sigmoid (llama4: the choice on the logits themselves, which
+	// sigmoids rounded to 1 would tie).
+	GatingLogitsSigmoid
 )
 
 // routing is how route chooses and weights a layer's experts: Gating,
@@ -162,6 +166,9 @@ func (ld *loader) expertRows(name string, e, experts, row0, rows, slice, cols in
 type moeScratch struct {
 	logits         gpu.Tensor // [maxRows, Experts] the router's
 	xe             gpu.Tensor // [maxRows, Dim] an expert's rows in
+	xw             gpu.Tensor // [maxRows·ExpertsUsed, Dim] each choice's weighted input (ExpertWeightsIn); nil without
+	pairRow        []int32    // [maxRows·ExpertsUsed] the row of each choice
+	xwHost         []float32  // [maxRows·ExpertsUsed·Dim] (ExpertWeightsIn, without the Experts ops)
 	ye             gpu.Tensor // [maxRows·ExpertsUsed, Dim] the experts' outputs
 	he, he2        gpu.Tensor // [maxRows·ExpertsUsed, ExpertFFN]
 	hostLogits     []float32  // [maxRows·Experts]
@@ -202,6 +209,9 @@ func (m *Model) allocMoE(alloc func(rows, cols int) gpu.Tensor) {
 	if c.SharedFFN > 0 {
 		ms.shared = allocShared(alloc, r, c)
 	}
+	if c.ExpertWeightsIn {
+		ms.xw, ms.pairRow, ms.xwHost = alloc(r*k, c.Dim), make([]int32, r*k), make([]float32, r*k*c.Dim)
+	}
 	m.moe = ms
 }
 
@@ -210,7 +220,11 @@ func moeScratchBytes(c *Config, maxRows int) int64 {
 	if c.Experts == 0 {
 		return 0
 	}
-	return 4*int64(maxRows)*int64(c.Experts+c.Dim+c.ExpertsUsed*(c.Dim+2*c.ExpertFFN)) + sharedScratchBytes(c, maxRows)
+	b := 4*int64(maxRows)*int64(c.Experts+c.Dim+c.ExpertsUsed*(c.Dim+2*c.ExpertFFN)) + sharedScratchBytes(c, maxRows)
+	if c.ExpertWeightsIn {
+		b += 4 * int64(maxRows) * int64(c.ExpertsUsed*c.Dim)
+	}
+	return b
 }
 
 // forward: x += Σ over each row's chosen experts e of weight_e ·
@@ -248,10 +262,14 @@ func (f *moeFFN) forward(m *Model, s *step, norm gpu.Tensor) {
 	if f.shared != nil {
 		shared = f.shared.run(m, s) // [n, Dim] from h, before the experts' sum overwrites it
 	}
+	in, pick := s.xb, ms.rows // each choice's input: a row of in, by expert
+	if c.ExpertWeightsIn {
+		in, pick = f.weighInputs(m, s), ms.choice
+	}
 	if ex, ok := be.(gpu.Experts); ok && f.gateB == nil {
-		f.experts(m, s, ex)
+		f.experts(m, s, ex, in, pick)
 	} else {
-		f.expertByExpert(m, s)
+		f.expertByExpert(m, s, in, pick)
 	}
 	if shared != nil {
 		be.Add(s.xb, s.xb, shared) // llama.cpp's moe_out + shexp_out
@@ -262,14 +280,46 @@ func (f *moeFFN) forward(m *Model, s *step, norm gpu.Tensor) {
 	m.residual(s) // x += xb (· ResidualScale)
 }
 
+// weighInputs returns each choice's input weighted by its weight, [n·k,
+// Dim] (row r·k+j: xb's row r times the weight of r's j-th choice,
+// rounded as llama.cpp's ggml_mul), through the backend's ExpertSum where
+// it has one, else on the host; the weights become 1, which the sums
+// multiply exactly.
+func (f *moeFFN) weighInputs(m *Model, s *step) gpu.Tensor {
+	be, ms, k, dim := m.be, m.moe, m.ExpertsUsed, m.Dim
+	n := s.xb.Rows()
+	xw, w := be.Slice(ms.xw, n*k), ms.weights[:n*k]
+	for i := range w {
+		ms.pairRow[i] = int32(i / k)
+	}
+	if ex, ok := be.(gpu.Experts); ok {
+		ex.ExpertSum(xw, s.xb, ms.pairRow[:n*k], w) // one term a row
+	} else {
+		be.Download(ms.yHost[:n*dim], s.xb)
+		h := ms.xwHost[:n*k*dim]
+		for i, wt := range w {
+			src := ms.yHost[(i/k)*dim : (i/k+1)*dim]
+			for d, v := range src {
+				h[i*dim+d] = v * wt
+			}
+		}
+		be.Upload(xw, h)
+	}
+	for i := range w {
+		w[i] = 1
+	}
+	return xw
+}
+
 // experts is the chosen experts through the backend's Experts ops: their
-// rows grouped by expert in spans of the scratch, gate and up of every
-// span as one op, SiLUMul over all of them, down as one op, and each
-// row's weighted sum into xb, on the device.
-func (f *moeFFN) experts(m *Model, s *step, ex gpu.Experts) {
+// choices grouped by expert in spans of the scratch (pick[e]: the rows of
+// in that expert e's choices read), gate and up of every span as one op,
+// SiLUMul over all of them, down as one op, and each row's weighted sum
+// into xb, on the device.
+func (f *moeFFN) experts(m *Model, s *step, ex gpu.Experts, in gpu.Tensor, pick [][]int32) {
 	be, ms := m.be, m.moe
 	ms.order, ms.spans = ms.order[:0], ms.spans[:0]
-	for e, rows := range ms.rows {
+	for e, rows := range pick {
 		if len(rows) == 0 {
 			continue // not read at all
 		}
@@ -282,7 +332,7 @@ func (f *moeFFN) experts(m *Model, s *step, ex gpu.Experts) {
 	n, nk := s.x.Rows(), len(ms.order)
 	he, he2, ye := be.Slice(ms.he, nk), be.Slice(ms.he2, nk), be.Slice(ms.ye, nk)
 	ms.dsts[0], ms.dsts[1], ms.ws[0], ms.ws[1] = he, he2, f.gate, f.up
-	ex.ExpertMatMuls(ms.dsts[:2], s.xb, ms.order, ms.ws[:2], ms.spans) // [nk, ExpertFFN] each
+	ex.ExpertMatMuls(ms.dsts[:2], in, ms.order, ms.ws[:2], ms.spans) // [nk, ExpertFFN] each
 	be.SiLUMul(he, he, he2)
 	ms.dsts[0], ms.ws[0] = ye, f.down
 	ex.ExpertMatMuls(ms.dsts[:1], he, nil, ms.ws[:1], ms.spans) // [nk, Dim]
@@ -291,20 +341,21 @@ func (f *moeFFN) experts(m *Model, s *step, ex gpu.Experts) {
 }
 
 // expertByExpert is the chosen experts one at a time with the plain ops
-// (a Gather, the MatMuls and a Download each), their outputs summed on
-// the host and uploaded into xb.
-func (f *moeFFN) expertByExpert(m *Model, s *step) {
+// (a Gather, the MatMuls and a Download each; pick[e] the rows of src
+// expert e's choices read), their outputs summed on the host and uploaded
+// into xb.
+func (f *moeFFN) expertByExpert(m *Model, s *step, src gpu.Tensor, pick [][]int32) {
 	be, ms := m.be, m.moe
 	n, k, dim := s.x.Rows(), m.ExpertsUsed, m.Dim
-	for e, rows := range ms.rows {
+	for e, rows := range pick {
 		if len(rows) == 0 {
 			continue // not read at all
 		}
 		cnt := len(rows)
-		in := s.xb
-		if cnt < n || !equalRows(rows, ms.ident[:n]) {
+		in := src
+		if cnt < src.Rows() || !equalRows(rows, ms.ident[:cnt]) {
 			in = be.Slice(ms.xe, cnt)
-			be.Gather(in, s.xb, rows) // xe [cnt, Dim]
+			be.Gather(in, src, rows) // xe [cnt, Dim]
 		}
 		he, he2, ye := be.Slice(ms.he, cnt), be.Slice(ms.he2, cnt), be.Slice(ms.ye, cnt)
 		m.matMuls(s, in, he, f.gate[e], he2, f.up[e]) // [cnt, ExpertFFN]
@@ -376,13 +427,16 @@ func route(logits []float32, how routing, chosen []int32, weights, probs, scratc
 	case GatingSoftmax:
 		softmax(probs, logits)
 		sel = probs
-	case GatingSigmoid:
+	case GatingSigmoid, GatingLogitsSigmoid:
 		for e, v := range logits {
 			probs[e] = float32(1 / (1 + math.Exp(-float64(v))))
 		}
 		sel = probs
 	}
 	copy(scratch, sel)
+	if g == GatingLogitsSigmoid {
+		copy(scratch, logits)
+	}
 	if how.bias != nil {
 		for e, b := range how.bias {
 			scratch[e] += b

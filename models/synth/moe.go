@@ -42,7 +42,7 @@ var qwen3moeMini = Config{Arch: "qwen3moe", Embd: 1024, Layers: 24, Heads: 16, H
 // (Mixtral; Granite's MoE layers).
 func isMoE(arch string) bool {
 	return arch == "qwen3moe" || arch == "qwen3vlmoe" || arch == "gpt-oss" || arch == "qwen2moe" || arch == "olmoe" || arch == "granitemoe" ||
-		arch == "glm4moe" || arch == "ernie4_5-moe" || arch == "hunyuan-moe" || arch == "deepseek2" || arch == "bailingmoe2" || arch == "minimax-m2" || arch == "dots1" || arch == "mistral4" || arch == "exaone-moe" || arch == "afmoe"
+		arch == "glm4moe" || arch == "ernie4_5-moe" || arch == "hunyuan-moe" || arch == "deepseek2" || arch == "bailingmoe2" || arch == "minimax-m2" || arch == "dots1" || arch == "mistral4" || arch == "exaone-moe" || arch == "afmoe" || arch == "llama4"
 }
 
 // hasMoE reports whether c's feed-forward is a mixture of experts.
@@ -87,7 +87,7 @@ func (c *Config) checkMoE() error {
 		return badConfig("%s chooses 1 to %d experts a token, not %d", c.Arch, c.Experts, c.ExpertsUsed)
 	case c.ExpertFFN <= 0:
 		return badConfig("%s needs an expert feed-forward size > 0, not %d", c.Arch, c.ExpertFFN)
-	case c.SharedFFN < 0 || c.SharedFFN > 0 && c.Arch != "qwen2moe" && c.Arch != "granitemoe" && c.Arch != "glm4moe" && c.Arch != "ernie4_5-moe" && c.Arch != "hunyuan-moe" && !c.latent() && c.Arch != "bailingmoe2" && c.Arch != "dots1" && c.Arch != "exaone-moe" && c.Arch != "afmoe":
+	case c.SharedFFN < 0 || c.SharedFFN > 0 && c.Arch != "qwen2moe" && c.Arch != "granitemoe" && c.Arch != "glm4moe" && c.Arch != "ernie4_5-moe" && c.Arch != "hunyuan-moe" && !c.latent() && c.Arch != "bailingmoe2" && c.Arch != "dots1" && c.Arch != "exaone-moe" && c.Arch != "afmoe" && c.Arch != "llama4":
 		return badConfig("a shared expert (%d wide) is qwen2moe's, granitemoe's, glm4moe's, ernie4_5-moe's, hunyuan-moe's, deepseek2's, bailingmoe2's or dots1's, never negative", c.SharedFFN)
 	case c.Arch == "dots1" && (c.SharedFFN == 0 || c.SharedFFN%c.ExpertFFN != 0 || c.Tied || c.HeadsKV != c.Heads):
 		return badConfig("dots1 has shared experts (a whole number of experts, %d wide, not %d), its own output matrix (no --tie-embeddings) and as many KV heads as heads, as llama.cpp requires", c.ExpertFFN, c.SharedFFN)
@@ -97,6 +97,10 @@ func (c *Config) checkMoE() error {
 		return badConfig("%d leading dense layers: glm4moe's, ernie4_5-moe's, deepseek2's, bailingmoe2's or dots1's, at most its %d layers", c.DenseLead, c.Layers)
 	case c.ExpertScale < 0 || c.ExpertScale > 0 && c.Arch != "glm4moe" && !c.latent() && c.Arch != "bailingmoe2" && c.Arch != "dots1" && c.Arch != "exaone-moe" && c.Arch != "afmoe":
 		return badConfig("an expert weight scale of %v is glm4moe's, deepseek2's, bailingmoe2's or dots1's, never negative", c.ExpertScale)
+	case c.Arch == "llama4" && (c.SharedFFN != c.ExpertFFN || c.MoEEvery <= 0 || c.MoEEvery > c.Layers):
+		return badConfig("llama4 has a shared expert as wide as an expert (%d, not %d) and experts in every n-th layer, n from 1 to its %d layers (not %d), as llama.cpp requires", c.ExpertFFN, c.SharedFFN, c.Layers, c.MoEEvery)
+	case c.MoEEvery != 0 && c.Arch != "llama4":
+		return badConfig("experts in every %d-th layer are llama4's", c.MoEEvery)
 	case c.Arch == "afmoe" && c.SharedFFN%c.ExpertFFN != 0:
 		return badConfig("afmoe's shared experts are a whole number of experts (%d wide), not %d", c.ExpertFFN, c.SharedFFN)
 	case c.Arch == "exaone-moe" && (c.SharedFFN == 0 || c.Tied):
@@ -125,7 +129,7 @@ func moeMetadata(c Config, set func(string, any)) {
 	if !ffnWideExperts(c.Arch) || c.Arch == "hunyuan-moe" || c.Arch == "minimax-m2" { // llama.cpp requires hunyuan-moe's, and sizes its experts by n_ff; minimax-m2's converter writes it
 		set(a+"expert_feed_forward_length", uint32(c.ExpertFFN))
 	}
-	if c.SharedFFN > 0 && c.Arch != "glm4moe" && !c.latent() && c.Arch != "dots1" && c.Arch != "afmoe" {
+	if c.SharedFFN > 0 && c.Arch != "glm4moe" && !c.latent() && c.Arch != "dots1" && c.Arch != "afmoe" && c.Arch != "llama4" {
 		set(a+"expert_shared_feed_forward_length", uint32(c.SharedFFN))
 	}
 }

@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense", "glm4moe", "ernie4_5-moe", "hunyuan-moe", "deepseek2", "bailingmoe2", "minimax-m2", "dots1", "mistral4", "exaone-moe", "afmoe"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense", "glm4moe", "ernie4_5-moe", "hunyuan-moe", "deepseek2", "bailingmoe2", "minimax-m2", "dots1", "mistral4", "exaone-moe", "afmoe", "llama4"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -92,6 +92,9 @@ type Config struct {
 	// weights times ExpertScale (0: not written).
 	DenseLead   int
 	ExpertScale float32
+	// MoEEvery > 0: only every MoEEvery-th layer has experts, the others
+	// a dense feed-forward (llama4's interleave_moe_layer_step).
+	MoEEvery int
 	// NextN multi-token-prediction layers follow the Layers others (a
 	// whole layer each, its nextn.* tensors besides), as GLM-4.5's files
 	// have one; block_count counts them. glm4moe's alone.
@@ -183,6 +186,7 @@ var tinyFamilies = map[string]func(*Config){
 	"dots1":        dots1Tiny,
 	"exaone-moe":   exaoneMoETiny,
 	"afmoe":        afmoeTiny,
+	"llama4":       llama4Tiny,
 
 	"granitemoe": granitemoeTiny,
 	"starcoder2": starcoder2Tiny,
@@ -477,6 +481,8 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			exaoneMoEMetadata(c, set)
 		case "afmoe":
 			afmoeMetadata(c, set)
+		case "llama4":
+			llama4Metadata(c, set)
 		case "ernie4_5-moe":
 			set(a+"interleave_moe_layer_step", uint32(1))
 			set(a+"leading_dense_block_count", uint32(c.DenseLead))

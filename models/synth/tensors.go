@@ -112,7 +112,7 @@ func (m *Model) planTensors() {
 		if c.Arch == "afmoe" {
 			norm(p+"post_ffw_norm.weight", c.Embd) // of the feed-forward output, experts or not
 		}
-		if c.hasMoE() && l >= c.DenseLead {
+		if c.moeLayer(l) {
 			m.moeTensors(p, func(name string, typ addType, mean, std float32, shape ...int) {
 				t := gguf.TypeF32
 				if typ == addWeight {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gen.sh regenerates the golden reference logits in this folder: for each case
 # it writes a synthetic model with `folio dev synth` (or takes stories260K.gguf
-# from ../shared/models), runs llama.cpp on a 64-token prompt through
+# from ../shared/models), runs llama.cpp on a 64-token prompt (longer where family_prompt says) through
 # ../shared/tools/llamaref with an F32 KV cache, flash attention off and one
 # thread, and writes CASE.json with the last prompt position's logits and 32
 # greedy tokens, and lists the cases in MANIFEST.json (all of it rewritten
@@ -144,6 +144,13 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #               the sigmoid of attn_gate, post-attention and post-FFN norms, a 16-token window with
 #               rope on layers 0-2, the fourth global without rope; a dense first layer, then 8
 #               experts by sigmoid plus a selection bias, normalized, times 2.5, beside a shared expert
+#   llama4:     Llama 4: NORM RoPE with Q and K normed per head after it on layers 0-2, the fourth
+#               without rope (its queries' temperature is 1 below position 8191); a dense first and
+#               third layer, experts in the second and fourth: 8 by their logits, one chosen, its
+#               sigmoid weighting its input, beside a shared expert (chunks of 8192 reach no prompt)
+#   llama4-long: llama4 of 8 layers over an 8320-token prompt: past position 8192 the chunked layers read their
+#               own chunk only, and from position 8191 the fourth layer's queries are scaled by
+#               1 + 0.1·ln 2 (whose first step, at 8191, TestAttnTempAt checks: no logit shows it)
 #   deepseek2-temp: deepseek2 with Mistral Large 3's attention temperature (0.3 over steps of 16
 #               positions: the prompt's queries scaled by 1 to 1 + 0.3·ln 4)
 # deepseek2's and mistral4's quantized cases were made with llama.cpp's other x86 builds: its AMX build
@@ -154,7 +161,10 @@ types=(f32 f16 q8_0 q4_0 q4_k q6_k)
 # margin rule looks at those of F32 and F16 the family has. llama also runs
 # the types whose kernels the others' files do not reach: BF16, Q4_1, Q5_0,
 # Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL and IQ4_XS.
-declare -A family_types=([gpt-oss]="f32 mxfp4" [glm4moe-mtp]="f32 q8_0" [glm4moe-qknorm]="f32 q8_0" [deepseek2-lite]="f32 q8_0" [deepseek2-temp]="f32 q8_0" [llama]="f32 f16 q8_0 q4_0 q4_k q6_k bf16 q4_1 q5_0 q5_1 q2_k q3_k q5_k iq4_nl iq4_xs")
+declare -A family_types=([llama4-long]="f32 q8_0" [gpt-oss]="f32 mxfp4" [glm4moe-mtp]="f32 q8_0" [glm4moe-qknorm]="f32 q8_0" [deepseek2-lite]="f32 q8_0" [deepseek2-temp]="f32 q8_0" [llama]="f32 f16 q8_0 q4_0 q4_k q6_k bf16 q4_1 q5_0 q5_1 q2_k q3_k q5_k iq4_nl iq4_xs")
+# Families whose prompt is longer than n_prompt: llama4-long's reaches past
+# Llama 4's attention chunk of 8192 (and its temperature's first step).
+declare -A family_prompt=([llama4-long]=8320)
 families=(
 	"llama|--arch llama --preset tiny --seed 1"
 	"llama-tied|--arch llama --preset tiny --seed 4 --n-layer 3 --n-head 8 --n-head-kv 2 --rope-base 500000 --tie-embeddings"
@@ -211,6 +221,8 @@ families=(
 	"mistral4|--arch mistral4 --preset tiny --seed 49"
 	"exaone-moe|--arch exaone-moe --preset tiny --seed 52 --n-head-kv 2"
 	"afmoe|--arch afmoe --preset tiny --seed 53 --n-head-kv 2"
+	"llama4|--arch llama4 --preset tiny --seed 54"
+	"llama4-long|--arch llama4 --preset tiny --seed 55 --n-layer 8|--ctx 8448"
 )
 
 want=("$@")
@@ -410,7 +422,7 @@ for fam in "${families[@]}"; do
 	# The prompt seed: the first one whose F32 and F16 greedy margins all reach min_margin.
 	seed=$prompt_seed_base
 	while :; do
-		tokens=$(asm synth-prompt "$tmp/$family.show.json" "$seed" "$n_prompt")
+		tokens=$(asm synth-prompt "$tmp/$family.show.json" "$seed" "${family_prompt[$family]:-$n_prompt}")
 		ok=true
 		for t in "${margin_types[@]}"; do
 			reference "$family-$t" "$tmp/$family-$t.gguf" "$tokens"
