@@ -57,12 +57,13 @@ type Config struct {
 	AttnTemp       float32
 	AttnTempFloor  int
 	AttnTempOffset float32
-	// Llama 4's chunked attention: on the layers Chunked marks, a row at
-	// position p reads positions ⌊p/AttnChunk⌋·AttnChunk … p only; 0:
-	// none. MoEEvery > 0: every MoEEvery-th layer's feed-forward is
-	// experts, the others' dense (interleave_moe_layer_step).
+	// Llama 4's chunked attention: on the layers with a window (Windows,
+	// AttnChunk there), a row at position p reads positions
+	// ⌊p/AttnChunk⌋·AttnChunk … p only, all within the window's reach, so
+	// that their K/V live in a sliding group whose blocks go back as they
+	// leave it; 0: none. MoEEvery > 0: every MoEEvery-th layer's
+	// feed-forward is experts, the others' dense (interleave_moe_layer_step).
 	AttnChunk int
-	Chunked   []bool
 	MoEEvery  int
 	// Granite's multipliers besides EmbedScale and QueryScale, 0 meaning
 	// none: each block's attention and feed-forward outputs × ResidualScale

@@ -257,19 +257,19 @@ func TestLlama4Keys(t *testing.T) {
 	}
 	m := loadEdited(t, cfg, func(*gguf.Writer) {})
 	if m.Gating != arch.GatingLogitsSigmoid || !m.ExpertWeightsIn || m.ExpertWeightsNorm || m.SharedFFN != 256 || m.MoEEvery != 2 ||
-		m.AttnChunk != 8192 || fmt.Sprint(m.Chunked) != "[true true true false]" || m.AttnTemp != 0.1 || m.AttnTempOffset != 1 ||
+		m.AttnChunk != 8192 || fmt.Sprint(m.Windows) != "[8192 8192 8192 0]" || m.AttnTemp != 0.1 || m.AttnTempOffset != 1 ||
 		m.LocalRope.Base != m.Rope.Base {
 		t.Errorf("gating %v, weights in %v, normalized %v, shared %d, experts every %d, chunk %d on %v, temperature %v+%v, local base %v; "+
-			"want logits-sigmoid, true, false, 256, 2, 8192 on [true true true false], 0.1+1, %v",
-			m.Gating, m.ExpertWeightsIn, m.ExpertWeightsNorm, m.SharedFFN, m.MoEEvery, m.AttnChunk, m.Chunked, m.AttnTemp, m.AttnTempOffset,
+			"want logits-sigmoid, true, false, 256, 2, 8192 on [8192 8192 8192 0], 0.1+1, %v",
+			m.Gating, m.ExpertWeightsIn, m.ExpertWeightsNorm, m.SharedFFN, m.MoEEvery, m.AttnChunk, m.Windows, m.AttnTemp, m.AttnTempOffset,
 			m.LocalRope.Base, m.Rope.Base)
 	}
 	m = loadEdited(t, cfg, func(w *gguf.Writer) {
 		w.Set("llama4.rope.freq_base_swa", float32(5000))
 		w.Set("llama4.attention.sliding_window_pattern", uint32(2))
 	})
-	if m.LocalRope.Base != 5000 || fmt.Sprint(m.Chunked) != "[true false true false]" {
-		t.Errorf("chunked layers' rope base %v, chunked %v; want 5000, [true false true false]", m.LocalRope.Base, m.Chunked)
+	if m.LocalRope.Base != 5000 || fmt.Sprint(m.Windows) != "[8192 0 8192 0]" {
+		t.Errorf("chunked layers' rope base %v, windows %v; want 5000, [8192 0 8192 0]", m.LocalRope.Base, m.Windows)
 	}
 	refused(t, cfg, func(w *gguf.Writer) { w.Delete("llama4.expert_feed_forward_length") }, "llama.cpp requires it")
 	refused(t, cfg, func(w *gguf.Writer) { w.Delete("llama4.interleave_moe_layer_step") }, "which layers have experts")

@@ -12,7 +12,11 @@ import (
 //   - chunked attention on three layers of four (attention.sliding_window_pattern
 //     when the file has one): a row at position p reads only the positions
 //     of its chunk of AttnChunk (8,192, as llama.cpp fixes it), ⌊p/8192⌋·8192
-//     … p; those layers turn at rope.freq_base_swa where the file has it;
+//     … p; those layers turn at rope.freq_base_swa where the file has it.
+//     Their Windows are the chunk: what a row reads lies within 8,192
+//     positions of it, so their K/V go in a sliding layer group whose
+//     blocks go back as they leave that reach (the attention itself is
+//     chunked, not windowed);
 //   - rope on those layers only: every fourth layer has none, and scales
 //     its queries by the attention temperature 1 + 0.1·ln(⌊(p+1)/8192⌋ + 1)
 //     instead (llama.cpp's attn_temp with offset 1);
@@ -45,7 +49,7 @@ func newLlama4Block(ld *loader, c *Config, i int) block {
 	} else {
 		l.llamaBlock = loadLlamaLayer(ld, c, i, "ffn_norm")
 	}
-	if c.Chunked[i] {
+	if c.Window(i) > 0 { // chunked; the window is only the K/V's reach
 		l.chunk, l.rope = c.AttnChunk, &c.LocalRope
 	}
 	if (i+1)%4 != 0 { // llama.cpp's n_no_rope_layer_step
@@ -138,11 +142,10 @@ func readLlama4(f *gguf.File, p string, c *Config) error {
 	if w, ok := f.Int(p + "attention.sliding_window"); ok && w == 0 {
 		return fmt.Errorf("%sattention.sliding_window is 0 (full attention on every layer, MobileLLM's layout): folio runs llama4 files with chunked attention, as Llama 4 Scout's and Maverick's", p)
 	}
-	chunked, err := slidingLayers(f, p, c.Layers, 4)
-	if err != nil {
+	c.AttnChunk = 8192
+	if err := setWindows(f, p, c, int64(c.AttnChunk), 4); err != nil {
 		return err
 	}
-	c.Chunked, c.AttnChunk = chunked, 8192
 	c.AttnTemp, c.AttnTempFloor, c.AttnTempOffset = 0.1, 8192, 1
 	return readLocalRopeBase(f, p, c, "a number above 1")
 }

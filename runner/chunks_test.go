@@ -1,0 +1,53 @@
+package runner
+
+import (
+	"math"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"folio/models/gguf"
+	"folio/models/synth"
+)
+
+// TestEngineLlama4Chunks: Llama 4's chunked layers (three of four) load
+// in a sliding layer group of the chunk's reach, 8,192 positions, whose
+// blocks go back as they leave it, and a prompt past the first chunk
+// gives the tokens and log-probability of the same model with one cache
+// that keeps every block; the sliding group's pool peaks at a reach and
+// a pass while the full group holds the whole context.
+func TestEngineLlama4Chunks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "llama4.gguf")
+	if err := synth.WriteTiny(path, "llama4", gguf.TypeQ8_0, 7); err != nil {
+		t.Fatal(err)
+	}
+	const ctx, pass = 8704, 256
+	load := func() *Model {
+		m, err := Load(path, LoadOptions{NumCtx: ctx, NumBatch: pass, MaxSeqs: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	m := load()
+	if len(m.Caches) != 2 || m.Groups.Windows[1] != 8192 || m.Groups.Layers[1] != 3 {
+		t.Fatalf("layer groups %+v, want the three chunked layers in a group of 8192", m.Groups)
+	}
+	ref := load()
+	regroup(t, ref, nil) // one cache of every layer, every block kept
+	re, e := newEngine(t, ref, EngineOptions{NoPrefixCache: true}), newEngine(t, m, EngineOptions{NoPrefixCache: true})
+	req := Request{Prompt: promptOf(8400, 61), Sample: SampleOptions{RepeatPenalty: 1}, NumPredict: 16}
+	got, want := run(t, e, req), run(t, re, req)
+	if !slices.Equal(got.tokens[0], want.tokens[0]) {
+		t.Errorf("released %v, all kept %v", got.tokens[0], want.tokens[0])
+	}
+	if lg, lw := firstLogprob(t, e, req.Prompt), firstLogprob(t, re, req.Prompt); math.Abs(float64(lg-lw)) > 1e-4*math.Max(1, math.Abs(float64(lw))) {
+		t.Errorf("first logprob released %v, all kept %v", lg, lw)
+	}
+	s := e.Stats()
+	if full, chunked := s.Groups[0].Peak, s.Groups[1].Peak; full < 8400/16 || chunked > (8192+pass)/16+1 {
+		t.Errorf("peaks: full group %d blocks (want the context's, %d), chunked %d (want at most a reach and a pass, %d)",
+			full, 8400/16, chunked, (8192+pass)/16+1)
+	}
+}
