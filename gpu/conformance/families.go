@@ -20,7 +20,8 @@ const tolGELU = 1e-9
 // ends) and in place; LayerNorm with both, one or neither of its weight
 // and bias, in place; Rope with MScale (YaRN's magnitude); SwiGLUOAI over
 // gates and ups past its limit (both clamped sides of up), in place and
-// with another limit.
+// with another limit; SigmoidMul (through gpu.SigmoidMul: the backend's
+// op, else the host's), in place too.
 func (c *table) families() {
 	x := c.vals(7*300, 4)
 	c.add("Scale [7×300]", tolExact, func(be gpu.Backend) []float32 {
@@ -96,6 +97,17 @@ func (c *table) families() {
 		gt := act(be, 6, 517, sg)
 		be.SwiGLUOAI(gt, gt, act(be, 6, 517, su), 1.702, 7)
 		return read(be, gt)
+	})
+	// gates far past the sigmoid's ends (su's ±30) and at 0
+	c.add("SigmoidMul [6×517]", tolExact, func(be gpu.Backend) []float32 {
+		dst := act(be, 6, 517, make([]float32, 6*517))
+		gpu.SigmoidMul(be, dst, act(be, 6, 517, sg), act(be, 6, 517, su))
+		return read(be, dst)
+	})
+	c.add("SigmoidMul [6×517] in place", tolExact, func(be gpu.Backend) []float32 {
+		xt := act(be, 6, 517, sg)
+		gpu.SigmoidMul(be, xt, xt, act(be, 6, 517, su))
+		return read(be, xt)
 	})
 
 	factors := make([]float32, 16)

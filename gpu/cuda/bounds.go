@@ -36,6 +36,7 @@ var kernelThreads = [numKernels]int{
 	kDequantMXFP4: ewThreads,
 	kRMSNorm:      rowThreads, kAdd: ewThreads, kSiLUMul: ewThreads, kSoftmax: rowThreads, kRope: ewThreads,
 	kScale: ewThreads, kSoftcap: ewThreads, kGELUMul: ewThreads, kLayerNorm: rowThreads, kSwiGLUOAI: ewThreads,
+	kSigmoidMul: ewThreads,
 	kWriteKVF16: ewThreads, kWriteKVF32: ewThreads, kAttentionF16: attThreads, kAttentionF32: attThreads,
 }
 

@@ -83,6 +83,7 @@ func TestLaunchesUseTheTable(t *testing.T) {
 	b.GELUMul(x, x, nil)
 	b.LayerNorm(x, x, norm, norm, 1e-5)
 	b.SwiGLUOAI(x, x, x, 1.702, 7)
+	b.SigmoidMul(x, x, x)
 	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
 		c, err := b.NewKVCache(gpu.KVSpec{Layers: 1, Blocks: 4, BlockSize: 16, KVHeads: 2, HeadDim: 64, Type: typ})
 		if err != nil {

@@ -50,6 +50,7 @@ const (
 	kGELUMul
 	kLayerNorm
 	kSwiGLUOAI
+	kSigmoidMul
 	kWriteKVF16
 	kWriteKVF32
 	kAttentionF16
@@ -64,7 +65,7 @@ var kernelNames = [numKernels]string{
 	"get_rows_f32", "get_rows_f16", "get_rows_q8_0", "get_rows_q4_0", "get_rows_q4_k", "get_rows_q6_k", "get_rows_mxfp4",
 	"dequant_f32", "dequant_f16", "dequant_q8_0", "dequant_q4_0", "dequant_q4_k", "dequant_q6_k", "dequant_mxfp4",
 	"rms_norm", "add", "silu_mul", "softmax", "rope",
-	"scale", "softcap", "gelu_mul", "layer_norm", "swiglu_oai",
+	"scale", "softcap", "gelu_mul", "layer_norm", "swiglu_oai", "sigmoid_mul",
 	"write_kv_f16", "write_kv_f32", "attention_f16", "attention_f32",
 }
 

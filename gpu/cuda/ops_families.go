@@ -73,6 +73,19 @@ func (b *Backend) LayerNorm(dst, x, w, bias gpu.Tensor, eps float32) {
 	b.launch(kLayerNorm, rowDims(kLayerNorm, int64(cx.rows), cx.cols))
 }
 
+var _ gpu.SigmoidMuler = (*Backend)(nil)
+
+// SigmoidMul: dst = x · σ(gate), elementwise (sigmoid_mul). dst may be x.
+func (b *Backend) SigmoidMul(dst, x, gate gpu.Tensor) {
+	gpu.CheckSigmoidMul("cuda", dst, x, gate)
+	cd, cx, cg := b.act(dst), b.f32(x), b.f32(gate)
+	b.enter()
+	defer b.leave()
+	n := int64(cx.rows) * int64(cx.cols)
+	b.a.reset().ptr(cx.ptr).ptr(cg.ptr).ptr(cd.ptr).i64(n)
+	b.launch(kSigmoidMul, elementwiseDims(kSigmoidMul, n))
+}
+
 // SwiGLUOAI: dst = g / (1 + e^(-alpha·g)) · (u + 1), g = min(gate,
 // limit), u = clamp(up, -limit, limit). dst may be gate.
 func (b *Backend) SwiGLUOAI(dst, gate, up gpu.Tensor, alpha, limit float32) {

@@ -163,6 +163,10 @@ func (p *preflightRun) tinyOps() []preflightOp {
 			t := act(b, 2, cols, x)
 			b.SwiGLUOAI(t, t, act(b, 2, cols, x), 1.702, 7)
 		}},
+		preflightOp{"SigmoidMul [2×64]", func() {
+			t := act(b, 2, cols, x)
+			b.SigmoidMul(t, t, act(b, 2, cols, x))
+		}},
 		preflightOp{"LayerNorm [2×64] with weight and bias", func() {
 			t := act(b, 2, cols, x)
 			b.LayerNorm(t, t, weight(b, gguf.TypeF32, 1, cols, w), weight(b, gguf.TypeF32, 1, cols, w), 1e-5)

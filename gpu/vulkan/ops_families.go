@@ -78,6 +78,17 @@ func (b *Backend) GELUMul(dst, gate, up gpu.Tensor) {
 	b.dispatch(kGELUMul, b.grid(ceilDiv(n, elementwiseGroup), 1), []uint32{uint32(n), hasUp}, vg.buf, ub, vd.buf)
 }
 
+var _ gpu.SigmoidMuler = (*Backend)(nil)
+
+// SigmoidMul: dst = x · σ(gate), elementwise (sigmoidmul.comp). dst may
+// be x.
+func (b *Backend) SigmoidMul(dst, x, gate gpu.Tensor) {
+	gpu.CheckSigmoidMul("vulkan", dst, x, gate)
+	vd, vx, vg := b.act(dst), b.f32(x), b.f32(gate)
+	n := int64(vx.rows) * int64(vx.cols)
+	b.dispatch(kSigmoidMul, b.grid(ceilDiv(n, elementwiseGroup), 1), []uint32{uint32(n)}, vx.buf, vg.buf, vd.buf)
+}
+
 // SwiGLUOAI is gpt-oss's clamped SwiGLU (swigluoai.comp). dst may be gate.
 func (b *Backend) SwiGLUOAI(dst, gate, up gpu.Tensor, alpha, limit float32) {
 	vd, vg, vu := b.act(dst), b.f32(gate), b.f32(up)

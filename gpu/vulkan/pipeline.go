@@ -32,6 +32,7 @@ const (
 	kSoftcap
 	kGELUMul
 	kSwiGLUOAI
+	kSigmoidMul
 	kLayerNorm
 	kRope
 	kMatMulQ4_0
@@ -66,6 +67,7 @@ var kernelTable = [numKernels]struct {
 	kSoftcap:     {"softcap", 1, 3, 0},
 	kGELUMul:     {"gelumul", 3, 2, 0},
 	kSwiGLUOAI:   {"swigluoai", 3, 3, 0},
+	kSigmoidMul:  {"sigmoidmul", 3, 1, 0},
 	kLayerNorm:   {"layernorm", 4, 5, normGroup},
 	kRope:        {"rope", 2, 5, 0},
 	kMatMulQ4_0:  {"matmul_q4_0", 3, 4, matmulGroup},
@@ -81,7 +83,7 @@ func (k kernel) String() string { return kernelTable[k].name }
 
 // Workgroup sizes, as the shaders declare them.
 const (
-	elementwiseGroup = 256 // add, silumul, scale, softcap, gelumul, swigluoai, getrows: one element per invocation
+	elementwiseGroup = 256 // add, silumul, scale, softcap, gelumul, swigluoai, sigmoidmul, getrows: one element per invocation
 	matmulRows       = 8   // matmul: rows of x per workgroup
 	matmulGroup      = 64  // matmul: invocations a workgroup (one output column)
 	normGroup        = 256 // rmsnorm, layernorm, softmax: invocations a row

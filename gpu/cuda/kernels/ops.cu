@@ -125,6 +125,14 @@ extern "C" __global__ void __launch_bounds__(256) swiglu_oai(const float* gate, 
     y[t] = __fmul_rn(__fdiv_rn(g, 1.0f + expf(__fmul_rn(alpha, -g))), u + 1.0f);
 }
 
+// sigmoid_mul: y = x · σ(gate), σ(g) = 1 / (1 + e^-g) (Trinity's gated
+// attention output, as ggml_sigmoid then ggml_mul). y may be x.
+extern "C" __global__ void __launch_bounds__(256) sigmoid_mul(const float* x, const float* gate, float* y, long long n) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    y[t] = __fmul_rn(x[t], __fdiv_rn(1.0f, 1.0f + expf(-gate[t])));
+}
+
 // layer_norm: each row of cols elements (blockIdx.x the row) becomes (x -
 // mean) / sqrt(var + eps) · w + b, w and b null for 1 and 0: the row
 // summed in double and rounded, the mean a float quotient, the squares of
