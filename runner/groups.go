@@ -33,9 +33,8 @@ func groupSpecs(g *arch.Groups, base gpu.KVSpec, seqs, numBatch, numCtx int, fix
 	specs := make([]gpu.KVSpec, len(g.Layers))
 	for s := seqs; ; s-- {
 		var rest int64
-		for i, layers := range g.Layers {
-			sp := base
-			sp.Layers = layers
+		for i := range g.Layers {
+			sp := g.Spec(i, base)
 			if w := g.Windows[i]; i > 0 && w > 0 {
 				sp.Blocks = min(base.Blocks, slidingBlocks(w, sp.BlockSize, s, numBatch))
 				rest += sp.Bytes()

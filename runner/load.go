@@ -162,7 +162,7 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 		return nil, err
 	}
 	avail, _, memKnown := hostMemory() // before the model takes any
-	groups := arch.LayerGroups(cfg.Windows, cfg.Layers)
+	groups := cfg.LayerGroups()
 	base := gpu.KVSpec{Layers: cfg.Layers, BlockSize: opt.BlockSize,
 		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Type: kvType, SharedKV: cfg.SharedKV(),
 		Blocks: ceilDiv(poolStart(opt.NumCtx), opt.BlockSize)}

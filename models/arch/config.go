@@ -38,6 +38,13 @@ type Config struct {
 	Encoder bool
 	Pooling Pooling // how an embedding is made of the hidden states (pooling_type)
 
+	// SWAHeadDim > 0: the windowed layers' heads are SWAHeadDim wide and
+	// they have SWAKVHeads K/V heads, where HeadDim and KVHeads are the
+	// other layers' (gemma4: attention.key_length_swa and the
+	// head_count_kv array); their K/V go in caches of that shape
+	// (Groups.KVHeads, Groups.HeadDims).
+	SWAHeadDim, SWAKVHeads int
+
 	// Set by some families (gemma.go); the zero values change nothing.
 	LocalRope   gpu.Rope // the windowed layers' rope, where a family gives them their own
 	AttnGate    bool     // the attention output is gated by the sigmoid of attn_gate (afmoe)
@@ -153,6 +160,15 @@ func (c *Config) SharedKV() bool { return c.KVLora > 0 }
 func (c *Config) QDim() int  { return c.Heads * c.HeadDim }
 func (c *Config) KVDim() int { return c.KVHeads * c.HeadDim }
 
+// LayerKV is layer's K/V heads and head size: the windowed layers' own
+// where the model gives them another shape (SWAHeadDim).
+func (c *Config) LayerKV(layer int) (kvHeads, headDim int) {
+	if c.SWAHeadDim > 0 && c.Window(layer) > 0 {
+		return c.SWAKVHeads, c.SWAHeadDim
+	}
+	return c.KVHeads, c.HeadDim
+}
+
 // architecture is what folio knows of one value of general.architecture:
 // its rope pairing, the keys it adds to llama's and how to build its
 // transformer blocks.
@@ -218,6 +234,7 @@ var architectures = map[string]architecture{
 	"exaone-moe":    {neox: true, config: readExaoneMoE, newBlock: newExaoneMoEBlock},
 	"afmoe":         {neox: true, config: readAfmoe, newBlock: newAfmoeBlock},
 	"llama4":        {neox: false, config: readLlama4, newBlock: newLlama4Block},
+	"gemma4":        {neox: true, config: readGemma4, newBlock: newGemma4Block},
 
 	"granitemoe": {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},
 

@@ -166,3 +166,14 @@ func TestLlama4WithoutCapabilities(t *testing.T) {
 	got := withAndWithoutCapabilities(t, path, [][]int32{moePrompt(41, 1), moePrompt(23, 2), moePrompt(57, 3)}, nil)
 	sameLogits(t, got[0], got[1], "with the capabilities", "without")
 }
+
+// TestGemma4WithoutCapabilities: Gemma 4's GeGLU experts and router run
+// one expert at a time with the plain ops give the Experts ops' logits.
+func TestGemma4WithoutCapabilities(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gemma4.gguf")
+	if err := synth.WriteTiny(path, "gemma4", gguf.TypeQ8_0, 7, func(c *synth.Config) { c.Experts, c.ExpertsUsed, c.ExpertFFN = 8, 2, 256 }); err != nil {
+		t.Fatal(err)
+	}
+	got := withAndWithoutCapabilities(t, path, [][]int32{moePrompt(41, 1), moePrompt(23, 2), moePrompt(57, 3)}, nil)
+	sameLogits(t, got[0], got[1], "with the capabilities", "without")
+}

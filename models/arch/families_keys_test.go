@@ -285,3 +285,36 @@ func TestLlama4BlockSize(t *testing.T) {
 		t.Errorf("block size 48: err %v, want a refusal naming a power of 2", err)
 	}
 }
+
+func TestGemma4Keys(t *testing.T) {
+	cfg, err := synth.ArchPreset("gemma4", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := loadEdited(t, cfg, func(*gguf.Writer) {})
+	if m.HeadDim != 128 || m.KVHeads != 1 || m.SWAHeadDim != 64 || m.SWAKVHeads != 2 || fmt.Sprint(m.Windows) != "[16 16 16 0]" ||
+		m.LocalRope.Dims != 32 || m.LocalRope.Base != 10000 || m.LocalRope.HeadDim != 64 || m.LocalRope.Factors != nil ||
+		len(m.Rope.Factors) != 64 || m.Rope.Factors[16] != 1e30 || m.QueryScale != 1 || m.LogitCap != 30 || m.EmbedScale != 16 {
+		t.Errorf("heads %d over %d, windowed %d over %d, windows %v, local rope %+v, global factors %d, scale %v, cap %v, embedding %v",
+			m.HeadDim, m.KVHeads, m.SWAHeadDim, m.SWAKVHeads, m.Windows, m.LocalRope, len(m.Rope.Factors), m.QueryScale, m.LogitCap, m.EmbedScale)
+	}
+	if g := m.LayerGroups(); fmt.Sprint(g.KVHeads, g.HeadDims, g.Layers) != "[1 2] [128 64] [1 3]" {
+		t.Errorf("groups' shapes %v %v of %v layers, want [1 2] [128 64] of [1 3]", g.KVHeads, g.HeadDims, g.Layers)
+	}
+	refused(t, cfg, func(w *gguf.Writer) { w.Set("gemma4.attention.shared_kv_layers", uint32(2)) }, "not supported yet")
+	refused(t, cfg, func(w *gguf.Writer) { w.Set("gemma4.embedding_length_per_layer_input", uint32(64)) }, "not supported yet")
+	refused(t, cfg, func(w *gguf.Writer) { w.Set("gemma4.attention.sliding_window_pattern", uint32(4)) }, "one bool per layer")
+	refused(t, cfg, func(w *gguf.Writer) {
+		w.Set("gemma4.attention.head_count_kv", gguf.Array{Elem: gguf.ValueUint32, Values: []uint32{2, 1, 2, 1}})
+	}, "one K/V shape")
+}
+
+// TestGemma4NeedsGroups: a model whose layers' K/V have two shapes is
+// refused one cache for every layer, saying what to do.
+func TestGemma4NeedsGroups(t *testing.T) {
+	r := openRig(t, synthModel(t, "gemma4", gguf.TypeF32), 16, gguf.TypeF32)
+	b := &gpu.Batch{BlockSize: 16, Seqs: []gpu.Seq{{Len: 2, Blocks: r.table(0)}}}
+	if _, err := r.m.Forward(r.kv, b, []int32{1, 2}, []int32{1}); err == nil || !strings.Contains(err.Error(), "layer groups") {
+		t.Errorf("one cache for gemma4: err %v, want a refusal naming its layer groups", err)
+	}
+}

@@ -208,12 +208,15 @@ func maxDiff(a, b []float32) (diff, scale float64) {
 	return diff, scale
 }
 
-// rig is a model on the CPU backend with a K/V pool.
+// rig is a model on the CPU backend with a K/V pool, or a pool per layer
+// group where its layers' K/V have two shapes (g, kvs).
 type rig struct {
-	f  *gguf.File
-	m  *arch.Model
-	kv gpu.KVCache
-	bs int
+	f   *gguf.File
+	m   *arch.Model
+	kv  gpu.KVCache
+	bs  int
+	g   *arch.Groups
+	kvs []gpu.KVCache
 }
 
 func openRig(t testing.TB, path string, blockSize int, kvType gguf.TensorType) *rig {
@@ -235,11 +238,31 @@ func openRigCtx(t testing.TB, path string, blockSize int, kvType gguf.TensorType
 		t.Fatal(err)
 	}
 	// four sequences' tables (table) of 1024 positions, or of ctx's
-	kv, err := be.NewKVCache(m.KVSpec(4*max(1024, ctx+blockSize)/blockSize, blockSize, kvType))
+	return newRig(t, f, m, m.KVSpec(4*max(1024, ctx+blockSize)/blockSize, blockSize, kvType))
+}
+
+// newRig is m with a pool of spec, and a pool of spec's blocks per layer
+// group where the model's K/V have two shapes (each group's table that
+// of the one pool).
+func newRig(t testing.TB, f *gguf.File, m *arch.Model, spec gpu.KVSpec) *rig {
+	t.Helper()
+	be := m.Backend()
+	kv, err := be.NewKVCache(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{f: f, m: m, kv: kv, bs: blockSize}
+	r := &rig{f: f, m: m, kv: kv, bs: spec.BlockSize}
+	if m.SWAHeadDim > 0 {
+		r.g = m.LayerGroups()
+		for i := range r.g.Layers {
+			c, err := be.NewKVCache(r.g.Spec(i, spec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.kvs = append(r.kvs, c)
+		}
+	}
+	return r
 }
 
 // table is the block table of one sequence: blocks taken from the pool in
@@ -307,7 +330,17 @@ func (r *rig) run(t testing.TB, seqs []seqRun) [][]float32 {
 		tokens = append(tokens, s.ids...)
 		out = append(out, int32(len(tokens)-1))
 	}
-	lt, err := r.m.Forward(r.kv, b, tokens, out)
+	var lt gpu.Tensor
+	var err error
+	if r.g != nil {
+		bs := make([]*gpu.Batch, len(r.kvs))
+		for i := range bs {
+			bs[i] = b
+		}
+		lt, err = r.m.ForwardGroups(r.g, r.kvs, bs, tokens, out)
+	} else {
+		lt, err = r.m.Forward(r.kv, b, tokens, out)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,33 @@ type Groups struct {
 	Layers  []int // Layers[g]: how many layers group g has (its cache's KVSpec.Layers)
 	Of      []int // Of[l]: layer l's group
 	Index   []int // Index[l]: layer l's index in its group's cache
+	// KVHeads[g] and HeadDims[g]: the shape of group g's K/V, where the
+	// model's layers have more than one (Config.LayerGroups); nil: every
+	// group has the model's.
+	KVHeads, HeadDims []int
+}
+
+// LayerGroups is c's layers grouped by their windows (LayerGroups), with
+// each group's K/V shape where the windowed layers have their own.
+func (c *Config) LayerGroups() *Groups {
+	g := LayerGroups(c.Windows, c.Layers)
+	if c.SWAHeadDim > 0 {
+		for i := range g.Layers {
+			h, d := c.LayerKV(g.LayersOf(i)[0])
+			g.KVHeads, g.HeadDims = append(g.KVHeads, h), append(g.HeadDims, d)
+		}
+	}
+	return g
+}
+
+// Spec is base as group i's cache: its layers, and its K/V shape where
+// the groups have their own.
+func (g *Groups) Spec(i int, base gpu.KVSpec) gpu.KVSpec {
+	base.Layers = g.Layers[i]
+	if g.KVHeads != nil {
+		base.KVHeads, base.HeadDim = g.KVHeads[i], g.HeadDims[i]
+	}
+	return base
 }
 
 // LayerGroups groups layers by their windows (windows[l], 0 = full
@@ -69,6 +96,9 @@ func window(windows []int, l int) int {
 // and the groups (nil: one group of every layer).
 func (m *Model) checkGroups(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, n int) error {
 	groups, layers := 1, []int{m.Layers}
+	if g == nil && m.SWAHeadDim > 0 && m.Windows != nil {
+		return fmt.Errorf("arch: %s's windowed layers have K/V of another shape: run it with its layer groups (Config.LayerGroups)", m.Arch)
+	}
 	if g != nil {
 		groups, layers = len(g.Layers), g.Layers
 		if len(g.Of) != m.Layers || len(g.Index) != m.Layers {
@@ -94,8 +124,11 @@ func (m *Model) checkGroups(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, n int
 				return fmt.Errorf("arch: group %d's batch places sequence %d elsewhere than group 0's", i, j)
 			}
 		}
-		sp := kvs[i].Spec()
-		if sp.Layers != layers[i] || sp.KVHeads != m.KVHeads || sp.HeadDim != m.HeadDim || sp.BlockSize != b.BlockSize {
+		sp, heads, dim := kvs[i].Spec(), m.KVHeads, m.HeadDim
+		if g != nil && g.KVHeads != nil {
+			heads, dim = g.KVHeads[i], g.HeadDims[i]
+		}
+		if sp.Layers != layers[i] || sp.KVHeads != heads || sp.HeadDim != dim || sp.BlockSize != b.BlockSize {
 			return fmt.Errorf("arch: KV cache %+v does not fit layer group %d (%d layers) of this model or its batch", sp, i, layers[i])
 		}
 	}

@@ -32,6 +32,7 @@ type Model struct {
 
 	maxRows, maxOut int
 	buf             scratch   // activations for maxRows rows
+	alt             *scratch  // q, att, k and v of the windowed layers' own shape (Config.SWAHeadDim); nil: none
 	pos             []int32   // [maxRows] host copy of the batch's positions
 	slots           [][]int32 // [groups][maxRows] host copies of each layer group's slots
 	step            step      // the pass in progress, kept to allocate nothing per pass
@@ -166,6 +167,10 @@ func (m *Model) allocScratch() error {
 	if c.AttnGate {
 		m.buf.gate = alloc(r, c.QDim())
 	}
+	if c.SWAHeadDim > 0 {
+		q, kv := c.Heads*c.SWAHeadDim, c.SWAKVHeads*c.SWAHeadDim
+		m.alt = &scratch{q: alloc(r, q), att: alloc(r, q), k: alloc(r, kv), v: alloc(r, kv)}
+	}
 	if c.Experts > 0 {
 		m.allocMoE(alloc)
 	}
@@ -185,6 +190,9 @@ func ScratchBytes(cfg *Config, opt Options) int64 {
 	perRow := 2*cfg.Dim + 2*cfg.QDim() + 2*cfg.KVDim() + 2*cfg.FFN
 	if cfg.AttnGate {
 		perRow += cfg.QDim()
+	}
+	if cfg.SWAHeadDim > 0 {
+		perRow += 2 * cfg.SWAHeadDim * (cfg.Heads + cfg.SWAKVHeads)
 	}
 	return 4*(int64(opt.MaxRows)*int64(perRow)+int64(opt.MaxOut)*int64(cfg.Dim+cfg.Vocab)) + moeScratchBytes(cfg, opt.MaxRows) +
 		mlaScratchBytes(cfg, opt.MaxRows)
@@ -357,10 +365,23 @@ func (m *Model) layers(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, tokens, ou
 		}
 		s.layer, s.kvLayer = i, li
 		s.kv, s.batch, s.slots = kvs[gi], bs[gi], m.slots[gi]
+		if m.alt != nil {
+			m.shape(s, i)
+		}
 		blk.forward(m, s)
 	}
 	s.kv, s.batch = nil, nil
 	return s, nil
+}
+
+// shape sets the step's q, att, k and v to layer's attention shape: the
+// windowed layers' own buffers (Config.SWAHeadDim), else the model's.
+func (m *Model) shape(s *step, layer int) {
+	b, n := &m.buf, s.x.Rows()
+	if m.Window(layer) > 0 {
+		b = m.alt
+	}
+	s.q, s.att, s.k, s.v = m.be.Slice(b.q, n), m.be.Slice(b.att, n), m.be.Slice(b.k, n), m.be.Slice(b.v, n)
 }
 
 // matMuls computes dst = x · wᵀ for each (dst, w) pair of dw as one op
@@ -432,25 +453,40 @@ type loader struct {
 	f    *gguf.File
 	be   gpu.Backend
 	err  error
-	unit gpu.Tensor // ones's weight, made at its first call
+	unit map[int]gpu.Tensor // ones's weights, by length, made at their first call
 }
 
 // ones is a [1, n] F32 weight of ones, the same for every call with one
 // n: the weight of an RMS norm that has none (x·1 is x exactly).
 func (ld *loader) ones(n int) gpu.Tensor {
-	if ld.err != nil || ld.unit != nil && ld.unit.Cols() == n {
-		return ld.unit
+	if ld.err != nil || ld.unit[n] != nil {
+		return ld.unit[n]
 	}
-	b := make([]byte, 4*n)
-	for i := range n {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(1))
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = 1
 	}
-	w, err := ld.be.Weight("ones", gguf.TypeF32, 1, n, b)
-	if err != nil {
-		ld.err = fmt.Errorf("%w %s: a norm's weight of ones: %v", ErrModel, ld.f.Path, err)
+	if ld.unit == nil {
+		ld.unit = map[int]gpu.Tensor{}
+	}
+	ld.unit[n] = ld.hostWeight("ones", v)
+	return ld.unit[n]
+}
+
+// hostWeight is a [1, len(v)] F32 weight of values made on the host (nil
+// after an error, which sticks).
+func (ld *loader) hostWeight(name string, v []float32) gpu.Tensor {
+	if ld.err != nil {
 		return nil
 	}
-	ld.unit = w
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	w, err := ld.be.Weight(name, gguf.TypeF32, 1, len(v), b)
+	if err != nil {
+		ld.err = fmt.Errorf("%w %s: %s: %v", ErrModel, ld.f.Path, name, err)
+	}
 	return w
 }
 

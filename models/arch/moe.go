@@ -102,16 +102,22 @@ type moeFFN struct {
 	// nil: none), and probsBHost its values, read at the first step.
 	probsB     gpu.Tensor
 	probsBHost []float32
-	oai        bool          // SwiGLUOAI between the matrices (gpt-oss), else SiLUMul
-	postNorm   gpu.Tensor    // [1, Dim]: the output normed before the residual add (afmoe); nil: not
-	shared     *sharedExpert // run by every token besides the chosen (qwen2moe, granitemoe); nil: none
+	oai        bool // SwiGLUOAI between the matrices (gpt-oss), else SiLUMul
+	gelu       bool // GELUMul between the matrices (gemma4), else SiLUMul
+	// routerNorm: the router reads the layer's input RMS-normed by it, not
+	// the experts' input (gemma4); nil: the experts' input
+	routerNorm  gpu.Tensor
+	downScale   []float32     // [Experts]: each expert's output times its value (gemma4); nil: none
+	expertsPost gpu.Tensor    // [1, Dim]: the experts' sum normed before the shared expert joins it (gemma4); nil: not
+	postNorm    gpu.Tensor    // [1, Dim]: the output normed before the residual add (afmoe); nil: not
+	shared      *sharedExpert // run by every token besides the chosen (qwen2moe, granitemoe); nil: none
 }
 
 func newMoEFFN(ld *loader, c *Config, i int) moeFFN {
 	name := func(s string) string { return fmt.Sprintf("blk.%d.%s.weight", i, s) }
 	f := moeFFN{router: ld.weight(name("ffn_gate_inp"), c.Experts, c.Dim)}
 	_, fused := ld.f.Tensor(name("ffn_gate_up_exps"))
-	fused = fused && latentArchs[c.Arch]
+	fused = fused && (latentArchs[c.Arch] || c.Arch == "gemma4")
 	for e := range c.Experts {
 		if fused { // expert e's gate rows, then its up rows
 			f.gate = append(f.gate, ld.expertRows(name("ffn_gate_up_exps"), e, c.Experts, 0, c.ExpertFFN, 2*c.ExpertFFN, c.Dim))
@@ -235,8 +241,12 @@ func (f *moeFFN) forward(m *Model, s *step, norm gpu.Tensor) {
 	be, c, ms := m.be, &m.Config, m.moe
 	n, k := s.x.Rows(), c.ExpertsUsed
 	be.RMSNorm(s.xb, s.x, norm, m.Eps) // xb [n, Dim]
-	logits := be.Slice(ms.logits, n)
-	be.MatMul(logits, s.xb, f.router) // [n, Experts]
+	logits, rin := be.Slice(ms.logits, n), s.xb
+	if f.routerNorm != nil {
+		rin = be.Slice(ms.xe, n)
+		be.RMSNorm(rin, s.x, f.routerNorm, m.Eps)
+	}
+	be.MatMul(logits, rin, f.router) // [n, Experts]
 	if f.routerB != nil {
 		be.Add(logits, logits, f.routerB)
 	}
@@ -254,6 +264,9 @@ func (f *moeFFN) forward(m *Model, s *step, norm gpu.Tensor) {
 		at := r * k
 		route(ms.hostLogits[r*c.Experts:(r+1)*c.Experts], how, ms.chosen[at:at+k], ms.weights[at:at+k], ms.probs, ms.scratch)
 		for j, e := range ms.chosen[at : at+k] {
+			if f.downScale != nil { // the expert's output scale, with its weight
+				ms.weights[at+j] *= f.downScale[e]
+			}
 			ms.rows[e] = append(ms.rows[e], int32(r))
 			ms.choice[e] = append(ms.choice[e], int32(at+j))
 		}
@@ -270,6 +283,9 @@ func (f *moeFFN) forward(m *Model, s *step, norm gpu.Tensor) {
 		f.experts(m, s, ex, in, pick)
 	} else {
 		f.expertByExpert(m, s, in, pick)
+	}
+	if f.expertsPost != nil {
+		be.RMSNorm(s.xb, s.xb, f.expertsPost, m.Eps)
 	}
 	if shared != nil {
 		be.Add(s.xb, s.xb, shared) // llama.cpp's moe_out + shexp_out
@@ -333,7 +349,11 @@ func (f *moeFFN) experts(m *Model, s *step, ex gpu.Experts, in gpu.Tensor, pick 
 	he, he2, ye := be.Slice(ms.he, nk), be.Slice(ms.he2, nk), be.Slice(ms.ye, nk)
 	ms.dsts[0], ms.dsts[1], ms.ws[0], ms.ws[1] = he, he2, f.gate, f.up
 	ex.ExpertMatMuls(ms.dsts[:2], in, ms.order, ms.ws[:2], ms.spans) // [nk, ExpertFFN] each
-	be.SiLUMul(he, he, he2)
+	if f.gelu {
+		be.GELUMul(he, he, he2)
+	} else {
+		be.SiLUMul(he, he, he2)
+	}
 	ms.dsts[0], ms.ws[0] = ye, f.down
 	ex.ExpertMatMuls(ms.dsts[:1], he, nil, ms.ws[:1], ms.spans) // [nk, Dim]
 	ms.dsts, ms.ws = [2]gpu.Tensor{}, [2][]gpu.Tensor{}
@@ -365,6 +385,8 @@ func (f *moeFFN) expertByExpert(m *Model, s *step, src gpu.Tensor, pick [][]int3
 		}
 		if f.oai {
 			be.SwiGLUOAI(he, he, he2, oaiAlpha, oaiLimit)
+		} else if f.gelu {
+			be.GELUMul(he, he, he2)
 		} else {
 			be.SiLUMul(he, he, he2)
 		}

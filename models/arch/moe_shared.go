@@ -14,6 +14,11 @@ import (
 type sharedExpert struct {
 	gate, up, down gpu.Tensor // [SharedFFN, Dim], [SharedFFN, Dim], [Dim, SharedFFN]
 	gateInp        gpu.Tensor // [1, Dim] (ffn_gate_inp_shexp); nil: ungated
+	// gemma4's dense feed-forward beside its experts: GeGLU, its input the
+	// layer's input normed by norm (not the experts'), its output normed by
+	// post; nil: the experts' input, no post norm
+	gelu       bool
+	norm, post gpu.Tensor
 }
 
 // loadShared loads layer i's shared expert: ffn_{gate,up,down}_shexp and,
@@ -67,9 +72,21 @@ func (sh *sharedExpert) run(m *Model, s *step) gpu.Tensor {
 	be, ss, dim := m.be, m.moe.shared, m.Dim
 	n := s.xb.Rows()
 	h, h2, y := be.Slice(ss.h, n), be.Slice(ss.h2, n), be.Slice(ss.y, n)
-	m.matMuls(s, s.xb, h, sh.gate, h2, sh.up) // [n, SharedFFN]
-	be.SiLUMul(h, h, h2)
+	in := s.xb
+	if sh.norm != nil {
+		in = y // read before y is written
+		be.RMSNorm(in, s.x, sh.norm, m.Eps)
+	}
+	m.matMuls(s, in, h, sh.gate, h2, sh.up) // [n, SharedFFN]
+	if sh.gelu {
+		be.GELUMul(h, h, h2)
+	} else {
+		be.SiLUMul(h, h, h2)
+	}
 	be.MatMul(y, h, sh.down) // [n, Dim]
+	if sh.post != nil {
+		be.RMSNorm(y, y, sh.post, m.Eps)
+	}
 	if sh.gateInp == nil {
 		return y
 	}

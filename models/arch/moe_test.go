@@ -257,11 +257,7 @@ func rigOn(t testing.TB, f *gguf.File, be gpu.Backend) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := be.NewKVCache(m.KVSpec(64, 16, gguf.TypeF32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &rig{f: f, m: m, kv: kv, bs: 16}
+	return newRig(t, f, m, m.KVSpec(64, 16, gguf.TypeF32))
 }
 
 // promptsThenStep runs prompts in one batch, then a batched decode step

@@ -47,7 +47,7 @@ func isMoE(arch string) bool {
 
 // hasMoE reports whether c's feed-forward is a mixture of experts.
 func (c Config) hasMoE() bool {
-	return isMoE(c.Arch) || c.Experts > 0 && (c.Arch == "llama" || c.Arch == "granite")
+	return isMoE(c.Arch) || c.Experts > 0 && (c.Arch == "llama" || c.Arch == "granite" || c.Arch == "gemma4")
 }
 
 // ffnWideExperts reports whether llama.cpp sizes arch's experts by

@@ -31,7 +31,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense", "glm4moe", "ernie4_5-moe", "hunyuan-moe", "deepseek2", "bailingmoe2", "minimax-m2", "dots1", "mistral4", "exaone-moe", "afmoe", "llama4"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense", "glm4moe", "ernie4_5-moe", "hunyuan-moe", "deepseek2", "bailingmoe2", "minimax-m2", "dots1", "mistral4", "exaone-moe", "afmoe", "llama4", "gemma4"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -77,6 +77,9 @@ type Config struct {
 	AttnSoftcap float32 // gemma2's attn_logit_softcapping; 0: 50
 	LogitCap    float32 // final_logit_softcapping; 0: gemma2 30, gemma3 none
 	RopeDims    int     // leading elements of each head that rotate; 0: the whole head
+	// gemma4: the windowed layers' head size, K/V heads and rotated
+	// elements (gemma4.go); 0 for every other family
+	SWAHeadDim, SWAHeadsKV, SWARopeDims int
 	// phi3 (longrope): OrigCtx > 0 is the context the model was trained at
 	// before longrope stretched it to Ctx; the file then has
 	// rope_factors_long and rope_factors_short and the attention factor
@@ -187,6 +190,7 @@ var tinyFamilies = map[string]func(*Config){
 	"exaone-moe":   exaoneMoETiny,
 	"afmoe":        afmoeTiny,
 	"llama4":       llama4Tiny,
+	"gemma4":       gemma4Tiny,
 
 	"granitemoe": granitemoeTiny,
 	"starcoder2": starcoder2Tiny,
@@ -345,6 +349,9 @@ func (c Config) withDefaults() (Config, error) {
 	if err := c.checkMoE(); err != nil {
 		return Config{}, err
 	}
+	if err := c.gemma4Check(); err != nil {
+		return bad("%v", err)
+	}
 	if c.RopeBase == 0 {
 		c.RopeBase = 10000
 	}
@@ -371,7 +378,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.OrigCtx < 0 || c.OrigCtx > c.Ctx || (c.OrigCtx > 0 && c.Arch != "phi3") {
 		return bad("original context %d: longrope is phi3's, from a context of 1 to ctx %d", c.OrigCtx, c.Ctx)
 	}
-	if c.Window < 0 || (c.Window > 0 && !isGemma(c.Arch) && c.Arch != "phi3" && c.Arch != "olmo2" && c.Arch != "gpt-oss" && c.Arch != "cohere2" && c.Arch != "exaone-moe" && c.Arch != "afmoe") {
+	if c.Window < 0 || (c.Window > 0 && !isGemma(c.Arch) && c.Arch != "phi3" && c.Arch != "olmo2" && c.Arch != "gpt-oss" && c.Arch != "cohere2" && c.Arch != "exaone-moe" && c.Arch != "afmoe" && c.Arch != "gemma4") {
 		return bad("sliding window %d: only gemma, olmo2, phi3, gpt-oss, cohere2, exaone-moe and afmoe files carry one, never negative", c.Window)
 	}
 	if c.Arch == "gpt-oss" && c.Window <= 0 {
@@ -438,7 +445,11 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 	set(a+"block_count", uint32(c.Layers+c.NextN))
 	set(a+"feed_forward_length", uint32(c.FFN))
 	set(a+"attention.head_count", uint32(c.Heads))
-	set(a+"attention.head_count_kv", uint32(c.HeadsKV))
+	if c.Arch == "gemma4" {
+		set(a+"attention.head_count_kv", gemma4KVHeads(c))
+	} else {
+		set(a+"attention.head_count_kv", uint32(c.HeadsKV))
+	}
 	if c.latent() {
 		deepseek2Metadata(c, set)
 	} else if c.HeadDim*c.Heads != c.Embd || isGemma(c.Arch) {
@@ -483,6 +494,8 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			afmoeMetadata(c, set)
 		case "llama4":
 			llama4Metadata(c, set)
+		case "gemma4":
+			gemma4Metadata(c, set)
 		case "ernie4_5-moe":
 			set(a+"interleave_moe_layer_step", uint32(1))
 			set(a+"leading_dense_block_count", uint32(c.DenseLead))

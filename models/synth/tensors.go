@@ -21,6 +21,9 @@ type tensorSpec struct {
 	mean  float32
 	std   float32
 	seed  uint64 // from Config.Seed and name
+	// values: the tensor's values as they are (F32 rope factors); nil:
+	// drawn from mean and std
+	values []float32
 }
 
 func (t *tensorSpec) elements() int64 {
@@ -73,6 +76,10 @@ func (m *Model) planTensors() {
 		embdStd = outStd // token_embd doubles as the output matrix
 	}
 	weight("token_embd.weight", c.Embd, c.VocabSize, embdStd) // [embd, vocab]
+	if c.Arch == "gemma4" {
+		m.tensors = append(m.tensors, tensorSpec{name: "rope_freqs.weight", shape: []uint64{uint64(c.HeadDim / 2)},
+			typ: gguf.TypeF32, values: gemma4RopeFreqs(c)})
+	}
 	if c.Arch == "phi3" {
 		m.phi3Tensors(func(name string, mean, std float32, n int) { add(name, gguf.TypeF32, mean, std, n) })
 	}
@@ -86,6 +93,16 @@ func (m *Model) planTensors() {
 		}
 		if c.Arch == "olmo2" {
 			olmo2Block(p, c, weight, norm)
+			continue
+		}
+		if c.Arch == "gemma4" {
+			m.gemma4Layer(l, p, plan{weight, norm, bias}, func(name string, typ addType, mean, std float32, shape ...int) {
+				t := gguf.TypeF32
+				if typ == addWeight {
+					t = m.weightType(name, shape[0])
+				}
+				add(name, t, mean, std, shape...)
+			})
 			continue
 		}
 		if planLayer, ok := layerPlans[c.Arch]; ok {
@@ -201,6 +218,10 @@ func (t *tensorSpec) fillRow(r int, dst []float32) {
 		center = 2 * 65535                    // mean of the sum
 		unit   = 1.7320508075688772 / 65536.0 // 1/std of the sum: sqrt(12/4)/65536
 	)
+	if t.values != nil {
+		copy(dst, t.values[r*len(dst):])
+		return
+	}
 	scale := float32(float64(t.std) * unit)
 	state := mix64(t.seed + uint64(r+1)*golden)
 	for j := range dst {

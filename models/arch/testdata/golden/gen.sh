@@ -151,6 +151,14 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #   llama4-long: llama4 of 8 layers over an 8320-token prompt: past position 8192 the chunked layers read their
 #               own chunk only, and from position 8191 the fourth layer's queries are scaled by
 #               1 + 0.1·ln 2 (whose first step, at 8191, TestAttnTempAt checks: no logit shows it)
+#   gemma4:     Gemma 4: three layers with a 16-token window, heads of 64 over 2 K/V heads and NEOX rope
+#               over 32 of them at base 10000, then a global layer with heads of 128 over 1 K/V head, V
+#               its K, rope over all with rope_freqs holding three quarters of the pairs still; Q, K and
+#               V normed per head, unscaled scores, sandwich norms, GeGLU, each layer's output scaled,
+#               embeddings times 16, logits soft-capped at 30, an output matrix of its own
+#   gemma4-moe: gemma4 with 8 experts of 256 (2 chosen by softmax, renormalized, each output scaled)
+#               routed from the scaled, weightless-normed layer input beside the dense feed-forward,
+#               each with its own norms (26B-A4B's layout)
 #   deepseek2-temp: deepseek2 with Mistral Large 3's attention temperature (0.3 over steps of 16
 #               positions: the prompt's queries scaled by 1 to 1 + 0.3·ln 4)
 # deepseek2's and mistral4's quantized cases were made with llama.cpp's other x86 builds: its AMX build
@@ -223,6 +231,8 @@ families=(
 	"afmoe|--arch afmoe --preset tiny --seed 53 --n-head-kv 2"
 	"llama4|--arch llama4 --preset tiny --seed 54"
 	"llama4-long|--arch llama4 --preset tiny --seed 55 --n-layer 8|--ctx 8448"
+	"gemma4|--arch gemma4 --preset tiny --seed 56"
+	"gemma4-moe|--arch gemma4 --preset tiny --seed 57 --n-expert 8 --n-expert-used 2 --n-ff-exp 256"
 )
 
 want=("$@")
