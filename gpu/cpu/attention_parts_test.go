@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -61,6 +62,26 @@ func TestAttentionHeadParts(t *testing.T) {
 								l, typ, sh.g, sh.hd, o, i, outs[1][i], outs[0][i])
 						}
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestAttentionWideHeads: heads of 256 and 512 (Gemma 3's and Gemma 4's
+// windowed and global layers) at every level and K/V type against the
+// float64 reference, through prefill and decode shapes.
+func TestAttentionWideHeads(t *testing.T) {
+	r := rand.New(rand.NewPCG(63, 64))
+	seqs := []seqShape{{0, 19}, {37, 1}, {70, 5}}
+	for _, l := range supportedLevels() {
+		b := newTestBackend(t)
+		b.k = kernelsAt(l)
+		for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32, gguf.TypeQ8_0} {
+			for _, hd := range []int{256, 512} {
+				for _, group := range []int{1, 4} {
+					c := newAttnCase(t, b, r, typ, 16, 2, group, hd, seqs, false)
+					checkErr(t, fmt.Sprintf("%v/%v/gqa%d/hd%d", l, typ, group, hd), download(b, c.output), c.want(), attnTol(l, typ))
 				}
 			}
 		}
