@@ -187,16 +187,21 @@ func load(f *gguf.File, opt LoadOptions) (*Model, error) {
 		}
 	}
 	// before the weights load: a type the model cannot take (sizes are
-	// checked later, with the knobs to turn)
-	if err := spec.Check(); errors.Is(err, gpu.ErrUnsupported) {
-		return nil, kvTypeErr(err, spec)
-	}
+	// checked later, with the knobs to turn); placed by the widest heads
+	// of the groups' caches (Gemma 4's are not all alike)
+	widest := spec
 	for _, sp := range specs {
+		if err := sp.Check(); errors.Is(err, gpu.ErrUnsupported) {
+			return nil, kvTypeErr(err, sp)
+		}
 		need.KV += sp.Bytes()
+		if sp.HeadDim > widest.HeadDim {
+			widest = sp
+		}
 	}
-	be, notice, err := newBackend(f, spec, &need, opt)
+	be, notice, err := newBackend(f, widest, &need, opt)
 	if err != nil {
-		return nil, kvTypeErr(err, spec)
+		return nil, kvTypeErr(err, widest)
 	}
 	am, err := arch.Load(f, be, aopt)
 	if err != nil {
