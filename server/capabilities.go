@@ -43,11 +43,26 @@ const (
 	mistralThinkEnd = "[/THINK]"
 )
 
+// Gemma 4 thinks in a channel named thought, closed by <channel|>:
+//
+//	<|channel>thought
+//	The user greets me.<channel|>Hello!
+//
+// With enable_thinking false its template writes an empty one after the
+// generation prompt. Its replies may also carry channel marks that hold
+// no thought: an empty <|channel>, a stray <channel|> after the answer
+// (thinkSplitter drops them).
+const (
+	gemmaChannel  = "<|channel>"
+	gemmaThink    = gemmaChannel + "thought"
+	gemmaThinkEnd = "<channel|>"
+)
+
 // capsOf reads a model's chat template: Ollama's Go syntax the way
 // Ollama does (the variables it names; the text around {{ .Thinking }}
 // inside the range over messages), Jinja by its tags naming tools and by
 // the <think> … </think> that Qwen3, QwQ and DeepSeek-R1 templates write
-// (or Mistral's [THINK] … [/THINK]).
+// (or Mistral's [THINK] … [/THINK], or Gemma 4's channel).
 // A model without a template has neither.
 func capsOf(tmpl string) templateCaps {
 	if tmpl == "" {
@@ -73,6 +88,8 @@ func capsOf(tmpl string) templateCaps {
 			c.thinkOpen, c.thinkClose = "<think>", "</think>"
 		case strings.Contains(tmpl, mistralThink) && strings.Contains(tmpl, mistralThinkEnd):
 			c.thinkOpen, c.thinkClose = mistralThink, mistralThinkEnd
+		case strings.Contains(tmpl, gemmaThink) && strings.Contains(tmpl, gemmaThinkEnd):
+			c.thinkOpen, c.thinkClose = gemmaThink, gemmaThinkEnd
 		}
 	}
 	c.harmony = isHarmony(tmpl)

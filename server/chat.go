@@ -125,6 +125,12 @@ func (s *Server) render(ctx context.Context, l *loaded, conf modelConf, tmpl str
 type thinkMode struct {
 	open, close string // the template's thinking tags; "" leaves the reply whole
 	inside      bool   // the prompt ends with open: the reply starts as thinking
+	// channel is the mark open begins with where a model thinks in
+	// channels (Gemma 4's <|channel>): a thought may then open anywhere in
+	// the reply, and marks outside one (the mark without the thought's
+	// name, a stray close) are dropped, not content.
+	channel string
+	noThink bool // drop the thinking (the request said think false)
 	// harmony is the start of a harmony reply's split (each reply
 	// copies it); nil when the template does not write harmony
 	harmony *harmonyStream
@@ -137,11 +143,18 @@ func thinkState(prompt string, think *api.ThinkValue, caps templateCaps) thinkMo
 	if caps.harmony {
 		return thinkMode{harmony: newHarmonyStream(prompt, !think.Bool())}
 	}
-	if !think.Bool() || !caps.thinks() {
+	channels := caps.thinkOpen == gemmaThink
+	if !channels && (!think.Bool() || !caps.thinks()) {
 		return thinkMode{}
 	}
 	inside := strings.HasSuffix(strings.TrimSpace(prompt), caps.thinkOpen)
-	return thinkMode{open: caps.thinkOpen, close: caps.thinkClose, inside: inside}
+	m := thinkMode{open: caps.thinkOpen, close: caps.thinkClose, inside: inside}
+	if channels {
+		// split with think false too: the prompt then closes an empty
+		// thought, and a stray close may still follow the answer
+		m.channel, m.noThink = gemmaChannel, !think.Bool()
+	}
+	return m
 }
 
 // closeThought closes the thought a prompt opens for a reply that cannot
@@ -161,7 +174,9 @@ func closeThought(prompt string, think *api.ThinkValue, caps templateCaps) strin
 // start of the reply (after whitespace) or by the prompt, and closed by
 // the close tag; the whitespace after either tag is dropped, and the rest
 // of the reply is the answer, tags and all. What may be the start of a tag
-// is held back until it is known.
+// is held back until it is known. A model that thinks in channels
+// (thinkMode.channel) may open further thoughts in its answer, as
+// llama.cpp's parser for Gemma 4 reads it; their text is thinking too.
 type thinkSplitter struct {
 	thinkMode
 	state   thinkPhase
@@ -203,6 +218,9 @@ func (t *thinkSplitter) add(text string) (content, thinking string) {
 	content, thinking = t.content.String(), t.thought.String()
 	t.content.Reset()
 	t.thought.Reset()
+	if t.noThink {
+		thinking = ""
+	}
 	return content, thinking
 }
 
@@ -239,17 +257,55 @@ func (t *thinkSplitter) step() bool {
 		t.held = t.held[len(t.held)-keep:]
 		return false
 	}
+	if t.channel != "" {
+		return t.channelStep()
+	}
 	t.content.WriteString(t.held)
 	t.held = ""
 	return false
 }
 
-// flush returns what was held back at the end of the reply.
+// channelStep moves the answer up to the next channel mark to content and
+// reads the mark: the open tag opens a thought, the channel mark without
+// the thought's name (an empty channel) and a close outside a thought are
+// dropped. What may be the start of a mark is held back.
+func (t *thinkSplitter) channelStep() bool {
+	i, j := strings.Index(t.held, t.channel), strings.Index(t.held, t.close)
+	if i < 0 && j < 0 {
+		keep := max(partialSuffix(t.held, t.channel), partialSuffix(t.held, t.close))
+		t.content.WriteString(t.held[:len(t.held)-keep])
+		t.held = t.held[len(t.held)-keep:]
+		return false
+	}
+	if i < 0 || j >= 0 && j < i { // a stray close
+		t.content.WriteString(t.held[:j])
+		t.held = t.held[j+len(t.close):]
+		return true
+	}
+	t.content.WriteString(t.held[:i])
+	t.held = t.held[i:]
+	switch {
+	case strings.HasPrefix(t.held, t.open):
+		t.held, t.state, t.eatWS = t.held[len(t.open):], inThought, true
+	case strings.HasPrefix(t.open, t.held): // the thought's name may follow
+		return false
+	default:
+		t.held = t.held[len(t.channel):]
+	}
+	return true
+}
+
+// flush returns what was held back at the end of the reply: the end of
+// an unclosed thought is thinking, and a channel mark whose name never
+// came is dropped.
 func (t *thinkSplitter) flush() (content, thinking string) {
 	held := t.held
 	t.held = ""
-	if t.state == inThought {
+	switch {
+	case t.state == inThought && !t.noThink:
 		return "", held
+	case t.state == inThought, t.channel != "" && strings.HasPrefix(held, t.channel):
+		return "", ""
 	}
 	return held, ""
 }

@@ -24,8 +24,10 @@ import (
 // call only if it starts with one. Mistral's [TOOL_CALLS] has its own
 // parser (toolcalls_mistral.go), and so have DeepSeek's tokens
 // (toolcalls_deepseek.go), GLM's keys and values under <tool_call>
-// (toolcalls_glm.go, for templates that write <arg_key>) and
-// Qwen3-Coder's <function=…> and <parameter=…> (toolcalls_qwenxml.go). Pythonic calls are left out: their text stays
+// (toolcalls_glm.go, for templates that write <arg_key>),
+// Qwen3-Coder's <function=…> and <parameter=…> (toolcalls_qwenxml.go),
+// MiniMax-M2's block (toolcalls_minimax.go) and Gemma 4's <|tool_call>
+// (toolcalls_gemma.go). Pythonic calls are left out: their text stays
 // text.
 var toolTags = []string{"<tool_call>", "<|tool_call|>"}
 
@@ -95,6 +97,9 @@ func newToolStream(l *loaded, conf modelConf, ts api.Tools) *toolStream {
 	}
 	if strings.Contains(tmpl, mmCall) && strings.Contains(tmpl, "<invoke name=") {
 		return &toolStream{tools: ts, p: &taggedCalls{callMaker: callMaker{tools: ts}, open: mmCall, close: mmCallEnd, read: minimaxRead}}
+	}
+	if strings.Contains(tmpl, gemmaTemplateMark) {
+		return &toolStream{tools: ts, p: &taggedCalls{callMaker: callMaker{tools: ts}, open: gemmaCall, close: gemmaCallEnd, read: gemmaRead}}
 	}
 	if strings.Contains(tmpl, glmKey) {
 		return &toolStream{tools: ts, p: &taggedCalls{callMaker: callMaker{tools: ts}, read: glmRead}}

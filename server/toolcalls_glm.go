@@ -31,8 +31,9 @@ const (
 )
 
 // taggedCalls splits a reply into content and the calls between
-// <tool_call> and </tool_call> that read makes of their text (GLM's keys
-// and values, Qwen3-Coder's function and parameters) as it streams. Text
+// <tool_call> and </tool_call> (or a model's own tags) that read makes of
+// their text (GLM's keys and values, Qwen3-Coder's function and
+// parameters, MiniMax-M2's invocations, Gemma 4's call) as it streams. Text
 // outside calls is content; a call that is not one of the request's
 // tools, or not in read's form, makes the rest of the reply, tag
 // included, content again.
