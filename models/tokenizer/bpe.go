@@ -21,6 +21,10 @@ import (
 //  4. each symbol is its token. One that is not in the vocabulary (a merge
 //     result the vocabulary lacks) becomes the tokens of its bytes, or UNK.
 //
+// Gemma 4's vocabularies ("gemma4") run the same merges over
+// SentencePiece-style pieces instead: characters, not bytes, with spaces
+// as "▁" and <0xNN> byte fallback (bpe_gemma4.go).
+//
 // Symbols are int32: token ids below len(Tokens), and above them the texts
 // that merges name but the vocabulary lacks, so merging never builds strings.
 
@@ -72,9 +76,17 @@ type bpe struct {
 	ignoreMerges bool // a word that is a token is that token (llama3's ignore_merges)
 
 	nTokens int32       // symbols below are token ids
-	extra   [][]byte    // symbol nTokens+i is the text extra[i] stands for, outside the vocabulary
-	byteSym [256]int32  // the symbol of each byte
+	extra   []string    // symbol nTokens+i is the text extra[i] stands for, outside the vocabulary
+	byteSym [256]int32  // byte-level: the symbol of each byte
 	merges  *mergeTable // by bpePairKey(left, right)
+
+	// fallback[b] is the token of byte b of a final symbol that is no token:
+	// byte-level, the byte's own symbol if it is a token, else UNK;
+	// SentencePiece-style, <0xNN>. NoToken drops the byte.
+	fallback [256]int32
+	// extraSym is the symbol of each text of extra (SentencePiece-style, whose
+	// characters are looked up by text).
+	extraSym map[string]int32
 
 	// tokenBytes of id is pieces[offs[id]:offs[id+1]]
 	pieces []byte
@@ -85,7 +97,7 @@ func bpePairKey(left, right int32) uint64 { return uint64(uint32(left))<<32 | ui
 
 func newBPE(v *Vocab) (model, error) {
 	if len(v.Merges) == 0 {
-		return nil, fmt.Errorf("%w: gpt2 vocabulary without tokenizer.ggml.merges", ErrVocab)
+		return nil, fmt.Errorf("%w: %s vocabulary without tokenizer.ggml.merges", ErrVocab, v.Model)
 	}
 	m := &bpe{
 		vocab:        v,
@@ -93,26 +105,36 @@ func newBPE(v *Vocab) (model, error) {
 		ignoreMerges: ignoreMerges[v.Pre],
 		nTokens:      int32(len(v.Tokens)),
 		merges:       newMergeTable(len(v.Merges)),
+		extraSym:     make(map[string]int32),
 	}
-	extraSym := make(map[string]int32)
 	sym := func(text string) int32 {
 		if id, ok := v.ids[text]; ok {
 			return id
 		}
-		if s, ok := extraSym[text]; ok {
+		if s, ok := m.extraSym[text]; ok {
 			return s
 		}
 		s := m.nTokens + int32(len(m.extra))
-		raw, ok := byteLevelDecode(text)
-		if !ok {
-			raw = []byte(text)
+		raw := text
+		if !m.pre.spmStyle {
+			if b, ok := byteLevelDecode(text); ok {
+				raw = string(b)
+			}
 		}
-		extraSym[text] = s
+		m.extraSym[text] = s
 		m.extra = append(m.extra, raw)
 		return s
 	}
-	for b := range 256 {
-		m.byteSym[b] = sym(string(byteRune[b]))
+	if m.pre.spmStyle {
+		m.fallback = spmStyleFallback(v)
+	} else {
+		for b := range 256 {
+			m.byteSym[b] = sym(string(byteRune[b]))
+			m.fallback[b] = v.UNK
+			if m.byteSym[b] < m.nTokens {
+				m.fallback[b] = m.byteSym[b]
+			}
+		}
 	}
 	for rank, line := range v.Merges {
 		// "left right", split at the first space after the first byte, as llama.cpp does
@@ -132,11 +154,16 @@ func newBPE(v *Vocab) (model, error) {
 
 	m.offs = make([]uint32, len(v.Tokens)+1)
 	for id, text := range v.Tokens {
-		raw, ok := byteLevelDecode(text)
-		if !ok {
-			raw = []byte(text) // Hugging Face's ByteLevel decoder keeps such a token as it is
+		if m.pre.spmStyle {
+			m.pieces = appendPieceBytes(m.pieces, text, v.Types[id])
+		} else if raw, ok := byteLevelDecode(text); ok {
+			m.pieces = append(m.pieces, raw...)
+		} else {
+			m.pieces = append(m.pieces, text...) // Hugging Face's ByteLevel decoder keeps such a token as it is
 		}
-		m.pieces = append(m.pieces, raw...)
+		if uint64(len(m.pieces)) > math.MaxUint32 {
+			return nil, fmt.Errorf("%w: %d bytes of token text is more than folio supports", ErrVocab, len(m.pieces))
+		}
 		m.offs[id+1] = uint32(len(m.pieces))
 	}
 	return m, nil
@@ -170,6 +197,9 @@ func (m *bpe) appendText(ids []int32, text string, _ bool) []int32 {
 	if m.pre.nfc && !norm.NFC.IsNormalString(text) {
 		text = norm.NFC.String(text)
 	}
+	if m.pre.spmStyle {
+		text = spmStyleText(text)
+	}
 	w := scratchPool.Get().(*bpeScratch)
 	m.pre.split(text, func(word string) { ids = m.appendWord(ids, word, w) })
 	if cap(w.syms) <= maxPooledWord {
@@ -195,8 +225,15 @@ func (m *bpe) appendWord(ids []int32, word string, w *bpeScratch) []int32 {
 		}
 	}
 	syms := w.syms[:0]
-	for i := 0; i < len(word); i++ {
-		syms = append(syms, m.byteSym[word[i]])
+	if m.pre.spmStyle {
+		if id, ok := m.newlineToken(word); ok {
+			return append(ids, id)
+		}
+		syms = m.charSyms(syms, word)
+	} else {
+		for i := 0; i < len(word); i++ {
+			syms = append(syms, m.byteSym[word[i]])
+		}
 	}
 	if len(syms) <= linearMax {
 		syms = m.mergeLinear(syms, w)
@@ -205,17 +242,24 @@ func (m *bpe) appendWord(ids []int32, word string, w *bpeScratch) []int32 {
 	}
 	w.syms = syms
 	for _, s := range syms {
-		if s < m.nTokens {
+		switch {
+		case s >= m.nTokens:
+			ids = m.appendFallback(ids, m.extra[s-m.nTokens])
+		case s >= 0:
 			ids = append(ids, s)
-			continue
+		default:
+			ids = m.appendFallback(ids, unknownChar(word, s))
 		}
-		for _, b := range m.extra[s-m.nTokens] {
-			switch bs := m.byteSym[b]; {
-			case bs < m.nTokens:
-				ids = append(ids, bs)
-			case m.vocab.UNK != NoToken:
-				ids = append(ids, m.vocab.UNK)
-			}
+	}
+	return ids
+}
+
+// appendFallback appends the tokens of the bytes of text, a final symbol
+// that is no token.
+func (m *bpe) appendFallback(ids []int32, text string) []int32 {
+	for i := 0; i < len(text); i++ {
+		if t := m.fallback[text[i]]; t != NoToken {
+			ids = append(ids, t)
 		}
 	}
 	return ids

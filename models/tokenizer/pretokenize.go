@@ -50,6 +50,9 @@ type preTokenizer struct {
 	// before splitting (Qwen 2 and 3). llama.cpp skips that step, so its
 	// ids differ from the model's own on text that is not NFC; ours do not.
 	nfc bool
+	// spmStyle: the family is llama.cpp's GEMMA4 pre-type, BPE over
+	// SentencePiece-style pieces rather than byte-level ones (bpe_gemma4.go).
+	spmStyle bool
 }
 
 // split calls yield for each word of text.
@@ -103,6 +106,9 @@ var (
 	// llama3 with \p{N} and letters joined across single spaces:
 	// [^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+, ?[^\s\p{L}\p{N}]+[\r\n/]?, \s*[\r\n]
 	preExaoneMoE = preTokenizer{name: "exaone-moe", stages: []splitter{splitExaoneMoE}}
+	// [^\n]+|[\n]+: llama.cpp cuts Gemma 4's text only at the edges of
+	// runs of newlines, so that merges run over whole lines (bpe_gemma4.go)
+	preGemma4 = preTokenizer{name: "gemma4", stages: []splitter{classRuns(isLineFeed)}, spmStyle: true}
 )
 
 // preTokenizers maps tokenizer.ggml.pre to its regex list, as llama.cpp's
@@ -142,6 +148,8 @@ var (
 		"afmoe":      &preAfmoe,
 		"exaone-moe": &preExaoneMoE,
 
+		"gemma4": &preGemma4, "granite-embed-multi-311m": &preGemma4,
+
 		"gpt-4o": &preGPT4o, "llama4": &preGPT4o, "kanana2": &preGPT4o, "talkie": &preGPT4o, "minimax-m2": &preGPT4o,
 	}
 	ignoreMerges = map[string]bool{
@@ -180,6 +188,7 @@ const (
 	isMark                        // \p{M}
 	isSymbol                      // \p{S}
 	isAfmoeCJK                    // afmoe's CJK and Southeast Asian scripts (afmoeCJKRanges)
+	isLineFeed                    // \n of gemma4's list
 )
 
 // runeRange is an inclusive range of code points.
@@ -243,7 +252,7 @@ func buildBMPClass() *[0x10000]uint16 {
 	set(isMark, unicode.M)
 	set(isSymbol, unicode.S)
 	t['\r'] |= isNewline
-	t['\n'] |= isNewline
+	t['\n'] |= isNewline | isLineFeed
 	for _, c := range "$+<=>^~|" {
 		t[c] |= isSymPunct
 	}

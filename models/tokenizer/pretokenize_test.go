@@ -47,6 +47,7 @@ var preOracleRegexes = map[string][]string{
 		`[` + cjkClass + `]+`, `\p{N}+`},
 	"afmoe":      {afmoeDigitsRegex, `[` + afmoeCJKClass + `]+`, afmoeRegex},
 	"exaone-moe": {exaoneMoERegex},
+	"gemma4":     {`[^\n]+|[\n]+`},
 }
 
 // preOracleCustom holds the stages llama.cpp splits by hand, by the regex
@@ -56,7 +57,7 @@ var preOracleCustom = map[string]func(string) []string{afmoeDigitsRegex: afmoeDi
 // allPreTokenizers lists each family once.
 var allPreTokenizers = []*preTokenizer{
 	&preGPT2, &preLlama3, &preQwen2, &preDefault, &preFalcon, &preStarcoder, &preDeepseekCoder, &preDeepseekLLM,
-	&preTekken, &preGPT4o, &preAfmoe, &preExaoneMoE,
+	&preTekken, &preGPT4o, &preAfmoe, &preExaoneMoE, &preGemma4,
 }
 
 // preOracle splits text as llama.cpp's unicode_regex_split does with regexes

@@ -109,16 +109,7 @@ func newSPM(v *Vocab) (model, error) {
 	}
 	m.decodedEnd = make([]uint32, len(v.Tokens))
 	for id, piece := range v.Tokens {
-		switch v.Types[id] {
-		case TypeNormal:
-			m.decoded = append(m.decoded, strings.ReplaceAll(piece, spaceMark, " ")...)
-		case TypeByte:
-			if b, ok := parseByteToken(piece); ok {
-				m.decoded = append(m.decoded, b)
-			} else { // not <0xNN>: llama.cpp would read garbage; show the piece
-				m.decoded = append(m.decoded, piece...)
-			}
-		}
+		m.decoded = appendPieceBytes(m.decoded, piece, v.Types[id])
 		if uint64(len(m.decoded)) > math.MaxUint32 {
 			return nil, fmt.Errorf("%w: %d bytes of token text is more than folio supports", ErrVocab, len(m.decoded))
 		}
@@ -126,6 +117,23 @@ func newSPM(v *Vocab) (model, error) {
 	}
 	m.sessions.New = func() any { return new(spmSession) }
 	return m, nil
+}
+
+// appendPieceBytes appends what a SentencePiece piece of type typ stands
+// for in decoded text, as llama.cpp's token_to_piece renders it: a normal
+// piece with each "▁" back to a space, a byte piece <0xNN> as its byte; the
+// other types nothing (the core renders them).
+func appendPieceBytes(dst []byte, piece string, typ TokenType) []byte {
+	switch typ {
+	case TypeNormal:
+		return append(dst, strings.ReplaceAll(piece, spaceMark, " ")...)
+	case TypeByte:
+		if b, ok := parseByteToken(piece); ok {
+			return append(dst, b)
+		}
+		return append(dst, piece...) // not <0xNN>: llama.cpp would read garbage; show the piece
+	}
+	return dst
 }
 
 // parseByteToken reads the byte of a "<0xNN>" piece.

@@ -83,12 +83,12 @@ func NewFromVocab(v *Vocab) (*Tokenizer, error) {
 	switch v.Model {
 	case "llama":
 		m, err = newSPM(v)
-	case "gpt2":
+	case "gpt2", "gemma4":
 		m, err = newBPE(v)
 	case "bert":
 		m, err = newWPM(v)
 	default:
-		err = fmt.Errorf("%w: tokenizer.ggml.model %q is not supported (folio reads llama, gpt2 and bert)", ErrVocab, v.Model)
+		err = fmt.Errorf("%w: tokenizer.ggml.model %q is not supported (folio reads llama, gpt2, gemma4 and bert)", ErrVocab, v.Model)
 	}
 	if err != nil {
 		return nil, err
@@ -247,10 +247,10 @@ func (t *Tokenizer) TokenBytes(id int32, opt DecodeOptions) []byte {
 		return t.model.tokenBytes(id)
 	case TypeUserDefined:
 		return []byte(v.Tokens[id])
-	case TypeControl, TypeUnknown, TypeUnused:
+	case TypeControl, TypeUnknown:
 		if opt.Special || slices.Contains(t.marks, id) {
 			return []byte(v.Tokens[id])
 		}
 	}
-	return nil
+	return nil // unused and undefined tokens: nothing, special or not, as in llama.cpp
 }

@@ -1,10 +1,12 @@
 // Package tokenizer turns text into token ids and back exactly as a model's
 // authors' tokenizer does, from the tokenizer.ggml.* metadata of a GGUF file.
 //
-// Three algorithms, chosen by tokenizer.ggml.model:
+// The algorithm is chosen by tokenizer.ggml.model:
 //   - "llama": SentencePiece BPE (spm.go): score-ordered merges, byte fallback;
 //   - "gpt2": byte-level BPE (bpe.go): merges by rank after a pre-tokenizer
 //     chosen by tokenizer.ggml.pre (pretokenize.go);
+//   - "gemma4": the same merges by rank over SentencePiece-style pieces,
+//     with byte fallback (bpe_gemma4.go);
 //   - "bert": WordPiece (wpm.go).
 //
 // Encode first splits the input at special tokens (tokenizer.go), then hands
@@ -60,12 +62,12 @@ var ErrVocab = errors.New("tokenizer: invalid vocabulary")
 
 // Vocab is the tokenizer metadata of a model, as read from GGUF.
 type Vocab struct {
-	Model  string      // tokenizer.ggml.model: "llama", "gpt2", "bert"
-	Pre    string      // tokenizer.ggml.pre: the pre-tokenizer of "gpt2" vocabularies
+	Model  string      // tokenizer.ggml.model: "llama", "gpt2", "gemma4", "bert"
+	Pre    string      // tokenizer.ggml.pre: the pre-tokenizer of "gpt2" vocabularies; "gemma4" for "gemma4" ones
 	Tokens []string    // id -> piece as stored (▁ for spaces in SentencePiece, byte-level runes in gpt2)
 	Scores []float32   // id -> score (SentencePiece merge priority); nil when absent
 	Types  []TokenType // id -> type; all TypeNormal when absent
-	Merges []string    // "left right" pairs by rank (gpt2)
+	Merges []string    // "left right" pairs by rank (gpt2, gemma4)
 
 	BOS, EOS, EOT, EOM, UNK, PAD, SEP, CLS, MASK int32 // NoToken when absent
 	FIMPre, FIMSuf, FIMMid                       int32 // fill in the middle (fim.go); NoToken when absent
@@ -95,6 +97,11 @@ var eogTexts = []string{
 	"<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>",
 	"<｜end▁of▁sentence｜>", "<end_of_utterance>",
 }
+
+// eogOnlyTexts end generation in llama.cpp as eogTexts do, but are never
+// its EOT token: Gemma 4's end of text, end of turn, and the start of a
+// tool's response, where the model waits for the caller.
+var eogOnlyTexts = []string{"<eos>", "<turn|>", "<|tool_response>"}
 
 // IsEOG reports whether id ends generation.
 func (v *Vocab) IsEOG(id int32) bool { return slices.Contains(v.EOG, id) }
@@ -168,11 +175,15 @@ func LoadVocab(f *gguf.File) (*Vocab, error) {
 		v.AddBOS, v.AddSpacePrefix = true, true
 	case "gpt2":
 		v.BOS, v.EOS = 11, 11
+	case "gemma4":
+		// llama.cpp's BPE with merges under the "gemma4" pre-tokenizer,
+		// whatever tokenizer.ggml.pre says; no default special ids.
+		v.Pre = "gemma4"
 	case "bert":
 		v.BOS, v.UNK, v.CLS, v.SEP, v.PAD, v.MASK = 101, 100, 101, 102, 0, 103
 		v.Lowercase = true
 	default:
-		return nil, fail("tokenizer.ggml.model %q is not supported (folio reads llama, gpt2 and bert)", v.Model)
+		return nil, fail("tokenizer.ggml.model %q is not supported (folio reads llama, gpt2, gemma4 and bert)", v.Model)
 	}
 	for key, dst := range map[string]*int32{
 		"bos": &v.BOS, "eos": &v.EOS, "eot": &v.EOT, "eom": &v.EOM, "unknown": &v.UNK,
@@ -199,6 +210,11 @@ func LoadVocab(f *gguf.File) (*Vocab, error) {
 		if b, ok := boolOf(f, "tokenizer.ggml."+key); ok {
 			*dst = b
 		}
+	}
+	if p := preTokenizers[v.Pre]; p != nil && p.spmStyle && (v.Model == "gpt2" || v.Model == "gemma4") {
+		// llama.cpp adds BOS for its GEMMA4 pre-type even where the file
+		// says add_bos_token false (with a warning): Gemma 4 needs it.
+		v.AddBOS = true
 	}
 	v.StripAccents = v.Lowercase
 	if b, ok := boolOf(f, "tokenizer.ggml.normalizer.strip_accents"); ok {
@@ -271,16 +287,28 @@ func (v *Vocab) collectEOG() {
 			v.EOG = append(v.EOG, id)
 		}
 	}
-	for _, text := range eogTexts {
+	for i, text := range slices.Concat(eogTexts, eogOnlyTexts) {
 		id, ok := v.ids[text]
 		if !ok || slices.Contains(v.EOG, id) {
 			continue
 		}
-		if v.EOT == NoToken && (v.Types[id] == TypeControl || v.Types[id] == TypeUserDefined) {
+		if i < len(eogTexts) && v.EOT == NoToken && (v.Types[id] == TypeControl || v.Types[id] == TypeUserDefined) {
 			v.EOT = id
 		}
 		v.Types[id] = TypeControl
 		v.EOG = append(v.EOG, id)
+	}
+	// Gemma 4 has </s> as a plain token: where <|tool_response> is in the
+	// vocabulary, llama.cpp takes </s> out of the ends of generation (even
+	// as EOS) and makes it normal text, whatever its type in the file.
+	if _, ok := v.ids["<|tool_response>"]; ok {
+		if s, ok := v.ids["</s>"]; ok {
+			v.EOG = slices.DeleteFunc(v.EOG, func(id int32) bool { return id == s })
+			v.Types[s] = TypeNormal
+			if v.EOT == s {
+				v.EOT = NoToken
+			}
+		}
 	}
 	v.setHarmonyAttrs()
 	// Harmony (gpt-oss) ends a reply with <|return|> or <|call|>; its <|end|>
