@@ -18,7 +18,7 @@ func newSynthCmd() *cobra.Command {
 		seed                                                          uint64
 		tie, noTie                                                    bool
 		ropeBase, eps, attnTemp                                       float32
-		biases, qkNorm                                                bool
+		biases, qkNorm, doubleWide                                    bool
 		rope                                                          synth.RopeScaling
 		shape                                                         = map[string]*int{}
 	)
@@ -64,7 +64,8 @@ func newSynthCmd() *cobra.Command {
 				"n-ff": &cfg.FFN, "ctx": &cfg.Ctx, "vocab-size": &cfg.VocabSize, "window": &cfg.Window,
 				"rope-dims": &cfg.RopeDims, "n-expert": &cfg.Experts, "n-expert-used": &cfg.ExpertsUsed,
 				"n-ff-exp": &cfg.ExpertFFN, "n-ff-shexp": &cfg.SharedFFN, "n-nextn": &cfg.NextN,
-				"n-lora-q": &cfg.QLora, "attn-temp-len": &cfg.AttnTempLen, "n-expert-groups": &cfg.ExpertGroups, "n-group-used": &cfg.GroupsUsed} {
+				"n-lora-q": &cfg.QLora, "attn-temp-len": &cfg.AttnTempLen, "n-expert-groups": &cfg.ExpertGroups, "n-group-used": &cfg.GroupsUsed,
+				"n-embd-per-layer": &cfg.PLEDim, "n-kv-shared": &cfg.SharedKV} {
 				if flags.Changed(flag) {
 					*dst = *shape[flag]
 				}
@@ -87,6 +88,7 @@ func newSynthCmd() *cobra.Command {
 			cfg.AttnTemp = attnTemp
 			cfg.Biases = biases
 			cfg.QKNorm = qkNorm
+			cfg.DoubleWide = doubleWide
 			if gating != "" {
 				cfg.Gating = gating
 			}
@@ -117,6 +119,8 @@ func newSynthCmd() *cobra.Command {
 		{"n-lora-q", "the queries' LoRA rank (deepseek2; 0: one attn_q, as DeepSeek-V2-Lite's)"},
 		{"n-expert-groups", "groups of experts of which n-group-used are searched (deepseek2; 0 or 1: none)"},
 		{"n-group-used", "expert groups searched for a token's experts (deepseek2)"},
+		{"n-embd-per-layer", "each layer's per-layer embedding size (gemma4: E2B's and E4B's)"},
+		{"n-kv-shared", "last layers that attend earlier layers' K/V and write none (gemma4: E2B's and E4B's)"},
 		{"attn-temp-len", "deepseek2's attention.temperature_length, the positions a step of --attn-temp-scale spans (default the context length)"},
 	} {
 		shape[s.flag] = f.Int(s.flag, 0, s.usage+" (overrides the preset)")
@@ -124,6 +128,7 @@ func newSynthCmd() *cobra.Command {
 	f.BoolVar(&tie, "tie-embeddings", false, "no output.weight: token_embd is the output matrix")
 	f.BoolVar(&noTie, "no-tie-embeddings", false, "write a separate output.weight")
 	f.StringVar(&gating, "gating", "", "how deepseek2's experts are weighted: softmax (V2's) or sigmoid with a selection bias (V3's, the tiny preset's)")
+	f.BoolVar(&doubleWide, "double-wide", false, "the shared layers' feed-forwards twice as wide, a feed_forward_length per layer (gemma4)")
 	f.BoolVar(&qkNorm, "qk-norm", false, "Q and K normed per head, as GLM-4.5's and GLM-4.6's files have them (glm4moe)")
 	f.BoolVar(&biases, "biases", false, "a bias on Q, K, V, the output projection and the feed-forward (llama, exaone, internlm2)")
 	f.Float32Var(&ropeBase, "rope-base", 0, "RoPE frequency base (overrides the preset)")

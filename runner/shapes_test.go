@@ -13,13 +13,29 @@ import (
 
 // TestEngineGemma4Shapes: Gemma 4's windowed and global layers keep K/V of
 // two shapes (heads of 64 over two K/V heads, of 128 over one) in their
-// groups' caches; with the windowed blocks released as they leave the
-// window and a cached prefix resumed, the engine gives the tokens and
-// log-probability of the same model whose windowed group keeps every
-// block (a group window past any context; attention still windowed).
+// groups' caches, and in E2B's and E4B's layout (8 layers, the last 4
+// sharing) only the layers that write K/V have rows there; with the
+// windowed blocks released as they leave the window and a cached prefix
+// resumed, the engine gives the tokens and log-probability of the same
+// model whose windowed group keeps every block (a group window past any
+// context; attention still windowed).
 func TestEngineGemma4Shapes(t *testing.T) {
+	for name, edits := range gemma4Layouts {
+		t.Run(name, func(t *testing.T) { testGemma4Shapes(t, edits) })
+	}
+}
+
+// gemma4Layouts are the tiny gemma4's edits to 31B's layout (none) and to
+// E4B's: 8 layers, the last 4 sharing K/V (of the 6 windowed, 3 write
+// it), per-layer embeddings and double-wide feed-forwards.
+var gemma4Layouts = map[string][]func(*synth.Config){
+	"31B": nil,
+	"E4B": {func(c *synth.Config) { c.Layers, c.SharedKV, c.PLEDim, c.DoubleWide = 8, 4, 64, true }},
+}
+
+func testGemma4Shapes(t *testing.T, edits []func(*synth.Config)) {
 	path := filepath.Join(t.TempDir(), "gemma4.gguf")
-	if err := synth.WriteTiny(path, "gemma4", gguf.TypeQ8_0, 7); err != nil {
+	if err := synth.WriteTiny(path, "gemma4", gguf.TypeQ8_0, 7, edits...); err != nil {
 		t.Fatal(err)
 	}
 	load := func() *Model {
@@ -81,8 +97,14 @@ func TestEngineGemma4Shapes(t *testing.T) {
 // to the prefix store and come back into a model loaded again, which then
 // continues as a model that computed the whole prompt.
 func TestPersistGemma4Shapes(t *testing.T) {
+	for name, edits := range gemma4Layouts {
+		t.Run(name, func(t *testing.T) { testPersistGemma4(t, edits) })
+	}
+}
+
+func testPersistGemma4(t *testing.T, edits []func(*synth.Config)) {
 	path := filepath.Join(t.TempDir(), "gemma4.gguf")
-	if err := synth.WriteTiny(path, "gemma4", gguf.TypeQ8_0, 7); err != nil {
+	if err := synth.WriteTiny(path, "gemma4", gguf.TypeQ8_0, 7, edits...); err != nil {
 		t.Fatal(err)
 	}
 	load := func() *Model {

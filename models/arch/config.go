@@ -44,6 +44,16 @@ type Config struct {
 	// head_count_kv array); their K/V go in caches of that shape
 	// (Groups.KVHeads, Groups.HeadDims).
 	SWAHeadDim, SWAKVHeads int
+	// FFNs is each layer's feed-forward width where they differ
+	// (feed_forward_length an array: Gemma 4's double-wide layers), FFN
+	// the widest; nil: every layer's is FFN.
+	FFNs []int
+	// KVFrom[l] >= 0: layer l writes no K/V and attends layer KVFrom[l]'s
+	// (Gemma 4's shared_kv_layers); nil: every layer its own.
+	KVFrom []int
+	// PLEDim > 0: each layer adds a per-layer embedding of PLEDim
+	// (Gemma 4 E2B's and E4B's, gemma4_ple.go).
+	PLEDim int
 
 	// Set by some families (gemma.go); the zero values change nothing.
 	LocalRope   gpu.Rope // the windowed layers' rope, where a family gives them their own
@@ -159,6 +169,36 @@ func (c *Config) SharedKV() bool { return c.KVLora > 0 }
 // QDim is the width of the queries, KVDim that of the keys and values.
 func (c *Config) QDim() int  { return c.Heads * c.HeadDim }
 func (c *Config) KVDim() int { return c.KVHeads * c.HeadDim }
+
+// LayerFFN is layer's feed-forward width.
+func (c *Config) LayerFFN(layer int) int {
+	if c.FFNs == nil {
+		return c.FFN
+	}
+	return c.FFNs[layer]
+}
+
+// readLayerFFN reads feed_forward_length when it is an array (one width a
+// layer): FFNs, FFN the widest.
+func readLayerFFN(f *gguf.File, p string, c *Config) error {
+	raw, _ := f.Get(p + "feed_forward_length")
+	a, ok := raw.(gguf.Array)
+	if !ok {
+		return nil
+	}
+	ws, ok := intValues(a)
+	if !ok || len(ws) == 0 {
+		return fmt.Errorf("%sfeed_forward_length is %d %v; want integers", p, a.Len(), a.Elem)
+	}
+	for _, w := range ws {
+		if w <= 0 || w > 1<<24 {
+			return fmt.Errorf("%sfeed_forward_length has %d: out of range", p, w)
+		}
+		c.FFNs = append(c.FFNs, int(w))
+		c.FFN = max(c.FFN, int(w))
+	}
+	return nil
+}
 
 // LayerKV is layer's K/V heads and head size: the windowed layers' own
 // where the model gives them another shape (SWAHeadDim).
@@ -286,7 +326,13 @@ func ReadConfig(f *gguf.File) (*Config, error) {
 		{"context_length", &c.Context, false},
 		{"rope.dimension_count", &c.Rope.Dims, false},
 	}
+	if err := readLayerFFN(f, p, c); err != nil {
+		return nil, fail("%v", err)
+	}
 	for _, k := range ints {
+		if k.dst == &c.FFN && c.FFNs != nil {
+			continue // an array, read by readLayerFFN
+		}
 		v, ok := f.Int(p + k.key)
 		switch {
 		case !ok && k.required:
@@ -346,6 +392,9 @@ func ReadConfig(f *gguf.File) (*Config, error) {
 		return nil, fail("no 2-D token_embd.weight tensor")
 	}
 	c.Vocab = int(emb.Shape[1])
+	if c.FFNs != nil && len(c.FFNs) != c.Layers {
+		return nil, fail("%sfeed_forward_length has %d widths for %d layers", p, len(c.FFNs), c.Layers)
+	}
 	if a.config != nil {
 		if err := a.config(f, p, c); err != nil {
 			return nil, fail("%v", err)

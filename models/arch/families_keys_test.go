@@ -301,12 +301,20 @@ func TestGemma4Keys(t *testing.T) {
 	if g := m.LayerGroups(); fmt.Sprint(g.KVHeads, g.HeadDims, g.Layers) != "[1 2] [128 64] [1 3]" {
 		t.Errorf("groups' shapes %v %v of %v layers, want [1 2] [128 64] of [1 3]", g.KVHeads, g.HeadDims, g.Layers)
 	}
-	refused(t, cfg, func(w *gguf.Writer) { w.Set("gemma4.attention.shared_kv_layers", uint32(2)) }, "not supported yet")
-	refused(t, cfg, func(w *gguf.Writer) { w.Set("gemma4.embedding_length_per_layer_input", uint32(64)) }, "not supported yet")
-	refused(t, cfg, func(w *gguf.Writer) { w.Set("gemma4.attention.sliding_window_pattern", uint32(4)) }, "one bool per layer")
+	// layers 0-1 windowed: no global layer before the sharing ones
+	refused(t, cfg, func(w *gguf.Writer) { w.Set("gemma4.attention.shared_kv_layers", uint32(2)) }, "a windowed one then a global one")
 	refused(t, cfg, func(w *gguf.Writer) {
 		w.Set("gemma4.attention.head_count_kv", gguf.Array{Elem: gguf.ValueUint32, Values: []uint32{2, 1, 2, 1}})
 	}, "one K/V shape")
+	cfg.Layers, cfg.SharedKV, cfg.PLEDim, cfg.DoubleWide = 8, 4, 64, true
+	m = loadEdited(t, cfg, func(*gguf.Writer) {})
+	if fmt.Sprint(m.KVFrom, m.FFNs, m.FFN, m.PLEDim) != "[-1 -1 -1 -1 2 2 2 3] [512 512 512 512 1024 1024 1024 1024] 1024 64" {
+		t.Errorf("E4B's layout: K/V from %v, widths %v (widest %d), per-layer embeddings %d", m.KVFrom, m.FFNs, m.FFN, m.PLEDim)
+	}
+	if g := m.LayerGroups(); fmt.Sprint(g.Layers, g.Of, g.Index) != "[1 3] [1 1 1 0 1 1 1 0] [0 1 2 0 2 2 2 0]" {
+		t.Errorf("E4B's groups: %v layers, of %v at %v", g.Layers, g.Of, g.Index)
+	}
+	refused(t, cfg, func(w *gguf.Writer) { w.Set("gemma4.attention.sliding_window_pattern", uint32(4)) }, "one bool per layer")
 }
 
 // TestGemma4NeedsGroups: a model whose layers' K/V have two shapes is

@@ -8,8 +8,8 @@ import (
 	"folio/models/gguf"
 )
 
-// gemma4: Google's Gemma 4 (text), 31B and 26B-A4B. Gemma 3's sandwich
-// layer with:
+// gemma4: Google's Gemma 4 (text): E2B, E4B, 31B and 26B-A4B. Gemma 3's
+// sandwich layer with:
 //   - two attention shapes: the windowed layers' heads key_length_swa wide
 //     over the head_count_kv array's K/V heads for them, the global layers'
 //     key_length wide over theirs (Config.SWAHeadDim: their scratch and
@@ -31,8 +31,12 @@ import (
 //     added, then post_ffw_norm.
 //
 // Embeddings times √Dim, the logits soft-capped at final_logit_softcapping
-// where the file has it. The per-layer embeddings and K/V-sharing layers
-// of Gemma 4's E2B and E4B are not run: such files are refused.
+// where the file has it. E2B and E4B add per-layer embeddings
+// (gemma4_ple.go), end with attention.shared_kv_layers layers that attend
+// earlier layers' K/V and write none (Config.KVFrom: they share their
+// sources' cache rows, Groups.Shares), and may give those layers
+// feed-forwards twice as wide (a feed_forward_length per layer,
+// Config.FFNs).
 type gemma4Block struct {
 	attnNorm, postAttn gpu.Tensor // [1, Dim]
 	wq, wk, wv, wo     gpu.Tensor // wv nil: V is K
@@ -42,6 +46,9 @@ type gemma4Block struct {
 	moe                *moeFFN    // nil without experts
 	preNorm2           gpu.Tensor // [1, Dim]: the experts' input norm; nil without experts
 	outScale           float32    // layer_output_scale; 0: none
+	ffn                int        // the feed-forward's width
+	shared             bool       // no K/V of its own: it attends another layer's (Config.KVFrom)
+	pl                 *pleLayer  // the per-layer embedding; nil without
 	rope               *gpu.Rope
 	opts               gpu.AttnOpts
 }
@@ -50,24 +57,29 @@ func newGemma4Block(ld *loader, c *Config, i int) block {
 	p := fmt.Sprintf("blk.%d.", i)
 	w := func(name string, rows, cols int) gpu.Tensor { return ld.weight(p+name+".weight", rows, cols) }
 	kvHeads, hd := c.LayerKV(i)
-	q, kv := c.Heads*hd, kvHeads*hd
+	q, kv, ffn := c.Heads*hd, kvHeads*hd, c.LayerFFN(i)
 	l := &gemma4Block{
 		attnNorm: w("attn_norm", 1, c.Dim),
 		wq:       w("attn_q", q, c.Dim),
-		wk:       w("attn_k", kv, c.Dim),
-		wv:       ld.optional(p+"attn_v.weight", kv, c.Dim),
 		wo:       w("attn_output", c.Dim, q),
 		qNorm:    w("attn_q_norm", 1, hd),
-		kNorm:    w("attn_k_norm", 1, hd),
-		unit:     ld.ones(hd),
 		postAttn: w("post_attention_norm", 1, c.Dim),
 		ffnNorm:  w("ffn_norm", 1, c.Dim),
-		gate:     w("ffn_gate", c.FFN, c.Dim),
-		up:       w("ffn_up", c.FFN, c.Dim),
-		down:     w("ffn_down", c.Dim, c.FFN),
+		gate:     w("ffn_gate", ffn, c.Dim),
+		up:       w("ffn_up", ffn, c.Dim),
+		down:     w("ffn_down", c.Dim, ffn),
 		postFFN:  w("post_ffw_norm", 1, c.Dim),
 		rope:     &c.Rope,
 		opts:     gpu.AttnOpts{Scale: 1, Window: c.Window(i)},
+		ffn:      ffn,
+		shared:   c.KVFrom != nil && c.KVFrom[i] >= 0,
+	}
+	if !l.shared { // a sharing layer's K and V weights, where a file has them, go unread
+		l.wk, l.kNorm, l.unit = w("attn_k", kv, c.Dim), w("attn_k_norm", 1, hd), ld.ones(hd)
+		l.wv = ld.optional(p+"attn_v.weight", kv, c.Dim)
+	}
+	if c.PLEDim > 0 {
+		l.pl = loadPLELayer(ld, c, i)
 	}
 	if l.opts.Window > 0 {
 		l.rope = &c.LocalRope
@@ -108,28 +120,44 @@ func (l *gemma4Block) loadExperts(ld *loader, c *Config, i int) {
 
 func (l *gemma4Block) forward(m *Model, s *step) {
 	be := m.be
+	if s.layer == 0 && m.ple != nil {
+		m.ple.prepare(m, s) // from the scaled input embeddings
+	}
 	be.RMSNorm(s.xb, s.x, l.attnNorm, m.Eps)
-	if l.wv != nil {
+	switch {
+	case l.shared:
+		be.MatMul(s.q, s.xb, l.wq)
+	case l.wv != nil:
 		m.matMuls(s, s.xb, s.q, l.wq, s.k, l.wk, s.v, l.wv)
-	} else {
+	default:
 		m.matMuls(s, s.xb, s.q, l.wq, s.k, l.wk)
 		be.Scale(s.v, s.k, 1) // V is the raw K
 	}
 	be.RMSNorm(s.q, s.q, l.qNorm, m.Eps) // each head normed
-	be.RMSNorm(s.k, s.k, l.kNorm, m.Eps)
-	be.RMSNorm(s.v, s.v, l.unit, m.Eps)
-	m.attention(s, l.rope, l.opts, l.wo)
+	if l.shared {                        // the K/V another layer wrote (s.kvLayer is its)
+		be.Rope(s.q, s.pos, l.rope)
+		be.Attention(s.att, s.q, s.kv, s.kvLayer, s.batch, l.opts)
+		be.MatMul(s.xb, s.att, l.wo)
+	} else {
+		be.RMSNorm(s.k, s.k, l.kNorm, m.Eps)
+		be.RMSNorm(s.v, s.v, l.unit, m.Eps)
+		m.attention(s, l.rope, l.opts, l.wo)
+	}
 	be.RMSNorm(s.xb, s.xb, l.postAttn, m.Eps)
 	be.Add(s.x, s.x, s.xb)
 	if l.moe != nil {
 		l.moe.forward(m, s, l.preNorm2) // the dense feed-forward its shared expert
 	} else {
+		hb, hb2 := m.ffnBuffers(s, l.ffn)
 		be.RMSNorm(s.xb, s.x, l.ffnNorm, m.Eps)
-		m.matMuls(s, s.xb, s.hb, l.gate, s.hb2, l.up)
-		be.GELUMul(s.hb, s.hb, s.hb2)
-		be.MatMul(s.xb, s.hb, l.down)
+		m.matMuls(s, s.xb, hb, l.gate, hb2, l.up)
+		be.GELUMul(hb, hb, hb2)
+		be.MatMul(s.xb, hb, l.down)
 		be.RMSNorm(s.xb, s.xb, l.postFFN, m.Eps)
 		be.Add(s.x, s.x, s.xb)
+	}
+	if l.pl != nil {
+		l.pl.add(m, s)
 	}
 	if l.outScale != 0 {
 		be.Scale(s.x, s.x, l.outScale)
@@ -172,12 +200,11 @@ func (ld *loader) floats(name string, n int) []float32 {
 // layers' rope, the logit soft-cap, the experts where the file has them;
 // and refuses the E2B and E4B layouts.
 func readGemma4(f *gguf.File, p string, c *Config) error {
-	if n, _ := f.Int(p + "attention.shared_kv_layers"); n > 0 {
-		return fmt.Errorf("%sattention.shared_kv_layers = %d: Gemma 4 E2B's and E4B's layers that reuse others' K/V are not supported yet; folio runs Gemma 4 26B-A4B and 31B", p, n)
+	pleDim, _ := f.Int(p + "embedding_length_per_layer_input")
+	if pleDim < 0 || pleDim > 1<<16 {
+		return fmt.Errorf("%sembedding_length_per_layer_input = %d is out of range", p, pleDim)
 	}
-	if n, _ := f.Int(p + "embedding_length_per_layer_input"); n > 0 {
-		return fmt.Errorf("%sembedding_length_per_layer_input = %d: Gemma 4 E2B's and E4B's per-layer embeddings are not supported yet; folio runs Gemma 4 26B-A4B and 31B", p, n)
-	}
+	c.PLEDim = int(pleDim)
 	window, ok := f.Int(p + "attention.sliding_window")
 	if !ok || window <= 0 || window > 1<<24 {
 		return fmt.Errorf("%sattention.sliding_window is %d (present: %v): a gemma4 file gives its window", p, window, ok)
@@ -189,6 +216,9 @@ func readGemma4(f *gguf.File, p string, c *Config) error {
 		return err
 	}
 	if err := readLayerKVHeads(f, p, c); err != nil {
+		return err
+	}
+	if err := readSharedKV(f, p, c); err != nil {
 		return err
 	}
 	swaDim := c.HeadDim
@@ -263,6 +293,33 @@ func widen[T uint8 | int8 | uint16 | int16 | uint32 | int32](vs []T) []int64 {
 		out[i] = int64(v)
 	}
 	return out
+}
+
+// readSharedKV reads attention.shared_kv_layers: the last n layers write
+// no K/V and attend that of the last layer of their kind before them, the
+// windowed ones layer L-n-2's, the global ones L-n-1's, as llama.cpp maps
+// them (which assumes those two are of those kinds).
+func readSharedKV(f *gguf.File, p string, c *Config) error {
+	n, _ := f.Int(p + "attention.shared_kv_layers")
+	if n == 0 {
+		return nil
+	}
+	start := c.Layers - int(n)
+	if n < 0 || start < 2 || c.Window(start-2) == 0 || c.Window(start-1) != 0 {
+		return fmt.Errorf("%sattention.shared_kv_layers = %d of %d layers: the layers before the sharing ones must be a windowed one then a global one (llama.cpp's mapping)", p, n, c.Layers)
+	}
+	c.KVFrom = make([]int, c.Layers)
+	for l := range c.KVFrom {
+		switch {
+		case l < start:
+			c.KVFrom[l] = -1
+		case c.Window(l) > 0:
+			c.KVFrom[l] = start - 2
+		default:
+			c.KVFrom[l] = start - 1
+		}
+	}
+	return nil
 }
 
 // isArray reports whether a metadata value is an array.

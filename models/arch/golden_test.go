@@ -118,6 +118,8 @@ func synthConfig(flags map[string]any) (synth.Config, error) {
 			cfg.Biases = v.(bool)
 		case "qk-norm":
 			cfg.QKNorm = v.(bool)
+		case "double-wide":
+			cfg.DoubleWide = v.(bool)
 		case "rope-base":
 			f, _ := num(k)
 			cfg.RopeBase = float32(f)
@@ -135,7 +137,8 @@ func synthConfig(flags map[string]any) (synth.Config, error) {
 				"n-head-kv": &cfg.HeadsKV, "head-dim": &cfg.HeadDim, "n-ff": &cfg.FFN, "vocab-size": &cfg.VocabSize,
 				"ctx": &cfg.Ctx, "rope-orig-ctx": &cfg.Rope.OrigCtx, "window": &cfg.Window,
 				"n-expert": &cfg.Experts, "n-expert-used": &cfg.ExpertsUsed, "n-ff-exp": &cfg.ExpertFFN, "n-ff-shexp": &cfg.SharedFFN, "n-nextn": &cfg.NextN,
-				"n-lora-q": &cfg.QLora, "attn-temp-len": &cfg.AttnTempLen, "n-expert-groups": &cfg.ExpertGroups, "n-group-used": &cfg.GroupsUsed}[k]
+				"n-lora-q": &cfg.QLora, "attn-temp-len": &cfg.AttnTempLen, "n-expert-groups": &cfg.ExpertGroups, "n-group-used": &cfg.GroupsUsed,
+				"n-embd-per-layer": &cfg.PLEDim, "n-kv-shared": &cfg.SharedKV}[k]
 			f, ok := num(k)
 			switch {
 			case k == "seed" && ok:

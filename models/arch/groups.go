@@ -20,12 +20,24 @@ type Groups struct {
 	// model's layers have more than one (Config.LayerGroups); nil: every
 	// group has the model's.
 	KVHeads, HeadDims []int
+	// Shares[l] >= 0: layer l has no K/V of its own and reads layer
+	// Shares[l]'s, at its group and index (Config.KVFrom); nil: none.
+	Shares []int
 }
 
 // LayerGroups is c's layers grouped by their windows (LayerGroups), with
 // each group's K/V shape where the windowed layers have their own.
 func (c *Config) LayerGroups() *Groups {
 	g := LayerGroups(c.Windows, c.Layers)
+	if c.KVFrom != nil { // the sharing layers come last in their groups
+		g.Shares = c.KVFrom
+		for l, src := range c.KVFrom {
+			if src >= 0 {
+				g.Layers[g.Of[l]]--
+				g.Of[l], g.Index[l] = g.Of[src], g.Index[src]
+			}
+		}
+	}
 	if c.SWAHeadDim > 0 {
 		for i := range g.Layers {
 			h, d := c.LayerKV(g.LayersOf(i)[0])
@@ -33,6 +45,13 @@ func (c *Config) LayerGroups() *Groups {
 		}
 	}
 	return g
+}
+
+// NeedsGroups reports whether the model's K/V cannot live in one cache of
+// every layer: the windowed layers' of another shape, or layers sharing
+// others' K/V.
+func (c *Config) NeedsGroups() bool {
+	return c.SWAHeadDim > 0 && c.Windows != nil || c.KVFrom != nil
 }
 
 // Spec is base as group i's cache: its layers, and its K/V shape where
@@ -78,7 +97,7 @@ func LayerGroups(windows []int, layers int) *Groups {
 func (g *Groups) LayersOf(group int) []int {
 	var ls []int
 	for l, gi := range g.Of {
-		if gi == group {
+		if gi == group && (g.Shares == nil || g.Shares[l] < 0) {
 			ls = append(ls, l)
 		}
 	}
@@ -96,8 +115,8 @@ func window(windows []int, l int) int {
 // and the groups (nil: one group of every layer).
 func (m *Model) checkGroups(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, n int) error {
 	groups, layers := 1, []int{m.Layers}
-	if g == nil && m.SWAHeadDim > 0 && m.Windows != nil {
-		return fmt.Errorf("arch: %s's windowed layers have K/V of another shape: run it with its layer groups (Config.LayerGroups)", m.Arch)
+	if g == nil && m.NeedsGroups() {
+		return fmt.Errorf("arch: %s's layers do not each keep K/V of one shape: run it with its layer groups (Config.LayerGroups)", m.Arch)
 	}
 	if g != nil {
 		groups, layers = len(g.Layers), g.Layers

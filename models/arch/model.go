@@ -31,11 +31,13 @@ type Model struct {
 	chunked  gpu.Batch // chunkBatch's (llama4)
 
 	maxRows, maxOut int
-	buf             scratch   // activations for maxRows rows
-	alt             *scratch  // q, att, k and v of the windowed layers' own shape (Config.SWAHeadDim); nil: none
-	pos             []int32   // [maxRows] host copy of the batch's positions
-	slots           [][]int32 // [groups][maxRows] host copies of each layer group's slots
-	step            step      // the pass in progress, kept to allocate nothing per pass
+	buf             scratch               // activations for maxRows rows
+	alt             *scratch              // q, att, k and v of the windowed layers' own shape (Config.SWAHeadDim); nil: none
+	ffnAlt          map[int][2]gpu.Tensor // gate and up of each feed-forward width below FFN (Config.FFNs)
+	ple             *ple                  // Gemma 4's per-layer embeddings (gemma4_ple.go); nil: none
+	pos             []int32               // [maxRows] host copy of the batch's positions
+	slots           [][]int32             // [groups][maxRows] host copies of each layer group's slots
+	step            step                  // the pass in progress, kept to allocate nothing per pass
 	oneKV           [1]gpu.KVCache
 	oneBatch        [1]*gpu.Batch // Forward's, as one layer group
 }
@@ -74,6 +76,7 @@ type step struct {
 	slots   []int32     // [rows] K/V slot of each row in the layer's group
 	layer   int         // the layer being computed
 	kvLayer int         // its index in its group's cache
+	tokens  []int32     // the pass's tokens
 
 	mmDst, mmW [3]gpu.Tensor // matMuls' arguments, kept here so that a call allocates nothing
 	attend     gpu.Attend    // attend's, likewise
@@ -130,6 +133,9 @@ func Load(f *gguf.File, be gpu.Backend, opt Options) (*Model, error) {
 	if a.newStem != nil {
 		m.stem = a.newStem(ld, cfg)
 	}
+	if cfg.PLEDim > 0 {
+		m.ple = loadPLE(ld, cfg)
+	}
 	newBlock := a.newBlock
 	for i := range cfg.Layers {
 		m.blocks = append(m.blocks, newBlock(ld, cfg, i))
@@ -171,6 +177,17 @@ func (m *Model) allocScratch() error {
 		q, kv := c.Heads*c.SWAHeadDim, c.SWAKVHeads*c.SWAHeadDim
 		m.alt = &scratch{q: alloc(r, q), att: alloc(r, q), k: alloc(r, kv), v: alloc(r, kv)}
 	}
+	for _, w := range c.FFNs {
+		if _, ok := m.ffnAlt[w]; w < c.FFN && !ok {
+			if m.ffnAlt == nil {
+				m.ffnAlt = map[int][2]gpu.Tensor{}
+			}
+			m.ffnAlt[w] = [2]gpu.Tensor{alloc(r, w), alloc(r, w)}
+		}
+	}
+	if c.PLEDim > 0 {
+		m.allocPLE(alloc)
+	}
 	if c.Experts > 0 {
 		m.allocMoE(alloc)
 	}
@@ -194,6 +211,13 @@ func ScratchBytes(cfg *Config, opt Options) int64 {
 	if cfg.SWAHeadDim > 0 {
 		perRow += 2 * cfg.SWAHeadDim * (cfg.Heads + cfg.SWAKVHeads)
 	}
+	seen := map[int]bool{}
+	for _, w := range cfg.FFNs {
+		if w < cfg.FFN && !seen[w] {
+			perRow, seen[w] = perRow+2*w, true
+		}
+	}
+	perRow += cfg.PLEDim * (2*cfg.Layers + 1) // the looked-up rows, each layer's input, one temporary
 	return 4*(int64(opt.MaxRows)*int64(perRow)+int64(opt.MaxOut)*int64(cfg.Dim+cfg.Vocab)) + moeScratchBytes(cfg, opt.MaxRows) +
 		mlaScratchBytes(cfg, opt.MaxRows)
 }
@@ -337,7 +361,7 @@ func (m *Model) layers(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, tokens, ou
 	for i, gb := range bs {
 		m.slots[i] = gb.Slots(m.slots[i])
 	}
-	*s = step{pos: b.Positions(m.pos)}
+	*s = step{pos: b.Positions(m.pos), tokens: tokens}
 	s.scratch = scratch{
 		x: be.Slice(m.buf.x, n), xb: be.Slice(m.buf.xb, n),
 		q: be.Slice(m.buf.q, n), att: be.Slice(m.buf.att, n),
@@ -372,6 +396,17 @@ func (m *Model) layers(g *Groups, kvs []gpu.KVCache, bs []*gpu.Batch, tokens, ou
 	}
 	s.kv, s.batch = nil, nil
 	return s, nil
+}
+
+// ffnBuffers is the gate and up activations of a feed-forward of width w
+// for the step's rows: hb and hb2, or those of a narrower layer
+// (Config.FFNs).
+func (m *Model) ffnBuffers(s *step, w int) (gpu.Tensor, gpu.Tensor) {
+	if w == m.FFN {
+		return s.hb, s.hb2
+	}
+	b, n := m.ffnAlt[w], s.x.Rows()
+	return m.be.Slice(b[0], n), m.be.Slice(b[1], n)
 }
 
 // shape sets the step's q, att, k and v to layer's attention shape: the
@@ -599,7 +634,7 @@ const tokEmbdName = "token_embd.weight"
 // copy (gpu.LookupWeighter), and memory checks count none.
 func LookupOnly(f *gguf.File, name string) bool {
 	switch name {
-	case "token_types.weight", "position_embd.weight":
+	case "token_types.weight", "position_embd.weight", "per_layer_token_embd.weight":
 		return true
 	case tokEmbdName:
 		_, untied := f.Tensor("output.weight")

@@ -26,6 +26,10 @@ func gemma4Tiny(c *Config) {
 	c.LogitCap = 30
 }
 
+// gemma4Shared reports whether layer l is one of the last SharedKV layers,
+// which attend earlier layers' K/V (E2B's and E4B's layout).
+func (c *Config) gemma4Shared(l int) bool { return c.SharedKV > 0 && l >= c.Layers-c.SharedKV }
+
 // gemma4Windowed reports whether layer l of a gemma4 file is windowed:
 // three of four, as the tiny preset's pattern writes it.
 func gemma4Windowed(l int) bool { return (l+1)%4 != 0 }
@@ -34,7 +38,7 @@ func gemma4Windowed(l int) bool { return (l+1)%4 != 0 }
 // SWARopeDims are gemma4's, and fit.
 func (c *Config) gemma4Check() error {
 	if c.Arch != "gemma4" {
-		if c.SWAHeadDim != 0 || c.SWAHeadsKV != 0 || c.SWARopeDims != 0 {
+		if c.SWAHeadDim != 0 || c.SWAHeadsKV != 0 || c.SWARopeDims != 0 || c.PLEDim != 0 || c.SharedKV != 0 || c.DoubleWide {
 			return fmt.Errorf("the windowed layers' own head shape is gemma4's, not %s's", c.Arch)
 		}
 		return nil
@@ -48,6 +52,10 @@ func (c *Config) gemma4Check() error {
 		return fmt.Errorf("gemma4's windowed rope dims %d must be even and at most its windowed head size %d", c.SWARopeDims, c.SWAHeadDim)
 	case c.HeadDim%8 != 0:
 		return fmt.Errorf("gemma4's global head size %d must be a multiple of 8 (a quarter of its pairs turn)", c.HeadDim)
+	case c.PLEDim < 0 || c.SharedKV < 0 || c.SharedKV > 0 && (c.Layers-c.SharedKV < 2 || !gemma4Windowed(c.Layers-c.SharedKV-2) || gemma4Windowed(c.Layers-c.SharedKV-1)):
+		return fmt.Errorf("gemma4's %d shared layers of %d must follow a windowed layer and then a global one, and per-layer embeddings of %d not be negative", c.SharedKV, c.Layers, c.PLEDim)
+	case c.DoubleWide && c.SharedKV == 0:
+		return fmt.Errorf("gemma4's double-wide feed-forwards are its shared layers'; give it some")
 	}
 	return nil
 }
@@ -65,9 +73,27 @@ func gemma4Metadata(c Config, set func(string, any)) {
 	set(a+"attention.value_length_swa", uint32(c.SWAHeadDim))
 	set(a+"rope.dimension_count_swa", uint32(c.SWARopeDims))
 	set(a+"rope.freq_base_swa", float32(10000))
-	set(a+"attention.shared_kv_layers", uint32(0))
-	set(a+"embedding_length_per_layer_input", uint32(0))
+	set(a+"attention.shared_kv_layers", uint32(c.SharedKV))
+	set(a+"embedding_length_per_layer_input", uint32(c.PLEDim))
 	set(a+"final_logit_softcapping", c.LogitCap)
+}
+
+// gemma4FFN is layer l's feed-forward width: twice FFN on the shared
+// layers with DoubleWide.
+func (c *Config) gemma4FFN(l int) int {
+	if c.DoubleWide && c.gemma4Shared(l) {
+		return 2 * c.FFN
+	}
+	return c.FFN
+}
+
+// gemma4FFNs is feed_forward_length, one width per layer.
+func gemma4FFNs(c Config) gguf.Array {
+	w := make([]uint32, c.Layers)
+	for l := range w {
+		w[l] = uint32(c.gemma4FFN(l))
+	}
+	return gguf.Array{Elem: gguf.ValueUint32, Values: w}
 }
 
 // gemma4KVHeads is head_count_kv, one count per layer.
@@ -105,23 +131,33 @@ func (m *Model) gemma4Layer(l int, p string, pl plan, add func(name string, typ 
 	if gemma4Windowed(l) {
 		hd, kvh = c.SWAHeadDim, c.SWAHeadsKV
 	}
-	q, kv := c.Heads*hd, kvh*hd
+	q, kv, ffn := c.Heads*hd, kvh*hd, c.gemma4FFN(l)
 	pl.norm(p+"attn_norm.weight", c.Embd)
 	pl.weight(p+"attn_q.weight", c.Embd, q, invSqrt(c.Embd))
-	pl.weight(p+"attn_k.weight", c.Embd, kv, invSqrt(c.Embd))
-	if gemma4Windowed(l) { // the global layers' V is their K
-		pl.weight(p+"attn_v.weight", c.Embd, kv, invSqrt(c.Embd))
+	shared := c.gemma4Shared(l) // reads another layer's K/V
+	if !shared {
+		pl.weight(p+"attn_k.weight", c.Embd, kv, invSqrt(c.Embd))
+		if gemma4Windowed(l) { // the global layers' V is their K
+			pl.weight(p+"attn_v.weight", c.Embd, kv, invSqrt(c.Embd))
+		}
 	}
 	pl.norm(p+"attn_q_norm.weight", hd)
-	pl.norm(p+"attn_k_norm.weight", hd)
+	if !shared {
+		pl.norm(p+"attn_k_norm.weight", hd)
+	}
 	pl.weight(p+"attn_output.weight", q, c.Embd, invSqrt(q)/2)
 	pl.norm(p+"post_attention_norm.weight", c.Embd)
 	pl.norm(p+"ffn_norm.weight", c.Embd)
-	pl.weight(p+"ffn_gate.weight", c.Embd, c.FFN, invSqrt(c.Embd))
-	pl.weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
-	pl.weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN)/2)
+	pl.weight(p+"ffn_gate.weight", c.Embd, ffn, invSqrt(c.Embd))
+	pl.weight(p+"ffn_up.weight", c.Embd, ffn, invSqrt(c.Embd))
+	pl.weight(p+"ffn_down.weight", ffn, c.Embd, invSqrt(ffn)/2)
 	pl.norm(p+"post_ffw_norm.weight", c.Embd)
 	add(p+"layer_output_scale.weight", addF32, 0.8, 0.1, 1)
+	if c.PLEDim > 0 {
+		pl.weight(p+"inp_gate.weight", c.Embd, c.PLEDim, invSqrt(c.Embd))
+		pl.weight(p+"proj.weight", c.PLEDim, c.Embd, invSqrt(c.PLEDim)/2)
+		pl.norm(p+"post_norm.weight", c.Embd)
+	}
 	if c.Experts == 0 {
 		return
 	}

@@ -80,6 +80,11 @@ type Config struct {
 	// gemma4: the windowed layers' head size, K/V heads and rotated
 	// elements (gemma4.go); 0 for every other family
 	SWAHeadDim, SWAHeadsKV, SWARopeDims int
+	// gemma4 E2B's and E4B's: per-layer embeddings of PLEDim, the last
+	// SharedKV layers attending earlier layers' K/V, their feed-forwards
+	// twice as wide with DoubleWide (gemma4.go); 0 and false elsewhere
+	PLEDim, SharedKV int
+	DoubleWide       bool
 	// phi3 (longrope): OrigCtx > 0 is the context the model was trained at
 	// before longrope stretched it to Ctx; the file then has
 	// rope_factors_long and rope_factors_short and the attention factor
@@ -443,7 +448,11 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 	set(a+"context_length", uint32(c.Ctx))
 	set(a+"embedding_length", uint32(c.Embd))
 	set(a+"block_count", uint32(c.Layers+c.NextN))
-	set(a+"feed_forward_length", uint32(c.FFN))
+	if c.DoubleWide {
+		set(a+"feed_forward_length", gemma4FFNs(c))
+	} else {
+		set(a+"feed_forward_length", uint32(c.FFN))
+	}
 	set(a+"attention.head_count", uint32(c.Heads))
 	if c.Arch == "gemma4" {
 		set(a+"attention.head_count_kv", gemma4KVHeads(c))

@@ -79,6 +79,11 @@ func (m *Model) planTensors() {
 	if c.Arch == "gemma4" {
 		m.tensors = append(m.tensors, tensorSpec{name: "rope_freqs.weight", shape: []uint64{uint64(c.HeadDim / 2)},
 			typ: gguf.TypeF32, values: gemma4RopeFreqs(c)})
+		if c.PLEDim > 0 { // the per-layer embeddings' model-wide tensors
+			weight("per_layer_token_embd.weight", c.PLEDim*c.Layers, c.VocabSize, 1)
+			weight("per_layer_model_proj.weight", c.Embd, c.PLEDim*c.Layers, invSqrt(c.Embd))
+			norm("per_layer_proj_norm.weight", c.PLEDim)
+		}
 	}
 	if c.Arch == "phi3" {
 		m.phi3Tensors(func(name string, mean, std float32, n int) { add(name, gguf.TypeF32, mean, std, n) })

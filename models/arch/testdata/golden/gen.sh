@@ -159,6 +159,9 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #   gemma4-moe: gemma4 with 8 experts of 256 (2 chosen by softmax, renormalized, each output scaled)
 #               routed from the scaled, weightless-normed layer input beside the dense feed-forward,
 #               each with its own norms (26B-A4B's layout)
+#   gemma4-e:   gemma4 of 8 layers as E2B and E4B are made: 64-wide per-layer embeddings, and the last 4
+#               layers writing no K/V, the windowed ones attending layer 2's and the global one layer
+#               3's, with feed-forwards twice as wide (a feed_forward_length per layer)
 #   deepseek2-temp: deepseek2 with Mistral Large 3's attention temperature (0.3 over steps of 16
 #               positions: the prompt's queries scaled by 1 to 1 + 0.3·ln 4)
 # deepseek2's and mistral4's quantized cases were made with llama.cpp's other x86 builds: its AMX build
@@ -233,6 +236,7 @@ families=(
 	"llama4-long|--arch llama4 --preset tiny --seed 55 --n-layer 8|--ctx 8448"
 	"gemma4|--arch gemma4 --preset tiny --seed 56"
 	"gemma4-moe|--arch gemma4 --preset tiny --seed 57 --n-expert 8 --n-expert-used 2 --n-ff-exp 256"
+	"gemma4-e|--arch gemma4 --preset tiny --seed 58 --n-layer 8 --n-kv-shared 4 --n-embd-per-layer 64 --double-wide"
 )
 
 want=("$@")
