@@ -22,14 +22,7 @@ func TestEngineLlama4Chunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	const ctx, pass = 8704, 256
-	load := func() *Model {
-		m, err := Load(path, LoadOptions{NumCtx: ctx, NumBatch: pass, MaxSeqs: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		return m
-	}
+	load := func() *Model { return loadClosed(t, path, LoadOptions{NumCtx: ctx, NumBatch: pass, MaxSeqs: 1}) }
 	m := load()
 	if len(m.Caches) != 2 || m.Groups.Windows[1] != 8192 || m.Groups.Layers[1] != 3 {
 		t.Fatalf("layer groups %+v, want the three chunked layers in a group of 8192", m.Groups)

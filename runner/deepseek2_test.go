@@ -18,14 +18,7 @@ func TestDeepseek2Engine(t *testing.T) {
 	if err := synth.WriteTiny(path, "deepseek2", gguf.TypeQ8_0, 5); err != nil {
 		t.Fatal(err)
 	}
-	load := func() *Model {
-		m, err := Load(path, LoadOptions{NumCtx: 1024})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		return m
-	}
+	load := func() *Model { return loadClosed(t, path, LoadOptions{NumCtx: 1024}) }
 	m1 := load()
 	spec := m1.KV.Spec()
 	if !spec.SharedKV || spec.KVHeads != 1 || spec.HeadDim != 160 || spec.BytesPerToken() != int64(spec.Layers)*160*2 {

@@ -224,14 +224,7 @@ func TestEngineGemmaSlidingWindow(t *testing.T) {
 			if err := synth.WriteTiny(path, a, gguf.TypeQ8_0, 7); err != nil {
 				t.Fatal(err)
 			}
-			load := func() *Model {
-				m, err := Load(path, LoadOptions{NumCtx: 1024, NumBatch: 64, MaxSeqs: 4})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { m.Close() })
-				return m
-			}
+			load := func() *Model { return loadClosed(t, path, LoadOptions{NumCtx: 1024, NumBatch: 64, MaxSeqs: 4}) }
 			m := load()
 			if len(m.Caches) != 2 || m.Groups.Windows[1] != 16 {
 				t.Fatalf("layer groups %+v", m.Groups)
@@ -240,40 +233,53 @@ func TestEngineGemmaSlidingWindow(t *testing.T) {
 			regroup(t, ref, nil) // one cache of every layer, every block kept
 			re, e := newEngine(t, ref, EngineOptions{NoPrefixCache: true}), newEngine(t, m, EngineOptions{})
 
-			greedy := SampleOptions{RepeatPenalty: 1}
-			doc := promptOf(200, 91)
-			var reqs []Request
-			for i := range 4 {
-				reqs = append(reqs, Request{Prompt: append(slices.Clone(doc), promptOf(5+11*i, uint64(92+i))[1:]...),
-					Sample: greedy, NumPredict: 24, TopLogprobs: 1})
-			}
-			runAll := func(e *Engine) []result {
-				out := make([]result, len(reqs))
-				var wg sync.WaitGroup
-				for i, r := range reqs {
-					wg.Go(func() { out[i] = run(t, e, r) })
-				}
-				wg.Wait()
-				return out
-			}
-			want, got := runAll(re), runAll(e)
-			for i := range reqs {
-				if !slices.Equal(got[i].tokens[0], want[i].tokens[0]) {
-					t.Errorf("request %d: released %v, all kept %v", i, got[i].tokens[0], want[i].tokens[0])
-				}
-			}
-			turn2 := Request{Prompt: append(append(slices.Clone(reqs[0].Prompt), got[0].tokens[0]...), promptOf(9, 99)[1:]...), Sample: greedy, NumPredict: 8}
-			warm, cold := run(t, e, turn2), run(t, re, turn2)
-			if warm.stats.CachedTokens == 0 || !slices.Equal(warm.tokens[0], cold.tokens[0]) {
-				t.Errorf("next turn: %d tokens from the cache, tokens %v; all kept %v", warm.stats.CachedTokens, warm.tokens[0], cold.tokens[0])
-			}
-			if lw, lc := firstLogprob(t, e, turn2.Prompt), firstLogprob(t, re, turn2.Prompt); math.Abs(float64(lw-lc)) > 1e-4*math.Max(1, math.Abs(float64(lc))) {
-				t.Errorf("first logprob released %v, all kept %v", lw, lc)
-			}
+			releasedMatchesKept(t, e, re, 91)
 			if st := e.Stats().Groups[1]; st.Peak > st.Blocks || st.Blocks > slidingBlocks(16, 16, 4, 64) {
 				t.Errorf("sliding group: pool %d, peak %d", st.Blocks, st.Peak)
 			}
 		})
+	}
+}
+
+// runConcurrent runs reqs on e at once and returns their results in order.
+func runConcurrent(t *testing.T, e *Engine, reqs []Request) []result {
+	out := make([]result, len(reqs))
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Go(func() { out[i] = run(t, e, r) })
+	}
+	wg.Wait()
+	return out
+}
+
+// releasedMatchesKept runs four concurrent requests sharing a prefix
+// (prompts of seed) on e, a model releasing its windows' blocks, and on
+// re, the same model keeping every block, and then the next turn of one
+// of them, resumed from e's cache: the tokens and the first
+// log-probability must be those of re.
+func releasedMatchesKept(t *testing.T, e, re *Engine, seed uint64) {
+	t.Helper()
+	greedy := SampleOptions{RepeatPenalty: 1}
+	doc := promptOf(200, seed)
+	var reqs []Request
+	for i := range 4 {
+		reqs = append(reqs, Request{Prompt: append(slices.Clone(doc), promptOf(5+11*i, seed+1+uint64(i))[1:]...),
+			Sample: greedy, NumPredict: 24, TopLogprobs: 1})
+	}
+	runAll := func(e *Engine) []result { return runConcurrent(t, e, reqs) }
+	want, got := runAll(re), runAll(e)
+	for i := range reqs {
+		if !slices.Equal(got[i].tokens[0], want[i].tokens[0]) {
+			t.Errorf("request %d: released %v, all kept %v", i, got[i].tokens[0], want[i].tokens[0])
+		}
+	}
+	turn2 := Request{Prompt: append(append(slices.Clone(reqs[0].Prompt), got[0].tokens[0]...), promptOf(9, seed+8)[1:]...), Sample: greedy, NumPredict: 8}
+	warm, cold := run(t, e, turn2), run(t, re, turn2)
+	if warm.stats.CachedTokens == 0 || !slices.Equal(warm.tokens[0], cold.tokens[0]) {
+		t.Errorf("next turn: %d tokens from the cache, tokens %v; all kept %v", warm.stats.CachedTokens, warm.tokens[0], cold.tokens[0])
+	}
+	if lw, lc := firstLogprob(t, e, turn2.Prompt), firstLogprob(t, re, turn2.Prompt); math.Abs(float64(lw-lc)) > 1e-4*math.Max(1, math.Abs(float64(lc))) {
+		t.Errorf("first logprob released %v, all kept %v", lw, lc)
 	}
 }
 
@@ -291,15 +297,7 @@ func TestEngineSlidingPoolGrows(t *testing.T) {
 	for i := range 16 {
 		reqs = append(reqs, Request{Prompt: promptOf(150+20*i, uint64(200+i)), Sample: greedy, NumPredict: 300})
 	}
-	runAll := func(e *Engine) []result {
-		out := make([]result, len(reqs))
-		var wg sync.WaitGroup
-		for i, r := range reqs {
-			wg.Go(func() { out[i] = run(t, e, r) })
-		}
-		wg.Wait()
-		return out
-	}
+	runAll := func(e *Engine) []result { return runConcurrent(t, e, reqs) }
 	want := runAll(newEngine(t, windowed(t, w, false, opt), EngineOptions{NoPrefixCache: true}))
 	m := windowed(t, w, true, opt)
 	start := m.Caches[1].Spec().Blocks

@@ -1,15 +1,24 @@
 package runner
 
 import (
-	"math"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 
 	"folio/models/gguf"
 	"folio/models/synth"
 )
+
+// loadClosed loads the model at path, closed when the test ends.
+func loadClosed(t testing.TB, path string, opt LoadOptions) *Model {
+	t.Helper()
+	m, err := Load(path, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
 
 // TestEngineGemma4Shapes: Gemma 4's windowed and global layers keep K/V of
 // two shapes (heads of 64 over two K/V heads, of 128 over one) in their
@@ -38,14 +47,7 @@ func testGemma4Shapes(t *testing.T, edits []func(*synth.Config)) {
 	if err := synth.WriteTiny(path, "gemma4", gguf.TypeQ8_0, 7, edits...); err != nil {
 		t.Fatal(err)
 	}
-	load := func() *Model {
-		m, err := Load(path, LoadOptions{NumCtx: 1024, NumBatch: 64, MaxSeqs: 4})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		return m
-	}
+	load := func() *Model { return loadClosed(t, path, LoadOptions{NumCtx: 1024, NumBatch: 64, MaxSeqs: 4}) }
 	m := load()
 	if s0, s1 := m.Caches[0].Spec(), m.Caches[1].Spec(); len(m.Caches) != 2 || m.Groups.Windows[1] != 16 ||
 		s0.KVHeads != 1 || s0.HeadDim != 128 || s1.KVHeads != 2 || s1.HeadDim != 64 || s1.Layers != 3 {
@@ -62,35 +64,7 @@ func testGemma4Shapes(t *testing.T, edits []func(*synth.Config)) {
 	ref.Groups, ref.Caches, ref.KV = g, caches, caches[0]
 	re, e := newEngine(t, ref, EngineOptions{NoPrefixCache: true}), newEngine(t, m, EngineOptions{})
 
-	greedy := SampleOptions{RepeatPenalty: 1}
-	doc := promptOf(200, 71)
-	var reqs []Request
-	for i := range 4 {
-		reqs = append(reqs, Request{Prompt: append(slices.Clone(doc), promptOf(5+11*i, uint64(72+i))[1:]...), Sample: greedy, NumPredict: 24})
-	}
-	runAll := func(e *Engine) []result {
-		out := make([]result, len(reqs))
-		var wg sync.WaitGroup
-		for i, r := range reqs {
-			wg.Go(func() { out[i] = run(t, e, r) })
-		}
-		wg.Wait()
-		return out
-	}
-	want, got := runAll(re), runAll(e)
-	for i := range reqs {
-		if !slices.Equal(got[i].tokens[0], want[i].tokens[0]) {
-			t.Errorf("request %d: released %v, all kept %v", i, got[i].tokens[0], want[i].tokens[0])
-		}
-	}
-	turn2 := Request{Prompt: append(append(slices.Clone(reqs[0].Prompt), got[0].tokens[0]...), promptOf(9, 79)[1:]...), Sample: greedy, NumPredict: 8}
-	warm, cold := run(t, e, turn2), run(t, re, turn2)
-	if warm.stats.CachedTokens == 0 || !slices.Equal(warm.tokens[0], cold.tokens[0]) {
-		t.Errorf("next turn: %d tokens from the cache, tokens %v; all kept %v", warm.stats.CachedTokens, warm.tokens[0], cold.tokens[0])
-	}
-	if lw, lc := firstLogprob(t, e, turn2.Prompt), firstLogprob(t, re, turn2.Prompt); math.Abs(float64(lw-lc)) > 1e-4*math.Max(1, math.Abs(float64(lc))) {
-		t.Errorf("first logprob released %v, all kept %v", lw, lc)
-	}
+	releasedMatchesKept(t, e, re, 71)
 }
 
 // TestPersistGemma4Shapes: the blocks of both of Gemma 4's K/V shapes go
@@ -107,14 +81,7 @@ func testPersistGemma4(t *testing.T, edits []func(*synth.Config)) {
 	if err := synth.WriteTiny(path, "gemma4", gguf.TypeQ8_0, 7, edits...); err != nil {
 		t.Fatal(err)
 	}
-	load := func() *Model {
-		m, err := Load(path, LoadOptions{NumCtx: 1024, NumBatch: 64, MaxSeqs: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		return m
-	}
+	load := func() *Model { return loadClosed(t, path, LoadOptions{NumCtx: 1024, NumBatch: 64, MaxSeqs: 2}) }
 	st, greedy := newMemStore(), SampleOptions{RepeatPenalty: 1}
 	turn1 := promptOf(300, 81)
 	r1 := run(t, newEngine(t, load(), EngineOptions{Store: st}), Request{Prompt: turn1, Sample: greedy, NumPredict: 8})

@@ -143,37 +143,28 @@ func withAndWithoutCapabilities(t *testing.T, path string, prompts [][]int32, ch
 	return got
 }
 
-// TestAfmoeWithoutCapabilities: Trinity's gated attention through the
-// host's SigmoidMul (a backend without gpu.SigmoidMuler, the experts
-// without gpu.Experts) gives the CPU's logits bit for bit.
-func TestAfmoeWithoutCapabilities(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "afmoe.gguf")
-	if err := synth.WriteTiny(path, "afmoe", gguf.TypeQ8_0, 7); err != nil {
-		t.Fatal(err)
+// TestFamiliesWithoutCapabilities: on a backend without the CPU's
+// optional ops (gpu.SigmoidMuler, gpu.Experts) each family's logits are
+// the CPU's bit for bit: Trinity's gated attention through the host's
+// SigmoidMul; llama4's weighted expert inputs made on the host rather
+// than by ExpertSum; Gemma 4's GeGLU experts and router one expert at a
+// time with the plain ops.
+func TestFamiliesWithoutCapabilities(t *testing.T) {
+	for _, c := range []struct {
+		arch string
+		edit func(*synth.Config)
+	}{
+		{"afmoe", func(*synth.Config) {}},
+		{"llama4", func(*synth.Config) {}},
+		{"gemma4", func(c *synth.Config) { c.Experts, c.ExpertsUsed, c.ExpertFFN = 8, 2, 256 }},
+	} {
+		t.Run(c.arch, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), c.arch+".gguf")
+			if err := synth.WriteTiny(path, c.arch, gguf.TypeQ8_0, 7, c.edit); err != nil {
+				t.Fatal(err)
+			}
+			got := withAndWithoutCapabilities(t, path, [][]int32{moePrompt(41, 1), moePrompt(23, 2), moePrompt(57, 3)}, nil)
+			sameLogits(t, got[0], got[1], "with the capabilities", "without")
+		})
 	}
-	got := withAndWithoutCapabilities(t, path, [][]int32{moePrompt(41, 1), moePrompt(23, 2), moePrompt(57, 3)}, nil)
-	sameLogits(t, got[0], got[1], "with the capabilities", "without")
-}
-
-// TestLlama4WithoutCapabilities: llama4's weighted expert inputs made on
-// the host equal those made by the CPU's ExpertSum, and its experts run
-// one at a time equal the Experts ops.
-func TestLlama4WithoutCapabilities(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "llama4.gguf")
-	if err := synth.WriteTiny(path, "llama4", gguf.TypeQ8_0, 7); err != nil {
-		t.Fatal(err)
-	}
-	got := withAndWithoutCapabilities(t, path, [][]int32{moePrompt(41, 1), moePrompt(23, 2), moePrompt(57, 3)}, nil)
-	sameLogits(t, got[0], got[1], "with the capabilities", "without")
-}
-
-// TestGemma4WithoutCapabilities: Gemma 4's GeGLU experts and router run
-// one expert at a time with the plain ops give the Experts ops' logits.
-func TestGemma4WithoutCapabilities(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "gemma4.gguf")
-	if err := synth.WriteTiny(path, "gemma4", gguf.TypeQ8_0, 7, func(c *synth.Config) { c.Experts, c.ExpertsUsed, c.ExpertFFN = 8, 2, 256 }); err != nil {
-		t.Fatal(err)
-	}
-	got := withAndWithoutCapabilities(t, path, [][]int32{moePrompt(41, 1), moePrompt(23, 2), moePrompt(57, 3)}, nil)
-	sameLogits(t, got[0], got[1], "with the capabilities", "without")
 }
