@@ -1,5 +1,10 @@
 package synth
 
+import (
+	"slices"
+	"strings"
+)
+
 // qwen3moe: Qwen 3's attention (Q/K norms) with a routed mixture-of-experts
 // feed-forward in every layer: a router ffn_gate_inp [embd, experts] kept
 // in F32 (llama.cpp's quantizer never quantizes it) and the experts'
@@ -37,25 +42,69 @@ var qwen3moeMini = Config{Arch: "qwen3moe", Embd: 1024, Layers: 24, Heads: 16, H
 	FFN: 3072, Ctx: 40960, VocabSize: 151936, Tied: true, RopeBase: 1000000,
 	Experts: 64, ExpertsUsed: 8, ExpertFFN: 768}
 
+// moeFamily is what a family's experts may be in a synthetic file, as
+// llama.cpp's loader and converter have them.
+type moeFamily struct {
+	optional bool // experts only with Config.Experts > 0 (Mixtral, Granite's MoE layers, Gemma 4 26B-A4B); else always
+	// ffnWide: llama.cpp sizes the experts by feed_forward_length, not by
+	// expert_feed_forward_length; ffnKey: the file has that key anyway
+	ffnWide, ffnKey bool
+	shared          bool    // a shared expert of SharedFFN may be beside them
+	sharedKey       bool    // its width goes in expert_shared_feed_forward_length
+	denseLead       bool    // the first DenseLead layers may be dense
+	scale           bool    // their weights may be scaled (ExpertScale)
+	probsStd        float32 // > 0: a selection bias (exp_probs_b) of that spread
+}
+
+// moeFamilies are the families with experts.
+var moeFamilies = map[string]moeFamily{
+	"llama": {optional: true, ffnWide: true}, "granite": {optional: true, ffnWide: true}, "gemma4": {optional: true},
+	"qwen3moe": {}, "qwen3vlmoe": {}, "gpt-oss": {},
+	"qwen2moe":     {shared: true, sharedKey: true},
+	"olmoe":        {ffnWide: true},
+	"granitemoe":   {ffnWide: true, shared: true, sharedKey: true},
+	"glm4moe":      {shared: true, denseLead: true, scale: true, probsStd: 0.2},
+	"ernie4_5-moe": {shared: true, sharedKey: true, denseLead: true, probsStd: 0.05},
+	"hunyuan-moe":  {ffnWide: true, ffnKey: true, shared: true, sharedKey: true},
+	"deepseek2":    {shared: true, denseLead: true, scale: true},
+	"mistral4":     {shared: true, denseLead: true, scale: true},
+	"bailingmoe2":  {shared: true, sharedKey: true, denseLead: true, scale: true, probsStd: 0.2},
+	"minimax-m2":   {ffnWide: true, ffnKey: true, probsStd: 0.2},
+	"dots1":        {shared: true, denseLead: true, scale: true, probsStd: 0.2},
+	"exaone-moe":   {shared: true, sharedKey: true, denseLead: true, scale: true, probsStd: 0.2},
+	"afmoe":        {shared: true, denseLead: true, scale: true, probsStd: 0.2},
+	"llama4":       {shared: true},
+}
+
+// moeArchs lists, sorted, the families with experts whose trait has says.
+func moeArchs(has func(moeFamily) bool) string {
+	var names []string
+	for a, f := range moeFamilies {
+		if has(f) {
+			names = append(names, a)
+		}
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
 // isMoE reports whether arch's feed-forward is always a mixture of
-// experts; llama and granite have experts when Config.Experts > 0
-// (Mixtral; Granite's MoE layers).
+// experts; llama, granite and gemma4 have experts when Config.Experts > 0.
 func isMoE(arch string) bool {
-	return arch == "qwen3moe" || arch == "qwen3vlmoe" || arch == "gpt-oss" || arch == "qwen2moe" || arch == "olmoe" || arch == "granitemoe" ||
-		arch == "glm4moe" || arch == "ernie4_5-moe" || arch == "hunyuan-moe" || arch == "deepseek2" || arch == "bailingmoe2" || arch == "minimax-m2" || arch == "dots1" || arch == "mistral4" || arch == "exaone-moe" || arch == "afmoe" || arch == "llama4"
+	f, ok := moeFamilies[arch]
+	return ok && !f.optional
 }
 
 // hasMoE reports whether c's feed-forward is a mixture of experts.
 func (c Config) hasMoE() bool {
-	return isMoE(c.Arch) || c.Experts > 0 && (c.Arch == "llama" || c.Arch == "granite" || c.Arch == "gemma4")
+	f, ok := moeFamilies[c.Arch]
+	return ok && (!f.optional || c.Experts > 0)
 }
 
 // ffnWideExperts reports whether llama.cpp sizes arch's experts by
 // feed_forward_length (llama, olmoe, granite and granitemoe), not by
 // expert_feed_forward_length (qwen3moe, qwen2moe, gpt-oss).
-func ffnWideExperts(arch string) bool {
-	return arch == "llama" || arch == "olmoe" || arch == "granite" || arch == "granitemoe" || arch == "hunyuan-moe" || arch == "minimax-m2"
-}
+func ffnWideExperts(arch string) bool { return moeFamilies[arch].ffnWide }
 
 // checkMoE refuses expert settings on a dense architecture and an expert
 // layout llama.cpp's loader refuses, and sizes the experts of the
@@ -74,7 +123,8 @@ func (c *Config) checkMoE() error {
 		}
 		return nil
 	}
-	if ffnWideExperts(c.Arch) {
+	fam := moeFamilies[c.Arch]
+	if fam.ffnWide {
 		if c.ExpertFFN != 0 && c.ExpertFFN != c.FFN {
 			return badConfig("%s's experts are feed_forward_length wide (%d); leave the expert feed-forward size (%d) unset", c.Arch, c.FFN, c.ExpertFFN)
 		}
@@ -87,16 +137,18 @@ func (c *Config) checkMoE() error {
 		return badConfig("%s chooses 1 to %d experts a token, not %d", c.Arch, c.Experts, c.ExpertsUsed)
 	case c.ExpertFFN <= 0:
 		return badConfig("%s needs an expert feed-forward size > 0, not %d", c.Arch, c.ExpertFFN)
-	case c.SharedFFN < 0 || c.SharedFFN > 0 && c.Arch != "qwen2moe" && c.Arch != "granitemoe" && c.Arch != "glm4moe" && c.Arch != "ernie4_5-moe" && c.Arch != "hunyuan-moe" && !c.latent() && c.Arch != "bailingmoe2" && c.Arch != "dots1" && c.Arch != "exaone-moe" && c.Arch != "afmoe" && c.Arch != "llama4":
-		return badConfig("a shared expert (%d wide) is qwen2moe's, granitemoe's, glm4moe's, ernie4_5-moe's, hunyuan-moe's, deepseek2's, bailingmoe2's or dots1's, never negative", c.SharedFFN)
+	case c.SharedFFN < 0 || c.SharedFFN > 0 && !fam.shared:
+		return badConfig("a shared expert (%d wide) is one of these families': %s; never negative", c.SharedFFN, moeArchs(func(f moeFamily) bool { return f.shared }))
 	case c.Arch == "dots1" && (c.SharedFFN == 0 || c.SharedFFN%c.ExpertFFN != 0 || c.Tied || c.HeadsKV != c.Heads):
 		return badConfig("dots1 has shared experts (a whole number of experts, %d wide, not %d), its own output matrix (no --tie-embeddings) and as many KV heads as heads, as llama.cpp requires", c.ExpertFFN, c.SharedFFN)
 	case c.Arch == "glm4moe" && c.SharedFFN%c.ExpertFFN != 0:
 		return badConfig("glm4moe's shared experts are a whole number of experts (%d wide), not %d", c.ExpertFFN, c.SharedFFN)
-	case c.DenseLead < 0 || c.DenseLead > 0 && c.Arch != "glm4moe" && c.Arch != "ernie4_5-moe" && !c.latent() && c.Arch != "bailingmoe2" && c.Arch != "dots1" && c.Arch != "exaone-moe" && c.Arch != "afmoe" || c.DenseLead > c.Layers:
-		return badConfig("%d leading dense layers: glm4moe's, ernie4_5-moe's, deepseek2's, bailingmoe2's or dots1's, at most its %d layers", c.DenseLead, c.Layers)
-	case c.ExpertScale < 0 || c.ExpertScale > 0 && c.Arch != "glm4moe" && !c.latent() && c.Arch != "bailingmoe2" && c.Arch != "dots1" && c.Arch != "exaone-moe" && c.Arch != "afmoe":
-		return badConfig("an expert weight scale of %v is glm4moe's, deepseek2's, bailingmoe2's or dots1's, never negative", c.ExpertScale)
+	case c.DenseLead < 0 || c.DenseLead > 0 && !fam.denseLead || c.DenseLead > c.Layers:
+		return badConfig("%d leading dense layers: one of these families' (%s), at most its %d layers", c.DenseLead,
+			moeArchs(func(f moeFamily) bool { return f.denseLead }), c.Layers)
+	case c.ExpertScale < 0 || c.ExpertScale > 0 && !fam.scale:
+		return badConfig("an expert weight scale of %v is one of these families': %s; never negative", c.ExpertScale,
+			moeArchs(func(f moeFamily) bool { return f.scale }))
 	case c.Arch == "llama4" && (c.SharedFFN != c.ExpertFFN || c.MoEEvery <= 0 || c.MoEEvery > c.Layers):
 		return badConfig("llama4 has a shared expert as wide as an expert (%d, not %d) and experts in every n-th layer, n from 1 to its %d layers (not %d), as llama.cpp requires", c.ExpertFFN, c.SharedFFN, c.Layers, c.MoEEvery)
 	case c.MoEEvery != 0 && c.Arch != "llama4":
@@ -126,10 +178,11 @@ func moeMetadata(c Config, set func(string, any)) {
 	a := c.Arch + "."
 	set(a+"expert_count", uint32(c.Experts))
 	set(a+"expert_used_count", uint32(c.ExpertsUsed))
-	if !ffnWideExperts(c.Arch) || c.Arch == "hunyuan-moe" || c.Arch == "minimax-m2" { // llama.cpp requires hunyuan-moe's, and sizes its experts by n_ff; minimax-m2's converter writes it
+	fam := moeFamilies[c.Arch]
+	if !fam.ffnWide || fam.ffnKey { // llama.cpp requires hunyuan-moe's, and sizes its experts by n_ff; minimax-m2's converter writes it
 		set(a+"expert_feed_forward_length", uint32(c.ExpertFFN))
 	}
-	if c.SharedFFN > 0 && c.Arch != "glm4moe" && !c.latent() && c.Arch != "dots1" && c.Arch != "afmoe" && c.Arch != "llama4" {
+	if c.SharedFFN > 0 && fam.sharedKey {
 		set(a+"expert_shared_feed_forward_length", uint32(c.SharedFFN))
 	}
 }
@@ -190,17 +243,14 @@ func (m *Model) moeTensors(p string, add func(name string, typ addType, mean, st
 		add(p+"ffn_down_exps.weight", addWeight, 0, invSqrt(c.ExpertFFN)/2, c.ExpertFFN, c.Embd, c.Experts)
 		add(p+"ffn_up_exps.weight", addWeight, 0, invSqrt(c.Embd), c.Embd, c.ExpertFFN, c.Experts)
 	}
-	switch c.Arch { // the choice's bias: about the gated values' own spread
-	case "glm4moe":
-		add(p+"exp_probs_b.bias", addF32, 0, 0.2, c.Experts)
-	case "ernie4_5-moe":
-		add(p+"exp_probs_b.bias", addF32, 0, 0.05, c.Experts)
-	case "bailingmoe2", "minimax-m2", "dots1", "exaone-moe", "afmoe":
-		add(p+"exp_probs_b.bias", addF32, 0, 0.2, c.Experts)
-	case "deepseek2", "mistral4":
-		if c.Gating == "sigmoid" { // DeepSeek-V3's; V2's files have none
-			add(p+"exp_probs_b.bias", addF32, 0, 0.2, c.Experts)
-		}
+	// the choice's bias: about the gated values' own spread (DeepSeek-V3's
+	// with sigmoid gating; V2's files have none)
+	std := moeFamilies[c.Arch].probsStd
+	if c.latent() && c.Gating == "sigmoid" {
+		std = 0.2
+	}
+	if std > 0 {
+		add(p+"exp_probs_b.bias", addF32, 0, std, c.Experts)
 	}
 	if c.SharedFFN == 0 {
 		return
