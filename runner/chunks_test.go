@@ -44,3 +44,27 @@ func TestEngineLlama4Chunks(t *testing.T) {
 			full, 8400/16, chunked, (8192+pass)/16+1)
 	}
 }
+
+// TestLlama4ShortContext: a context shorter than Llama 4's chunks' reach
+// (the default num_ctx) loads, serves and is timed: the chunked group's
+// pool is the context's, and RingTables lays a sequence that fits it out
+// in order where it would refuse a ring smaller than a reach and a pass.
+func TestLlama4ShortContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "llama4.gguf")
+	if err := synth.WriteTiny(path, "llama4", gguf.TypeQ8_0, 7); err != nil {
+		t.Fatal(err)
+	}
+	m := loadClosed(t, path, LoadOptions{NumCtx: 1024, NumBatch: 256, MaxSeqs: 2})
+	blocks := m.Caches[1].Spec().Blocks
+	tables, err := m.RingTables(blocks, 256)
+	if err != nil || !slices.Equal(tables[1][:3], []int32{0, 1, 2}) {
+		t.Fatalf("tables of %d blocks: %v, err %v", blocks, tables, err)
+	}
+	if _, err := m.RingTables(blocks+1, 256); err == nil {
+		t.Errorf("a sequence past the chunked group's pool of %d blocks was laid out", blocks)
+	}
+	r := run(t, newEngine(t, m, EngineOptions{}), Request{Prompt: promptOf(600, 5), Sample: SampleOptions{RepeatPenalty: 1}, NumPredict: 8})
+	if len(r.tokens[0]) != 8 {
+		t.Errorf("generated %v", r.tokens[0])
+	}
+}

@@ -135,13 +135,15 @@ func (m *Model) forwardGroups(bufs *[]gpu.Batch, b *gpu.Batch, tables func(g, i 
 // run from position 0 without a paged.Manager: group 0's blocks in
 // order; a sliding group's blocks as a ring over its pool, which the
 // group's window never reads around (the pool holds more than a window
-// and a pass). It says so when a group's pool is too small for that.
+// and a pass), or in order where the n blocks fit (a window longer than
+// the sequence: Llama 4's chunks' reach of 8,192 past a short context).
+// It says so when a group's pool is too small for either.
 func (m *Model) ringTables(n, rows int) ([][]int32, error) {
 	tables := make([][]int32, len(m.Caches))
 	for g, kv := range m.Caches {
 		sp := kv.Spec()
 		ring := sp.Blocks
-		if w := m.Groups.Windows[g]; w > 0 && g > 0 {
+		if w := m.Groups.Windows[g]; w > 0 && g > 0 && n > ring {
 			if need := ceilDiv(w+rows, sp.BlockSize) + 1; ring < need {
 				return nil, fmt.Errorf("runner: layer group %d's pool of %d blocks is smaller than its window and a pass (%d): lower num_batch", g, ring, need)
 			}
