@@ -15,10 +15,9 @@ import (
 // their sum times 1/√2, as llama.cpp's gemma4 graph makes them. A layer
 // then adds post_norm(proj(gelu(inp_gate · x) · input)).
 //
-// The looked-up rows hold every layer's part side by side; the backends
-// have no op that takes a column range, so the rows come to the host once
-// a pass and each layer's part goes back as a tensor of its own (a copy
-// of PLEDim·Layers floats a token).
+// The looked-up rows hold every layer's part side by side; each layer's
+// columns are copied into a tensor of its own by gpu.Rearrange (the
+// backend's op, else on the host).
 type ple struct {
 	table gpu.Tensor   // per_layer_token_embd: [Vocab, PLEDim·Layers], looked up
 	proj  []gpu.Tensor // per_layer_model_proj's rows of each layer: [PLEDim, Dim]
@@ -26,8 +25,6 @@ type ple struct {
 	rows  gpu.Tensor   // [maxRows, PLEDim·Layers] the looked-up rows
 	in    []gpu.Tensor // [maxRows, PLEDim] each layer's input
 	tmp   gpu.Tensor   // [maxRows, PLEDim]
-	host  []float32    // [maxRows·PLEDim·Layers]
-	part  []float32    // [maxRows·PLEDim]
 }
 
 // loadPLE loads the model-wide per-layer embedding weights.
@@ -50,7 +47,6 @@ func (m *Model) allocPLE(alloc func(rows, cols int) gpu.Tensor) {
 	for range m.Layers {
 		p.in = append(p.in, alloc(r, d))
 	}
-	p.host, p.part = make([]float32, r*d*m.Layers), make([]float32, r*d)
 }
 
 // prepare makes every layer's input for the step's rows from its tokens
@@ -60,18 +56,11 @@ func (p *ple) prepare(m *Model, s *step) {
 	n := len(s.tokens)
 	rows := be.Slice(p.rows, n)
 	be.Embed(rows, p.table, s.tokens)
-	be.Download(p.host[:n*d*layers], rows)
-	scale := float32(math.Sqrt(float64(d)))
+	be.Scale(rows, rows, float32(math.Sqrt(float64(d))))
 	for l := range layers {
-		part := p.part[:n*d]
-		for r := range n {
-			src := p.host[(r*layers+l)*d : (r*layers+l+1)*d]
-			for j, v := range src {
-				part[r*d+j] = v * scale
-			}
-		}
 		in, t := be.Slice(p.in[l], n), be.Slice(p.tmp, n)
-		be.Upload(in, part)
+		gpu.Rearrange(be, in, rows, gpu.Rearrangement{Rows: n, Heads: 1, Len: d,
+			Dst: gpu.Layout{Row: d}, Src: gpu.Layout{Off: l * d, Row: d * layers}})
 		be.MatMul(t, s.x, p.proj[l])
 		be.Scale(t, t, float32(1/math.Sqrt(float64(m.Dim))))
 		be.RMSNorm(t, t, p.norm, m.Eps)
