@@ -8,9 +8,10 @@ package synth
 // logits chosen, each weighting its expert's input by its sigmoid, beside
 // a shared expert of the experts' width. llama4Tiny: four layers (the
 // last without rope), experts in the second and fourth (8 of 256, one
-// chosen, as Scout's and Maverick's files choose one).
+// chosen, as Scout's and Maverick's files choose one); the shared expert
+// as wide as an expert unless set (checkMoE).
 func llama4Tiny(c *Config) {
-	c.Layers, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN, c.MoEEvery = 4, 8, 1, 256, 256, 2
+	c.Layers, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.MoEEvery = 4, 8, 1, 256, 2
 }
 
 // llama4Metadata writes Llama 4's own keys as llama.cpp's converter does:

@@ -149,6 +149,9 @@ func (c *Config) checkMoE() error {
 	case c.ExpertScale < 0 || c.ExpertScale > 0 && !fam.scale:
 		return badConfig("an expert weight scale of %v is one of these families': %s; never negative", c.ExpertScale,
 			moeArchs(func(f moeFamily) bool { return f.scale }))
+	case c.Arch == "llama4" && c.SharedFFN == 0:
+		c.SharedFFN = c.ExpertFFN // llama.cpp's n_ff_shexp
+		return c.checkMoE()
 	case c.Arch == "llama4" && (c.SharedFFN != c.ExpertFFN || c.MoEEvery <= 0 || c.MoEEvery > c.Layers):
 		return badConfig("llama4 has a shared expert as wide as an expert (%d, not %d) and experts in every n-th layer, n from 1 to its %d layers (not %d), as llama.cpp requires", c.ExpertFFN, c.SharedFFN, c.Layers, c.MoEEvery)
 	case c.MoEEvery != 0 && c.Arch != "llama4":
