@@ -88,23 +88,13 @@ func moeArchs(has func(moeFamily) bool) string {
 	return strings.Join(names, ", ")
 }
 
-// isMoE reports whether arch's feed-forward is always a mixture of
-// experts; llama, granite and gemma4 have experts when Config.Experts > 0.
-func isMoE(arch string) bool {
-	f, ok := moeFamilies[arch]
-	return ok && !f.optional
-}
-
-// hasMoE reports whether c's feed-forward is a mixture of experts.
+// hasMoE reports whether c's feed-forward is a mixture of experts: always
+// for most families in moeFamilies, with Config.Experts > 0 for the
+// optional ones (llama, granite, gemma4).
 func (c Config) hasMoE() bool {
 	f, ok := moeFamilies[c.Arch]
 	return ok && (!f.optional || c.Experts > 0)
 }
-
-// ffnWideExperts reports whether llama.cpp sizes arch's experts by
-// feed_forward_length (llama, olmoe, granite and granitemoe), not by
-// expert_feed_forward_length (qwen3moe, qwen2moe, gpt-oss).
-func ffnWideExperts(arch string) bool { return moeFamilies[arch].ffnWide }
 
 // checkMoE refuses expert settings on a dense architecture and an expert
 // layout llama.cpp's loader refuses, and sizes the experts of the

@@ -91,6 +91,11 @@ func TestEOG(t *testing.T) {
 	if v.IsEOG(v.BOS) {
 		t.Errorf("BOS %d is in EOG %v", v.BOS, v.EOG)
 	}
+	// </s> ends generation in every vocabulary that has it, as llama.cpp
+	// has it (Phi-3's EOS is <|endoftext|>), and is never the EOT.
+	if s, ok := v.ID("</s>"); !ok || !v.IsEOG(s) || v.EOT == s || s == v.EOS {
+		t.Errorf("</s> (%d, present %v): EOG %v, EOT %d, EOS %d; want it in EOG, neither EOT nor EOS", s, ok, v.EOG, v.EOT, v.EOS)
+	}
 }
 
 // TestToolCallMarksDecoded: the control tokens that mark tool calls

@@ -100,8 +100,10 @@ var eogTexts = []string{
 
 // eogOnlyTexts end generation in llama.cpp as eogTexts do, but are never
 // its EOT token: Gemma 4's end of text, end of turn, and the start of a
-// tool's response, where the model waits for the caller.
-var eogOnlyTexts = []string{"<eos>", "<turn|>", "<|tool_response>"}
+// tool's response, where the model waits for the caller; </s> in any
+// vocabulary that has it (Phi-3's, beside its own EOS); Solar Open's
+// <|flush|> and <|calls|>; Kimi K2's [EOT] and [EOS]; MiniMax-M2's [e~[.
+var eogOnlyTexts = []string{"<eos>", "<turn|>", "<|tool_response>", "</s>", "<|flush|>", "<|calls|>", "[EOT]", "[EOS]", "[e~["}
 
 // IsEOG reports whether id ends generation.
 func (v *Vocab) IsEOG(id int32) bool { return slices.Contains(v.EOG, id) }
