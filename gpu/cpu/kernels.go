@@ -41,6 +41,7 @@ type kernels struct {
 	rmsNorm func(x, w, dst []float32, g int, eps float32)
 	add     func(a, b, dst []float32, c, bstride int)
 	siluMul func(gate, up, dst []float32)
+	geluMul func(tab, gate, up, dst []float32) // up may be nil
 	softmax func(x []float32, c int)
 	rope    func(neox bool, cs, x []float32, c, hd, dims int)
 	writeKV func(t *writeKVTask, lo, hi int)
@@ -67,6 +68,7 @@ func kernelsAt(l simdLevel) *kernels {
 		rmsNorm:      rmsNormGo,
 		add:          addGo,
 		siluMul:      siluMulGo,
+		geluMul:      geluMulGo,
 		softmax:      softmaxGo,
 		rope:         ropeGo,
 		writeKV:      writeKVGo,
@@ -103,6 +105,7 @@ func kernelsAt(l simdLevel) *kernels {
 		matmulPackedX(kind, l, w, group, nb, rows, x, xstride, nx, kk, dst, dstride)
 	}
 	k.argmax = func(x []float32) int { return argmaxX(v, x) }
+	k.geluMul = geluMulX
 	k.matmulF32 = func(w []float32, wstride, rows int, x []float32, xstride, nx, kk int, dst []float32, dstride int) {
 		matmulF32X(v, w, wstride, rows, x, xstride, nx, kk, dst, dstride)
 	}

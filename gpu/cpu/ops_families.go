@@ -59,21 +59,31 @@ func (b *Backend) GELUMul(dst, gate, up gpu.Tensor) {
 	}
 	tab := geluTable()
 	b.elementwise(func(lo, hi int) {
-		d, g := b.act(dst)[lo:hi], b.f32(gate)[lo:hi]
-		for i, x := range g {
-			y := x
-			switch {
-			case x <= -10:
-				y = 0
-			case x < 10:
-				y = tab[gguf.F32ToF16(x)]
-			}
-			if u != nil {
-				y *= u[lo+i]
-			}
-			d[i] = y
+		var ui []float32
+		if u != nil {
+			ui = u[lo:hi]
 		}
+		b.k.geluMul(tab, b.f32(gate)[lo:hi], ui, b.act(dst)[lo:hi])
 	}, cg.rows*cg.cols, 8)
+}
+
+// geluMulGo is the Go kernel of GELUMul: dst = gelu(gate) · up (up nil:
+// gelu(gate)), gelu 0 at or below -10, the gate itself at or above 10,
+// else tab[the half nearest the gate].
+func geluMulGo(tab, gate, up, dst []float32) {
+	for i, x := range gate {
+		y := x
+		switch {
+		case x <= -10:
+			y = 0
+		case x < 10:
+			y = tab[gguf.F32ToF16(x)]
+		}
+		if up != nil {
+			y *= up[i]
+		}
+		dst[i] = y
+	}
 }
 
 var (
@@ -85,6 +95,7 @@ var (
 // gelu(h), as ggml_table_gelu_f16 does.
 func geluTable() []float32 {
 	geluOnce.Do(func() {
+		initF16Table()
 		geluTab = make([]float32, 1<<16)
 		for h := range geluTab {
 			x := f16Table[h]

@@ -160,3 +160,41 @@ func TestSwiGLUOAI(t *testing.T) {
 		t.Errorf("SwiGLUOAI of NaNs = %v, want NaN, NaN", v)
 	}
 }
+
+// TestGELUMulKernel: the GELU kernel of every level gives the Go
+// kernel's bits: over float32 patterns across ±10 (every 4099th), the
+// edges (±10 and their neighbours, subnormals, ±0, ±Inf, NaN) and random
+// gates with and without up, at lengths that leave a tail.
+func TestGELUMulKernel(t *testing.T) {
+	tab := geluTable()
+	var gate []float32
+	for b := uint32(0); b < 0x41200001; b += 4099 { // up to 10
+		gate = append(gate, math.Float32frombits(b), -math.Float32frombits(b))
+	}
+	gate = append(gate, 10, -10, math.Nextafter32(10, 0), math.Nextafter32(-10, 0), math.Nextafter32(10, 11),
+		math.Nextafter32(-10, -11), 0, float32(math.Copysign(0, -1)), 1e-40, -1e-40, 6.1e-5, 65504, 65520,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()))
+	r := rand.New(rand.NewPCG(71, 72))
+	for range 1003 {
+		gate = append(gate, float32(r.NormFloat64()*6))
+	}
+	up := make([]float32, len(gate))
+	for i := range up {
+		up[i] = float32(r.NormFloat64())
+	}
+	for _, l := range supportedLevels() {
+		k := kernelsAt(l)
+		for _, n := range []int{len(gate), len(gate) - 3, 5} {
+			for _, u := range [][]float32{nil, up[:n]} {
+				want, got := make([]float32, n), make([]float32, n)
+				geluMulGo(tab, gate[:n], u, want)
+				k.geluMul(tab, gate[:n], u, got)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%v, n %d, up %v: gelu(%v) = %v, Go %v", l, n, u != nil, gate[i], got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}

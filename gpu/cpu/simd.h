@@ -285,6 +285,7 @@ void folio_rmsnorm(int level, const float *x, const float *w, float *y, int64_t 
 void folio_add(int level, const float *a, const float *b, float *y, int64_t n, int64_t c, int64_t bstride);
 void folio_softmax(int level, float *x, int64_t n, int64_t c);
 void folio_silu_mul(int level, const float *gate, const float *up, float *dst, int64_t n);
+void folio_gelu_mul(const float *tab, const float *gate, const float *up, float *dst, int64_t n);
 void folio_rope_pairs(const float *cs, float *x, int64_t n, int64_t c, int hd, int dims);
 void folio_rope_neox(const float *cs, float *x, int64_t n, int64_t c, int hd, int dims);
 int64_t folio_argmax(int level, const float *x, int64_t n);

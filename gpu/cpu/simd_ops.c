@@ -31,6 +31,34 @@ static AVX2 void silu_mul256(const float *gate, const float *up, float *dst, int
 	}
 }
 
+// folio_gelu_mul: dst = gelu(gate) · up (up NULL: gelu(gate)), gelu as
+// GELUMul's Go kernel makes it: 0 at or below -10, the gate itself at or
+// above 10 (and NaN), else tab[the half nearest the gate] (F16C rounds to
+// nearest even, as gguf.F32ToF16); the product rounded once. dst may be
+// gate.
+AVX2 void folio_gelu_mul(const float *tab, const float *gate, const float *up, float *dst, int64_t n) {
+	const __m256 lo = _mm256_set1_ps(-10.f), hi = _mm256_set1_ps(10.f);
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 x = _mm256_loadu_ps(gate + i);
+		__m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+		__m256 in = _mm256_and_ps(_mm256_cmp_ps(x, hi, _CMP_LT_OQ), _mm256_cmp_ps(x, lo, _CMP_GT_OQ));
+		__m256 y = _mm256_blendv_ps(x, _mm256_mask_i32gather_ps(x, tab, h, in, 4), in);
+		y = _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LE_OQ), y);
+		if (up)
+			y = _mm256_mul_ps(y, _mm256_loadu_ps(up + i));
+		_mm256_storeu_ps(dst + i, y);
+	}
+	for (; i < n; i++) {
+		float x = gate[i], y = x;
+		if (x <= -10.f)
+			y = 0;
+		else if (x < 10.f)
+			y = tab[_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)];
+		dst[i] = up ? y * up[i] : y;
+	}
+}
+
 // folio_silu_mul: dst = gate / (1 + e^-gate) · up (ggml's swiglu). dst may
 // be gate.
 void folio_silu_mul(int level, const float *gate, const float *up, float *dst, int64_t n) {

@@ -32,6 +32,8 @@ func matmulF32X(simdLevel, []float32, int, int, []float32, int, int, int, []floa
 
 func argmaxX(_ simdLevel, x []float32) int { return gpu.ArgMax(x) }
 
+func geluMulX(_, _, _, _ []float32) { panic("cpu: the GELU kernel is amd64's") }
+
 // attnTile is a tile of rows as the kernels read it: its first row of q
 // and out, its row count, the position of that row and where its
 // sequence's block table starts in simdAttentionTask.blocks.
