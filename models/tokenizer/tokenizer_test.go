@@ -91,10 +91,26 @@ func TestEOG(t *testing.T) {
 	if v.IsEOG(v.BOS) {
 		t.Errorf("BOS %d is in EOG %v", v.BOS, v.EOG)
 	}
-	// </s> ends generation in every vocabulary that has it, as llama.cpp
-	// has it (Phi-3's EOS is <|endoftext|>), and is never the EOT.
-	if s, ok := v.ID("</s>"); !ok || !v.IsEOG(s) || v.EOT == s || s == v.EOS {
-		t.Errorf("</s> (%d, present %v): EOG %v, EOT %d, EOS %d; want it in EOG, neither EOT nor EOS", s, ok, v.EOG, v.EOT, v.EOS)
+}
+
+// TestEOGNames: the other end tokens llama.cpp names end generation as
+// control tokens, never as EOT; "</s>" where it is not EOS stays text.
+func TestEOGNames(t *testing.T) {
+	names := []string{"hello", "[e~[", "[EOT]", "[EOS]", "<|flush|>", "<|calls|>", "</s>"}
+	v := &Vocab{Tokens: names, Types: make([]TokenType, len(names)), ids: map[string]int32{},
+		EOS: NoToken, EOT: NoToken, EOM: NoToken}
+	for i, n := range names {
+		v.ids[n] = int32(i)
+	}
+	v.collectEOG()
+	for i, n := range names {
+		want := i > 0 && n != "</s>"
+		if v.IsEOG(int32(i)) != want || want && v.Types[i] != TypeControl {
+			t.Errorf("%s: EOG %v type %v, want EOG %v", n, v.IsEOG(int32(i)), v.Types[i], want)
+		}
+	}
+	if v.EOT != NoToken {
+		t.Errorf("EOT %d, want none", v.EOT)
 	}
 }
 

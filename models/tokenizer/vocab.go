@@ -100,10 +100,12 @@ var eogTexts = []string{
 
 // eogOnlyTexts end generation in llama.cpp as eogTexts do, but are never
 // its EOT token: Gemma 4's end of text, end of turn, and the start of a
-// tool's response, where the model waits for the caller; </s> in any
-// vocabulary that has it (Phi-3's, beside its own EOS); Solar Open's
+// tool's response, where the model waits for the caller; Solar Open's
 // <|flush|> and <|calls|>; Kimi K2's [EOT] and [EOS]; MiniMax-M2's [e~[.
-var eogOnlyTexts = []string{"<eos>", "<turn|>", "<|tool_response>", "</s>", "<|flush|>", "<|calls|>", "[EOT]", "[EOS]", "[e~["}
+// llama.cpp also ends generation at any token "</s>" (for PaddleOCR);
+// folio does not: in Qwen's vocabularies it is text (an HTML closing
+// tag), and a reply writing it would stop and lose it from text.
+var eogOnlyTexts = []string{"<eos>", "<turn|>", "<|tool_response>", "<|flush|>", "<|calls|>", "[EOT]", "[EOS]", "[e~["}
 
 // IsEOG reports whether id ends generation.
 func (v *Vocab) IsEOG(id int32) bool { return slices.Contains(v.EOG, id) }
