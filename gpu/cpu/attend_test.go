@@ -175,7 +175,7 @@ func TestAttendFewTilesAndNoAllocs(t *testing.T) {
 		if did := b.attendFused(&run.a); did != fuses {
 			t.Fatalf("%d sequences: fused %v, want %v", len(seqs), did, fuses)
 		}
-		if a := testing.AllocsPerRun(20, func() { b.Attend(&run.a) }); a != 0 {
+		if a := steadyAllocs(func() { b.Attend(&run.a) }); a != 0 {
 			t.Errorf("%d sequences: Attend allocates %v times per call", len(seqs), a)
 		}
 	}

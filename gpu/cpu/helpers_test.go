@@ -23,6 +23,19 @@ func newTestBackend(t testing.TB) *Backend {
 	return b
 }
 
+// steadyAllocs is op's allocations per call in the steady state: the
+// fewest of three runs of testing.AllocsPerRun, which counts every
+// goroutine's (CI's go test ./... runs packages side by side on two
+// cores, and one run of an op that allocates nothing once saw one a
+// call); an op that allocates does so in all three.
+func steadyAllocs(op func()) float64 {
+	a := testing.AllocsPerRun(20, op)
+	for range 2 {
+		a = min(a, testing.AllocsPerRun(20, op))
+	}
+	return a
+}
+
 func randFloats(r *rand.Rand, n int, scale float64) []float32 {
 	x := make([]float32, n)
 	for i := range x {

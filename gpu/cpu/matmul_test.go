@@ -337,7 +337,7 @@ func TestNoAllocs(t *testing.T) {
 	}
 	for name, op := range ops {
 		op() // warm-up: the scratch grows
-		if a := testing.AllocsPerRun(20, op); a != 0 {
+		if a := steadyAllocs(op); a != 0 {
 			t.Errorf("%s allocates %v times per call", name, a)
 		}
 	}
