@@ -178,6 +178,18 @@ func (c *Config) LayerFFN(layer int) int {
 	return c.FFNs[layer]
 }
 
+// narrowerFFNs lists, once each, the layers' feed-forward widths below
+// FFN: the widths whose activations need scratch of their own.
+func (c *Config) narrowerFFNs() []int {
+	var ws []int
+	for _, w := range c.FFNs {
+		if w < c.FFN && !slices.Contains(ws, w) {
+			ws = append(ws, w)
+		}
+	}
+	return ws
+}
+
 // readLayerFFN reads feed_forward_length when it is an array (one width a
 // layer): FFNs, FFN the widest.
 func readLayerFFN(f *gguf.File, p string, c *Config) error {

@@ -177,13 +177,11 @@ func (m *Model) allocScratch() error {
 		q, kv := c.Heads*c.SWAHeadDim, c.SWAKVHeads*c.SWAHeadDim
 		m.alt = &scratch{q: alloc(r, q), att: alloc(r, q), k: alloc(r, kv), v: alloc(r, kv)}
 	}
-	for _, w := range c.FFNs {
-		if _, ok := m.ffnAlt[w]; w < c.FFN && !ok {
-			if m.ffnAlt == nil {
-				m.ffnAlt = map[int][2]gpu.Tensor{}
-			}
-			m.ffnAlt[w] = [2]gpu.Tensor{alloc(r, w), alloc(r, w)}
+	for _, w := range c.narrowerFFNs() {
+		if m.ffnAlt == nil {
+			m.ffnAlt = map[int][2]gpu.Tensor{}
 		}
+		m.ffnAlt[w] = [2]gpu.Tensor{alloc(r, w), alloc(r, w)}
 	}
 	if c.PLEDim > 0 {
 		m.allocPLE(alloc)
@@ -211,11 +209,8 @@ func ScratchBytes(cfg *Config, opt Options) int64 {
 	if cfg.SWAHeadDim > 0 {
 		perRow += 2 * cfg.SWAHeadDim * (cfg.Heads + cfg.SWAKVHeads)
 	}
-	seen := map[int]bool{}
-	for _, w := range cfg.FFNs {
-		if w < cfg.FFN && !seen[w] {
-			perRow, seen[w] = perRow+2*w, true
-		}
+	for _, w := range cfg.narrowerFFNs() {
+		perRow += 2 * w
 	}
 	perRow += cfg.PLEDim * (2*cfg.Layers + 1) // the looked-up rows, each layer's input, one temporary
 	return 4*(int64(opt.MaxRows)*int64(perRow)+int64(opt.MaxOut)*int64(cfg.Dim+cfg.Vocab)) + moeScratchBytes(cfg, opt.MaxRows) +
