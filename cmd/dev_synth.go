@@ -110,7 +110,7 @@ func newSynthCmd() *cobra.Command {
 		{"n-ff", "feed-forward size"}, {"ctx", "context length"},
 		{"rope-dims", "leading elements of each head that rotate (default the whole head)"},
 		{"vocab-size", "tokens; pads the vocabulary with [PAD<n>] tokens"},
-		{"window", "sliding window of the windowed layers of gemma2, gemma3 (0: none), olmo2 (OLMo 3; 0: none) and gpt-oss"},
+		{"window", "sliding window of the windowed layers of gemma2, gemma3 (0: none), gemma3n, gemma4, olmo2 (OLMo 3; 0: none) and gpt-oss"},
 		{"n-expert", "experts of a mixture of experts (llama with experts is Mixtral; granite, and the MoE families)"},
 		{"n-expert-used", "experts chosen per token"},
 		{"n-ff-exp", "an expert's feed-forward size (qwen3moe, qwen2moe, gpt-oss; the others' experts are n-ff wide)"},
@@ -119,8 +119,8 @@ func newSynthCmd() *cobra.Command {
 		{"n-lora-q", "the queries' LoRA rank (deepseek2; 0: one attn_q, as DeepSeek-V2-Lite's)"},
 		{"n-expert-groups", "groups of experts of which n-group-used are searched (deepseek2; 0 or 1: none)"},
 		{"n-group-used", "expert groups searched for a token's experts (deepseek2)"},
-		{"n-embd-per-layer", "each layer's per-layer embedding size (gemma4: E2B's and E4B's)"},
-		{"n-kv-shared", "last layers that attend earlier layers' K/V and write none (gemma4: E2B's and E4B's)"},
+		{"n-embd-per-layer", "each layer's per-layer embedding size (gemma4: E2B's and E4B's; gemma3n's is llama.cpp's 256)"},
+		{"n-kv-shared", "last layers that attend earlier layers' K/V and write none (gemma4: E2B's and E4B's; gemma3n's are llama.cpp's, from the 20th on)"},
 		{"attn-temp-len", "deepseek2's attention.temperature_length, the positions a step of --attn-temp-scale spans (default the context length)"},
 	} {
 		shape[s.flag] = f.Int(s.flag, 0, s.usage+" (overrides the preset)")

@@ -20,6 +20,8 @@ func TestSynthPresetArch(t *testing.T) {
 		{[]string{"--preset", "tiny"}, "llama", "llama.rope.dimension_count", 64},
 		{[]string{"--arch", "phi3", "--preset", "tiny"}, "phi3", "phi3.rope.dimension_count", 32},
 		{[]string{"--arch", "phi3", "--preset", "tiny", "--rope-dims", "64"}, "phi3", "phi3.rope.dimension_count", 64},
+		{[]string{"--arch", "gemma3n", "--preset", "tiny"}, "gemma3n", "gemma3n.attention.shared_kv_layers", 5},
+		{[]string{"--arch", "gemma3n", "--preset", "tiny", "--n-layer", "30"}, "gemma3n", "gemma3n.attention.shared_kv_layers", 10},
 		{[]string{"--preset", "granite-3.3-2b", "--n-layer", "1", "--n-embd", "256", "--n-head", "4", "--n-head-kv", "2",
 			"--n-ff", "256", "--vocab-size", "512"}, "granite", "granite.block_count", 1},
 	} {

@@ -53,10 +53,10 @@ func gemmaTiny(c *Config) {
 	c.HeadsKV, c.HeadDim, c.Tied = 1, 128, true
 }
 
-// isGemma: Gemma 2, Gemma 3 and EmbeddingGemma, with post-norms and
-// windows; the first Gemma is "gemma" alone.
+// isGemma: Gemma 2, Gemma 3, Gemma 3n and EmbeddingGemma, with post-norms
+// and windows; the first Gemma is "gemma" alone.
 func isGemma(arch string) bool {
-	return arch == "gemma2" || arch == "gemma3" || arch == "gemma-embedding"
+	return arch == "gemma2" || arch == "gemma3" || arch == "gemma3n" || arch == "gemma-embedding"
 }
 
 // gemmaDefaults fills in Gemma's defaults (llama.cpp's, for keys a file
@@ -76,7 +76,10 @@ func (c *Config) gemmaDefaults() error {
 		c.AttnSoftcap = orDefault(c.AttnSoftcap, 50)
 		c.LogitCap = orDefault(c.LogitCap, 30)
 	} else if c.AttnSoftcap != 0 {
-		return fmt.Errorf("gemma3 has no attention soft-capping (attn_logit_softcapping is Gemma 2's)")
+		return fmt.Errorf("%s has no attention soft-capping (attn_logit_softcapping is Gemma 2's)", c.Arch)
+	}
+	if c.Arch == "gemma3n" {
+		return c.gemma3nDefaults()
 	}
 	return nil
 }

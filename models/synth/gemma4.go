@@ -38,8 +38,11 @@ func gemma4Windowed(l int) bool { return (l+1)%4 != 0 }
 // SWARopeDims are gemma4's, and fit.
 func (c *Config) gemma4Check() error {
 	if c.Arch != "gemma4" {
-		if c.SWAHeadDim != 0 || c.SWAHeadsKV != 0 || c.SWARopeDims != 0 || c.PLEDim != 0 || c.SharedKV != 0 || c.DoubleWide {
-			return fmt.Errorf("the windowed layers' own head shape is gemma4's, not %s's", c.Arch)
+		if c.SWAHeadDim != 0 || c.SWAHeadsKV != 0 || c.SWARopeDims != 0 || c.DoubleWide {
+			return fmt.Errorf("the windowed layers' own head shape and double-wide feed-forwards are gemma4's, not %s's", c.Arch)
+		}
+		if (c.PLEDim != 0 || c.SharedKV != 0) && c.Arch != "gemma3n" {
+			return fmt.Errorf("per-layer embeddings and shared K/V are gemma4's and gemma3n's, not %s's", c.Arch)
 		}
 		return nil
 	}
@@ -87,7 +90,8 @@ func (c *Config) gemma4FFN(l int) int {
 	return c.FFN
 }
 
-// gemma4FFNs is feed_forward_length, one width per layer.
+// gemma4FFNs is feed_forward_length, one width per layer (gemma3n's all
+// FFN, as its converter writes them).
 func gemma4FFNs(c Config) gguf.Array {
 	w := make([]uint32, c.Layers)
 	for l := range w {

@@ -1,6 +1,7 @@
 // Package synth writes random-weight models of every architecture folio
-// runs (Archs: the llama family with smollm3, olmo2 and mistral3, Gemma 2
-// and 3, Phi-3, Granite, and the embedding models)
+// runs (Archs: the llama family with smollm3, olmo2 and mistral3, Gemma 2,
+// 3, 3n and 4, Phi-3, Granite, the mixtures of experts and the embedding
+// models)
 // as GGUF files that llama.cpp loads: the tensor names, shapes and
 // metadata keys are llama.cpp's, the vocabulary works (a byte-level
 // SentencePiece fallback, a small WordPiece one for BERT, or the tokenizer
@@ -31,7 +32,7 @@ import (
 var ErrConfig = errors.New("synth: bad model configuration")
 
 // Archs lists the architectures New can write.
-var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense", "glm4moe", "ernie4_5-moe", "hunyuan-moe", "deepseek2", "bailingmoe2", "minimax-m2", "dots1", "mistral4", "exaone-moe", "afmoe", "llama4", "gemma4"}
+var Archs = []string{"llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "granite", "bert", "nomic-bert", "smollm3", "olmo2", "mistral3", "gemma-embedding", "qwen3moe", "gpt-oss", "qwen2moe", "olmoe", "granitemoe", "starcoder2", "exaone", "command-r", "cohere2", "qwen2vl", "qwen3vl", "qwen3vlmoe", "phi2", "internlm2", "stablelm", "exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan-dense", "glm4moe", "ernie4_5-moe", "hunyuan-moe", "deepseek2", "bailingmoe2", "minimax-m2", "dots1", "mistral4", "exaone-moe", "afmoe", "llama4", "gemma4", "gemma3n"}
 
 // Config describes a synthetic model. Zero NormEps, HeadDim and VocabSize
 // take defaults (see New).
@@ -82,7 +83,8 @@ type Config struct {
 	SWAHeadDim, SWAHeadsKV, SWARopeDims int
 	// gemma4 E2B's and E4B's: per-layer embeddings of PLEDim, the last
 	// SharedKV layers attending earlier layers' K/V, their feed-forwards
-	// twice as wide with DoubleWide (gemma4.go); 0 and false elsewhere
+	// twice as wide with DoubleWide (gemma4.go); gemma3n's, fixed by
+	// llama.cpp, are filled in (gemma3n.go); 0 and false elsewhere
 	PLEDim, SharedKV int
 	DoubleWide       bool
 	// phi3 (longrope): OrigCtx > 0 is the context the model was trained at
@@ -196,6 +198,7 @@ var tinyFamilies = map[string]func(*Config){
 	"afmoe":        afmoeTiny,
 	"llama4":       llama4Tiny,
 	"gemma4":       gemma4Tiny,
+	"gemma3n":      gemma3nTiny,
 
 	"granitemoe": granitemoeTiny,
 	"starcoder2": starcoder2Tiny,
@@ -448,7 +451,7 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 	set(a+"context_length", uint32(c.Ctx))
 	set(a+"embedding_length", uint32(c.Embd))
 	set(a+"block_count", uint32(c.Layers+c.NextN))
-	if c.DoubleWide {
+	if c.DoubleWide || c.Arch == "gemma3n" { // gemma3n's converter writes its list of widths
 		set(a+"feed_forward_length", gemma4FFNs(c))
 	} else {
 		set(a+"feed_forward_length", uint32(c.FFN))
@@ -505,6 +508,8 @@ func (m *Model) planMetadata(vocabKV []gguf.KV) {
 			llama4Metadata(c, set)
 		case "gemma4":
 			gemma4Metadata(c, set)
+		case "gemma3n":
+			gemma3nMetadata(c, set)
 		case "ernie4_5-moe":
 			set(a+"interleave_moe_layer_step", uint32(1))
 			set(a+"leading_dense_block_count", uint32(c.DenseLead))

@@ -58,6 +58,14 @@ func (m *Model) planTensors() {
 	}
 	norm := func(name string, n int) { add(name, gguf.TypeF32, 1, 0.05, n) }
 	bias := func(name string, n int) { add(name, gguf.TypeF32, 0, 0.1, n) }
+	// typed adds a weight of Config.Type (addWeight) or an F32 tensor of any shape.
+	typed := func(name string, typ addType, mean, std float32, shape ...int) {
+		t := gguf.TypeF32
+		if typ == addWeight {
+			t = m.weightType(name, shape[0])
+		}
+		add(name, t, mean, std, shape...)
+	}
 	if enc, ok := encoders[c.Arch]; ok {
 		f32 := func(name string, rowLen, rows int, std float32) { add(name, gguf.TypeF32, 0, std, rowLen, rows) }
 		enc.tensors(c, tensorPlan{weight: weight, f32: f32, norm: norm, bias: bias})
@@ -85,6 +93,9 @@ func (m *Model) planTensors() {
 			norm("per_layer_proj_norm.weight", c.PLEDim)
 		}
 	}
+	if c.Arch == "gemma3n" {
+		m.gemma3nTensors(plan{weight, norm, bias}, typed)
+	}
 	if c.Arch == "phi3" {
 		m.phi3Tensors(func(name string, mean, std float32, n int) { add(name, gguf.TypeF32, mean, std, n) })
 	}
@@ -101,13 +112,11 @@ func (m *Model) planTensors() {
 			continue
 		}
 		if c.Arch == "gemma4" {
-			m.gemma4Layer(l, p, plan{weight, norm, bias}, func(name string, typ addType, mean, std float32, shape ...int) {
-				t := gguf.TypeF32
-				if typ == addWeight {
-					t = m.weightType(name, shape[0])
-				}
-				add(name, t, mean, std, shape...)
-			})
+			m.gemma4Layer(l, p, plan{weight, norm, bias}, typed)
+			continue
+		}
+		if c.Arch == "gemma3n" {
+			m.gemma3nLayer(p, plan{weight, norm, bias}, typed)
 			continue
 		}
 		if planLayer, ok := layerPlans[c.Arch]; ok {
@@ -135,13 +144,7 @@ func (m *Model) planTensors() {
 			norm(p+"post_ffw_norm.weight", c.Embd) // of the feed-forward output, experts or not
 		}
 		if c.moeLayer(l) {
-			m.moeTensors(p, func(name string, typ addType, mean, std float32, shape ...int) {
-				t := gguf.TypeF32
-				if typ == addWeight {
-					t = m.weightType(name, shape[0])
-				}
-				add(name, t, mean, std, shape...)
-			}, invSqrt)
+			m.moeTensors(p, typed, invSqrt)
 			continue
 		}
 		if c.Arch == "phi3" {
