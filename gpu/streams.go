@@ -49,8 +49,11 @@ func CheckMixRows(backend string, dst, base Tensor, srcs []Tensor, coefs Tensor,
 }
 
 // MixRowsHost is MixRows on host slices: rows of n values, coefs rows of
-// width wide. The products are summed in float64 and rounded once, as
-// ggml's dot product of a few float32 values sums them.
+// width wide. The terms are summed in float32 by fused multiply-adds, as
+// ggml's dot product of fewer float32 values than a SIMD step sums them
+// (its loop compiled with contraction): Gemma 3n's streams feed each
+// other layer after layer, and a synthetic model's logits move by 1e-5 of
+// their range after one layer when these sums round otherwise.
 func MixRowsHost(dst, base []float32, srcs [][]float32, coefs []float32, wide int, cols []int, bias float32, n int) {
 	c := make([]float32, len(cols))
 	for r := range len(dst) / n {
@@ -58,11 +61,11 @@ func MixRowsHost(dst, base []float32, srcs [][]float32, coefs []float32, wide in
 			c[k] = coefs[r*wide+j] + bias
 		}
 		for e := r * n; e < (r+1)*n; e++ {
-			var acc float64
+			var acc float32
 			for k, s := range srcs {
-				acc += float64(float32(c[k] * s[e]))
+				acc = float32(math.FMA(float64(s[e]), float64(c[k]), float64(acc)))
 			}
-			dst[e] = float32(acc) + base[e]
+			dst[e] = acc + base[e]
 		}
 	}
 }

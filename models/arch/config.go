@@ -54,6 +54,9 @@ type Config struct {
 	// PLEDim > 0: each layer adds a per-layer embedding of PLEDim
 	// (Gemma 4 E2B's and E4B's, gemma4_ple.go).
 	PLEDim int
+	// AltUp > 0: the residual is AltUp streams, and each layer adds a
+	// LAuReL branch of rank LaurelRank (Gemma 3n's, gemma3n.go).
+	AltUp, LaurelRank int
 
 	// Set by some families (gemma.go); the zero values change nothing.
 	LocalRope   gpu.Rope // the windowed layers' rope, where a family gives them their own
@@ -287,6 +290,7 @@ var architectures = map[string]architecture{
 	"afmoe":         {neox: true, config: readAfmoe, newBlock: newAfmoeBlock},
 	"llama4":        {neox: false, config: readLlama4, newBlock: newLlama4Block},
 	"gemma4":        {neox: true, config: readGemma4, newBlock: newGemma4Block},
+	"gemma3n":       {neox: true, config: readGemma3n, newBlock: newGemma3nBlock},
 
 	"granitemoe": {neox: false, config: readGraniteMoE, newBlock: newLlamaOrMoEBlock},
 

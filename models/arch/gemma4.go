@@ -296,17 +296,25 @@ func widen[T uint8 | int8 | uint16 | int16 | uint32 | int32](vs []T) []int64 {
 }
 
 // readSharedKV reads attention.shared_kv_layers: the last n layers write
-// no K/V and attend that of the last layer of their kind before them, the
-// windowed ones layer L-n-2's, the global ones L-n-1's, as llama.cpp maps
-// them (which assumes those two are of those kinds).
+// no K/V (shareKV).
 func readSharedKV(f *gguf.File, p string, c *Config) error {
 	n, _ := f.Int(p + "attention.shared_kv_layers")
 	if n == 0 {
 		return nil
 	}
-	start := c.Layers - int(n)
-	if n < 0 || start < 2 || c.Window(start-2) == 0 || c.Window(start-1) != 0 {
-		return fmt.Errorf("%sattention.shared_kv_layers = %d of %d layers: the layers before the sharing ones must be a windowed one then a global one (llama.cpp's mapping)", p, n, c.Layers)
+	if n < 0 || n > int64(c.Layers) {
+		return fmt.Errorf("%sattention.shared_kv_layers = %d of %d layers", p, n, c.Layers)
+	}
+	return shareKV(c, c.Layers-int(n), p+"attention.shared_kv_layers")
+}
+
+// shareKV makes layers start and on write no K/V and attend that of the
+// last layer of their kind before them, the windowed ones layer
+// start-2's, the global ones start-1's, as llama.cpp maps them (which
+// assumes those two are of those kinds); key names what set start.
+func shareKV(c *Config, start int, key string) error {
+	if start < 2 || c.Window(start-2) == 0 || c.Window(start-1) != 0 {
+		return fmt.Errorf("%s: layers %d and on attend earlier layers' K/V, so layers %d and %d must be a windowed one then a global one (llama.cpp's mapping)", key, start, start-2, start-1)
 	}
 	c.KVFrom = make([]int, c.Layers)
 	for l := range c.KVFrom {

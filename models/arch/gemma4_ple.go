@@ -81,13 +81,18 @@ func loadPLELayer(ld *loader, c *Config, i int) *pleLayer {
 	return &pleLayer{gate: w("inp_gate", c.PLEDim, c.Dim), proj: w("proj", c.Dim, c.PLEDim), post: w("post_norm", 1, c.Dim)}
 }
 
-// add is x += post(proj(gelu(gate · x) · the layer's input)).
+// add is x += project(x).
 func (pl *pleLayer) add(m *Model, s *step) {
+	pl.project(m, s, s.x, s.xb)
+	m.be.Add(s.x, s.x, s.xb)
+}
+
+// project sets dst to post(proj(gelu(gate · x) · the layer's input)).
+func (pl *pleLayer) project(m *Model, s *step, x, dst gpu.Tensor) {
 	be := m.be
-	t := be.Slice(m.ple.tmp, s.x.Rows())
-	be.MatMul(t, s.x, pl.gate)
-	be.GELUMul(t, t, be.Slice(m.ple.in[s.layer], s.x.Rows()))
-	be.MatMul(s.xb, t, pl.proj)
-	be.RMSNorm(s.xb, s.xb, pl.post, m.Eps)
-	be.Add(s.x, s.x, s.xb)
+	t := be.Slice(m.ple.tmp, x.Rows())
+	be.MatMul(t, x, pl.gate)
+	be.GELUMul(t, t, be.Slice(m.ple.in[s.layer], x.Rows()))
+	be.MatMul(dst, t, pl.proj)
+	be.RMSNorm(dst, dst, pl.post, m.Eps)
 }

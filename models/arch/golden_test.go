@@ -255,7 +255,7 @@ func newRig(t testing.TB, f *gguf.File, m *arch.Model, spec gpu.KVSpec) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{f: f, m: m, kv: kv, bs: spec.BlockSize}
-	if m.SWAHeadDim > 0 {
+	if m.NeedsGroups() {
 		r.g = m.LayerGroups()
 		for i := range r.g.Layers {
 			c, err := be.NewKVCache(r.g.Spec(i, spec))

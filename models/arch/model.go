@@ -35,6 +35,7 @@ type Model struct {
 	alt             *scratch              // q, att, k and v of the windowed layers' own shape (Config.SWAHeadDim); nil: none
 	ffnAlt          map[int][2]gpu.Tensor // gate and up of each feed-forward width below FFN (Config.FFNs)
 	ple             *ple                  // Gemma 4's per-layer embeddings (gemma4_ple.go); nil: none
+	altup           *altup                // Gemma 3n's streams (gemma3n.go); nil: none
 	pos             []int32               // [maxRows] host copy of the batch's positions
 	slots           [][]int32             // [groups][maxRows] host copies of each layer group's slots
 	step            step                  // the pass in progress, kept to allocate nothing per pass
@@ -136,6 +137,9 @@ func Load(f *gguf.File, be gpu.Backend, opt Options) (*Model, error) {
 	if cfg.PLEDim > 0 {
 		m.ple = loadPLE(ld, cfg)
 	}
+	if cfg.AltUp > 0 {
+		m.altup = loadAltUp(ld, cfg)
+	}
 	newBlock := a.newBlock
 	for i := range cfg.Layers {
 		m.blocks = append(m.blocks, newBlock(ld, cfg, i))
@@ -186,6 +190,9 @@ func (m *Model) allocScratch() error {
 	if c.PLEDim > 0 {
 		m.allocPLE(alloc)
 	}
+	if c.AltUp > 0 {
+		m.allocAltUp(alloc)
+	}
 	if c.Experts > 0 {
 		m.allocMoE(alloc)
 	}
@@ -214,7 +221,7 @@ func ScratchBytes(cfg *Config, opt Options) int64 {
 	}
 	perRow += cfg.PLEDim * (2*cfg.Layers + 1) // the looked-up rows, each layer's input, one temporary
 	return 4*(int64(opt.MaxRows)*int64(perRow)+int64(opt.MaxOut)*int64(cfg.Dim+cfg.Vocab)) + moeScratchBytes(cfg, opt.MaxRows) +
-		mlaScratchBytes(cfg, opt.MaxRows)
+		mlaScratchBytes(cfg, opt.MaxRows) + altUpScratchBytes(cfg, opt.MaxRows)
 }
 
 // KVSpec is the K/V pool of blocks blocks of blockSize tokens for m.

@@ -130,6 +130,7 @@ func (m *Model) gemma3nTensors(pl plan, add func(name string, typ addType, mean,
 func (m *Model) gemma3nLayer(p string, pl plan, add func(name string, typ addType, mean, std float32, shape ...int)) {
 	c := m.Config
 	q, kv := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
+	post := func(name string) { add(name, addF32, 0.2, 0.01, c.Embd) } // what a layer adds, normed
 	pl.norm(p+"attn_norm.weight", c.Embd)
 	pl.weight(p+"attn_q.weight", c.Embd, q, invSqrt(c.Embd)) // [embd, heads*head_dim]
 	pl.weight(p+"attn_k.weight", c.Embd, kv, invSqrt(c.Embd))
@@ -138,15 +139,15 @@ func (m *Model) gemma3nLayer(p string, pl plan, add func(name string, typ addTyp
 	add(p+"attn_q_norm.weight", addF32, qk, 0.05*qk, c.HeadDim) // per head, shared by all heads
 	add(p+"attn_k_norm.weight", addF32, qk, 0.05*qk, c.HeadDim)
 	pl.weight(p+"attn_output.weight", q, c.Embd, invSqrt(q)/2)
-	pl.norm(p+"post_attention_norm.weight", c.Embd)
+	post(p + "post_attention_norm.weight")
 	pl.norm(p+"ffn_norm.weight", c.Embd)
 	pl.weight(p+"ffn_gate.weight", c.Embd, c.FFN, invSqrt(c.Embd))
 	pl.weight(p+"ffn_up.weight", c.Embd, c.FFN, invSqrt(c.Embd))
 	pl.weight(p+"ffn_down.weight", c.FFN, c.Embd, invSqrt(c.FFN)/2)
-	pl.norm(p+"post_ffw_norm.weight", c.Embd)
+	post(p + "post_ffw_norm.weight")
 	pl.weight(p+"inp_gate.weight", c.Embd, c.PLEDim, invSqrt(c.Embd)) // [embd, ple]
 	pl.weight(p+"proj.weight", c.PLEDim, c.Embd, invSqrt(c.PLEDim))   // [ple, embd]
-	pl.norm(p+"post_norm.weight", c.Embd)
+	post(p + "post_norm.weight")
 	add(p+"altup_correct_coef.weight", addF32, 0, 0.1, gemma3nAltups, gemma3nAltups) // [altups, altups]
 	add(p+"altup_correct_scale.weight", addF32, 1, 0.1, c.Embd)
 	add(p+"altup_predict_coef.weight", addF32, 0, 0.1, gemma3nAltups, gemma3nAltups*gemma3nAltups) // [altups, altups²]
@@ -154,5 +155,5 @@ func (m *Model) gemma3nLayer(p string, pl plan, add func(name string, typ addTyp
 	pl.norm(p+"altup_router_norm.weight", c.Embd)
 	add(p+"laurel_l.weight", addF32, 0, invSqrt(c.Embd), c.Embd, gemma3nLaurelRank)            // [embd, rank]
 	add(p+"laurel_r.weight", addF32, 0, invSqrt(gemma3nLaurelRank), gemma3nLaurelRank, c.Embd) // [rank, embd]
-	pl.norm(p+"laurel_post_norm.weight", c.Embd)
+	post(p + "laurel_post_norm.weight")
 }

@@ -162,6 +162,11 @@ margin_flags=(--all-positions --top 2 --kv-type f32 --flash-attn off --threads 1
 #   gemma4-e:   gemma4 of 8 layers as E2B and E4B are made: 64-wide per-layer embeddings, and the last 4
 #               layers writing no K/V, the windowed ones attending layer 2's and the global one layer
 #               3's, with feed-forwards twice as wide (a feed_forward_length per layer)
+#   gemma3n:    Gemma 3n: 25 layers (llama.cpp fixes the first 20 as the ones with K/V), every fifth global
+#               (rope base 1e6), the others a 16-token window (base 10000); four AltUp streams predicted
+#               and corrected each layer, a rank-64 LAuReL branch, 256-wide per-layer embeddings, sparse
+#               gates on the first 10 layers, layers 20-23 reading layer 18's K/V and 24 layer 19's, V
+#               normed, unscaled scores, logits soft-capped at 30, tied output
 #   deepseek2-temp: deepseek2 with Mistral Large 3's attention temperature (0.3 over steps of 16
 #               positions: the prompt's queries scaled by 1 to 1 + 0.3·ln 4)
 # deepseek2's and mistral4's quantized cases were made with llama.cpp's other x86 builds: its AMX build
@@ -237,6 +242,7 @@ families=(
 	"gemma4|--arch gemma4 --preset tiny --seed 56"
 	"gemma4-moe|--arch gemma4 --preset tiny --seed 57 --n-expert 8 --n-expert-used 2 --n-ff-exp 256"
 	"gemma4-e|--arch gemma4 --preset tiny --seed 58 --n-layer 8 --n-kv-shared 4 --n-embd-per-layer 64 --double-wide"
+	"gemma3n|--arch gemma3n --preset tiny --seed 59"
 )
 
 want=("$@")
