@@ -42,6 +42,7 @@ type kernels struct {
 	add     func(a, b, dst []float32, c, bstride int)
 	siluMul func(gate, up, dst []float32)
 	geluMul func(tab, gate, up, dst []float32) // up may be nil
+	mixRows func(dst, base []float32, srcs [][]float32, coefs []float32, wide int, cols []int, bias float32, n int)
 	softmax func(x []float32, c int)
 	rope    func(neox bool, cs, x []float32, c, hd, dims int)
 	writeKV func(t *writeKVTask, lo, hi int)
@@ -69,6 +70,7 @@ func kernelsAt(l simdLevel) *kernels {
 		add:          addGo,
 		siluMul:      siluMulGo,
 		geluMul:      geluMulGo,
+		mixRows:      gpu.MixRowsHost,
 		softmax:      softmaxGo,
 		rope:         ropeGo,
 		writeKV:      writeKVGo,
@@ -106,6 +108,7 @@ func kernelsAt(l simdLevel) *kernels {
 	}
 	k.argmax = func(x []float32) int { return argmaxX(v, x) }
 	k.geluMul = geluMulX
+	k.mixRows = mixRowsX
 	k.matmulF32 = func(w []float32, wstride, rows int, x []float32, xstride, nx, kk int, dst []float32, dstride int) {
 		matmulF32X(v, w, wstride, rows, x, xstride, nx, kk, dst, dstride)
 	}

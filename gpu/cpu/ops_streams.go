@@ -26,7 +26,7 @@ func (b *Backend) MixRows(dst, base gpu.Tensor, srcs []gpu.Tensor, coefs gpu.Ten
 		for k, s := range ss {
 			sub[k] = s[lo*n : hi*n]
 		}
-		gpu.MixRowsHost(d[lo*n:hi*n], bs[lo*n:hi*n], sub, c[lo*wide:hi*wide], wide, cols, bias, n)
+		b.k.mixRows(d[lo*n:hi*n], bs[lo*n:hi*n], sub, c[lo*wide:hi*wide], wide, cols, bias, n)
 	}, dst.Rows(), n*len(srcs))
 }
 

@@ -286,6 +286,8 @@ void folio_add(int level, const float *a, const float *b, float *y, int64_t n, i
 void folio_softmax(int level, float *x, int64_t n, int64_t c);
 void folio_silu_mul(int level, const float *gate, const float *up, float *dst, int64_t n);
 void folio_gelu_mul(const float *tab, const float *gate, const float *up, float *dst, int64_t n);
+void folio_mix_rows(float *dst, const float *base, const float *s0, const float *s1, const float *s2, const float *s3,
+                    int k, const float *coefs, int64_t wide, const int32_t *cols, float bias, int64_t rows, int64_t n);
 void folio_rope_pairs(const float *cs, float *x, int64_t n, int64_t c, int hd, int dims);
 void folio_rope_neox(const float *cs, float *x, int64_t n, int64_t c, int hd, int dims);
 int64_t folio_argmax(int level, const float *x, int64_t n);

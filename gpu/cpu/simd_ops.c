@@ -420,3 +420,31 @@ static AVX2 int64_t argmax256(const float *x, int64_t n) {
 int64_t folio_argmax(int level, const float *x, int64_t n) {
 	return level == LEVEL_AVX512 ? argmax512(x, n) : argmax256(x, n);
 }
+
+// folio_mix_rows: for each of rows rows (n floats apart), dst = the fused
+// multiply-adds of the k ≤ 4 sources (s0 … s3) times their coefficients
+// (coefs[row·wide + cols[j]] + bias), in order from 0, then plus base:
+// gpu.MixRowsHost's sums, fmaf's rounding. dst may be base or a source.
+AVX2 void folio_mix_rows(float *dst, const float *base, const float *s0, const float *s1, const float *s2,
+                         const float *s3, int k, const float *coefs, int64_t wide, const int32_t *cols, float bias,
+                         int64_t rows, int64_t n) {
+	const float *s[4] = {s0, s1, s2, s3};
+	for (int64_t r = 0; r < rows; r++) {
+		float c[4];
+		for (int j = 0; j < k; j++)
+			c[j] = coefs[r * wide + cols[j]] + bias;
+		int64_t o = r * n, i = 0;
+		for (; i + 8 <= n; i += 8) {
+			__m256 acc = _mm256_mul_ps(_mm256_loadu_ps(s[0] + o + i), _mm256_set1_ps(c[0]));
+			for (int j = 1; j < k; j++)
+				acc = _mm256_fmadd_ps(_mm256_loadu_ps(s[j] + o + i), _mm256_set1_ps(c[j]), acc);
+			_mm256_storeu_ps(dst + o + i, _mm256_add_ps(acc, _mm256_loadu_ps(base + o + i)));
+		}
+		for (; i < n; i++) {
+			float acc = s[0][o + i] * c[0];
+			for (int j = 1; j < k; j++)
+				acc = __builtin_fmaf(s[j][o + i], c[j], acc);
+			dst[o + i] = acc + base[o + i];
+		}
+	}
+}

@@ -34,6 +34,10 @@ func argmaxX(_ simdLevel, x []float32) int { return gpu.ArgMax(x) }
 
 func geluMulX(_, _, _, _ []float32) { panic("cpu: the GELU kernel is amd64's") }
 
+func mixRowsX(dst, base []float32, srcs [][]float32, coefs []float32, wide int, cols []int, bias float32, n int) {
+	panic("cpu: the row-mixing kernel is amd64's")
+}
+
 // attnTile is a tile of rows as the kernels read it: its first row of q
 // and out, its row count, the position of that row and where its
 // sequence's block table starts in simdAttentionTask.blocks.
