@@ -164,9 +164,9 @@ func (l *gemma3nBlock) forward(m *Model, s *step) {
 	be.MatMul(corr, mod, l.correct)
 	be.Scale(tmp, pred[0], -1)
 	be.Add(tmp, s.xb, tmp) // the innovation
-	innov := []gpu.Tensor{tmp}
+	a.innov[0] = tmp
 	for j := range pred {
-		gpu.MixRows(be, pred[j], pred[j], innov, corr, a.one[j], 1)
+		gpu.MixRows(be, pred[j], pred[j], a.innov, corr, a.one[j], 1)
 	}
 
 	// the per-layer embedding, from the first stream into the others
@@ -213,7 +213,8 @@ func (l *gemma3nBlock) attention(m *Model, s *step) {
 // layer, and the streams' scratch.
 type altup struct {
 	proj, unembd []gpu.Tensor    // altup_proj's and altup_unembd_proj's matrices, [Dim, Dim], AltUp-1 each
-	sets         [2][]gpu.Tensor // two sets of AltUp streams [maxRows, Dim]: a layer's input, its predictions
+	sets, views  [2][]gpu.Tensor // two sets of AltUp streams [maxRows, Dim]: a layer's input, its predictions; their views of a pass's rows
+	innov        []gpu.Tensor    // the correction's one source
 	cur          int             // the set holding the streams
 	tmp, laurel  gpu.Tensor      // [maxRows, Dim]
 	low          gpu.Tensor      // [maxRows, LaurelRank]
@@ -246,7 +247,9 @@ func (m *Model) allocAltUp(alloc func(rows, cols int) gpu.Tensor) {
 		for range c.AltUp {
 			a.sets[i] = append(a.sets[i], alloc(r, c.Dim))
 		}
+		a.views[i] = make([]gpu.Tensor, c.AltUp)
 	}
+	a.innov = make([]gpu.Tensor, 1)
 	a.tmp, a.laurel, a.low = alloc(r, c.Dim), alloc(r, c.Dim), alloc(r, c.LaurelRank)
 	a.mod, a.mod2, a.coefs = alloc(r, c.AltUp), alloc(r, c.AltUp), alloc(r, c.AltUp*c.AltUp)
 }
@@ -260,13 +263,13 @@ func altUpScratchBytes(c *Config, rows int) int64 {
 	return 4 * int64(rows) * int64(perRow)
 }
 
-// streams is set i's streams for n rows.
+// streams is set i's streams for n rows (views kept in the altup, so
+// that a layer allocates none).
 func (a *altup) streams(m *Model, i, n int) []gpu.Tensor {
-	out := make([]gpu.Tensor, len(a.sets[i]))
 	for j, t := range a.sets[i] {
-		out[j] = m.be.Slice(t, n)
+		a.views[i][j] = m.be.Slice(t, n)
 	}
-	return out
+	return a.views[i]
 }
 
 // split makes the first layer's streams from the scaled embeddings s.x:
