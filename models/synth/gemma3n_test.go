@@ -111,15 +111,7 @@ func TestGemma3nStructure(t *testing.T) {
 			wantTensor{p + "laurel_post_norm.weight", []uint64{256}, f32})
 	}
 	want = append(want, wantTensor{"output_norm.weight", []uint64{256}, f32}) // tied: no output.weight
-	var got []wantTensor
-	for _, ti := range f.Tensors {
-		got = append(got, wantTensor{ti.Name, ti.Shape, ti.Type})
-	}
-	if !slices.EqualFunc(got, want, func(a, b wantTensor) bool {
-		return a.name == b.name && a.typ == b.typ && slices.Equal(a.shape, b.shape)
-	}) {
-		t.Errorf("tensors:\n got %v\nwant %v", got, want)
-	}
+	checkTensors(t, f, want)
 }
 
 // arrayKey is f's array value of key as a []T.

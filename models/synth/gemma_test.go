@@ -2,7 +2,6 @@ package synth
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"folio/models/gguf"
@@ -65,15 +64,7 @@ func TestGemmaStructure(t *testing.T) {
 					wantTensor{p + "post_ffw_norm.weight", []uint64{256}, f32})
 			}
 			want = append(want, wantTensor{"output_norm.weight", []uint64{256}, f32}) // tied: no output.weight
-			var got []wantTensor
-			for _, ti := range f.Tensors {
-				got = append(got, wantTensor{ti.Name, ti.Shape, ti.Type})
-			}
-			if !slices.EqualFunc(got, want, func(a, b wantTensor) bool {
-				return a.name == b.name && a.typ == b.typ && slices.Equal(a.shape, b.shape)
-			}) {
-				t.Errorf("tensors:\n got %v\nwant %v", got, want)
-			}
+			checkTensors(t, f, want)
 		})
 	}
 }

@@ -67,6 +67,20 @@ type wantTensor struct {
 	typ   gguf.TensorType
 }
 
+// checkTensors fails t unless f's tensors are want's, in order.
+func checkTensors(t *testing.T, f *gguf.File, want []wantTensor) {
+	t.Helper()
+	var got []wantTensor
+	for _, ti := range f.Tensors {
+		got = append(got, wantTensor{ti.Name, ti.Shape, ti.Type})
+	}
+	if !slices.EqualFunc(got, want, func(a, b wantTensor) bool {
+		return a.name == b.name && a.typ == b.typ && slices.Equal(a.shape, b.shape)
+	}) {
+		t.Errorf("tensors:\n got %v\nwant %v", got, want)
+	}
+}
+
 // expectedTensors spells out llama.cpp's tensor list for the tiny preset
 // (embd 256, 2 layers, 4 heads of 64, 2 KV heads, ffn 512, vocab 512).
 func expectedTensors(arch string, typ gguf.TensorType) []wantTensor {
@@ -150,16 +164,7 @@ func TestStructure(t *testing.T) {
 					"tokenizer.ggml.unknown_token_id":          int64(0),
 				}
 				checkKeys(t, f, wantKV)
-				var got []wantTensor
-				for _, ti := range f.Tensors {
-					got = append(got, wantTensor{ti.Name, ti.Shape, ti.Type})
-				}
-				want := expectedTensors(arch, typ)
-				if !slices.EqualFunc(got, want, func(a, b wantTensor) bool {
-					return a.name == b.name && a.typ == b.typ && slices.Equal(a.shape, b.shape)
-				}) {
-					t.Errorf("tensors:\n got %v\nwant %v", got, want)
-				}
+				checkTensors(t, f, expectedTensors(arch, typ))
 			})
 		}
 	}
