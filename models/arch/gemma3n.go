@@ -303,7 +303,8 @@ func (a *altup) merge(m *Model, s *step, st []gpu.Tensor) {
 
 // readGemma3n reads Gemma 3n's keys as llama.cpp's gemma3n loader does:
 // the window and its pattern (every fifth layer global), the windowed
-// layers' rope base; and sets what it fixes: the streams, the LAuReL rank,
+// layers' rope base (rope.freq_base_swa, or rope.freq_base_local as
+// Ollama's converter names it); and sets what it fixes: the streams, the LAuReL rank,
 // the per-layer input width, the shared K/V of layers 20 and on, unscaled
 // attention, embeddings times √Dim, logits soft-capped at 30.
 func readGemma3n(f *gguf.File, p string, c *Config) error {
@@ -321,7 +322,11 @@ func readGemma3n(f *gguf.File, p string, c *Config) error {
 	}
 	c.LocalRope = c.Rope
 	c.LocalRope.Scale, c.LocalRope.Factors = 1, nil
-	base, err := hyper(f, p+"rope.freq_base_swa", 10000, "a number above 1 (Gemma uses 10000)", func(v float64) bool { return v > 1 })
+	key := p + "rope.freq_base_swa"
+	if _, ok := f.Get(key); !ok {
+		key = p + "rope.freq_base_local" // Ollama's converter's name for it
+	}
+	base, err := hyper(f, key, 10000, "a number above 1 (Gemma uses 10000)", func(v float64) bool { return v > 1 })
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,14 @@ func TestGemma3nKeys(t *testing.T) {
 	if g := m.LayerGroups(); fmt.Sprint(g.Layers) != "[4 16]" {
 		t.Errorf("groups of %v layers, want the 4 global and 16 windowed ones with K/V of their own", g.Layers)
 	}
+	// Ollama's converter names the windowed layers' base rope.freq_base_local
+	m = loadEdited(t, cfg, func(w *gguf.Writer) {
+		w.Delete("gemma3n.rope.freq_base_swa")
+		w.Set("gemma3n.rope.freq_base_local", float32(20000))
+	})
+	if m.LocalRope.Base != 20000 {
+		t.Errorf("rope.freq_base_local 20000: the windowed layers' base is %v", m.LocalRope.Base)
+	}
 	// as in llama.cpp, a model of 20 layers or fewer has K/V on every layer
 	few := cfg
 	few.Layers = 6
