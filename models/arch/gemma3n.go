@@ -76,12 +76,8 @@ func newGemma3nBlock(ld *loader, c *Config, i int) block {
 	l := &gemma3nBlock{
 		attnNorm:   w("attn_norm", 1, c.Dim),
 		wq:         w("attn_q", c.QDim(), c.Dim),
-		wk:         w("attn_k", c.KVDim(), c.Dim),
-		wv:         w("attn_v", c.KVDim(), c.Dim),
 		wo:         w("attn_output", c.Dim, c.QDim()),
 		qNorm:      w("attn_q_norm", 1, c.HeadDim),
-		kNorm:      w("attn_k_norm", 1, c.HeadDim),
-		unit:       ld.ones(c.HeadDim),
 		postAttn:   w("post_attention_norm", 1, c.Dim),
 		ffnNorm:    w("ffn_norm", 1, c.Dim),
 		gate:       w("ffn_gate", ffn, c.Dim),
@@ -100,6 +96,10 @@ func newGemma3nBlock(ld *loader, c *Config, i int) block {
 		ffn:        ffn,
 		rope:       &c.Rope,
 		opts:       gpu.AttnOpts{Scale: 1, Window: c.Window(i)},
+	}
+	if !l.shared { // a sharing layer's K and V weights, which files have, go unread
+		l.wk, l.wv = w("attn_k", c.KVDim(), c.Dim), w("attn_v", c.KVDim(), c.Dim)
+		l.kNorm, l.unit = w("attn_k_norm", 1, c.HeadDim), ld.ones(c.HeadDim)
 	}
 	if l.opts.Window > 0 {
 		l.rope = &c.LocalRope
