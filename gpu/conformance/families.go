@@ -21,7 +21,9 @@ const tolGELU = 1e-9
 // and bias, in place; Rope with MScale (YaRN's magnitude); SwiGLUOAI over
 // gates and ups past its limit (both clamped sides of up), in place and
 // with another limit; SigmoidMul (through gpu.SigmoidMul: the backend's
-// op, else the host's), in place too.
+// op, else the host's), in place too; Gemma 3n's row ops likewise (four
+// streams mixed, one in place with a bias; MatchNorm, MulRow,
+// SparsifyRows).
 func (c *table) families() {
 	x := c.vals(7*300, 4)
 	c.add("Scale [7×300]", tolExact, func(be gpu.Backend) []float32 {
@@ -110,6 +112,8 @@ func (c *table) families() {
 		return read(be, xt)
 	})
 
+	c.streams()
+
 	factors := make([]float32, 16)
 	for i := range factors {
 		factors[i] = 1 + float32(i)/3
@@ -128,4 +132,44 @@ func (c *table) families() {
 			return read(be, t)
 		})
 	}
+}
+
+// streams adds Gemma 3n's row ops (gpu/streams.go), each through its gpu
+// function: the backend's op, else the host's.
+func (c *table) streams() {
+	const rows, n = 5, 301
+	s := [][]float32{c.vals(rows*n, 3), c.vals(rows*n, 3), c.vals(rows*n, 3), c.vals(rows*n, 3)}
+	coefs := c.vals(rows*16, 1)
+	streams := func(be gpu.Backend) []gpu.Tensor {
+		var out []gpu.Tensor
+		for _, v := range s {
+			out = append(out, act(be, rows, n, v))
+		}
+		return out
+	}
+	c.add("MixRows 4 streams [5×301]", tolExact, func(be gpu.Backend) []float32 {
+		in, dst := streams(be), act(be, rows, n, make([]float32, rows*n))
+		gpu.MixRows(be, dst, in[2], in, act(be, rows, 16, coefs), []int{8, 9, 10, 11}, 0)
+		return read(be, dst)
+	})
+	c.add("MixRows 1 source, bias 1, in place [5×301]", tolExact, func(be gpu.Backend) []float32 {
+		in := streams(be)
+		gpu.MixRows(be, in[0], in[0], in[3:], act(be, rows, 16, coefs), []int{5}, 1)
+		return read(be, in[0])
+	})
+	c.add("MatchNorm [5×301] in place", tolExact, func(be gpu.Backend) []float32 {
+		in := streams(be)
+		gpu.MatchNorm(be, in[1], in[1], in[0])
+		return read(be, in[1])
+	})
+	c.add("MulRow [5×301]", tolExact, func(be gpu.Backend) []float32 {
+		in, dst := streams(be), act(be, rows, n, make([]float32, rows*n))
+		gpu.MulRow(be, dst, in[2], s[3][:n])
+		return read(be, dst)
+	})
+	c.add("SparsifyRows [5×301]", tolExact, func(be gpu.Backend) []float32 {
+		t := act(be, rows, n, s[1])
+		gpu.SparsifyRows(be, t, 1.6448533535003662)
+		return read(be, t)
+	})
 }
