@@ -38,6 +38,7 @@ type Backend struct {
 	meta    intBuf // Attention's rows: table offset, first and last position
 	tables  intBuf // Attention's block tables
 	angles  intBuf // Rope's cos and sin (float bits), for ropeAt
+	scales  intBuf // MulRow's weights (float bits)
 	ropeAt  ropeKey
 }
 

@@ -38,7 +38,8 @@
 //
 // Backend is a gpu.Backend: Add, RMSNorm, SiLUMul, Softmax, Rope (angles
 // computed on the host by gpu.Rope.Angles and uploaded), Gather, Scale,
-// Softcap, GELUMul, SwiGLUOAI, SigmoidMul, LayerNorm, MatMul and Embed of F32, F16,
+// Softcap, GELUMul, SwiGLUOAI, SigmoidMul, LayerNorm, Gemma 3n's row ops
+// (MixRows, MatchNorm, MulRow, SparsifyRows), MatMul and Embed of F32, F16,
 // Q8_0, Q4_0, Q4_K, Q5_K, Q6_K and MXFP4 weights with the dequantization
 // inside the kernel, the paged K/V pool (F16 or F32, laid out as
 // gpu/cpu's) with WriteKV, CopyBlocks and gpu.BlockIO, and paged attention

@@ -42,6 +42,10 @@ const (
 	kMatMulMXFP4
 	kWriteKV
 	kAttention
+	kMixRows
+	kMatchNorm
+	kMulRow
+	kSparsify
 	numKernels
 )
 
@@ -77,16 +81,20 @@ var kernelTable = [numKernels]struct {
 	kMatMulMXFP4: {"matmul_mxfp4", 3, 4, matmulGroup},
 	kWriteKV:     {"writekv", 4, 7, 0},
 	kAttention:   {"attention", 6, 12, 0},
+	kMixRows:     {"mixrows", 7, 9, 0},
+	kMatchNorm:   {"matchnorm", 3, 2, 0},
+	kMulRow:      {"mulrow", 3, 2, 0},
+	kSparsify:    {"sparsify", 1, 3, 0},
 }
 
 func (k kernel) String() string { return kernelTable[k].name }
 
 // Workgroup sizes, as the shaders declare them.
 const (
-	elementwiseGroup = 256 // add, silumul, scale, softcap, gelumul, swigluoai, sigmoidmul, getrows: one element per invocation
+	elementwiseGroup = 256 // add, silumul, scale, softcap, gelumul, swigluoai, sigmoidmul, getrows, mixrows, mulrow: one element per invocation
 	matmulRows       = 8   // matmul: rows of x per workgroup
 	matmulGroup      = 64  // matmul: invocations a workgroup (one output column)
-	normGroup        = 256 // rmsnorm, layernorm, softmax: invocations a row
+	normGroup        = 256 // rmsnorm, layernorm, softmax, matchnorm, sparsify: invocations a row
 )
 
 // minSubgroup is the smallest subgroup the _sg variants take: their
