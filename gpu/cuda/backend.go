@@ -31,6 +31,7 @@ type Backend struct {
 	slots   devInts // WriteKV
 	meta    devInts // Attention
 	factors devInts // Rope's factors, as float bits
+	scales  devInts // MulRow's weights, as float bits
 	host    []int32 // Attention's meta, built here before upload; Rope's factors
 	Cached  bool    // the kernels came from the disk cache
 

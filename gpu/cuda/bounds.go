@@ -13,7 +13,7 @@ const (
 	matmulThreads  = (mmTile / 4) * (mmTile / 4) // 16 × 16 threads of 4 × 4 outputs
 	getRowsThreads = 128                         // 8 elements each
 	ewThreads      = 256                         // elementwise: a thread per element
-	rowThreads     = 256                         // rms_norm, softmax, layer_norm: the most; fewer whole warps for short rows
+	rowThreads     = 256                         // rms_norm, softmax, layer_norm, match_norm, sparsify_rows: the most; fewer whole warps for short rows
 	attThreads     = 32 * attWarps               // ATT_WARPS warps
 )
 
@@ -36,13 +36,15 @@ var kernelThreads = [numKernels]int{
 	kDequantMXFP4: ewThreads,
 	kRMSNorm:      rowThreads, kAdd: ewThreads, kSiLUMul: ewThreads, kSoftmax: rowThreads, kRope: ewThreads,
 	kScale: ewThreads, kSoftcap: ewThreads, kGELUMul: ewThreads, kLayerNorm: rowThreads, kSwiGLUOAI: ewThreads,
-	kSigmoidMul: ewThreads,
+	kSigmoidMul: ewThreads, kMixRows: ewThreads, kMatchNorm: rowThreads, kMulRow: ewThreads, kSparsifyRows: rowThreads,
 	kWriteKVF16: ewThreads, kWriteKVF32: ewThreads, kAttentionF16: attThreads, kAttentionF32: attThreads,
 }
 
 // fixedThreads reports whether every launch of k has exactly
 // kernelThreads[k] threads (all but the row kernels).
-func fixedThreads(k kernel) bool { return k != kRMSNorm && k != kSoftmax && k != kLayerNorm }
+func fixedThreads(k kernel) bool {
+	return k != kRMSNorm && k != kSoftmax && k != kLayerNorm && k != kMatchNorm && k != kSparsifyRows
+}
 
 // KernelBound is a kernel of the module, by its name there, and the most
 // threads per block folio launches it with, which is its

@@ -84,6 +84,11 @@ func TestLaunchesUseTheTable(t *testing.T) {
 	b.LayerNorm(x, x, norm, norm, 1e-5)
 	b.SwiGLUOAI(x, x, x, 1.702, 7)
 	b.SigmoidMul(x, x, x)
+	coefs, _ := b.NewTensor(4, 16)
+	gpu.MixRows(b, x, x, []gpu.Tensor{x, x}, coefs, []int{0, 5}, 1)
+	gpu.MatchNorm(b, x, x, x)
+	gpu.MulRow(b, x, x, make([]float32, 128))
+	gpu.SparsifyRows(b, x, 1.6)
 	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
 		c, err := b.NewKVCache(gpu.KVSpec{Layers: 1, Blocks: 4, BlockSize: 16, KVHeads: 2, HeadDim: 64, Type: typ})
 		if err != nil {

@@ -51,6 +51,10 @@ const (
 	kLayerNorm
 	kSwiGLUOAI
 	kSigmoidMul
+	kMixRows
+	kMatchNorm
+	kMulRow
+	kSparsifyRows
 	kWriteKVF16
 	kWriteKVF32
 	kAttentionF16
@@ -66,6 +70,7 @@ var kernelNames = [numKernels]string{
 	"dequant_f32", "dequant_f16", "dequant_q8_0", "dequant_q4_0", "dequant_q4_k", "dequant_q6_k", "dequant_mxfp4",
 	"rms_norm", "add", "silu_mul", "softmax", "rope",
 	"scale", "softcap", "gelu_mul", "layer_norm", "swiglu_oai", "sigmoid_mul",
+	"mix_rows", "match_norm", "mul_row", "sparsify_rows",
 	"write_kv_f16", "write_kv_f32", "attention_f16", "attention_f32",
 }
 

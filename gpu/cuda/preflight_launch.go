@@ -167,6 +167,13 @@ func (p *preflightRun) tinyOps() []preflightOp {
 			t := act(b, 2, cols, x)
 			b.SigmoidMul(t, t, act(b, 2, cols, x))
 		}},
+		preflightOp{"MixRows, MatchNorm, MulRow and SparsifyRows [2×64]", func() {
+			t, u := act(b, 2, cols, x), act(b, 2, cols, x)
+			gpu.MixRows(b, t, t, []gpu.Tensor{u, u, u, u}, act(b, 2, cols, x), []int{0, 1, 2, 3}, 0)
+			gpu.MatchNorm(b, t, t, u)
+			gpu.MulRow(b, t, t, x[:cols])
+			gpu.SparsifyRows(b, t, 1.6)
+		}},
 		preflightOp{"LayerNorm [2×64] with weight and bias", func() {
 			t := act(b, 2, cols, x)
 			b.LayerNorm(t, t, weight(b, gguf.TypeF32, 1, cols, w), weight(b, gguf.TypeF32, 1, cols, w), 1e-5)

@@ -194,3 +194,67 @@ extern "C" __global__ void __launch_bounds__(256) write_kv_f32(const float* k, c
                                                                int n, int kv_heads, int head_dim, int block_size) {
     write_kv<float>(k, v, slots, kc, vc, n, kv_heads, head_dim, block_size);
 }
+
+// mix_rows: y[t] = the fused multiply-adds, in order, over the k ≤ 4
+// sources of s_j[t] · (coefs[row·wide + c_j] + bias), plus base[t], over n
+// values in rows of cols (gpu.MixRowsHost: Gemma 3n's AltUp streams); the
+// sources past k are unread. y may be base or a source.
+extern "C" __global__ void __launch_bounds__(256) mix_rows(const float* s0, const float* s1, const float* s2, const float* s3,
+                                                           const float* base, const float* coefs, float* y, long long n,
+                                                           int cols, int wide, int k, int c0, int c1, int c2, int c3,
+                                                           float bias) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    const float* c = coefs + (t / cols) * wide;
+    float acc = __fmul_rn(s0[t], __fadd_rn(c[c0], bias));
+    if (k > 1) acc = __fmaf_rn(s1[t], __fadd_rn(c[c1], bias), acc);
+    if (k > 2) acc = __fmaf_rn(s2[t], __fadd_rn(c[c2], bias), acc);
+    if (k > 3) acc = __fmaf_rn(s3[t], __fadd_rn(c[c3], bias), acc);
+    y[t] = __fadd_rn(acc, base[t]);
+}
+
+// match_norm: each row of cols elements (blockIdx.x the row) of y becomes
+// x's times the Euclidean norm of tg's row over x's, the squares summed in
+// double and rounded, as gpu.MatchNormHost. y may be x: the writes follow
+// both reductions.
+extern "C" __global__ void __launch_bounds__(256) match_norm(const float* x, const float* tg, float* y, int cols) {
+    long long o = (long long)blockIdx.x * cols;
+    double sx = 0, st = 0;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) {
+        float v = x[o + i], w = tg[o + i];
+        sx += (double)__fmul_rn(v, v);
+        st += (double)__fmul_rn(w, w);
+    }
+    sx = block_sum_d(sx);
+    st = block_sum_d(st);
+    float have = sqrtf((float)sx), want = sqrtf((float)st);
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) y[o + i] = __fdiv_rn(__fmul_rn(x[o + i], want), have);
+}
+
+// mul_row: y[t] = x[t] · w[t mod cols] over n values. y may be x.
+extern "C" __global__ void __launch_bounds__(256) mul_row(const float* x, const float* w, float* y, long long n, int cols) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    y[t] = __fmul_rn(x[t], w[t % cols]);
+}
+
+// sparsify_rows: each row of cols elements (cols > 1, blockIdx.x the row)
+// keeps what exceeds its mean plus mul sample standard deviations, 0
+// elsewhere, in place (gpu.SparsifyRowsHost: sums in double, the mean a
+// float quotient).
+extern "C" __global__ void __launch_bounds__(256) sparsify_rows(float* x, int cols, float mul) {
+    float* xr = x + (long long)blockIdx.x * cols;
+    double s = 0;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) s += (double)xr[i];
+    s = block_sum_d(s);
+    float mean = __fdiv_rn((float)s, (float)cols);
+    double q = 0;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) {
+        float d = __fsub_rn(xr[i], mean);
+        q += (double)__fmul_rn(d, d);
+    }
+    q = block_sum_d(q);
+    float sd = sqrtf(__fmul_rn((float)q, __fdiv_rn(1.0f, (float)(cols - 1))));
+    float cut = __fadd_rn(mean, __fmul_rn(sd, mul));
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) xr[i] = fmaxf(__fsub_rn(xr[i], cut), 0.0f);
+}
