@@ -39,6 +39,13 @@ func TestStreamOps(t *testing.T) {
 		gpu.MixRows(be, dst, act(base), []gpu.Tensor{act(s[0]), act(s[1]), act(s[2])}, act(coefs), cols, 1)
 		return download(b, dst)
 	})
+	// one source in place with a bias (Gemma 3n's correction): a product,
+	// then a sum, each rounded
+	both("MixRows of one source", func(be gpu.Backend) []float32 {
+		dst := act(base)
+		gpu.MixRows(be, dst, dst, []gpu.Tensor{act(s[1])}, act(coefs), []int{2}, 1)
+		return download(b, dst)
+	})
 	matched := both("MatchNorm", func(be gpu.Backend) []float32 {
 		x := act(s[0])
 		gpu.MatchNorm(be, x, x, act(s[1]))

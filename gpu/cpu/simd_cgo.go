@@ -128,3 +128,24 @@ func addX(l simdLevel, a, b, y []float32, c, bstride int) {
 func softmaxX(l simdLevel, x []float32, c int) {
 	C.folio_softmax(C.int(l.vector()), (*C.float)(unsafe.Pointer(&x[0])), C.int64_t(len(x)/c), C.int64_t(c))
 }
+
+// mixRowsX is gpu.MixRowsHost, one cgo call for up to four sources (Gemma
+// 3n's streams: simd_ops.c at the x86 levels, simd_neon_ops.c at NEON);
+// in Go for more.
+func mixRowsX(dst, base []float32, srcs [][]float32, coefs []float32, wide int, cols []int, bias float32, n int) {
+	k, rows := len(srcs), len(dst)/n
+	if k == 0 || k > 4 || rows == 0 {
+		gpu.MixRowsHost(dst, base, srcs, coefs, wide, cols, bias, n)
+		return
+	}
+	var s [4]*C.float
+	var cs [4]int32
+	for j, src := range srcs {
+		_ = src[rows*n-1]
+		s[j], cs[j] = (*C.float)(unsafe.Pointer(&src[0])), int32(cols[j])
+	}
+	_, _ = base[rows*n-1], coefs[(rows-1)*wide+wide-1]
+	C.folio_mix_rows((*C.float)(unsafe.Pointer(&dst[0])), (*C.float)(unsafe.Pointer(&base[0])), s[0], s[1], s[2], s[3],
+		C.int(k), (*C.float)(unsafe.Pointer(&coefs[0])), C.int64_t(wide), (*C.int32_t)(unsafe.Pointer(&cs[0])),
+		C.float(bias), C.int64_t(rows), C.int64_t(n))
+}

@@ -119,3 +119,36 @@ void folio_softmax(int level, float *x, int64_t n, int64_t c) {
 			x[j] *= inv;
 	}
 }
+
+// folio_mix_rows: simd_ops.c's, four lanes at a time: for each of rows
+// rows (n floats apart), dst = the fused multiply-adds (vfmaq_f32, fmaf's
+// rounding) of the k ≤ 4 sources times their coefficients
+// (coefs[row·wide + cols[j]] + bias), in order from 0, then plus base. dst
+// may be base or a source.
+// Its products and sums round as written: GCC would otherwise contract
+// a product and the add after it into one FMA.
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+void folio_mix_rows(float *dst, const float *base, const float *s0, const float *s1, const float *s2, const float *s3,
+                    int k, const float *coefs, int64_t wide, const int32_t *cols, float bias, int64_t rows, int64_t n) {
+	const float *s[4] = {s0, s1, s2, s3};
+	for (int64_t r = 0; r < rows; r++) {
+		float c[4];
+		for (int j = 0; j < k; j++)
+			c[j] = coefs[r * wide + cols[j]] + bias;
+		int64_t o = r * n, i = 0;
+		for (; i + 4 <= n; i += 4) {
+			float32x4_t acc = vmulq_n_f32(vld1q_f32(s[0] + o + i), c[0]);
+			for (int j = 1; j < k; j++)
+				acc = vfmaq_n_f32(acc, vld1q_f32(s[j] + o + i), c[j]);
+			vst1q_f32(dst + o + i, vaddq_f32(acc, vld1q_f32(base + o + i)));
+		}
+		for (; i < n; i++) {
+			float acc = s[0][o + i] * c[0];
+			for (int j = 1; j < k; j++)
+				acc = fmaf(s[j][o + i], c[j], acc);
+			dst[o + i] = acc + base[o + i];
+		}
+	}
+}
+#pragma GCC pop_options

@@ -425,6 +425,10 @@ int64_t folio_argmax(int level, const float *x, int64_t n) {
 // multiply-adds of the k ≤ 4 sources (s0 … s3) times their coefficients
 // (coefs[row·wide + cols[j]] + bias), in order from 0, then plus base:
 // gpu.MixRowsHost's sums, fmaf's rounding. dst may be base or a source.
+// Its products and sums round as written: GCC would otherwise contract
+// a product and the add after it into one FMA.
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
 AVX2 void folio_mix_rows(float *dst, const float *base, const float *s0, const float *s1, const float *s2,
                          const float *s3, int k, const float *coefs, int64_t wide, const int32_t *cols, float bias,
                          int64_t rows, int64_t n) {
@@ -448,3 +452,4 @@ AVX2 void folio_mix_rows(float *dst, const float *base, const float *s0, const f
 		}
 	}
 }
+#pragma GCC pop_options
