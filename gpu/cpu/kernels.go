@@ -100,7 +100,7 @@ func kernelsAt(l simdLevel) *kernels {
 	k.add = func(a, b, dst []float32, c, bstride int) { addX(v, a, b, dst, c, bstride) }
 	k.siluMul = func(gate, up, dst []float32) { siluMulX(v, gate, up, dst) }
 	k.softmax = func(x []float32, c int) { softmaxX(v, x, c) }
-	k.mixRows = mixRowsX
+	k.mixRows, k.geluMul = mixRowsX, geluMulX
 	if v.arm() { // arm64 (simd_neon*.c): no packed weights; argmax, rope and the K/V store in Go
 		return k
 	}
@@ -108,7 +108,6 @@ func kernelsAt(l simdLevel) *kernels {
 		matmulPackedX(kind, l, w, group, nb, rows, x, xstride, nx, kk, dst, dstride)
 	}
 	k.argmax = func(x []float32) int { return argmaxX(v, x) }
-	k.geluMul = geluMulX
 	k.matmulF32 = func(w []float32, wstride, rows int, x []float32, xstride, nx, kk int, dst []float32, dstride int) {
 		matmulF32X(v, w, wstride, rows, x, xstride, nx, kk, dst, dstride)
 	}

@@ -15,20 +15,6 @@ import (
 )
 
 // argmaxX is gpu.ArgMax of x, one cgo call at AVX2 and AVX-512.
-// geluMulX: dst = gelu(gate) · up (up nil: gelu(gate)) by tab, GELUMul's
-// table, over len(dst) elements. One cgo call.
-func geluMulX(tab, gate, up, dst []float32) {
-	n := len(dst)
-	_ = gate[n-1]
-	var u *C.float
-	if up != nil {
-		_ = up[n-1]
-		u = (*C.float)(unsafe.Pointer(&up[0]))
-	}
-	C.folio_gelu_mul((*C.float)(unsafe.Pointer(&tab[0])), (*C.float)(unsafe.Pointer(&gate[0])), u,
-		(*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(n))
-}
-
 func argmaxX(l simdLevel, x []float32) int {
 	if l < levelAVX2 || len(x) == 0 {
 		return gpu.ArgMax(x)

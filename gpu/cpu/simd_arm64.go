@@ -26,8 +26,6 @@ func matmulF32X(simdLevel, []float32, int, int, []float32, int, int, int, []floa
 
 func argmaxX(_ simdLevel, x []float32) int { return gpu.ArgMax(x) }
 
-func geluMulX(_, _, _, _ []float32) { panic("cpu: the GELU kernel is amd64's") }
-
 func ropeX(bool, []float32, []float32, int, int, int) {
 	panic("cpu: no SIMD rope at the NEON level")
 }

@@ -149,3 +149,17 @@ func mixRowsX(dst, base []float32, srcs [][]float32, coefs []float32, wide int, 
 		C.int(k), (*C.float)(unsafe.Pointer(&coefs[0])), C.int64_t(wide), (*C.int32_t)(unsafe.Pointer(&cs[0])),
 		C.float(bias), C.int64_t(rows), C.int64_t(n))
 }
+
+// geluMulX: dst = gelu(gate) · up (up nil: gelu(gate)) by tab, GELUMul's
+// table, over len(dst) elements. One cgo call.
+func geluMulX(tab, gate, up, dst []float32) {
+	n := len(dst)
+	_ = gate[n-1]
+	var u *C.float
+	if up != nil {
+		_ = up[n-1]
+		u = (*C.float)(unsafe.Pointer(&up[0]))
+	}
+	C.folio_gelu_mul((*C.float)(unsafe.Pointer(&tab[0])), (*C.float)(unsafe.Pointer(&gate[0])), u,
+		(*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(n))
+}

@@ -152,3 +152,22 @@ void folio_mix_rows(float *dst, const float *base, const float *s0, const float 
 	}
 }
 #pragma GCC pop_options
+
+// folio_gelu_mul: dst = gelu(gate) · up (up NULL: gelu(gate)), as
+// simd_ops.c's: 0 at or below -10, the gate itself at or above 10 (and
+// NaN), else tab[the half nearest the gate] (FCVT rounds to nearest even,
+// as gguf.F32ToF16); the product rounded once. dst may be gate.
+void folio_gelu_mul(const float *tab, const float *gate, const float *up, float *dst, int64_t n) {
+	for (int64_t i = 0; i < n; i++) {
+		float x = gate[i], y = x;
+		if (x <= -10.f) {
+			y = 0;
+		} else if (x < 10.f) {
+			__fp16 h = (__fp16)x;
+			uint16_t bits;
+			memcpy(&bits, &h, 2);
+			y = tab[bits];
+		}
+		dst[i] = up ? y * up[i] : y;
+	}
+}

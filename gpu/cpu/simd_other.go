@@ -32,7 +32,7 @@ func matmulF32X(simdLevel, []float32, int, int, []float32, int, int, int, []floa
 
 func argmaxX(_ simdLevel, x []float32) int { return gpu.ArgMax(x) }
 
-func geluMulX(_, _, _, _ []float32) { panic("cpu: the GELU kernel is amd64's") }
+func geluMulX(_, _, _, _ []float32) { panic("cpu: SIMD kernels are not built in") }
 
 func mixRowsX(dst, base []float32, srcs [][]float32, coefs []float32, wide int, cols []int, bias float32, n int) {
 	panic("cpu: the row-mixing kernel is amd64's")
