@@ -9,8 +9,8 @@ import "folio/gpu"
 
 // On arm64 the NEON level has the matmuls (simd_neon.c), on the
 // activation formats the x86 kernels read (xquant.go), attention
-// (simd_neon_attn.c) and RMSNorm, Add, softmax and SiLU·mul
-// (simd_neon_ops.c), whose wrappers simd_cgo.go shares with amd64; its
+// (simd_neon_attn.c) and RMSNorm, Add, softmax, SiLU·mul, GELU·mul and
+// MixRows (simd_neon_ops.c), whose wrappers simd_cgo.go shares with amd64; its
 // kernel table (kernels.go) runs the other ops in Go, so the functions
 // below that panic are never reached.
 
