@@ -24,20 +24,7 @@ func TestLoadOnVulkan(t *testing.T) {
 		t.Fatal(err)
 	}
 	opt := LoadOptions{NumCtx: 256, Device: "vulkan"}
-	m, err := Load(path, opt)
-	if errors.Is(err, vulkan.ErrNoLoader) || errors.Is(err, vulkan.ErrNoDevice) {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI installs libvulkan1 and mesa-vulkan-drivers, yet: %v", err)
-		}
-		t.Skipf("no Vulkan device: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if _, ok := m.Arch.Backend().(*vulkan.Backend); !ok {
-		t.Fatalf("FOLIO_GPU=vulkan loaded on %s", m.Arch.Backend().Name())
-	}
+	m := loadOnVulkan(t, path, opt)
 	opt.Device = "cpu"
 	ref, err := Load(path, opt)
 	if err != nil {
@@ -92,20 +79,7 @@ func TestVulkanGrowsPool(t *testing.T) {
 	if err := synth.WriteTiny(path, "llama", gguf.TypeF32, 6); err != nil {
 		t.Fatal(err)
 	}
-	load := func(numCtx int) *Model {
-		m, err := Load(path, LoadOptions{NumCtx: numCtx, Device: "vulkan"})
-		if errors.Is(err, vulkan.ErrNoLoader) || errors.Is(err, vulkan.ErrNoDevice) {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("CI installs libvulkan1 and mesa-vulkan-drivers, yet: %v", err)
-			}
-			t.Skipf("no Vulkan device: %v", err)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		return m
-	}
+	load := func(numCtx int) *Model { return loadOnVulkan(t, path, LoadOptions{NumCtx: numCtx, Device: "vulkan"}) }
 	greedy := SampleOptions{RepeatPenalty: 1}
 	req := Request{Prompt: promptOf(300, 21), Sample: greedy, NumPredict: 6, NumCtx: 512}
 	want := run(t, newEngine(t, load(512), EngineOptions{}), req)
@@ -124,4 +98,26 @@ func TestVulkanGrowsPool(t *testing.T) {
 	if st := e.Stats(); st.Growths == 0 || m.KV.Spec().Tokens() < 306 {
 		t.Errorf("pool of %d tokens, then %d after %d growths", before, m.KV.Spec().Tokens(), st.Growths)
 	}
+}
+
+// loadOnVulkan loads path with opt (Device "vulkan") and checks that it
+// runs there, closing it when t ends; without a Vulkan device it skips t,
+// or fails it under CI, which installs lavapipe.
+func loadOnVulkan(t *testing.T, path string, opt LoadOptions) *Model {
+	t.Helper()
+	m, err := Load(path, opt)
+	if errors.Is(err, vulkan.ErrNoLoader) || errors.Is(err, vulkan.ErrNoDevice) {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI installs libvulkan1 and mesa-vulkan-drivers, yet: %v", err)
+		}
+		t.Skipf("no Vulkan device: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if _, ok := m.Arch.Backend().(*vulkan.Backend); !ok {
+		t.Fatalf("Device vulkan loaded on %s", m.Arch.Backend().Name())
+	}
+	return m
 }

@@ -2,13 +2,10 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"folio/gpu/vulkan"
 	"folio/models/gguf"
 	"folio/models/synth"
 )
@@ -26,20 +23,7 @@ func TestGemma3nOnVulkan(t *testing.T) {
 		t.Fatal(err)
 	}
 	opt := LoadOptions{NumCtx: 256, Device: "vulkan"}
-	m, err := Load(path, opt)
-	if errors.Is(err, vulkan.ErrNoLoader) || errors.Is(err, vulkan.ErrNoDevice) {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI installs libvulkan1 and mesa-vulkan-drivers, yet: %v", err)
-		}
-		t.Skipf("no Vulkan device: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if _, ok := m.Arch.Backend().(*vulkan.Backend); !ok {
-		t.Fatalf("gemma3n loaded on %s", m.Arch.Backend().Name())
-	}
+	m := loadOnVulkan(t, path, opt)
 	opt.Device = "cpu"
 	ref, err := Load(path, opt)
 	if err != nil {

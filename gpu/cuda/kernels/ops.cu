@@ -133,6 +133,25 @@ extern "C" __global__ void __launch_bounds__(256) sigmoid_mul(const float* x, co
     y[t] = __fmul_rn(x[t], __fdiv_rn(1.0f, 1.0f + expf(-gate[t])));
 }
 
+// row_centred is the mean of a row of cols elements (its sum in double,
+// rounded, over cols as a float quotient) and sets *q to the sum in
+// double of the squares of the centred row: layer_norm's and
+// sparsify_rows's statistics, as gpu/cpu computes them. Every thread of
+// the block calls it.
+__device__ float row_centred(const float* xr, int cols, double* q) {
+    double s = 0;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) s += (double)xr[i];
+    s = block_sum_d(s);
+    float mean = __fdiv_rn((float)s, (float)cols);
+    double sq = 0;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) {
+        float d = __fsub_rn(xr[i], mean);
+        sq += (double)__fmul_rn(d, d);
+    }
+    *q = block_sum_d(sq);
+    return mean;
+}
+
 // layer_norm: each row of cols elements (blockIdx.x the row) becomes (x -
 // mean) / sqrt(var + eps) · w + b, w and b null for 1 and 0: the row
 // summed in double and rounded, the mean a float quotient, the squares of
@@ -143,16 +162,8 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm(const float* x, con
                                                              float eps) {
     const float* xr = x + (long long)blockIdx.x * cols;
     float* yr = y + (long long)blockIdx.x * cols;
-    double s = 0;
-    for (int i = threadIdx.x; i < cols; i += blockDim.x) s += (double)xr[i];
-    s = block_sum_d(s);
-    float mean = __fdiv_rn((float)s, (float)cols);
-    double q = 0;
-    for (int i = threadIdx.x; i < cols; i += blockDim.x) {
-        float d = __fsub_rn(xr[i], mean);
-        q += (double)__fmul_rn(d, d);
-    }
-    q = block_sum_d(q);
+    double q;
+    float mean = row_centred(xr, cols, &q);
     float scale = 1.0f / sqrtf(__fadd_rn((float)(q / cols), eps));
     for (int i = threadIdx.x; i < cols; i += blockDim.x) {
         float v = __fmul_rn(__fsub_rn(xr[i], mean), scale);
@@ -244,16 +255,8 @@ extern "C" __global__ void __launch_bounds__(256) mul_row(const float* x, const 
 // float quotient).
 extern "C" __global__ void __launch_bounds__(256) sparsify_rows(float* x, int cols, float mul) {
     float* xr = x + (long long)blockIdx.x * cols;
-    double s = 0;
-    for (int i = threadIdx.x; i < cols; i += blockDim.x) s += (double)xr[i];
-    s = block_sum_d(s);
-    float mean = __fdiv_rn((float)s, (float)cols);
-    double q = 0;
-    for (int i = threadIdx.x; i < cols; i += blockDim.x) {
-        float d = __fsub_rn(xr[i], mean);
-        q += (double)__fmul_rn(d, d);
-    }
-    q = block_sum_d(q);
+    double q;
+    float mean = row_centred(xr, cols, &q);
     float sd = sqrtf(__fmul_rn((float)q, __fdiv_rn(1.0f, (float)(cols - 1))));
     float cut = __fadd_rn(mean, __fmul_rn(sd, mul));
     for (int i = threadIdx.x; i < cols; i += blockDim.x) xr[i] = fmaxf(__fsub_rn(xr[i], cut), 0.0f);
