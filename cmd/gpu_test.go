@@ -70,7 +70,7 @@ func TestGPUSelftestVulkan(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, want := range []string{"device: ", "ops: 118 of 118 pass", "generation llama-Q4_K.gguf: 6 tokens", "  vulkan: [", "selftest: pass"} {
+	for _, want := range []string{"device: ", "ops: 120 of 120 pass", "generation llama-Q4_K.gguf: 6 tokens", "  vulkan: [", "selftest: pass"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -33,6 +33,9 @@ func (c *table) attention() {
 		{name: "mixed", typ: gguf.TypeF16, heads: 6, kvHeads: 3, hd: 128, bs: 5, seqs: [][2]int{{0, 9}, {23, 1}, {11, 4}}},
 		{name: "f32 head 80", typ: gguf.TypeF32, heads: 4, kvHeads: 4, hd: 80, bs: 7, seqs: [][2]int{{3, 20}, {50, 1}}},
 		{name: "long", typ: gguf.TypeF16, heads: 4, kvHeads: 1, hd: 128, bs: 16, seqs: [][2]int{{1500, 2}}},
+		// Gemma 4's global layers' heads of 512 (CUDA's _wide kernels)
+		{name: "head 512 decode", typ: gguf.TypeF16, heads: 4, kvHeads: 1, hd: 512, bs: 16, seqs: [][2]int{{70, 1}, {5, 1}}},
+		{name: "f32 head 384 prefill", typ: gguf.TypeF32, heads: 2, kvHeads: 2, hd: 384, bs: 8, seqs: [][2]int{{0, 19}}},
 	} {
 		c.attentionCase(t)
 	}

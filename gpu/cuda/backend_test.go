@@ -312,8 +312,8 @@ func TestBlockIOAndCopyBlocks(t *testing.T) {
 	if err := b.GrowKVCache(c, 4); err == nil {
 		t.Error("shrinking a pool: no error")
 	}
-	if _, err := b.NewKVCache(gpu.KVSpec{Layers: 1, Blocks: 1, BlockSize: 1, KVHeads: 1, HeadDim: 512, Type: gguf.TypeF16}); !errors.Is(err, gpu.ErrUnsupported) {
-		t.Errorf("heads of 512: %v", err)
+	if _, err := b.NewKVCache(gpu.KVSpec{Layers: 1, Blocks: 1, BlockSize: 1, KVHeads: 1, HeadDim: 1024, Type: gguf.TypeF16}); !errors.Is(err, gpu.ErrUnsupported) {
+		t.Errorf("heads of 1024: %v", err)
 	}
 }
 

@@ -38,6 +38,7 @@ var kernelThreads = [numKernels]int{
 	kScale: ewThreads, kSoftcap: ewThreads, kGELUMul: ewThreads, kLayerNorm: rowThreads, kSwiGLUOAI: ewThreads,
 	kSigmoidMul: ewThreads, kMixRows: ewThreads, kMatchNorm: rowThreads, kMulRow: ewThreads, kSparsifyRows: rowThreads,
 	kWriteKVF16: ewThreads, kWriteKVF32: ewThreads, kAttentionF16: attThreads, kAttentionF32: attThreads,
+	kAttentionF16Wide: attThreads, kAttentionF32Wide: attThreads,
 }
 
 // fixedThreads reports whether every launch of k has exactly

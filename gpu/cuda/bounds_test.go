@@ -98,6 +98,12 @@ func TestLaunchesUseTheTable(t *testing.T) {
 		b.WriteKV(c, 0, kv, kv, []int32{0, 1, 2, 3})
 		batch := &gpu.Batch{BlockSize: 16, Seqs: []gpu.Seq{{Start: 0, Len: 4, Pos: 0, Blocks: []int32{0}}}}
 		b.Attention(x, x, c, 0, batch, gpu.AttnOpts{Scale: 0.125})
+		wide, err := b.NewKVCache(gpu.KVSpec{Layers: 1, Blocks: 1, BlockSize: 16, KVHeads: 1, HeadDim: 512, Type: typ})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, _ := b.NewTensor(4, 512)
+		b.Attention(q, q, wide, 0, batch, gpu.AttnOpts{Scale: 0.125}) // the _wide kernel
 	}
 
 	byFn := map[uintptr]kernel{}

@@ -139,8 +139,10 @@ func TestGeometryMatchesKernelDefines(t *testing.T) {
 			t.Errorf("#define %s is %v, Go uses %d", def, m, want)
 		}
 	}
-	m := regexp.MustCompile(`#define ATT_HD (\d+)`).FindStringSubmatch(src)
-	if m == nil || strconv.Itoa(attMaxHead/32) != m[1] {
-		t.Errorf("ATT_HD %v, Go's largest head %d", m, attMaxHead)
+	for def, head := range map[string]int{"ATT_HD": attHead, "ATT_HD_WIDE": attMaxHead} {
+		m := regexp.MustCompile(`#define ` + def + ` (\d+)`).FindStringSubmatch(src)
+		if m == nil || strconv.Itoa(head/32) != m[1] {
+			t.Errorf("%s %v, Go's head of %d", def, m, head)
+		}
 	}
 }

@@ -201,6 +201,9 @@ func (b *Backend) Attention(dst, q gpu.Tensor, c gpu.KVCache, layer int, batch *
 		i32(cq.rows).i32(heads).i32(spec.KVHeads).i32(spec.HeadDim).i32(spec.BlockSize).
 		f32(o.Scale).f32(o.SoftCap).f32(invCap).ptr(sinks)
 	k := kvTypeKernel(spec.Type, kAttentionF16, kAttentionF32)
+	if spec.HeadDim > attHead {
+		k = kvTypeKernel(spec.Type, kAttentionF16Wide, kAttentionF32Wide)
+	}
 	b.launch(k, attentionDims(k, heads, cq.rows))
 }
 

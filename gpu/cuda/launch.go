@@ -59,6 +59,8 @@ const (
 	kWriteKVF32
 	kAttentionF16
 	kAttentionF32
+	kAttentionF16Wide
+	kAttentionF32Wide
 	numKernels
 )
 
@@ -71,7 +73,7 @@ var kernelNames = [numKernels]string{
 	"rms_norm", "add", "silu_mul", "softmax", "rope",
 	"scale", "softcap", "gelu_mul", "layer_norm", "swiglu_oai", "sigmoid_mul",
 	"mix_rows", "match_norm", "mul_row", "sparsify_rows",
-	"write_kv_f16", "write_kv_f32", "attention_f16", "attention_f32",
+	"write_kv_f16", "write_kv_f32", "attention_f16", "attention_f32", "attention_f16_wide", "attention_f32_wide",
 }
 
 func (k kernel) String() string { return kernelNames[k] }
@@ -97,7 +99,8 @@ const (
 	mmTile     = 64  // matmul: TM and TN
 	matvecMaxN = 8   // MatMul uses matvec below this many rows of x
 	attWarps   = 16  // attention: ATT_WARPS
-	attMaxHead = 256 // attention: 32·ATT_HD, the largest head
+	attHead    = 256 // attention: 32·ATT_HD, the largest head of attention_f16 and _f32
+	attMaxHead = 512 // attention: 32·ATT_HD_WIDE, the largest head (the _wide kernels')
 	maxGridY   = 65535
 )
 

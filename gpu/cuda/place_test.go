@@ -204,10 +204,10 @@ func TestChooseRefusesQ8KVBeforeUploading(t *testing.T) {
 		t.Errorf("auto without a GPU: %v, %v", be, err)
 	}
 	big := need
-	big.KVSpec.Type, big.KVSpec.HeadDim = gguf.TypeF16, 512
+	big.KVSpec.Type, big.KVSpec.HeadDim = gguf.TypeF16, 1024
 	f, c := newFakeGPU(), &fakeCompiler{}
 	if _, _, err := choose("auto", big, nil, func() (*Backend, error) { return open(f.driver(), c.compiler(), Options{NoCache: true}) }); !errors.Is(err, gpu.ErrUnsupported) {
-		t.Errorf("heads of 512: %v", err)
+		t.Errorf("heads of 1024: %v", err)
 	}
 }
 

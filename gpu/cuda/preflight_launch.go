@@ -180,7 +180,7 @@ func (p *preflightRun) tinyOps() []preflightOp {
 		}},
 	)
 	for _, typ := range []gguf.TensorType{gguf.TypeF16, gguf.TypeF32} {
-		ops = append(ops, preflightOp{fmt.Sprintf("WriteKV and Attention (causal, then in a window, soft-capped, then with sinks), %v K/V, 2 rows, 2 heads over 1 of 64", typ), func() {
+		ops = append(ops, preflightOp{fmt.Sprintf("WriteKV and Attention (causal, then in a window, soft-capped, then with sinks; then a head of 512), %v K/V, 2 rows, 2 heads over 1 of 64", typ), func() {
 			spec := gpu.KVSpec{Layers: 1, Blocks: 2, BlockSize: 16, KVHeads: 1, HeadDim: 64, Type: typ}
 			kv, err := b.NewKVCache(spec)
 			if err != nil {
@@ -198,6 +198,14 @@ func (p *preflightRun) tinyOps() []preflightOp {
 			// With sinks (gpt-oss), a logit per query head.
 			sinks := weight(b, gguf.TypeF32, 1, 2, gpu.QuantizeRows(gguf.TypeF32, 1, 2, []float32{0.5, -1}))
 			b.Attention(act(b, 2, 128, make([]float32, 2*128)), q, kv, 0, batch, gpu.AttnOpts{Scale: 0.125, Sinks: sinks})
+			// A head of 512 (Gemma 4's global layers): the _wide kernel.
+			wspec := gpu.KVSpec{Layers: 1, Blocks: 2, BlockSize: 16, KVHeads: 1, HeadDim: 512, Type: typ}
+			wkv, err := b.NewKVCache(wspec)
+			if err != nil {
+				panic(err)
+			}
+			b.WriteKV(wkv, 0, act(b, 2, 512, vals(2*512)), act(b, 2, 512, vals(2*512)), batch.Slots(nil))
+			b.Attention(act(b, 2, 512, make([]float32, 2*512)), act(b, 2, 512, vals(2*512)), wkv, 0, batch, gpu.AttnOpts{Scale: 0.05})
 		}})
 	}
 	return ops

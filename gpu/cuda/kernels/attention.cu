@@ -26,22 +26,26 @@
 // A block per (query head, row), ATT_WARPS warps; each warp takes
 // ATT_STEP positions at a time (independent loads in flight), keeps an
 // online softmax (running max, sum and weighted V), and the warps' states
-// are merged at the end. Lanes hold elements lane, lane+32, … of a head
-// (head_dim ≤ 32·ATT_HD).
+// are merged at the end. Lanes hold elements lane, lane+32, … of a head:
+// HD of them, head_dim ≤ 32·HD. The kernels for heads up to 32·ATT_HD
+// hold ATT_HD; the _wide ones, for heads up to 32·ATT_HD_WIDE (Gemma 4's
+// global layers' 512), twice as many, in twice the registers and shared
+// memory.
 #define ATT_WARPS 16
 #define ATT_STEP 4
 #define ATT_HD 8
+#define ATT_HD_WIDE 16
 
 __device__ __forceinline__ float kv_load(const u16* p, long long i) { return h2f(p[i]); }
 __device__ __forceinline__ float kv_load(const float* p, long long i) { return p[i]; }
 
-template <typename KV>
+template <typename KV, int HD>
 __device__ void attention(float* __restrict__ dst, const float* __restrict__ q, const KV* __restrict__ kc,
                           const KV* __restrict__ vc, const int* __restrict__ meta, int rows, int heads,
                           int kv_heads, int head_dim, int block_size, float scale, float cap, float inv_cap,
                           const float* __restrict__ sinks) {
     __shared__ float s_max[ATT_WARPS], s_sum[ATT_WARPS];
-    __shared__ float s_acc[ATT_WARPS][32 * ATT_HD];
+    __shared__ float s_acc[ATT_WARPS][32 * HD];
     int h = blockIdx.x, row = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     int first = meta[3 * row], n = meta[3 * row + 1];
     if (n <= 0) return;
@@ -49,8 +53,8 @@ __device__ void attention(float* __restrict__ dst, const float* __restrict__ q, 
     int tab = meta[3 * row + 2];
     int kvh = h / (heads / kv_heads);
     const float* qr = q + ((long long)row * heads + h) * head_dim;
-    float qv[ATT_HD], acc[ATT_HD];
-    for (int t = 0; t < ATT_HD; t++) {
+    float qv[HD], acc[HD];
+    for (int t = 0; t < HD; t++) {
         int j = lane + 32 * t;
         qv[t] = j < head_dim ? qr[j] : 0.0f;
         acc[t] = 0.0f;
@@ -63,7 +67,7 @@ __device__ void attention(float* __restrict__ dst, const float* __restrict__ q, 
             int p = first + (p0 + u < n ? p0 + u : n - 1);  // past the end: a valid position, its score dropped
             base[u] = (((long long)blocks[tab + p / block_size] * kv_heads + kvh) * block_size + p % block_size) * head_dim;
             float d = 0.0f;
-            for (int t = 0; t < ATT_HD; t++) {
+            for (int t = 0; t < HD; t++) {
                 int j = lane + 32 * t;
                 if (j < head_dim) d += qv[t] * kv_load(kc, base[u] + j);
             }
@@ -78,12 +82,12 @@ __device__ void attention(float* __restrict__ dst, const float* __restrict__ q, 
         }
         float corr = expf(mx - m);
         sum *= corr;
-        for (int t = 0; t < ATT_HD; t++) acc[t] *= corr;
+        for (int t = 0; t < HD; t++) acc[t] *= corr;
         for (int u = 0; u < ATT_STEP; u++) {
             if (p0 + u >= n) break;
             float e = expf(s[u] - m);
             sum += e;
-            for (int t = 0; t < ATT_HD; t++) {
+            for (int t = 0; t < HD; t++) {
                 int j = lane + 32 * t;
                 if (j < head_dim) acc[t] += e * kv_load(vc, base[u] + j);
             }
@@ -94,7 +98,7 @@ __device__ void attention(float* __restrict__ dst, const float* __restrict__ q, 
         s_max[warp] = mx;
         s_sum[warp] = sum;
     }
-    for (int t = 0; t < ATT_HD; t++) {
+    for (int t = 0; t < HD; t++) {
         int j = lane + 32 * t;
         if (j < head_dim) s_acc[warp][j] = acc[t];
     }
@@ -120,11 +124,23 @@ __device__ void attention(float* __restrict__ dst, const float* __restrict__ q, 
 extern "C" __global__ void __launch_bounds__(512) attention_f16(float* dst, const float* q, const u16* kc, const u16* vc, const int* meta,
                                                                 int rows, int heads, int kv_heads, int head_dim, int block_size, float scale,
                                                                 float cap, float inv_cap, const float* sinks) {
-    attention<u16>(dst, q, kc, vc, meta, rows, heads, kv_heads, head_dim, block_size, scale, cap, inv_cap, sinks);
+    attention<u16, ATT_HD>(dst, q, kc, vc, meta, rows, heads, kv_heads, head_dim, block_size, scale, cap, inv_cap, sinks);
 }
 
 extern "C" __global__ void __launch_bounds__(512) attention_f32(float* dst, const float* q, const float* kc, const float* vc, const int* meta,
                                                                 int rows, int heads, int kv_heads, int head_dim, int block_size, float scale,
                                                                 float cap, float inv_cap, const float* sinks) {
-    attention<float>(dst, q, kc, vc, meta, rows, heads, kv_heads, head_dim, block_size, scale, cap, inv_cap, sinks);
+    attention<float, ATT_HD>(dst, q, kc, vc, meta, rows, heads, kv_heads, head_dim, block_size, scale, cap, inv_cap, sinks);
+}
+
+extern "C" __global__ void __launch_bounds__(512) attention_f16_wide(float* dst, const float* q, const u16* kc, const u16* vc, const int* meta,
+                                                                int rows, int heads, int kv_heads, int head_dim, int block_size, float scale,
+                                                                float cap, float inv_cap, const float* sinks) {
+    attention<u16, ATT_HD_WIDE>(dst, q, kc, vc, meta, rows, heads, kv_heads, head_dim, block_size, scale, cap, inv_cap, sinks);
+}
+
+extern "C" __global__ void __launch_bounds__(512) attention_f32_wide(float* dst, const float* q, const float* kc, const float* vc, const int* meta,
+                                                                int rows, int heads, int kv_heads, int head_dim, int block_size, float scale,
+                                                                float cap, float inv_cap, const float* sinks) {
+    attention<float, ATT_HD_WIDE>(dst, q, kc, vc, meta, rows, heads, kv_heads, head_dim, block_size, scale, cap, inv_cap, sinks);
 }
