@@ -27,7 +27,9 @@ func (g GenCheck) Pass() bool { return g.Mismatches == 0 && g.Worst <= GenTolera
 
 // CheckGeneration loads the GGUF model at path on ref and dev, prefills a
 // short prompt and decodes steps tokens greedily on both, feeding both the
-// reference's choice, and compares every step's logits.
+// reference's choice, and compares every step's logits. A model whose
+// layers' K/V need caches of their own (arch.Config.NeedsGroups: Gemma 4,
+// Gemma 3n) gets one per layer group, all under one block table.
 func CheckGeneration(path string, ref, dev gpu.Backend, steps int) (GenCheck, error) {
 	var g GenCheck
 	f, err := gguf.Open(path)
@@ -38,8 +40,9 @@ func CheckGeneration(path string, ref, dev gpu.Backend, steps int) (GenCheck, er
 	const bs, promptLen = 16, 8
 	opt := arch.Options{MaxRows: promptLen, MaxOut: 1}
 	type side struct {
-		m  *arch.Model
-		kv gpu.KVCache
+		m      *arch.Model
+		groups *arch.Groups // nil: every layer's K/V in kvs[0]
+		kvs    []gpu.KVCache
 	}
 	var sides [2]side
 	for i, be := range []gpu.Backend{ref, dev} {
@@ -47,11 +50,23 @@ func CheckGeneration(path string, ref, dev gpu.Backend, steps int) (GenCheck, er
 		if err != nil {
 			return g, err
 		}
-		kv, err := be.NewKVCache(m.KVSpec((promptLen+steps)/bs+1, bs, gguf.TypeF16))
-		if err != nil {
-			return g, err
+		spec := m.KVSpec((promptLen+steps)/bs+1, bs, gguf.TypeF16)
+		s := side{m: m}
+		specs := []gpu.KVSpec{spec}
+		if m.NeedsGroups() { // a cache per layer group (Gemma 3n, Gemma 4), each with the one table
+			s.groups, specs = m.LayerGroups(), nil
+			for j := range s.groups.Layers {
+				specs = append(specs, s.groups.Spec(j, spec))
+			}
 		}
-		sides[i] = side{m, kv}
+		for _, sp := range specs {
+			kv, err := be.NewKVCache(sp)
+			if err != nil {
+				return g, err
+			}
+			s.kvs = append(s.kvs, kv)
+		}
+		sides[i] = s
 	}
 	vocab := sides[0].m.Vocab
 	blocks := make([]int32, (promptLen+steps)/bs+1)
@@ -68,7 +83,11 @@ func CheckGeneration(path string, ref, dev gpu.Backend, steps int) (GenCheck, er
 		in := toks[pos:]
 		b := gpu.Batch{BlockSize: bs, Seqs: []gpu.Seq{{Start: 0, Len: len(in), Pos: pos, Blocks: blocks}}}
 		for i, s := range sides {
-			out, err := s.m.Forward(s.kv, &b, in, []int32{int32(len(in) - 1)})
+			batches := make([]*gpu.Batch, len(s.kvs))
+			for j := range batches {
+				batches[j] = &b
+			}
+			out, err := s.m.ForwardGroups(s.groups, s.kvs, batches, in, []int32{int32(len(in) - 1)})
 			if err != nil {
 				return g, err
 			}

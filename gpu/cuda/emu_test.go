@@ -205,6 +205,38 @@ func TestGemmaOnTheEmulator(t *testing.T) {
 	}
 }
 
+// Gemma 4 and Gemma 3n through the kernels, each layer group's K/V in a
+// cache of its own (CheckGeneration's groups): Gemma 4's global layer
+// with heads of 128 over one K/V head and E2B's layout (per-layer
+// embeddings, the last layers reading earlier layers' K/V), windows of 4;
+// Gemma 3n's streams (mix_rows, match_norm, mul_row, sparsify_rows) over
+// 22 layers, 20 and 21 reading layer 18's K/V. F32 weights, as
+// TestGemmaOnTheEmulator.
+func TestGemma4And3nOnTheEmulator(t *testing.T) {
+	dev, ref, _ := emuPair(t)
+	for _, c := range []struct {
+		name, arch string
+		edit       func(*synth.Config)
+	}{
+		{"gemma4", "gemma4", func(c *synth.Config) { c.Window = 4 }},
+		{"gemma4 E-layout", "gemma4", func(c *synth.Config) { c.Window, c.Layers, c.SharedKV, c.PLEDim = 4, 8, 4, 64 }},
+		{"gemma3n", "gemma3n", func(c *synth.Config) { c.Window, c.Layers = 4, 22 }},
+	} {
+		path := filepath.Join(t.TempDir(), c.arch+".gguf")
+		if err := synth.WriteTiny(path, c.arch, gguf.TypeF32, 2, c.edit); err != nil {
+			t.Fatal(err)
+		}
+		g, err := conformance.CheckGeneration(path, ref, dev, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !g.Pass() {
+			t.Errorf("%s: %+v", c.name, g)
+		}
+		t.Logf("%s: worst logits NMSE %.3g, tokens %v and %v", c.name, g.Worst, g.Ref, g.Dev)
+	}
+}
+
 // The first layer on the (emulated) GPU, the second on the CPU.
 func TestSplitOnTheEmulator(t *testing.T) {
 	dev, ref, _ := emuPair(t)
