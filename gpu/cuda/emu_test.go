@@ -207,7 +207,8 @@ func TestGemmaOnTheEmulator(t *testing.T) {
 
 // Gemma 4 and Gemma 3n through the kernels, each layer group's K/V in a
 // cache of its own (CheckGeneration's groups): Gemma 4's global layer
-// with heads of 128 over one K/V head and E2B's layout (per-layer
+// with heads of 128 over one K/V head, and of 512 as the real ones, and
+// E2B's layout (per-layer
 // embeddings, the last layers reading earlier layers' K/V), windows of 4;
 // Gemma 3n's streams (mix_rows, match_norm, mul_row, sparsify_rows) over
 // 22 layers, 20 and 21 reading layer 18's K/V. F32 weights, as
@@ -219,6 +220,7 @@ func TestGemma4And3nOnTheEmulator(t *testing.T) {
 		edit       func(*synth.Config)
 	}{
 		{"gemma4", "gemma4", func(c *synth.Config) { c.Window = 4 }},
+		{"gemma4 heads of 512", "gemma4", func(c *synth.Config) { c.Window, c.HeadDim = 4, 512 }}, // the _wide kernels
 		{"gemma4 E-layout", "gemma4", func(c *synth.Config) { c.Window, c.Layers, c.SharedKV, c.PLEDim = 4, 8, 4, 64 }},
 		{"gemma3n", "gemma3n", func(c *synth.Config) { c.Window, c.Layers = 4, 22 }},
 	} {
