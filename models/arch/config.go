@@ -37,6 +37,9 @@ type Config struct {
 	// in one pass (bert, nomic-bert, gemma-embedding).
 	Encoder bool
 	Pooling Pooling // how an embedding is made of the hidden states (pooling_type)
+	// DenseFeat > 0: the pooled embedding is projected through DenseFeat
+	// features and back (dense_2's rows; dense.go); 0: no projections.
+	DenseFeat int
 
 	// SWAHeadDim > 0: the windowed layers' heads are SWAHeadDim wide and
 	// they have SWAKVHeads K/V heads, where HeadDim and KVHeads are the
@@ -408,6 +411,9 @@ func ReadConfig(f *gguf.File) (*Config, error) {
 		return nil, fail("no 2-D token_embd.weight tensor")
 	}
 	c.Vocab = int(emb.Shape[1])
+	if d2, ok := f.Tensor("dense_2.weight"); ok && len(d2.Shape) == 2 {
+		c.DenseFeat = int(d2.Shape[1])
+	}
 	if c.FFNs != nil && len(c.FFNs) != c.Layers {
 		return nil, fail("%sfeed_forward_length has %d widths for %d layers", p, len(c.FFNs), c.Layers)
 	}

@@ -220,7 +220,11 @@ func ScratchBytes(cfg *Config, opt Options) int64 {
 		perRow += 2 * w
 	}
 	perRow += cfg.PLEDim * (2*cfg.Layers + 1) // the looked-up rows, each layer's input, one temporary
-	return 4*(int64(opt.MaxRows)*int64(perRow)+int64(opt.MaxOut)*int64(cfg.Dim+cfg.Vocab)) + moeScratchBytes(cfg, opt.MaxRows) +
+	dense := 0
+	if cfg.DenseFeat > 0 {
+		dense = 2*cfg.Dim + cfg.DenseFeat // dense.go's one row in, between and out
+	}
+	return 4*(int64(opt.MaxRows)*int64(perRow)+int64(opt.MaxOut)*int64(cfg.Dim+cfg.Vocab)+int64(dense)) + moeScratchBytes(cfg, opt.MaxRows) +
 		mlaScratchBytes(cfg, opt.MaxRows) + altUpScratchBytes(cfg, opt.MaxRows)
 }
 
