@@ -25,10 +25,10 @@ func MixRows(be Backend, dst, base Tensor, srcs []Tensor, coefs Tensor, cols []i
 		return
 	}
 	CheckMixRows(be.Name(), dst, base, srcs, coefs, cols)
-	d, b, c := download(be, dst), download(be, base), download(be, coefs)
+	d, b, c := Values(be, dst), Values(be, base), Values(be, coefs)
 	ss := make([][]float32, len(srcs))
 	for k, s := range srcs {
-		ss[k] = download(be, s)
+		ss[k] = Values(be, s)
 	}
 	MixRowsHost(d, b, ss, c, coefs.Cols(), cols, bias, dst.Cols())
 	be.Upload(dst, d)
@@ -82,8 +82,9 @@ func MatchNorm(be Backend, dst, x, target Tensor) {
 		m.MatchNorm(dst, x, target)
 		return
 	}
-	checkSame(be.Name(), "MatchNorm", dst, x, target)
-	d, t := download(be, x), download(be, target)
+	CheckShape(be.Name(), "MatchNorm", "dst", dst, x.Rows(), x.Cols())
+	CheckShape(be.Name(), "MatchNorm", "target", target, x.Rows(), x.Cols())
+	d, t := Values(be, x), Values(be, target)
 	MatchNormHost(d, d, t, x.Cols())
 	be.Upload(dst, d)
 }
@@ -121,7 +122,7 @@ func MulRow(be Backend, dst, x Tensor, w []float32) {
 		return
 	}
 	CheckMulRow(be.Name(), dst, x, w)
-	d := download(be, x)
+	d := Values(be, x)
 	MulRowHost(d, d, w)
 	be.Upload(dst, d)
 }
@@ -155,7 +156,7 @@ func SparsifyRows(be Backend, x Tensor, stdMul float32) {
 		s.SparsifyRows(x, stdMul)
 		return
 	}
-	v := download(be, x)
+	v := Values(be, x)
 	SparsifyRowsHost(v, x.Cols(), stdMul)
 	be.Upload(x, v)
 }
@@ -178,23 +179,6 @@ func SparsifyRowsHost(x []float32, n int, stdMul float32) {
 		cut := mean + float32(std*stdMul) // rounded before the add, as ggml's two ops
 		for i, v := range row {
 			row[i] = max(v-cut, 0)
-		}
-	}
-}
-
-// download is t's values on the host.
-func download(be Backend, t Tensor) []float32 {
-	v := make([]float32, t.Rows()*t.Cols())
-	be.Download(v, t)
-	return v
-}
-
-// checkSame panics, naming the backend and op, unless the tensors have one
-// shape.
-func checkSame(backend, op string, ts ...Tensor) {
-	for _, t := range ts[1:] {
-		if t.Rows() != ts[0].Rows() || t.Cols() != ts[0].Cols() {
-			panic(fmt.Sprintf("%s: %s: %d×%d and %d×%d differ", backend, op, ts[0].Rows(), ts[0].Cols(), t.Rows(), t.Cols()))
 		}
 	}
 }

@@ -526,3 +526,26 @@ func TestEngineGreedyArgMax(t *testing.T) {
 	}
 	collect(t, other, 1)
 }
+
+// tokenLogprobs runs req on a new engine over m and returns each generated
+// token's log-probabilities (req asks for them).
+func tokenLogprobs(t *testing.T, m *Model, req Request) []*TokenLogprob {
+	t.Helper()
+	st, err := newEngine(t, m, EngineOptions{}).Submit(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*TokenLogprob
+	for {
+		ev, ok := st.Recv(context.Background())
+		if !ok {
+			return out
+		}
+		if ev.Err != nil {
+			t.Fatal(ev.Err)
+		}
+		if ev.Logprob != nil {
+			out = append(out, ev.Logprob)
+		}
+	}
+}

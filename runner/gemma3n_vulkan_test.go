@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"math"
 	"path/filepath"
 	"testing"
@@ -30,28 +29,8 @@ func TestGemma3nOnVulkan(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ref.Close()
-	logprobs := func(m *Model) []*TokenLogprob {
-		e := newEngine(t, m, EngineOptions{})
-		st, err := e.Submit(context.Background(), Request{Prompt: promptOf(40, 3), Sample: SampleOptions{RepeatPenalty: 1},
-			NumPredict: 6, Logprobs: true, TopLogprobs: 5})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []*TokenLogprob
-		for {
-			ev, ok := st.Recv(context.Background())
-			if !ok {
-				return out
-			}
-			if ev.Err != nil {
-				t.Fatal(ev.Err)
-			}
-			if ev.Logprob != nil {
-				out = append(out, ev.Logprob)
-			}
-		}
-	}
-	got, want := logprobs(m), logprobs(ref)
+	req := Request{Prompt: promptOf(40, 3), Sample: SampleOptions{RepeatPenalty: 1}, NumPredict: 6, Logprobs: true, TopLogprobs: 5}
+	got, want := tokenLogprobs(t, m, req), tokenLogprobs(t, ref, req)
 	if len(got) != len(want) || len(want) == 0 {
 		t.Fatalf("Vulkan %d tokens, CPU %d", len(got), len(want))
 	}

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"math"
 	"strings"
 	"testing"
@@ -27,25 +26,12 @@ func TestKVCacheQ8(t *testing.T) {
 		t.Errorf("K/V caches of %d (q8_0) and %d (f16) bytes, more than the %d asked for", q8.Bytes.KV, f16.Bytes.KV, mem)
 	}
 	top := func(m *Model) [][]TopLogprob {
-		e := newEngine(t, m, EngineOptions{})
-		st, err := e.Submit(context.Background(), Request{Prompt: promptOf(300, 11), Sample: SampleOptions{RepeatPenalty: 1},
-			NumPredict: 4, TopLogprobs: 5})
-		if err != nil {
-			t.Fatal(err)
-		}
 		var out [][]TopLogprob
-		for {
-			ev, ok := st.Recv(context.Background())
-			if !ok {
-				return out
-			}
-			if ev.Err != nil {
-				t.Fatal(ev.Err)
-			}
-			if ev.Token >= 0 {
-				out = append(out, ev.Logprob.Top)
-			}
+		for _, lp := range tokenLogprobs(t, m, Request{Prompt: promptOf(300, 11), Sample: SampleOptions{RepeatPenalty: 1},
+			NumPredict: 4, TopLogprobs: 5}) {
+			out = append(out, lp.Top)
 		}
+		return out
 	}
 	want, got := top(f16), top(q8)
 	if len(got) != 4 || len(want) != 4 {

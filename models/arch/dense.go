@@ -29,7 +29,7 @@ func loadDense(ld *loader, c *Config) (*dense, error) {
 	case ok2 != ok3 || len(t2.Shape) != 2:
 		return nil, fmt.Errorf("%w %s: dense_2.weight and dense_3.weight come as a pair of matrices (the sentence-transformers projections)", ErrModel, ld.f.Path)
 	}
-	feat := int(t2.Shape[1])
+	feat := c.DenseFeat // dense_2's rows (ReadConfig)
 	d := &dense{up: ld.weight("dense_2.weight", feat, c.Dim), down: ld.weight("dense_3.weight", c.Dim, feat)}
 	if ld.err != nil {
 		return nil, ld.err
